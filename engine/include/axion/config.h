@@ -1,0 +1,22 @@
+// Compile-time configuration shared by host and device code.
+#pragma once
+
+#if defined(__CUDACC__)
+#define AXION_HD __host__ __device__ __forceinline__
+#define AXION_DEVICE_COMPILE 1
+#else
+#define AXION_HD inline
+#endif
+
+namespace axion {
+
+// Scalar type of every physical quantity in the engine. Double by default: the solver's
+// stopping tolerances (1e-8 residuals on stacks and chains) sit below float's resolution on
+// metre-scale scenes. Build with -DAXION_USE_FLOAT=ON to trade that margin for bandwidth.
+#if defined(AXION_USE_FLOAT)
+using Real = float;
+#else
+using Real = double;
+#endif
+
+}  // namespace axion

@@ -1,0 +1,124 @@
+// MJCF (MuJoCo XML, version 2.2 semantics) importer: reads a model file into an axion::ModelDesc.
+//
+// Supported: <include>, <compiler> (angle, inertiafromgeom, eulerseq, coordinate="local",
+// autolimits), <option> (timestep, gravity), <default> classes with inheritance and `childclass`,
+// nested <body> (pos, quat, euler, axisangle, xyaxes, zaxis), <geom> (plane, sphere, capsule,
+// box, cylinder, ellipsoid; size, fromto, density, mass, friction, contype, conaffinity),
+// <inertial> (pos, orientation, mass, diaginertia, fullinertia), <joint> (hinge, slide, ball,
+// free; pos, axis, range, limited, stiffness, damping, armature, ref, springref), <freejoint>,
+// and <actuator> (motor, position, velocity on a joint: gear, ctrlrange, ctrllimited, kp, kv).
+// Everything else (visual elements, sites, cameras, lights, sensors, tendons, equality
+// constraints, solver-parameter attributes such as solref/solimp/condim, ...) is skipped with a
+// warning naming the element or attribute, so no difference from MuJoCo is silent. Malformed or
+// inconsistent files are errors that name the file and line, the element, its name and the
+// attribute.
+//
+// Conversion from MuJoCo's generalized coordinates to Axion's maximal coordinates:
+//
+//  1. Bodies. Every MJCF body becomes one BodyDesc whose pose is its world-frame pose at qpos0
+//     (the body tree composed from the root). Bodies welded to the world (no joint anywhere on
+//     the path to <worldbody>) are static: their geoms become world shapes (ShapeDesc::body =
+//     kWorldBody) and no BodyDesc is made. A welded moving body with zero mass (a frame that
+//     only carries sites or cameras) is merged into its parent: its geoms move to the parent.
+//  2. Joints of one body, by what the body holds:
+//       - a free joint (<freejoint> or type="free"): no JointDesc; the body is free. Only
+//         allowed on children of <worldbody>, as in MuJoCo.
+//       - no joint: JointType::kFixed to the parent.
+//       - one hinge / slide: kRevolute / kPrismatic with the joint frame at `pos` and its x axis
+//         along `axis`; `ref` becomes JointDesc::reference, `range` the limits.
+//       - one ball: kBall at `pos` (ball range limits are not supported: warning).
+//       - several hinges (or several slides) with a common anchor, mutually orthogonal axes,
+//         equal stiffness, damping, armature and springref and zero ref: one kGeneric joint whose
+//         frame axes are the joint axes: x = axis1, y = axis2, z = axis1 x axis2. A third hinge
+//         must be +-z; when it is -z the frame is (axis1, axis3, axis2) instead, which is
+//         right-handed, so every frame axis is exactly one MJCF axis with its sign. Those
+//         angular (or linear) axes are kLimited or kFree, the others kLocked; an actuator on an
+//         MJCF joint addresses the generic DOF of its axis. Axion measures a generic joint's
+//         rotation by the rotation vector of the relative rotation, so its coordinates (and the
+//         limits on them) equal MuJoCo's hinge angles when one axis is displaced and agree to
+//         first order otherwise. With three hinges every rotation is reachable in both engines,
+//         so the kinematics are identical; with two, Axion allows exp(a x + b y) where MuJoCo
+//         allows R(x, a) R(y, b): the two differ at second order (about a b / 2 about the
+//         locked axis). Set MjcfOptions::merge_joints = false to get the exact chain below.
+//       - anything else (anchors differ, axes not orthogonal, hinges mixed with slides or balls,
+//         different spring/damper settings): a chain in MuJoCo's order, parent -> joint 1 ->
+//         light body -> joint 2 -> ... -> body, each link a kRevolute / kPrismatic / kBall joint
+//         with that joint's own anchor, axis, limits and drive. This reproduces MuJoCo's
+//         kinematics exactly (each MJCF joint rotates about its anchor in the frame left by the
+//         previous one). Each intermediate ("light") body is named "<body>/<joint>", starts at
+//         the body's pose, and has mass = MjcfOptions::light_body_mass_fraction times the
+//         body's mass (default 1%) and inertia = the same fraction of the body's inertia tensor,
+//         centred on the body's centre of mass: a uniformly scaled copy, so the chain behaves as
+//         the body made 1% heavier per light body. The model's total mass is MuJoCo's plus the
+//         light bodies'.
+//  3. Joint springs and dampers: stiffness and damping become JointDesc::drive with target
+//     position `springref` (0 by default) and target velocity 0; armature becomes
+//     JointDesc::armature. frictionloss is not supported (warning).
+//  4. Actuators: motor -> ActuatorType::kEffort with gear[0]; position -> kPosition with kp (and
+//     kv when given); velocity -> kVelocity with kv; ctrlrange/ctrllimited as in MuJoCo 2.2
+//     (autolimits off: a range without `limited`/`ctrllimited` is an error, as in MuJoCo).
+//     Other transmissions (tendon, site, body) and the <general> actuator are skipped with a
+//     warning.
+//  5. Mass and inertia: with inertiafromgeom (auto: bodies without <inertial>) each geom's mass
+//     is its `mass` or density (1000 kg/m^3 by default) times its volume, with MuJoCo's volume
+//     and inertia formulas per shape (a capsule is a cylinder plus two hemispheres); the geoms
+//     are combined about the body's centre of mass with the parallel-axis theorem. BodyDesc
+//     gets the full tensor in the body frame (MuJoCo diagonalises it; the eigenvalues agree).
+//  6. Geoms: friction = first value (sliding); contype -> ShapeDesc::collision_group and
+//     conaffinity -> collision_mask. MuJoCo collides a pair when (contype_a & conaffinity_b) ||
+//     (contype_b & conaffinity_a); Axion requires both terms. The two agree whenever the rule is
+//     symmetric for every pair (the usual case); a model whose geoms rely on the asymmetric
+//     case gets a warning naming a pair. MuJoCo combines friction with max(), Axion with the
+//     geometric mean: a warning is given when geoms with different friction can touch.
+//     Ellipsoids with unequal radii become a convex hull of points on their surface (warning);
+//     mass properties still use the exact ellipsoid. Finite planes become infinite (warning).
+//  7. Collision filtering: MuJoCo skips parent-child body pairs and bodies of one weld group;
+//     Axion skips the pairs joined directly by a joint (JointDesc::collide_connected = false),
+//     and joints to the world collide (as in MuJoCo). For pairs that MuJoCo filters but Axion
+//     would not (a body and its parent across a light-body chain, a welded body and its
+//     parent's other children): when all colliding geoms share one contype/conaffinity (so
+//     those bits filter nothing, the common case, e.g. the humanoid), the shapes' collision
+//     groups and masks are rewritten to encode MuJoCo's filter exactly (one bit per body
+//     involved, masks omitting the bits of the filtered partners; at most 31 such bodies), with
+//     a warning listing the pairs. Otherwise the pairs are listed in a warning and collide.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "axion/model.h"
+
+namespace axion {
+
+// A model read from a file, and every way it differs from the file's meaning.
+struct ImportResult {
+  ModelDesc model;
+  // One line per unsupported element or attribute (with its count) and per approximation.
+  std::vector<std::string> warnings;
+  // Where each joint of the file went, in file order.
+  struct SourceJoint {
+    std::string name;  // the file's joint name (generated "<body>_joint<k>" when unnamed)
+    int joint = -1;    // index in model.joints; -1 for free joints (no Axion joint)
+    int dof = 0;       // DOF within that joint (kGeneric: index among its non-locked axes)
+  };
+  std::vector<SourceJoint> source_joints;
+};
+
+struct MjcfOptions {
+  // Mass and inertia of each intermediate body of a joint chain, as a fraction of the mass and
+  // inertia of the body the chain leads to (see rule 2 above).
+  Real light_body_mass_fraction = 0.01;
+  // Merge hinges (or slides) that share an anchor into one kGeneric joint (rule 2). false:
+  // always chain through light bodies, which reproduces MuJoCo's kinematics exactly.
+  bool merge_joints = true;
+};
+
+// Reads an MJCF file; <include> paths are relative to the file's directory.
+absl::StatusOr<ImportResult> LoadMjcfFile(const std::string& path, const MjcfOptions& options = {});
+// Reads MJCF text; <include> paths are relative to `base_dir` ("" = current directory).
+absl::StatusOr<ImportResult> LoadMjcfString(std::string_view xml, const std::string& base_dir,
+                                            const MjcfOptions& options = {});
+
+}  // namespace axion

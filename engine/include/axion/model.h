@@ -1,0 +1,221 @@
+// What a world is: the scene description users build (directly or through the MJCF/URDF
+// importers) and the validated, constant Model compiled from it.
+//
+// Frames. Every body has a body frame (the frame users place it with and attach shapes and
+// joint anchors to) and a centre of mass `com` given in that frame. Poses in the State are the
+// pose of the body frame translated to the centre of mass ("inertial pose"), because the
+// Newton-Euler equations are simplest there; Simulator::GetBodyState converts back.
+//
+// Units are SI throughout: metres, kilograms, seconds, radians, newtons.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "axion/math.h"
+
+namespace axion {
+
+// Index of the static world "body" in joint and shape descriptions.
+inline constexpr int kWorldBody = -1;
+
+struct Pose {
+  Vec3 pos;  // translation (m)
+  Quat quat; // rotation (unit quaternion w, x, y, z)
+};
+
+struct BodyDesc {
+  std::string name;
+  Real mass = 1;          // (kg), > 0 and finite
+  Mat33 inertia = mat33_identity();  // about the centre of mass, in the body frame (kg m^2), SPD
+  Vec3 com;               // centre of mass in the body frame (m)
+  Pose pose;              // initial pose of the body frame in the world frame
+  Vec3 linear_velocity;   // initial velocity of the centre of mass, world frame (m/s)
+  Vec3 angular_velocity;  // initial angular velocity, world frame (rad/s)
+};
+
+enum class ShapeType : int32_t {
+  kPlane = 0,     // infinite half-space below the local xy plane (normal +z); world body only
+  kSphere = 1,    // size.x = radius
+  kCapsule = 2,   // size.x = radius, size.y = half length of the segment along local z
+  kBox = 3,       // size = half extents
+  kCylinder = 4,  // size.x = radius, size.y = half length along local z
+  kConvexHull = 5 // vertices (body-local, relative to the shape pose); size unused
+};
+
+// Surface material. Two materials in contact combine as friction = sqrt(mu_a * mu_b)
+// (geometric mean, as Bullet and PhysX do, so a frictionless surface stays frictionless) and
+// restitution = max(e_a, e_b) (the bouncier surface wins, as Box2D does).
+struct Material {
+  Real friction = 0.5;     // Coulomb coefficient mu, >= 0
+  Real restitution = 0;    // e in [0, 1]; used by the velocity-level contact formulation
+};
+
+struct ShapeDesc {
+  std::string name;
+  int body = kWorldBody;  // owning body index, or kWorldBody for static geometry
+  ShapeType type = ShapeType::kSphere;
+  Pose pose;              // shape frame in the body frame (in the world frame for kWorldBody)
+  Vec3 size;              // see ShapeType
+  std::vector<Vec3> vertices;  // kConvexHull only: at least 4 non-coplanar points
+  Material material;
+  // Two shapes collide when (group_a & mask_b) && (group_b & mask_a).
+  uint32_t collision_group = 1;
+  uint32_t collision_mask = 0xffffffffu;
+};
+
+enum class JointType : int32_t {
+  kRevolute = 0,   // 1 rotational DOF about the joint x axis; 5 rows
+  kPrismatic = 1,  // 1 translational DOF along the joint x axis; 5 rows
+  kBall = 2,       // 3 rotational DOF about the anchor; 3 rows
+  kFixed = 3,      // 0 DOF; 6 rows
+  kGeneric = 4,    // each of the 6 joint-frame axes locked, free or limited
+};
+
+enum class AxisMode : int32_t { kLocked = 0, kFree = 1, kLimited = 2 };
+
+// A PD drive (and passive spring-damper) on one joint DOF, integrated implicitly:
+//   F = stiffness (target_position - q) + damping (target_velocity - qdot)
+// Actuators of position/velocity kind write the targets and gains at run time.
+struct DriveDesc {
+  Real stiffness = 0;        // N/m or N m/rad, >= 0
+  Real damping = 0;          // N s/m or N m s/rad, >= 0
+  Real target_position = 0;  // m or rad
+  Real target_velocity = 0;  // m/s or rad/s
+};
+
+struct JointDesc {
+  std::string name;
+  JointType type = JointType::kRevolute;
+  int parent = kWorldBody;  // body index or kWorldBody
+  int child = 0;            // body index (never kWorldBody)
+  // Joint frame in the child body frame: its origin is the anchor, its x axis the hinge or
+  // slide axis. The parent side of the frame is computed from the bodies' initial poses, so the
+  // initial configuration is the joint's zero (plus `reference`).
+  Pose child_frame;
+  // Convenience: when set, the joint frame's x axis is this direction (child body frame) and
+  // child_frame.quat is replaced by the shortest rotation taking x onto it. Must be non-zero.
+  std::optional<Vec3> axis;
+  // kGeneric only: modes of the linear x, y, z then angular x, y, z axes of the joint frame.
+  std::array<AxisMode, 6> axis_mode{AxisMode::kLocked, AxisMode::kLocked, AxisMode::kLocked,
+                                    AxisMode::kLocked, AxisMode::kLocked, AxisMode::kLocked};
+  // Limits per DOF (revolute/prismatic: index 0; generic: one per free or limited axis, in axis
+  // order). Only used where `limited`.
+  bool limited = false;
+  std::vector<Real> lower;  // rad or m
+  std::vector<Real> upper;  // rad or m
+  DriveDesc drive;          // applied to every DOF of the joint (revolute, prismatic, generic)
+  Real reference = 0;       // joint coordinate of the initial configuration (rad or m)
+  Real compliance = 0;      // inverse stiffness of the bilateral rows (m/N, rad/(N m)); 0 = rigid
+  Real armature = 0;        // extra rotor inertia along the DOF (kg m^2 or kg)
+  bool collide_connected = false;  // let the two joined bodies' shapes collide
+};
+
+enum class ActuatorType : int32_t {
+  kEffort = 0,    // ctrl * gear is a force/torque along the joint DOF
+  kPosition = 1,  // ctrl is the drive's target position; kp, kv are its gains
+  kVelocity = 2,  // ctrl is the drive's target velocity; kv is its gain
+};
+
+struct ActuatorDesc {
+  std::string name;
+  ActuatorType type = ActuatorType::kEffort;
+  int joint = 0;      // joint index
+  int dof = 0;        // DOF within the joint (0 for revolute and prismatic)
+  Real gear = 1;      // scales ctrl for kEffort
+  bool ctrl_limited = false;
+  Real ctrl_min = 0, ctrl_max = 0;
+  Real kp = 0;        // kPosition stiffness
+  Real kv = 0;        // kPosition / kVelocity damping
+};
+
+enum class Formulation : int32_t { kPosition = 0, kVelocity = 1 };
+
+// Solver and integration options of a world; every field documented with its default and units.
+struct SolverOptions {
+  Real timestep = 0.01;                  // h (s)
+  Vec3 gravity{0, 0, -9.81};             // (m/s^2)
+  Formulation joint_formulation = Formulation::kPosition;    // bilateral rows
+  Formulation contact_formulation = Formulation::kPosition;  // contact normal rows
+  Real baumgarte = 0.2;                  // Upsilon in [0, 1]: fraction of c(q-) removed per step
+                                         // by velocity-level rows
+  Real contact_margin = 0.01;            // (m) shapes closer than this enter the contact set
+  int newton_iterations = 50;            // maximum Newton iterations per step
+  int cr_iterations = 100;               // maximum Conjugate Residual iterations per Newton step
+  Real newton_tolerance = 1e-7;          // stop when the residual's max-norm is below this
+                                         // (units of impulse per unit effective mass: m/s)
+  Real cr_tolerance = 1e-3;              // relative CR tolerance (preconditioned residual)
+  bool line_search = true;               // backtracking on the residual norm
+  int line_search_steps = 4;             // maximum halvings of the Newton step
+  Real fb_epsilon = 1e-10;               // smoothing of the Fischer-Burmeister function
+};
+
+struct ModelDesc {
+  std::string name;
+  std::vector<BodyDesc> bodies;
+  std::vector<ShapeDesc> shapes;
+  std::vector<JointDesc> joints;
+  std::vector<ActuatorDesc> actuators;
+  SolverOptions options;
+  int contact_capacity = -1;  // contacts per world; -1: derived from the shapes (see Model)
+};
+
+// Number of constraint rows and coordinates a joint type contributes.
+int JointBilateralRows(const JointDesc& joint);
+int JointDofCount(const JointDesc& joint);       // joint velocity coordinates
+int JointPositionCount(const JointDesc& joint);  // joint position coordinates (ball: 4)
+
+// The validated, compiled scene. Immutable and shared by every world created from it.
+class Model {
+ public:
+  // Validates `desc` and compiles it. Errors name the element, its index and name, the field
+  // and the offending value.
+  static absl::StatusOr<std::shared_ptr<const Model>> Compile(ModelDesc desc);
+
+  const ModelDesc& desc() const { return desc_; }
+  const std::string& name() const { return desc_.name; }
+  int body_count() const { return static_cast<int>(desc_.bodies.size()); }
+  int shape_count() const { return static_cast<int>(desc_.shapes.size()); }
+  int joint_count() const { return static_cast<int>(desc_.joints.size()); }
+  int actuator_count() const { return static_cast<int>(desc_.actuators.size()); }
+  int joint_dof_count() const { return joint_dof_count_; }          // sum of JointDofCount
+  int joint_position_count() const { return joint_position_count_; }
+  int joint_row_count() const { return joint_row_count_; }          // constraint rows of joints
+  int contact_capacity() const { return contact_capacity_; }
+  Real total_mass() const;
+  // Hash of everything that shapes the batch layout and dynamics (snapshots carry it, so a
+  // snapshot is only restored into a world of the same model).
+  uint64_t fingerprint() const { return fingerprint_; }
+
+  // Per joint: first index of its coordinates in the world's joint position / velocity arrays.
+  const std::vector<int>& joint_position_offset() const { return joint_position_offset_; }
+  const std::vector<int>& joint_dof_offset() const { return joint_dof_offset_; }
+  // Joint-frame pose on the parent side, in the parent body frame (world frame for kWorldBody).
+  const std::vector<Pose>& joint_parent_frame() const { return joint_parent_frame_; }
+  // Shape pairs that may collide (filtered by group/mask and joints), as (a, b) shape indices.
+  const std::vector<std::array<int, 2>>& collision_pairs() const { return collision_pairs_; }
+
+  int FindBody(const std::string& name) const;  // -1 when absent
+  int FindJoint(const std::string& name) const;
+  int FindActuator(const std::string& name) const;
+
+ private:
+  Model() = default;
+  ModelDesc desc_;
+  int joint_dof_count_ = 0;
+  int joint_position_count_ = 0;
+  int joint_row_count_ = 0;
+  int contact_capacity_ = 0;
+  uint64_t fingerprint_ = 0;
+  std::vector<int> joint_position_offset_;
+  std::vector<int> joint_dof_offset_;
+  std::vector<Pose> joint_parent_frame_;
+  std::vector<std::array<int, 2>> collision_pairs_;
+};
+
+}  // namespace axion

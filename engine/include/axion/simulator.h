@@ -1,0 +1,131 @@
+// The batched simulator: many worlds, of the same or different Models, resident in one backend
+// and stepped together. All per-world data lives in flat structure-of-arrays buffers over all
+// worlds (see axion/state.h); creating or destroying worlds re-packs them, stepping never
+// allocates.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "axion/model.h"
+
+namespace axion {
+
+enum class Backend : int32_t { kAuto = 0, kCpu = 1, kCuda = 2 };
+const char* BackendName(Backend backend);
+// True when this build has CUDA support and a device is present.
+bool CudaAvailable();
+
+struct SimulatorOptions {
+  Backend backend = Backend::kAuto;  // kAuto: CUDA when available, otherwise CPU
+  int threads = 0;                   // CPU worker threads; 0: all hardware threads
+  int max_worlds = 1 << 20;          // refuse to create more worlds than this
+};
+
+using WorldId = uint64_t;
+
+// Per-world flags reported by a step (bit mask in WorldStats::flags).
+enum WorldFlag : uint32_t {
+  kWorldNotConverged = 1u << 0,  // Newton stopped at its iteration limit above tolerance
+  kWorldContactOverflow = 1u << 1,  // more contacts than contact_capacity; extras dropped
+  kWorldNonFinite = 1u << 2,     // NaN/Inf appeared; the world is frozen until reset
+};
+
+// Solver statistics of a world's last step (summed over sub-steps where several were taken).
+struct WorldStats {
+  int newton_iterations = 0;  // Newton iterations in the last step
+  int cr_iterations = 0;      // Conjugate Residual iterations, summed over Newton iterations
+  Real residual = 0;          // final residual max-norm
+  int contact_count = 0;      // active contacts after collision detection
+  int constraint_rows = 0;    // active constraint rows (joints + 3 per contact)
+  uint32_t flags = 0;         // WorldFlag bits
+  uint64_t step_count = 0;    // steps taken since creation or the last reset
+  Real time = 0;              // simulated time (s)
+};
+
+// Body state in user frames: the body frame's pose (not the centre of mass).
+struct BodyState {
+  std::vector<Real> pose;      // (body_count x 7): position x y z, quaternion w x y z
+  std::vector<Real> velocity;  // (body_count x 6): linear velocity of the body-frame origin, then
+                               // angular velocity, world frame
+};
+
+struct JointState {
+  std::vector<Real> position;  // (joint_position_count): angle or displacement; ball: quaternion
+  std::vector<Real> velocity;  // (joint_dof_count)
+};
+
+struct ContactReport {
+  int body_a = kWorldBody, body_b = kWorldBody;  // body indices (kWorldBody for static)
+  int shape_a = -1, shape_b = -1;
+  Vec3 position;  // midpoint of the two contact points, world frame (m)
+  Vec3 normal;    // unit normal pointing from b to a
+  Real gap = 0;   // signed distance at the start of the step (m), negative when penetrating
+  Vec3 force;     // total contact force on a (normal + friction), world frame (N)
+};
+
+struct WorldOptions {
+  // Overrides of the model's solver options for these worlds; nullptr keeps the model's.
+  const SolverOptions* options = nullptr;
+  int contact_capacity = -1;  // -1: the model's
+};
+
+class Simulator {
+ public:
+  static absl::StatusOr<std::unique_ptr<Simulator>> Create(const SimulatorOptions& options = {});
+  virtual ~Simulator();
+
+  Backend backend() const;
+
+  // Creates `count` worlds of `model` in their initial state.
+  absl::StatusOr<std::vector<WorldId>> CreateWorlds(std::shared_ptr<const Model> model, int count,
+                                                    const WorldOptions& options = {});
+  absl::Status DestroyWorld(WorldId world);
+  bool HasWorld(WorldId world) const;
+  int world_count() const;
+  std::vector<WorldId> world_ids() const;  // in creation order
+  absl::StatusOr<std::shared_ptr<const Model>> GetModel(WorldId world) const;
+  absl::StatusOr<SolverOptions> GetOptions(WorldId world) const;
+
+  // Advances each listed world by steps[i] steps (1 for all when `steps` is empty), all worlds
+  // together in shared batched passes. Worlds not listed do not move.
+  absl::Status Step(absl::Span<const WorldId> worlds, absl::Span<const int> steps = {});
+  absl::Status StepAll(int steps = 1);
+
+  // Controls, one per actuator; kept until changed. Validated: finite, within ctrlrange when the
+  // actuator is ctrl-limited. On error the world is untouched.
+  absl::Status SetControls(WorldId world, absl::Span<const Real> ctrl);
+  absl::StatusOr<std::vector<Real>> GetControls(WorldId world) const;
+  // External force and torque on each body's centre of mass, world frame (body_count x 6: force
+  // then torque); kept until changed.
+  absl::Status SetExternalForces(WorldId world, absl::Span<const Real> wrench);
+
+  absl::StatusOr<BodyState> GetBodyState(WorldId world) const;
+  absl::Status SetBodyState(WorldId world, const BodyState& state);
+  absl::StatusOr<JointState> GetJointState(WorldId world) const;
+  absl::StatusOr<WorldStats> GetStats(WorldId world) const;
+  absl::StatusOr<std::vector<ContactReport>> GetContacts(WorldId world) const;
+
+  // Back to the model's initial state (controls and external forces cleared).
+  absl::Status Reset(WorldId world);
+  // Complete world state as bytes, restored bit-exactly by Restore into a world of the same model.
+  absl::StatusOr<std::string> Snapshot(WorldId world) const;
+  absl::Status Restore(WorldId world, std::string_view bytes);
+
+  // Bytes the backend holds for all worlds' arrays.
+  size_t memory_bytes() const;
+
+  class Impl;
+
+ private:
+  explicit Simulator(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace axion

@@ -1,0 +1,37 @@
+// Execution backends behind the Simulator. The host BatchStorage is the source of truth for
+// layout and the staging area for state access; a device backend mirrors it in device memory.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "batch_storage.h"
+
+namespace axion {
+
+class ExecutionBackend {
+ public:
+  virtual ~ExecutionBackend() = default;
+  // The layout changed (worlds created or destroyed): (re)allocate and upload everything.
+  virtual absl::Status Load(BatchStorage& host) = 0;
+  // The host wrote state (poses, controls, forces, resets): upload the state arrays.
+  virtual absl::Status Upload(BatchStorage& host) = 0;
+  // Bring the host's state arrays up to date with the backend's.
+  virtual absl::Status Download(BatchStorage& host) = 0;
+  // Runs up to `max_substeps` steps; world w takes host.world_step_pending[w] of them. On
+  // return the host's world arrays (statistics, flags) are current; other state may be left on
+  // the device until Download.
+  virtual absl::Status Step(BatchStorage& host, int max_substeps) = 0;
+  virtual size_t device_bytes() const = 0;
+};
+
+std::unique_ptr<ExecutionBackend> MakeCpuBackend(int threads);
+#if defined(AXION_WITH_CUDA)
+// Fails with FAILED_PRECONDITION when no CUDA device is present.
+absl::StatusOr<std::unique_ptr<ExecutionBackend>> MakeCudaBackend();
+bool CudaDevicePresent();
+#endif
+
+}  // namespace axion

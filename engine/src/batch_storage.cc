@@ -1,0 +1,376 @@
+#include "batch_storage.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "collision/hull.h"
+#include "model_internal.h"
+
+namespace axion {
+namespace {
+
+template <class T>
+void CopySlice(const std::vector<T>& src, int src_first, std::vector<T>& dst, int dst_first,
+               int count, int width) {
+  if (count <= 0) return;
+  std::copy_n(src.begin() + static_cast<size_t>(src_first) * width,
+              static_cast<size_t>(count) * width, dst.begin() + static_cast<size_t>(dst_first) * width);
+}
+
+void StoreMat(Real* out, const Mat33& m) { store33(out, m); }
+
+}  // namespace
+
+WorldParams MakeWorldParams(const SolverOptions& o) {
+  WorldParams p;
+  p.timestep = o.timestep;
+  p.gravity[0] = o.gravity.x;
+  p.gravity[1] = o.gravity.y;
+  p.gravity[2] = o.gravity.z;
+  p.joint_formulation = static_cast<int32_t>(o.joint_formulation);
+  p.contact_formulation = static_cast<int32_t>(o.contact_formulation);
+  p.baumgarte = o.baumgarte;
+  p.contact_margin = o.contact_margin;
+  p.newton_iterations = o.newton_iterations;
+  p.cr_iterations = o.cr_iterations;
+  p.newton_tolerance = o.newton_tolerance;
+  p.cr_tolerance = o.cr_tolerance;
+  p.line_search = o.line_search ? 1 : 0;
+  p.line_search_steps = o.line_search_steps;
+  p.fb_epsilon = o.fb_epsilon;
+  return p;
+}
+
+BatchView BatchStorage::view() {
+  BatchView v;
+  v.world_count = world_count();
+#define AXION_BIND(T, name, width) v.name = name.data();
+  AXION_WORLD_OFFSETS(AXION_BIND)
+  AXION_WORLD_MODEL(AXION_BIND)
+  AXION_WORLD_STATE(AXION_BIND)
+  AXION_WORLD_SCRATCH(AXION_BIND)
+  AXION_BODY_MODEL(AXION_BIND)
+  AXION_BODY_STATE(AXION_BIND)
+  AXION_BODY_SCRATCH(AXION_BIND)
+  AXION_JOINT_MODEL(AXION_BIND)
+  AXION_DOF_MODEL(AXION_BIND)
+  AXION_DOF_STATE(AXION_BIND)
+  AXION_DOF_SCRATCH(AXION_BIND)
+  AXION_QPOS_STATE(AXION_BIND)
+  AXION_ACTUATOR_MODEL(AXION_BIND)
+  AXION_ACTUATOR_STATE(AXION_BIND)
+  AXION_SHAPE_MODEL(AXION_BIND)
+  AXION_SHAPE_SCRATCH(AXION_BIND)
+  AXION_PAIR_MODEL(AXION_BIND)
+  AXION_CONTACT_STATE(AXION_BIND)
+  AXION_ROW_MODEL(AXION_BIND)
+  AXION_ROW_STATE(AXION_BIND)
+  AXION_ROW_SCRATCH(AXION_BIND)
+  AXION_HULL_ARRAYS(AXION_BIND)
+#undef AXION_BIND
+  v.joint_dof_offset = joint_dof_offset.data();
+  return v;
+}
+
+size_t BatchStorage::bytes() const {
+  size_t total = joint_dof_offset.size() * sizeof(int32_t);
+#define AXION_BYTES(T, name, width) total += name.size() * sizeof(T);
+  AXION_WORLD_OFFSETS(AXION_BYTES)
+  AXION_WORLD_MODEL(AXION_BYTES)
+  AXION_WORLD_STATE(AXION_BYTES)
+  AXION_WORLD_SCRATCH(AXION_BYTES)
+  AXION_BODY_MODEL(AXION_BYTES)
+  AXION_BODY_STATE(AXION_BYTES)
+  AXION_BODY_SCRATCH(AXION_BYTES)
+  AXION_JOINT_MODEL(AXION_BYTES)
+  AXION_DOF_MODEL(AXION_BYTES)
+  AXION_DOF_STATE(AXION_BYTES)
+  AXION_DOF_SCRATCH(AXION_BYTES)
+  AXION_QPOS_STATE(AXION_BYTES)
+  AXION_ACTUATOR_MODEL(AXION_BYTES)
+  AXION_ACTUATOR_STATE(AXION_BYTES)
+  AXION_SHAPE_MODEL(AXION_BYTES)
+  AXION_SHAPE_SCRATCH(AXION_BYTES)
+  AXION_PAIR_MODEL(AXION_BYTES)
+  AXION_CONTACT_STATE(AXION_BYTES)
+  AXION_ROW_MODEL(AXION_BYTES)
+  AXION_ROW_STATE(AXION_BYTES)
+  AXION_ROW_SCRATCH(AXION_BYTES)
+  AXION_HULL_ARRAYS(AXION_BYTES)
+#undef AXION_BYTES
+  return total;
+}
+
+BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
+  BatchStorage s;
+  const int world_count = static_cast<int>(worlds.size());
+
+  // offsets
+  int bodies = 0, joints = 0, dofs = 0, qpos = 0, acts = 0, shapes = 0, pairs = 0, contacts = 0,
+      rows = 0, hulls = 0;
+  auto push_offsets = [&] {
+    s.world_body_offset.push_back(bodies);
+    s.world_joint_offset.push_back(joints);
+    s.world_dof_offset.push_back(dofs);
+    s.world_qpos_offset.push_back(qpos);
+    s.world_actuator_offset.push_back(acts);
+    s.world_shape_offset.push_back(shapes);
+    s.world_pair_offset.push_back(pairs);
+    s.world_contact_offset.push_back(contacts);
+    s.world_row_offset.push_back(rows);
+  };
+  for (const WorldLayout& w : worlds) {
+    push_offsets();
+    const Model& m = *w.model;
+    bodies += m.body_count();
+    joints += m.joint_count();
+    dofs += m.joint_dof_count();
+    qpos += m.joint_position_count();
+    acts += m.actuator_count();
+    shapes += m.shape_count();
+    pairs += static_cast<int>(m.collision_pairs().size());
+    contacts += w.contact_capacity;
+    rows += m.joint_row_count() + 3 * w.contact_capacity;
+    for (const ShapeDesc& shape : m.desc().shapes) hulls += shape.type == ShapeType::kConvexHull;
+  }
+  push_offsets();
+
+  // allocate every array at its final size: stepping never allocates
+#define AXION_ALLOC(count)                                                                     \
+  [&](auto& vec, int width) { vec.assign(static_cast<size_t>(count) * width, {}); }
+#define AXION_SIZE_WORLD(T, name, width) AXION_ALLOC(world_count)(s.name, width);
+#define AXION_SIZE_BODY(T, name, width) AXION_ALLOC(bodies)(s.name, width);
+#define AXION_SIZE_JOINT(T, name, width) AXION_ALLOC(joints)(s.name, width);
+#define AXION_SIZE_DOF(T, name, width) AXION_ALLOC(dofs)(s.name, width);
+#define AXION_SIZE_QPOS(T, name, width) AXION_ALLOC(qpos)(s.name, width);
+#define AXION_SIZE_ACT(T, name, width) AXION_ALLOC(acts)(s.name, width);
+#define AXION_SIZE_SHAPE(T, name, width) AXION_ALLOC(shapes)(s.name, width);
+#define AXION_SIZE_PAIR(T, name, width) AXION_ALLOC(pairs)(s.name, width);
+#define AXION_SIZE_CONTACT(T, name, width) AXION_ALLOC(contacts)(s.name, width);
+#define AXION_SIZE_ROW(T, name, width) AXION_ALLOC(rows)(s.name, width);
+  AXION_WORLD_MODEL(AXION_SIZE_WORLD)
+  AXION_WORLD_STATE(AXION_SIZE_WORLD)
+  AXION_WORLD_SCRATCH(AXION_SIZE_WORLD)
+  AXION_BODY_MODEL(AXION_SIZE_BODY)
+  AXION_BODY_STATE(AXION_SIZE_BODY)
+  AXION_BODY_SCRATCH(AXION_SIZE_BODY)
+  AXION_JOINT_MODEL(AXION_SIZE_JOINT)
+  AXION_DOF_MODEL(AXION_SIZE_DOF)
+  AXION_DOF_STATE(AXION_SIZE_DOF)
+  AXION_DOF_SCRATCH(AXION_SIZE_DOF)
+  AXION_QPOS_STATE(AXION_SIZE_QPOS)
+  AXION_ACTUATOR_MODEL(AXION_SIZE_ACT)
+  AXION_ACTUATOR_STATE(AXION_SIZE_ACT)
+  AXION_SHAPE_MODEL(AXION_SIZE_SHAPE)
+  AXION_SHAPE_SCRATCH(AXION_SIZE_SHAPE)
+  AXION_PAIR_MODEL(AXION_SIZE_PAIR)
+  AXION_CONTACT_STATE(AXION_SIZE_CONTACT)
+  AXION_ROW_MODEL(AXION_SIZE_ROW)
+  AXION_ROW_STATE(AXION_SIZE_ROW)
+  AXION_ROW_SCRATCH(AXION_SIZE_ROW)
+  s.joint_dof_offset.assign(joints + 1, 0);
+  s.hull_vertex_offset.push_back(0);
+  s.hull_face_offset.push_back(0);
+
+  // model arrays, world by world
+  int hull = 0;
+  for (int w = 0; w < world_count; ++w) {
+    const WorldLayout& layout = worlds[w];
+    const ModelDesc& d = layout.model->desc();
+    const Model& m = *layout.model;
+    const int b0 = s.world_body_offset[w], j0 = s.world_joint_offset[w], f0 = s.world_dof_offset[w],
+              q0 = s.world_qpos_offset[w], a0 = s.world_actuator_offset[w],
+              s0 = s.world_shape_offset[w], p0 = s.world_pair_offset[w], r0 = s.world_row_offset[w];
+    s.world_params[w] = layout.params;
+    s.world_joint_row_count[w] = m.joint_row_count();
+    auto global_body = [&](int body) { return body < 0 ? -1 : b0 + body; };
+
+    for (int i = 0; i < m.body_count(); ++i) {
+      const BodyDesc& body = d.bodies[i];
+      s.body_world[b0 + i] = w;
+      s.body_inv_mass[b0 + i] = Real(1) / body.mass;
+      StoreMat(&s.body_inertia[9 * (b0 + i)], body.inertia);
+      StoreMat(&s.body_inv_inertia[9 * (b0 + i)], inverse(body.inertia));
+    }
+    for (int j = 0; j < m.joint_count(); ++j) {
+      const JointDesc& joint = d.joints[j];
+      const int g = j0 + j;
+      const Pose& parent_frame = m.joint_parent_frame()[j];
+      Vec3 parent_com = joint.parent == kWorldBody ? Vec3{} : d.bodies[joint.parent].com;
+      Vec3 child_com = d.bodies[joint.child].com;
+      s.joint_type[g] = static_cast<int32_t>(joint.type);
+      s.joint_parent[g] = global_body(joint.parent);
+      s.joint_child[g] = global_body(joint.child);
+      store3(&s.joint_parent_pos[3 * g], parent_frame.pos - parent_com);
+      store_quat(&s.joint_parent_quat[4 * g], parent_frame.quat);
+      store3(&s.joint_child_pos[3 * g], joint.child_frame.pos - child_com);
+      store_quat(&s.joint_child_quat[4 * g], joint.child_frame.quat);
+      std::array<AxisMode, 6> modes = JointAxisModes(joint);
+      for (int k = 0; k < 6; ++k) s.joint_axis_mode[6 * g + k] = static_cast<int32_t>(modes[k]);
+      s.joint_dof_offset[g] = f0 + m.joint_dof_offset()[j];
+      s.joint_dof_offset[g + 1] = f0 + m.joint_dof_offset()[j] + JointDofCount(joint);
+      s.joint_qpos_offset[g] = q0 + m.joint_position_offset()[j];
+      s.joint_compliance[g] = joint.compliance;
+      s.joint_reference[g] = joint.reference;
+      std::vector<int> axes = JointDofAxes(joint);
+      for (int k = 0; k < static_cast<int>(axes.size()); ++k) {
+        int dof = s.joint_dof_offset[g] + k;
+        s.dof_joint[dof] = g;
+        s.dof_axis[dof] = axes[k];
+        s.dof_limited[dof] = modes[axes[k]] == AxisMode::kLimited;
+        s.dof_lower[dof] = k < static_cast<int>(joint.lower.size()) ? joint.lower[k] : 0;
+        s.dof_upper[dof] = k < static_cast<int>(joint.upper.size()) ? joint.upper[k] : 0;
+        s.dof_armature[dof] = joint.armature;
+        s.dof_stiffness[dof] = joint.drive.stiffness;
+        s.dof_damping[dof] = joint.drive.damping;
+        s.dof_target_position[dof] = joint.drive.target_position;
+        s.dof_target_velocity[dof] = joint.drive.target_velocity;
+      }
+    }
+    // joint rows: fixed layout, child is row body a and parent row body b
+    int row = r0;
+    for (int j = 0; j < m.joint_count(); ++j) {
+      const JointDesc& joint = d.joints[j];
+      for (const JointRowLayout& r : JointRows(joint, JointHasDrive(d, j))) {
+        s.row_kind[row] = r.kind;
+        s.row_joint[row] = j0 + j;
+        s.row_axis[row] = r.axis;
+        s.row_dof[row] = r.dof < 0 ? -1 : s.joint_dof_offset[j0 + j] + r.dof;
+        s.row_contact[row] = -1;
+        s.row_body_a[row] = global_body(joint.child);
+        s.row_body_b[row] = global_body(joint.parent);
+        ++row;
+      }
+    }
+    for (int r = r0; r < s.world_row_offset[w + 1]; ++r) s.row_world[r] = w;
+    for (int a = 0; a < m.actuator_count(); ++a) {
+      const ActuatorDesc& act = d.actuators[a];
+      s.actuator_type[a0 + a] = static_cast<int32_t>(act.type);
+      s.actuator_dof[a0 + a] = f0 + m.joint_dof_offset()[act.joint] + act.dof;
+      s.actuator_gear[a0 + a] = act.gear;
+      s.actuator_kp[a0 + a] = act.kp;
+      s.actuator_kv[a0 + a] = act.kv;
+    }
+    for (int i = 0; i < m.shape_count(); ++i) {
+      const ShapeDesc& shape = d.shapes[i];
+      const int g = s0 + i;
+      Vec3 com = shape.body == kWorldBody ? Vec3{} : d.bodies[shape.body].com;
+      s.shape_world[g] = w;
+      s.shape_body[g] = global_body(shape.body);
+      s.shape_type[g] = static_cast<int32_t>(shape.type);
+      store3(&s.shape_pos[3 * g], shape.pose.pos - com);
+      store_quat(&s.shape_quat[4 * g], shape.pose.quat);
+      store3(&s.shape_size[3 * g], shape.size);
+      s.shape_friction[g] = shape.material.friction;
+      s.shape_restitution[g] = shape.material.restitution;
+      s.shape_hull[g] = -1;
+      if (shape.type == ShapeType::kConvexHull) {
+        // Validated at compile time, so building again cannot fail.
+        HullData data = *BuildHull(shape.vertices);
+        s.shape_hull[g] = hull++;
+        s.hull_vertices.insert(s.hull_vertices.end(), data.vertices.begin(), data.vertices.end());
+        s.hull_vertex_offset.push_back(static_cast<int32_t>(s.hull_vertices.size() / 3));
+        s.hull_face_index_offset.push_back(static_cast<int32_t>(s.hull_face_index.size()));
+        s.hull_face_index.insert(s.hull_face_index.end(), data.faces.begin(), data.faces.end());
+        s.hull_face_start.insert(s.hull_face_start.end(), data.face_offset.begin(), data.face_offset.end());
+        s.hull_face_plane.insert(s.hull_face_plane.end(), data.face_plane.begin(), data.face_plane.end());
+        s.hull_face_offset.push_back(s.hull_face_offset.back() +
+                                     static_cast<int32_t>(data.face_offset.size()) - 1);
+      }
+    }
+    const auto& model_pairs = m.collision_pairs();
+    for (int p = 0; p < static_cast<int>(model_pairs.size()); ++p) {
+      s.pair_shape_a[p0 + p] = s0 + model_pairs[p][0];
+      s.pair_shape_b[p0 + p] = s0 + model_pairs[p][1];
+    }
+    ResetWorldState(layout, w, s);
+  }
+  return s;
+}
+
+void ResetWorldState(const WorldLayout& layout, int w, BatchStorage& s) {
+  const ModelDesc& d = layout.model->desc();
+  const Model& m = *layout.model;
+  const int b0 = s.world_body_offset[w];
+  for (int i = 0; i < m.body_count(); ++i) {
+    const BodyDesc& body = d.bodies[i];
+    Real* q = &s.body_q[7 * (b0 + i)];
+    store3(q, body.pose.pos + rotate(body.pose.quat, body.com));
+    store_quat(q + 3, body.pose.quat);
+    // The COM velocity of a body whose frame origin moves at v with angular velocity w.
+    Vec3 lever = rotate(body.pose.quat, body.com);
+    store6(&s.body_u[6 * (b0 + i)], {body.linear_velocity + cross(body.angular_velocity, lever),
+                                      body.angular_velocity});
+    for (int k = 0; k < 6; ++k) s.body_wrench[6 * (b0 + i) + k] = 0;
+  }
+  for (int j = 0; j < m.joint_count(); ++j) {
+    const JointDesc& joint = d.joints[j];
+    Real* q = &s.qpos[s.world_qpos_offset[w] + m.joint_position_offset()[j]];
+    if (joint.type == JointType::kBall) {
+      store_quat(q, Quat{});
+    } else {
+      for (int k = 0; k < JointPositionCount(joint); ++k) q[k] = joint.reference;
+    }
+  }
+  std::fill(s.dof_velocity.begin() + s.world_dof_offset[w], s.dof_velocity.begin() + s.world_dof_offset[w + 1], 0);
+  std::fill(s.actuator_ctrl.begin() + s.world_actuator_offset[w],
+            s.actuator_ctrl.begin() + s.world_actuator_offset[w + 1], 0);
+  std::fill(s.row_lambda.begin() + s.world_row_offset[w], s.row_lambda.begin() + s.world_row_offset[w + 1], 0);
+  s.world_contact_count[w] = 0;
+  s.world_flags[w] = 0;
+  s.world_newton_iterations[w] = 0;
+  s.world_cr_iterations[w] = 0;
+  s.world_residual[w] = 0;
+  s.world_time[w] = 0;
+}
+
+void CopyWorldState(const BatchStorage& src, int from, BatchStorage& dst, int to) {
+  auto count = [](const std::vector<int32_t>& offset, int w) { return offset[w + 1] - offset[w]; };
+#define AXION_COPY(offsets)                                                                   \
+  [&](const auto& a, auto& b, int width) {                                                    \
+    CopySlice(a, src.offsets[from], b, dst.offsets[to], count(src.offsets, from), width);    \
+  }
+#define AXION_COPY_BODY(T, name, width) AXION_COPY(world_body_offset)(src.name, dst.name, width);
+#define AXION_COPY_DOF(T, name, width) AXION_COPY(world_dof_offset)(src.name, dst.name, width);
+#define AXION_COPY_QPOS(T, name, width) AXION_COPY(world_qpos_offset)(src.name, dst.name, width);
+#define AXION_COPY_ACT(T, name, width) AXION_COPY(world_actuator_offset)(src.name, dst.name, width);
+#define AXION_COPY_ROW(T, name, width) AXION_COPY(world_row_offset)(src.name, dst.name, width);
+#define AXION_COPY_WORLD(T, name, width) dst.name[to] = src.name[from];
+  AXION_BODY_STATE(AXION_COPY_BODY)
+  AXION_DOF_STATE(AXION_COPY_DOF)
+  AXION_QPOS_STATE(AXION_COPY_QPOS)
+  AXION_ACTUATOR_STATE(AXION_COPY_ACT)
+  AXION_ROW_STATE(AXION_COPY_ROW)
+  AXION_WORLD_STATE(AXION_COPY_WORLD)
+  // Contacts: body, shape and row references are global indices, so shift them.
+  const int contacts = std::min(src.world_contact_count[from], count(dst.world_contact_offset, to));
+  const int body_shift = dst.world_body_offset[to] - src.world_body_offset[from];
+  const int shape_shift = dst.world_shape_offset[to] - src.world_shape_offset[from];
+  const int contact_shift = dst.world_contact_offset[to] - src.world_contact_offset[from];
+  const int joint_shift = dst.world_joint_offset[to] - src.world_joint_offset[from];
+  const int dof_shift = dst.world_dof_offset[to] - src.world_dof_offset[from];
+#define AXION_COPY_CONTACT(T, name, width)                                                    \
+  CopySlice(src.name, src.world_contact_offset[from], dst.name, dst.world_contact_offset[to], \
+            contacts, width);
+  AXION_CONTACT_STATE(AXION_COPY_CONTACT)
+  dst.world_contact_count[to] = contacts;
+  auto shift = [](int32_t& x, int by) {
+    if (x >= 0) x += by;
+  };
+  for (int k = dst.world_contact_offset[to]; k < dst.world_contact_offset[to] + contacts; ++k) {
+    shift(dst.contact_body_a[k], body_shift);
+    shift(dst.contact_body_b[k], body_shift);
+    shift(dst.contact_shape_a[k], shape_shift);
+    shift(dst.contact_shape_b[k], shape_shift);
+  }
+  for (int r = dst.world_row_offset[to]; r < dst.world_row_offset[to + 1]; ++r) {
+    shift(dst.row_body_a[r], body_shift);
+    shift(dst.row_body_b[r], body_shift);
+    shift(dst.row_contact[r], contact_shift);
+    shift(dst.row_joint[r], joint_shift);
+    shift(dst.row_dof[r], dof_shift);
+  }
+#undef AXION_COPY
+}
+
+}  // namespace axion

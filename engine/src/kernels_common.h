@@ -1,0 +1,123 @@
+// Helpers shared by the kernels: loading body frames, effective masses, the Fischer-Burmeister
+// function. Everything is AXION_HD and reads the BatchView only.
+#pragma once
+
+#include <cmath>
+
+#include "axion/math.h"
+#include "axion/model.h"
+#include "axion/simulator.h"
+#include "axion/state.h"
+
+namespace axion::kernels {
+
+AXION_HD bool world_is_active(const BatchView& v, int world) { return v.world_active[world] != 0; }
+
+AXION_HD Vec3 body_position(const Real* q, int body) {
+  return body < 0 ? Vec3{} : load3(q + 7 * body);
+}
+AXION_HD Quat body_rotation(const Real* q, int body) {
+  return body < 0 ? Quat{} : load_quat(q + 7 * body + 3);
+}
+AXION_HD Vec6 body_twist(const Real* u, int body) {
+  return body < 0 ? Vec6{} : load6(u + 6 * body);
+}
+
+// M^-1 applied to a wrench of one body, with the world inertia at q-.
+AXION_HD Vec6 body_apply_inv_mass(const BatchView& v, int body, Vec6 wrench) {
+  if (body < 0) return Vec6{};
+  Mat33 inv_inertia = load33(v.body_inv_inertia_world + 9 * body);
+  return {v.body_inv_mass[body] * wrench.lin, inv_inertia * wrench.ang};
+}
+// The Newton matrix's M~^-1: inertia plus the stabilising geometric stiffness of the joints.
+AXION_HD Vec6 body_apply_newton_inv_mass(const BatchView& v, int body, Vec6 wrench) {
+  if (body < 0) return Vec6{};
+  Mat33 inv_inertia = load33(v.body_inv_inertia_newton + 9 * body);
+  return {v.body_inv_mass[body] * wrench.lin, inv_inertia * wrench.ang};
+}
+AXION_HD Vec6 body_apply_mass(const BatchView& v, int body, Vec6 twist) {
+  if (body < 0) return Vec6{};
+  Mat33 inertia = load33(v.body_inertia_world + 9 * body);
+  return {(Real(1) / v.body_inv_mass[body]) * twist.lin, inertia * twist.ang};
+}
+
+// J_r M^-1 J_r^T of a row: the inverse of its effective mass.
+AXION_HD Real row_inv_effective_mass(const BatchView& v, int body_a, Vec6 jac_a, int body_b,
+                                     Vec6 jac_b) {
+  return dot(jac_a, body_apply_inv_mass(v, body_a, jac_a)) +
+         dot(jac_b, body_apply_inv_mass(v, body_b, jac_b));
+}
+
+// J_r u for a row whose Jacobian blocks are stored.
+AXION_HD Real row_velocity(const BatchView& v, int row, const Real* u) {
+  Real s = 0;
+  int a = v.row_body_a[row], b = v.row_body_b[row];
+  if (a >= 0) s += dot(load6(v.row_jac_a + 6 * row), load6(u + 6 * a));
+  if (b >= 0) s += dot(load6(v.row_jac_b + 6 * row), load6(u + 6 * b));
+  return s;
+}
+
+AXION_HD int world_live_rows(const BatchView& v, int world) {
+  return v.world_joint_row_count[world] + 3 * v.world_contact_count[world];
+}
+
+AXION_HD bool row_is_live(const BatchView& v, int row) {
+  int world = v.row_world[row];
+  return row - v.world_row_offset[world] < world_live_rows(v, world);
+}
+
+// Stores a row's Jacobian blocks: body a gets (lin_a, ang_a), body b (lin_b, ang_b).
+AXION_HD void store_row_jacobian(const BatchView& v, int row, Vec3 lin_a, Vec3 ang_a, Vec3 lin_b,
+                                 Vec3 ang_b) {
+  store6(v.row_jac_a + 6 * row, {lin_a, ang_a});
+  store6(v.row_jac_b + 6 * row, {lin_b, ang_b});
+}
+
+AXION_HD void store_row_levers(const BatchView& v, int row, Vec3 lever_a, Vec3 lever_b) {
+  store6(v.row_lever + 6 * row, {lever_a, lever_b});
+}
+
+AXION_HD void disable_row(const BatchView& v, int row) {
+  // lambda -> 0: residual h = lambda with unit compliance and no coupling to the bodies.
+  store_row_jacobian(v, row, {}, {}, {}, {});
+  store_row_levers(v, row, {}, {});
+  v.row_compliance[row] = 1;
+  v.row_residual[row] = v.row_lambda[row];
+}
+
+// Fischer-Burmeister NCP function phi(a, b) = a + b - sqrt(a^2 + b^2 + eps): zero exactly when
+// 0 <= a, 0 <= b, a b = 0 (up to the smoothing eps). Returns phi and its partial derivatives.
+struct FbValue {
+  Real phi, dphi_da, dphi_db;
+};
+AXION_HD FbValue fischer_burmeister(Real a, Real b, Real eps) {
+  Real r = std::sqrt(a * a + b * b + eps);
+  return {a + b - r, Real(1) - a / r, Real(1) - b / r};
+}
+
+// Unilateral row through the Fischer-Burmeister function, 0 <= lambda _|_ c >= 0, where the
+// row velocity J u approximates dc/dt / (1/h) (position level: c = c(q+)/h; velocity level:
+// c = target velocity). The NCP argument is scaled by the row's effective mass so both are
+// impulses: phi(lambda, s c). Dividing the linearised row by s dphi/db keeps the Newton system
+// symmetric (seed 003): J du + C dlambda = -h with
+//   C = dphi/dlambda / (s dphi/db),   h = phi / (s dphi/db).
+AXION_HD void store_unilateral_row(const BatchView& v, int row, Real c_velocity,
+                                   Real effective_mass, Real eps) {
+  Real lambda = v.row_lambda[row];
+  FbValue fb = fischer_burmeister(lambda, effective_mass * c_velocity, eps);
+  // A separated row has dphi/db -> 0: clamp so it degrades into Newton on lambda alone
+  // (lambda -> 0) instead of dividing by zero.
+  Real scale = effective_mass * (fb.dphi_db > Real(1e-9) ? fb.dphi_db : Real(1e-9));
+  v.row_compliance[row] = fb.dphi_da / scale;
+  v.row_residual[row] = fb.phi / scale;
+}
+
+AXION_HD Real wrap_angle(Real a) {
+  const Real kPi = Real(3.14159265358979323846);
+  const Real kTwoPi = Real(2) * kPi;
+  a = std::fmod(a + kPi, kTwoPi);
+  if (a < 0) a += kTwoPi;
+  return a - kPi;
+}
+
+}  // namespace axion::kernels

@@ -1,0 +1,251 @@
+// Collision (broad and narrow phase per world) and the contact rows: normal non-penetration
+// through Fischer-Burmeister and isotropic Coulomb friction through the fixed-point compliance W.
+#pragma once
+
+#include "collision/collision.h"
+#include "kernels_common.h"
+
+namespace axion::kernels {
+
+AXION_HD ShapeGeom shape_geom(const BatchView& v, int shape) {
+  ShapeGeom g;
+  g.type = v.shape_type[shape];
+  g.size = load3(v.shape_size + 3 * shape);
+  int hull = v.shape_hull[shape];
+  if (hull >= 0) {
+    int first_vertex = v.hull_vertex_offset[hull];
+    g.hull_vertices = v.hull_vertices + 3 * first_vertex;
+    g.hull_vertex_count = v.hull_vertex_offset[hull + 1] - first_vertex;
+    int first_face = v.hull_face_offset[hull];
+    g.hull_face_count = v.hull_face_offset[hull + 1] - first_face;
+    g.hull_face_offset = v.hull_face_start + first_face + hull;
+    g.hull_faces = v.hull_face_index + v.hull_face_index_offset[hull];
+    g.hull_face_plane = v.hull_face_plane + 4 * first_face;
+  }
+  return g;
+}
+
+// World pose of a shape at configuration q.
+AXION_HD void shape_world_pose(const BatchView& v, int shape, const Real* q, Vec3* pos,
+                               Quat* quat) {
+  int body = v.shape_body[shape];
+  Vec3 local_pos = load3(v.shape_pos + 3 * shape);
+  Quat local_quat = load_quat(v.shape_quat + 4 * shape);
+  if (body < 0) {
+    *pos = local_pos;
+    *quat = local_quat;
+    return;
+  }
+  Quat rot = body_rotation(q, body);
+  *pos = body_position(q, body) + rotate(rot, local_pos);
+  *quat = rot * local_quat;
+}
+
+// Per shape: bounding box at q-, grown by the contact margin.
+AXION_HD void shape_update_aabb(const BatchView& v, int shape, Real margin) {
+  Vec3 pos;
+  Quat quat;
+  shape_world_pose(v, shape, v.body_q_prev, &pos, &quat);
+  Vec3 lower, upper;
+  shape_aabb(shape_geom(v, shape), pos, quat, &lower, &upper);
+  Vec3 m{margin, margin, margin};
+  store3(v.shape_aabb + 6 * shape, lower - m);
+  store3(v.shape_aabb + 6 * shape + 3, upper + m);
+}
+
+AXION_HD bool aabb_overlap(const Real* a, const Real* b) {
+  return a[0] <= b[3] && b[0] <= a[3] && a[1] <= b[4] && b[1] <= a[4] && a[2] <= b[5] &&
+         b[2] <= a[5];
+}
+
+// Per world: broad phase over the world's candidate pairs (filtered at model compile time),
+// narrow phase on overlapping boxes, contacts written in pair order (deterministic) up to the
+// world's capacity; overflow is flagged, never written past the slots.
+AXION_HD void world_collide(const BatchView& v, int world) {
+  const WorldParams& p = v.world_params[world];
+  int slot0 = v.world_contact_offset[world];
+  int capacity = v.world_contact_offset[world + 1] - slot0;
+  int count = 0;
+  bool overflow = false;
+  for (int pair = v.world_pair_offset[world]; pair < v.world_pair_offset[world + 1]; ++pair) {
+    int sa = v.pair_shape_a[pair], sb = v.pair_shape_b[pair];
+    if (!aabb_overlap(v.shape_aabb + 6 * sa, v.shape_aabb + 6 * sb)) continue;
+    Vec3 pos_a, pos_b;
+    Quat quat_a, quat_b;
+    shape_world_pose(v, sa, v.body_q_prev, &pos_a, &quat_a);
+    shape_world_pose(v, sb, v.body_q_prev, &pos_b, &quat_b);
+    ContactPoint points[kMaxPairContacts];
+    int n = collide_shapes(shape_geom(v, sa), pos_a, quat_a, shape_geom(v, sb), pos_b, quat_b,
+                           p.contact_margin, points);
+    for (int i = 0; i < n; ++i) {
+      if (count >= capacity) {
+        overflow = true;
+        break;
+      }
+      int k = slot0 + count++;
+      int body_a = v.shape_body[sa], body_b = v.shape_body[sb];
+      v.contact_body_a[k] = body_a;
+      v.contact_body_b[k] = body_b;
+      v.contact_shape_a[k] = sa;
+      v.contact_shape_b[k] = sb;
+      // Contact points are kept in the bodies' COM frames so the gap can be re-evaluated at
+      // q+ inside the Newton loop (position-level contacts).
+      Vec3 local_a = body_a < 0 ? points[i].point_a
+                                : rotate_inv(body_rotation(v.body_q_prev, body_a),
+                                             points[i].point_a - body_position(v.body_q_prev, body_a));
+      Vec3 local_b = body_b < 0 ? points[i].point_b
+                                : rotate_inv(body_rotation(v.body_q_prev, body_b),
+                                             points[i].point_b - body_position(v.body_q_prev, body_b));
+      store3(v.contact_local_a + 3 * k, local_a);
+      store3(v.contact_local_b + 3 * k, local_b);
+      Vec3 n_world = points[i].normal;
+      store3(v.contact_normal + 3 * k, n_world);
+      Vec3 t1, t2;
+      orthonormal_basis(n_world, &t1, &t2);
+      store3(v.contact_tangent + 6 * k, t1);
+      store3(v.contact_tangent + 6 * k + 3, t2);
+      v.contact_gap[k] = points[i].gap;
+      v.contact_friction[k] = std::sqrt(v.shape_friction[sa] * v.shape_friction[sb]);
+      Real ea = v.shape_restitution[sa], eb = v.shape_restitution[sb];
+      v.contact_restitution[k] = ea > eb ? ea : eb;
+      // Relative normal velocity at the start of the step (restitution reference).
+      Vec3 ra = points[i].point_a - body_position(v.body_q_prev, body_a);
+      Vec3 rb = points[i].point_b - body_position(v.body_q_prev, body_b);
+      Vec6 ua = body_twist(v.body_u_prev, body_a), ub = body_twist(v.body_u_prev, body_b);
+      Vec3 va = ua.lin + cross(ua.ang, ra), vb = ub.lin + cross(ub.ang, rb);
+      v.contact_normal_velocity[k] = dot(va - vb, n_world);
+    }
+    if (overflow) break;
+  }
+  v.world_contact_count[world] = count;
+  if (overflow) v.world_flags[world] |= kWorldContactOverflow;
+}
+
+// Per world: lays out the three rows of each live contact after the joint rows.
+AXION_HD void world_build_contact_rows(const BatchView& v, int world) {
+  int row0 = v.world_row_offset[world] + v.world_joint_row_count[world];
+  int slot0 = v.world_contact_offset[world];
+  for (int i = 0; i < v.world_contact_count[world]; ++i) {
+    int k = slot0 + i;
+    for (int j = 0; j < 3; ++j) {
+      int row = row0 + 3 * i + j;
+      v.row_kind[row] = kRowContactNormal + j;
+      v.row_contact[row] = k;
+      v.row_body_a[row] = v.contact_body_a[k];
+      v.row_body_b[row] = v.contact_body_b[k];
+      v.row_lambda[row] = 0;
+    }
+  }
+}
+
+// World-frame lever arms of contact k at the current iterate q+.
+AXION_HD void contact_levers(const BatchView& v, int k, Vec3* lever_a, Vec3* lever_b,
+                             Vec3* point_a, Vec3* point_b) {
+  int a = v.contact_body_a[k], b = v.contact_body_b[k];
+  Vec3 la = load3(v.contact_local_a + 3 * k), lb = load3(v.contact_local_b + 3 * k);
+  *lever_a = a < 0 ? Vec3{} : rotate(body_rotation(v.body_q, a), la);
+  *lever_b = b < 0 ? Vec3{} : rotate(body_rotation(v.body_q, b), lb);
+  *point_a = a < 0 ? la : body_position(v.body_q, a) + *lever_a;
+  *point_b = b < 0 ? lb : body_position(v.body_q, b) + *lever_b;
+}
+
+/// Contact normal row (seed 000), n from b to a, lever arms r_a, r_b:
+///   J = [ n, r_a x n | -n, -(r_b x n) ]
+/// Position level (default): 0 <= lambda_n _|_ c(q+) >= 0 with c(q+) = (p_a - p_b) . n,
+///   residual phi_FB(lambda_n, s c(q+)/h).
+/// Velocity level: 0 <= lambda_n _|_ v_n >= 0 with
+///   v_n = J u+ + e J u- + Upsilon c(q-)/h   (restitution e, Baumgarte Upsilon),
+/// applied once the contact closes within the step; until then v_n = J u+ + c(q-)/h keeps the
+/// bodies from passing the surface without bouncing early.
+AXION_HD void contact_normal_row(const BatchView& v, int row, const WorldParams& p) {
+  int k = v.row_contact[row];
+  Vec3 n = load3(v.contact_normal + 3 * k);
+  Vec3 lever_a, lever_b, point_a, point_b;
+  contact_levers(v, k, &lever_a, &lever_b, &point_a, &point_b);
+  store_row_jacobian(v, row, n, cross(lever_a, n), -n, -cross(lever_b, n));
+  store_row_levers(v, row, {}, {});  // contacts push: their geometric stiffness destabilises
+  Real h = p.timestep;
+  Real c_velocity;
+  if (p.contact_formulation == static_cast<int32_t>(Formulation::kVelocity)) {
+    Real gap = v.contact_gap[k];
+    Real approach = v.contact_normal_velocity[k];  // < 0 when closing
+    Real u_row = row_velocity(v, row, v.body_u);
+    // Below this closing speed (m/s) restitution is ignored so resting contacts do not jitter.
+    const Real kRestitutionThreshold = Real(0.05);
+    bool closes = gap + h * approach <= 0;
+    if (gap > 0 && !closes) {
+      c_velocity = u_row + gap / h;
+    } else {
+      Real bounce = approach < -kRestitutionThreshold ? v.contact_restitution[k] * approach : 0;
+      Real correction = gap < 0 ? p.baumgarte * gap / h : Real(0);
+      c_velocity = u_row + bounce + correction;
+    }
+  } else {
+    c_velocity = dot(point_a - point_b, n) / h;
+  }
+  Real inv_mass = row_inv_effective_mass(v, v.row_body_a[row], load6(v.row_jac_a + 6 * row),
+                                         v.row_body_b[row], load6(v.row_jac_b + 6 * row));
+  store_unilateral_row(v, row, c_velocity, Real(1) / inv_mass, p.fb_epsilon);
+}
+
+/// Friction rows (seed 000): tangents t_1, t_2, J_i = [ t_i, r_a x t_i | -t_i, -(r_b x t_i) ].
+/// Maximal dissipation with the isotropic cone |lambda_f| <= mu lambda_n gives
+///   psi = FB(s |v_t|, mu lambda_n - |lambda_f|)
+///   W = (s |v_t| - psi) / (|lambda_f| + psi)            (fixed-point friction compliance)
+///   R_f = J_f u + (W / s) lambda_f = 0,  C = W / s      (s: tangential effective mass)
+/// W is frozen within a Newton step, which keeps the Schur complement symmetric. Substituting
+/// psi, W = (r - b) / (mu lambda_n + a - r) with a = s|v_t|, b = mu lambda_n - |lambda_f|,
+/// r = sqrt(a^2 + b^2). Sticking (a = 0, b > 0) gives W = 0 exactly, so J_f u = 0: no creep.
+/// r - b is evaluated as a^2 / (r + b) when b > 0 to avoid cancellation.
+AXION_HD void contact_friction_row(const BatchView& v, int row, const WorldParams& p) {
+  int k = v.row_contact[row];
+  int tangent = v.row_kind[row] == kRowFriction1 ? 0 : 1;
+  int first = row - tangent;  // the friction-1 row of this contact
+  int normal_row = first - 1;
+  Real mu = v.contact_friction[k];
+  if (!(mu > 0)) {
+    disable_row(v, row);
+    return;
+  }
+  Vec3 lever_a, lever_b, point_a, point_b;
+  contact_levers(v, k, &lever_a, &lever_b, &point_a, &point_b);
+  Vec3 t[2] = {load3(v.contact_tangent + 6 * k), load3(v.contact_tangent + 6 * k + 3)};
+  Real slip[2];
+  Real inv_mass_sum = 0;
+  for (int i = 0; i < 2; ++i) {
+    Vec6 ja{t[i], cross(lever_a, t[i])}, jb{-t[i], -cross(lever_b, t[i])};
+    Vec6 ua = body_twist(v.body_u, v.row_body_a[row]), ub = body_twist(v.body_u, v.row_body_b[row]);
+    slip[i] = dot(ja, ua) + dot(jb, ub);
+    inv_mass_sum += row_inv_effective_mass(v, v.row_body_a[row], ja, v.row_body_b[row], jb);
+    if (i == tangent) store_row_jacobian(v, row, ja.lin, ja.ang, jb.lin, jb.ang);
+    store_row_levers(v, row, {}, {});
+  }
+  // One effective mass for both tangents keeps the cone isotropic.
+  Real s = Real(2) / inv_mass_sum;
+  Real lambda_n = v.row_lambda[normal_row] > 0 ? v.row_lambda[normal_row] : Real(0);
+  Real l1 = v.row_lambda[first], l2 = v.row_lambda[first + 1];
+  Real lambda_f = std::sqrt(l1 * l1 + l2 * l2);
+  Real a = s * std::sqrt(slip[0] * slip[0] + slip[1] * slip[1]);
+  Real cone = mu * lambda_n;
+  Real b = cone - lambda_f;
+  Real r = std::sqrt(a * a + b * b);
+  Real numerator = b > 0 ? a * a / (r + b) : r - b;
+  Real denominator = cone + a - r;
+  const Real kMaxW = Real(1e8);
+  Real w;
+  if (!(cone > 0)) {
+    w = kMaxW;  // no normal impulse: no friction
+  } else if (!(numerator > 0)) {
+    w = 0;  // no slip inside the cone: stick
+  } else if (denominator > Real(1e-12) * (cone + a)) {
+    w = numerator / denominator;
+    if (w > kMaxW) w = kMaxW;
+  } else {
+    w = kMaxW;
+  }
+  Real compliance = w / s;
+  v.row_compliance[row] = compliance;
+  v.row_residual[row] = slip[tangent] + compliance * v.row_lambda[row];
+}
+
+}  // namespace axion::kernels

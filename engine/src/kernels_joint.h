@@ -1,0 +1,240 @@
+// Joint kinematics and joint constraint rows (maximal coordinates: every body keeps 6 DOF and
+// joints remove DOF through bilateral rows; limits are unilateral rows, drives compliant rows).
+#pragma once
+
+#include "kernels_common.h"
+
+namespace axion::kernels {
+
+// World-frame joint frames of joint j at configuration q (a body_q-shaped array).
+struct JointFrames {
+  Vec3 anchor_parent, anchor_child;  // joint frame origins, world (m)
+  Vec3 lever_parent, lever_child;    // from each body's COM to its anchor, world (m)
+  Quat frame_parent, frame_child;    // joint frame rotations, world
+};
+
+AXION_HD JointFrames joint_frames(const BatchView& v, int joint, const Real* q) {
+  JointFrames f;
+  int parent = v.joint_parent[joint], child = v.joint_child[joint];
+  Quat rot_p = body_rotation(q, parent), rot_c = body_rotation(q, child);
+  f.lever_parent = rotate(rot_p, load3(v.joint_parent_pos + 3 * joint));
+  f.lever_child = rotate(rot_c, load3(v.joint_child_pos + 3 * joint));
+  f.anchor_parent = body_position(q, parent) + f.lever_parent;
+  f.anchor_child = body_position(q, child) + f.lever_child;
+  f.frame_parent = rot_p * load_quat(v.joint_parent_quat + 4 * joint);
+  f.frame_child = rot_c * load_quat(v.joint_child_quat + 4 * joint);
+  return f;
+}
+
+AXION_HD Vec3 unit_axis(int k) {
+  return {k == 0 ? Real(1) : Real(0), k == 1 ? Real(1) : Real(0), k == 2 ? Real(1) : Real(0)};
+}
+
+// A scalar joint coordinate (displacement or angle along joint-frame axis 0..5), its value
+// (without reference offset or unwrapping) and Jacobian blocks for child and parent.
+struct AxisCoordinate {
+  Real value;
+  Vec6 jac_child, jac_parent;
+};
+
+/// Linear axis k (0..2): d = (p_c - p_p) . e_k, e_k the parent joint-frame axis.
+///   dd/dt = v_c.e + w_c.(r_c x e) - v_p.e - w_p.((r_p + (p_c - p_p)) x e)
+/// Angular axis k (3..5), revolute: twist angle of the child frame about the hinge axis,
+///   theta = 2 atan2(q_rel.x, q_rel.w), q_rel = frame_p^-1 frame_c;  dtheta/dt = (w_c - w_p).a
+/// Angular axis k, other joints: component k of the rotation vector log(q_rel) in the parent
+///   joint frame; Jacobian (w_c - w_p).e_k (exact at q_rel = identity).
+AXION_HD AxisCoordinate joint_axis_coordinate(const BatchView& v, int joint, int axis,
+                                              const JointFrames& f) {
+  AxisCoordinate out;
+  if (axis < 3) {
+    Vec3 e = rotate(f.frame_parent, unit_axis(axis));
+    Vec3 d = f.anchor_child - f.anchor_parent;
+    out.value = dot(d, e);
+    out.jac_child = {e, cross(f.lever_child, e)};
+    out.jac_parent = {-e, -cross(f.lever_parent + d, e)};
+    return out;
+  }
+  Quat rel = conjugate(f.frame_parent) * f.frame_child;
+  Vec3 e;
+  if (v.joint_type[joint] == static_cast<int32_t>(JointType::kRevolute)) {
+    out.value = Real(2) * std::atan2(rel.x, rel.w);
+    e = rotate(f.frame_child, unit_axis(0));
+  } else {
+    out.value = quat_log(rel)[axis - 3];
+    e = rotate(f.frame_parent, unit_axis(axis - 3));
+  }
+  out.value = wrap_angle(out.value);
+  out.jac_child = {{}, e};
+  out.jac_parent = {{}, -e};
+  return out;
+}
+
+AXION_HD int dof_qpos_index(const BatchView& v, int dof) {
+  int joint = v.dof_joint[dof];
+  return v.joint_qpos_offset[joint] + (dof - v.joint_dof_offset[joint]);
+}
+
+// Coordinate of a DOF as users see it: reference offset added, angles unwrapped continuously
+// from the coordinate written back at the end of the previous step.
+AXION_HD AxisCoordinate dof_coordinate(const BatchView& v, int dof, const JointFrames& f) {
+  int joint = v.dof_joint[dof];
+  int axis = v.dof_axis[dof];
+  AxisCoordinate c = joint_axis_coordinate(v, joint, axis, f);
+  c.value += v.joint_reference[joint];
+  if (axis >= 3) {
+    Real previous = v.qpos[dof_qpos_index(v, dof)];
+    c.value = previous + wrap_angle(c.value - previous);
+  }
+  return c;
+}
+
+AXION_HD void store_coordinate_row(const BatchView& v, int row, int joint, Real sign,
+                                   const AxisCoordinate& c) {
+  // Row body a is the child, body b the parent (fixed when the rows were laid out).
+  store6(v.row_jac_a + 6 * row, {sign * c.jac_child.lin, sign * c.jac_child.ang});
+  store6(v.row_jac_b + 6 * row, {sign * c.jac_parent.lin, sign * c.jac_parent.ang});
+}
+
+// Evaluates bilateral joint row `row` at the current iterate: Jacobian, residual, compliance.
+AXION_HD void joint_bilateral_row(const BatchView& v, int row, const WorldParams& p) {
+  int joint = v.row_joint[row];
+  int axis = v.row_axis[row];
+  bool velocity_level = p.joint_formulation == static_cast<int32_t>(Formulation::kVelocity);
+  // Position level evaluates c and J at the iterate q+ (J is then the exact derivative of
+  // c(q+(u))/h up to the quaternion map); velocity level at q- (seed 000).
+  JointFrames fc = joint_frames(v, joint, velocity_level ? v.body_q_prev : v.body_q);
+  const JointFrames& fj = fc;
+  Real c = 0;
+  switch (v.row_kind[row]) {
+    case kRowAnchor: {
+      /// Anchor coincidence along world axis i (seed 004, 3 rows):
+      ///   c = (p_c - p_p) . e_i
+      ///   J = [ e_i, r_c x e_i | -e_i, -(r_p x e_i) ]   (child | parent)
+      Vec3 e = unit_axis(axis);
+      c = dot(fc.anchor_child - fc.anchor_parent, e);
+      store_row_jacobian(v, row, e, cross(fj.lever_child, e), -e, -cross(fj.lever_parent, e));
+      if (!velocity_level) store_row_levers(v, row, fj.lever_child, fj.lever_parent);
+      else store_row_levers(v, row, {}, {});
+      break;
+    }
+    case kRowAxisAlign: {
+      /// Hinge axis alignment (seed 004, 2 rows): the child's hinge axis a stays perpendicular
+      /// to the parent frame's axes b_1, b_2:
+      ///   c = a . b_i,   J = [ 0, a x b_i | 0, -(a x b_i) ]
+      c = dot(rotate(fc.frame_child, unit_axis(0)), rotate(fc.frame_parent, unit_axis(axis)));
+      Vec3 axb = cross(rotate(fj.frame_child, unit_axis(0)), rotate(fj.frame_parent, unit_axis(axis)));
+      store_row_jacobian(v, row, {}, axb, {}, -axb);
+      store_row_levers(v, row, {}, {});
+      break;
+    }
+    case kRowLinearLock:
+    case kRowAngularLock: {
+      /// Locked joint-frame axis: c = coordinate along the axis (see joint_axis_coordinate).
+      c = joint_axis_coordinate(v, joint, axis, fc).value;
+      store_coordinate_row(v, row, joint, Real(1), joint_axis_coordinate(v, joint, axis, fj));
+      bool linear = axis < 3 && !velocity_level;  // velocity-level J is fixed at q-
+      store_row_levers(v, row, linear ? fj.lever_child : Vec3{},
+                       linear ? fj.lever_parent + (fj.anchor_child - fj.anchor_parent) : Vec3{});
+      break;
+    }
+    default:
+      break;
+  }
+  Real h = p.timestep;
+  Real compliance = v.joint_compliance[joint] / (h * h);
+  Real lambda = v.row_lambda[row];
+  v.row_compliance[row] = compliance;
+  if (velocity_level) {
+    // R = J u + Upsilon c(q-)/h + C lambda  (Baumgarte)
+    v.row_residual[row] = row_velocity(v, row, v.body_u) + p.baumgarte * c / h + compliance * lambda;
+  } else {
+    // R = c(q+)/h + C lambda  (position level: dR/du = J since dq+/du = h G)
+    v.row_residual[row] = c / h + compliance * lambda;
+  }
+}
+
+/// Joint limit rows (unilateral, through Fischer-Burmeister like contacts):
+///   lower: c = theta - lower >= 0,  J = +J_theta;   upper: c = upper - theta >= 0, J = -J_theta
+/// Position level uses c(q+)/h; velocity level J u + c(q-)/h when open (speculative), J u +
+/// Upsilon c(q-)/h when violated.
+AXION_HD void joint_limit_row(const BatchView& v, int row, const WorldParams& p) {
+  int dof = v.row_dof[row];
+  int joint = v.dof_joint[dof];
+  bool lower = v.row_kind[row] == kRowLimitLower;
+  Real sign = lower ? Real(1) : Real(-1);
+  bool velocity_level = p.joint_formulation == static_cast<int32_t>(Formulation::kVelocity);
+  JointFrames f = joint_frames(v, joint, velocity_level ? v.body_q_prev : v.body_q);
+  AxisCoordinate coord = dof_coordinate(v, dof, f);
+  Real c = lower ? coord.value - v.dof_lower[dof] : v.dof_upper[dof] - coord.value;
+  store_coordinate_row(v, row, joint, sign, coord);
+  store_row_levers(v, row, {}, {});
+  Real h = p.timestep;
+  Real c_velocity;
+  if (velocity_level) {
+    Real correction = c > 0 ? c / h : p.baumgarte * c / h;
+    c_velocity = row_velocity(v, row, v.body_u) + correction;
+  } else {
+    c_velocity = c / h;
+  }
+  Real inv_mass = row_inv_effective_mass(v, v.row_body_a[row], load6(v.row_jac_a + 6 * row),
+                                         v.row_body_b[row], load6(v.row_jac_b + 6 * row));
+  store_unilateral_row(v, row, c_velocity, Real(1) / inv_mass, p.fb_epsilon);
+}
+
+/// Drive row: implicit PD drive, passive spring-damper and armature on a DOF. The impulse
+/// over the step is
+///   lambda = -[h k (theta+ - theta*) + h d (thetadot+ - v*) + a (thetadot+ - thetadot-)]
+/// with theta+ = theta(q+), thetadot+ = J u. Dividing by D = h^2 k + h d + a gives a row with
+///   dR/du = J,  C = 1/D,  R = [h k (theta+ - theta*) + h d (thetadot+ - v*)
+///                              + a (thetadot+ - thetadot-)] / D + C lambda,
+/// backward Euler in the gains, hence unconditionally stable however stiff.
+AXION_HD void joint_drive_row(const BatchView& v, int row, const WorldParams& p) {
+  int dof = v.row_dof[row];
+  int joint = v.dof_joint[dof];
+  Real h = p.timestep;
+  Real k = v.dof_drive_stiffness[dof];
+  Real d = v.dof_drive_damping[dof];
+  Real a = v.dof_armature[dof];
+  Real denom = h * h * k + h * d + a;
+  if (!(denom > 0)) {
+    disable_row(v, row);
+    return;
+  }
+  JointFrames f = joint_frames(v, joint, v.body_q);
+  AxisCoordinate coord = dof_coordinate(v, dof, f);
+  store_coordinate_row(v, row, joint, Real(1), coord);
+  store_row_levers(v, row, {}, {});
+  Real rate = row_velocity(v, row, v.body_u);
+  Real force_impulse = h * k * (coord.value - v.dof_drive_position[dof]) +
+                       h * d * (rate - v.dof_drive_velocity[dof]) +
+                       a * (rate - v.dof_velocity_prev[dof]);
+  v.row_compliance[row] = Real(1) / denom;
+  v.row_residual[row] = (force_impulse + v.row_lambda[row]) / denom;
+}
+
+// Joint coordinates (positions and velocities) of joint j from the body state.
+AXION_HD void joint_write_coordinates(const BatchView& v, int joint) {
+  JointFrames f = joint_frames(v, joint, v.body_q);
+  int parent = v.joint_parent[joint], child = v.joint_child[joint];
+  Vec6 u_c = body_twist(v.body_u, child), u_p = body_twist(v.body_u, parent);
+  int first = v.joint_dof_offset[joint];
+  int qpos0 = v.joint_qpos_offset[joint];
+  if (v.joint_type[joint] == static_cast<int32_t>(JointType::kBall)) {
+    // Ball: position is the relative quaternion, velocity the relative angular velocity in the
+    // parent joint frame.
+    Quat rel = conjugate(f.frame_parent) * f.frame_child;
+    if (rel.w < 0) rel = {-rel.w, -rel.x, -rel.y, -rel.z};
+    store_quat(v.qpos + qpos0, rel);
+    Vec3 w_rel = rotate_inv(f.frame_parent, u_c.ang - u_p.ang);
+    store3(v.dof_velocity + first, w_rel);
+    return;
+  }
+  int dof_end = v.joint_dof_offset[joint + 1];
+  for (int dof = first; dof < dof_end; ++dof) {
+    AxisCoordinate c = dof_coordinate(v, dof, f);
+    v.qpos[dof_qpos_index(v, dof)] = c.value;
+    v.dof_velocity[dof] = dot(c.jac_child, u_c) + dot(c.jac_parent, u_p);
+  }
+}
+
+}  // namespace axion::kernels

@@ -1,0 +1,247 @@
+// The non-smooth Newton solver's kernels (seed 003): residual evaluation, the Schur complement
+// A = J M^-1 J^T + C applied matrix-free, Jacobi-preconditioned Conjugate Residual, recovery of
+// du and the line search bookkeeping. Per-world reductions loop over one world's rows in a fixed
+// order, so results are deterministic and independent of how worlds are batched.
+#pragma once
+
+#include "kernels_body.h"
+#include "kernels_contact.h"
+
+namespace axion::kernels {
+
+// Per row: Jacobian, residual h and compliance C at the current iterate (u, lambda).
+AXION_HD void row_evaluate(const BatchView& v, int row) {
+  const WorldParams& p = v.world_params[v.row_world[row]];
+  switch (v.row_kind[row]) {
+    case kRowAnchor:
+    case kRowAxisAlign:
+    case kRowLinearLock:
+    case kRowAngularLock:
+      joint_bilateral_row(v, row, p);
+      break;
+    case kRowLimitLower:
+    case kRowLimitUpper:
+      joint_limit_row(v, row, p);
+      break;
+    case kRowDrive:
+      joint_drive_row(v, row, p);
+      break;
+    case kRowContactNormal:
+      contact_normal_row(v, row, p);
+      break;
+    case kRowFriction1:
+    case kRowFriction2:
+      contact_friction_row(v, row, p);
+      break;
+    default:
+      disable_row(v, row);
+      break;
+  }
+}
+
+// Per world: out_body = J^T x over the world's live rows (scatter in row order).
+AXION_HD void world_scatter_jt(const BatchView& v, int world, const Real* x, Real* out_body) {
+  for (int i = 6 * v.world_body_offset[world]; i < 6 * v.world_body_offset[world + 1]; ++i) {
+    out_body[i] = 0;
+  }
+  int row_end = v.world_row_offset[world] + world_live_rows(v, world);
+  for (int row = v.world_row_offset[world]; row < row_end; ++row) {
+    Real s = x[row];
+    if (s == 0) continue;
+    int a = v.row_body_a[row], b = v.row_body_b[row];
+    if (a >= 0) {
+      for (int i = 0; i < 6; ++i) out_body[6 * a + i] += v.row_jac_a[6 * row + i] * s;
+    }
+    if (b >= 0) {
+      for (int i = 0; i < 6; ++i) out_body[6 * b + i] += v.row_jac_b[6 * row + i] * s;
+    }
+  }
+}
+
+/// Dynamics residual (seed 000): g = M~ (u - u~) - J^T lambda, with J^T lambda in body_jt.
+AXION_HD void body_dynamics_residual(const BatchView& v, int body) {
+  Vec6 du = {load3(v.body_u + 6 * body) - load3(v.body_u_tilde + 6 * body),
+             load3(v.body_u + 6 * body + 3) - load3(v.body_u_tilde + 6 * body + 3)};
+  Vec6 m_du = body_apply_mass(v, body, du);
+  Vec6 jt = load6(v.body_jt + 6 * body);
+  store6(v.body_g + 6 * body, {m_du.lin - jt.lin, m_du.ang - jt.ang});
+}
+
+// Per world: residual max-norm (rows, and M^-1 g for the dynamics) and merit 0.5 |h|^2.
+AXION_HD void world_residual(const BatchView& v, int world) {
+  Real max_abs = 0, merit = 0;
+  int row_end = v.world_row_offset[world] + world_live_rows(v, world);
+  for (int row = v.world_row_offset[world]; row < row_end; ++row) {
+    Real r = v.row_residual[row];
+    merit += r * r;
+    Real a = std::fabs(r);
+    if (!(a <= max_abs)) max_abs = a;  // NaN propagates
+  }
+  for (int body = v.world_body_offset[world]; body < v.world_body_offset[world + 1]; ++body) {
+    Vec6 g = load6(v.body_g + 6 * body);
+    Vec6 minv_g = body_apply_inv_mass(v, body, g);
+    merit += dot(g, minv_g);
+    Real comps[6] = {minv_g.lin.x, minv_g.lin.y, minv_g.lin.z,
+                     minv_g.ang.x, minv_g.ang.y, minv_g.ang.z};
+    for (int i = 0; i < 6; ++i) {
+      Real a = std::fabs(comps[i]);
+      if (!(a <= max_abs)) max_abs = a;
+    }
+  }
+  v.world_residual[world] = max_abs;
+  v.world_merit[world] = Real(0.5) * merit;
+}
+
+/// Per world: Newton inverse inertia (R I R^T + K)^-1. A row whose force J^T lambda acts
+/// through a lever r that turns with the body (anchors, locked slides) makes the dynamics
+/// residual g depend on u through r(q+(u)); dropping that geometric stiffness stalls Newton on
+/// tense chains. Its stabilising part, for a row pulling along l with lambda (l . r) > 0,
+///   K = h lambda (l . r) (I - r r^T / |r|^2),
+/// is exact for tension along the lever and keeps M~ symmetric positive definite (compression
+/// terms are dropped, as in Tournier et al. 2015, "Stable Constrained Dynamics").
+AXION_HD void world_newton_inertia(const BatchView& v, int world) {
+  const Real h = v.world_params[world].timestep;
+  int b0 = v.world_body_offset[world], b1 = v.world_body_offset[world + 1];
+  for (int i = 9 * b0; i < 9 * b1; ++i) v.body_inv_inertia_newton[i] = v.body_inertia_world[i];
+  int row_end = v.world_row_offset[world] + v.world_joint_row_count[world];
+  for (int row = v.world_row_offset[world]; row < row_end; ++row) {
+    Real lambda = v.row_lambda[row];
+    if (lambda == 0) continue;
+    for (int side = 0; side < 2; ++side) {
+      int body = side == 0 ? v.row_body_a[row] : v.row_body_b[row];
+      if (body < 0) continue;
+      Vec3 l = load3((side == 0 ? v.row_jac_a : v.row_jac_b) + 6 * row);
+      Vec3 r = load3(v.row_lever + 6 * row + 3 * side);
+      Real rr = dot(r, r);
+      Real s = lambda * dot(l, r);
+      if (!(s > 0) || !(rr > 0)) continue;
+      Real* k = v.body_inv_inertia_newton + 9 * body;
+      Real hs = h * s;
+      for (int a = 0; a < 3; ++a) {
+        for (int b = 0; b < 3; ++b) k[3 * a + b] += hs * ((a == b ? Real(1) : Real(0)) - r[a] * r[b] / rr);
+      }
+    }
+  }
+  for (int body = b0; body < b1; ++body) {
+    Real* k = v.body_inv_inertia_newton + 9 * body;
+    store33(k, inverse(load33(k)));
+  }
+}
+
+// Per row: Jacobi preconditioner P = 1/(J M^-1 J^T + C) and the Schur right-hand side
+// b = J M^-1 g - h (M^-1 g is in body_minv_jt), which is also the CR residual at x = 0.
+AXION_HD void row_precondition(const BatchView& v, int row) {
+  int a = v.row_body_a[row], b = v.row_body_b[row];
+  Vec6 ja = load6(v.row_jac_a + 6 * row), jb = load6(v.row_jac_b + 6 * row);
+  Real diag = v.row_compliance[row];
+  if (a >= 0) diag += dot(ja, body_apply_newton_inv_mass(v, a, ja));
+  if (b >= 0) diag += dot(jb, body_apply_newton_inv_mass(v, b, jb));
+  v.row_precond[row] = diag > 0 ? Real(1) / diag : Real(0);
+  Real jminv_g = 0;
+  if (a >= 0) jminv_g += dot(ja, load6(v.body_minv_jt + 6 * a));
+  if (b >= 0) jminv_g += dot(jb, load6(v.body_minv_jt + 6 * b));
+  Real rhs = jminv_g - v.row_residual[row];
+  v.row_dlambda[row] = 0;
+  v.row_cr_r[row] = rhs;
+  v.row_cr_z[row] = v.row_precond[row] * rhs;
+  v.row_cr_p[row] = v.row_cr_z[row];
+}
+
+// Per body: out = M~^-1 in, with the Newton matrix's inertia.
+AXION_HD void body_apply_inv_mass_kernel(const BatchView& v, int body, const Real* in, Real* out) {
+  store6(out + 6 * body, body_apply_newton_inv_mass(v, body, load6(in + 6 * body)));
+}
+
+// Per row: (A x)_r = J_r (M^-1 J^T x) + C_r x_r, with M^-1 J^T x in body_minv_jt.
+AXION_HD Real row_schur_product(const BatchView& v, int row, const Real* x) {
+  int a = v.row_body_a[row], b = v.row_body_b[row];
+  Real s = v.row_compliance[row] * x[row];
+  if (a >= 0) s += dot(load6(v.row_jac_a + 6 * row), load6(v.body_minv_jt + 6 * a));
+  if (b >= 0) s += dot(load6(v.row_jac_b + 6 * row), load6(v.body_minv_jt + 6 * b));
+  return s;
+}
+
+// Per world: CR start, after A z is in row_cr_az: Ap = Az, <z, Az>, and the reference norm.
+AXION_HD void world_cr_begin(const BatchView& v, int world) {
+  Real zaz = 0, rz = 0;
+  int row_end = v.world_row_offset[world] + world_live_rows(v, world);
+  for (int row = v.world_row_offset[world]; row < row_end; ++row) {
+    v.row_cr_ap[row] = v.row_cr_az[row];
+    zaz += v.row_cr_z[row] * v.row_cr_az[row];
+    rz += v.row_cr_r[row] * v.row_cr_z[row];
+  }
+  v.world_cr_zaz[world] = zaz;
+  v.world_cr_r0[world] = rz;
+  v.world_cr_active[world] = (rz > 0 && zaz > 0) ? v.world_params[world].cr_iterations : 0;
+}
+
+/// Per world, one Jacobi-preconditioned Conjugate Residual update (Saad, Alg. 6.20 with
+/// preconditioner P):
+///   alpha = <z, Az> / <Ap, P Ap>;  x += alpha p;  r -= alpha Ap;  z -= alpha P Ap
+AXION_HD void world_cr_update_x(const BatchView& v, int world) {
+  int row0 = v.world_row_offset[world];
+  int row_end = row0 + world_live_rows(v, world);
+  Real apmap = 0;
+  for (int row = row0; row < row_end; ++row) {
+    apmap += v.row_cr_ap[row] * v.row_precond[row] * v.row_cr_ap[row];
+  }
+  if (!(apmap > 0)) {
+    v.world_cr_active[world] = 0;
+    return;
+  }
+  Real alpha = v.world_cr_zaz[world] / apmap;
+  for (int row = row0; row < row_end; ++row) {
+    Real ap = v.row_cr_ap[row];
+    v.row_dlambda[row] += alpha * v.row_cr_p[row];
+    v.row_cr_r[row] -= alpha * ap;
+    v.row_cr_z[row] -= alpha * v.row_precond[row] * ap;
+  }
+}
+
+/// Per world, after A z is in row_cr_az:
+///   beta = <z+, Az+> / <z, Az>;  p = z + beta p;  Ap = Az + beta Ap;  stop on |r|_P small.
+AXION_HD void world_cr_update_p(const BatchView& v, int world) {
+  int row0 = v.world_row_offset[world];
+  int row_end = row0 + world_live_rows(v, world);
+  Real zaz = 0, rz = 0;
+  for (int row = row0; row < row_end; ++row) {
+    zaz += v.row_cr_z[row] * v.row_cr_az[row];
+    rz += v.row_cr_r[row] * v.row_cr_z[row];
+  }
+  Real beta = v.world_cr_zaz[world] > 0 ? zaz / v.world_cr_zaz[world] : Real(0);
+  v.world_cr_zaz[world] = zaz;
+  for (int row = row0; row < row_end; ++row) {
+    v.row_cr_p[row] = v.row_cr_z[row] + beta * v.row_cr_p[row];
+    v.row_cr_ap[row] = v.row_cr_az[row] + beta * v.row_cr_ap[row];
+  }
+  Real tol = v.world_params[world].cr_tolerance;
+  v.world_cr_iterations[world] += 1;
+  bool converged = !(rz > tol * tol * v.world_cr_r0[world]) || !(zaz > 0);
+  v.world_cr_active[world] = converged ? 0 : v.world_cr_active[world] - 1;
+}
+
+/// Per body, recover the velocity step from the impulse step (seed 003):
+///   du = M^-1 (J^T dlambda - g),  with J^T dlambda in body_jt.
+AXION_HD void body_recover_du(const BatchView& v, int body) {
+  Vec6 rhs = {load3(v.body_jt + 6 * body) - load3(v.body_g + 6 * body),
+              load3(v.body_jt + 6 * body + 3) - load3(v.body_g + 6 * body + 3)};
+  store6(v.body_du + 6 * body, body_apply_newton_inv_mass(v, body, rhs));
+}
+
+// Per body / per row: the trial iterate x = x_accepted + t dx of the line search.
+AXION_HD void body_trial(const BatchView& v, int body, Real t) {
+  for (int i = 0; i < 6; ++i) {
+    v.body_u[6 * body + i] = v.body_u_accepted[6 * body + i] + t * v.body_du[6 * body + i];
+  }
+}
+AXION_HD void row_trial(const BatchView& v, int row, Real t) {
+  v.row_lambda[row] = v.row_lambda_accepted[row] + t * v.row_dlambda[row];
+}
+AXION_HD void body_accept(const BatchView& v, int body) {
+  for (int i = 0; i < 6; ++i) v.body_u_accepted[6 * body + i] = v.body_u[6 * body + i];
+}
+AXION_HD void row_accept(const BatchView& v, int row) {
+  v.row_lambda_accepted[row] = v.row_lambda[row];
+}
+
+}  // namespace axion::kernels

@@ -1,0 +1,463 @@
+#include "axion/model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "collision/hull.h"
+#include "model_internal.h"
+
+namespace axion {
+namespace {
+
+bool Finite(Real x) { return std::isfinite(x); }
+bool Finite(Vec3 v) { return Finite(v.x) && Finite(v.y) && Finite(v.z); }
+bool Finite(Quat q) { return Finite(q.w) && Finite(q.x) && Finite(q.y) && Finite(q.z); }
+
+std::string Describe(const char* kind, int index, const std::string& name) {
+  return name.empty() ? absl::StrCat(kind, " ", index) : absl::StrCat(kind, " ", index, " ('", name, "')");
+}
+
+absl::Status Invalid(const std::string& what, const std::string& field, const std::string& problem) {
+  return absl::InvalidArgumentError(absl::StrCat(what, ": ", field, " ", problem));
+}
+
+std::string Fmt(Real x) { return absl::StrFormat("%g", static_cast<double>(x)); }
+std::string Fmt(Vec3 v) {
+  return absl::StrFormat("(%g, %g, %g)", static_cast<double>(v.x), static_cast<double>(v.y),
+                         static_cast<double>(v.z));
+}
+
+// Eigenvalues of a symmetric 3x3 matrix (closed form, Smith 1961), ascending.
+void SymmetricEigenvalues(const Mat33& a, Real out[3]) {
+  Real p1 = a(0, 1) * a(0, 1) + a(0, 2) * a(0, 2) + a(1, 2) * a(1, 2);
+  if (p1 == 0) {
+    out[0] = a(0, 0); out[1] = a(1, 1); out[2] = a(2, 2);
+  } else {
+    Real q = (a(0, 0) + a(1, 1) + a(2, 2)) / 3;
+    Real p2 = (a(0, 0) - q) * (a(0, 0) - q) + (a(1, 1) - q) * (a(1, 1) - q) +
+              (a(2, 2) - q) * (a(2, 2) - q) + 2 * p1;
+    Real p = std::sqrt(p2 / 6);
+    Mat33 b = (Real(1) / p) * (a + Real(-q) * mat33_identity());
+    Real r = std::clamp(det(b) / 2, Real(-1), Real(1));
+    Real phi = std::acos(r) / 3;
+    const Real kPi = Real(3.14159265358979323846);
+    out[2] = q + 2 * p * std::cos(phi);
+    out[0] = q + 2 * p * std::cos(phi + 2 * kPi / 3);
+    out[1] = 3 * q - out[0] - out[2];
+  }
+  std::sort(out, out + 3);
+}
+
+absl::Status ValidatePose(const std::string& what, const char* field, Pose* pose) {
+  if (!Finite(pose->pos)) return Invalid(what, absl::StrCat(field, ".pos"), "is not finite: " + Fmt(pose->pos));
+  if (!Finite(pose->quat)) return Invalid(what, absl::StrCat(field, ".quat"), "is not finite");
+  Real n = quat_norm(pose->quat);
+  if (!(n > Real(1e-9))) return Invalid(what, absl::StrCat(field, ".quat"), "is zero (not a rotation)");
+  pose->quat = quat_normalized(pose->quat);
+  return absl::OkStatus();
+}
+
+absl::Status ValidateBody(int index, BodyDesc* body) {
+  std::string what = Describe("body", index, body->name);
+  if (!Finite(body->mass) || !(body->mass > 0)) {
+    return Invalid(what, "mass", "must be positive and finite, got " + Fmt(body->mass));
+  }
+  const Mat33& I = body->inertia;
+  for (Real x : I.m) {
+    if (!Finite(x)) return Invalid(what, "inertia", "is not finite");
+  }
+  Real scale = std::max({std::fabs(I(0, 0)), std::fabs(I(1, 1)), std::fabs(I(2, 2)), Real(1e-30)});
+  for (int r = 0; r < 3; ++r) {
+    for (int c = r + 1; c < 3; ++c) {
+      if (std::fabs(I(r, c) - I(c, r)) > Real(1e-9) * scale) {
+        return Invalid(what, "inertia", absl::StrFormat("is not symmetric: I(%d,%d)=%g, I(%d,%d)=%g", r,
+                                                        c, static_cast<double>(I(r, c)), c, r,
+                                                        static_cast<double>(I(c, r))));
+      }
+    }
+  }
+  Real eig[3];
+  SymmetricEigenvalues(I, eig);
+  if (!(eig[0] > 0)) {
+    return Invalid(what, "inertia", "is not positive definite (smallest principal moment " + Fmt(eig[0]) + ")");
+  }
+  // Principal moments of a real mass distribution satisfy I1 + I2 >= I3.
+  if (eig[0] + eig[1] < eig[2] * (1 - Real(1e-6))) {
+    return Invalid(what, "inertia",
+                   absl::StrFormat("breaks the triangle inequality: principal moments %g + %g < %g",
+                                   static_cast<double>(eig[0]), static_cast<double>(eig[1]),
+                                   static_cast<double>(eig[2])));
+  }
+  if (!Finite(body->com)) return Invalid(what, "com", "is not finite: " + Fmt(body->com));
+  absl::Status s = ValidatePose(what, "pose", &body->pose);
+  if (!s.ok()) return s;
+  if (!Finite(body->linear_velocity)) return Invalid(what, "linear_velocity", "is not finite");
+  if (!Finite(body->angular_velocity)) return Invalid(what, "angular_velocity", "is not finite");
+  return absl::OkStatus();
+}
+
+absl::Status ValidateShape(int index, int body_count, ShapeDesc* shape) {
+  std::string what = Describe("shape", index, shape->name);
+  if (shape->body < kWorldBody || shape->body >= body_count) {
+    return Invalid(what, "body", absl::StrCat("refers to missing body ", shape->body));
+  }
+  absl::Status s = ValidatePose(what, "pose", &shape->pose);
+  if (!s.ok()) return s;
+  if (!Finite(shape->size)) return Invalid(what, "size", "is not finite: " + Fmt(shape->size));
+  auto positive = [&](Real x, const char* field) -> absl::Status {
+    if (!(x > 0)) return Invalid(what, field, "must be positive, got " + Fmt(x));
+    return absl::OkStatus();
+  };
+  switch (shape->type) {
+    case ShapeType::kPlane:
+      if (shape->body != kWorldBody) return Invalid(what, "type", "plane must belong to the world body");
+      break;
+    case ShapeType::kSphere:
+      s = positive(shape->size.x, "size.x (radius)");
+      break;
+    case ShapeType::kCapsule:
+    case ShapeType::kCylinder:
+      s = positive(shape->size.x, "size.x (radius)");
+      if (s.ok()) s = positive(shape->size.y, "size.y (half length)");
+      break;
+    case ShapeType::kBox:
+      s = positive(shape->size.x, "size.x (half extent)");
+      if (s.ok()) s = positive(shape->size.y, "size.y (half extent)");
+      if (s.ok()) s = positive(shape->size.z, "size.z (half extent)");
+      break;
+    case ShapeType::kConvexHull: {
+      absl::StatusOr<HullData> hull = BuildHull(shape->vertices);
+      if (!hull.ok()) return Invalid(what, "vertices", std::string(hull.status().message()));
+      break;
+    }
+    default:
+      return Invalid(what, "type", absl::StrCat("is unknown (", static_cast<int>(shape->type), ")"));
+  }
+  if (!s.ok()) return s;
+  if (!Finite(shape->material.friction) || shape->material.friction < 0) {
+    return Invalid(what, "material.friction", "must be >= 0 and finite, got " + Fmt(shape->material.friction));
+  }
+  if (!Finite(shape->material.restitution) || shape->material.restitution < 0 ||
+      shape->material.restitution > 1) {
+    return Invalid(what, "material.restitution", "must be in [0, 1], got " + Fmt(shape->material.restitution));
+  }
+  return absl::OkStatus();
+}
+
+// FNV-1a over the model's structural and physical parameters.
+class Hasher {
+ public:
+  template <class T>
+  void Add(const T& value) {
+    const unsigned char* p = reinterpret_cast<const unsigned char*>(&value);
+    for (size_t i = 0; i < sizeof(T); ++i) hash_ = (hash_ ^ p[i]) * 1099511628211ull;
+  }
+  void Add(Vec3 v) { Add(v.x), Add(v.y), Add(v.z); }
+  void Add(Quat q) { Add(q.w), Add(q.x), Add(q.y), Add(q.z); }
+  void Add(const Pose& p) { Add(p.pos), Add(p.quat); }
+  uint64_t hash() const { return hash_; }
+
+ private:
+  uint64_t hash_ = 1469598103934665603ull;
+};
+
+uint64_t Fingerprint(const Model& m) {
+  Hasher h;
+  const ModelDesc& d = m.desc();
+  h.Add(d.bodies.size()), h.Add(d.joints.size()), h.Add(d.shapes.size()), h.Add(d.actuators.size());
+  for (const BodyDesc& b : d.bodies) {
+    h.Add(b.mass), h.Add(b.com);
+    for (Real x : b.inertia.m) h.Add(x);
+  }
+  for (size_t j = 0; j < d.joints.size(); ++j) {
+    const JointDesc& joint = d.joints[j];
+    h.Add(joint.type), h.Add(joint.parent), h.Add(joint.child), h.Add(joint.child_frame);
+    h.Add(m.joint_parent_frame()[j]);
+    for (AxisMode mode : joint.axis_mode) h.Add(mode);
+  }
+  for (const ShapeDesc& s : d.shapes) h.Add(s.type), h.Add(s.body), h.Add(s.pose), h.Add(s.size);
+  for (const ActuatorDesc& a : d.actuators) h.Add(a.type), h.Add(a.joint), h.Add(a.dof);
+  return h.hash();
+}
+
+}  // namespace
+
+absl::Status ValidateSolverOptions(SolverOptions* options) {
+  SolverOptions& o = *options;
+  if (!Finite(o.timestep) || !(o.timestep > 0)) return Invalid("options", "timestep", "must be positive, got " + Fmt(o.timestep));
+  if (!Finite(o.gravity)) return Invalid("options", "gravity", "is not finite: " + Fmt(o.gravity));
+  if (!(o.baumgarte >= 0 && o.baumgarte <= 1)) return Invalid("options", "baumgarte", "must be in [0, 1], got " + Fmt(o.baumgarte));
+  if (!Finite(o.contact_margin) || o.contact_margin < 0) return Invalid("options", "contact_margin", "must be >= 0, got " + Fmt(o.contact_margin));
+  if (o.newton_iterations < 1) return Invalid("options", "newton_iterations", absl::StrCat("must be >= 1, got ", o.newton_iterations));
+  if (o.cr_iterations < 1) return Invalid("options", "cr_iterations", absl::StrCat("must be >= 1, got ", o.cr_iterations));
+  if (!(o.newton_tolerance > 0) || !Finite(o.newton_tolerance)) return Invalid("options", "newton_tolerance", "must be positive, got " + Fmt(o.newton_tolerance));
+  if (!(o.cr_tolerance > 0) || !Finite(o.cr_tolerance)) return Invalid("options", "cr_tolerance", "must be positive, got " + Fmt(o.cr_tolerance));
+  if (o.line_search_steps < 0) return Invalid("options", "line_search_steps", absl::StrCat("must be >= 0, got ", o.line_search_steps));
+  if (!(o.fb_epsilon >= 0) || !Finite(o.fb_epsilon)) return Invalid("options", "fb_epsilon", "must be >= 0, got " + Fmt(o.fb_epsilon));
+
+  return absl::OkStatus();
+}
+
+std::vector<int> JointDofAxes(const JointDesc& joint) {
+  switch (joint.type) {
+    case JointType::kRevolute: return {3};
+    case JointType::kPrismatic: return {0};
+    case JointType::kBall: return {3, 4, 5};
+    case JointType::kFixed: return {};
+    case JointType::kGeneric: {
+      std::vector<int> axes;
+      for (int k = 0; k < 6; ++k) {
+        if (joint.axis_mode[k] != AxisMode::kLocked) axes.push_back(k);
+      }
+      return axes;
+    }
+  }
+  return {};
+}
+
+std::array<AxisMode, 6> JointAxisModes(const JointDesc& joint) {
+  using enum AxisMode;
+  AxisMode lim = joint.limited ? kLimited : kFree;
+  switch (joint.type) {
+    case JointType::kRevolute: return {kLocked, kLocked, kLocked, lim, kLocked, kLocked};
+    case JointType::kPrismatic: return {lim, kLocked, kLocked, kLocked, kLocked, kLocked};
+    case JointType::kBall: return {kLocked, kLocked, kLocked, kFree, kFree, kFree};
+    case JointType::kFixed: return {kLocked, kLocked, kLocked, kLocked, kLocked, kLocked};
+    case JointType::kGeneric: return joint.axis_mode;
+  }
+  return {};
+}
+
+int JointDofCount(const JointDesc& joint) { return static_cast<int>(JointDofAxes(joint).size()); }
+int JointPositionCount(const JointDesc& joint) {
+  return joint.type == JointType::kBall ? 4 : JointDofCount(joint);
+}
+int JointBilateralRows(const JointDesc& joint) {
+  if (joint.type == JointType::kRevolute) return 5;
+  std::array<AxisMode, 6> modes = JointAxisModes(joint);
+  return static_cast<int>(std::count(modes.begin(), modes.end(), AxisMode::kLocked));
+}
+
+std::vector<JointRowLayout> JointRows(const JointDesc& joint, bool has_drive) {
+  std::vector<JointRowLayout> rows;
+  if (joint.type == JointType::kRevolute) {
+    for (int i = 0; i < 3; ++i) rows.push_back({kRowAnchor, i, -1});
+    rows.push_back({kRowAxisAlign, 1, -1});
+    rows.push_back({kRowAxisAlign, 2, -1});
+  } else {
+    std::array<AxisMode, 6> modes = JointAxisModes(joint);
+    for (int k = 0; k < 6; ++k) {
+      if (modes[k] == AxisMode::kLocked) rows.push_back({k < 3 ? kRowLinearLock : kRowAngularLock, k, -1});
+    }
+  }
+  if (joint.type == JointType::kBall) return rows;
+  std::array<AxisMode, 6> modes = JointAxisModes(joint);
+  std::vector<int> axes = JointDofAxes(joint);
+  for (int d = 0; d < static_cast<int>(axes.size()); ++d) {
+    if (modes[axes[d]] == AxisMode::kLimited) {
+      rows.push_back({kRowLimitLower, axes[d], d});
+      rows.push_back({kRowLimitUpper, axes[d], d});
+    }
+  }
+  if (has_drive) {
+    for (int d = 0; d < static_cast<int>(axes.size()); ++d) rows.push_back({kRowDrive, axes[d], d});
+  }
+  return rows;
+}
+
+absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
+  std::shared_ptr<Model> model(new Model());
+  const int body_count = static_cast<int>(desc.bodies.size());
+
+  absl::Status options_status = ValidateSolverOptions(&desc.options);
+  if (!options_status.ok()) return options_status;
+
+  for (int i = 0; i < body_count; ++i) {
+    absl::Status s = ValidateBody(i, &desc.bodies[i]);
+    if (!s.ok()) return s;
+  }
+  for (int i = 0; i < static_cast<int>(desc.shapes.size()); ++i) {
+    absl::Status s = ValidateShape(i, body_count, &desc.shapes[i]);
+    if (!s.ok()) return s;
+  }
+
+  // joints
+  std::vector<bool> dof_has_actuated_drive;
+  for (int j = 0; j < static_cast<int>(desc.joints.size()); ++j) {
+    JointDesc& joint = desc.joints[j];
+    std::string what = Describe("joint", j, joint.name);
+    if (joint.parent < kWorldBody || joint.parent >= body_count) {
+      return Invalid(what, "parent", absl::StrCat("refers to missing body ", joint.parent));
+    }
+    if (joint.child < 0 || joint.child >= body_count) {
+      return Invalid(what, "child", absl::StrCat("refers to missing body ", joint.child));
+    }
+    if (joint.child == joint.parent) return Invalid(what, "child", "equals the parent");
+    if (static_cast<int>(joint.type) < 0 || static_cast<int>(joint.type) > 4) {
+      return Invalid(what, "type", absl::StrCat("is unknown (", static_cast<int>(joint.type), ")"));
+    }
+    absl::Status s = ValidatePose(what, "child_frame", &joint.child_frame);
+    if (!s.ok()) return s;
+    if (joint.axis.has_value()) {
+      Vec3 a = *joint.axis;
+      if (!Finite(a)) return Invalid(what, "axis", "is not finite: " + Fmt(a));
+      if (!(norm(a) > Real(1e-9))) return Invalid(what, "axis", "has zero length");
+      // Shortest rotation taking x onto the axis.
+      Vec3 x{1, 0, 0}, n = normalized(a);
+      Real c = dot(x, n);
+      Quat q;
+      if (c < Real(-1) + Real(1e-9)) {
+        q = Quat{0, 0, 0, 1};  // 180 degrees about z
+      } else {
+        Vec3 w = cross(x, n);
+        q = quat_normalized(Quat{1 + c, w.x, w.y, w.z});
+      }
+      joint.child_frame.quat = q;
+      joint.axis.reset();
+    }
+    int dofs = JointDofCount(joint);
+    bool limited = joint.limited || (joint.type == JointType::kGeneric &&
+                                     std::count(joint.axis_mode.begin(), joint.axis_mode.end(), AxisMode::kLimited) > 0);
+    if (limited && joint.type != JointType::kBall && joint.type != JointType::kFixed) {
+      if (static_cast<int>(joint.lower.size()) != dofs || static_cast<int>(joint.upper.size()) != dofs) {
+        return Invalid(what, "lower/upper", absl::StrCat("must have one entry per DOF (", dofs, ")"));
+      }
+      for (int d = 0; d < dofs; ++d) {
+        if (!Finite(joint.lower[d]) || !Finite(joint.upper[d])) return Invalid(what, "limits", "are not finite");
+        if (joint.lower[d] > joint.upper[d]) {
+          return Invalid(what, "limits", absl::StrCat("have lower > upper on DOF ", d, ": ", Fmt(joint.lower[d]), " > ", Fmt(joint.upper[d])));
+        }
+      }
+    }
+    const DriveDesc& dr = joint.drive;
+    if (!Finite(dr.stiffness) || dr.stiffness < 0) return Invalid(what, "drive.stiffness", "must be >= 0 and finite, got " + Fmt(dr.stiffness));
+    if (!Finite(dr.damping) || dr.damping < 0) return Invalid(what, "drive.damping", "must be >= 0 and finite, got " + Fmt(dr.damping));
+    if (!Finite(dr.target_position)) return Invalid(what, "drive.target_position", "is not finite");
+    if (!Finite(dr.target_velocity)) return Invalid(what, "drive.target_velocity", "is not finite");
+    if (!Finite(joint.reference)) return Invalid(what, "reference", "is not finite");
+    if (!Finite(joint.compliance) || joint.compliance < 0) return Invalid(what, "compliance", "must be >= 0, got " + Fmt(joint.compliance));
+    if (!Finite(joint.armature) || joint.armature < 0) return Invalid(what, "armature", "must be >= 0, got " + Fmt(joint.armature));
+  }
+
+  // actuators
+  for (int a = 0; a < static_cast<int>(desc.actuators.size()); ++a) {
+    ActuatorDesc& act = desc.actuators[a];
+    std::string what = Describe("actuator", a, act.name);
+    if (act.joint < 0 || act.joint >= static_cast<int>(desc.joints.size())) {
+      return Invalid(what, "joint", absl::StrCat("refers to missing joint ", act.joint));
+    }
+    const JointDesc& joint = desc.joints[act.joint];
+    if (joint.type == JointType::kBall) return Invalid(what, "joint", "is a ball joint, which has no actuated axis");
+    if (act.dof < 0 || act.dof >= JointDofCount(joint)) {
+      return Invalid(what, "dof", absl::StrCat("is out of range [0, ", JointDofCount(joint), "): ", act.dof));
+    }
+    if (!Finite(act.gear)) return Invalid(what, "gear", "is not finite");
+    if (act.ctrl_limited && !(act.ctrl_min <= act.ctrl_max)) {
+      return Invalid(what, "ctrl range", absl::StrCat("has min > max: ", Fmt(act.ctrl_min), " > ", Fmt(act.ctrl_max)));
+    }
+    if (!Finite(act.kp) || act.kp < 0) return Invalid(what, "kp", "must be >= 0, got " + Fmt(act.kp));
+    if (!Finite(act.kv) || act.kv < 0) return Invalid(what, "kv", "must be >= 0, got " + Fmt(act.kv));
+    if (static_cast<int>(act.type) < 0 || static_cast<int>(act.type) > 2) {
+      return Invalid(what, "type", absl::StrCat("is unknown (", static_cast<int>(act.type), ")"));
+    }
+  }
+
+  // compile: offsets, parent-side joint frames, row counts
+  model->joint_position_offset_.clear();
+  model->joint_dof_offset_.clear();
+  int dof_total = 0, qpos_total = 0, rows_total = 0;
+  for (int j = 0; j < static_cast<int>(desc.joints.size()); ++j) {
+    const JointDesc& joint = desc.joints[j];
+    model->joint_dof_offset_.push_back(dof_total);
+    model->joint_position_offset_.push_back(qpos_total);
+    dof_total += JointDofCount(joint);
+    qpos_total += JointPositionCount(joint);
+    // Joint frame in the world at the initial configuration, then on the parent side.
+    const BodyDesc& child = desc.bodies[joint.child];
+    Pose world{child.pose.pos + rotate(child.pose.quat, joint.child_frame.pos),
+               child.pose.quat * joint.child_frame.quat};
+    Pose parent_frame = world;
+    if (joint.parent != kWorldBody) {
+      const BodyDesc& parent = desc.bodies[joint.parent];
+      parent_frame.pos = rotate_inv(parent.pose.quat, world.pos - parent.pose.pos);
+      parent_frame.quat = conjugate(parent.pose.quat) * world.quat;
+    }
+    model->joint_parent_frame_.push_back(parent_frame);
+    bool has_drive = JointHasDrive(desc, j);
+    rows_total += static_cast<int>(JointRows(joint, has_drive).size());
+  }
+  model->joint_dof_count_ = dof_total;
+  model->joint_position_count_ = qpos_total;
+  model->joint_row_count_ = rows_total;
+
+  // collision pairs: group/mask filter, no pairs within a body or between static shapes, none
+  // between bodies joined by a joint unless asked for
+  std::set<std::pair<int, int>> joined;
+  for (const JointDesc& joint : desc.joints) {
+    if (joint.collide_connected) continue;
+    if (joint.parent == kWorldBody && joint.type != JointType::kFixed) continue;
+    joined.insert({std::min(joint.parent, joint.child), std::max(joint.parent, joint.child)});
+  }
+  const int shape_count = static_cast<int>(desc.shapes.size());
+  for (int a = 0; a < shape_count; ++a) {
+    for (int b = a + 1; b < shape_count; ++b) {
+      const ShapeDesc& sa = desc.shapes[a];
+      const ShapeDesc& sb = desc.shapes[b];
+      if (sa.body == sb.body) continue;
+      if (sa.type == ShapeType::kPlane && sb.type == ShapeType::kPlane) continue;
+      if (!((sa.collision_group & sb.collision_mask) && (sb.collision_group & sa.collision_mask))) continue;
+      if (joined.count({std::min(sa.body, sb.body), std::max(sa.body, sb.body)})) continue;
+      model->collision_pairs_.push_back({a, b});
+    }
+  }
+  const int pair_count = static_cast<int>(model->collision_pairs_.size());
+  if (desc.contact_capacity >= 0) {
+    model->contact_capacity_ = desc.contact_capacity;
+  } else {
+    model->contact_capacity_ = pair_count == 0 ? 0 : std::min(4 * pair_count, 8 * shape_count + 16);
+  }
+  model->desc_ = std::move(desc);
+  model->fingerprint_ = Fingerprint(*model);
+  return std::shared_ptr<const Model>(std::move(model));
+}
+
+bool JointHasDrive(const ModelDesc& desc, int joint_index) {
+  const JointDesc& joint = desc.joints[joint_index];
+  if (joint.drive.stiffness > 0 || joint.drive.damping > 0 || joint.armature > 0) return true;
+  for (const ActuatorDesc& act : desc.actuators) {
+    if (act.joint == joint_index && act.type != ActuatorType::kEffort) return true;
+  }
+  return false;
+}
+
+Real Model::total_mass() const {
+  Real m = 0;
+  for (const BodyDesc& b : desc_.bodies) m += b.mass;
+  return m;
+}
+
+int Model::FindBody(const std::string& name) const {
+  for (int i = 0; i < body_count(); ++i) {
+    if (desc_.bodies[i].name == name) return i;
+  }
+  return -1;
+}
+int Model::FindJoint(const std::string& name) const {
+  for (int i = 0; i < joint_count(); ++i) {
+    if (desc_.joints[i].name == name) return i;
+  }
+  return -1;
+}
+int Model::FindActuator(const std::string& name) const {
+  for (int i = 0; i < actuator_count(); ++i) {
+    if (desc_.actuators[i].name == name) return i;
+  }
+  return -1;
+}
+
+}  // namespace axion

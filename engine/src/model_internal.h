@@ -1,0 +1,31 @@
+// Model details shared by model.cc and the batch packing, not part of the public API.
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "axion/model.h"
+#include "axion/state.h"
+
+namespace axion {
+
+// One constraint row of a joint, as laid out in the batch.
+struct JointRowLayout {
+  RowKind kind;
+  int axis;  // world axis (anchor), parent axis (axis align) or joint-frame axis 0..5
+  int dof;   // DOF index within the joint (limit and drive rows), else -1
+};
+
+// Checks every field of the solver options (errors name the field and value).
+absl::Status ValidateSolverOptions(SolverOptions* options);
+
+// Joint-frame axes (0..5) that are DOFs of the joint, in DOF order.
+std::vector<int> JointDofAxes(const JointDesc& joint);
+std::array<AxisMode, 6> JointAxisModes(const JointDesc& joint);
+// True when the joint's DOFs need drive rows (stiffness, damping, armature or a position or
+// velocity actuator).
+bool JointHasDrive(const ModelDesc& desc, int joint_index);
+std::vector<JointRowLayout> JointRows(const JointDesc& joint, bool has_drive);
+
+}  // namespace axion

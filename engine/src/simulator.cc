@@ -1,0 +1,483 @@
+#include "axion/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "backend.h"
+#include "batch_storage.h"
+#include "model_internal.h"
+#include "snapshot.h"
+
+namespace axion {
+
+const char* BackendName(Backend backend) {
+  switch (backend) {
+    case Backend::kAuto: return "auto";
+    case Backend::kCpu: return "cpu";
+    case Backend::kCuda: return "cuda";
+  }
+  return "unknown";
+}
+
+bool CudaAvailable() {
+#if defined(AXION_WITH_CUDA)
+  return CudaDevicePresent();
+#else
+  return false;
+#endif
+}
+
+class Simulator::Impl {
+ public:
+  struct WorldRecord {
+    WorldId id;
+    WorldLayout layout;
+    uint64_t step_count = 0;
+  };
+
+  Backend backend_kind = Backend::kCpu;
+  SimulatorOptions options;
+  std::unique_ptr<ExecutionBackend> backend;
+  std::vector<WorldRecord> worlds;  // in batch order
+  std::unordered_map<WorldId, int> index;
+  BatchStorage host;
+  WorldId next_id = 1;
+  bool host_current = true;    // host state arrays reflect the backend
+  bool device_current = true;  // backend reflects host writes
+
+  absl::StatusOr<int> Find(WorldId id) const {
+    auto it = index.find(id);
+    if (it == index.end()) return absl::NotFoundError(absl::StrCat("world ", id, " does not exist"));
+    return it->second;
+  }
+
+  absl::Status EnsureHost() {
+    if (host_current) return absl::OkStatus();
+    absl::Status s = backend->Download(host);
+    if (s.ok()) host_current = true;
+    return s;
+  }
+  absl::Status MarkHostWritten() {
+    device_current = false;
+    return absl::OkStatus();
+  }
+  absl::Status EnsureDevice() {
+    if (device_current) return absl::OkStatus();
+    absl::Status s = backend->Upload(host);
+    if (s.ok()) device_current = true;
+    return s;
+  }
+
+  // Re-packs the batch for `next` worlds, carrying over the state of worlds that survive.
+  absl::Status Repack(std::vector<WorldRecord> next) {
+    absl::Status s = EnsureHost();
+    if (!s.ok()) return s;
+    std::vector<WorldLayout> layouts;
+    layouts.reserve(next.size());
+    for (const WorldRecord& r : next) layouts.push_back(r.layout);
+    BatchStorage packed = PackBatch(layouts);
+    for (int w = 0; w < static_cast<int>(next.size()); ++w) {
+      auto it = index.find(next[w].id);
+      if (it != index.end()) CopyWorldState(host, it->second, packed, w);
+    }
+    s = backend->Load(packed);
+    if (!s.ok()) return s;
+    host = std::move(packed);
+    worlds = std::move(next);
+    index.clear();
+    for (int w = 0; w < static_cast<int>(worlds.size()); ++w) index[worlds[w].id] = w;
+    host_current = device_current = true;
+    return absl::OkStatus();
+  }
+};
+
+Simulator::Simulator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Simulator::~Simulator() = default;
+
+absl::StatusOr<std::unique_ptr<Simulator>> Simulator::Create(const SimulatorOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  if (options.threads < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("threads must be >= 0, got ", options.threads));
+  }
+  Backend wanted = options.backend;
+  if (wanted == Backend::kAuto) wanted = CudaAvailable() ? Backend::kCuda : Backend::kCpu;
+  if (wanted == Backend::kCuda) {
+#if defined(AXION_WITH_CUDA)
+    absl::StatusOr<std::unique_ptr<ExecutionBackend>> cuda = MakeCudaBackend();
+    if (!cuda.ok()) return cuda.status();
+    impl->backend = std::move(*cuda);
+#else
+    return absl::FailedPreconditionError(
+        "the CUDA backend was requested, but this build of Axion has no CUDA support "
+        "(rebuild with a CUDA toolkit, or choose the cpu or auto backend)");
+#endif
+  } else if (wanted == Backend::kCpu) {
+    impl->backend = MakeCpuBackend(options.threads);
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("unknown backend ", static_cast<int>(wanted)));
+  }
+  impl->backend_kind = wanted;
+  absl::Status s = impl->backend->Load(impl->host);
+  if (!s.ok()) return s;
+  return std::unique_ptr<Simulator>(new Simulator(std::move(impl)));
+}
+
+Backend Simulator::backend() const { return impl_->backend_kind; }
+
+absl::StatusOr<std::vector<WorldId>> Simulator::CreateWorlds(std::shared_ptr<const Model> model, int count,
+                                                            const WorldOptions& options) {
+  if (model == nullptr) return absl::InvalidArgumentError("model is null");
+  if (count < 1) return absl::InvalidArgumentError(absl::StrCat("world count must be >= 1, got ", count));
+  if (static_cast<int64_t>(impl_->worlds.size()) + count > impl_->options.max_worlds) {
+    return absl::ResourceExhaustedError(absl::StrCat("creating ", count, " worlds would exceed the limit of ",
+                                                     impl_->options.max_worlds, " worlds"));
+  }
+  SolverOptions solver = options.options != nullptr ? *options.options : model->desc().options;
+  absl::Status s = ValidateSolverOptions(&solver);
+  if (!s.ok()) return s;
+  int capacity = options.contact_capacity >= 0 ? options.contact_capacity : model->contact_capacity();
+  if (capacity > (1 << 20)) {
+    return absl::InvalidArgumentError(absl::StrCat("contact_capacity ", capacity, " exceeds 1048576"));
+  }
+  std::vector<Impl::WorldRecord> next = impl_->worlds;
+  std::vector<WorldId> ids;
+  for (int i = 0; i < count; ++i) {
+    Impl::WorldRecord r;
+    r.id = impl_->next_id++;
+    r.layout.model = model;
+    r.layout.params = MakeWorldParams(solver);
+    r.layout.contact_capacity = capacity;
+    next.push_back(r);
+    ids.push_back(r.id);
+  }
+  s = impl_->Repack(std::move(next));
+  if (!s.ok()) return s;
+  return ids;
+}
+
+absl::Status Simulator::DestroyWorld(WorldId world) {
+  absl::StatusOr<int> w = impl_->Find(world);
+  if (!w.ok()) return w.status();
+  std::vector<Impl::WorldRecord> next = impl_->worlds;
+  next.erase(next.begin() + *w);
+  return impl_->Repack(std::move(next));
+}
+
+bool Simulator::HasWorld(WorldId world) const { return impl_->index.count(world) > 0; }
+int Simulator::world_count() const { return static_cast<int>(impl_->worlds.size()); }
+std::vector<WorldId> Simulator::world_ids() const {
+  std::vector<WorldId> ids;
+  for (const auto& r : impl_->worlds) ids.push_back(r.id);
+  return ids;
+}
+
+absl::StatusOr<std::shared_ptr<const Model>> Simulator::GetModel(WorldId world) const {
+  absl::StatusOr<int> w = impl_->Find(world);
+  if (!w.ok()) return w.status();
+  return impl_->worlds[*w].layout.model;
+}
+
+absl::StatusOr<SolverOptions> Simulator::GetOptions(WorldId world) const {
+  absl::StatusOr<int> w = impl_->Find(world);
+  if (!w.ok()) return w.status();
+  const WorldParams& p = impl_->worlds[*w].layout.params;
+  SolverOptions o;
+  o.timestep = p.timestep;
+  o.gravity = {p.gravity[0], p.gravity[1], p.gravity[2]};
+  o.joint_formulation = static_cast<Formulation>(p.joint_formulation);
+  o.contact_formulation = static_cast<Formulation>(p.contact_formulation);
+  o.baumgarte = p.baumgarte;
+  o.contact_margin = p.contact_margin;
+  o.newton_iterations = p.newton_iterations;
+  o.cr_iterations = p.cr_iterations;
+  o.newton_tolerance = p.newton_tolerance;
+  o.cr_tolerance = p.cr_tolerance;
+  o.line_search = p.line_search != 0;
+  o.line_search_steps = p.line_search_steps;
+  o.fb_epsilon = p.fb_epsilon;
+  return o;
+}
+
+absl::Status Simulator::Step(absl::Span<const WorldId> worlds, absl::Span<const int> steps) {
+  if (!steps.empty() && steps.size() != worlds.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("steps has ", steps.size(), " entries for ",
+                                                   worlds.size(), " worlds"));
+  }
+  Impl& im = *impl_;
+  std::vector<int> targets;
+  targets.reserve(worlds.size());
+  std::unordered_set<WorldId> seen;
+  int max_steps = 0;
+  for (size_t i = 0; i < worlds.size(); ++i) {
+    absl::StatusOr<int> w = im.Find(worlds[i]);
+    if (!w.ok()) return w.status();
+    if (!seen.insert(worlds[i]).second) {
+      return absl::InvalidArgumentError(absl::StrCat("world ", worlds[i], " is listed twice"));
+    }
+    int n = steps.empty() ? 1 : steps[i];
+    if (n < 0) return absl::InvalidArgumentError(absl::StrCat("world ", worlds[i], ": steps must be >= 0, got ", n));
+    targets.push_back(*w);
+    max_steps = std::max(max_steps, n);
+  }
+  if (max_steps == 0) return absl::OkStatus();
+  absl::Status s = im.EnsureDevice();
+  if (!s.ok()) return s;
+  std::fill(im.host.world_step_pending.begin(), im.host.world_step_pending.end(), 0);
+  for (size_t i = 0; i < targets.size(); ++i) {
+    im.host.world_step_pending[targets[i]] = steps.empty() ? 1 : steps[i];
+  }
+  s = im.backend->Step(im.host, max_steps);
+  im.host_current = im.backend_kind == Backend::kCpu;
+  if (!s.ok()) return s;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    im.worlds[targets[i]].step_count += steps.empty() ? 1 : steps[i];
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Simulator::StepAll(int steps) {
+  std::vector<WorldId> ids = world_ids();
+  std::vector<int> counts(ids.size(), steps);
+  return Step(ids, counts);
+}
+
+absl::Status Simulator::SetControls(WorldId world, absl::Span<const Real> ctrl) {
+  Impl& im = *impl_;
+  absl::StatusOr<int> w = im.Find(world);
+  if (!w.ok()) return w.status();
+  const Model& m = *im.worlds[*w].layout.model;
+  if (static_cast<int>(ctrl.size()) != m.actuator_count()) {
+    return absl::InvalidArgumentError(absl::StrCat("world ", world, ": ctrl has ", ctrl.size(),
+                                                   " values, the model has ", m.actuator_count(), " actuators"));
+  }
+  for (int a = 0; a < m.actuator_count(); ++a) {
+    const ActuatorDesc& act = m.desc().actuators[a];
+    if (!std::isfinite(ctrl[a])) {
+      return absl::InvalidArgumentError(absl::StrFormat("world %d: ctrl[%d] (actuator '%s') is not finite", world, a, act.name));
+    }
+    if (act.ctrl_limited && (ctrl[a] < act.ctrl_min || ctrl[a] > act.ctrl_max)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "world %d: ctrl[%d] (actuator '%s') = %g is outside its range [%g, %g]", world, a, act.name,
+          static_cast<double>(ctrl[a]), static_cast<double>(act.ctrl_min), static_cast<double>(act.ctrl_max)));
+    }
+  }
+  absl::Status s = im.EnsureHost();
+  if (!s.ok()) return s;
+  std::copy(ctrl.begin(), ctrl.end(), im.host.actuator_ctrl.begin() + im.host.world_actuator_offset[*w]);
+  return im.MarkHostWritten();
+}
+
+absl::StatusOr<std::vector<Real>> Simulator::GetControls(WorldId world) const {
+  Impl& im = *impl_;
+  absl::StatusOr<int> w = im.Find(world);
+  if (!w.ok()) return w.status();
+  absl::Status s = im.EnsureHost();
+  if (!s.ok()) return s;
+  return std::vector<Real>(im.host.actuator_ctrl.begin() + im.host.world_actuator_offset[*w],
+                           im.host.actuator_ctrl.begin() + im.host.world_actuator_offset[*w + 1]);
+}
+
+absl::Status Simulator::SetExternalForces(WorldId world, absl::Span<const Real> wrench) {
+  Impl& im = *impl_;
+  absl::StatusOr<int> w = im.Find(world);
+  if (!w.ok()) return w.status();
+  const int bodies = im.worlds[*w].layout.model->body_count();
+  if (static_cast<int>(wrench.size()) != 6 * bodies) {
+    return absl::InvalidArgumentError(absl::StrCat("world ", world, ": external forces have ", wrench.size(),
+                                                   " values, expected ", 6 * bodies, " (body_count x 6)"));
+  }
+  for (size_t i = 0; i < wrench.size(); ++i) {
+    if (!std::isfinite(wrench[i])) {
+      return absl::InvalidArgumentError(absl::StrCat("world ", world, ": external force of body ", i / 6,
+                                                     " component ", i % 6, " is not finite"));
+    }
+  }
+  absl::Status s = im.EnsureHost();
+  if (!s.ok()) return s;
+  std::copy(wrench.begin(), wrench.end(), im.host.body_wrench.begin() + 6 * im.host.world_body_offset[*w]);
+  return im.MarkHostWritten();
+}
+
+absl::StatusOr<BodyState> Simulator::GetBodyState(WorldId world) const {
+  Impl& im = *impl_;
+  absl::StatusOr<int> w = im.Find(world);
+  if (!w.ok()) return w.status();
+  absl::Status s = im.EnsureHost();
+  if (!s.ok()) return s;
+  const ModelDesc& d = im.worlds[*w].layout.model->desc();
+  BodyState out;
+  const int b0 = im.host.world_body_offset[*w];
+  const int n = static_cast<int>(d.bodies.size());
+  out.pose.resize(7 * n);
+  out.velocity.resize(6 * n);
+  for (int i = 0; i < n; ++i) {
+    const Real* q = &im.host.body_q[7 * (b0 + i)];
+    const Real* u = &im.host.body_u[6 * (b0 + i)];
+    Quat rot = load_quat(q + 3);
+    Vec3 lever = rotate(rot, d.bodies[i].com);
+    Vec3 origin = load3(q) - lever;
+    Vec3 omega = load3(u + 3);
+    store3(&out.pose[7 * i], origin);
+    store_quat(&out.pose[7 * i + 3], rot);
+    store6(&out.velocity[6 * i], {load3(u) - cross(omega, lever), omega});
+  }
+  return out;
+}
+
+absl::Status Simulator::SetBodyState(WorldId world, const BodyState& state) {
+  Impl& im = *impl_;
+  absl::StatusOr<int> w = im.Find(world);
+  if (!w.ok()) return w.status();
+  const ModelDesc& d = im.worlds[*w].layout.model->desc();
+  const int n = static_cast<int>(d.bodies.size());
+  if (static_cast<int>(state.pose.size()) != 7 * n || static_cast<int>(state.velocity.size()) != 6 * n) {
+    return absl::InvalidArgumentError(absl::StrCat("world ", world, ": body state needs ", 7 * n, " pose and ", 6 * n,
+                                                   " velocity values, got ", state.pose.size(), " and ",
+                                                   state.velocity.size()));
+  }
+  for (int i = 0; i < n; ++i) {
+    for (int k = 0; k < 7; ++k) {
+      if (!std::isfinite(state.pose[7 * i + k])) {
+        return absl::InvalidArgumentError(absl::StrCat("world ", world, ": pose of body ", i, " ('", d.bodies[i].name,
+                                                       "') is not finite"));
+      }
+    }
+    for (int k = 0; k < 6; ++k) {
+      if (!std::isfinite(state.velocity[6 * i + k])) {
+        return absl::InvalidArgumentError(absl::StrCat("world ", world, ": velocity of body ", i, " ('",
+                                                       d.bodies[i].name, "') is not finite"));
+      }
+    }
+    if (!(quat_norm(load_quat(&state.pose[7 * i + 3])) > Real(1e-9))) {
+      return absl::InvalidArgumentError(absl::StrCat("world ", world, ": quaternion of body ", i, " ('",
+                                                     d.bodies[i].name, "') is zero"));
+    }
+  }
+  absl::Status s = im.EnsureHost();
+  if (!s.ok()) return s;
+  const int b0 = im.host.world_body_offset[*w];
+  for (int i = 0; i < n; ++i) {
+    Quat rot = quat_normalized(load_quat(&state.pose[7 * i + 3]));
+    Vec3 lever = rotate(rot, d.bodies[i].com);
+    Vec3 omega = load3(&state.velocity[6 * i + 3]);
+    Real* q = &im.host.body_q[7 * (b0 + i)];
+    store3(q, load3(&state.pose[7 * i]) + lever);
+    store_quat(q + 3, rot);
+    store6(&im.host.body_u[6 * (b0 + i)], {load3(&state.velocity[6 * i]) + cross(omega, lever), omega});
+  }
+  im.host.world_flags[*w] &= ~static_cast<uint32_t>(kWorldNonFinite);
+  return im.MarkHostWritten();
+}
+
+absl::StatusOr<JointState> Simulator::GetJointState(WorldId world) const {
+  Impl& im = *impl_;
+  absl::StatusOr<int> w = im.Find(world);
+  if (!w.ok()) return w.status();
+  absl::Status s = im.EnsureHost();
+  if (!s.ok()) return s;
+  JointState out;
+  out.position.assign(im.host.qpos.begin() + im.host.world_qpos_offset[*w],
+                      im.host.qpos.begin() + im.host.world_qpos_offset[*w + 1]);
+  out.velocity.assign(im.host.dof_velocity.begin() + im.host.world_dof_offset[*w],
+                      im.host.dof_velocity.begin() + im.host.world_dof_offset[*w + 1]);
+  return out;
+}
+
+absl::StatusOr<WorldStats> Simulator::GetStats(WorldId world) const {
+  Impl& im = *impl_;
+  absl::StatusOr<int> w = im.Find(world);
+  if (!w.ok()) return w.status();
+  const BatchStorage& h = im.host;  // world arrays are current after every step
+  WorldStats st;
+  st.newton_iterations = h.world_newton_iterations[*w];
+  st.cr_iterations = h.world_cr_iterations[*w];
+  st.residual = h.world_residual[*w];
+  st.contact_count = h.world_contact_count[*w];
+  st.constraint_rows = h.world_joint_row_count[*w] + 3 * h.world_contact_count[*w];
+  st.flags = h.world_flags[*w];
+  st.step_count = im.worlds[*w].step_count;
+  st.time = h.world_time[*w];
+  return st;
+}
+
+absl::StatusOr<std::vector<ContactReport>> Simulator::GetContacts(WorldId world) const {
+  Impl& im = *impl_;
+  absl::StatusOr<int> w = im.Find(world);
+  if (!w.ok()) return w.status();
+  absl::Status s = im.EnsureHost();
+  if (!s.ok()) return s;
+  const BatchStorage& h = im.host;
+  const int b0 = h.world_body_offset[*w], s0 = h.world_shape_offset[*w];
+  const int row0 = h.world_row_offset[*w] + h.world_joint_row_count[*w];
+  const Real dt = h.world_params[*w].timestep;
+  std::vector<ContactReport> out;
+  for (int i = 0; i < h.world_contact_count[*w]; ++i) {
+    const int k = h.world_contact_offset[*w] + i;
+    ContactReport c;
+    c.body_a = h.contact_body_a[k] < 0 ? kWorldBody : h.contact_body_a[k] - b0;
+    c.body_b = h.contact_body_b[k] < 0 ? kWorldBody : h.contact_body_b[k] - b0;
+    c.shape_a = h.contact_shape_a[k] - s0;
+    c.shape_b = h.contact_shape_b[k] - s0;
+    auto world_point = [&](int body, const Real* local) {
+      if (body < 0) return load3(local);
+      const Real* q = &h.body_q[7 * body];
+      return load3(q) + rotate(load_quat(q + 3), load3(local));
+    };
+    Vec3 pa = world_point(h.contact_body_a[k], &h.contact_local_a[3 * k]);
+    Vec3 pb = world_point(h.contact_body_b[k], &h.contact_local_b[3 * k]);
+    c.position = Real(0.5) * (pa + pb);
+    c.normal = load3(&h.contact_normal[3 * k]);
+    c.gap = h.contact_gap[k];
+    Vec3 t1 = load3(&h.contact_tangent[6 * k]), t2 = load3(&h.contact_tangent[6 * k + 3]);
+    const Real* lambda = &h.row_lambda[row0 + 3 * i];
+    c.force = (Real(1) / dt) * (lambda[0] * c.normal + lambda[1] * t1 + lambda[2] * t2);
+    out.push_back(c);
+  }
+  return out;
+}
+
+absl::Status Simulator::Reset(WorldId world) {
+  Impl& im = *impl_;
+  absl::StatusOr<int> w = im.Find(world);
+  if (!w.ok()) return w.status();
+  absl::Status s = im.EnsureHost();
+  if (!s.ok()) return s;
+  ResetWorldState(im.worlds[*w].layout, *w, im.host);
+  im.worlds[*w].step_count = 0;
+  return im.MarkHostWritten();
+}
+
+absl::StatusOr<std::string> Simulator::Snapshot(WorldId world) const {
+  Impl& im = *impl_;
+  absl::StatusOr<int> w = im.Find(world);
+  if (!w.ok()) return w.status();
+  absl::Status s = im.EnsureHost();
+  if (!s.ok()) return s;
+  return EncodeSnapshot(im.host, *w, *im.worlds[*w].layout.model, im.worlds[*w].step_count);
+}
+
+absl::Status Simulator::Restore(WorldId world, std::string_view bytes) {
+  Impl& im = *impl_;
+  absl::StatusOr<int> w = im.Find(world);
+  if (!w.ok()) return w.status();
+  absl::Status s = im.EnsureHost();
+  if (!s.ok()) return s;
+  absl::StatusOr<uint64_t> steps = DecodeSnapshot(bytes, *im.worlds[*w].layout.model, *w, im.host);
+  if (!steps.ok()) {
+    return absl::Status(steps.status().code(), absl::StrCat("world ", world, ": ", steps.status().message()));
+  }
+  im.worlds[*w].step_count = *steps;
+  return im.MarkHostWritten();
+}
+
+size_t Simulator::memory_bytes() const {
+  return impl_->backend_kind == Backend::kCpu ? impl_->host.bytes() : impl_->backend->device_bytes();
+}
+
+}  // namespace axion

@@ -1,0 +1,116 @@
+// Layout (native byte order, which every supported platform shares: little-endian):
+//   "AXSNAP01" | u32 sizeof(Real) | i32 bodies, joints, dofs, qpos, actuators, joint rows |
+//   u64 model fingerprint |
+//   u64 step_count | Real time | u32 flags |
+//   body_q (bodies x 7) | body_u (bodies x 6) | body_wrench (bodies x 6) |
+//   dof_velocity (dofs) | qpos (qpos) | actuator_ctrl (actuators) | joint-row lambda (rows)
+// The joint-row impulses are part of the state because they warm-start the next Newton solve.
+#include "snapshot.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace axion {
+namespace {
+
+constexpr char kMagic[8] = {'A', 'X', 'S', 'N', 'A', 'P', '0', '1'};
+
+template <class T>
+void Put(std::string& out, const T* data, size_t count) {
+  out.append(reinterpret_cast<const char*>(data), count * sizeof(T));
+}
+
+struct Reader {
+  std::string_view in;
+  size_t pos = 0;
+  template <class T>
+  bool Get(T* data, size_t count) {
+    size_t n = count * sizeof(T);
+    if (pos + n > in.size()) return false;
+    std::memcpy(data, in.data() + pos, n);
+    pos += n;
+    return true;
+  }
+};
+
+struct Counts {
+  int32_t bodies, joints, dofs, qpos, actuators, rows;
+  uint64_t fingerprint;
+};
+
+Counts CountsOf(const Model& m) {
+  return {m.body_count(), m.joint_count(), m.joint_dof_count(), m.joint_position_count(), m.actuator_count(),
+          m.joint_row_count(), m.fingerprint()};
+}
+
+}  // namespace
+
+std::string EncodeSnapshot(const BatchStorage& h, int w, const Model& model, uint64_t step_count) {
+  std::string out;
+  Counts c = CountsOf(model);
+  uint32_t real_size = sizeof(Real);
+  Put(out, kMagic, 8);
+  Put(out, &real_size, 1);
+  Put(out, &c, 1);
+  Put(out, &step_count, 1);
+  Put(out, &h.world_time[w], 1);
+  Put(out, &h.world_flags[w], 1);
+  const int b0 = h.world_body_offset[w];
+  Put(out, &h.body_q[7 * b0], 7 * c.bodies);
+  Put(out, &h.body_u[6 * b0], 6 * c.bodies);
+  Put(out, &h.body_wrench[6 * b0], 6 * c.bodies);
+  Put(out, h.dof_velocity.data() + h.world_dof_offset[w], c.dofs);
+  Put(out, h.qpos.data() + h.world_qpos_offset[w], c.qpos);
+  Put(out, h.actuator_ctrl.data() + h.world_actuator_offset[w], c.actuators);
+  Put(out, h.row_lambda.data() + h.world_row_offset[w], c.rows);
+  return out;
+}
+
+absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& model, int w, BatchStorage& h) {
+  Reader r{bytes};
+  char magic[8];
+  uint32_t real_size = 0;
+  Counts c{};
+  if (!r.Get(magic, 8) || std::memcmp(magic, kMagic, 8) != 0) {
+    return absl::InvalidArgumentError("snapshot is not an Axion world snapshot (bad header)");
+  }
+  if (!r.Get(&real_size, 1) || real_size != sizeof(Real)) {
+    return absl::InvalidArgumentError(absl::StrCat("snapshot scalar size ", real_size, " does not match this build's ",
+                                                   sizeof(Real)));
+  }
+  Counts want = CountsOf(model);
+  if (!r.Get(&c, 1) || std::memcmp(&c, &want, sizeof(Counts)) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("snapshot was taken from a different model (", c.bodies, " bodies, ", c.joints,
+                     " joints, fingerprint ", c.fingerprint, "; this world has ", want.bodies, " bodies, ",
+                     want.joints, " joints, fingerprint ", want.fingerprint, ")"));
+  }
+  // Decode into temporaries first so a truncated snapshot leaves the world untouched.
+  uint64_t step_count = 0;
+  Real time = 0;
+  uint32_t flags = 0;
+  std::vector<Real> q(7 * c.bodies), u(6 * c.bodies), wrench(6 * c.bodies), dof_velocity(c.dofs), qpos(c.qpos),
+      ctrl(c.actuators), lambda(c.rows);
+  bool ok = r.Get(&step_count, 1) && r.Get(&time, 1) && r.Get(&flags, 1) && r.Get(q.data(), q.size()) &&
+            r.Get(u.data(), u.size()) && r.Get(wrench.data(), wrench.size()) &&
+            r.Get(dof_velocity.data(), dof_velocity.size()) && r.Get(qpos.data(), qpos.size()) &&
+            r.Get(ctrl.data(), ctrl.size()) && r.Get(lambda.data(), lambda.size());
+  if (!ok || r.pos != bytes.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("snapshot has ", bytes.size(), " bytes, which does not match the model"));
+  }
+  const int b0 = h.world_body_offset[w];
+  std::copy(q.begin(), q.end(), h.body_q.begin() + 7 * b0);
+  std::copy(u.begin(), u.end(), h.body_u.begin() + 6 * b0);
+  std::copy(wrench.begin(), wrench.end(), h.body_wrench.begin() + 6 * b0);
+  std::copy(dof_velocity.begin(), dof_velocity.end(), h.dof_velocity.begin() + h.world_dof_offset[w]);
+  std::copy(qpos.begin(), qpos.end(), h.qpos.begin() + h.world_qpos_offset[w]);
+  std::copy(ctrl.begin(), ctrl.end(), h.actuator_ctrl.begin() + h.world_actuator_offset[w]);
+  std::copy(lambda.begin(), lambda.end(), h.row_lambda.begin() + h.world_row_offset[w]);
+  h.world_time[w] = time;
+  h.world_flags[w] = flags;
+  h.world_contact_count[w] = 0;
+  return step_count;
+}
+
+}  // namespace axion

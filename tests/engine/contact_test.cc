@@ -1,0 +1,269 @@
+// Contacts and Coulomb friction through the non-smooth Newton solve: resting, sticking on
+// inclines, sliding, isotropy, stacking, restitution, capacity overflow.
+#include <cmath>
+#include <cstdio>
+
+#include "scenes.h"
+
+namespace axion {
+namespace {
+
+using test::MustCompile;
+using test::MustCreateSimulator;
+using test::MustCreateWorld;
+using test::MustStep;
+
+constexpr Real kPi = 3.14159265358979323846;
+constexpr Real kG = 9.81;
+
+ShapeDesc Ground(Real friction = 0.5, Quat tilt = {}) {
+  ShapeDesc s;
+  s.name = "ground";
+  s.type = ShapeType::kPlane;
+  s.pose.quat = tilt;
+  s.material.friction = friction;
+  return s;
+}
+
+void AddBox(ModelDesc& d, Vec3 pos, Quat rot, Real half = 0.1, Real mass = 1, Real friction = 0.5) {
+  BodyDesc b;
+  b.name = "box" + std::to_string(d.bodies.size());
+  b.mass = mass;
+  b.inertia = test::BoxInertia(mass, {half, half, half});
+  b.pose = {pos, rot};
+  d.bodies.push_back(b);
+  ShapeDesc s;
+  s.body = static_cast<int>(d.bodies.size()) - 1;
+  s.type = ShapeType::kBox;
+  s.size = {half, half, half};
+  s.material.friction = friction;
+  d.shapes.push_back(s);
+}
+
+TEST(ContactTest, SphereRestsOnPlaneWithoutDriftOrJitter) {
+  ModelDesc d;
+  d.options.timestep = 0.01;
+  d.shapes.push_back(Ground());
+  BodyDesc ball;
+  ball.mass = 1;
+  ball.inertia = test::SphereInertia(1, 0.1);
+  ball.pose.pos = {0, 0, 0.1};
+  d.bodies.push_back(ball);
+  ShapeDesc s;
+  s.body = 0;
+  s.type = ShapeType::kSphere;
+  s.size = {0.1, 0, 0};
+  d.shapes.push_back(s);
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, MustCompile(d));
+  Real max_penetration = 0, z_min = 1e9, z_max = -1e9;
+  for (int n = 0; n < 1000; ++n) {
+    MustStep(*sim, w);
+    Vec3 x = test::BodyPos(*sim, w, 0);
+    max_penetration = std::max(max_penetration, 0.1 - x.z);
+    if (n >= 500) {
+      z_min = std::min(z_min, x.z);
+      z_max = std::max(z_max, x.z);
+    }
+    EXPECT_LT(std::hypot(x.x, x.y), 1e-9);
+    test::ExpectHealthy(*sim, w);
+    if (::testing::Test::HasFailure()) break;
+  }
+  std::printf("sphere at rest: max penetration %.3g m, z range over last 5 s %.3g m\n", max_penetration,
+              z_max - z_min);
+  EXPECT_LT(max_penetration, 1e-4);
+  EXPECT_LT(z_max - z_min, 1e-6);
+  EXPECT_EQ(sim->GetStats(w)->contact_count, 1);
+}
+
+// A box resting on a plane tilted by `degrees` about y; returns its displacement after `seconds`
+// and its velocity along the slope.
+struct SlideResult {
+  Real displacement, speed;
+};
+SlideResult SlideOnIncline(Real degrees, Real seconds) {
+  Real angle = degrees * kPi / 180;
+  Quat tilt = quat_from_axis_angle({0, 1, 0}, angle);
+  ModelDesc d;
+  d.options.timestep = 0.01;
+  d.shapes.push_back(Ground(0.5, tilt));
+  AddBox(d, rotate(tilt, {0, 0, 0.1}), tilt);
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, MustCompile(d));
+  Vec3 x0 = test::BodyPos(*sim, w, 0);
+  MustStep(*sim, w, static_cast<int>(std::lround(seconds / 0.01)));
+  test::ExpectHealthy(*sim, w);
+  Vec3 slope = rotate(tilt, {1, 0, 0});
+  return {norm(test::BodyPos(*sim, w, 0) - x0), std::fabs(dot(test::BodyVel(*sim, w, 0), slope))};
+}
+
+TEST(ContactTest, BoxSticksOnTwentyDegreeIncline) {
+  SlideResult r = SlideOnIncline(20, 5);
+  std::printf("20 degrees, mu 0.5: moved %.3g m in 5 s\n", r.displacement);
+  EXPECT_LT(r.displacement, 1e-4);
+}
+
+TEST(ContactTest, BoxSlidesOnThirtyDegreeInclineAtAnalyticAcceleration) {
+  SlideResult r = SlideOnIncline(30, 1);
+  Real a = kG * (std::sin(kPi / 6) - 0.5 * std::cos(kPi / 6));
+  std::printf("30 degrees, mu 0.5: speed after 1 s %.5f m/s, analytic %.5f m/s\n", r.speed, a);
+  EXPECT_NEAR(r.speed, a, 0.02 * a);
+}
+
+Real PushedBoxDisplacement(Real force, Real seconds, Real* speed) {
+  ModelDesc d;
+  d.options.timestep = 0.01;
+  d.shapes.push_back(Ground());
+  AddBox(d, {0, 0, 0.1}, {});
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, MustCompile(d));
+  std::vector<Real> wrench{force, 0, 0, 0, 0, 0};
+  EXPECT_TRUE(sim->SetExternalForces(w, wrench).ok());
+  MustStep(*sim, w, static_cast<int>(std::lround(seconds / 0.01)));
+  test::ExpectHealthy(*sim, w);
+  *speed = test::BodyVel(*sim, w, 0).x;
+  return test::BodyPos(*sim, w, 0).x;
+}
+
+TEST(ContactTest, StaticFrictionHoldsWithoutCreep) {
+  Real speed;
+  Real moved = PushedBoxDisplacement(0.8 * 0.5 * 1 * kG, 5, &speed);
+  std::printf("pushed with 0.8 mu m g: moved %.3g m in 5 s\n", moved);
+  EXPECT_LT(std::fabs(moved), 1e-4);
+}
+
+TEST(ContactTest, KineticFrictionGivesAnalyticAcceleration) {
+  Real speed;
+  PushedBoxDisplacement(1.5 * 0.5 * 1 * kG, 1, &speed);
+  Real a = (1.5 * 0.5 * kG - 0.5 * kG) / 1;
+  std::printf("pushed with 1.5 mu m g: speed after 1 s %.5f, analytic %.5f\n", speed, a);
+  EXPECT_NEAR(speed, a, 0.02 * a);
+}
+
+TEST(ContactTest, FrictionIsIsotropic) {
+  std::vector<Real> distances;
+  for (Real degrees : {0.0, 30.0, 45.0}) {
+    Real heading = degrees * kPi / 180;
+    ModelDesc d;
+    d.options.timestep = 0.01;
+    d.shapes.push_back(Ground());
+    AddBox(d, {0, 0, 0.1}, {});
+    d.bodies[0].linear_velocity = {2 * std::cos(heading), 2 * std::sin(heading), 0};
+    auto sim = MustCreateSimulator();
+    WorldId w = MustCreateWorld(*sim, MustCompile(d));
+    MustStep(*sim, w, 150);
+    test::ExpectHealthy(*sim, w);
+    Vec3 x = test::BodyPos(*sim, w, 0);
+    Real dist = std::hypot(x.x, x.y);
+    Real dir = std::atan2(x.y, x.x) * 180 / kPi;
+    std::printf("launched at %.0f degrees: slid %.5f m at heading %.4f degrees\n", degrees, dist, dir);
+    EXPECT_NEAR(dir, degrees, 0.5);
+    distances.push_back(dist);
+  }
+  for (Real dist : distances) EXPECT_NEAR(dist, distances[0], 0.01 * distances[0]);
+  EXPECT_NEAR(distances[0], 4 / (2 * 0.5 * kG), 0.05);
+}
+
+void RunStack(Real h) {
+  ModelDesc d;
+  d.options.timestep = h;
+  d.shapes.push_back(Ground());
+  for (int i = 0; i < 10; ++i) AddBox(d, {0, 0, 0.1 + 0.2 * i}, {});
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, MustCompile(d));
+  Vec3 top0 = test::BodyPos(*sim, w, 9);
+  for (int n = 0; n < static_cast<int>(std::lround(10 / h)); ++n) {
+    MustStep(*sim, w);
+    test::ExpectHealthy(*sim, w);
+    if (::testing::Test::HasFailure()) break;
+  }
+  Real drift = norm(test::BodyPos(*sim, w, 9) - top0);
+  WorldStats st = *sim->GetStats(w);
+  std::printf("10-box stack, h=%.2f: top box drifted %.3g m in 10 s; %d contacts, last step %d Newton / %d CR\n",
+              h, drift, st.contact_count, st.newton_iterations, st.cr_iterations);
+  EXPECT_LT(drift, 1e-3);
+}
+
+TEST(ContactTest, StackOfTenBoxesStandsAtSmallStep) { RunStack(0.01); }
+TEST(ContactTest, StackOfTenBoxesStandsAtLargeStep) { RunStack(0.05); }
+
+TEST(ContactTest, VelocityLevelRestitutionRebounds) {
+  ModelDesc d;
+  d.options.timestep = 0.001;
+  d.options.contact_formulation = Formulation::kVelocity;
+  ShapeDesc ground = Ground();
+  ground.material.restitution = 0.5;
+  d.shapes.push_back(ground);
+  BodyDesc ball;
+  ball.mass = 1;
+  ball.inertia = test::SphereInertia(1, 0.1);
+  ball.pose.pos = {0, 0, 1};
+  d.bodies.push_back(ball);
+  ShapeDesc s;
+  s.body = 0;
+  s.type = ShapeType::kSphere;
+  s.size = {0.1, 0, 0};
+  s.material.restitution = 0.5;
+  d.shapes.push_back(s);
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, MustCompile(d));
+  Real impact = 0, rebound = 0;
+  for (int n = 0; n < 2000; ++n) {
+    Real before = test::BodyVel(*sim, w, 0).z;
+    MustStep(*sim, w);
+    Real after = test::BodyVel(*sim, w, 0).z;
+    if (before < 0 && after > 0) {
+      impact = -before;
+      rebound = after;
+      break;
+    }
+  }
+  std::printf("impact %.4f m/s, rebound %.4f m/s, ratio %.4f\n", impact, rebound, rebound / impact);
+  ASSERT_GT(impact, 1);
+  EXPECT_NEAR(rebound / impact, 0.5, 0.02);
+  test::ExpectHealthy(*sim, w);
+}
+
+TEST(ContactTest, ManifoldsHaveSeveralPointsAndOverflowIsReported) {
+  ModelDesc d;
+  d.options.timestep = 0.01;
+  d.shapes.push_back(Ground());
+  AddBox(d, {0, 0, 0.1}, {});
+  BodyDesc rod;
+  rod.mass = 1;
+  rod.inertia = test::BoxInertia(1, {0.05, 0.05, 0.3});
+  rod.pose = {{1, 0, 0.05}, quat_from_axis_angle({0, 1, 0}, kPi / 2)};  // capsule lying flat
+  d.bodies.push_back(rod);
+  ShapeDesc capsule;
+  capsule.body = 1;
+  capsule.type = ShapeType::kCapsule;
+  capsule.size = {0.05, 0.25, 0};
+  d.shapes.push_back(capsule);
+  auto model = MustCompile(d);
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, model);
+  MustStep(*sim, w);
+  std::vector<ContactReport> contacts = *sim->GetContacts(w);
+  int box_points = 0, capsule_points = 0;
+  for (const ContactReport& c : contacts) {
+    int body = c.body_a == kWorldBody ? c.body_b : c.body_a;
+    (body == 0 ? box_points : capsule_points) += 1;
+  }
+  EXPECT_EQ(box_points, 4);
+  EXPECT_EQ(capsule_points, 2);
+  Real total = 0;
+  for (const ContactReport& c : contacts) total += std::fabs(c.force.z);
+  EXPECT_NEAR(total, 2 * kG, 1e-3 * kG);  // the floor carries both bodies' weight
+
+  WorldOptions small;
+  small.contact_capacity = 3;
+  std::vector<WorldId> ids = *sim->CreateWorlds(model, 1, small);
+  MustStep(*sim, ids[0]);
+  WorldStats st = *sim->GetStats(ids[0]);
+  EXPECT_EQ(st.contact_count, 3);
+  EXPECT_NE(st.flags & kWorldContactOverflow, 0u);
+  EXPECT_EQ(sim->GetStats(w)->flags & kWorldContactOverflow, 0u);
+}
+
+}  // namespace
+}  // namespace axion

@@ -1,0 +1,340 @@
+// Joints and the non-smooth Newton solver: analytic pendulum period, drift of the position and
+// velocity formulations, stiff loads, large steps, limits, drives, every joint type.
+#include <cmath>
+#include <cstdio>
+
+#include "scenes.h"
+
+namespace axion {
+namespace {
+
+using test::MustCompile;
+using test::MustCreateSimulator;
+using test::MustCreateWorld;
+using test::MustStep;
+
+constexpr Real kPi = 3.14159265358979323846;
+
+// A chain of `links` boxes of length 0.5 m along +x, hinged about y: link 0 to the world at the
+// origin, link i to link i-1.
+ModelDesc Chain(int links, Real h, Formulation formulation) {
+  ModelDesc d;
+  d.options.timestep = h;
+  d.options.joint_formulation = formulation;
+  for (int i = 0; i < links; ++i) {
+    BodyDesc b;
+    b.name = "link" + std::to_string(i);
+    b.mass = 1;
+    b.inertia = test::BoxInertia(1, {0.25, 0.02, 0.02});
+    b.pose.pos = {0.25 + 0.5 * i, 0, 0};
+    d.bodies.push_back(b);
+    JointDesc j;
+    j.parent = i == 0 ? kWorldBody : i - 1;
+    j.child = i;
+    j.child_frame.pos = {-0.25, 0, 0};
+    j.axis = Vec3{0, 1, 0};
+    d.joints.push_back(j);
+  }
+  return d;
+}
+
+struct JointError {
+  Real anchor = 0;  // m
+  Real axis = 0;    // rad
+};
+
+// Largest anchor separation and hinge-axis misalignment over the chain's joints.
+JointError ChainError(Simulator& sim, WorldId w, int links) {
+  BodyState st = *sim.GetBodyState(w);
+  JointError e;
+  for (int i = 0; i < links; ++i) {
+    Vec3 xc = load3(&st.pose[7 * i]);
+    Quat qc = load_quat(&st.pose[7 * i + 3]);
+    Vec3 child_anchor = xc + rotate(qc, {-0.25, 0, 0});
+    Vec3 parent_anchor{0, 0, 0};
+    Vec3 parent_axis{0, 1, 0};
+    if (i > 0) {
+      Vec3 xp = load3(&st.pose[7 * (i - 1)]);
+      Quat qp = load_quat(&st.pose[7 * (i - 1) + 3]);
+      parent_anchor = xp + rotate(qp, {0.25, 0, 0});
+      parent_axis = rotate(qp, {0, 1, 0});
+    }
+    Vec3 child_axis = rotate(qc, {0, 1, 0});
+    e.anchor = std::max(e.anchor, norm(child_anchor - parent_anchor));
+    e.axis = std::max(e.axis, std::asin(std::min(Real(1), norm(cross(child_axis, parent_axis)))));
+  }
+  return e;
+}
+
+Real ChainEnergy(Simulator& sim, WorldId w, const ModelDesc& d) {
+  BodyState st = *sim.GetBodyState(w);
+  Real e = 0;
+  for (size_t i = 0; i < d.bodies.size(); ++i) {
+    Vec3 v = load3(&st.velocity[6 * i]);  // body origin == COM here
+    Vec3 omega = load3(&st.velocity[6 * i + 3]);
+    Quat q = load_quat(&st.pose[7 * i + 3]);
+    Vec3 wb = rotate_inv(q, omega);
+    e += 0.5 * d.bodies[i].mass * dot(v, v) + 0.5 * dot(wb, d.bodies[i].inertia * wb);
+    e += d.bodies[i].mass * 9.81 * st.pose[7 * i + 2];
+  }
+  return e;
+}
+
+TEST(JointTest, PendulumPeriodMatchesAnalytic) {
+  // A compound pendulum: rod of length 1 m hinged at its top end, released at 0.05 rad.
+  const Real length = 1, mass = 1, h = 1e-3, theta0 = 0.05;
+  ModelDesc d;
+  d.options.timestep = h;
+  BodyDesc rod;
+  rod.mass = mass;
+  rod.inertia = test::BoxInertia(mass, {0.01, 0.01, length / 2});
+  rod.pose.pos = {0, 0, -length / 2};
+  d.bodies.push_back(rod);
+  JointDesc hinge;
+  hinge.child = 0;
+  hinge.child_frame.pos = {0, 0, length / 2};
+  hinge.axis = Vec3{1, 0, 0};
+  d.joints.push_back(hinge);
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, MustCompile(d));
+  // Start displaced by theta0 about the hinge.
+  BodyState st = *sim->GetBodyState(w);
+  Quat q = quat_from_axis_angle({1, 0, 0}, theta0);
+  store3(&st.pose[0], rotate(q, {0, 0, -length / 2}));
+  store_quat(&st.pose[3], q);
+  ASSERT_TRUE(sim->SetBodyState(w, st).ok());
+
+  std::vector<Real> crossings;
+  Real prev_angle = theta0, t = 0;
+  for (int n = 0; n < 8000; ++n) {
+    MustStep(*sim, w);
+    t += h;
+    Real angle = sim->GetJointState(w)->position[0];
+    if (prev_angle > 0 && angle <= 0) crossings.push_back(t - h * angle / (angle - prev_angle));
+    prev_angle = angle;
+  }
+  ASSERT_GE(crossings.size(), 3u);
+  Real period = (crossings.back() - crossings.front()) / (crossings.size() - 1);
+  Real inertia_pivot = rod.inertia(0, 0) + mass * (length / 2) * (length / 2);
+  Real expected = 2 * kPi * std::sqrt(inertia_pivot / (mass * 9.81 * length / 2));
+  std::printf("period %.6f s, analytic %.6f s, error %.3g%%\n", period, expected,
+              100 * std::fabs(period - expected) / expected);
+  EXPECT_NEAR(period, expected, 0.01 * expected);
+  test::ExpectHealthy(*sim, w);
+}
+
+JointError RunChain(Formulation formulation, int steps, Real h) {
+  ModelDesc d = Chain(10, h, formulation);
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, MustCompile(d));
+  JointError worst;
+  for (int n = 0; n < steps; ++n) {
+    MustStep(*sim, w);
+    JointError e = ChainError(*sim, w, 10);
+    worst.anchor = std::max(worst.anchor, e.anchor);
+    worst.axis = std::max(worst.axis, e.axis);
+    test::ExpectHealthy(*sim, w);
+    if (::testing::Test::HasFailure()) break;
+  }
+  return worst;
+}
+
+TEST(JointTest, PositionLevelChainDoesNotDriftAndBeatsVelocityLevel) {
+  JointError position = RunChain(Formulation::kPosition, 10000, 0.01);
+  JointError velocity = RunChain(Formulation::kVelocity, 10000, 0.01);
+  std::printf("10-link chain, 10000 steps at h=0.01: position level drift %.3g m, %.3g rad; "
+              "velocity level (Baumgarte 0.2) drift %.3g m, %.3g rad\n",
+              position.anchor, position.axis, velocity.anchor, velocity.axis);
+  EXPECT_LT(position.anchor, 1e-4);
+  EXPECT_LT(position.axis, 1e-4);
+  EXPECT_LT(position.anchor, velocity.anchor);
+}
+
+TEST(JointTest, ChainAtLargeStepStaysBoundedForOneMinute) {
+  const Real h = 0.05;
+  ModelDesc d = Chain(10, h, Formulation::kPosition);
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, MustCompile(d));
+  const Real e0 = ChainEnergy(*sim, w, d);
+  Real max_e = e0;
+  for (int n = 0; n < static_cast<int>(60 / h); ++n) {
+    MustStep(*sim, w);
+    max_e = std::max(max_e, ChainEnergy(*sim, w, d));
+    test::ExpectHealthy(*sim, w);
+    if (::testing::Test::HasFailure()) break;
+  }
+  JointError e = ChainError(*sim, w, 10);
+  std::printf("h=0.05 for 60 s: energy start %.4f J, max %.4f J; joint error %.3g m\n", e0, max_e, e.anchor);
+  EXPECT_LE(max_e, e0 + 1e-6 * std::fabs(e0) + 1e-6);
+  EXPECT_LT(e.anchor, 1e-3);
+}
+
+TEST(JointTest, RevoluteHoldsTenKilonewtonLoad) {
+  ModelDesc d;
+  d.options.timestep = 0.01;
+  BodyDesc weight;
+  weight.mass = 1e4 / 9.81;
+  weight.inertia = test::BoxInertia(weight.mass, {0.1, 0.1, 0.1});
+  weight.pose.pos = {0, 0, -0.5};
+  d.bodies.push_back(weight);
+  JointDesc hinge;
+  hinge.child = 0;
+  hinge.child_frame.pos = {0, 0, 0.5};
+  hinge.axis = Vec3{1, 0, 0};
+  d.joints.push_back(hinge);
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, MustCompile(d));
+  MustStep(*sim, w, 100);
+  Vec3 anchor = test::BodyPos(*sim, w, 0) + rotate(test::BodyQuat(*sim, w, 0), {0, 0, 0.5});
+  EXPECT_LT(norm(anchor), 1e-3);
+  test::ExpectHealthy(*sim, w);
+}
+
+// A bar spinning about the vertical z axis (gravity does not act on the hinge coordinate).
+ModelDesc Turntable() {
+  ModelDesc d;
+  d.options.timestep = 0.01;
+  BodyDesc bar;
+  bar.name = "bar";
+  bar.mass = 1;
+  bar.inertia = test::BoxInertia(1, {0.5, 0.05, 0.05});
+  d.bodies.push_back(bar);
+  JointDesc hinge;
+  hinge.name = "spin";
+  hinge.child = 0;
+  hinge.axis = Vec3{0, 0, 1};
+  d.joints.push_back(hinge);
+  return d;
+}
+
+TEST(JointTest, HingeLimitsStopMotion) {
+  ModelDesc d = Turntable();
+  d.joints[0].limited = true;
+  d.joints[0].lower = {-30 * kPi / 180};
+  d.joints[0].upper = {45 * kPi / 180};
+  ActuatorDesc motor;
+  motor.joint = 0;
+  motor.type = ActuatorType::kEffort;
+  d.actuators.push_back(motor);
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, MustCompile(d));
+  std::vector<Real> push{5};
+  ASSERT_TRUE(sim->SetControls(w, push).ok());
+  Real max_angle = -1e9;
+  for (int n = 0; n < 300; ++n) {
+    MustStep(*sim, w);
+    max_angle = std::max(max_angle, sim->GetJointState(w)->position[0]);
+  }
+  EXPECT_NEAR(sim->GetJointState(w)->position[0], 45 * kPi / 180, 0.5 * kPi / 180);
+  EXPECT_LT(max_angle, (45 + 0.5) * kPi / 180);
+  push[0] = -5;
+  ASSERT_TRUE(sim->SetControls(w, push).ok());
+  Real min_angle = 1e9;
+  for (int n = 0; n < 300; ++n) {
+    MustStep(*sim, w);
+    min_angle = std::min(min_angle, sim->GetJointState(w)->position[0]);
+  }
+  EXPECT_NEAR(sim->GetJointState(w)->position[0], -30 * kPi / 180, 0.5 * kPi / 180);
+  EXPECT_GT(min_angle, (-30 - 0.5) * kPi / 180);
+  test::ExpectHealthy(*sim, w);
+}
+
+TEST(JointTest, PositionDriveReachesTargetWithoutOscillatingAtHighGains) {
+  for (Real kp : {100.0, 1e4, 1e7}) {
+    ModelDesc d = Turntable();
+    ActuatorDesc servo;
+    servo.joint = 0;
+    servo.type = ActuatorType::kPosition;
+    servo.kp = kp;
+    servo.kv = 2 * std::sqrt(kp * d.bodies[0].inertia(2, 2));  // critically damped
+    d.actuators.push_back(servo);
+    auto sim = MustCreateSimulator();
+    WorldId w = MustCreateWorld(*sim, MustCompile(d));
+    std::vector<Real> target{1};
+    ASSERT_TRUE(sim->SetControls(w, target).ok());
+    Real max_angle = 0;
+    for (int n = 0; n < 500; ++n) {
+      MustStep(*sim, w);
+      max_angle = std::max(max_angle, sim->GetJointState(w)->position[0]);
+    }
+    Real angle = sim->GetJointState(w)->position[0];
+    std::printf("kp=%g: final %.6f rad, max %.6f rad\n", kp, angle, max_angle);
+    EXPECT_NEAR(angle, 1, 1e-3) << "kp=" << kp;
+    EXPECT_LT(max_angle, 1 + 1e-3) << "overshoot at kp=" << kp;
+    test::ExpectHealthy(*sim, w);
+  }
+}
+
+TEST(JointTest, PrismaticSlidesWithAnalyticAcceleration) {
+  // A slider on a 30 degree incline in the xz plane: a = g sin(30).
+  ModelDesc d;
+  d.options.timestep = 0.01;
+  BodyDesc b;
+  b.mass = 2;
+  b.inertia = test::BoxInertia(2, {0.1, 0.1, 0.1});
+  d.bodies.push_back(b);
+  JointDesc slide;
+  slide.type = JointType::kPrismatic;
+  slide.child = 0;
+  slide.axis = Vec3{std::cos(kPi / 6), 0, -std::sin(kPi / 6)};
+  d.joints.push_back(slide);
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, MustCompile(d));
+  MustStep(*sim, w, 100);
+  Real v = sim->GetJointState(w)->velocity[0];
+  EXPECT_NEAR(v, 9.81 * 0.5 * 1.0, 1e-6);
+  Vec3 x = test::BodyPos(*sim, w, 0);
+  EXPECT_NEAR(x.y, 0, 1e-7);
+  EXPECT_NEAR(x.z / x.x, -std::tan(kPi / 6), 1e-6);
+  test::ExpectHealthy(*sim, w);
+}
+
+TEST(JointTest, BallFixedAndGenericJointsKeepTheirConstraints) {
+  ModelDesc d;
+  d.options.timestep = 0.01;
+  for (int i = 0; i < 3; ++i) {
+    BodyDesc b;
+    b.mass = 1;
+    b.inertia = test::BoxInertia(1, {0.1, 0.1, 0.3});
+    b.pose.pos = {Real(2 * i), 0, -0.3};
+    b.angular_velocity = {0.5, 1.0, 0.2};
+    d.bodies.push_back(b);
+  }
+  JointDesc ball;
+  ball.type = JointType::kBall;
+  ball.child = 0;
+  ball.child_frame.pos = {0, 0, 0.3};
+  d.joints.push_back(ball);
+  JointDesc fixed = ball;
+  fixed.type = JointType::kFixed;
+  fixed.child = 1;
+  d.joints.push_back(fixed);
+  JointDesc universal = ball;  // rotation free about x and y only, limited about y
+  universal.type = JointType::kGeneric;
+  universal.child = 2;
+  universal.axis_mode = {AxisMode::kLocked, AxisMode::kLocked, AxisMode::kLocked,
+                         AxisMode::kFree,   AxisMode::kLimited, AxisMode::kLocked};
+  universal.lower = {0, -0.2};
+  universal.upper = {0, 0.2};
+  d.joints.push_back(universal);
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, MustCompile(d));
+  for (int n = 0; n < 300; ++n) {
+    MustStep(*sim, w);
+    for (int i = 0; i < 3; ++i) {
+      Vec3 anchor = test::BodyPos(*sim, w, i) + rotate(test::BodyQuat(*sim, w, i), {0, 0, 0.3});
+      EXPECT_LT(norm(anchor - Vec3{Real(2 * i), 0, 0}), 1e-6) << "joint " << i << " step " << n;
+    }
+    Quat welded = test::BodyQuat(*sim, w, 1);
+    EXPECT_NEAR(std::fabs(welded.w), 1, 1e-9);
+    JointState js = *sim->GetJointState(w);
+    ASSERT_EQ(js.position.size(), 4u + 0u + 2u);
+    EXPECT_GT(js.position[5], -0.2 - 1e-3);
+    EXPECT_LT(js.position[5], 0.2 + 1e-3);
+    if (::testing::Test::HasFailure()) break;
+  }
+  test::ExpectHealthy(*sim, w);
+}
+
+}  // namespace
+}  // namespace axion

@@ -1,0 +1,182 @@
+// Model validation: bad input is refused with an error naming the element and the field.
+#include <limits>
+
+#include "scenes.h"
+
+namespace axion {
+namespace {
+
+using ::testing::HasSubstr;
+
+ModelDesc OneBody() {
+  ModelDesc d;
+  BodyDesc b;
+  b.name = "torso";
+  b.mass = 1;
+  b.inertia = mat33_diag({0.1, 0.1, 0.1});
+  d.bodies.push_back(b);
+  return d;
+}
+
+std::string CompileError(const ModelDesc& d) {
+  absl::StatusOr<std::shared_ptr<const Model>> m = Model::Compile(d);
+  EXPECT_FALSE(m.ok());
+  if (m.ok()) return "";
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(m.status().message());
+}
+
+const Real kNaN = std::numeric_limits<Real>::quiet_NaN();
+
+TEST(ModelTest, RejectsBadBodies) {
+  ModelDesc d = OneBody();
+  d.bodies[0].mass = 0;
+  EXPECT_THAT(CompileError(d), HasSubstr("body 0 ('torso'): mass"));
+  d.bodies[0].mass = -2;
+  EXPECT_THAT(CompileError(d), HasSubstr("mass must be positive"));
+  d.bodies[0].mass = kNaN;
+  EXPECT_THAT(CompileError(d), HasSubstr("mass"));
+  d = OneBody();
+  d.bodies[0].inertia(0, 1) = 0.05;
+  EXPECT_THAT(CompileError(d), HasSubstr("inertia is not symmetric"));
+  d = OneBody();
+  d.bodies[0].inertia = mat33_diag({0.1, -0.1, 0.1});
+  EXPECT_THAT(CompileError(d), HasSubstr("not positive definite"));
+  d = OneBody();
+  d.bodies[0].inertia = mat33_diag({0.1, 0.1, 0.5});
+  EXPECT_THAT(CompileError(d), HasSubstr("triangle inequality"));
+  d = OneBody();
+  d.bodies[0].pose.quat = {0, 0, 0, 0};
+  EXPECT_THAT(CompileError(d), HasSubstr("pose.quat is zero"));
+  d = OneBody();
+  d.bodies[0].linear_velocity.y = kNaN;
+  EXPECT_THAT(CompileError(d), HasSubstr("linear_velocity is not finite"));
+  d = OneBody();
+  d.bodies[0].inertia(2, 2) = kNaN;
+  EXPECT_THAT(CompileError(d), HasSubstr("inertia is not finite"));
+  d = OneBody();
+  d.bodies[0].com.x = kNaN;
+  EXPECT_THAT(CompileError(d), HasSubstr("com is not finite"));
+}
+
+TEST(ModelTest, RejectsBadJoints) {
+  ModelDesc base = OneBody();
+  JointDesc j;
+  j.name = "hinge";
+  j.parent = kWorldBody;
+  j.child = 0;
+  j.axis = Vec3{0, 1, 0};
+  base.joints.push_back(j);
+  ASSERT_TRUE(Model::Compile(base).ok());
+
+  ModelDesc d = base;
+  d.joints[0].child = 3;
+  EXPECT_THAT(CompileError(d), HasSubstr("joint 0 ('hinge'): child refers to missing body 3"));
+  d = base;
+  d.joints[0].parent = 7;
+  EXPECT_THAT(CompileError(d), HasSubstr("parent refers to missing body 7"));
+  d = base;
+  d.joints[0].axis = Vec3{0, 0, 0};
+  EXPECT_THAT(CompileError(d), HasSubstr("axis has zero length"));
+  d = base;
+  d.joints[0].limited = true;
+  d.joints[0].lower = {1};
+  d.joints[0].upper = {-1};
+  EXPECT_THAT(CompileError(d), HasSubstr("lower > upper"));
+  d = base;
+  d.joints[0].drive.stiffness = -5;
+  EXPECT_THAT(CompileError(d), HasSubstr("drive.stiffness must be >= 0"));
+  d = base;
+  d.joints[0].drive.target_position = kNaN;
+  EXPECT_THAT(CompileError(d), HasSubstr("drive.target_position is not finite"));
+  d = base;
+  d.joints[0].compliance = -1;
+  EXPECT_THAT(CompileError(d), HasSubstr("compliance"));
+}
+
+TEST(ModelTest, RejectsBadShapesAndMaterials) {
+  ModelDesc base = OneBody();
+  ShapeDesc s;
+  s.name = "foot";
+  s.body = 0;
+  s.type = ShapeType::kBox;
+  s.size = {0.1, 0.1, 0.1};
+  base.shapes.push_back(s);
+  ASSERT_TRUE(Model::Compile(base).ok());
+  ModelDesc d = base;
+  d.shapes[0].size.y = 0;
+  EXPECT_THAT(CompileError(d), HasSubstr("shape 0 ('foot'): size.y (half extent) must be positive"));
+  d = base;
+  d.shapes[0].type = ShapeType::kSphere;
+  d.shapes[0].size.x = -1;
+  EXPECT_THAT(CompileError(d), HasSubstr("radius) must be positive"));
+  d = base;
+  d.shapes[0].material.friction = -0.1;
+  EXPECT_THAT(CompileError(d), HasSubstr("material.friction"));
+  d = base;
+  d.shapes[0].material.restitution = 1.5;
+  EXPECT_THAT(CompileError(d), HasSubstr("material.restitution must be in [0, 1]"));
+  d = base;
+  d.shapes[0].size.z = kNaN;
+  EXPECT_THAT(CompileError(d), HasSubstr("size is not finite"));
+  d = base;
+  d.shapes[0].type = ShapeType::kConvexHull;
+  d.shapes[0].vertices = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}};
+  EXPECT_THAT(CompileError(d), HasSubstr("vertices"));
+  d.shapes[0].vertices = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {1, 1, 0}};
+  EXPECT_THAT(CompileError(d), HasSubstr("vertices"));
+  d = base;
+  d.shapes[0].type = ShapeType::kPlane;
+  EXPECT_THAT(CompileError(d), HasSubstr("plane must belong to the world body"));
+}
+
+TEST(ModelTest, RejectsBadOptionsAndActuators) {
+  ModelDesc d = OneBody();
+  d.options.timestep = 0;
+  EXPECT_THAT(CompileError(d), HasSubstr("options: timestep must be positive"));
+  d = OneBody();
+  d.options.gravity.z = kNaN;
+  EXPECT_THAT(CompileError(d), HasSubstr("gravity is not finite"));
+  d = OneBody();
+  d.options.baumgarte = 2;
+  EXPECT_THAT(CompileError(d), HasSubstr("baumgarte"));
+  d = OneBody();
+  ActuatorDesc a;
+  a.name = "motor";
+  a.joint = 0;
+  d.actuators.push_back(a);
+  EXPECT_THAT(CompileError(d), HasSubstr("actuator 0 ('motor'): joint refers to missing joint 0"));
+}
+
+TEST(ModelTest, CountsRowsDofsAndCollisionPairs) {
+  ModelDesc d = OneBody();
+  d.bodies.push_back(d.bodies[0]);
+  d.bodies[1].name = "arm";
+  JointDesc hinge;
+  hinge.parent = 0;
+  hinge.child = 1;
+  hinge.axis = Vec3{0, 0, 1};
+  hinge.limited = true;
+  hinge.lower = {-1};
+  hinge.upper = {1};
+  d.joints.push_back(hinge);
+  for (int b = 0; b < 2; ++b) {
+    ShapeDesc s;
+    s.body = b;
+    s.type = ShapeType::kSphere;
+    s.size = {0.1, 0, 0};
+    d.shapes.push_back(s);
+  }
+  ShapeDesc ground;
+  ground.type = ShapeType::kPlane;
+  d.shapes.push_back(ground);
+  auto m = test::MustCompile(d);
+  EXPECT_EQ(m->joint_dof_count(), 1);
+  EXPECT_EQ(m->joint_row_count(), 5 + 2);  // 5 bilateral + 2 limit rows, no drive
+  // The two jointed bodies do not collide with each other, both collide with the ground.
+  EXPECT_EQ(m->collision_pairs().size(), 2u);
+  EXPECT_NEAR(m->total_mass(), 2, 1e-12);
+}
+
+}  // namespace
+}  // namespace axion

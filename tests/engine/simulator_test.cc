@@ -1,0 +1,180 @@
+// The Simulator's world management: creation and destruction keep other worlds' state,
+// snapshots restore bit-exactly, bad input leaves worlds untouched, broken worlds are isolated.
+#include <limits>
+
+#include "scenes.h"
+
+namespace axion {
+namespace {
+
+using ::testing::HasSubstr;
+using test::MustCompile;
+using test::MustCreateSimulator;
+using test::MustCreateWorld;
+using test::MustStep;
+
+ModelDesc Pendulum(Real length) {
+  ModelDesc d;
+  d.options.timestep = 0.01;
+  BodyDesc bob;
+  bob.name = "bob";
+  bob.mass = 1;
+  bob.inertia = test::SphereInertia(1, 0.05);
+  bob.pose.pos = {length, 0, 0};
+  d.bodies.push_back(bob);
+  JointDesc hinge;
+  hinge.name = "hinge";
+  hinge.child = 0;
+  hinge.child_frame.pos = {-length, 0, 0};
+  hinge.axis = Vec3{0, 1, 0};
+  hinge.drive.damping = 0.01;
+  d.joints.push_back(hinge);
+  ActuatorDesc motor;
+  motor.name = "motor";
+  motor.joint = 0;
+  motor.ctrl_limited = true;
+  motor.ctrl_min = -1;
+  motor.ctrl_max = 1;
+  d.actuators.push_back(motor);
+  ShapeDesc ground;
+  ground.type = ShapeType::kPlane;
+  ground.pose.pos = {0, 0, -2};
+  d.shapes.push_back(ground);
+  ShapeDesc s;
+  s.body = 0;
+  s.type = ShapeType::kSphere;
+  s.size = {0.05, 0, 0};
+  d.shapes.push_back(s);
+  return d;
+}
+
+std::string Bytes(Simulator& sim, WorldId w) {
+  BodyState st = *sim.GetBodyState(w);
+  return std::string(reinterpret_cast<const char*>(st.pose.data()), st.pose.size() * sizeof(Real)) +
+         std::string(reinterpret_cast<const char*>(st.velocity.data()), st.velocity.size() * sizeof(Real));
+}
+
+TEST(SimulatorTest, SnapshotRestoresBitExactly) {
+  auto sim = MustCreateSimulator();
+  auto model = MustCompile(Pendulum(1));
+  WorldId a = MustCreateWorld(*sim, model);
+  std::vector<Real> ctrl{0.5};
+  ASSERT_TRUE(sim->SetControls(a, ctrl).ok());
+  MustStep(*sim, a, 37);
+  std::string snap = *sim->Snapshot(a);
+  MustStep(*sim, a, 50);
+  std::string expected = Bytes(*sim, a);
+  // Restore into the same world and into a fresh one: both continue identically.
+  ASSERT_TRUE(sim->Restore(a, snap).ok());
+  WorldId b = MustCreateWorld(*sim, model);
+  ASSERT_TRUE(sim->Restore(b, snap).ok());
+  EXPECT_EQ(sim->GetStats(b)->step_count, 37u);
+  EXPECT_EQ(*sim->GetControls(b), ctrl);
+  std::vector<WorldId> both{a, b};
+  std::vector<int> steps{50, 50};
+  ASSERT_TRUE(sim->Step(both, steps).ok());
+  EXPECT_EQ(Bytes(*sim, a), expected);
+  EXPECT_EQ(Bytes(*sim, b), expected);
+}
+
+TEST(SimulatorTest, MalformedSnapshotsAreRefusedAndLeaveTheWorldUntouched) {
+  auto sim = MustCreateSimulator();
+  WorldId a = MustCreateWorld(*sim, MustCompile(Pendulum(1)));
+  WorldId other = MustCreateWorld(*sim, MustCompile(Pendulum(2)));
+  MustStep(*sim, a, 5);
+  std::string before = Bytes(*sim, a);
+  std::string snap = *sim->Snapshot(a);
+  absl::Status s = sim->Restore(a, "garbage");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("not an Axion world snapshot"));
+  s = sim->Restore(a, snap.substr(0, snap.size() - 3));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  s = sim->Restore(a, *sim->Snapshot(other));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_EQ(Bytes(*sim, a), before);
+}
+
+TEST(SimulatorTest, CreatingAndDestroyingWorldsKeepsOtherWorldsExact) {
+  auto sim = MustCreateSimulator();
+  auto model = MustCompile(Pendulum(1));
+  auto other = MustCompile(Pendulum(0.5));
+  WorldId keep = MustCreateWorld(*sim, model);
+  auto reference = MustCreateSimulator();
+  WorldId ref = MustCreateWorld(*reference, model);
+  MustStep(*sim, keep, 10);
+  MustStep(*reference, ref, 10);
+  std::vector<WorldId> extra = *sim->CreateWorlds(other, 5);
+  MustStep(*sim, keep, 10);
+  MustStep(*reference, ref, 10);
+  ASSERT_TRUE(sim->DestroyWorld(extra[2]).ok());
+  ASSERT_TRUE(sim->DestroyWorld(extra[0]).ok());
+  MustStep(*sim, keep, 10);
+  MustStep(*reference, ref, 10);
+  EXPECT_EQ(Bytes(*sim, keep), Bytes(*reference, ref));
+  EXPECT_EQ(sim->world_count(), 4);
+  EXPECT_EQ(sim->DestroyWorld(extra[0]).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(sim->GetStats(12345).status().code(), absl::StatusCode::kNotFound);
+  std::vector<WorldId> unknown{keep, 999};
+  EXPECT_EQ(sim->Step(unknown).code(), absl::StatusCode::kNotFound);
+}
+
+TEST(SimulatorTest, BadControlsAndStatesAreRefusedWithoutTouchingTheWorld) {
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, MustCompile(Pendulum(1)));
+  MustStep(*sim, w, 3);
+  std::string before = Bytes(*sim, w);
+  std::vector<Real> nan{std::numeric_limits<Real>::quiet_NaN()};
+  absl::Status s = sim->SetControls(w, nan);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("actuator 'motor') is not finite"));
+  std::vector<Real> big{3};
+  s = sim->SetControls(w, big);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("outside its range [-1, 1]"));
+  std::vector<Real> too_many{0, 0};
+  EXPECT_EQ(sim->SetControls(w, too_many).code(), absl::StatusCode::kInvalidArgument);
+  BodyState bad = *sim->GetBodyState(w);
+  bad.velocity[2] = std::numeric_limits<Real>::infinity();
+  s = sim->SetBodyState(w, bad);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("velocity of body 0 ('bob') is not finite"));
+  std::vector<Real> wrench(6, 0);
+  wrench[3] = std::numeric_limits<Real>::quiet_NaN();
+  EXPECT_EQ(sim->SetExternalForces(w, wrench).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Bytes(*sim, w), before);
+  EXPECT_EQ(*sim->GetControls(w), std::vector<Real>{0});
+}
+
+TEST(SimulatorTest, NonFiniteWorldIsFrozenAndOthersKeepRunning) {
+  auto sim = MustCreateSimulator(2);
+  auto model = MustCompile(Pendulum(1));
+  std::vector<WorldId> ids = *sim->CreateWorlds(model, 3);
+  // A finite but absurd force overflows to infinity inside the step.
+  std::vector<Real> wrench{1e308, 1e308, 1e308, 0, 0, 0};
+  ASSERT_TRUE(sim->SetExternalForces(ids[1], wrench).ok());
+  ASSERT_TRUE(sim->StepAll(5).ok());
+  EXPECT_NE(sim->GetStats(ids[1])->flags & kWorldNonFinite, 0u);
+  BodyState frozen = *sim->GetBodyState(ids[1]);
+  for (Real x : frozen.pose) EXPECT_TRUE(std::isfinite(x));
+  for (WorldId w : {ids[0], ids[2]}) {
+    test::ExpectHealthy(*sim, w);
+    EXPECT_EQ(sim->GetStats(w)->step_count, 5u);
+  }
+  ASSERT_TRUE(sim->Reset(ids[1]).ok());
+  MustStep(*sim, ids[1], 5);
+  test::ExpectHealthy(*sim, ids[1]);
+}
+
+TEST(SimulatorTest, CudaBackendRequestIsClearWhenUnavailable) {
+  if (CudaAvailable()) GTEST_SKIP() << "a CUDA device is present";
+  SimulatorOptions o;
+  o.backend = Backend::kCuda;
+  absl::StatusOr<std::unique_ptr<Simulator>> s = Simulator::Create(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition);
+  o.backend = Backend::kAuto;
+  s = Simulator::Create(o);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ((*s)->backend(), Backend::kCpu);
+}
+
+}  // namespace
+}  // namespace axion
