@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "batch_storage.h"
+#include "pipeline.h"
 
 namespace axion {
 
@@ -26,6 +27,9 @@ class ExecutionBackend {
   virtual absl::Status Step(BatchStorage& host, int max_substeps) = 0;
   virtual size_t device_bytes() const = 0;
 };
+
+// Loop bounds of a step over the whole batch: the largest of the worlds' iteration limits.
+LoopBounds BatchLoopBounds(const BatchStorage& host);
 
 std::unique_ptr<ExecutionBackend> MakeCpuBackend(int threads);
 #if defined(AXION_WITH_CUDA)

@@ -58,11 +58,12 @@ class CpuBackend final : public ExecutionBackend {
     bounds.push_back(world_count);
     const int chunk_count = static_cast<int>(bounds.size()) - 1;
     const int threads = std::min(threads_, chunk_count);
+    const LoopBounds loop_bounds = BatchLoopBounds(host);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
     for (int c = 0; c < chunk_count; ++c) {
       SerialExec ex{v};
       WorldRange range{bounds[c], bounds[c + 1]};
-      for (int s = 0; s < max_substeps; ++s) pipeline::step(ex, v, range);
+      for (int s = 0; s < max_substeps; ++s) pipeline::step(ex, v, range, loop_bounds);
     }
     return absl::OkStatus();
   }
@@ -72,6 +73,17 @@ class CpuBackend final : public ExecutionBackend {
 };
 
 }  // namespace
+
+LoopBounds BatchLoopBounds(const BatchStorage& host) {
+  LoopBounds b;
+  for (const WorldParams& p : host.world_params) {
+    b.newton_iterations = std::max(b.newton_iterations, p.newton_iterations);
+    b.cr_iterations = std::max(b.cr_iterations, p.cr_iterations);
+    // line_search_steps halvings after the full step, and one trial when it is disabled
+    b.line_search_trials = std::max(b.line_search_trials, p.line_search ? p.line_search_steps + 1 : 1);
+  }
+  return b;
+}
 
 std::unique_ptr<ExecutionBackend> MakeCpuBackend(int threads) {
   return std::make_unique<CpuBackend>(threads);

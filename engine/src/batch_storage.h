@@ -75,7 +75,7 @@ namespace axion {
   X(int32_t, row_contact, 1) X(int32_t, row_body_a, 1) X(int32_t, row_body_b, 1)                \
   X(Real, row_lambda, 1)
 #define AXION_ROW_SCRATCH(X)                                                                     \
-  X(Real, row_jac_a, 6) X(Real, row_jac_b, 6) X(Real, row_lever, 6) X(Real, row_residual, 1) X(Real, row_compliance, 1) \
+  X(Real, row_jac_a, 6) X(Real, row_jac_b, 6) X(Real, row_lever, 6) X(Real, row_residual, 1) X(Real, row_error, 1) X(Real, row_compliance, 1) \
   X(Real, row_precond, 1) X(Real, row_lambda_accepted, 1) X(Real, row_dlambda, 1)               \
   X(Real, row_cr_r, 1) X(Real, row_cr_z, 1) X(Real, row_cr_p, 1) X(Real, row_cr_az, 1)          \
   X(Real, row_cr_ap, 1)

@@ -83,6 +83,7 @@ AXION_HD void disable_row(const BatchView& v, int row) {
   store_row_levers(v, row, {}, {});
   v.row_compliance[row] = 1;
   v.row_residual[row] = v.row_lambda[row];
+  v.row_error[row] = 0;
 }
 
 // Fischer-Burmeister NCP function phi(a, b) = a + b - sqrt(a^2 + b^2 + eps): zero exactly when
@@ -110,6 +111,10 @@ AXION_HD void store_unilateral_row(const BatchView& v, int row, Real c_velocity,
   Real scale = effective_mass * (fb.dphi_db > Real(1e-9) ? fb.dphi_db : Real(1e-9));
   v.row_compliance[row] = fb.dphi_da / scale;
   v.row_residual[row] = fb.phi / scale;
+  // Convergence is measured on phi / (s max(dphi/db, dphi/dlambda)): the division by a vanishing
+  // dphi/db above would otherwise magnify the smoothing error of a separated row.
+  Real larger = fb.dphi_db > fb.dphi_da ? fb.dphi_db : fb.dphi_da;
+  v.row_error[row] = fb.phi / (effective_mass * larger);
 }
 
 AXION_HD Real wrap_angle(Real a) {

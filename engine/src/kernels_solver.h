@@ -22,21 +22,22 @@ AXION_HD void row_evaluate(const BatchView& v, int row) {
     case kRowLimitLower:
     case kRowLimitUpper:
       joint_limit_row(v, row, p);
-      break;
+      return;  // unilateral: wrote its own error
     case kRowDrive:
       joint_drive_row(v, row, p);
       break;
     case kRowContactNormal:
       contact_normal_row(v, row, p);
-      break;
+      return;  // unilateral: wrote its own error
     case kRowFriction1:
     case kRowFriction2:
       contact_friction_row(v, row, p);
       break;
     default:
       disable_row(v, row);
-      break;
+      return;
   }
+  v.row_error[row] = v.row_residual[row];
 }
 
 // Per world: out_body = J^T x over the world's live rows (scatter in row order).
@@ -72,7 +73,7 @@ AXION_HD void world_residual(const BatchView& v, int world) {
   Real max_abs = 0, merit = 0;
   int row_end = v.world_row_offset[world] + world_live_rows(v, world);
   for (int row = v.world_row_offset[world]; row < row_end; ++row) {
-    Real r = v.row_residual[row];
+    Real r = v.row_error[row];
     merit += r * r;
     Real a = std::fabs(r);
     if (!(a <= max_abs)) max_abs = a;  // NaN propagates

@@ -21,6 +21,14 @@ struct WorldRange {
   int begin = 0, end = 0;
 };
 
+// Upper bounds of the step's loops over the whole batch (maxima of the worlds' options), so
+// every loop terminates even where an executor cannot afford to test convergence each pass.
+struct LoopBounds {
+  int newton_iterations = 0;
+  int cr_iterations = 0;
+  int line_search_trials = 0;
+};
+
 namespace pipeline {
 using namespace kernels;
 
@@ -85,7 +93,7 @@ void schur_product(Exec& ex, const BatchView& v, WorldRange wr, Mask mask, const
 
 // One time step of every world in `wr` that has a step pending.
 template <class Exec>
-void step(Exec& ex, const BatchView& v, WorldRange wr) {
+void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds) {
   // begin: worlds with a pending step (and a finite state) take part
   ex.worlds(wr, AXION_LAMBDA(int w) {
     bool frozen = (v.world_flags[w] & kWorldNonFinite) != 0;
@@ -140,7 +148,7 @@ void step(Exec& ex, const BatchView& v, WorldRange wr) {
     if (iterating(v, v.row_world[r]) && row_is_live(v, r)) row_accept(v, r);
   });
 
-  for (;;) {
+  for (int newton = 0; newton <= bounds.newton_iterations; ++newton) {
     // converged worlds stop; the others take one more Newton iteration
     ex.worlds(wr, AXION_LAMBDA(int w) {
       if (!iterating(v, w)) return;
@@ -171,7 +179,7 @@ void step(Exec& ex, const BatchView& v, WorldRange wr) {
     ex.worlds(wr, AXION_LAMBDA(int w) {
       if (iterating(v, w)) world_cr_begin(v, w);
     });
-    while (ex.any(wr, AXION_LAMBDA(int w) { return solving(v, w); })) {
+    for (int k = 0; k < bounds.cr_iterations && ex.any(wr, AXION_LAMBDA(int w) { return solving(v, w); }); ++k) {
       ex.worlds(wr, AXION_LAMBDA(int w) {
         if (solving(v, w)) world_cr_update_x(v, w);
       });
@@ -196,7 +204,8 @@ void step(Exec& ex, const BatchView& v, WorldRange wr) {
       v.world_ls_trials[w] = 0;
       v.world_merit_accepted[w] = v.world_merit[w];
     });
-    while (ex.any(wr, AXION_LAMBDA(int w) { return searching(v, w); })) {
+    for (int k = 0; k < bounds.line_search_trials && ex.any(wr, AXION_LAMBDA(int w) { return searching(v, w); });
+         ++k) {
       ex.bodies(wr, AXION_LAMBDA(int i) {
         int w = v.body_world[i];
         if (searching(v, w)) body_trial(v, i, v.world_ls_step[w]);

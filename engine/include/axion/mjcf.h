@@ -57,6 +57,10 @@
 //  4. Actuators: motor -> ActuatorType::kEffort with gear[0]; position -> kPosition with kp (and
 //     kv when given); velocity -> kVelocity with kv; ctrlrange/ctrllimited as in MuJoCo 2.2
 //     (autolimits off: a range without `limited`/`ctrllimited` is an error, as in MuJoCo).
+//     Axion's servos set the DOF's drive gains, replacing the joint's spring and damper, where
+//     MuJoCo adds the two: a position servo's kv therefore includes the joint's damping
+//     (exact), and a joint stiffness under a position servo, or a joint damping under a
+//     velocity servo, is replaced (warning).
 //     Other transmissions (tendon, site, body) and the <general> actuator are skipped with a
 //     warning.
 //  5. Mass and inertia: with inertiafromgeom (auto: bodies without <inertial>) each geom's mass

@@ -207,7 +207,10 @@ struct BatchView {
   Real* row_jac_b;                  // (row slots x 6) Jacobian block of body b
   Real* row_lever;                  // (row slots x 6) lever arms (world) on a and b whose
                                     // rotation turns the row's force (geometric stiffness)
-  Real* row_residual;               // (row slots) h: constraint residual
+  Real* row_residual;               // (row slots) h: constraint residual, as the Newton system
+                                    // sees it (J du + C dlambda = -h)
+  Real* row_error;                  // (row slots) the same residual scaled for measuring
+                                    // convergence (m/s); differs from h on unilateral rows
   Real* row_compliance;             // (row slots) C: diagonal of the compliance block
   Real* row_precond;                // (row slots) Jacobi preconditioner 1/(J M^-1 J^T + C)
   Real* row_lambda;                 // (row slots) impulse (N s)

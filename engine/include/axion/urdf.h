@@ -37,8 +37,8 @@
 namespace axion {
 
 struct UrdfOptions {
-  bool floating_base = false;               // false: the root link is welded to the world
-  std::vector<std::string> package_dirs;    // where package:// mesh paths are looked up
+  bool floating_base = false;             // false: the root link is welded to the world
+  std::vector<std::string> package_dirs;  // where package:// mesh paths are looked up
 };
 
 absl::StatusOr<ImportResult> LoadUrdfFile(const std::string& path, const UrdfOptions& options = {});

@@ -1,0 +1,389 @@
+#include "collision/hull.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "axion/model.h"
+
+namespace axion {
+
+// The narrow phase cannot include the model header, so it keeps its own copy of the codes.
+static_assert(narrowphase::kTypePlane == static_cast<int32_t>(ShapeType::kPlane));
+static_assert(narrowphase::kTypeSphere == static_cast<int32_t>(ShapeType::kSphere));
+static_assert(narrowphase::kTypeCapsule == static_cast<int32_t>(ShapeType::kCapsule));
+static_assert(narrowphase::kTypeBox == static_cast<int32_t>(ShapeType::kBox));
+static_assert(narrowphase::kTypeCylinder == static_cast<int32_t>(ShapeType::kCylinder));
+static_assert(narrowphase::kTypeHull == static_cast<int32_t>(ShapeType::kConvexHull));
+
+namespace {
+
+// Points closer than this (relative to the points' extent) to a plane lie on it. Loose enough to
+// merge the coplanar facets of meshes exported in single precision.
+constexpr Real kPlanarTolerance = Real(1e-7);
+
+struct Extent {
+  Vec3 centre;
+  Real size = 0;  // bounding-box diagonal
+};
+
+Extent PointExtent(const std::vector<Vec3>& points) {
+  Vec3 lo = points[0], hi = points[0];
+  for (const Vec3& p : points) {
+    for (int i = 0; i < 3; ++i) {
+      lo[i] = std::min(lo[i], p[i]);
+      hi[i] = std::max(hi[i], p[i]);
+    }
+  }
+  return {Real(0.5) * (lo + hi), norm(hi - lo)};
+}
+
+std::string FormatVec(Vec3 v) { return absl::StrFormat("(%g, %g, %g)", v.x, v.y, v.z); }
+
+// Four points spanning a tetrahedron, or the reason there are none.
+absl::StatusOr<std::array<int, 4>> InitialSimplex(const std::vector<Vec3>& points, Real eps) {
+  const int n = static_cast<int>(points.size());
+  auto farthest = [&](auto&& distance) {
+    int best = 0;
+    Real best_d = -1;
+    for (int i = 0; i < n; ++i) {
+      Real d = distance(points[i]);
+      if (d > best_d) {
+        best_d = d;
+        best = i;
+      }
+    }
+    return std::make_pair(best, best_d);
+  };
+  int i0 = farthest([&](Vec3 p) { return p.x; }).first;
+  auto [i1, d1] = farthest([&](Vec3 p) { return norm(p - points[i0]); });
+  if (d1 <= eps) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "convex hull points are degenerate: all %d points coincide at %s", n,
+        FormatVec(points[i0])));
+  }
+  Vec3 u = normalized(points[i1] - points[i0]);
+  auto [i2, d2] = farthest([&](Vec3 p) { return norm(cross(p - points[i0], u)); });
+  if (d2 <= eps) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "convex hull points are degenerate: all %d points are collinear (within %g m of the line "
+        "through %s and %s)",
+        n, eps, FormatVec(points[i0]), FormatVec(points[i1])));
+  }
+  Vec3 normal = normalized(cross(points[i1] - points[i0], points[i2] - points[i0]));
+  auto [i3, d3] = farthest([&](Vec3 p) { return std::fabs(dot(p - points[i0], normal)); });
+  if (d3 <= eps) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "convex hull points are degenerate: all %d points are coplanar (within %g m of the "
+        "plane through %s with normal %s)",
+        n, eps, FormatVec(points[i0]), FormatVec(normal)));
+  }
+  return std::array<int, 4>{i0, i1, i2, i3};
+}
+
+struct Triangle {
+  std::array<int, 3> v;
+  Vec3 n;      // outward unit normal
+  Real d = 0;  // plane offset
+  Real area = 0;
+  bool alive = true;
+};
+
+using Edge = std::pair<int, int>;
+
+class TriangleHull {
+ public:
+  TriangleHull(const std::vector<Vec3>& points, Real eps) : p_(points), eps_(eps) {}
+
+  void AddTriangle(int a, int b, int c) {
+    Triangle t;
+    t.v = {a, b, c};
+    Vec3 n = cross(p_[b] - p_[a], p_[c] - p_[a]);
+    t.area = Real(0.5) * norm(n);
+    t.n = normalized(n);
+    t.d = dot(t.n, p_[a]);
+    int index = static_cast<int>(tris_.size());
+    tris_.push_back(t);
+    for (int e = 0; e < 3; ++e) edge_tri_[{t.v[e], t.v[(e + 1) % 3]}] = index;
+  }
+
+  void RemoveTriangle(int index) {
+    Triangle& t = tris_[index];
+    t.alive = false;
+    for (int e = 0; e < 3; ++e) edge_tri_.erase({t.v[e], t.v[(e + 1) % 3]});
+  }
+
+  // Triangle holding the directed edge a -> b, or -1.
+  int EdgeTriangle(int a, int b) const {
+    auto it = edge_tri_.find({a, b});
+    return it == edge_tri_.end() ? -1 : it->second;
+  }
+
+  void Build(const std::array<int, 4>& simplex) {
+    const auto [i0, i1, i2, i3] = simplex;
+    // orient the first face away from the fourth point
+    if (dot(cross(p_[i1] - p_[i0], p_[i2] - p_[i0]), p_[i3] - p_[i0]) > 0) {
+      AddTriangle(i0, i2, i1);
+      AddTriangle(i0, i1, i3);
+      AddTriangle(i1, i2, i3);
+      AddTriangle(i2, i0, i3);
+    } else {
+      AddTriangle(i0, i1, i2);
+      AddTriangle(i0, i3, i1);
+      AddTriangle(i1, i3, i2);
+      AddTriangle(i2, i3, i0);
+    }
+    for (int i = 0; i < static_cast<int>(p_.size()); ++i) {
+      if (i == i0 || i == i1 || i == i2 || i == i3) continue;
+      AddPoint(i);
+    }
+  }
+
+  const std::vector<Triangle>& triangles() const { return tris_; }
+
+ private:
+  void AddPoint(int i) {
+    const Vec3 x = p_[i];
+    int seed = -1;
+    Real seed_d = eps_;
+    for (int t = 0; t < static_cast<int>(tris_.size()); ++t) {
+      if (!tris_[t].alive) continue;
+      Real d = dot(tris_[t].n, x) - tris_[t].d;
+      if (d > seed_d) {
+        seed_d = d;
+        seed = t;
+      }
+    }
+    if (seed < 0) return;  // inside, or on the surface within eps
+    // faces seen from x, grown from the most visible one so the set stays connected
+    std::vector<int> visible{seed};
+    std::vector<char> is_visible(tris_.size(), 0);
+    is_visible[seed] = 1;
+    for (size_t k = 0; k < visible.size(); ++k) {
+      const Triangle& t = tris_[visible[k]];
+      for (int e = 0; e < 3; ++e) {
+        int g = EdgeTriangle(t.v[(e + 1) % 3], t.v[e]);
+        if (g < 0 || is_visible[g]) continue;
+        if (dot(tris_[g].n, x) - tris_[g].d > eps_) {
+          is_visible[g] = 1;
+          visible.push_back(g);
+        }
+      }
+    }
+    std::vector<Edge> horizon;
+    std::sort(visible.begin(), visible.end());
+    for (int t : visible) {
+      for (int e = 0; e < 3; ++e) {
+        int a = tris_[t].v[e], b = tris_[t].v[(e + 1) % 3];
+        int g = EdgeTriangle(b, a);
+        if (g < 0 || !is_visible[g]) horizon.push_back({a, b});
+      }
+    }
+    for (int t : visible) RemoveTriangle(t);
+    for (const Edge& e : horizon) AddTriangle(e.first, e.second, i);
+  }
+
+  const std::vector<Vec3>& p_;
+  Real eps_;
+  std::vector<Triangle> tris_;
+  std::map<Edge, int> edge_tri_;
+};
+
+// Groups the hull's triangles into planar faces: region growing from the largest unassigned
+// triangle over neighbours whose vertices all lie within eps of the seed's plane. Measuring
+// against the seed (not the neighbour) keeps a finely tessellated curved surface from merging
+// into one face. `singleton` skips merging (each triangle its own face).
+std::vector<int> GroupTriangles(const TriangleHull& hull, const std::vector<Vec3>& p, Real eps,
+                                bool singleton, int* group_count) {
+  const std::vector<Triangle>& tris = hull.triangles();
+  std::vector<int> order;
+  for (int t = 0; t < static_cast<int>(tris.size()); ++t) {
+    if (tris[t].alive) order.push_back(t);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return tris[a].area > tris[b].area; });
+  std::vector<int> group(tris.size(), -1);
+  int count = 0;
+  for (int seed : order) {
+    if (group[seed] >= 0) continue;
+    group[seed] = count;
+    std::vector<int> queue{seed};
+    for (size_t k = 0; k < queue.size() && !singleton; ++k) {
+      const Triangle& t = tris[queue[k]];
+      for (int e = 0; e < 3; ++e) {
+        int g = hull.EdgeTriangle(t.v[(e + 1) % 3], t.v[e]);
+        if (g < 0 || group[g] >= 0) continue;
+        bool coplanar = dot(tris[g].n, tris[seed].n) > 0;
+        for (int j = 0; j < 3 && coplanar; ++j) {
+          coplanar = std::fabs(dot(tris[seed].n, p[tris[g].v[j]]) - tris[seed].d) <= eps;
+        }
+        if (coplanar) {
+          group[g] = count;
+          queue.push_back(g);
+        }
+      }
+    }
+    ++count;
+  }
+  *group_count = count;
+  return group;
+}
+
+// Polyhedron from grouped triangles: each group's boundary loop is a face; vertices shared by
+// fewer than three faces (inside a face or on an edge) are dropped. Fails (returns false) when
+// a group's boundary is not a single loop.
+bool FacesFromGroups(const TriangleHull& hull, const std::vector<Vec3>& p,
+                     const std::vector<int>& group, int group_count, HullData* out) {
+  const std::vector<Triangle>& tris = hull.triangles();
+  // boundary edges per group, directed as in the (counter-clockwise) triangles
+  std::vector<std::map<int, int>> next(group_count);
+  std::vector<std::vector<char>> vertex_in_group(p.size());
+  std::vector<int> vertex_groups(p.size(), 0);
+  for (int t = 0; t < static_cast<int>(tris.size()); ++t) {
+    if (!tris[t].alive) continue;
+    for (int e = 0; e < 3; ++e) {
+      int a = tris[t].v[e], b = tris[t].v[(e + 1) % 3];
+      int g = hull.EdgeTriangle(b, a);
+      if (g < 0) return false;
+      if (group[g] == group[t]) continue;
+      if (next[group[t]].count(a)) return false;  // pinched boundary
+      next[group[t]][a] = b;
+    }
+  }
+  std::vector<std::vector<int>> loops(group_count);
+  for (int f = 0; f < group_count; ++f) {
+    if (next[f].empty()) return false;
+    int start = next[f].begin()->first;  // smallest vertex index: deterministic
+    int v = start;
+    do {
+      loops[f].push_back(v);
+      auto it = next[f].find(v);
+      if (it == next[f].end()) return false;
+      v = it->second;
+    } while (v != start && loops[f].size() <= next[f].size());
+    if (v != start || loops[f].size() != next[f].size()) return false;  // several loops
+    for (int x : loops[f]) ++vertex_groups[x];
+  }
+  // keep vertices where three or more faces meet, renumbered in input order
+  std::vector<int> new_index(p.size(), -1);
+  out->vertices.clear();
+  for (int i = 0; i < static_cast<int>(p.size()); ++i) {
+    if (vertex_groups[i] < 3) continue;
+    new_index[i] = out->vertex_count();
+    out->vertices.insert(out->vertices.end(), {p[i].x, p[i].y, p[i].z});
+  }
+  out->faces.clear();
+  out->face_offset.assign(1, 0);
+  out->face_plane.clear();
+  for (int f = 0; f < group_count; ++f) {
+    std::vector<int> poly;
+    for (int x : loops[f]) {
+      if (new_index[x] >= 0) poly.push_back(x);
+    }
+    if (poly.size() < 3) return false;
+    // Newell's normal is the polygon's area-weighted normal: robust for nearly planar loops.
+    Vec3 n;
+    for (size_t k = 0; k < poly.size(); ++k) n += cross(p[poly[k]], p[poly[(k + 1) % poly.size()]]);
+    n = normalized(n);
+    // offset over every kept vertex: the plane bounds the whole hull
+    Real d = std::numeric_limits<Real>::lowest();
+    for (int i = 0; i < out->vertex_count(); ++i) d = std::max(d, dot(n, out->vertex(i)));
+    for (int x : poly) out->faces.push_back(new_index[x]);
+    out->face_offset.push_back(static_cast<int32_t>(out->faces.size()));
+    out->face_plane.insert(out->face_plane.end(), {n.x, n.y, n.z, d});
+  }
+  return true;
+}
+
+// Every directed face edge has its reverse in another face, and V - E + F = 2.
+bool IsClosedPolyhedron(const HullData& h) {
+  std::map<Edge, int> edges;
+  for (int f = 0; f < h.face_count(); ++f) {
+    int begin = h.face_offset[f], n = h.face_offset[f + 1] - begin;
+    for (int k = 0; k < n; ++k) {
+      Edge e{h.faces[begin + k], h.faces[begin + (k + 1) % n]};
+      if (e.first == e.second || ++edges[e] > 1) return false;
+    }
+  }
+  for (const auto& [e, count] : edges) {
+    if (!edges.count({e.second, e.first})) return false;
+  }
+  int edge_count = static_cast<int>(edges.size()) / 2;
+  return h.vertex_count() - edge_count + h.face_count() == 2;
+}
+
+}  // namespace
+
+absl::Status ValidateHullPoints(const std::vector<Vec3>& points) {
+  if (points.size() < 4) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("convex hull needs at least 4 points, got %d", points.size()));
+  }
+  for (size_t i = 0; i < points.size(); ++i) {
+    const Vec3& p = points[i];
+    if (!std::isfinite(p.x) || !std::isfinite(p.y) || !std::isfinite(p.z)) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("convex hull point %d is not finite: %s", i, FormatVec(p)));
+    }
+  }
+  Extent extent = PointExtent(points);
+  absl::StatusOr<std::array<int, 4>> simplex =
+      InitialSimplex(points, kPlanarTolerance * extent.size);
+  return simplex.status();
+}
+
+absl::StatusOr<HullData> BuildHull(const std::vector<Vec3>& points) {
+  if (absl::Status status = ValidateHullPoints(points); !status.ok()) return status;
+  // Centre the points: the plane offsets and tolerances are then relative to the hull's size,
+  // not its distance from the shape origin. Results go back to the input frame.
+  Extent extent = PointExtent(points);
+  std::vector<Vec3> centred(points.size());
+  for (size_t i = 0; i < points.size(); ++i) centred[i] = points[i] - extent.centre;
+  // Tolerance escalation: a looser tolerance merges the near-coplanar facets of noisy input that
+  // would otherwise leave a face boundary with several loops; last resort, triangles as faces
+  // (always a closed polyhedron, only with more faces than needed).
+  constexpr int kAttempts = 4;
+  for (int attempt = 0; attempt <= kAttempts; ++attempt) {
+    bool merge = attempt < kAttempts;
+    Real eps = kPlanarTolerance * extent.size * std::pow(Real(10), Real(merge ? attempt : 0));
+    absl::StatusOr<std::array<int, 4>> simplex = InitialSimplex(centred, eps);
+    if (!simplex.ok()) return simplex.status();
+    TriangleHull hull(centred, eps);
+    hull.Build(*simplex);
+    int group_count = 0;
+    std::vector<int> group = GroupTriangles(hull, centred, eps, !merge, &group_count);
+    HullData data;
+    if (!FacesFromGroups(hull, centred, group, group_count, &data)) continue;
+    if (!IsClosedPolyhedron(data)) continue;
+    // back to the input frame
+    for (int i = 0; i < data.vertex_count(); ++i) {
+      for (int k = 0; k < 3; ++k) data.vertices[3 * i + k] += extent.centre[k];
+    }
+    for (int f = 0; f < data.face_count(); ++f) {
+      Vec3 n = load3(&data.face_plane[4 * f]);
+      data.face_plane[4 * f + 3] += dot(n, extent.centre);
+    }
+    return data;
+  }
+  return absl::InternalError(absl::StrFormat(
+      "convex hull construction failed for %d points: the points are too close to degenerate",
+      points.size()));
+}
+
+ShapeGeom HullShapeGeom(const HullData& hull) {
+  ShapeGeom g;
+  g.type = narrowphase::kTypeHull;
+  g.hull_vertices = hull.vertices.data();
+  g.hull_vertex_count = hull.vertex_count();
+  g.hull_faces = hull.faces.data();
+  g.hull_face_offset = hull.face_offset.data();
+  g.hull_face_plane = hull.face_plane.data();
+  g.hull_face_count = hull.face_count();
+  return g;
+}
+
+}  // namespace axion

@@ -1,0 +1,490 @@
+// CUDA backend: worlds live in device memory from creation to destruction and the whole step
+// pipeline (pipeline.h, the same kernel source as the CPU backend) runs on the device.
+//
+// Layout choice: every BatchStorage array is carved out of one device allocation, the state
+// arrays (the *_STATE lists) first and contiguous, so Upload and Download move all state with one
+// copy through a pinned staging buffer of the same layout, and the per-world statistics that
+// every Step returns are one small copy of the segment's head. One allocation per layout (rather
+// than one per array) also makes Load cheap to repeat when worlds are created and destroyed.
+//
+// Execution: CudaExec launches each pipeline pass as one kernel over the whole batch (one thread
+// per element, grid-stride; per-world passes one thread per world). Its any() never synchronises
+// and answers true: the pipeline's loops are bounded by LoopBounds and every kernel is masked by
+// its world's phase, so the extra passes after a world converges leave it untouched. The launch
+// sequence of a sub-step is therefore fixed for a layout, which lets one sub-step be captured
+// into a CUDA graph once per layout and replayed for every sub-step without host round trips.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "backend.h"
+#include "batch_storage.h"
+#include "pipeline.h"
+
+namespace axion {
+namespace cuda_backend {
+
+// 128 threads per block with __launch_bounds__ caps registers so that the heaviest pass (the
+// per-world narrow phase) always fits on a multiprocessor.
+constexpr int kBlockSize = 128;
+// Device arrays start on 256-byte boundaries (the alignment cudaMalloc gives its allocations).
+constexpr size_t kArrayAlignment = 256;
+
+size_t AlignUp(size_t n) { return (n + kArrayAlignment - 1) / kArrayAlignment * kArrayAlignment; }
+
+absl::Status CudaError(cudaError_t e, const char* what) {
+  return absl::InternalError(absl::StrCat("CUDA backend: ", what, " failed: ", cudaGetErrorName(e), " (",
+                                          cudaGetErrorString(e), ")"));
+}
+
+#define AXION_CUDA_RETURN_IF_ERROR(expr)                  \
+  do {                                                     \
+    cudaError_t axion_cuda_error = (expr);                 \
+    if (axion_cuda_error != cudaSuccess) return CudaError(axion_cuda_error, #expr); \
+  } while (0)
+
+// Runs f(i) for i in [0, count): one thread per element, grid-stride.
+template <class F>
+__global__ void __launch_bounds__(kBlockSize) ForEachKernel(int count, F f) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += blockDim.x * gridDim.x) f(i);
+}
+
+// The pipeline's executor on the device. It always runs over the whole batch: the host knows
+// the element totals, the per-world ranges stay on the device inside the kernels' masks.
+struct CudaExec {
+  cudaStream_t stream = nullptr;
+  int max_blocks = 1;
+  int world_count = 0, body_count = 0, joint_count = 0, dof_count = 0, shape_count = 0, row_count = 0;
+  cudaError_t* launch_error = nullptr;  // first launch error, checked once the pass sequence ends
+
+  template <class F>
+  void launch(int count, F f) const {
+    if (count <= 0) return;
+    int blocks = std::min((count + kBlockSize - 1) / kBlockSize, max_blocks);
+    ForEachKernel<<<blocks, kBlockSize, 0, stream>>>(count, f);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess && *launch_error == cudaSuccess) *launch_error = e;
+  }
+  template <class F> void worlds(WorldRange, F f) const { launch(world_count, f); }
+  template <class F> void bodies(WorldRange, F f) const { launch(body_count, f); }
+  template <class F> void joints(WorldRange, F f) const { launch(joint_count, f); }
+  template <class F> void dofs(WorldRange, F f) const { launch(dof_count, f); }
+  template <class F> void shapes(WorldRange, F f) const { launch(shape_count, f); }
+  template <class F> void rows(WorldRange, F f) const { launch(row_count, f); }
+  // No synchronisation: every pass is masked per world and loops are bounded (see the top).
+  template <class P> bool any(WorldRange, P) const { return true; }
+};
+
+// Device pointers of every BatchStorage array, named as in BatchStorage.
+struct DeviceArrays {
+#define AXION_DECLARE(T, name, width) T* name = nullptr;
+  AXION_WORLD_OFFSETS(AXION_DECLARE)
+  AXION_WORLD_MODEL(AXION_DECLARE)
+  AXION_WORLD_STATE(AXION_DECLARE)
+  AXION_WORLD_SCRATCH(AXION_DECLARE)
+  AXION_BODY_MODEL(AXION_DECLARE)
+  AXION_BODY_STATE(AXION_DECLARE)
+  AXION_BODY_SCRATCH(AXION_DECLARE)
+  AXION_JOINT_MODEL(AXION_DECLARE)
+  AXION_DOF_MODEL(AXION_DECLARE)
+  AXION_DOF_STATE(AXION_DECLARE)
+  AXION_DOF_SCRATCH(AXION_DECLARE)
+  AXION_QPOS_STATE(AXION_DECLARE)
+  AXION_ACTUATOR_MODEL(AXION_DECLARE)
+  AXION_ACTUATOR_STATE(AXION_DECLARE)
+  AXION_SHAPE_MODEL(AXION_DECLARE)
+  AXION_SHAPE_SCRATCH(AXION_DECLARE)
+  AXION_PAIR_MODEL(AXION_DECLARE)
+  AXION_CONTACT_STATE(AXION_DECLARE)
+  AXION_ROW_MODEL(AXION_DECLARE)
+  AXION_ROW_STATE(AXION_DECLARE)
+  AXION_ROW_SCRATCH(AXION_DECLARE)
+  AXION_HULL_ARRAYS(AXION_DECLARE)
+#undef AXION_DECLARE
+  int32_t* joint_dof_offset = nullptr;
+
+  BatchView view(int world_count) const {
+    BatchView v;
+    v.world_count = world_count;
+#define AXION_BIND(T, name, width) v.name = name;
+    AXION_WORLD_OFFSETS(AXION_BIND)
+    AXION_WORLD_MODEL(AXION_BIND)
+    AXION_WORLD_STATE(AXION_BIND)
+    AXION_WORLD_SCRATCH(AXION_BIND)
+    AXION_BODY_MODEL(AXION_BIND)
+    AXION_BODY_STATE(AXION_BIND)
+    AXION_BODY_SCRATCH(AXION_BIND)
+    AXION_JOINT_MODEL(AXION_BIND)
+    AXION_DOF_MODEL(AXION_BIND)
+    AXION_DOF_STATE(AXION_BIND)
+    AXION_DOF_SCRATCH(AXION_BIND)
+    AXION_QPOS_STATE(AXION_BIND)
+    AXION_ACTUATOR_MODEL(AXION_BIND)
+    AXION_ACTUATOR_STATE(AXION_BIND)
+    AXION_SHAPE_MODEL(AXION_BIND)
+    AXION_SHAPE_SCRATCH(AXION_BIND)
+    AXION_PAIR_MODEL(AXION_BIND)
+    AXION_CONTACT_STATE(AXION_BIND)
+    AXION_ROW_MODEL(AXION_BIND)
+    AXION_ROW_STATE(AXION_BIND)
+    AXION_ROW_SCRATCH(AXION_BIND)
+    AXION_HULL_ARRAYS(AXION_BIND)
+#undef AXION_BIND
+    v.joint_dof_offset = joint_dof_offset;
+    return v;
+  }
+};
+
+// The per-world statistics a Step returns to the host: the head of the state segment.
+template <class Fn>
+void ForEachWorldStateArray(BatchStorage& h, DeviceArrays& d, Fn fn) {
+#define AXION_VISIT(T, name, width) fn(h.name, d.name);
+  AXION_WORLD_STATE(AXION_VISIT)
+#undef AXION_VISIT
+}
+
+// Every state array, world statistics first: the segment Upload and Download move.
+template <class Fn>
+void ForEachStateArray(BatchStorage& h, DeviceArrays& d, Fn fn) {
+  ForEachWorldStateArray(h, d, fn);
+#define AXION_VISIT(T, name, width) fn(h.name, d.name);
+  AXION_BODY_STATE(AXION_VISIT)
+  AXION_DOF_STATE(AXION_VISIT)
+  AXION_QPOS_STATE(AXION_VISIT)
+  AXION_ACTUATOR_STATE(AXION_VISIT)
+  AXION_CONTACT_STATE(AXION_VISIT)
+  AXION_ROW_STATE(AXION_VISIT)
+#undef AXION_VISIT
+}
+
+// Every array, in device-allocation order: the state segment, then model and scratch arrays.
+template <class Fn>
+void ForEachArray(BatchStorage& h, DeviceArrays& d, Fn fn) {
+  ForEachStateArray(h, d, fn);
+#define AXION_VISIT(T, name, width) fn(h.name, d.name);
+  AXION_WORLD_OFFSETS(AXION_VISIT)
+  AXION_WORLD_MODEL(AXION_VISIT)
+  AXION_WORLD_SCRATCH(AXION_VISIT)
+  AXION_BODY_MODEL(AXION_VISIT)
+  AXION_BODY_SCRATCH(AXION_VISIT)
+  AXION_JOINT_MODEL(AXION_VISIT)
+  AXION_DOF_MODEL(AXION_VISIT)
+  AXION_DOF_SCRATCH(AXION_VISIT)
+  AXION_ACTUATOR_MODEL(AXION_VISIT)
+  AXION_SHAPE_MODEL(AXION_VISIT)
+  AXION_SHAPE_SCRATCH(AXION_VISIT)
+  AXION_PAIR_MODEL(AXION_VISIT)
+  AXION_ROW_MODEL(AXION_VISIT)
+  AXION_ROW_SCRATCH(AXION_VISIT)
+  AXION_HULL_ARRAYS(AXION_VISIT)
+#undef AXION_VISIT
+  fn(h.joint_dof_offset, d.joint_dof_offset);
+}
+
+// Bytes of the arrays `for_each` visits, laid out back to back at kArrayAlignment.
+template <class ForEach>
+size_t SegmentBytes(BatchStorage& h, DeviceArrays& d, ForEach for_each) {
+  size_t bytes = 0;
+  for_each(h, d, [&](const auto& host, auto*&) { bytes += AlignUp(host.size() * sizeof(host[0])); });
+  return bytes;
+}
+
+// Copies between the host vectors and a staging buffer with the device segment's layout.
+template <class ForEach>
+void PackStaging(BatchStorage& h, DeviceArrays& d, ForEach for_each, char* staging) {
+  size_t offset = 0;
+  for_each(h, d, [&](const auto& host, auto*&) {
+    const size_t bytes = host.size() * sizeof(host[0]);
+    if (bytes > 0) std::memcpy(staging + offset, host.data(), bytes);
+    offset += AlignUp(bytes);
+  });
+}
+template <class ForEach>
+void UnpackStaging(BatchStorage& h, DeviceArrays& d, ForEach for_each, const char* staging) {
+  size_t offset = 0;
+  for_each(h, d, [&](auto& host, auto*&) {
+    const size_t bytes = host.size() * sizeof(host[0]);
+    if (bytes > 0) std::memcpy(host.data(), staging + offset, bytes);
+    offset += AlignUp(bytes);
+  });
+}
+
+// Pinned host memory, grown on demand (never shrunk while the backend lives).
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() {
+    if (data_ != nullptr) cudaFreeHost(data_);
+  }
+  absl::Status Reserve(size_t bytes) {
+    if (bytes <= capacity_) return absl::OkStatus();
+    if (data_ != nullptr) cudaFreeHost(data_);
+    data_ = nullptr;
+    capacity_ = 0;
+    AXION_CUDA_RETURN_IF_ERROR(cudaMallocHost(&data_, bytes));
+    capacity_ = bytes;
+    return absl::OkStatus();
+  }
+  char* data() const { return static_cast<char*>(data_); }
+
+ private:
+  void* data_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+bool SameBounds(const LoopBounds& a, const LoopBounds& b) {
+  return a.newton_iterations == b.newton_iterations && a.cr_iterations == b.cr_iterations &&
+         a.line_search_trials == b.line_search_trials;
+}
+
+// Sub-steps are replayed from a CUDA graph unless AXION_CUDA_GRAPHS=0 (direct launches, for
+// profiling individual passes and for comparing the two paths).
+bool GraphsEnabled() {
+  const char* env = std::getenv("AXION_CUDA_GRAPHS");
+  return env == nullptr || std::string(env) != "0";
+}
+
+class CudaBackend final : public ExecutionBackend {
+ public:
+  CudaBackend(int device, int multiprocessors) : device_(device), multiprocessors_(multiprocessors) {}
+
+  ~CudaBackend() override {
+    cudaSetDevice(device_);
+    ReleaseGraph();
+    if (arena_ != nullptr) cudaFree(arena_);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+
+  absl::Status Init() {
+    AXION_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+    AXION_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    return absl::OkStatus();
+  }
+
+  absl::Status Load(BatchStorage& host) override {
+    AXION_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+    ReleaseGraph();
+    // Pending work may still read the old arrays.
+    AXION_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    if (arena_ != nullptr) {
+      AXION_CUDA_RETURN_IF_ERROR(cudaFree(arena_));
+      arena_ = nullptr;
+      arena_bytes_ = 0;
+    }
+    d_ = DeviceArrays{};
+    world_count_ = host.world_count();
+    const size_t total = SegmentBytes(host, d_, [](auto& h, auto& d, auto fn) { ForEachArray(h, d, fn); });
+    state_bytes_ = SegmentBytes(host, d_, [](auto& h, auto& d, auto fn) { ForEachStateArray(h, d, fn); });
+    world_state_bytes_ =
+        SegmentBytes(host, d_, [](auto& h, auto& d, auto fn) { ForEachWorldStateArray(h, d, fn); });
+    if (total == 0) return absl::OkStatus();
+    void* arena = nullptr;
+    cudaError_t e = cudaMalloc(&arena, total);
+    if (e != cudaSuccess) {
+      cudaGetLastError();  // an allocation failure is not sticky: clear it and report
+      return absl::ResourceExhaustedError(absl::StrCat("CUDA backend: cannot allocate ", total, " bytes of device memory for ",
+                                                       world_count_, " worlds: ", cudaGetErrorString(e)));
+    }
+    arena_ = static_cast<char*>(arena);
+    arena_bytes_ = total;
+    // carve the arrays and upload everything (scratch too, so the device starts where the host does)
+    size_t offset = 0;
+    cudaError_t copy_error = cudaSuccess;
+    ForEachArray(host, d_, [&](const auto& h, auto*& d) {
+      using T = std::remove_cv_t<std::remove_reference_t<decltype(h[0])>>;
+      const size_t bytes = h.size() * sizeof(T);
+      d = bytes > 0 ? reinterpret_cast<T*>(arena_ + offset) : nullptr;
+      if (bytes > 0 && copy_error == cudaSuccess) {
+        copy_error = cudaMemcpyAsync(d, h.data(), bytes, cudaMemcpyHostToDevice, stream_);
+      }
+      offset += AlignUp(bytes);
+    });
+    AXION_CUDA_RETURN_IF_ERROR(copy_error);
+    AXION_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    view_ = d_.view(world_count_);
+    exec_ = CudaExec{};
+    exec_.stream = stream_;
+    exec_.max_blocks = std::max(1, multiprocessors_ * (2048 / kBlockSize));
+    exec_.world_count = world_count_;
+    exec_.body_count = static_cast<int>(host.body_world.size());
+    exec_.joint_count = static_cast<int>(host.joint_type.size());
+    exec_.dof_count = static_cast<int>(host.dof_joint.size());
+    exec_.shape_count = static_cast<int>(host.shape_world.size());
+    exec_.row_count = static_cast<int>(host.row_world.size());
+    exec_.launch_error = &launch_error_;
+    absl::Status s = staging_.Reserve(state_bytes_);
+    if (!s.ok()) return s;
+    return step_pending_.Reserve(std::max<size_t>(1, world_count_) * sizeof(int32_t));
+  }
+
+  absl::Status Upload(BatchStorage& host) override {
+    if (state_bytes_ == 0) return absl::OkStatus();
+    absl::Status s = CheckLayout(host);
+    if (!s.ok()) return s;
+    AXION_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+    PackStaging(host, d_, [](auto& h, auto& d, auto fn) { ForEachStateArray(h, d, fn); }, staging_.data());
+    AXION_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(arena_, staging_.data(), state_bytes_, cudaMemcpyHostToDevice, stream_));
+    // The staging buffer is reused by the next transfer.
+    AXION_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    return absl::OkStatus();
+  }
+
+  absl::Status Download(BatchStorage& host) override {
+    if (state_bytes_ == 0) return absl::OkStatus();
+    absl::Status s = CheckLayout(host);
+    if (!s.ok()) return s;
+    AXION_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+    AXION_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(staging_.data(), arena_, state_bytes_, cudaMemcpyDeviceToHost, stream_));
+    AXION_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    UnpackStaging(host, d_, [](auto& h, auto& d, auto fn) { ForEachStateArray(h, d, fn); }, staging_.data());
+    return absl::OkStatus();
+  }
+
+  absl::Status Step(BatchStorage& host, int max_substeps) override {
+    if (world_count_ == 0 || max_substeps <= 0) return absl::OkStatus();
+    absl::Status s = CheckLayout(host);
+    if (!s.ok()) return s;
+    AXION_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+    // the sub-step counts of this call
+    std::memcpy(step_pending_.data(), host.world_step_pending.data(), world_count_ * sizeof(int32_t));
+    AXION_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d_.world_step_pending, step_pending_.data(),
+                                               world_count_ * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+    const LoopBounds bounds = BatchLoopBounds(host);
+    if (use_graphs_ && (graph_exec_ == nullptr || !SameBounds(bounds, graph_bounds_))) {
+      absl::Status captured = CaptureGraph(bounds);
+      if (!captured.ok()) return captured;
+    }
+    launch_error_ = cudaSuccess;
+    for (int step = 0; step < max_substeps; ++step) {
+      if (graph_exec_ != nullptr) {
+        AXION_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph_exec_, stream_));
+      } else {
+        pipeline::step(exec_, view_, WorldRange{0, world_count_}, bounds);
+        AXION_CUDA_RETURN_IF_ERROR(launch_error_);
+      }
+    }
+    // statistics and flags back to the host; the rest of the state stays on the device
+    AXION_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(staging_.data(), arena_, world_state_bytes_, cudaMemcpyDeviceToHost, stream_));
+    AXION_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    UnpackStaging(host, d_, [](auto& h, auto& d, auto fn) { ForEachWorldStateArray(h, d, fn); }, staging_.data());
+    return absl::OkStatus();
+  }
+
+  size_t device_bytes() const override { return arena_bytes_; }
+
+ private:
+  // Records one sub-step of the current layout into a graph. Pointers, element counts and loop
+  // bounds are baked into the graph, so Load and changed bounds capture again.
+  absl::Status CaptureGraph(const LoopBounds& bounds) {
+    ReleaseGraph();
+    launch_error_ = cudaSuccess;
+    AXION_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    pipeline::step(exec_, view_, WorldRange{0, world_count_}, bounds);
+    cudaGraph_t graph = nullptr;
+    cudaError_t end = cudaStreamEndCapture(stream_, &graph);
+    AXION_CUDA_RETURN_IF_ERROR(launch_error_);
+    AXION_CUDA_RETURN_IF_ERROR(end);
+    cudaError_t e = cudaGraphInstantiate(&graph_exec_, graph, 0);
+    cudaGraphDestroy(graph);
+    if (e != cudaSuccess) {
+      graph_exec_ = nullptr;
+      return CudaError(e, "cudaGraphInstantiate");
+    }
+    graph_bounds_ = bounds;
+    return absl::OkStatus();
+  }
+
+  void ReleaseGraph() {
+    if (graph_exec_ != nullptr) cudaGraphExecDestroy(graph_exec_);
+    graph_exec_ = nullptr;
+  }
+
+  // The host's arrays must have the layout that was loaded.
+  absl::Status CheckLayout(BatchStorage& host) {
+    size_t bytes = SegmentBytes(host, d_, [](auto& h, auto& d, auto fn) { ForEachStateArray(h, d, fn); });
+    if (host.world_count() != world_count_ || bytes != state_bytes_) {
+      return absl::InternalError(absl::StrCat("CUDA backend: the host batch (", host.world_count(), " worlds, ", bytes,
+                                              " state bytes) does not match the loaded one (", world_count_,
+                                              " worlds, ", state_bytes_, " state bytes)"));
+    }
+    return absl::OkStatus();
+  }
+
+  const int device_;
+  const int multiprocessors_;
+  const bool use_graphs_ = GraphsEnabled();
+  cudaStream_t stream_ = nullptr;
+  char* arena_ = nullptr;        // every device array of the batch
+  size_t arena_bytes_ = 0;
+  size_t state_bytes_ = 0;        // head of the arena moved by Upload / Download
+  size_t world_state_bytes_ = 0;  // head of the state segment returned by every Step
+  int world_count_ = 0;
+  DeviceArrays d_;
+  BatchView view_;
+  CudaExec exec_;
+  cudaError_t launch_error_ = cudaSuccess;
+  PinnedBuffer staging_;       // (state_bytes_) same layout as the device state segment
+  PinnedBuffer step_pending_;  // (world_count) sub-steps requested for each world
+  cudaGraphExec_t graph_exec_ = nullptr;
+  LoopBounds graph_bounds_;
+};
+
+// Looked up once: the answer cannot change while the process runs.
+struct DeviceProbe {
+  int device_count = 0;
+  cudaError_t error = cudaSuccess;
+};
+const DeviceProbe& Probe() {
+  static const DeviceProbe probe = [] {
+    DeviceProbe p;
+    p.error = cudaGetDeviceCount(&p.device_count);
+    if (p.error != cudaSuccess) {
+      p.device_count = 0;
+      cudaGetLastError();  // clear the error so later runtime calls do not see it
+    }
+    return p;
+  }();
+  return probe;
+}
+
+}  // namespace cuda_backend
+
+bool CudaDevicePresent() { return cuda_backend::Probe().device_count > 0; }
+
+absl::StatusOr<std::unique_ptr<ExecutionBackend>> MakeCudaBackend() {
+  const cuda_backend::DeviceProbe& probe = cuda_backend::Probe();
+  if (probe.device_count == 0) {
+    std::string why = probe.error == cudaSuccess
+                          ? std::string("no CUDA device was found")
+                          : absl::StrCat(cudaGetErrorName(probe.error), ": ", cudaGetErrorString(probe.error));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the CUDA backend was requested, but no CUDA device is available (", why,
+        "); choose the cpu backend, or auto to fall back to the CPU when there is no device"));
+  }
+  int device = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e != cudaSuccess) return cuda_backend::CudaError(e, "cudaGetDevice");
+  int multiprocessors = 0;
+  e = cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
+  if (e != cudaSuccess) return cuda_backend::CudaError(e, "cudaDeviceGetAttribute");
+  auto backend = std::make_unique<cuda_backend::CudaBackend>(device, multiprocessors);
+  absl::Status s = backend->Init();
+  if (!s.ok()) return s;
+  return std::unique_ptr<ExecutionBackend>(std::move(backend));
+}
+
+}  // namespace axion

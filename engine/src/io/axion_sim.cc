@@ -1,0 +1,324 @@
+// axion-sim: loads an MJCF or URDF model, steps many worlds of it and reports throughput and
+// solver statistics, in the spirit of mujoco-testspeed.
+//
+//   axion-sim --model=humanoid.xml --worlds=64 --steps=1000 --noise=0.01 --backend=cpu
+//             [--timestep=0.005] [--threads=2] [--trajectory=out.csv|out.npy] [--progress]
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "axion/mjcf.h"
+#include "axion/model.h"
+#include "axion/simulator.h"
+#include "axion/urdf.h"
+
+ABSL_FLAG(std::string, model, "", "MJCF (.xml, .mjcf) or URDF (.urdf) model file");
+ABSL_FLAG(int, worlds, 1, "number of worlds stepped together");
+ABSL_FLAG(int, steps, 1000, "steps per world");
+ABSL_FLAG(double, noise, 0.0,
+          "control noise: each step every control is drawn uniformly from the middle `noise` "
+          "fraction of its ctrlrange (of [-1, 1] when unlimited)");
+ABSL_FLAG(std::string, backend, "auto", "cpu, cuda or auto");
+ABSL_FLAG(double, timestep, 0.0, "time step override in seconds (0: the model's)");
+ABSL_FLAG(int, threads, 0, "CPU worker threads (0: all hardware threads)");
+ABSL_FLAG(std::string, trajectory, "",
+          "write world 0's body poses and joint positions per step to this .csv or .npy file");
+ABSL_FLAG(bool, progress, false, "show a progress bar even when stderr is not a terminal");
+ABSL_FLAG(uint32_t, seed, 1, "seed of the control noise");
+ABSL_FLAG(bool, floating_base, false, "URDF: make the root link a free body");
+ABSL_FLAG(bool, report_speed, false,
+          "also report the largest body speed seen in any world (a stability check; reads every "
+          "world's state each step, outside the timed region)");
+
+namespace axion {
+namespace {
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+absl::StatusOr<ImportResult> LoadModel(const std::string& path) {
+  if (EndsWith(path, ".urdf")) {
+    UrdfOptions options;
+    options.floating_base = absl::GetFlag(FLAGS_floating_base);
+    return LoadUrdfFile(path, options);
+  }
+  if (EndsWith(path, ".xml") || EndsWith(path, ".mjcf")) return LoadMjcfFile(path);
+  return absl::InvalidArgumentError(
+      absl::StrCat("--model='", path, "': unknown extension (expected .xml, .mjcf or .urdf)"));
+}
+
+// Rows of world 0's trajectory: step, time, then per body x y z qw qx qy qz, then the joint
+// position coordinates.
+class TrajectoryWriter {
+ public:
+  static absl::StatusOr<std::unique_ptr<TrajectoryWriter>> Open(const std::string& path,
+                                                                const Model& model) {
+    auto w = std::unique_ptr<TrajectoryWriter>(new TrajectoryWriter);
+    w->npy_ = EndsWith(path, ".npy");
+    if (!w->npy_ && !EndsWith(path, ".csv")) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--trajectory='", path, "': expected a .csv or .npy file"));
+    }
+    w->path_ = path;
+    w->columns_.push_back("step");
+    w->columns_.push_back("time");
+    for (const BodyDesc& b : model.desc().bodies) {
+      for (const char* c : {"x", "y", "z", "qw", "qx", "qy", "qz"}) {
+        w->columns_.push_back(absl::StrCat(b.name, ".", c));
+      }
+    }
+    const ModelDesc& desc = model.desc();
+    for (size_t j = 0; j < desc.joints.size(); ++j) {
+      int count = JointPositionCount(desc.joints[j]);
+      for (int k = 0; k < count; ++k) {
+        w->columns_.push_back(count == 1 ? desc.joints[j].name
+                                         : absl::StrCat(desc.joints[j].name, ".", k));
+      }
+    }
+    return w;
+  }
+
+  void Append(uint64_t step, Real time, const BodyState& bodies, const JointState& joints) {
+    rows_.push_back(static_cast<double>(step));
+    rows_.push_back(time);
+    for (Real v : bodies.pose) rows_.push_back(v);
+    for (Real v : joints.position) rows_.push_back(v);
+  }
+
+  absl::Status Close() {
+    std::ofstream out(path_, std::ios::binary);
+    if (!out) return absl::UnavailableError(absl::StrCat("cannot write '", path_, "'"));
+    size_t cols = columns_.size();
+    size_t rows = rows_.size() / cols;
+    if (npy_) {
+      // NumPy format 1.0: magic, version, little-endian header length, then a Python dict
+      // literal padded with spaces to a multiple of 64 bytes and ended by a newline.
+      std::string header = absl::StrCat("{'descr': '<f8', 'fortran_order': False, 'shape': (", rows,
+                                        ", ", cols, "), }");
+      size_t total = 10 + header.size() + 1;
+      header.append((64 - total % 64) % 64, ' ');
+      header.push_back('\n');
+      uint16_t length = static_cast<uint16_t>(header.size());
+      out.write("\x93NUMPY\x01\x00", 8);
+      char len_bytes[2] = {static_cast<char>(length & 0xff), static_cast<char>(length >> 8)};
+      out.write(len_bytes, 2);
+      out.write(header.data(), static_cast<std::streamsize>(header.size()));
+      out.write(reinterpret_cast<const char*>(rows_.data()),
+                static_cast<std::streamsize>(rows_.size() * sizeof(double)));
+    } else {
+      for (size_t c = 0; c < cols; ++c) out << (c ? "," : "") << columns_[c];
+      out << "\n";
+      char buffer[32];
+      for (size_t r = 0; r < rows; ++r) {
+        for (size_t c = 0; c < cols; ++c) {
+          std::snprintf(buffer, sizeof(buffer), "%.17g", rows_[r * cols + c]);
+          out << (c ? "," : "") << buffer;
+        }
+        out << "\n";
+      }
+    }
+    if (!out) return absl::UnavailableError(absl::StrCat("error writing '", path_, "'"));
+    return absl::OkStatus();
+  }
+
+  const std::vector<std::string>& columns() const { return columns_; }
+
+ private:
+  TrajectoryWriter() = default;
+  bool npy_ = false;
+  std::string path_;
+  std::vector<std::string> columns_;
+  std::vector<double> rows_;  // (steps + 1) x columns, row-major
+};
+
+void DrawProgress(int done, int total) {
+  constexpr int kWidth = 40;
+  int filled = total > 0 ? static_cast<int>(int64_t{kWidth} * done / total) : kWidth;
+  std::string bar(static_cast<size_t>(filled), '#');
+  bar.append(static_cast<size_t>(kWidth - filled), '.');
+  std::fprintf(stderr, "\r[%s] %d/%d steps", bar.c_str(), done, total);
+  if (done == total) std::fprintf(stderr, "\n");
+  std::fflush(stderr);
+}
+
+absl::Status Run() {
+  std::string path = absl::GetFlag(FLAGS_model);
+  if (path.empty()) return absl::InvalidArgumentError("--model is required");
+  int world_count = absl::GetFlag(FLAGS_worlds);
+  int steps = absl::GetFlag(FLAGS_steps);
+  double noise = absl::GetFlag(FLAGS_noise);
+  if (world_count < 1) return absl::InvalidArgumentError("--worlds must be >= 1");
+  if (steps < 0) return absl::InvalidArgumentError("--steps must be >= 0");
+  if (!(noise >= 0)) return absl::InvalidArgumentError("--noise must be >= 0");
+
+  absl::StatusOr<ImportResult> imported = LoadModel(path);
+  if (!imported.ok()) return imported.status();
+  for (const std::string& w : imported->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  ModelDesc desc = std::move(imported->model);
+  double timestep = absl::GetFlag(FLAGS_timestep);
+  if (timestep < 0) return absl::InvalidArgumentError("--timestep must be positive");
+  if (timestep > 0) desc.options.timestep = timestep;
+  absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(std::move(desc));
+  if (!model.ok()) return model.status();
+
+  SimulatorOptions sim_options;
+  std::string backend = absl::GetFlag(FLAGS_backend);
+  if (backend == "cpu")
+    sim_options.backend = Backend::kCpu;
+  else if (backend == "cuda")
+    sim_options.backend = Backend::kCuda;
+  else if (backend == "auto")
+    sim_options.backend = Backend::kAuto;
+  else
+    return absl::InvalidArgumentError(
+        absl::StrCat("--backend='", backend, "': expected cpu, cuda or auto"));
+  sim_options.threads = absl::GetFlag(FLAGS_threads);
+  absl::StatusOr<std::unique_ptr<Simulator>> sim = Simulator::Create(sim_options);
+  if (!sim.ok()) return sim.status();
+  absl::StatusOr<std::vector<WorldId>> worlds = (*sim)->CreateWorlds(*model, world_count);
+  if (!worlds.ok()) return worlds.status();
+
+  std::unique_ptr<TrajectoryWriter> trajectory;
+  std::string trajectory_path = absl::GetFlag(FLAGS_trajectory);
+  if (!trajectory_path.empty()) {
+    absl::StatusOr<std::unique_ptr<TrajectoryWriter>> opened =
+        TrajectoryWriter::Open(trajectory_path, **model);
+    if (!opened.ok()) return opened.status();
+    trajectory = std::move(*opened);
+  }
+  auto record = [&](uint64_t step) -> absl::Status {
+    if (!trajectory) return absl::OkStatus();
+    absl::StatusOr<BodyState> bodies = (*sim)->GetBodyState(worlds->front());
+    if (!bodies.ok()) return bodies.status();
+    absl::StatusOr<JointState> joints = (*sim)->GetJointState(worlds->front());
+    if (!joints.ok()) return joints.status();
+    trajectory->Append(step, static_cast<Real>(step) * (*model)->desc().options.timestep, *bodies,
+                       *joints);
+    return absl::OkStatus();
+  };
+  absl::Status status = record(0);
+  if (!status.ok()) return status;
+
+  const std::vector<ActuatorDesc>& actuators = (*model)->desc().actuators;
+  std::mt19937_64 rng(absl::GetFlag(FLAGS_seed));
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  std::vector<Real> ctrl(actuators.size());
+  bool show_progress = absl::GetFlag(FLAGS_progress) || ::isatty(STDERR_FILENO);
+  int progress_every = std::max(1, steps / 100);
+
+  double newton = 0, cr = 0, contacts = 0, rows = 0;
+  int64_t not_converged = 0, non_finite = 0, overflow = 0;
+  double step_seconds = 0;
+  bool report_speed = absl::GetFlag(FLAGS_report_speed);
+  double max_speed = 0;
+  for (int s = 0; s < steps; ++s) {
+    auto start = std::chrono::steady_clock::now();
+    if (noise > 0 && !actuators.empty()) {
+      for (WorldId w : *worlds) {
+        for (size_t a = 0; a < actuators.size(); ++a) {
+          const ActuatorDesc& act = actuators[a];
+          double center = act.ctrl_limited ? 0.5 * (act.ctrl_min + act.ctrl_max) : 0.0;
+          double radius = act.ctrl_limited ? 0.5 * (act.ctrl_max - act.ctrl_min) : 1.0;
+          ctrl[a] = static_cast<Real>(center + noise * radius * uniform(rng));
+          if (act.ctrl_limited) ctrl[a] = std::min(std::max(ctrl[a], act.ctrl_min), act.ctrl_max);
+        }
+        status = (*sim)->SetControls(w, ctrl);
+        if (!status.ok()) return status;
+      }
+    }
+    status = (*sim)->StepAll(1);
+    if (!status.ok()) return status;
+    step_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    // Statistics and the trajectory are read outside the timed region.
+    for (WorldId w : *worlds) {
+      absl::StatusOr<WorldStats> stats = (*sim)->GetStats(w);
+      if (!stats.ok()) return stats.status();
+      newton += stats->newton_iterations;
+      cr += stats->cr_iterations;
+      contacts += stats->contact_count;
+      rows += stats->constraint_rows;
+      not_converged += (stats->flags & kWorldNotConverged) != 0;
+      non_finite += (stats->flags & kWorldNonFinite) != 0;
+      overflow += (stats->flags & kWorldContactOverflow) != 0;
+      if (report_speed) {
+        absl::StatusOr<BodyState> state = (*sim)->GetBodyState(w);
+        if (!state.ok()) return state.status();
+        for (size_t b = 0; b + 5 < state->velocity.size(); b += 6) {
+          const Real* v = &state->velocity[b];
+          double speed = std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+          // A NaN, once seen, stays the reported maximum.
+          if (std::isnan(speed) || (!std::isnan(max_speed) && speed > max_speed)) max_speed = speed;
+        }
+      }
+    }
+    status = record(static_cast<uint64_t>(s) + 1);
+    if (!status.ok()) return status;
+    if (show_progress && (s + 1 == steps || (s + 1) % progress_every == 0))
+      DrawProgress(s + 1, steps);
+  }
+  if (trajectory) {
+    status = trajectory->Close();
+    if (!status.ok()) return status;
+  }
+
+  double world_steps = static_cast<double>(steps) * world_count;
+  double h = (*model)->desc().options.timestep;
+  double per_step = world_steps > 0 ? 1.0 / world_steps : 0.0;
+  std::printf("model               : %s (%d bodies, %d joints, %d dofs, %d actuators, %d shapes)\n",
+              path.c_str(), (*model)->body_count(), (*model)->joint_count(),
+              (*model)->joint_dof_count(), (*model)->actuator_count(), (*model)->shape_count());
+  std::printf("backend             : %s, %d worlds, %d steps, dt = %g s, noise = %g\n",
+              BackendName((*sim)->backend()), world_count, steps, h, noise);
+  std::printf("wall time           : %.3f s\n", step_seconds);
+  std::printf("steps per second    : %.0f world-steps/s\n",
+              step_seconds > 0 ? world_steps / step_seconds : 0.0);
+  std::printf("realtime factor     : %.2f simulated s per wall s\n",
+              step_seconds > 0 ? world_steps * h / step_seconds : 0.0);
+  std::printf("newton iterations   : %.2f per step\n", newton * per_step);
+  std::printf("cr iterations       : %.2f per step\n", cr * per_step);
+  std::printf("contacts            : %.2f per step\n", contacts * per_step);
+  std::printf("constraint rows     : %.2f per step\n", rows * per_step);
+  std::printf("not converged       : %lld world-steps\n", static_cast<long long>(not_converged));
+  std::printf("non-finite          : %lld world-steps\n", static_cast<long long>(non_finite));
+  std::printf("contact overflow    : %lld world-steps\n", static_cast<long long>(overflow));
+  if (report_speed) std::printf("max body speed      : %g m/s\n", max_speed);
+  if (trajectory) {
+    std::printf("trajectory          : %s (%zu columns)\n", trajectory_path.c_str(),
+                trajectory->columns().size());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace axion
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Steps many worlds of an MJCF or URDF model and reports throughput.\n"
+      "  axion-sim --model=FILE [--worlds=W] [--steps=N] [--noise=0.01] [--backend=cpu|cuda|auto]\n"
+      "            [--timestep=DT] [--threads=T] [--trajectory=out.csv|out.npy] [--progress]");
+  absl::ParseCommandLine(argc, argv);
+  absl::Status status = axion::Run();
+  if (!status.ok()) {
+    std::fprintf(stderr, "axion-sim: %s\n", std::string(status.message()).c_str());
+    return 1;
+  }
+  return 0;
+}

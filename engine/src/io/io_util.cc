@@ -1,0 +1,366 @@
+#include "io/io_util.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+
+namespace axion::io {
+
+void Warnings::Add(const std::string& key, const std::string& message) {
+  auto [it, inserted] = entries_.try_emplace(key);
+  if (inserted) {
+    it->second.message = message;
+    order_.push_back(key);
+  }
+  ++it->second.count;
+}
+
+std::vector<std::string> Warnings::Lines() const {
+  std::vector<std::string> lines;
+  for (const std::string& key : order_) {
+    const Entry& e = entries_.at(key);
+    lines.push_back(e.count > 1 ? absl::StrCat(e.message, " (", e.count, " occurrences)")
+                                : e.message);
+  }
+  return lines;
+}
+
+bool ParseReals(std::string_view text, std::vector<Real>* values) {
+  values->clear();
+  size_t i = 0;
+  auto separator = [](char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ',';
+  };
+  while (i < text.size()) {
+    while (i < text.size() && separator(text[i])) ++i;
+    if (i == text.size()) break;
+    size_t start = i;
+    while (i < text.size() && !separator(text[i])) ++i;
+    // strtod needs a terminated copy.
+    std::string copy(text.substr(start, i - start));
+    char* end = nullptr;
+    double v = std::strtod(copy.c_str(), &end);
+    if (end != copy.c_str() + copy.size() || !std::isfinite(v)) return false;
+    values->push_back(static_cast<Real>(v));
+  }
+  return true;
+}
+
+Pose ComposePose(const Pose& a, const Pose& b) {
+  return {a.pos + rotate(a.quat, b.pos), quat_normalized(a.quat * b.quat)};
+}
+
+Pose InversePose(const Pose& a) {
+  Quat inv = conjugate(a.quat);
+  return {-rotate(inv, a.pos), inv};
+}
+
+Quat QuatFromMatrix(const Mat33& r) {
+  // Shepperd's method: pick the largest of the four squared components for stability.
+  Real trace = r(0, 0) + r(1, 1) + r(2, 2);
+  Quat q;
+  if (trace > 0) {
+    Real s = std::sqrt(trace + 1) * 2;
+    q = {s / 4, (r(2, 1) - r(1, 2)) / s, (r(0, 2) - r(2, 0)) / s, (r(1, 0) - r(0, 1)) / s};
+  } else if (r(0, 0) > r(1, 1) && r(0, 0) > r(2, 2)) {
+    Real s = std::sqrt(1 + r(0, 0) - r(1, 1) - r(2, 2)) * 2;
+    q = {(r(2, 1) - r(1, 2)) / s, s / 4, (r(0, 1) + r(1, 0)) / s, (r(0, 2) + r(2, 0)) / s};
+  } else if (r(1, 1) > r(2, 2)) {
+    Real s = std::sqrt(1 + r(1, 1) - r(0, 0) - r(2, 2)) * 2;
+    q = {(r(0, 2) - r(2, 0)) / s, (r(0, 1) + r(1, 0)) / s, s / 4, (r(1, 2) + r(2, 1)) / s};
+  } else {
+    Real s = std::sqrt(1 + r(2, 2) - r(0, 0) - r(1, 1)) * 2;
+    q = {(r(1, 0) - r(0, 1)) / s, (r(0, 2) + r(2, 0)) / s, (r(1, 2) + r(2, 1)) / s, s / 4};
+  }
+  if (q.w < 0) q = {-q.w, -q.x, -q.y, -q.z};
+  return quat_normalized(q);
+}
+
+Quat QuatFromZAxis(Vec3 z) {
+  // Same construction as MuJoCo (axis = z0 x z, angle = atan2(|z0 x z|, z.z)), so capsule
+  // frames built from `fromto` match MuJoCo's to the last bit where it matters.
+  Vec3 axis = cross(Vec3{0, 0, 1}, z);
+  Real s = norm(axis);
+  if (s < Real(1e-10)) {
+    axis = {1, 0, 0};
+  } else {
+    axis = (Real(1) / s) * axis;
+  }
+  Real angle = std::atan2(s, z.z);
+  Real sh = std::sin(angle / 2);
+  return {std::cos(angle / 2), sh * axis.x, sh * axis.y, sh * axis.z};
+}
+
+Quat QuatFromXAxis(Vec3 x) {
+  Vec3 a = normalized(x);
+  Vec3 axis = cross(Vec3{1, 0, 0}, a);
+  Real s = norm(axis);
+  if (s < Real(1e-12)) {
+    if (a.x > 0) return Quat{};
+    return Quat{0, 0, 0, 1};  // half turn about z maps +x to -x
+  }
+  return quat_from_axis_angle(axis, std::atan2(s, a.x));
+}
+
+Quat QuatFromRpy(Vec3 rpy) {
+  Quat qx = quat_from_axis_angle({1, 0, 0}, rpy.x);
+  Quat qy = quat_from_axis_angle({0, 1, 0}, rpy.y);
+  Quat qz = quat_from_axis_angle({0, 0, 1}, rpy.z);
+  return quat_normalized(qz * qy * qx);
+}
+
+Mat33 RotateTensor(Quat q, const Mat33& inertia) {
+  Mat33 r = quat_to_mat(q);
+  return r * inertia * transpose(r);
+}
+
+Mat33 PointMassTensor(Real mass, Vec3 d) {
+  Mat33 t;
+  Real dd = dot(d, d);
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) t(i, j) = mass * ((i == j ? dd : Real(0)) - d[i] * d[j]);
+  }
+  return t;
+}
+
+Real ShapeVolume(MassShape shape, Vec3 s) {
+  constexpr Real kPi = Real(3.14159265358979323846);
+  switch (shape) {
+    case MassShape::kSphere:
+      return Real(4) / 3 * kPi * s.x * s.x * s.x;
+    case MassShape::kCapsule:
+      return kPi * (s.x * s.x * 2 * s.y + s.x * s.x * s.x * Real(4) / 3);
+    case MassShape::kCylinder:
+      return kPi * s.x * s.x * 2 * s.y;
+    case MassShape::kBox:
+      return 8 * s.x * s.y * s.z;
+    case MassShape::kEllipsoid:
+      return Real(4) / 3 * kPi * s.x * s.y * s.z;
+  }
+  return 0;
+}
+
+Vec3 ShapeUnitInertia(MassShape shape, Vec3 s) {
+  switch (shape) {
+    case MassShape::kSphere: {
+      Real i = Real(2) / 5 * s.x * s.x;
+      return {i, i, i};
+    }
+    case MassShape::kCapsule: {
+      // Cylinder plus two hemispheres whose inertia is moved to the capsule centre, with each
+      // part's mass in proportion to its volume (MuJoCo's formula).
+      Real r = s.x, h = 2 * s.y;
+      Real sphere = 4 * r / (4 * r + 3 * h);
+      Real cylinder = 1 - sphere;
+      Real sphere_inertia = Real(2) / 5 * sphere * r * r;
+      Real ixx =
+          cylinder * (3 * r * r + h * h) / 12 + sphere_inertia + sphere * h * (3 * r + 2 * h) / 8;
+      Real izz = cylinder * r * r / 2 + sphere_inertia;
+      return {ixx, ixx, izz};
+    }
+    case MassShape::kCylinder: {
+      Real r = s.x, h = 2 * s.y;
+      Real ixx = (3 * r * r + h * h) / 12;
+      return {ixx, ixx, r * r / 2};
+    }
+    case MassShape::kBox:
+      return {(s.y * s.y + s.z * s.z) / 3, (s.x * s.x + s.z * s.z) / 3,
+              (s.x * s.x + s.y * s.y) / 3};
+    case MassShape::kEllipsoid:
+      return {(s.y * s.y + s.z * s.z) / 5, (s.x * s.x + s.z * s.z) / 5,
+              (s.x * s.x + s.y * s.y) / 5};
+  }
+  return {};
+}
+
+std::vector<Vec3> EllipsoidHullPoints(Vec3 radii, int rings, int segments) {
+  constexpr Real kPi = Real(3.14159265358979323846);
+  std::vector<Vec3> points;
+  points.push_back({0, 0, radii.z});
+  points.push_back({0, 0, -radii.z});
+  for (int i = 1; i < rings; ++i) {
+    Real theta = kPi * i / rings;
+    for (int j = 0; j < segments; ++j) {
+      Real phi = 2 * kPi * j / segments;
+      points.push_back({radii.x * std::sin(theta) * std::cos(phi),
+                        radii.y * std::sin(theta) * std::sin(phi), radii.z * std::cos(theta)});
+    }
+  }
+  return points;
+}
+
+namespace {
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+absl::StatusOr<std::vector<Vec3>> ParseStl(const std::string& path, const std::string& bytes) {
+  std::vector<Vec3> points;
+  bool binary = false;
+  if (bytes.size() >= 84) {
+    uint32_t count = 0;
+    std::memcpy(&count, bytes.data() + 80, 4);
+    binary = bytes.size() == 84 + 50 * static_cast<size_t>(count);
+  }
+  if (binary) {
+    uint32_t count = 0;
+    std::memcpy(&count, bytes.data() + 80, 4);
+    for (uint32_t t = 0; t < count; ++t) {
+      const char* tri = bytes.data() + 84 + 50 * static_cast<size_t>(t);
+      for (int v = 0; v < 3; ++v) {
+        float xyz[3];
+        std::memcpy(xyz, tri + 12 + 12 * v, 12);  // after the facet normal
+        points.push_back({xyz[0], xyz[1], xyz[2]});
+      }
+    }
+    return points;
+  }
+  if (bytes.compare(0, 5, "solid") != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("mesh '", path,
+                     "': neither a binary STL (size does not match its triangle count) nor "
+                     "an ASCII STL (no 'solid' header)"));
+  }
+  std::istringstream in(bytes);
+  std::string line;
+  int line_number = 0;
+  while (std::getline(in, line)) {
+    ++line_number;
+    absl::string_view text = absl::StripAsciiWhitespace(line);
+    if (text.substr(0, 6) != "vertex") continue;
+    std::vector<Real> xyz;
+    if (!ParseReals(std::string(text.substr(6)), &xyz) || xyz.size() != 3) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("mesh '", path, "' line ", line_number, ": bad vertex '", text, "'"));
+    }
+    points.push_back({xyz[0], xyz[1], xyz[2]});
+  }
+  return points;
+}
+
+absl::StatusOr<std::vector<Vec3>> ParseObj(const std::string& path, const std::string& bytes) {
+  std::vector<Vec3> points;
+  std::istringstream in(bytes);
+  std::string line;
+  int line_number = 0;
+  while (std::getline(in, line)) {
+    ++line_number;
+    absl::string_view text = absl::StripAsciiWhitespace(line);
+    if (text.size() < 2 || text[0] != 'v' || (text[1] != ' ' && text[1] != '\t')) continue;
+    std::vector<Real> xyz;
+    // "v x y z [w]" or "v x y z r g b": the first three numbers are the position.
+    if (!ParseReals(std::string(text.substr(2)), &xyz) || xyz.size() < 3) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("mesh '", path, "' line ", line_number, ": bad vertex '", text, "'"));
+    }
+    points.push_back({xyz[0], xyz[1], xyz[2]});
+  }
+  return points;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Vec3>> LoadMeshVertices(const std::string& path, Vec3 scale) {
+  std::string lower = Lower(path);
+  if (!EndsWith(lower, ".stl") && !EndsWith(lower, ".obj")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("mesh '", path, "': unsupported format (STL and OBJ are supported)"));
+  }
+  absl::StatusOr<std::string> bytes = ReadFile(path);
+  if (!bytes.ok()) return bytes.status();
+  absl::StatusOr<std::vector<Vec3>> raw =
+      EndsWith(lower, ".stl") ? ParseStl(path, *bytes) : ParseObj(path, *bytes);
+  if (!raw.ok()) return raw.status();
+  std::set<std::tuple<Real, Real, Real>> seen;
+  std::vector<Vec3> points;
+  for (Vec3 p : *raw) {
+    Vec3 s = cwise_mul(p, scale);
+    if (seen.insert({s.x, s.y, s.z}).second) points.push_back(s);
+  }
+  if (points.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("mesh '", path, "' has no vertices"));
+  }
+  return points;
+}
+
+bool PointsSpanVolume(const std::vector<Vec3>& points) {
+  if (points.size() < 4) return false;
+  // Scale-aware tolerance from the bounding box diagonal.
+  Vec3 lo = points[0], hi = points[0];
+  for (Vec3 p : points) {
+    for (int k = 0; k < 3; ++k) {
+      lo[k] = std::min(lo[k], p[k]);
+      hi[k] = std::max(hi[k], p[k]);
+    }
+  }
+  Real extent = norm(hi - lo);
+  if (extent <= 0) return false;
+  Real eps = Real(1e-9) * extent;
+  // Farthest point from p0, then from the line, then from the plane.
+  Vec3 p0 = points[0];
+  size_t i1 = 0;
+  for (size_t i = 0; i < points.size(); ++i) {
+    if (norm(points[i] - p0) > norm(points[i1] - p0)) i1 = i;
+  }
+  Vec3 d = normalized(points[i1] - p0);
+  size_t i2 = 0;
+  Real best = 0;
+  for (size_t i = 0; i < points.size(); ++i) {
+    Real dist = norm(cross(points[i] - p0, d));
+    if (dist > best) best = dist, i2 = i;
+  }
+  if (best <= eps) return false;
+  Vec3 n = normalized(cross(points[i1] - p0, points[i2] - p0));
+  for (Vec3 p : points) {
+    if (std::abs(dot(p - p0, n)) > eps) return true;
+  }
+  return false;
+}
+
+std::string JoinPath(const std::string& dir, const std::string& file) {
+  if (dir.empty() || (!file.empty() && file[0] == '/')) return file;
+  if (dir.back() == '/') return dir + file;
+  return dir + "/" + file;
+}
+
+std::string DirName(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return "";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+bool FileExists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open file '", path, "'"));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+}  // namespace axion::io

@@ -1,0 +1,83 @@
+// Helpers shared by the MJCF and URDF importers: warning bookkeeping, number parsing, frame
+// math, MuJoCo's shape mass formulas and mesh loading.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "axion/math.h"
+#include "axion/model.h"
+
+namespace axion::io {
+
+// Collects warnings, one line per distinct key, counting repeats so that a model with a
+// hundred geoms carrying `solimp` gives one line, not a hundred.
+class Warnings {
+ public:
+  void Add(const std::string& key, const std::string& message);
+  std::vector<std::string> Lines() const;
+
+ private:
+  struct Entry {
+    std::string message;
+    int count = 0;
+  };
+  std::vector<std::string> order_;
+  std::map<std::string, Entry> entries_;
+};
+
+// Parses whitespace-separated reals. False when a token is not a finite number.
+bool ParseReals(std::string_view text, std::vector<Real>* values);
+
+// Frame helpers.
+Pose ComposePose(const Pose& a, const Pose& b);  // a * b
+Pose InversePose(const Pose& a);
+Quat QuatFromMatrix(const Mat33& r);  // r: orthonormal, det +1
+Quat QuatFromZAxis(Vec3 z);           // MuJoCo's mjuu_z2quat: rotates +z onto z
+Quat QuatFromXAxis(Vec3 x);           // shortest arc rotating +x onto x
+// Roll-pitch-yaw about fixed axes (URDF): R = Rz(yaw) Ry(pitch) Rx(roll).
+Quat QuatFromRpy(Vec3 rpy);
+// Rotates a tensor given in frame q into the parent frame: R I R^T.
+Mat33 RotateTensor(Quat q, const Mat33& inertia);
+// Inertia of a point mass m at offset d about the origin: m (|d|^2 I - d d^T).
+Mat33 PointMassTensor(Real mass, Vec3 d);
+
+// Volume and principal inertia (about the centre, per unit mass, in the shape frame) of a
+// MuJoCo geom, by MuJoCo's formulas. `size` follows MuJoCo's geom size convention.
+enum class MassShape { kSphere, kCapsule, kCylinder, kBox, kEllipsoid };
+Real ShapeVolume(MassShape shape, Vec3 size);
+Vec3 ShapeUnitInertia(MassShape shape, Vec3 size);
+
+// Points on an ellipsoid's surface (rings x segments grid plus poles), for its hull.
+std::vector<Vec3> EllipsoidHullPoints(Vec3 radii, int rings, int segments);
+
+// Vertices of an STL (binary or ASCII) or OBJ mesh file, multiplied by `scale`, duplicates
+// removed. Errors name the file and what is wrong with it.
+absl::StatusOr<std::vector<Vec3>> LoadMeshVertices(const std::string& path, Vec3 scale);
+// True when the points span a volume (at least 4 points, not all coplanar).
+bool PointsSpanVolume(const std::vector<Vec3>& points);
+
+std::string JoinPath(const std::string& dir, const std::string& file);
+std::string DirName(const std::string& path);
+bool FileExists(const std::string& path);
+absl::StatusOr<std::string> ReadFile(const std::string& path);
+
+}  // namespace axion::io
+
+// Status plumbing for the parsers (abseil of this vintage has no public macro for it).
+#define AXION_IO_CONCAT_INNER(a, b) a##b
+#define AXION_IO_CONCAT(a, b) AXION_IO_CONCAT_INNER(a, b)
+#define AXION_IO_ASSIGN_OR_RETURN(lhs, expr) \
+  AXION_IO_ASSIGN_OR_RETURN_IMPL(AXION_IO_CONCAT(status_or_, __LINE__), lhs, expr)
+#define AXION_IO_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
+  auto tmp = (expr);                                   \
+  if (!tmp.ok()) return tmp.status();                  \
+  lhs = std::move(*tmp)
+#define AXION_IO_RETURN_IF_ERROR(expr) \
+  do {                                 \
+    absl::Status status_ = (expr);     \
+    if (!status_.ok()) return status_; \
+  } while (0)

@@ -1,0 +1,1415 @@
+// MJCF importer. The file is read in three passes: (1) XML, <include> expansion, <compiler>
+// and <default> classes; (2) the body tree into an intermediate description that mirrors MJCF
+// (bodies with their joints, geoms and inertia in body frames); (3) conversion of that tree to
+// Axion's maximal coordinates by the rules documented in axion/mjcf.h.
+#include "axion/mjcf.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "io/io_util.h"
+#include "tinyxml2.h"
+
+namespace axion {
+namespace {
+
+using tinyxml2::XMLDocument;
+using tinyxml2::XMLElement;
+
+constexpr Real kPi = Real(3.14159265358979323846);
+constexpr int kMaxIncludeDepth = 16;
+constexpr Real kAxisTolerance = Real(1e-9);    // |dot| of axes treated as orthogonal
+constexpr Real kAnchorTolerance = Real(1e-9);  // (m) anchors treated as coincident
+
+// Attributes each element understands; anything else is reported once per (element, name).
+const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
+  static const auto* table = new std::map<std::string, std::set<std::string>>{
+      {"compiler", {"angle", "inertiafromgeom", "eulerseq", "coordinate", "autolimits"}},
+      {"option", {"timestep", "gravity"}},
+      {"body", {"name", "childclass", "pos", "quat", "axisangle", "euler", "xyaxes", "zaxis"}},
+      {"inertial",
+       {"pos", "quat", "axisangle", "euler", "xyaxes", "zaxis", "mass", "diaginertia",
+        "fullinertia"}},
+      {"joint",
+       {"name", "class", "type", "pos", "axis", "range", "limited", "stiffness", "damping",
+        "armature", "ref", "springref"}},
+      {"freejoint", {"name"}},
+      {"geom",
+       {"name", "class", "type", "size", "fromto", "pos", "quat", "axisangle", "euler", "xyaxes",
+        "zaxis", "density", "mass", "friction", "contype", "conaffinity"}},
+      {"motor", {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited"}},
+      {"position", {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "kp", "kv"}},
+      {"velocity", {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "kv"}},
+  };
+  return *table;
+}
+
+// Defaults of one class: element kind -> attribute -> value. Actuator shortcuts (motor,
+// position, velocity, general) share one set, as in MuJoCo, where they all set the defaults of
+// the underlying general actuator.
+struct DefaultClass {
+  std::map<std::string, std::map<std::string, std::string>> attributes;
+};
+
+std::string DefaultKind(const std::string& tag) {
+  if (tag == "motor" || tag == "position" || tag == "velocity" || tag == "general" ||
+      tag == "cylinder" || tag == "muscle" || tag == "damper" || tag == "intvelocity" ||
+      tag == "adhesion") {
+    return "actuator";
+  }
+  return tag;
+}
+
+// An element with its class defaults applied: the attribute values the element means.
+struct Elem {
+  const XMLElement* xml = nullptr;
+  std::string tag;
+  std::string name;
+  std::string where;  // "file:line"
+  std::map<std::string, std::string> attrs;
+  std::set<std::string> own;  // attributes written on the element itself
+
+  bool Has(const std::string& key) const { return attrs.count(key) > 0; }
+  std::string Str(const std::string& key, const std::string& fallback = "") const {
+    auto it = attrs.find(key);
+    return it == attrs.end() ? fallback : it->second;
+  }
+  std::string Describe() const {
+    return name.empty() ? absl::StrCat(where, ": ", tag)
+                        : absl::StrCat(where, ": ", tag, " '", name, "'");
+  }
+  absl::Status Error(const std::string& key, const std::string& problem) const {
+    if (key.empty()) return absl::InvalidArgumentError(absl::StrCat(Describe(), ": ", problem));
+    return absl::InvalidArgumentError(
+        absl::StrCat(Describe(), ": attribute '", key, "': ", problem));
+  }
+  // Reads between min_count and max_count reals; absent: `fallback`.
+  absl::StatusOr<std::vector<Real>> Reals(const std::string& key, size_t min_count,
+                                          size_t max_count, std::vector<Real> fallback = {}) const {
+    auto it = attrs.find(key);
+    if (it == attrs.end()) return fallback;
+    std::vector<Real> values;
+    if (!io::ParseReals(it->second, &values)) {
+      return Error(key, absl::StrCat("'", it->second, "' is not a list of finite numbers"));
+    }
+    if (values.size() < min_count || values.size() > max_count) {
+      return Error(key, min_count == max_count
+                            ? absl::StrCat("expected ", min_count, " numbers, got ", values.size())
+                            : absl::StrCat("expected ", min_count, " to ", max_count,
+                                           " numbers, got ", values.size()));
+    }
+    return values;
+  }
+  absl::StatusOr<Real> Real1(const std::string& key, Real fallback) const {
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> v, Reals(key, 1, 1, {fallback}));
+    return v[0];
+  }
+  absl::StatusOr<Vec3> Vec(const std::string& key, Vec3 fallback) const {
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> v,
+                              Reals(key, 3, 3, {fallback.x, fallback.y, fallback.z}));
+    return Vec3{v[0], v[1], v[2]};
+  }
+  absl::StatusOr<bool> Bool(const std::string& key, bool fallback) const {
+    auto it = attrs.find(key);
+    if (it == attrs.end()) return fallback;
+    if (it->second == "true") return true;
+    if (it->second == "false") return false;
+    return Error(key, absl::StrCat("'", it->second, "' is not 'true' or 'false'"));
+  }
+  absl::StatusOr<int> Int(const std::string& key, int fallback) const {
+    AXION_IO_ASSIGN_OR_RETURN(Real v, Real1(key, fallback));
+    if (v != std::floor(v) || v < 0 || v > Real(std::numeric_limits<int>::max())) {
+      return Error(key, absl::StrCat("'", Str(key), "' is not a non-negative integer"));
+    }
+    return static_cast<int>(v);
+  }
+};
+
+enum class JointKind { kHinge, kSlide, kBall, kFree };
+
+struct MjJoint {
+  std::string name;
+  std::string where;
+  JointKind kind = JointKind::kHinge;
+  Vec3 pos;
+  Vec3 axis{0, 0, 1};  // unit
+  bool limited = false;
+  Real range[2] = {0, 0};
+  Real stiffness = 0, damping = 0, armature = 0, ref = 0, springref = 0;
+};
+
+struct MjGeom {
+  std::string name;
+  std::string where;
+  ShapeType type = ShapeType::kSphere;
+  Vec3 size;                   // Axion convention
+  std::vector<Vec3> vertices;  // ellipsoid hull
+  Pose pose;                   // in the owning body's frame
+  Real mass = 0;
+  Mat33 inertia;          // about the geom centre, in the body frame (kg m^2)
+  bool has_mass = false;  // planes have none
+  Real friction = 1;
+  int contype = 1, conaffinity = 1;
+};
+
+struct MjBody {
+  std::string name;
+  std::string where;
+  int parent = -1;  // index into bodies; -1 = world
+  Pose local;       // in the parent frame
+  Pose world;       // at qpos0
+  std::vector<MjJoint> joints;
+  std::vector<MjGeom> geoms;
+  bool has_inertial = false;
+  Real inertial_mass = 0;
+  Vec3 inertial_com;
+  Mat33 inertial_tensor;
+  // Resolved mass properties.
+  Real mass = 0;
+  Vec3 com;
+  Mat33 inertia;
+  bool free = false;
+  bool moving = false;  // a joint on it or on an ancestor
+};
+
+class MjcfLoader {
+ public:
+  explicit MjcfLoader(const MjcfOptions& options) : options_(options) {}
+
+  absl::StatusOr<ImportResult> Load(std::string_view xml, const std::string& file,
+                                    const std::string& base_dir);
+
+ private:
+  // --- XML and includes ---
+  absl::StatusOr<XMLDocument*> Parse(std::string_view xml, const std::string& file);
+  std::string Where(const XMLElement* e) const;
+  absl::Status Children(const XMLElement* e, std::vector<const XMLElement*>* out, int depth);
+  Elem Resolve(const XMLElement* e, const std::string& class_name);
+  void WarnUnsupportedAttributes(const Elem& e);
+  void WarnElement(const XMLElement* e, const std::string& context, const std::string& reason);
+
+  // --- sections ---
+  absl::Status ParseCompiler(const XMLElement* e);
+  absl::Status ParseOption(const XMLElement* e);
+  absl::Status ParseDefault(const XMLElement* e, const std::string& class_name,
+                            const std::string& parent_class);
+  absl::Status ParseWorld(const XMLElement* e);
+  absl::Status ParseBody(const XMLElement* e, int parent, const std::string& childclass);
+  absl::Status ParseGeom(const XMLElement* e, const std::string& class_name, MjGeom* geom);
+  absl::Status ParseJoint(const XMLElement* e, const std::string& class_name, int body,
+                          MjJoint* joint);
+  absl::Status ParseInertial(const XMLElement* e, MjBody* body);
+  absl::Status ParseActuators(const XMLElement* e);
+  absl::StatusOr<Quat> Orientation(const Elem& e);
+  Real Angle(Real value) const { return degrees_ ? value * kPi / 180 : value; }
+
+  // --- conversion ---
+  absl::Status ComputeMass();
+  absl::Status Convert();
+  absl::Status ConvertJoints(int b, int parent_body);
+  void CheckCollisionRules();
+  bool EncodeExclusions(const std::set<std::pair<int, int>>& exclude);
+
+  const MjcfOptions& options_;
+  io::Warnings warnings_;
+  std::string base_dir_;
+  std::vector<std::unique_ptr<XMLDocument>> docs_;
+  std::map<const XMLDocument*, std::string> doc_file_;
+
+  // <compiler>
+  bool degrees_ = true;
+  std::string eulerseq_ = "xyz";
+  std::string inertiafromgeom_ = "auto";
+  bool autolimits_ = false;
+
+  std::map<std::string, DefaultClass> classes_;
+  std::vector<MjGeom> world_geoms_;
+  std::vector<MjBody> bodies_;
+  std::vector<const XMLElement*> actuator_sections_;
+
+  ImportResult result_;
+  std::vector<int> axion_body_;  // per MJCF body: its Axion body, or kWorldBody
+  std::vector<Pose> offset_;     // per MJCF body: its frame in that Axion body's frame
+  std::map<std::string, std::pair<int, int>> joint_target_;  // MJCF joint -> (joint, dof)
+  std::set<std::string> joint_names_;
+  std::map<std::string, JointKind> joint_kind_;
+  std::map<std::string, const MjJoint*> joint_by_name_;
+};
+
+absl::StatusOr<XMLDocument*> MjcfLoader::Parse(std::string_view xml, const std::string& file) {
+  auto doc = std::make_unique<XMLDocument>();
+  if (doc->Parse(xml.data(), xml.size()) != tinyxml2::XML_SUCCESS) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ":", doc->ErrorLineNum(), ": malformed XML: ", doc->ErrorStr()));
+  }
+  XMLDocument* raw = doc.get();
+  doc_file_[raw] = file;
+  docs_.push_back(std::move(doc));
+  return raw;
+}
+
+std::string MjcfLoader::Where(const XMLElement* e) const {
+  auto it = doc_file_.find(e->GetDocument());
+  return absl::StrCat(it == doc_file_.end() ? "<xml>" : it->second, ":", e->GetLineNum());
+}
+
+// The children of `e` with every <include> replaced by the children of the included file's
+// root, recursively, so each section reads as if the files were one.
+absl::Status MjcfLoader::Children(const XMLElement* e, std::vector<const XMLElement*>* out,
+                                  int depth) {
+  for (const XMLElement* c = e->FirstChildElement(); c; c = c->NextSiblingElement()) {
+    if (std::string(c->Name()) != "include") {
+      out->push_back(c);
+      continue;
+    }
+    const char* file = c->Attribute("file");
+    if (!file) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Where(c), ": include: missing attribute 'file'"));
+    }
+    if (depth >= kMaxIncludeDepth) {
+      return absl::InvalidArgumentError(absl::StrCat(Where(c), ": include: attribute 'file': '",
+                                                     file, "' nests includes deeper than ",
+                                                     kMaxIncludeDepth, " (recursive include?)"));
+    }
+    std::string path = io::JoinPath(base_dir_, file);
+    absl::StatusOr<std::string> text = io::ReadFile(path);
+    if (!text.ok()) {
+      return absl::NotFoundError(
+          absl::StrCat(Where(c), ": include: attribute 'file': cannot open '", path, "'"));
+    }
+    AXION_IO_ASSIGN_OR_RETURN(XMLDocument * doc, Parse(*text, path));
+    const XMLElement* root = doc->RootElement();
+    if (!root || std::string(root->Name()) != "mujoco") {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": included file must have a <mujoco> root element"));
+    }
+    AXION_IO_RETURN_IF_ERROR(Children(root, out, depth + 1));
+  }
+  return absl::OkStatus();
+}
+
+Elem MjcfLoader::Resolve(const XMLElement* e, const std::string& class_name) {
+  Elem out;
+  out.xml = e;
+  out.tag = e->Name();
+  out.where = Where(e);
+  std::string cls = class_name;
+  if (const char* c = e->Attribute("class")) cls = c;
+  auto class_it = classes_.find(cls);
+  if (class_it != classes_.end()) {
+    auto kind_it = class_it->second.attributes.find(DefaultKind(out.tag));
+    if (kind_it != class_it->second.attributes.end()) out.attrs = kind_it->second;
+  }
+  for (const tinyxml2::XMLAttribute* a = e->FirstAttribute(); a; a = a->Next()) {
+    out.attrs[a->Name()] = a->Value();
+    out.own.insert(a->Name());
+  }
+  out.name = out.Str("name");
+  return out;
+}
+
+void MjcfLoader::WarnUnsupportedAttributes(const Elem& e) {
+  const auto& table = SupportedAttributes();
+  auto it = table.find(e.tag);
+  for (const auto& [key, value] : e.attrs) {
+    if (it != table.end() && it->second.count(key)) continue;
+    warnings_.Add(absl::StrCat("attr:", e.tag, ":", key),
+                  absl::StrCat("<", e.tag, "> attribute '", key,
+                               "' is not supported and was ignored (first at ", e.Describe(), ")"));
+  }
+}
+
+void MjcfLoader::WarnElement(const XMLElement* e, const std::string& context,
+                             const std::string& reason) {
+  std::string tag = e->Name();
+  warnings_.Add(absl::StrCat("elem:", context, ":", tag),
+                absl::StrCat("element <", tag, "> in <", context, "> ", reason, " (first at ",
+                             Where(e), ")"));
+}
+
+absl::Status MjcfLoader::ParseCompiler(const XMLElement* xml) {
+  Elem e = Resolve(xml, "");
+  WarnUnsupportedAttributes(e);
+  std::string angle = e.Str("angle", degrees_ ? "degree" : "radian");
+  if (angle != "degree" && angle != "radian")
+    return e.Error("angle", "must be 'degree' or 'radian'");
+  degrees_ = angle == "degree";
+  inertiafromgeom_ = e.Str("inertiafromgeom", inertiafromgeom_);
+  if (inertiafromgeom_ != "auto" && inertiafromgeom_ != "true" && inertiafromgeom_ != "false") {
+    return e.Error("inertiafromgeom", "must be 'auto', 'true' or 'false'");
+  }
+  eulerseq_ = e.Str("eulerseq", eulerseq_);
+  if (eulerseq_.size() != 3 || eulerseq_.find_first_not_of("xyzXYZ") != std::string::npos) {
+    return e.Error("eulerseq", absl::StrCat("'", eulerseq_, "' is not three of xyzXYZ"));
+  }
+  std::string coordinate = e.Str("coordinate", "local");
+  if (coordinate != "local") {
+    return e.Error("coordinate",
+                   absl::StrCat("'", coordinate, "' is not supported (only 'local')"));
+  }
+  AXION_IO_ASSIGN_OR_RETURN(autolimits_, e.Bool("autolimits", autolimits_));
+  return absl::OkStatus();
+}
+
+absl::Status MjcfLoader::ParseOption(const XMLElement* xml) {
+  Elem e = Resolve(xml, "");
+  WarnUnsupportedAttributes(e);
+  SolverOptions& options = result_.model.options;
+  AXION_IO_ASSIGN_OR_RETURN(options.timestep, e.Real1("timestep", Real(0.002)));
+  if (!(options.timestep > 0)) return e.Error("timestep", "must be positive");
+  AXION_IO_ASSIGN_OR_RETURN(options.gravity, e.Vec("gravity", Vec3{0, 0, -9.81}));
+  for (const XMLElement* c = xml->FirstChildElement(); c; c = c->NextSiblingElement()) {
+    WarnElement(c, "option", "is not supported and was ignored");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MjcfLoader::ParseDefault(const XMLElement* e, const std::string& class_name,
+                                      const std::string& parent_class) {
+  if (classes_.count(class_name)) {
+    return absl::InvalidArgumentError(absl::StrCat(Where(e), ": default: attribute 'class': '",
+                                                   class_name, "' is defined twice"));
+  }
+  DefaultClass cls;
+  if (!parent_class.empty()) cls = classes_.at(parent_class);
+  std::vector<const XMLElement*> children;
+  AXION_IO_RETURN_IF_ERROR(Children(e, &children, 0));
+  std::vector<const XMLElement*> nested;
+  for (const XMLElement* c : children) {
+    std::string tag = c->Name();
+    if (tag == "default") {
+      nested.push_back(c);
+      continue;
+    }
+    auto& attrs = cls.attributes[DefaultKind(tag)];
+    for (const tinyxml2::XMLAttribute* a = c->FirstAttribute(); a; a = a->Next()) {
+      attrs[a->Name()] = a->Value();
+    }
+  }
+  classes_[class_name] = std::move(cls);
+  for (const XMLElement* c : nested) {
+    const char* name = c->Attribute("class");
+    if (!name) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Where(c), ": default: missing attribute 'class' (nested defaults need one)"));
+    }
+    AXION_IO_RETURN_IF_ERROR(ParseDefault(c, name, class_name));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Quat> MjcfLoader::Orientation(const Elem& e) {
+  static const char* kKeys[] = {"quat", "axisangle", "euler", "xyaxes", "zaxis"};
+  // The element's own specifier wins over one inherited from its class.
+  std::vector<std::string> own, inherited;
+  for (const char* k : kKeys) {
+    if (e.own.count(k))
+      own.push_back(k);
+    else if (e.Has(k))
+      inherited.push_back(k);
+  }
+  if (own.size() > 1) {
+    return e.Error(
+        own[1], absl::StrCat("conflicts with '", own[0], "': only one orientation may be given"));
+  }
+  std::string key = !own.empty() ? own[0] : (!inherited.empty() ? inherited[0] : "");
+  if (key.empty()) return Quat{};
+  if (key == "quat") {
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> q, e.Reals("quat", 4, 4));
+    Quat quat{q[0], q[1], q[2], q[3]};
+    if (quat_norm(quat) < Real(1e-12)) return e.Error("quat", "is zero");
+    return quat_normalized(quat);
+  }
+  if (key == "axisangle") {
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> a, e.Reals("axisangle", 4, 4));
+    Vec3 axis{a[0], a[1], a[2]};
+    if (norm(axis) < Real(1e-12)) return e.Error("axisangle", "axis is zero");
+    return quat_from_axis_angle(axis, Angle(a[3]));
+  }
+  if (key == "euler") {
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> a, e.Reals("euler", 3, 3));
+    Quat q;
+    for (int i = 0; i < 3; ++i) {
+      char c = eulerseq_[i];
+      Vec3 axis{0, 0, 0};
+      axis[(c == 'x' || c == 'X') ? 0 : (c == 'y' || c == 'Y') ? 1 : 2] = 1;
+      Quat r = quat_from_axis_angle(axis, Angle(a[i]));
+      // Lower case: rotations about the moving (intrinsic) axes; upper case: fixed axes.
+      q = (c >= 'a') ? q * r : r * q;
+    }
+    return quat_normalized(q);
+  }
+  if (key == "xyaxes") {
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> a, e.Reals("xyaxes", 6, 6));
+    Vec3 x = normalized(Vec3{a[0], a[1], a[2]});
+    Vec3 y{a[3], a[4], a[5]};
+    y = normalized(y - dot(x, y) * x);
+    Vec3 z = normalized(cross(x, y));
+    if (norm(x) < Real(0.5) || norm(y) < Real(0.5) || norm(z) < Real(0.5)) {
+      return e.Error("xyaxes", "axes are zero or parallel");
+    }
+    Mat33 r;
+    for (int i = 0; i < 3; ++i) {
+      r(i, 0) = x[i];
+      r(i, 1) = y[i];
+      r(i, 2) = z[i];
+    }
+    return io::QuatFromMatrix(r);
+  }
+  AXION_IO_ASSIGN_OR_RETURN(Vec3 z, e.Vec("zaxis", Vec3{0, 0, 1}));
+  if (norm(z) < Real(1e-12)) return e.Error("zaxis", "is zero");
+  return io::QuatFromZAxis(normalized(z));
+}
+
+absl::Status MjcfLoader::ParseGeom(const XMLElement* xml, const std::string& class_name,
+                                   MjGeom* geom) {
+  Elem e = Resolve(xml, class_name);
+  WarnUnsupportedAttributes(e);
+  geom->name = e.name;
+  geom->where = e.Describe();
+  std::string type = e.Str("type", "sphere");
+  AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> size, e.Reals("size", 0, 3, {}));
+  size.resize(3, 0);
+  Vec3 s{size[0], size[1], size[2]};
+  AXION_IO_ASSIGN_OR_RETURN(Vec3 pos, e.Vec("pos", Vec3{}));
+  AXION_IO_ASSIGN_OR_RETURN(Quat quat, Orientation(e));
+  if (e.Has("fromto")) {
+    if (type != "capsule" && type != "cylinder" && type != "box" && type != "ellipsoid") {
+      return e.Error("fromto", absl::StrCat("not allowed for type '", type, "'"));
+    }
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> ft, e.Reals("fromto", 6, 6));
+    Vec3 from{ft[0], ft[1], ft[2]}, to{ft[3], ft[4], ft[5]};
+    Vec3 d = to - from;
+    if (norm(d) < Real(1e-12)) return e.Error("fromto", "the two points coincide");
+    pos = Real(0.5) * (from + to);
+    quat = io::QuatFromZAxis(d);
+    if (type == "capsule" || type == "cylinder") {
+      s.y = Real(0.5) * norm(d);
+    } else {
+      // MuJoCo 2.2 makes fromto boxes and ellipsoids square in cross-section: size[0] twice.
+      s.y = s.x;
+      s.z = Real(0.5) * norm(d);
+    }
+  }
+  geom->pose = {pos, quat};
+
+  io::MassShape mass_shape = io::MassShape::kSphere;
+  auto need = [&](int count) -> absl::Status {
+    for (int i = 0; i < count; ++i) {
+      if (!(s[i] > 0)) {
+        return e.Error("size", absl::StrCat("type '", type, "' needs ", count,
+                                            " positive values, got '", e.Str("size"), "'"));
+      }
+    }
+    return absl::OkStatus();
+  };
+  if (type == "plane") {
+    geom->type = ShapeType::kPlane;
+    if (s.x > 0 || s.y > 0) {
+      warnings_.Add("finite-plane",
+                    absl::StrCat("finite plane ", geom->where, " is treated as an infinite plane"));
+    }
+  } else if (type == "sphere") {
+    AXION_IO_RETURN_IF_ERROR(need(1));
+    geom->type = ShapeType::kSphere;
+    geom->size = {s.x, 0, 0};
+    mass_shape = io::MassShape::kSphere;
+  } else if (type == "capsule" || type == "cylinder") {
+    AXION_IO_RETURN_IF_ERROR(need(2));
+    geom->type = type == "capsule" ? ShapeType::kCapsule : ShapeType::kCylinder;
+    geom->size = {s.x, s.y, 0};
+    mass_shape = type == "capsule" ? io::MassShape::kCapsule : io::MassShape::kCylinder;
+  } else if (type == "box") {
+    AXION_IO_RETURN_IF_ERROR(need(3));
+    geom->type = ShapeType::kBox;
+    geom->size = s;
+    mass_shape = io::MassShape::kBox;
+  } else if (type == "ellipsoid") {
+    AXION_IO_RETURN_IF_ERROR(need(3));
+    mass_shape = io::MassShape::kEllipsoid;
+    if (s.x == s.y && s.y == s.z) {
+      geom->type = ShapeType::kSphere;
+      geom->size = {s.x, 0, 0};
+    } else {
+      // Axion has no ellipsoid: a hull of 114 surface points is within 2% of its radii.
+      geom->type = ShapeType::kConvexHull;
+      geom->vertices = io::EllipsoidHullPoints(s, 8, 16);
+      warnings_.Add(
+          "ellipsoid",
+          absl::StrCat("ellipsoid ", geom->where, " collides as a convex hull of ",
+                       geom->vertices.size(), " surface points (mass properties are exact)"));
+    }
+  } else {
+    return e.Error("type", absl::StrCat("geom type '", type,
+                                        "' is not supported (plane, sphere, capsule, cylinder, "
+                                        "box, ellipsoid are)"));
+  }
+
+  if (geom->type != ShapeType::kPlane) {
+    Real volume = io::ShapeVolume(mass_shape, s);
+    if (e.Has("mass")) {
+      AXION_IO_ASSIGN_OR_RETURN(geom->mass, e.Real1("mass", 0));
+      if (geom->mass < 0) return e.Error("mass", absl::StrCat(geom->mass, " is negative"));
+    } else {
+      AXION_IO_ASSIGN_OR_RETURN(Real density, e.Real1("density", 1000));
+      if (density < 0) return e.Error("density", absl::StrCat(density, " is negative"));
+      geom->mass = density * volume;
+    }
+    geom->inertia =
+        io::RotateTensor(quat, mat33_diag(geom->mass * io::ShapeUnitInertia(mass_shape, s)));
+    geom->has_mass = true;
+  }
+  AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> friction, e.Reals("friction", 1, 3, {1}));
+  if (friction[0] < 0) return e.Error("friction", "sliding friction is negative");
+  geom->friction = friction[0];
+  AXION_IO_ASSIGN_OR_RETURN(geom->contype, e.Int("contype", 1));
+  AXION_IO_ASSIGN_OR_RETURN(geom->conaffinity, e.Int("conaffinity", 1));
+  return absl::OkStatus();
+}
+
+absl::Status MjcfLoader::ParseJoint(const XMLElement* xml, const std::string& class_name, int body,
+                                    MjJoint* joint) {
+  Elem e = Resolve(xml, class_name);
+  WarnUnsupportedAttributes(e);
+  const MjBody& b = bodies_[body];
+  joint->name = e.name.empty() ? absl::StrCat(b.name, "_joint", b.joints.size()) : e.name;
+  joint->where = e.Describe();
+  if (e.tag == "freejoint") {
+    joint->kind = JointKind::kFree;
+    return absl::OkStatus();
+  }
+  std::string type = e.Str("type", "hinge");
+  if (type == "hinge")
+    joint->kind = JointKind::kHinge;
+  else if (type == "slide")
+    joint->kind = JointKind::kSlide;
+  else if (type == "ball")
+    joint->kind = JointKind::kBall;
+  else if (type == "free")
+    joint->kind = JointKind::kFree;
+  else
+    return e.Error("type", absl::StrCat("unknown joint type '", type, "'"));
+  if (joint->kind == JointKind::kFree) return absl::OkStatus();
+
+  AXION_IO_ASSIGN_OR_RETURN(joint->pos, e.Vec("pos", Vec3{}));
+  AXION_IO_ASSIGN_OR_RETURN(Vec3 axis, e.Vec("axis", Vec3{0, 0, 1}));
+  if (norm(axis) < Real(1e-12)) return e.Error("axis", "is zero");
+  joint->axis = normalized(axis);
+
+  // MuJoCo 2.2: `limited` defaults to "auto", which is "true when a range is given" with
+  // autolimits and an error without it.
+  std::string limited = e.Str("limited", "auto");
+  if (limited == "auto") {
+    if (e.Has("range") && !autolimits_) {
+      return e.Error("range",
+                     "given without 'limited': set limited=\"true\" or \"false\", or "
+                     "<compiler autolimits=\"true\"/> (MuJoCo 2.2 rule)");
+    }
+    joint->limited = e.Has("range");
+  } else {
+    AXION_IO_ASSIGN_OR_RETURN(joint->limited, e.Bool("limited", false));
+  }
+  // Angles of hinge and ball joints follow <compiler angle>; slides are in metres.
+  bool angular = joint->kind != JointKind::kSlide;
+  auto convert = [&](Real v) { return angular ? Angle(v) : v; };
+  AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> range, e.Reals("range", 2, 2, {0, 0}));
+  joint->range[0] = convert(range[0]);
+  joint->range[1] = convert(range[1]);
+  if (joint->limited && !(joint->range[0] < joint->range[1]) && joint->kind != JointKind::kBall) {
+    return e.Error("range", absl::StrCat("lower ", range[0], " must be below upper ", range[1]));
+  }
+  AXION_IO_ASSIGN_OR_RETURN(joint->stiffness, e.Real1("stiffness", 0));
+  AXION_IO_ASSIGN_OR_RETURN(joint->damping, e.Real1("damping", 0));
+  AXION_IO_ASSIGN_OR_RETURN(joint->armature, e.Real1("armature", 0));
+  if (joint->stiffness < 0) return e.Error("stiffness", "is negative");
+  if (joint->damping < 0) return e.Error("damping", "is negative");
+  if (joint->armature < 0) return e.Error("armature", "is negative");
+  AXION_IO_ASSIGN_OR_RETURN(Real ref, e.Real1("ref", 0));
+  AXION_IO_ASSIGN_OR_RETURN(Real springref, e.Real1("springref", 0));
+  joint->ref = convert(ref);
+  joint->springref = convert(springref);
+  if (joint->kind == JointKind::kBall) {
+    if (joint->limited) {
+      warnings_.Add("ball-limit", absl::StrCat("ball joint limits are not supported and were "
+                                               "ignored (first at ",
+                                               joint->where, ")"));
+    }
+    if (joint->stiffness > 0 || joint->damping > 0 || e.Has("ref") || e.Has("springref")) {
+      warnings_.Add("ball-spring",
+                    absl::StrCat("ball joint stiffness/damping/ref are not supported and were "
+                                 "ignored (first at ",
+                                 joint->where, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MjcfLoader::ParseInertial(const XMLElement* xml, MjBody* body) {
+  Elem e = Resolve(xml, "");
+  WarnUnsupportedAttributes(e);
+  e.name = body->name;
+  e.tag = "inertial of body";
+  if (!e.Has("mass")) return e.Error("mass", "is required");
+  AXION_IO_ASSIGN_OR_RETURN(body->inertial_mass, e.Real1("mass", 0));
+  if (body->inertial_mass < 0)
+    return e.Error("mass", absl::StrCat(body->inertial_mass, " is negative"));
+  AXION_IO_ASSIGN_OR_RETURN(body->inertial_com, e.Vec("pos", Vec3{}));
+  if (e.Has("diaginertia") == e.Has("fullinertia")) {
+    return e.Error("diaginertia", "exactly one of 'diaginertia' and 'fullinertia' is required");
+  }
+  if (e.Has("diaginertia")) {
+    AXION_IO_ASSIGN_OR_RETURN(Quat quat, Orientation(e));
+    AXION_IO_ASSIGN_OR_RETURN(Vec3 d, e.Vec("diaginertia", Vec3{}));
+    for (int i = 0; i < 3; ++i) {
+      if (d[i] < 0) return e.Error("diaginertia", "has a negative moment");
+      // The triangle inequality every physical inertia obeys (MuJoCo checks it too).
+      if (d[i] + d[(i + 1) % 3] < d[(i + 2) % 3] * (1 - Real(1e-10))) {
+        return e.Error("diaginertia", "violates A + B >= C");
+      }
+    }
+    body->inertial_tensor = io::RotateTensor(quat, mat33_diag(d));
+  } else {
+    // MuJoCo takes fullinertia in the body frame and derives the inertial frame's orientation
+    // from its eigenvectors, so an explicit orientation cannot be combined with it.
+    for (const char* k : {"quat", "axisangle", "euler", "xyaxes", "zaxis"}) {
+      if (e.Has(k)) return e.Error(k, "cannot be combined with 'fullinertia'");
+    }
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> f, e.Reals("fullinertia", 6, 6));
+    Mat33 t;
+    t(0, 0) = f[0];
+    t(1, 1) = f[1];
+    t(2, 2) = f[2];
+    t(0, 1) = t(1, 0) = f[3];
+    t(0, 2) = t(2, 0) = f[4];
+    t(1, 2) = t(2, 1) = f[5];
+    // Positive definite by Sylvester's criterion (leading minors).
+    Real m2 = t(0, 0) * t(1, 1) - t(0, 1) * t(0, 1);
+    if (!(t(0, 0) > 0 && m2 > 0 && det(t) > 0)) {
+      return e.Error("fullinertia", "is not positive definite");
+    }
+    body->inertial_tensor = t;
+  }
+  body->has_inertial = true;
+  return absl::OkStatus();
+}
+
+absl::Status MjcfLoader::ParseBody(const XMLElement* xml, int parent,
+                                   const std::string& inherited_childclass) {
+  Elem e = Resolve(xml, "");
+  WarnUnsupportedAttributes(e);
+  int index = static_cast<int>(bodies_.size());
+  bodies_.emplace_back();
+  {
+    MjBody& body = bodies_.back();
+    body.name = e.name.empty() ? absl::StrCat("body", index + 1) : e.name;
+    body.where = e.Describe();
+    body.parent = parent;
+    AXION_IO_ASSIGN_OR_RETURN(body.local.pos, e.Vec("pos", Vec3{}));
+    AXION_IO_ASSIGN_OR_RETURN(body.local.quat, Orientation(e));
+    Pose parent_world = parent < 0 ? Pose{} : bodies_[parent].world;
+    body.world = io::ComposePose(parent_world, body.local);
+  }
+  std::string childclass = e.Str("childclass", inherited_childclass);
+  if (!childclass.empty() && !classes_.count(childclass)) {
+    return e.Error("childclass", absl::StrCat("unknown default class '", childclass, "'"));
+  }
+  std::vector<const XMLElement*> children;
+  AXION_IO_RETURN_IF_ERROR(Children(xml, &children, 0));
+  for (const XMLElement* c : children) {
+    std::string tag = c->Name();
+    std::string cls = childclass.empty() ? "main" : childclass;
+    if (const char* explicit_class = c->Attribute("class")) {
+      if (!classes_.count(explicit_class)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(Where(c), ": ", tag, ": attribute 'class': unknown default class '",
+                         explicit_class, "'"));
+      }
+    }
+    if (tag == "geom") {
+      MjGeom geom;
+      AXION_IO_RETURN_IF_ERROR(ParseGeom(c, cls, &geom));
+      if (geom.type == ShapeType::kPlane) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(geom.where, ": attribute 'type': planes are only allowed in <worldbody>"));
+      }
+      bodies_[index].geoms.push_back(std::move(geom));
+    } else if (tag == "joint" || tag == "freejoint") {
+      MjJoint joint;
+      AXION_IO_RETURN_IF_ERROR(ParseJoint(c, cls, index, &joint));
+      if (joint_names_.count(joint.name)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            joint.where, ": attribute 'name': joint name '", joint.name, "' is used twice"));
+      }
+      joint_names_.insert(joint.name);
+      bodies_[index].joints.push_back(std::move(joint));
+    } else if (tag == "inertial") {
+      if (bodies_[index].has_inertial) {
+        return absl::InvalidArgumentError(absl::StrCat(Where(c), ": body '", bodies_[index].name,
+                                                       "' has more than one <inertial>"));
+      }
+      AXION_IO_RETURN_IF_ERROR(ParseInertial(c, &bodies_[index]));
+    } else if (tag == "body") {
+      AXION_IO_RETURN_IF_ERROR(ParseBody(c, index, childclass));
+    } else if (tag == "site" || tag == "camera" || tag == "light") {
+      WarnElement(c, "body", "has no physical effect and was ignored");
+    } else {
+      WarnElement(c, "body", "is not supported and was ignored");
+    }
+  }
+  // Validate the joint set now that the body is complete.
+  MjBody& body = bodies_[index];
+  int free_count = 0;
+  for (const MjJoint& j : body.joints) free_count += j.kind == JointKind::kFree;
+  if (free_count > 0) {
+    if (body.joints.size() > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          body.where, ": a free joint cannot be combined with other joints in one body"));
+    }
+    if (parent >= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          body.joints[0].where,
+          ": free joints are only allowed in bodies that are children of <worldbody>"));
+    }
+    body.free = true;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MjcfLoader::ParseWorld(const XMLElement* xml) {
+  std::vector<const XMLElement*> children;
+  AXION_IO_RETURN_IF_ERROR(Children(xml, &children, 0));
+  for (const XMLElement* c : children) {
+    std::string tag = c->Name();
+    if (tag == "geom") {
+      MjGeom geom;
+      AXION_IO_RETURN_IF_ERROR(ParseGeom(c, "main", &geom));
+      world_geoms_.push_back(std::move(geom));
+    } else if (tag == "body") {
+      AXION_IO_RETURN_IF_ERROR(ParseBody(c, -1, ""));
+    } else if (tag == "joint" || tag == "freejoint" || tag == "inertial") {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Where(c), ": <", tag, "> is not allowed in <worldbody>"));
+    } else if (tag == "site" || tag == "camera" || tag == "light") {
+      WarnElement(c, "worldbody", "has no physical effect and was ignored");
+    } else {
+      WarnElement(c, "worldbody", "is not supported and was ignored");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
+  std::vector<const XMLElement*> children;
+  AXION_IO_RETURN_IF_ERROR(Children(section, &children, 0));
+  for (const XMLElement* c : children) {
+    std::string tag = c->Name();
+    if (tag != "motor" && tag != "position" && tag != "velocity") {
+      WarnElement(c, "actuator", "is not supported and was ignored (no actuator created)");
+      continue;
+    }
+    if (const char* explicit_class = c->Attribute("class")) {
+      if (!classes_.count(explicit_class)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(Where(c), ": ", tag, ": attribute 'class': unknown default class '",
+                         explicit_class, "'"));
+      }
+    }
+    Elem e = Resolve(c, "main");
+    for (const char* transmission :
+         {"tendon", "site", "body", "jointinparent", "cranksite", "slidersite"}) {
+      if (e.own.count(transmission)) {
+        warnings_.Add(
+            absl::StrCat("transmission:", transmission),
+            absl::StrCat("actuators with transmission '", transmission,
+                         "' are not supported and were skipped (first at ", e.Describe(), ")"));
+      }
+    }
+    if (!e.own.count("joint")) {
+      if (e.own.count("tendon") || e.own.count("site") || e.own.count("body") ||
+          e.own.count("jointinparent"))
+        continue;
+      return e.Error("joint", "is required (the only supported transmission)");
+    }
+    WarnUnsupportedAttributes(e);
+    std::string joint = e.Str("joint");
+    auto target = joint_target_.find(joint);
+    if (target == joint_target_.end()) {
+      if (!joint_kind_.count(joint))
+        return e.Error("joint", absl::StrCat("unknown joint '", joint, "'"));
+      warnings_.Add(absl::StrCat("actuator-joint-kind:", joint),
+                    absl::StrCat(e.Describe(),
+                                 ": actuators on free and ball joints are not supported; skipped"));
+      continue;
+    }
+    ActuatorDesc a;
+    a.name = e.name.empty() ? absl::StrCat(tag, "_", joint) : e.name;
+    a.joint = target->second.first;
+    a.dof = target->second.second;
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> gear, e.Reals("gear", 1, 6, {1}));
+    for (size_t i = 1; i < gear.size(); ++i) {
+      if (gear[i] != 0) {
+        warnings_.Add(
+            "gear-extra",
+            absl::StrCat(
+                "gear values after the first are ignored on joint transmissions (first at ",
+                e.Describe(), ")"));
+        break;
+      }
+    }
+    std::string limited = e.Str("ctrllimited", "auto");
+    if (limited == "auto") {
+      if (e.Has("ctrlrange") && !autolimits_) {
+        return e.Error("ctrlrange",
+                       "given without 'ctrllimited': set ctrllimited=\"true\" or \"false\", or "
+                       "<compiler autolimits=\"true\"/> (MuJoCo 2.2 rule)");
+      }
+      a.ctrl_limited = e.Has("ctrlrange");
+    } else {
+      AXION_IO_ASSIGN_OR_RETURN(a.ctrl_limited, e.Bool("ctrllimited", false));
+    }
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> range, e.Reals("ctrlrange", 2, 2, {0, 0}));
+    if (a.ctrl_limited) {
+      if (!(range[0] < range[1])) {
+        return e.Error("ctrlrange",
+                       absl::StrCat("lower ", range[0], " must be below upper ", range[1]));
+      }
+      a.ctrl_min = range[0];
+      a.ctrl_max = range[1];
+    }
+    if (tag == "motor") {
+      a.type = ActuatorType::kEffort;
+      a.gear = gear[0];
+    } else {
+      if (gear[0] != 1) {
+        // ctrl is the target of a drive on the joint coordinate itself: a gear would rescale
+        // both the target and the gains, which ActuatorDesc has no field for.
+        warnings_.Add(
+            "gear-servo",
+            absl::StrCat(
+                "gear on position/velocity actuators is not supported and was ignored (first at ",
+                e.Describe(), ")"));
+      }
+      if (tag == "position") {
+        a.type = ActuatorType::kPosition;
+        AXION_IO_ASSIGN_OR_RETURN(a.kp, e.Real1("kp", 1));
+        AXION_IO_ASSIGN_OR_RETURN(a.kv, e.Real1("kv", 0));
+      } else {
+        a.type = ActuatorType::kVelocity;
+        AXION_IO_ASSIGN_OR_RETURN(a.kv, e.Real1("kv", 1));
+      }
+      if (a.kp < 0) return e.Error("kp", "is negative");
+      if (a.kv < 0) return e.Error("kv", "is negative");
+      // Axion's servo actuators set the DOF's drive gains, replacing the joint's own spring
+      // and damper, where MuJoCo adds both. The joint damping folds into kv exactly when the
+      // servo leaves no other term: for a position servo it just adds to kv.
+      const MjJoint& mj = *joint_by_name_.at(joint);
+      if (a.type == ActuatorType::kPosition) {
+        a.kv += mj.damping;
+        if (mj.stiffness > 0) {
+          warnings_.Add("servo-stiffness",
+                        absl::StrCat("joint stiffness under a position actuator is replaced by "
+                                     "the actuator's kp (MuJoCo adds both; first at ",
+                                     e.Describe(), ")"));
+        }
+      } else if (mj.damping > 0) {
+        warnings_.Add("servo-damping",
+                      absl::StrCat("joint damping under a velocity actuator is replaced by the "
+                                   "actuator's kv (MuJoCo adds both; first at ",
+                                   e.Describe(), ")"));
+      }
+    }
+    result_.model.actuators.push_back(std::move(a));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MjcfLoader::ComputeMass() {
+  for (MjBody& b : bodies_) {
+    bool from_geoms = inertiafromgeom_ == "true" || (inertiafromgeom_ == "auto" && !b.has_inertial);
+    if (!from_geoms) {
+      if (b.has_inertial) {
+        b.mass = b.inertial_mass;
+        b.com = b.inertial_com;
+        b.inertia = b.inertial_tensor;
+      }
+      continue;
+    }
+    // Sum of geom masses, their centre, then each geom's inertia moved to that centre.
+    Real mass = 0;
+    Vec3 moment;
+    for (const MjGeom& g : b.geoms) {
+      if (!g.has_mass) continue;
+      mass += g.mass;
+      moment += g.mass * g.pose.pos;
+    }
+    b.mass = mass;
+    if (mass <= 0) continue;
+    b.com = (Real(1) / mass) * moment;
+    Mat33 inertia;
+    for (const MjGeom& g : b.geoms) {
+      if (!g.has_mass) continue;
+      inertia = inertia + g.inertia + io::PointMassTensor(g.mass, g.pose.pos - b.com);
+    }
+    b.inertia = inertia;
+  }
+  return absl::OkStatus();
+}
+
+ShapeDesc MakeShape(const MjGeom& g, int body, const Pose& offset) {
+  ShapeDesc s;
+  s.name = g.name;
+  s.body = body;
+  s.type = g.type;
+  s.pose = io::ComposePose(offset, g.pose);
+  s.size = g.size;
+  s.vertices = g.vertices;
+  s.material.friction = g.friction;
+  s.collision_group = static_cast<uint32_t>(g.contype);
+  s.collision_mask = static_cast<uint32_t>(g.conaffinity);
+  return s;
+}
+
+JointDesc SingleJoint(const MjJoint& j, int parent, int child) {
+  JointDesc d;
+  d.name = j.name;
+  d.parent = parent;
+  d.child = child;
+  d.child_frame.pos = j.pos;
+  switch (j.kind) {
+    case JointKind::kHinge:
+      d.type = JointType::kRevolute;
+      d.child_frame.quat = io::QuatFromXAxis(j.axis);
+      break;
+    case JointKind::kSlide:
+      d.type = JointType::kPrismatic;
+      d.child_frame.quat = io::QuatFromXAxis(j.axis);
+      break;
+    default:
+      d.type = JointType::kBall;
+      break;
+  }
+  if (j.kind != JointKind::kBall) {
+    d.limited = j.limited;
+    if (j.limited) {
+      d.lower = {j.range[0]};
+      d.upper = {j.range[1]};
+    }
+    d.reference = j.ref;
+    d.drive.stiffness = j.stiffness;
+    d.drive.damping = j.damping;
+    d.drive.target_position = j.springref;
+    d.armature = j.armature;
+  }
+  // MuJoCo filters parent-child contacts except with the world.
+  d.collide_connected = parent == kWorldBody;
+  return d;
+}
+
+absl::Status MjcfLoader::ConvertJoints(int b, int parent_body) {
+  const MjBody& body = bodies_[b];
+  ModelDesc& model = result_.model;
+  int child = axion_body_[b];
+  auto record = [&](const MjJoint& j, int joint, int dof) {
+    joint_target_[j.name] = {joint, dof};
+    result_.source_joints.push_back({j.name, joint, dof});
+  };
+  if (body.free) {
+    result_.source_joints.push_back({body.joints[0].name, -1, 0});
+    return absl::OkStatus();
+  }
+  const std::vector<MjJoint>& joints = body.joints;
+  if (joints.empty()) {
+    JointDesc d;
+    d.name = absl::StrCat(body.name, "_weld");
+    d.type = JointType::kFixed;
+    d.parent = parent_body;
+    d.child = child;
+    d.collide_connected = parent_body == kWorldBody;
+    model.joints.push_back(std::move(d));
+    return absl::OkStatus();
+  }
+  if (joints.size() == 1) {
+    record(joints[0], static_cast<int>(model.joints.size()), 0);
+    model.joints.push_back(SingleJoint(joints[0], parent_body, child));
+    return absl::OkStatus();
+  }
+
+  // One generic joint when the MJCF joints are 2-3 hinges (or slides) about one anchor with
+  // mutually orthogonal axes and one spring/damper setting: its frame axes are the joint axes.
+  const MjJoint& first = joints[0];
+  bool mergeable = options_.merge_joints && joints.size() <= 3 &&
+                   (first.kind == JointKind::kHinge || first.kind == JointKind::kSlide);
+  for (size_t i = 0; mergeable && i < joints.size(); ++i) {
+    const MjJoint& j = joints[i];
+    mergeable = j.kind == first.kind && j.ref == 0 && j.stiffness == first.stiffness &&
+                j.damping == first.damping && j.armature == first.armature &&
+                j.springref == first.springref &&
+                (j.kind == JointKind::kSlide || norm(j.pos - first.pos) <= kAnchorTolerance);
+    for (size_t k = 0; mergeable && k < i; ++k) {
+      mergeable = std::abs(dot(j.axis, joints[k].axis)) <= kAxisTolerance;
+    }
+  }
+  if (mergeable) {
+    // Frame axis -> MJCF joint. (axis0, axis1, axis0 x axis1) is right-handed; a third joint
+    // along -(axis0 x axis1) makes (axis0, axis2, axis1) the right-handed choice instead.
+    std::vector<int> order = {0, 1};
+    Vec3 x = first.axis, y = joints[1].axis;
+    if (joints.size() == 3) {
+      if (dot(joints[2].axis, cross(x, y)) > 0) {
+        order = {0, 1, 2};
+      } else {
+        order = {0, 2, 1};
+        y = joints[2].axis;
+      }
+    }
+    Vec3 z = cross(x, y);
+    Mat33 r;
+    for (int i = 0; i < 3; ++i) {
+      r(i, 0) = x[i];
+      r(i, 1) = y[i];
+      r(i, 2) = z[i];
+    }
+    JointDesc d;
+    std::vector<std::string> names;
+    for (int o : order) names.push_back(joints[o].name);
+    d.name = absl::StrJoin(names, "+");
+    d.type = JointType::kGeneric;
+    d.parent = parent_body;
+    d.child = child;
+    d.child_frame = {first.pos, io::QuatFromMatrix(r)};
+    int offset = first.kind == JointKind::kHinge ? 3 : 0;
+    int joint_index = static_cast<int>(model.joints.size());
+    for (size_t axis = 0; axis < order.size(); ++axis) {
+      const MjJoint& j = joints[order[axis]];
+      d.axis_mode[offset + axis] = j.limited ? AxisMode::kLimited : AxisMode::kFree;
+      d.limited = d.limited || j.limited;
+      // Entries of free axes are unused; they hold the widest range to keep the vectors aligned.
+      d.lower.push_back(j.limited ? j.range[0] : -std::numeric_limits<Real>::max());
+      d.upper.push_back(j.limited ? j.range[1] : std::numeric_limits<Real>::max());
+    }
+    if (!d.limited) {
+      d.lower.clear();
+      d.upper.clear();
+    }
+    for (size_t i = 0; i < joints.size(); ++i) {
+      int dof = static_cast<int>(std::find(order.begin(), order.end(), static_cast<int>(i)) -
+                                 order.begin());
+      record(joints[i], joint_index, dof);
+    }
+    d.drive.stiffness = first.stiffness;
+    d.drive.damping = first.damping;
+    d.drive.target_position = first.springref;
+    d.armature = first.armature;
+    d.collide_connected = parent_body == kWorldBody;
+    model.joints.push_back(std::move(d));
+    return absl::OkStatus();
+  }
+
+  // A chain through light bodies, in MuJoCo's joint order.
+  int previous = parent_body;
+  Real fraction = options_.light_body_mass_fraction;
+  for (size_t i = 0; i < joints.size(); ++i) {
+    const MjJoint& j = joints[i];
+    int next = child;
+    if (i + 1 < joints.size()) {
+      const BodyDesc& real = model.bodies[child];
+      BodyDesc light;
+      light.name = absl::StrCat(body.name, "/", j.name);
+      light.mass = fraction * real.mass;
+      light.inertia = fraction * real.inertia;
+      light.com = real.com;
+      light.pose = real.pose;
+      next = static_cast<int>(model.bodies.size());
+      model.bodies.push_back(std::move(light));
+    }
+    record(j, static_cast<int>(model.joints.size()), 0);
+    model.joints.push_back(SingleJoint(j, previous, next));
+    previous = next;
+  }
+  warnings_.Add("light-bodies",
+                absl::StrCat("joints that cannot form one Axion joint are chained through light "
+                             "bodies of ",
+                             fraction, " x the body's mass (first: ", body.name, ")"));
+  return absl::OkStatus();
+}
+
+absl::Status MjcfLoader::Convert() {
+  ModelDesc& model = result_.model;
+  for (const MjGeom& g : world_geoms_) model.shapes.push_back(MakeShape(g, kWorldBody, Pose{}));
+  axion_body_.assign(bodies_.size(), kWorldBody);
+  offset_.assign(bodies_.size(), Pose{});
+  for (size_t b = 0; b < bodies_.size(); ++b) {
+    MjBody& body = bodies_[b];
+    bool parent_moving = body.parent >= 0 && bodies_[body.parent].moving;
+    body.moving = !body.joints.empty() || parent_moving;
+    if (!body.moving) {
+      // Welded to the world: part of the static scene.
+      axion_body_[b] = kWorldBody;
+      offset_[b] = body.world;
+    } else if (body.joints.empty() && body.mass <= 0) {
+      // A massless frame welded to a moving parent: merged into it.
+      axion_body_[b] = axion_body_[body.parent];
+      offset_[b] = io::ComposePose(offset_[body.parent], body.local);
+      warnings_.Add(
+          absl::StrCat("merged:", body.name),
+          absl::StrCat("body '", body.name, "' has no mass and no joint: merged into its parent"));
+    } else {
+      if (!(body.mass > 0)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(body.where,
+                         ": mass is zero but the body moves (give it geoms with volume or an "
+                         "<inertial> with positive mass)"));
+      }
+      if (!(det(body.inertia) > 0)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            body.where, ": inertia is singular (a point mass); give it a positive diaginertia"));
+      }
+      BodyDesc d;
+      d.name = body.name;
+      d.mass = body.mass;
+      d.com = body.com;
+      d.inertia = body.inertia;
+      d.pose = body.world;
+      axion_body_[b] = static_cast<int>(model.bodies.size());
+      offset_[b] = Pose{};
+      model.bodies.push_back(std::move(d));
+      int parent_body = body.parent < 0 ? kWorldBody : axion_body_[body.parent];
+      AXION_IO_RETURN_IF_ERROR(ConvertJoints(static_cast<int>(b), parent_body));
+    }
+    for (const MjGeom& g : body.geoms) {
+      model.shapes.push_back(MakeShape(g, axion_body_[b], offset_[b]));
+    }
+  }
+  for (const MjBody& body : bodies_) {
+    for (const MjJoint& j : body.joints) {
+      joint_kind_[j.name] = j.kind;
+      joint_by_name_[j.name] = &j;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Axion filters only body pairs joined directly by a joint. MuJoCo also skips a body and its
+// parent across a light-body chain and bodies of one weld group; when every colliding geom has
+// the same contype/conaffinity (so those bits decide nothing), the groups and masks can carry
+// that filter instead: each body involved gets its own bit, and its mask omits the bits of the
+// bodies MuJoCo never lets it touch. False (nothing changed) when that is not possible.
+bool MjcfLoader::EncodeExclusions(const std::set<std::pair<int, int>>& exclude) {
+  std::vector<ShapeDesc>& shapes = result_.model.shapes;
+  int contype = -1, conaffinity = -1;
+  for (const ShapeDesc& s : shapes) {
+    if (s.collision_group == 0 && s.collision_mask == 0) continue;  // never collides
+    if (contype < 0) {
+      contype = static_cast<int>(s.collision_group);
+      conaffinity = static_cast<int>(s.collision_mask);
+    }
+    if (static_cast<int>(s.collision_group) != contype ||
+        static_cast<int>(s.collision_mask) != conaffinity) {
+      return false;
+    }
+  }
+  if (contype < 0 || (contype & conaffinity) == 0) return false;
+  std::map<int, int> bit;  // Axion body (kWorldBody included) -> bit; others share bit 0
+  for (const auto& [a, b] : exclude) {
+    for (int body : {a, b}) {
+      if (!bit.count(body)) bit[body] = static_cast<int>(bit.size()) + 1;
+    }
+  }
+  if (bit.size() + 1 > 32) return false;
+  uint32_t all = 1;
+  for (const auto& [body, k] : bit) all |= 1u << k;
+  auto group_of = [&](int body) {
+    auto it = bit.find(body);
+    return it == bit.end() ? 1u : 1u << it->second;
+  };
+  for (ShapeDesc& s : shapes) {
+    if (s.collision_group == 0 && s.collision_mask == 0) continue;
+    uint32_t mask = all;
+    for (const auto& [a, b] : exclude) {
+      if (a == s.body) mask &= ~group_of(b);
+      if (b == s.body) mask &= ~group_of(a);
+    }
+    s.collision_group = group_of(s.body);
+    s.collision_mask = mask;
+  }
+  return true;
+}
+
+// Warns where MuJoCo's and Axion's collision rules disagree for this model.
+void MjcfLoader::CheckCollisionRules() {
+  // Geoms per MJCF body (-1: the world's own), to reason about body pairs.
+  struct GeomRef {
+    int body;
+    const MjGeom* geom;
+  };
+  std::vector<GeomRef> geoms;
+  for (const MjGeom& g : world_geoms_) geoms.push_back({-1, &g});
+  for (size_t b = 0; b < bodies_.size(); ++b) {
+    for (const MjGeom& g : bodies_[b].geoms) geoms.push_back({static_cast<int>(b), &g});
+  }
+  auto mujoco_bits = [](const MjGeom& a, const MjGeom& b) {
+    return (a.contype & b.conaffinity) || (b.contype & a.conaffinity);
+  };
+  auto axion_bits = [](const MjGeom& a, const MjGeom& b) {
+    return (a.contype & b.conaffinity) && (b.contype & a.conaffinity);
+  };
+  // MuJoCo's weld groups: a body without joints moves with its parent.
+  std::vector<int> weld(bodies_.size());
+  for (size_t b = 0; b < bodies_.size(); ++b) {
+    const MjBody& body = bodies_[b];
+    weld[b] =
+        !body.joints.empty() ? static_cast<int>(b) + 1 : (body.parent < 0 ? 0 : weld[body.parent]);
+  }
+  auto weld_of = [&](int b) { return b < 0 ? 0 : weld[b]; };
+  auto weld_parent = [&](int w) {
+    if (w == 0) return 0;
+    int parent = bodies_[w - 1].parent;
+    return parent < 0 ? 0 : weld[parent];
+  };
+  // Axion bodies joined directly with collide_connected = false.
+  std::set<std::pair<int, int>> joined;
+  for (const JointDesc& j : result_.model.joints) {
+    if (!j.collide_connected)
+      joined.insert({std::min(j.parent, j.child), std::max(j.parent, j.child)});
+  }
+  std::string asymmetric;
+  std::set<std::string> filter_mismatch;
+  std::set<std::pair<int, int>> exclude;  // Axion body pairs MuJoCo filters and Axion would not
+  bool only_mismatch_kind_fixable = true;
+  bool friction_mismatch = false;
+  for (size_t i = 0; i < geoms.size(); ++i) {
+    for (size_t k = i + 1; k < geoms.size(); ++k) {
+      const GeomRef& a = geoms[i];
+      const GeomRef& b = geoms[k];
+      bool mj_bits = mujoco_bits(*a.geom, *b.geom);
+      if (mj_bits != axion_bits(*a.geom, *b.geom) && asymmetric.empty()) {
+        asymmetric = absl::StrCat(a.geom->where, " and ", b.geom->where);
+      }
+      if (!mj_bits) continue;
+      int wa = weld_of(a.body), wb = weld_of(b.body);
+      bool mj_filtered =
+          wa == wb || (wa != 0 && wb != 0 && (wa == weld_parent(wb) || wb == weld_parent(wa)));
+      int ba = a.body < 0 ? kWorldBody : axion_body_[a.body];
+      int bb = b.body < 0 ? kWorldBody : axion_body_[b.body];
+      bool ax_filtered = ba == bb || joined.count({std::min(ba, bb), std::max(ba, bb)}) > 0;
+      if (mj_filtered && !ax_filtered) exclude.insert({std::min(ba, bb), std::max(ba, bb)});
+      if (mj_filtered != ax_filtered) {
+        auto name = [&](int body) { return body < 0 ? std::string("world") : bodies_[body].name; };
+        filter_mismatch.insert(absl::StrCat(
+            name(a.body), "-", name(b.body),
+            mj_filtered ? " (MuJoCo skips, Axion collides)" : " (MuJoCo collides, Axion skips)"));
+        if (!mj_filtered) only_mismatch_kind_fixable = false;
+      }
+      if (!mj_filtered && a.geom->friction != b.geom->friction) friction_mismatch = true;
+    }
+  }
+  if (!asymmetric.empty()) {
+    warnings_.Add("contype-asymmetric",
+                  absl::StrCat("contype/conaffinity: MuJoCo collides a pair when either geom's "
+                               "contype meets the other's conaffinity, Axion only when both do; "
+                               "this model relies on the difference (e.g. ",
+                               asymmetric, ")"));
+  }
+  if (!exclude.empty() && only_mismatch_kind_fixable && EncodeExclusions(exclude)) {
+    warnings_.Add("filter-encoded",
+                  absl::StrCat("MuJoCo's parent/weld collision filter is encoded in the shapes' "
+                               "collision groups and masks (one bit per body), replacing the "
+                               "model's uniform contype/conaffinity; pairs: ",
+                               absl::StrJoin(filter_mismatch, ", ")));
+    filter_mismatch.clear();
+  }
+  if (!filter_mismatch.empty()) {
+    warnings_.Add("filter-mismatch",
+                  absl::StrCat("body pairs whose collision filtering differs from MuJoCo's "
+                               "parent/weld rule: ",
+                               absl::StrJoin(filter_mismatch, ", ")));
+  }
+  if (friction_mismatch) {
+    warnings_.Add("friction-combine",
+                  "geoms with different friction can touch: MuJoCo uses the larger coefficient, "
+                  "Axion the geometric mean of the two");
+  }
+}
+
+absl::StatusOr<ImportResult> MjcfLoader::Load(std::string_view xml, const std::string& file,
+                                              const std::string& base_dir) {
+  base_dir_ = base_dir;
+  AXION_IO_ASSIGN_OR_RETURN(XMLDocument * doc, Parse(xml, file));
+  const XMLElement* root = doc->RootElement();
+  if (!root || std::string(root->Name()) != "mujoco") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ":", root ? root->GetLineNum() : 1, ": root element must be <mujoco>"));
+  }
+  result_.model.name = root->Attribute("model") ? root->Attribute("model") : "";
+  // MuJoCo's own default time step; <option> overrides it.
+  result_.model.options.timestep = Real(0.002);
+  std::vector<const XMLElement*> sections;
+  AXION_IO_RETURN_IF_ERROR(Children(root, &sections, 0));
+  // Compiler settings and default classes apply to the whole file, wherever they appear.
+  for (const XMLElement* s : sections) {
+    if (std::string(s->Name()) == "compiler") AXION_IO_RETURN_IF_ERROR(ParseCompiler(s));
+  }
+  classes_["main"] = DefaultClass{};
+  bool main_defined = false;
+  for (const XMLElement* s : sections) {
+    if (std::string(s->Name()) != "default") continue;
+    const char* cls = s->Attribute("class");
+    std::string name = cls ? cls : "main";
+    if (name == "main" && !main_defined) {
+      classes_.erase("main");
+      main_defined = true;
+      AXION_IO_RETURN_IF_ERROR(ParseDefault(s, "main", ""));
+    } else {
+      AXION_IO_RETURN_IF_ERROR(ParseDefault(s, name, "main"));
+    }
+  }
+  for (const XMLElement* s : sections) {
+    std::string tag = s->Name();
+    if (tag == "compiler" || tag == "default") continue;
+    if (tag == "option") {
+      AXION_IO_RETURN_IF_ERROR(ParseOption(s));
+    } else if (tag == "worldbody") {
+      AXION_IO_RETURN_IF_ERROR(ParseWorld(s));
+    } else if (tag == "actuator") {
+      actuator_sections_.push_back(s);
+    } else if (tag == "asset" || tag == "visual" || tag == "statistic") {
+      WarnElement(s, "mujoco", "only affects rendering and was ignored");
+    } else {
+      WarnElement(s, "mujoco", "is not supported and was ignored");
+    }
+  }
+  AXION_IO_RETURN_IF_ERROR(ComputeMass());
+  AXION_IO_RETURN_IF_ERROR(Convert());
+  for (const XMLElement* s : actuator_sections_) AXION_IO_RETURN_IF_ERROR(ParseActuators(s));
+  CheckCollisionRules();
+  result_.warnings = warnings_.Lines();
+  return std::move(result_);
+}
+
+}  // namespace
+
+absl::StatusOr<ImportResult> LoadMjcfFile(const std::string& path, const MjcfOptions& options) {
+  absl::StatusOr<std::string> text = io::ReadFile(path);
+  if (!text.ok()) return text.status();
+  MjcfLoader loader(options);
+  return loader.Load(*text, path, io::DirName(path));
+}
+
+absl::StatusOr<ImportResult> LoadMjcfString(std::string_view xml, const std::string& base_dir,
+                                            const MjcfOptions& options) {
+  MjcfLoader loader(options);
+  return loader.Load(xml, "<string>", base_dir);
+}
+
+}  // namespace axion

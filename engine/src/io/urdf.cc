@@ -1,0 +1,551 @@
+// URDF importer: links and joints into bodies and joints by the rules in axion/urdf.h.
+#include "axion/urdf.h"
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "io/io_util.h"
+#include "tinyxml2.h"
+
+namespace axion {
+namespace {
+
+using tinyxml2::XMLDocument;
+using tinyxml2::XMLElement;
+
+struct UrdfLink {
+  std::string name;
+  std::string where;
+  Real mass = 0;
+  Vec3 com;
+  Mat33 inertia;
+  std::vector<ShapeDesc> shapes;  // poses in the link frame
+  int parent_joint = -1;
+  std::vector<int> child_joints;
+  Pose world;             // with every joint at zero
+  int body = kWorldBody;  // Axion body carrying this link
+  Pose offset;            // link frame in that body's frame
+};
+
+struct UrdfJoint {
+  std::string name;
+  std::string where;
+  std::string type;
+  int parent = -1, child = -1;  // link indices
+  Pose origin;                  // child link frame in the parent link frame
+  Vec3 axis{1, 0, 0};
+  bool has_limit = false;
+  Real lower = 0, upper = 0, effort = 0, velocity = 0;
+  Real damping = 0, friction = 0;
+};
+
+class UrdfLoader {
+ public:
+  explicit UrdfLoader(const UrdfOptions& options) : options_(options) {}
+  absl::StatusOr<ImportResult> Load(std::string_view xml, const std::string& file,
+                                    const std::string& base_dir);
+
+ private:
+  std::string Where(const XMLElement* e) const { return absl::StrCat(file_, ":", e->GetLineNum()); }
+  absl::Status Error(const XMLElement* e, const std::string& what, const std::string& name,
+                     const std::string& attribute, const std::string& problem) const {
+    std::string subject = name.empty() ? what : absl::StrCat(what, " '", name, "'");
+    if (attribute.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(Where(e), ": ", subject, ": ", problem));
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat(Where(e), ": ", subject, ": attribute '", attribute, "': ", problem));
+  }
+  // Reads `count` reals from attribute `key` of `e` (absent: fallback, or an error if required).
+  absl::StatusOr<std::vector<Real>> Reals(const XMLElement* e, const std::string& owner,
+                                          const std::string& owner_name, const char* key,
+                                          size_t count, std::vector<Real> fallback,
+                                          bool required = false) const;
+  absl::StatusOr<Pose> Origin(const XMLElement* parent, const std::string& owner,
+                              const std::string& owner_name) const;
+  absl::Status ParseLink(const XMLElement* e);
+  absl::Status ParseJoint(const XMLElement* e);
+  absl::StatusOr<bool> ParseGeometry(const XMLElement* collision, const std::string& link,
+                                     ShapeDesc* shape);
+  absl::StatusOr<std::string> ResolveMesh(const XMLElement* e, const std::string& link,
+                                          const std::string& filename) const;
+  void WarnUnknownChildren(const XMLElement* e, const std::string& context,
+                           const std::set<std::string>& known);
+  absl::Status Build();
+
+  const UrdfOptions& options_;
+  io::Warnings warnings_;
+  std::string file_;
+  std::string base_dir_;
+  std::vector<UrdfLink> links_;
+  std::vector<UrdfJoint> joints_;
+  std::map<std::string, int> link_index_;
+  ImportResult result_;
+};
+
+absl::StatusOr<std::vector<Real>> UrdfLoader::Reals(const XMLElement* e, const std::string& owner,
+                                                    const std::string& owner_name, const char* key,
+                                                    size_t count, std::vector<Real> fallback,
+                                                    bool required) const {
+  const char* text = e->Attribute(key);
+  if (!text) {
+    if (required)
+      return Error(e, owner, owner_name, key, absl::StrCat("<", e->Name(), "> needs it"));
+    return fallback;
+  }
+  std::vector<Real> values;
+  if (!io::ParseReals(text, &values)) {
+    return Error(e, owner, owner_name, key,
+                 absl::StrCat("'", text, "' is not a list of finite numbers"));
+  }
+  if (values.size() != count) {
+    return Error(e, owner, owner_name, key,
+                 absl::StrCat("expected ", count, " numbers, got ", values.size()));
+  }
+  return values;
+}
+
+absl::StatusOr<Pose> UrdfLoader::Origin(const XMLElement* parent, const std::string& owner,
+                                        const std::string& owner_name) const {
+  const XMLElement* origin = parent->FirstChildElement("origin");
+  if (!origin) return Pose{};
+  AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> xyz,
+                            Reals(origin, owner, owner_name, "xyz", 3, {0, 0, 0}));
+  AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> rpy,
+                            Reals(origin, owner, owner_name, "rpy", 3, {0, 0, 0}));
+  return Pose{{xyz[0], xyz[1], xyz[2]}, io::QuatFromRpy({rpy[0], rpy[1], rpy[2]})};
+}
+
+void UrdfLoader::WarnUnknownChildren(const XMLElement* e, const std::string& context,
+                                     const std::set<std::string>& known) {
+  for (const XMLElement* c = e->FirstChildElement(); c; c = c->NextSiblingElement()) {
+    if (known.count(c->Name())) continue;
+    warnings_.Add(absl::StrCat("elem:", context, ":", c->Name()),
+                  absl::StrCat("element <", c->Name(), "> in <", context,
+                               "> is not supported and was ignored (first at ", Where(c), ")"));
+  }
+}
+
+absl::StatusOr<std::string> UrdfLoader::ResolveMesh(const XMLElement* e, const std::string& link,
+                                                    const std::string& filename) const {
+  std::vector<std::string> candidates;
+  std::string name = filename;
+  if (absl::StartsWith(name, "file://")) name = name.substr(7);
+  if (absl::StartsWith(name, "package://")) {
+    std::string rest = name.substr(10);
+    size_t slash = rest.find('/');
+    std::string package = rest.substr(0, slash);
+    std::string inside = slash == std::string::npos ? "" : rest.substr(slash + 1);
+    for (const std::string& dir : options_.package_dirs) {
+      candidates.push_back(io::JoinPath(dir, rest));
+      candidates.push_back(io::JoinPath(dir, inside));
+    }
+    // Without a ROS workspace, look beside the URDF and up its directory tree.
+    std::string dir = base_dir_.empty() ? "." : base_dir_;
+    for (int up = 0; up < 4; ++up) {
+      candidates.push_back(io::JoinPath(dir, rest));
+      candidates.push_back(io::JoinPath(dir, inside));
+      dir = io::JoinPath(dir, "..");
+    }
+  } else {
+    candidates.push_back(io::JoinPath(base_dir_, name));
+  }
+  for (const std::string& c : candidates) {
+    if (io::FileExists(c)) return c;
+  }
+  return absl::NotFoundError(absl::StrCat(Where(e), ": link '", link,
+                                          "': mesh: attribute 'filename': file '", filename,
+                                          "' not found (looked for '", candidates[0], "'",
+                                          candidates.size() > 1 ? " and others" : "", ")"));
+}
+
+// Reads <collision><geometry>; false when the geometry kind is unsupported (warned).
+absl::StatusOr<bool> UrdfLoader::ParseGeometry(const XMLElement* collision, const std::string& link,
+                                               ShapeDesc* shape) {
+  const XMLElement* geometry = collision->FirstChildElement("geometry");
+  if (!geometry || !geometry->FirstChildElement()) {
+    return Error(collision, "link", link, "", "<collision> without <geometry>");
+  }
+  const XMLElement* g = geometry->FirstChildElement();
+  std::string kind = g->Name();
+  auto positive = [&](const char* key, const std::vector<Real>& v) -> absl::Status {
+    for (Real x : v) {
+      if (!(x > 0))
+        return Error(g, "link", link, key, absl::StrCat(kind, " dimensions must be positive"));
+    }
+    return absl::OkStatus();
+  };
+  if (kind == "box") {
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> size, Reals(g, "link", link, "size", 3, {}, true));
+    AXION_IO_RETURN_IF_ERROR(positive("size", size));
+    shape->type = ShapeType::kBox;
+    shape->size = {size[0] / 2, size[1] / 2, size[2] / 2};
+  } else if (kind == "sphere") {
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> r, Reals(g, "link", link, "radius", 1, {}, true));
+    AXION_IO_RETURN_IF_ERROR(positive("radius", r));
+    shape->type = ShapeType::kSphere;
+    shape->size = {r[0], 0, 0};
+  } else if (kind == "cylinder") {
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> r, Reals(g, "link", link, "radius", 1, {}, true));
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> l, Reals(g, "link", link, "length", 1, {}, true));
+    AXION_IO_RETURN_IF_ERROR(positive("radius", r));
+    AXION_IO_RETURN_IF_ERROR(positive("length", l));
+    shape->type = ShapeType::kCylinder;
+    shape->size = {r[0], l[0] / 2, 0};
+  } else if (kind == "mesh") {
+    const char* filename = g->Attribute("filename");
+    if (!filename) return Error(g, "link", link, "filename", "<mesh> needs it");
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> scale,
+                              Reals(g, "link", link, "scale", 3, {1, 1, 1}));
+    AXION_IO_ASSIGN_OR_RETURN(std::string path, ResolveMesh(g, link, filename));
+    absl::StatusOr<std::vector<Vec3>> vertices =
+        io::LoadMeshVertices(path, {scale[0], scale[1], scale[2]});
+    if (!vertices.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Where(g), ": link '", link, "': ", vertices.status().message()));
+    }
+    if (!io::PointsSpanVolume(*vertices)) {
+      return Error(g, "link", link, "filename",
+                   absl::StrCat("mesh '", path, "' is flat (its vertices span no volume)"));
+    }
+    shape->type = ShapeType::kConvexHull;
+    shape->vertices = std::move(*vertices);
+    warnings_.Add("mesh-hull", absl::StrCat("mesh collision geometry collides as the convex hull "
+                                            "of its vertices (first at ",
+                                            Where(g), ")"));
+  } else {
+    warnings_.Add(absl::StrCat("geometry:", kind),
+                  absl::StrCat("collision geometry <", kind,
+                               "> is not supported and was ignored "
+                               "(first at ",
+                               Where(g), ")"));
+    return false;
+  }
+  return true;
+}
+
+absl::Status UrdfLoader::ParseLink(const XMLElement* e) {
+  UrdfLink link;
+  const char* name = e->Attribute("name");
+  if (!name || !*name) return Error(e, "link", "", "name", "is required");
+  link.name = name;
+  link.where = Where(e);
+  if (link_index_.count(link.name)) return Error(e, "link", link.name, "name", "is used twice");
+  WarnUnknownChildren(e, "link", {"inertial", "collision", "visual"});
+  if (const XMLElement* inertial = e->FirstChildElement("inertial")) {
+    AXION_IO_ASSIGN_OR_RETURN(Pose origin, Origin(inertial, "link", link.name));
+    const XMLElement* mass = inertial->FirstChildElement("mass");
+    if (!mass) return Error(inertial, "link", link.name, "", "<inertial> without <mass>");
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> m,
+                              Reals(mass, "link", link.name, "value", 1, {}, true));
+    if (m[0] < 0)
+      return Error(mass, "link", link.name, "value", absl::StrCat("mass ", m[0], " is negative"));
+    link.mass = m[0];
+    link.com = origin.pos;
+    const XMLElement* inertia = inertial->FirstChildElement("inertia");
+    if (!inertia) return Error(inertial, "link", link.name, "", "<inertial> without <inertia>");
+    Mat33 t;
+    const char* keys[6] = {"ixx", "iyy", "izz", "ixy", "ixz", "iyz"};
+    Real v[6];
+    for (int i = 0; i < 6; ++i) {
+      AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> x,
+                                Reals(inertia, "link", link.name, keys[i], 1, {0}, i < 3));
+      v[i] = x[0];
+    }
+    t(0, 0) = v[0];
+    t(1, 1) = v[1];
+    t(2, 2) = v[2];
+    t(0, 1) = t(1, 0) = v[3];
+    t(0, 2) = t(2, 0) = v[4];
+    t(1, 2) = t(2, 1) = v[5];
+    if (link.mass > 0) {
+      Real minor = t(0, 0) * t(1, 1) - t(0, 1) * t(0, 1);
+      if (!(t(0, 0) > 0 && minor > 0 && det(t) > 0)) {
+        return Error(inertia, "link", link.name, "ixx", "inertia tensor is not positive definite");
+      }
+    }
+    link.inertia = io::RotateTensor(origin.quat, t);
+  }
+  bool warned_visual = false;
+  for (const XMLElement* c = e->FirstChildElement(); c; c = c->NextSiblingElement()) {
+    std::string tag = c->Name();
+    if (tag == "visual") {
+      if (!warned_visual) {
+        warnings_.Add("visual",
+                      absl::StrCat("<visual> elements are ignored (first at ", Where(c), ")"));
+        warned_visual = true;
+      }
+      continue;
+    }
+    if (tag != "collision") continue;
+    ShapeDesc shape;
+    if (const char* shape_name = c->Attribute("name")) shape.name = shape_name;
+    AXION_IO_ASSIGN_OR_RETURN(shape.pose, Origin(c, "link", link.name));
+    AXION_IO_ASSIGN_OR_RETURN(bool supported, ParseGeometry(c, link.name, &shape));
+    if (supported) link.shapes.push_back(std::move(shape));
+  }
+  link_index_[link.name] = static_cast<int>(links_.size());
+  links_.push_back(std::move(link));
+  return absl::OkStatus();
+}
+
+absl::Status UrdfLoader::ParseJoint(const XMLElement* e) {
+  UrdfJoint joint;
+  const char* name = e->Attribute("name");
+  if (!name || !*name) return Error(e, "joint", "", "name", "is required");
+  joint.name = name;
+  joint.where = Where(e);
+  const char* type = e->Attribute("type");
+  if (!type) return Error(e, "joint", joint.name, "type", "is required");
+  joint.type = type;
+  static const std::set<std::string> kTypes = {"revolute", "continuous", "prismatic",
+                                               "fixed",    "floating",   "planar"};
+  if (!kTypes.count(joint.type)) {
+    return Error(e, "joint", joint.name, "type",
+                 absl::StrCat("unknown joint type '", joint.type, "'"));
+  }
+  WarnUnknownChildren(e, "joint", {"origin", "parent", "child", "axis", "limit", "dynamics"});
+  for (const char* side : {"parent", "child"}) {
+    const XMLElement* c = e->FirstChildElement(side);
+    const char* link = c ? c->Attribute("link") : nullptr;
+    if (!link)
+      return Error(c ? c : e, "joint", joint.name, "link",
+                   absl::StrCat("<", side, " link=...> is required"));
+    auto it = link_index_.find(link);
+    if (it == link_index_.end()) {
+      return Error(c, "joint", joint.name, "link", absl::StrCat("unknown link '", link, "'"));
+    }
+    (std::string(side) == "parent" ? joint.parent : joint.child) = it->second;
+  }
+  AXION_IO_ASSIGN_OR_RETURN(joint.origin, Origin(e, "joint", joint.name));
+  if (const XMLElement* axis = e->FirstChildElement("axis")) {
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> a,
+                              Reals(axis, "joint", joint.name, "xyz", 3, {1, 0, 0}));
+    joint.axis = {a[0], a[1], a[2]};
+    if (norm(joint.axis) < Real(1e-12))
+      return Error(axis, "joint", joint.name, "xyz", "axis is zero");
+    joint.axis = normalized(joint.axis);
+  }
+  if (const XMLElement* limit = e->FirstChildElement("limit")) {
+    joint.has_limit = true;
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> lower,
+                              Reals(limit, "joint", joint.name, "lower", 1, {0}));
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> upper,
+                              Reals(limit, "joint", joint.name, "upper", 1, {0}));
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> effort,
+                              Reals(limit, "joint", joint.name, "effort", 1, {0}));
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> velocity,
+                              Reals(limit, "joint", joint.name, "velocity", 1, {0}));
+    joint.lower = lower[0];
+    joint.upper = upper[0];
+    joint.effort = effort[0];
+    joint.velocity = velocity[0];
+    if (joint.effort < 0) return Error(limit, "joint", joint.name, "effort", "is negative");
+    if ((joint.type == "revolute" || joint.type == "prismatic") && !(joint.lower <= joint.upper)) {
+      return Error(limit, "joint", joint.name, "lower",
+                   absl::StrCat("lower ", joint.lower, " is above upper ", joint.upper));
+    }
+    if (joint.velocity > 0) {
+      warnings_.Add(
+          "velocity-limit",
+          absl::StrCat("joint velocity limits are not enforced (first at ", Where(limit), ")"));
+    }
+  } else if (joint.type == "revolute" || joint.type == "prismatic") {
+    return Error(e, "joint", joint.name, "",
+                 absl::StrCat("a ", joint.type, " joint needs <limit>"));
+  }
+  if (const XMLElement* dynamics = e->FirstChildElement("dynamics")) {
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> damping,
+                              Reals(dynamics, "joint", joint.name, "damping", 1, {0}));
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> friction,
+                              Reals(dynamics, "joint", joint.name, "friction", 1, {0}));
+    joint.damping = damping[0];
+    joint.friction = friction[0];
+    if (joint.damping < 0) return Error(dynamics, "joint", joint.name, "damping", "is negative");
+    if (joint.friction != 0) {
+      warnings_.Add("joint-friction",
+                    absl::StrCat("joint friction is not supported and was ignored (first at ",
+                                 Where(dynamics), ")"));
+    }
+  }
+  UrdfLink& child = links_[joint.child];
+  if (child.parent_joint >= 0) {
+    return Error(e, "joint", joint.name, "",
+                 absl::StrCat("link '", child.name, "' already has parent joint '",
+                              joints_[child.parent_joint].name, "'"));
+  }
+  child.parent_joint = static_cast<int>(joints_.size());
+  links_[joint.parent].child_joints.push_back(static_cast<int>(joints_.size()));
+  joints_.push_back(std::move(joint));
+  return absl::OkStatus();
+}
+
+absl::Status UrdfLoader::Build() {
+  int root = -1;
+  for (size_t i = 0; i < links_.size(); ++i) {
+    if (links_[i].parent_joint >= 0) continue;
+    if (root >= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          links_[i].where, ": link '", links_[i].name, "' has no parent joint, but link '",
+          links_[root].name, "' is already the root (one tree expected)"));
+    }
+    root = static_cast<int>(i);
+  }
+  if (root < 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat(file_, ": no root link (the joints form a cycle)"));
+  ModelDesc& model = result_.model;
+  // Depth-first from the root: parents are placed before their children.
+  std::vector<int> stack = {root};
+  std::vector<bool> visited(links_.size(), false);
+  while (!stack.empty()) {
+    int l = stack.back();
+    stack.pop_back();
+    if (visited[l])
+      return absl::InvalidArgumentError(
+          absl::StrCat(links_[l].where, ": link '", links_[l].name, "' is reached twice (cycle)"));
+    visited[l] = true;
+    UrdfLink& link = links_[l];
+    const UrdfJoint* joint = link.parent_joint >= 0 ? &joints_[link.parent_joint] : nullptr;
+    const UrdfLink* parent = joint ? &links_[joint->parent] : nullptr;
+    link.world = parent ? io::ComposePose(parent->world, joint->origin) : Pose{};
+    bool fixed = joint ? joint->type == "fixed" : !options_.floating_base;
+    if (fixed && (!parent || link.mass <= 0)) {
+      // Welded to the world (fixed base) or a massless frame: its shapes join the parent body.
+      link.body = parent ? parent->body : kWorldBody;
+      link.offset = parent ? io::ComposePose(parent->offset, joint->origin) : Pose{};
+      if (joint) result_.source_joints.push_back({joint->name, -1, 0});
+      if (parent && link.mass <= 0) {
+        warnings_.Add(absl::StrCat("merged:", link.name),
+                      absl::StrCat("link '", link.name, "' has no mass: merged into link '",
+                                   parent->name, "'"));
+      }
+    } else {
+      if (!(link.mass > 0)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            link.where, ": link '", link.name, "': mass must be positive for a link that moves",
+            joint ? absl::StrCat(" (joint '", joint->name, "' is ", joint->type, ")")
+                  : std::string(" (floating base)")));
+      }
+      BodyDesc body;
+      body.name = link.name;
+      body.mass = link.mass;
+      body.com = link.com;
+      body.inertia = link.inertia;
+      body.pose = link.world;
+      link.body = static_cast<int>(model.bodies.size());
+      link.offset = Pose{};
+      model.bodies.push_back(std::move(body));
+      if (joint && joint->type != "floating") {
+        JointDesc d;
+        d.name = joint->name;
+        d.parent = parent->body;
+        d.child = link.body;
+        d.child_frame.quat = io::QuatFromXAxis(joint->axis);
+        d.collide_connected = false;
+        if (joint->type == "revolute" || joint->type == "continuous" ||
+            joint->type == "prismatic") {
+          d.type = joint->type == "prismatic" ? JointType::kPrismatic : JointType::kRevolute;
+          if (joint->type != "continuous") {
+            d.limited = true;
+            d.lower = {joint->lower};
+            d.upper = {joint->upper};
+          }
+          d.drive.damping = joint->damping;
+          ActuatorDesc a;
+          a.name = joint->name;
+          a.type = ActuatorType::kEffort;
+          a.joint = static_cast<int>(model.joints.size());
+          a.gear = 1;
+          if (joint->effort > 0) {
+            a.ctrl_limited = true;
+            a.ctrl_min = -joint->effort;
+            a.ctrl_max = joint->effort;
+          }
+          model.actuators.push_back(std::move(a));
+        } else if (joint->type == "planar") {
+          // Frame x along the plane normal: the two in-plane translations and the rotation
+          // about the normal are free.
+          d.type = JointType::kGeneric;
+          d.axis_mode = {AxisMode::kLocked, AxisMode::kFree,   AxisMode::kFree,
+                         AxisMode::kFree,   AxisMode::kLocked, AxisMode::kLocked};
+          d.drive.damping = joint->damping;
+        } else {
+          d.type = JointType::kFixed;
+          d.child_frame = Pose{};
+        }
+        result_.source_joints.push_back({joint->name, static_cast<int>(model.joints.size()), 0});
+        model.joints.push_back(std::move(d));
+      } else if (joint) {
+        result_.source_joints.push_back({joint->name, -1, 0});
+      }
+    }
+    for (const ShapeDesc& s : link.shapes) {
+      ShapeDesc shape = s;
+      shape.body = link.body;
+      shape.pose = io::ComposePose(link.body == kWorldBody ? link.world : link.offset, s.pose);
+      model.shapes.push_back(std::move(shape));
+    }
+    for (auto it = link.child_joints.rbegin(); it != link.child_joints.rend(); ++it) {
+      stack.push_back(joints_[*it].child);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ImportResult> UrdfLoader::Load(std::string_view xml, const std::string& file,
+                                              const std::string& base_dir) {
+  file_ = file;
+  base_dir_ = base_dir;
+  XMLDocument doc;
+  if (doc.Parse(xml.data(), xml.size()) != tinyxml2::XML_SUCCESS) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ":", doc.ErrorLineNum(), ": malformed XML: ", doc.ErrorStr()));
+  }
+  const XMLElement* root = doc.RootElement();
+  if (!root || std::string(root->Name()) != "robot") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ":", root ? root->GetLineNum() : 1, ": root element must be <robot>"));
+  }
+  result_.model.name = root->Attribute("name") ? root->Attribute("name") : "";
+  WarnUnknownChildren(root, "robot", {"link", "joint", "material"});
+  for (const XMLElement* e = root->FirstChildElement("link"); e;
+       e = e->NextSiblingElement("link")) {
+    AXION_IO_RETURN_IF_ERROR(ParseLink(e));
+  }
+  if (links_.empty())
+    return absl::InvalidArgumentError(absl::StrCat(file, ": robot has no <link>"));
+  for (const XMLElement* e = root->FirstChildElement("joint"); e;
+       e = e->NextSiblingElement("joint")) {
+    AXION_IO_RETURN_IF_ERROR(ParseJoint(e));
+  }
+  AXION_IO_RETURN_IF_ERROR(Build());
+  result_.warnings = warnings_.Lines();
+  return std::move(result_);
+}
+
+}  // namespace
+
+absl::StatusOr<ImportResult> LoadUrdfFile(const std::string& path, const UrdfOptions& options) {
+  absl::StatusOr<std::string> text = io::ReadFile(path);
+  if (!text.ok()) return text.status();
+  UrdfLoader loader(options);
+  return loader.Load(*text, path, io::DirName(path));
+}
+
+absl::StatusOr<ImportResult> LoadUrdfString(std::string_view xml, const std::string& base_dir,
+                                            const UrdfOptions& options) {
+  UrdfLoader loader(options);
+  return loader.Load(xml, "<string>", base_dir);
+}
+
+}  // namespace axion

@@ -1,0 +1,129 @@
+// axion-sim run as a user runs it: a process with flags, its report and the files it writes.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "axion/mjcf.h"
+#include "axion/model.h"
+#include "axion/simulator.h"
+#include "gtest/gtest.h"
+
+namespace axion {
+namespace {
+
+const std::string kModels = AXION_TEST_MODELS;
+const std::string kBinary = AXION_SIM_BINARY;
+
+// Runs a shell command; returns its exit status and stdout.
+int RunCommand(const std::string& command, std::string* output) {
+  FILE* pipe = ::popen((command + " 2>/dev/null").c_str(), "r");
+  if (!pipe) return -1;
+  std::array<char, 4096> buffer;
+  output->clear();
+  size_t n;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    output->append(buffer.data(), n);
+  int status = ::pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(AxionSimTest, ReportsThroughputAndWritesACsvTrajectory) {
+  std::string csv = ::testing::TempDir() + "pendulum_trajectory.csv";
+  std::string out;
+  ASSERT_EQ(RunCommand(kBinary + " --model=" + kModels +
+                           "/pendulum.xml --worlds=3 --steps=50 "
+                           "--backend=cpu --threads=1 --trajectory=" +
+                           csv,
+                       &out),
+            0)
+      << out;
+  for (const char* line : {"steps per second", "realtime factor", "newton iterations",
+                           "cr iterations", "contacts", "constraint rows", "not converged"}) {
+    EXPECT_NE(out.find(line), std::string::npos) << line << " missing from:\n" << out;
+  }
+  EXPECT_NE(out.find("3 worlds, 50 steps, dt = 0.001"), std::string::npos) << out;
+  std::ifstream in(csv);
+  std::string header;
+  std::getline(in, header);
+  EXPECT_EQ(header, "step,time,bob.x,bob.y,bob.z,bob.qw,bob.qx,bob.qy,bob.qz,hinge");
+  std::vector<std::vector<double>> rows;
+  for (std::string line; std::getline(in, line);) {
+    std::vector<double> row;
+    std::stringstream ss(line);
+    for (std::string cell; std::getline(ss, cell, ',');) row.push_back(std::stod(cell));
+    rows.push_back(row);
+  }
+  ASSERT_EQ(rows.size(), 51u);  // the initial state and one row per step
+  EXPECT_EQ(rows[50][0], 50);
+  EXPECT_NEAR(rows[50][1], 0.05, 1e-12);
+
+  // The file holds exactly what the engine computes for world 0.
+  absl::StatusOr<ImportResult> imported = LoadMjcfFile(kModels + "/pendulum.xml");
+  ASSERT_TRUE(imported.ok());
+  absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(imported->model);
+  ASSERT_TRUE(model.ok());
+  SimulatorOptions options;
+  options.backend = Backend::kCpu;
+  options.threads = 1;
+  auto sim = Simulator::Create(options);
+  ASSERT_TRUE(sim.ok());
+  auto ids = (*sim)->CreateWorlds(*model, 1);
+  ASSERT_TRUE(ids.ok());
+  ASSERT_TRUE((*sim)->StepAll(50).ok());
+  auto state = (*sim)->GetBodyState(ids->front());
+  ASSERT_TRUE(state.ok());
+  for (int k = 0; k < 7; ++k) EXPECT_EQ(rows[50][2 + k], state->pose[k]) << k;
+}
+
+TEST(AxionSimTest, WritesANpyTrajectoryWithNoiseOnAUrdf) {
+  std::string npy = ::testing::TempDir() + "arm_trajectory.npy";
+  std::string out;
+  ASSERT_EQ(RunCommand(kBinary + " --model=" + kModels +
+                           "/two_link_arm.urdf --worlds=2 "
+                           "--steps=20 --noise=0.5 --backend=cpu --threads=1 --timestep=0.002 "
+                           "--trajectory=" +
+                           npy,
+                       &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("dt = 0.002"), std::string::npos) << out;
+  std::ifstream in(npy, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 10u);
+  EXPECT_EQ(bytes.substr(0, 8), std::string("\x93NUMPY\x01\x00", 8));
+  uint16_t header_length = static_cast<uint8_t>(bytes[8]) | (static_cast<uint8_t>(bytes[9]) << 8);
+  EXPECT_EQ((10 + header_length) % 64, 0);
+  std::string header = bytes.substr(10, header_length);
+  // step, time, 2 bodies x 7, 2 joint angles.
+  EXPECT_NE(header.find("'shape': (21, 18)"), std::string::npos) << header;
+  EXPECT_NE(header.find("'descr': '<f8'"), std::string::npos) << header;
+  EXPECT_EQ(header.back(), '\n');
+  ASSERT_EQ(bytes.size(), 10u + header_length + 21 * 18 * sizeof(double));
+  double last_step;
+  std::memcpy(&last_step, bytes.data() + 10 + header_length + 20 * 18 * sizeof(double),
+              sizeof(double));
+  EXPECT_EQ(last_step, 20);
+}
+
+TEST(AxionSimTest, RejectsBadInputWithAMessage) {
+  std::string out;
+  EXPECT_NE(RunCommand(kBinary + " --model=" + kModels + "/pendulum.txt", &out), 0);
+  EXPECT_NE(RunCommand(kBinary + " --model=/nonexistent/model.xml", &out), 0);
+  EXPECT_NE(RunCommand(kBinary + " --model=" + kModels + "/pendulum.xml --backend=gpu", &out), 0);
+  FILE* pipe = ::popen((kBinary + " --model=/nonexistent/model.xml 2>&1").c_str(), "r");
+  ASSERT_TRUE(pipe);
+  char buffer[512] = {0};
+  size_t n = std::fread(buffer, 1, sizeof(buffer) - 1, pipe);
+  ::pclose(pipe);
+  EXPECT_NE(std::string(buffer, n).find("/nonexistent/model.xml"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace axion

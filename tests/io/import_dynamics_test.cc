@@ -1,0 +1,335 @@
+// Imported models move as they should: analytic periods, the same trajectory as the model
+// built directly through the engine API, and MuJoCo's humanoid dropped on its floor.
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "axion/mjcf.h"
+#include "axion/model.h"
+#include "axion/simulator.h"
+#include "axion/urdf.h"
+#include "gtest/gtest.h"
+
+namespace axion {
+namespace {
+
+const std::string kModels = AXION_TEST_MODELS;
+const char kHumanoid[] = AXION_TEST_HUMANOID;
+constexpr double kPi = 3.14159265358979323846;
+
+struct World {
+  std::unique_ptr<Simulator> sim;
+  WorldId id = 0;
+  std::shared_ptr<const Model> model;
+};
+
+World MakeWorld(const ModelDesc& desc) {
+  World w;
+  absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(desc);
+  EXPECT_TRUE(model.ok()) << model.status();
+  if (!model.ok()) return w;
+  w.model = *model;
+  SimulatorOptions options;
+  options.backend = Backend::kCpu;
+  options.threads = 1;
+  absl::StatusOr<std::unique_ptr<Simulator>> sim = Simulator::Create(options);
+  EXPECT_TRUE(sim.ok()) << sim.status();
+  w.sim = std::move(*sim);
+  absl::StatusOr<std::vector<WorldId>> ids = w.sim->CreateWorlds(w.model, 1);
+  EXPECT_TRUE(ids.ok()) << ids.status();
+  w.id = ids->front();
+  return w;
+}
+
+// Body poses (body_count x 7) after each of `steps` steps.
+std::vector<std::vector<Real>> Trajectory(World& w, int steps) {
+  std::vector<std::vector<Real>> out;
+  for (int s = 0; s < steps; ++s) {
+    EXPECT_TRUE(w.sim->StepAll(1).ok());
+    absl::StatusOr<BodyState> state = w.sim->GetBodyState(w.id);
+    EXPECT_TRUE(state.ok());
+    out.push_back(state->pose);
+  }
+  return out;
+}
+
+// Mean period of `signal` (sampled every h seconds) from its upward zero crossings.
+double MeasuredPeriod(const std::vector<double>& signal, double h) {
+  std::vector<double> crossings;
+  for (size_t i = 1; i < signal.size(); ++i) {
+    if (signal[i - 1] < 0 && signal[i] >= 0) {
+      double t = (i - 1 + signal[i - 1] / (signal[i - 1] - signal[i])) * h;
+      crossings.push_back(t);
+    }
+  }
+  if (crossings.size() < 2) return 0;
+  return (crossings.back() - crossings.front()) / static_cast<double>(crossings.size() - 1);
+}
+
+TEST(PendulumTest, MjcfPendulumHasTheAnalyticPeriodAndMatchesTheDirectModel) {
+  absl::StatusOr<ImportResult> imported = LoadMjcfFile(kModels + "/pendulum.xml");
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  EXPECT_TRUE(imported->warnings.empty()) << imported->warnings.front();
+
+  // The same pendulum through the engine API.
+  const double r = 0.05, length = 1.0, density = 7800, h = 0.001;
+  const double mass = density * 4.0 / 3.0 * kPi * r * r * r;
+  ModelDesc direct;
+  direct.options.timestep = h;
+  direct.options.gravity = {0, 0, -9.81};
+  BodyDesc bob;
+  bob.name = "bob";
+  bob.mass = mass;
+  bob.inertia = mat33_diag(Vec3{1, 1, 1} * (0.4 * mass * r * r));
+  bob.com = {0, 0, -length};
+  bob.pose = {{0, 0, 2}, quat_from_axis_angle({0, 1, 0}, 0.05)};
+  direct.bodies.push_back(bob);
+  ShapeDesc ball;
+  ball.name = "ball";
+  ball.body = 0;
+  ball.type = ShapeType::kSphere;
+  ball.pose.pos = {0, 0, -length};
+  ball.size = {r, 0, 0};
+  ball.material.friction = 1;
+  direct.shapes.push_back(ball);
+  JointDesc hinge;
+  hinge.name = "hinge";
+  hinge.type = JointType::kRevolute;
+  hinge.parent = kWorldBody;
+  hinge.child = 0;
+  hinge.child_frame.quat = quat_from_axis_angle({0, 0, 1}, kPi / 2);  // x onto +y
+  hinge.collide_connected = true;
+  direct.joints.push_back(hinge);
+
+  const ModelDesc& m = imported->model;
+  ASSERT_EQ(m.bodies.size(), 1u);
+  EXPECT_NEAR(m.bodies[0].mass, mass, 1e-12 * mass);
+
+  World a = MakeWorld(m);
+  World b = MakeWorld(direct);
+  ASSERT_TRUE(a.sim && b.sim);
+  const int steps = 6000;  // about 3 periods
+  std::vector<std::vector<Real>> ta = Trajectory(a, steps);
+  std::vector<std::vector<Real>> tb = Trajectory(b, steps);
+  double max_diff = 0;
+  for (int s = 0; s < steps; ++s) {
+    for (size_t k = 0; k < ta[s].size(); ++k)
+      max_diff = std::max(max_diff, std::abs(ta[s][k] - tb[s][k]));
+  }
+  EXPECT_LT(max_diff, 1e-9);
+
+  // Small-angle period of a compound pendulum: 2 pi sqrt(I_pivot / (m g L)).
+  const double i_pivot = 0.4 * mass * r * r + mass * length * length;
+  const double expected = 2 * kPi * std::sqrt(i_pivot / (mass * 9.81 * length));
+  std::vector<double> x;
+  for (const auto& pose : ta) {
+    Quat q{pose[3], pose[4], pose[5], pose[6]};
+    Vec3 com = Vec3{pose[0], pose[1], pose[2]} + rotate(q, Vec3{0, 0, -length});
+    x.push_back(com.x);
+  }
+  double period = MeasuredPeriod(x, h);
+  EXPECT_NEAR(period, expected, 0.01 * expected) << "measured " << period << " s";
+  ::testing::Test::RecordProperty("pendulum_period_measured", std::to_string(period));
+  ::testing::Test::RecordProperty("pendulum_period_expected", std::to_string(expected));
+}
+
+// Linearised double compound pendulum hanging from a fixed base: slow mode frequency and shape
+// in absolute link angles (phi1, phi2).
+struct ArmMode {
+  double omega;
+  double ratio;  // phi2 / phi1
+};
+ArmMode SlowMode(double m1, double c1, double i1, double l1, double m2, double c2, double i2,
+                 double g) {
+  double m11 = i1 + m1 * c1 * c1 + m2 * l1 * l1, m12 = m2 * l1 * c2, m22 = i2 + m2 * c2 * c2;
+  double k1 = (m1 * c1 + m2 * l1) * g, k2 = m2 * c2 * g;
+  // det(K - w^2 M) = 0: a w^4 + b w^2 + c = 0.
+  double a = m11 * m22 - m12 * m12, b = -(k1 * m22 + k2 * m11), c = k1 * k2;
+  double w2 = (-b - std::sqrt(b * b - 4 * a * c)) / (2 * a);
+  // First row: (k1 - w2 m11) phi1 - w2 m12 phi2 = 0.
+  return {std::sqrt(w2), (k1 - w2 * m11) / (w2 * m12)};
+}
+
+TEST(TwoLinkArmTest, UrdfArmHasTheAnalyticSlowModeAndMatchesTheDirectModel) {
+  absl::StatusOr<ImportResult> imported = LoadUrdfFile(kModels + "/two_link_arm.urdf");
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  const double h = 0.001, g = 9.81;
+  // URDF has no time step: the file's model runs at the engine default unless told otherwise.
+  ModelDesc m = imported->model;
+  m.options.timestep = h;
+  ASSERT_EQ(m.bodies.size(), 2u);
+  ASSERT_EQ(m.joints.size(), 2u);
+  ASSERT_EQ(m.actuators.size(), 2u);
+
+  const double m1 = 1, c1 = 0.25, i1 = 0.0209333, l1 = 0.5;
+  const double m2 = 0.5, c2 = 0.2, i2 = 0.00672;
+  ModelDesc direct;
+  direct.options.timestep = h;
+  direct.options.gravity = {0, 0, -g};
+  BodyDesc upper;
+  upper.name = "upper";
+  upper.mass = m1;
+  upper.inertia = mat33_diag({i1, i1, 0.0002});
+  upper.com = {0, 0, -c1};
+  upper.pose.pos = {0, 0, 2};
+  BodyDesc lower;
+  lower.name = "lower";
+  lower.mass = m2;
+  lower.inertia = mat33_diag({i2, i2, 0.0001});
+  lower.com = {0, 0, -c2};
+  lower.pose.pos = {0, 0, 1.5};
+  direct.bodies = {upper, lower};
+  ShapeDesc base_box;
+  base_box.body = kWorldBody;
+  base_box.type = ShapeType::kBox;
+  base_box.pose.pos = {0, 0, 2.3};
+  base_box.size = {0.05, 0.05, 0.05};
+  ShapeDesc rod1;
+  rod1.body = 0;
+  rod1.type = ShapeType::kCylinder;
+  rod1.pose.pos = {0, 0, -0.25};
+  rod1.size = {0.02, 0.25, 0};
+  ShapeDesc rod2 = rod1;
+  rod2.body = 1;
+  rod2.pose.pos = {0, 0, -0.2};
+  rod2.size = {0.02, 0.2, 0};
+  direct.shapes = {base_box, rod1, rod2};
+  JointDesc shoulder;
+  shoulder.name = "shoulder";
+  shoulder.parent = kWorldBody;
+  shoulder.child = 0;
+  shoulder.child_frame.quat = quat_from_axis_angle({0, 0, 1}, kPi / 2);
+  shoulder.limited = true;
+  shoulder.lower = {-3};
+  shoulder.upper = {3};
+  JointDesc elbow = shoulder;
+  elbow.name = "elbow";
+  elbow.parent = 0;
+  elbow.child = 1;
+  elbow.limited = false;
+  elbow.lower.clear();
+  elbow.upper.clear();
+  direct.joints = {shoulder, elbow};
+  ActuatorDesc a1;
+  a1.name = "shoulder";
+  a1.joint = 0;
+  a1.ctrl_limited = true;
+  a1.ctrl_min = -20;
+  a1.ctrl_max = 20;
+  ActuatorDesc a2 = a1;
+  a2.name = "elbow";
+  a2.joint = 1;
+  a2.ctrl_min = -5;
+  a2.ctrl_max = 5;
+  direct.actuators = {a1, a2};
+
+  // Start on the slow normal mode, at rest: the motion is then periodic with its period.
+  ArmMode mode = SlowMode(m1, c1, i1, l1, m2, c2, i2, g);
+  const double phi1 = 0.02, phi2 = phi1 * mode.ratio;
+  auto pose_of = [&](double angle, Vec3 pivot) {
+    Quat q = quat_from_axis_angle({0, 1, 0}, angle);
+    return std::pair<Vec3, Quat>{pivot, q};
+  };
+  auto [p1, q1] = pose_of(phi1, Vec3{0, 0, 2});
+  Vec3 elbow_pos = p1 + rotate(q1, Vec3{0, 0, -l1});
+  auto [p2, q2] = pose_of(phi2, elbow_pos);
+  BodyState start;
+  start.pose = {p1.x, p1.y, p1.z, q1.w, q1.x, q1.y, q1.z, p2.x, p2.y, p2.z, q2.w, q2.x, q2.y, q2.z};
+  start.velocity.assign(12, 0);
+
+  World a = MakeWorld(m);
+  World b = MakeWorld(direct);
+  ASSERT_TRUE(a.sim && b.sim);
+  ASSERT_TRUE(a.sim->SetBodyState(a.id, start).ok());
+  ASSERT_TRUE(b.sim->SetBodyState(b.id, start).ok());
+  const int steps = 5000;
+  std::vector<std::vector<Real>> ta = Trajectory(a, steps);
+  std::vector<std::vector<Real>> tb = Trajectory(b, steps);
+  double max_diff = 0;
+  for (int s = 0; s < steps; ++s) {
+    for (size_t k = 0; k < ta[s].size(); ++k)
+      max_diff = std::max(max_diff, std::abs(ta[s][k] - tb[s][k]));
+  }
+  EXPECT_LT(max_diff, 1e-9);
+
+  std::vector<double> x;
+  for (const auto& pose : ta) {
+    Quat q{pose[3], pose[4], pose[5], pose[6]};
+    x.push_back((rotate(q, Vec3{0, 0, -c1})).x);  // upper link's COM offset from its pivot
+  }
+  double period = MeasuredPeriod(x, h);
+  double expected = 2 * kPi / mode.omega;
+  EXPECT_NEAR(period, expected, 0.01 * expected) << "measured " << period << " s";
+  ::testing::Test::RecordProperty("arm_period_measured", std::to_string(period));
+  ::testing::Test::RecordProperty("arm_period_expected", std::to_string(expected));
+}
+
+// MuJoCo's humanoid released from its start pose: falls, lands and comes to rest on the floor.
+void DropHumanoid(double timestep_scale) {
+  if (!std::ifstream(kHumanoid))
+    GTEST_SKIP() << "MuJoCo's sample " << kHumanoid << " is not installed";
+  absl::StatusOr<ImportResult> imported = LoadMjcfFile(kHumanoid);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  ModelDesc desc = imported->model;
+  desc.options.timestep *= timestep_scale;
+  const double h = desc.options.timestep;
+  World w = MakeWorld(desc);
+  ASSERT_TRUE(w.sim);
+  const int torso = w.model->FindBody("torso");
+  ASSERT_GE(torso, 0);
+  const int steps = static_cast<int>(std::lround(5.0 / h));
+  double max_speed = 0, min_gap = 1e9, final_speed = 0;
+  int non_converged = 0;
+  for (int s = 0; s < steps; ++s) {
+    ASSERT_TRUE(w.sim->StepAll(1).ok());
+    absl::StatusOr<WorldStats> stats = w.sim->GetStats(w.id);
+    ASSERT_TRUE(stats.ok());
+    ASSERT_EQ(stats->flags & kWorldNonFinite, 0u) << "non-finite state at step " << s;
+    non_converged += (stats->flags & kWorldNotConverged) != 0;
+    absl::StatusOr<BodyState> state = w.sim->GetBodyState(w.id);
+    ASSERT_TRUE(state.ok());
+    double speed = 0;
+    for (size_t b = 0; b < state->velocity.size() / 6; ++b) {
+      const Real* v = &state->velocity[6 * b];
+      for (int k = 0; k < 6; ++k) ASSERT_TRUE(std::isfinite(v[k]));
+      speed = std::max(speed, std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]));
+    }
+    max_speed = std::max(max_speed, speed);
+    final_speed = speed;
+    absl::StatusOr<std::vector<ContactReport>> contacts = w.sim->GetContacts(w.id);
+    ASSERT_TRUE(contacts.ok());
+    for (const ContactReport& c : *contacts) {
+      if (c.body_a == kWorldBody || c.body_b == kWorldBody) min_gap = std::min(min_gap, c.gap);
+    }
+  }
+  absl::StatusOr<BodyState> state = w.sim->GetBodyState(w.id);
+  ASSERT_TRUE(state.ok());
+  double torso_height = state->pose[7 * torso + 2];
+  ::testing::Test::RecordProperty("max_speed", std::to_string(max_speed));
+  ::testing::Test::RecordProperty("final_speed", std::to_string(final_speed));
+  ::testing::Test::RecordProperty("min_floor_gap", std::to_string(min_gap));
+  ::testing::Test::RecordProperty("torso_height", std::to_string(torso_height));
+  ::testing::Test::RecordProperty("non_converged_steps", std::to_string(non_converged));
+  std::printf(
+      "h=%g: max speed %.3f m/s, final speed %.4f m/s, min floor gap %.4f m, torso z %.3f m, "
+      "non-converged steps %d/%d\n",
+      h, max_speed, final_speed, min_gap, torso_height, non_converged, steps);
+  // A free fall of ~1.3 m reaches ~5 m/s; limbs whipping on impact stay well below 20 m/s.
+  EXPECT_LT(max_speed, 20.0);
+  EXPECT_GT(min_gap, -0.01);  // penetration under 1 cm
+  EXPECT_LT(min_gap, 0.02);   // it did land
+  // Lying on the floor: the torso (a capsule of radius 0.07 at the body origin) is low, and
+  // the body has come to rest.
+  EXPECT_LT(torso_height, 0.5);
+  EXPECT_GT(torso_height, 0.0);
+  EXPECT_LT(final_speed, 0.2);
+}
+
+TEST(HumanoidDropTest, ComesToRestAtItsOwnTimeStep) { DropHumanoid(1); }
+TEST(HumanoidDropTest, ComesToRestAtTenTimesItsTimeStep) { DropHumanoid(10); }
+
+}  // namespace
+}  // namespace axion

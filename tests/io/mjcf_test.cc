@@ -1,0 +1,644 @@
+// MJCF importer: structure, mass properties and kinematics against MuJoCo 2.2 itself (same
+// file loaded with mj_loadXML), conversion rules, errors and warnings.
+#include "axion/mjcf.h"
+
+#include <mujoco/mujoco.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "axion/model.h"
+#include "gtest/gtest.h"
+
+namespace axion {
+namespace {
+
+const char kHumanoid[] = AXION_TEST_HUMANOID;
+
+struct MjModelDeleter {
+  void operator()(mjModel* m) const { mj_deleteModel(m); }
+};
+using MjModelPtr = std::unique_ptr<mjModel, MjModelDeleter>;
+
+MjModelPtr LoadMuJoCo(const std::string& path) {
+  char error[1000] = "";
+  MjModelPtr m(mj_loadXML(path.c_str(), nullptr, error, sizeof(error)));
+  EXPECT_TRUE(m) << "MuJoCo could not load " << path << ": " << error;
+  return m;
+}
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+// Eigenvalues of a symmetric 3x3 matrix by cyclic Jacobi rotations, ascending.
+std::array<double, 3> SymmetricEigenvalues(const Mat33& input) {
+  double a[3][3];
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) a[i][j] = input(i, j);
+  for (int sweep = 0; sweep < 50; ++sweep) {
+    double off = std::abs(a[0][1]) + std::abs(a[0][2]) + std::abs(a[1][2]);
+    if (off < 1e-300) break;
+    for (int p = 0; p < 2; ++p) {
+      for (int q = p + 1; q < 3; ++q) {
+        if (a[p][q] == 0) continue;
+        double theta = (a[q][q] - a[p][p]) / (2 * a[p][q]);
+        double t = (theta >= 0 ? 1 : -1) / (std::abs(theta) + std::sqrt(theta * theta + 1));
+        double c = 1 / std::sqrt(t * t + 1), s = t * c;
+        for (int k = 0; k < 3; ++k) {  // columns
+          double akp = a[k][p], akq = a[k][q];
+          a[k][p] = c * akp - s * akq;
+          a[k][q] = s * akp + c * akq;
+        }
+        for (int k = 0; k < 3; ++k) {  // rows
+          double apk = a[p][k], aqk = a[q][k];
+          a[p][k] = c * apk - s * aqk;
+          a[q][k] = s * apk + c * aqk;
+        }
+      }
+    }
+  }
+  std::array<double, 3> e = {a[0][0], a[1][1], a[2][2]};
+  std::sort(e.begin(), e.end());
+  return e;
+}
+
+int FindBody(const ModelDesc& model, const std::string& name) {
+  for (size_t i = 0; i < model.bodies.size(); ++i) {
+    if (model.bodies[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+const ImportResult::SourceJoint* FindSourceJoint(const ImportResult& r, const std::string& name) {
+  for (const auto& s : r.source_joints) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+bool HasWarning(const ImportResult& r, const std::string& needle) {
+  for (const std::string& w : r.warnings) {
+    if (w.find(needle) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Each MuJoCo body's mass, centre of mass, principal inertia and qpos0 pose match the imported
+// body of the same name.
+void ExpectBodiesMatchMuJoCo(const std::string& path, const ModelDesc& model) {
+  MjModelPtr m = LoadMuJoCo(path);
+  ASSERT_TRUE(m);
+  mjData* d = mj_makeData(m.get());
+  mj_kinematics(m.get(), d);
+  int compared = 0;
+  for (int b = 1; b < m->nbody; ++b) {
+    if (m->body_weldid[b] == 0) continue;  // static: folded into the world
+    const char* name = mj_id2name(m.get(), mjOBJ_BODY, b);
+    ASSERT_TRUE(name) << "test models name every body";
+    int i = FindBody(model, name);
+    ASSERT_GE(i, 0) << name;
+    const BodyDesc& body = model.bodies[i];
+    EXPECT_NEAR(body.mass, m->body_mass[b], 1e-6 * m->body_mass[b]) << name;
+    std::array<double, 3> ours = SymmetricEigenvalues(body.inertia);
+    std::array<double, 3> theirs = {m->body_inertia[3 * b], m->body_inertia[3 * b + 1],
+                                    m->body_inertia[3 * b + 2]};
+    std::sort(theirs.begin(), theirs.end());
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_NEAR(ours[k], theirs[k], 1e-6 * theirs[2]) << name << " principal moment " << k;
+    }
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_NEAR(body.com[k], m->body_ipos[3 * b + k], 1e-9) << name << " com " << k;
+      EXPECT_NEAR(body.pose.pos[k], d->xpos[3 * b + k], 1e-9) << name << " position " << k;
+    }
+    double q_dot = body.pose.quat.w * d->xquat[4 * b] + body.pose.quat.x * d->xquat[4 * b + 1] +
+                   body.pose.quat.y * d->xquat[4 * b + 2] + body.pose.quat.z * d->xquat[4 * b + 3];
+    EXPECT_NEAR(std::abs(q_dot), 1.0, 1e-9) << name << " orientation";
+    ++compared;
+  }
+  EXPECT_GT(compared, 0);
+  mj_deleteData(d);
+}
+
+class HumanoidTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::ifstream(kHumanoid))
+      GTEST_SKIP() << "MuJoCo's sample " << kHumanoid << " is not installed";
+    absl::StatusOr<ImportResult> r = LoadMjcfFile(kHumanoid);
+    ASSERT_TRUE(r.ok()) << r.status();
+    result_ = std::move(*r);
+    mj_ = LoadMuJoCo(kHumanoid);
+    ASSERT_TRUE(mj_);
+  }
+  ImportResult result_;
+  MjModelPtr mj_;
+};
+
+TEST_F(HumanoidTest, CountsMatchMuJoCoAfterMaximalCoordinateConversion) {
+  const ModelDesc& model = result_.model;
+  const mjModel* m = mj_.get();
+  EXPECT_EQ(model.name, "Humanoid");
+  EXPECT_DOUBLE_EQ(model.options.timestep, m->opt.timestep);
+  EXPECT_EQ(model.shapes.size(), static_cast<size_t>(m->ngeom));
+  EXPECT_EQ(model.actuators.size(), static_cast<size_t>(m->nu));
+  // Every MuJoCo joint is accounted for, in MuJoCo's order.
+  ASSERT_EQ(result_.source_joints.size(), static_cast<size_t>(m->njnt));
+  for (int j = 0; j < m->njnt; ++j) {
+    EXPECT_EQ(result_.source_joints[j].name, mj_id2name(m, mjOBJ_JOINT, j));
+  }
+  // Bodies: MuJoCo's nbody counts the world; light bodies are named "<body>/<joint>".
+  //   lower_waist: abdomen_z, abdomen_y (stiffness 20 vs 10) -> 1 light body
+  //   thighs: hip_x, hip_z, hip_y (stiffness 10, 10, 20)    -> 2 light bodies each
+  //   feet: ankle_y, ankle_x (anchors differ)                -> 1 light body each
+  //   upper arms: shoulder1, shoulder2 (orthogonal, one anchor, same settings) -> 1 generic
+  int light = 0;
+  for (const BodyDesc& b : model.bodies) light += b.name.find('/') != std::string::npos;
+  EXPECT_EQ(light, 7);
+  EXPECT_EQ(model.bodies.size(), static_cast<size_t>(m->nbody - 1 + light));
+  // Joints: the free joint becomes none, the two shoulder pairs one generic each, the 3
+  // jointless bodies (head, hands) get a weld each, every other hinge its own joint.
+  int hinges = 0, welds = 0, generic = 0;
+  for (const JointDesc& j : model.joints) {
+    hinges += j.type == JointType::kRevolute;
+    welds += j.type == JointType::kFixed;
+    generic += j.type == JointType::kGeneric;
+  }
+  EXPECT_EQ(generic, 2);
+  EXPECT_EQ(hinges, m->njnt - 1 - 2 * generic);
+  EXPECT_EQ(welds, 3);
+  EXPECT_EQ(model.joints.size(), static_cast<size_t>(hinges + welds + generic));
+  // DOF: MuJoCo's nv = 6 (free) + 21 hinges; Axion's joint DOF are the 21 hinge angles.
+  int dofs = 0;
+  for (const JointDesc& j : model.joints) dofs += JointDofCount(j);
+  EXPECT_EQ(dofs, m->nv - 6);
+}
+
+TEST_F(HumanoidTest, MassAndInertiaMatchMuJoCo) {
+  ExpectBodiesMatchMuJoCo(kHumanoid, result_.model);
+  double total = 0, light = 0;
+  for (const BodyDesc& b : result_.model.bodies) {
+    (b.name.find('/') == std::string::npos ? total : light) += b.mass;
+  }
+  EXPECT_NEAR(total, mj_getTotalmass(mj_.get()), 1e-9 * total);
+  // Each light body weighs 1% of the body its chain leads to.
+  double expected_light = 0;
+  for (const BodyDesc& b : result_.model.bodies) {
+    size_t slash = b.name.find('/');
+    if (slash != std::string::npos) {
+      expected_light +=
+          0.01 * result_.model.bodies[FindBody(result_.model, b.name.substr(0, slash))].mass;
+    }
+  }
+  EXPECT_NEAR(light, expected_light, 1e-12);
+}
+
+TEST_F(HumanoidTest, JointsAndActuatorsMatchMuJoCo) {
+  const mjModel* m = mj_.get();
+  const ModelDesc& model = result_.model;
+  for (int j = 0; j < m->njnt; ++j) {
+    const char* name = mj_id2name(m, mjOBJ_JOINT, j);
+    const ImportResult::SourceJoint* s = FindSourceJoint(result_, name);
+    ASSERT_TRUE(s) << name;
+    if (m->jnt_type[j] == mjJNT_FREE) {
+      EXPECT_EQ(s->joint, -1);
+      continue;
+    }
+    ASSERT_GE(s->joint, 0) << name;
+    const JointDesc& joint = model.joints[s->joint];
+    int dof = m->jnt_dofadr[j];
+    EXPECT_DOUBLE_EQ(joint.drive.stiffness, m->jnt_stiffness[j]) << name;
+    EXPECT_DOUBLE_EQ(joint.drive.damping, m->dof_damping[dof]) << name;
+    EXPECT_DOUBLE_EQ(joint.armature, m->dof_armature[dof]) << name;
+    // The joint's axis in the body frame: frame x for a revolute joint, the DOF's frame axis
+    // for a generic one.
+    int frame_axis = 0;
+    if (joint.type == JointType::kGeneric) {
+      int seen = 0;
+      for (int k = 3; k < 6; ++k) {
+        if (joint.axis_mode[k] == AxisMode::kLocked) continue;
+        if (seen++ == s->dof) frame_axis = k - 3;
+      }
+    }
+    Vec3 unit{frame_axis == 0 ? 1.0 : 0.0, frame_axis == 1 ? 1.0 : 0.0,
+              frame_axis == 2 ? 1.0 : 0.0};
+    Vec3 axis = rotate(joint.child_frame.quat, unit);
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_NEAR(axis[k], m->jnt_axis[3 * j + k], 1e-12) << name;
+      EXPECT_NEAR(joint.child_frame.pos[k], m->jnt_pos[3 * j + k], 1e-12) << name;
+    }
+    ASSERT_TRUE(m->jnt_limited[j]);
+    ASSERT_TRUE(joint.limited);
+    EXPECT_NEAR(joint.lower[s->dof], m->jnt_range[2 * j], 1e-12) << name;
+    EXPECT_NEAR(joint.upper[s->dof], m->jnt_range[2 * j + 1], 1e-12) << name;
+  }
+  ASSERT_EQ(model.actuators.size(), static_cast<size_t>(m->nu));
+  for (int a = 0; a < m->nu; ++a) {
+    const ActuatorDesc& act = model.actuators[a];
+    EXPECT_EQ(act.name, mj_id2name(m, mjOBJ_ACTUATOR, a));
+    EXPECT_EQ(act.type, ActuatorType::kEffort);
+    EXPECT_DOUBLE_EQ(act.gear, m->actuator_gear[6 * a]);
+    EXPECT_TRUE(act.ctrl_limited);
+    EXPECT_DOUBLE_EQ(act.ctrl_min, m->actuator_ctrlrange[2 * a]);
+    EXPECT_DOUBLE_EQ(act.ctrl_max, m->actuator_ctrlrange[2 * a + 1]);
+    const ImportResult::SourceJoint* s =
+        FindSourceJoint(result_, mj_id2name(m, mjOBJ_JOINT, m->actuator_trnid[2 * a]));
+    ASSERT_TRUE(s);
+    EXPECT_EQ(act.joint, s->joint);
+    EXPECT_EQ(act.dof, s->dof);
+  }
+}
+
+TEST_F(HumanoidTest, CompilesAndWarnsAboutWhatItIgnores) {
+  absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(result_.model);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_TRUE(HasWarning(result_, "<light>"));
+  EXPECT_TRUE(HasWarning(result_, "<camera>"));
+  EXPECT_TRUE(HasWarning(result_, "'solimp'"));
+  EXPECT_TRUE(HasWarning(result_, "'condim'"));
+  EXPECT_TRUE(HasWarning(result_, "<asset>"));
+  EXPECT_TRUE(HasWarning(result_, "geometric mean"));  // friction .7 against the floor's 1
+  EXPECT_TRUE(HasWarning(result_, "light bodies"));
+}
+
+// MuJoCo never lets a body touch its parent, even across a light-body chain (pelvis ->
+// hip_x -> hip_z -> hip_y -> thigh), nor a welded body its parent's other children; with the
+// humanoid's uniform contype/conaffinity the importer encodes that in groups and masks.
+TEST_F(HumanoidTest, CollisionFilterMatchesMuJoCoParentRule) {
+  absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(result_.model);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const ModelDesc& desc = (*model)->desc();
+  auto shape = [&](const std::string& name) {
+    for (size_t i = 0; i < desc.shapes.size(); ++i) {
+      if (desc.shapes[i].name == name) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  auto collides = [&](const std::string& a, const std::string& b) {
+    int i = shape(a), k = shape(b);
+    EXPECT_GE(i, 0) << a;
+    EXPECT_GE(k, 0) << b;
+    for (const auto& p : (*model)->collision_pairs()) {
+      if ((p[0] == i && p[1] == k) || (p[0] == k && p[1] == i)) return true;
+    }
+    return false;
+  };
+  EXPECT_FALSE(collides("butt", "right_thigh"));  // parent-child across a chain
+  EXPECT_FALSE(collides("right_shin", "right_right_foot"));
+  EXPECT_FALSE(collides("head", "right_upper_arm"));  // head is welded to the torso
+  EXPECT_FALSE(collides("torso", "lower_waist"));
+  EXPECT_TRUE(collides("floor", "right_right_foot"));
+  EXPECT_TRUE(collides("floor", "torso"));
+  EXPECT_TRUE(collides("right_hand", "left_hand"));
+  EXPECT_TRUE(collides("right_thigh", "left_thigh"));
+  EXPECT_TRUE(collides("butt", "right_shin"));  // grandparent: MuJoCo collides too
+  EXPECT_TRUE(HasWarning(result_, "collision groups and masks"));
+}
+
+// Every shape kind, every orientation form, explicit masses and <inertial>, against MuJoCo.
+TEST(MjcfMassTest, AllShapesAndOrientationsMatchMuJoCo) {
+  std::string path = WriteTemp("mass_zoo.xml", R"(
+<mujoco model="zoo">
+  <compiler angle="degree" eulerseq="zyx"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 1"/>
+    <body name="a" pos="0.1 0.2 1" euler="10 20 30">
+      <freejoint/>
+      <geom type="sphere" size="0.1" pos="0.1 0 0"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0.1 -0.2" size="0.05"/>
+      <geom type="cylinder" size="0.04 0.1" quat="0.9 0.1 0.3 0.2" pos="0 0.1 0"/>
+      <geom type="box" size="0.1 0.05 0.02" axisangle="1 1 0 40" density="500"/>
+      <geom type="ellipsoid" size="0.1 0.06 0.03" xyaxes="0 1 0 -1 0 0.3" mass="0.7"/>
+      <body name="b" pos="0 0 -0.3" zaxis="0.2 0.3 1">
+        <joint name="b_hinge" type="hinge" axis="1 0 0"/>
+        <geom type="box" fromto="0 0 0 0 0 -0.2" size="0.03 0.02 0"/>
+        <geom type="capsule" size="0.02 0.1" euler="90 0 0" pos="0.05 0 0"/>
+        <body name="c" pos="0.1 0 0" axisangle="0 0 1 90">
+          <joint name="c_slide" type="slide" axis="0 1 0"/>
+          <inertial pos="0.01 0.02 0.03" quat="0.5 0.5 0.5 0.5" mass="1.5" diaginertia="0.01 0.02 0.025"/>
+          <geom type="sphere" size="0.02"/>
+          <body name="d" pos="0 0.1 0">
+            <joint name="d_ball" type="ball"/>
+            <inertial pos="0 0 -0.1" mass="0.3" fullinertia="0.004 0.005 0.006 0.001 -0.0005 0.0002"/>
+          </body>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>)");
+  absl::StatusOr<ImportResult> r = LoadMjcfFile(path);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectBodiesMatchMuJoCo(path, r->model);
+  // The unequal ellipsoid collides as a hull; the equal-radius case would be a sphere.
+  EXPECT_EQ(r->model.shapes[5].type, ShapeType::kConvexHull);
+  EXPECT_TRUE(HasWarning(*r, "ellipsoid"));
+  EXPECT_EQ(r->model.shapes[0].body, kWorldBody);
+  EXPECT_EQ(r->model.shapes[0].type, ShapeType::kPlane);
+  EXPECT_TRUE(HasWarning(*r, "finite plane"));
+  // fromto: a capsule's half length is half the segment.
+  EXPECT_NEAR(r->model.shapes[2].size.y, 0.5 * std::sqrt(0.09 + 0.01 + 0.04), 1e-15);
+}
+
+TEST(MjcfMassTest, InertiaFromGeomTrueOverridesInertial) {
+  std::string xml = R"(
+<mujoco><compiler inertiafromgeom="true"/>
+  <worldbody><body name="b"><freejoint/>
+    <inertial pos="0 0 0" mass="100" diaginertia="1 1 1"/>
+    <geom type="box" size="0.1 0.2 0.3"/>
+  </body></worldbody></mujoco>)";
+  absl::StatusOr<ImportResult> r = LoadMjcfString(xml, "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  const BodyDesc& b = r->model.bodies[0];
+  double mass = 1000 * 0.2 * 0.4 * 0.6;
+  EXPECT_NEAR(b.mass, mass, 1e-12);
+  EXPECT_NEAR(b.inertia(0, 0), mass * (0.04 + 0.09) / 3, 1e-12);
+  EXPECT_NEAR(b.inertia(2, 2), mass * (0.01 + 0.04) / 3, 1e-12);
+}
+
+TEST(MjcfJointTest, OrthogonalHingesWithOneAnchorBecomeOneGenericJoint) {
+  // Hinges along x, z, y: x cross z = -y, so the frame is (x, y, z) = (joint 0, joint 2, joint 1).
+  std::string xml = R"(
+<mujoco><worldbody><body name="base" pos="0 0 1"><freejoint/><geom size="0.1"/>
+  <body name="limb" pos="0 0 -0.2">
+    <joint name="jx" axis="1 0 0" pos="0 0 0.05" limited="true" range="-30 30"/>
+    <joint name="jz" axis="0 0 1" pos="0 0 0.05"/>
+    <joint name="jy" axis="0 1 0" pos="0 0 0.05" limited="true" range="-90 10"/>
+    <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.04"/>
+  </body></body></worldbody>
+  <actuator><motor joint="jy" gear="3"/></actuator></mujoco>)";
+  absl::StatusOr<ImportResult> r = LoadMjcfString(xml, "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->model.joints.size(), 1u);
+  const JointDesc& j = r->model.joints[0];
+  EXPECT_EQ(j.type, JointType::kGeneric);
+  EXPECT_EQ(j.name, "jx+jy+jz");
+  EXPECT_EQ(j.parent, 0);
+  EXPECT_EQ(j.child, 1);
+  using enum AxisMode;
+  std::array<AxisMode, 6> modes = {kLocked, kLocked, kLocked, kLimited, kLimited, kFree};
+  EXPECT_EQ(j.axis_mode, modes);
+  const double deg = M_PI / 180;
+  ASSERT_EQ(j.lower.size(), 3u);
+  EXPECT_NEAR(j.lower[0], -30 * deg, 1e-15);
+  EXPECT_NEAR(j.upper[1], 10 * deg, 1e-15);
+  Vec3 y = rotate(j.child_frame.quat, Vec3{0, 1, 0});
+  EXPECT_NEAR(y.y, 1, 1e-15);
+  EXPECT_NEAR(j.child_frame.pos.z, 0.05, 1e-15);
+  EXPECT_EQ(FindSourceJoint(*r, "jy")->dof, 1);
+  EXPECT_EQ(FindSourceJoint(*r, "jz")->dof, 2);
+  ASSERT_EQ(r->model.actuators.size(), 1u);
+  EXPECT_EQ(r->model.actuators[0].dof, 1);
+  EXPECT_EQ(r->model.actuators[0].gear, 3);
+  EXPECT_TRUE(Model::Compile(r->model).ok());
+
+  // The same body imported with merging off: an exact chain through two light bodies.
+  MjcfOptions chain;
+  chain.merge_joints = false;
+  absl::StatusOr<ImportResult> c = LoadMjcfString(xml, "", chain);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->model.joints.size(), 3u);
+  EXPECT_EQ(c->model.bodies.size(), 4u);
+}
+
+TEST(MjcfJointTest, SeparateAnchorsBecomeAChainThroughLightBodies) {
+  std::string xml = R"(
+<mujoco><worldbody><body name="foot" pos="0 0 1">
+    <joint name="ankle_y" axis="0 1 0" pos="0 0 0.08" damping="2"/>
+    <joint name="ankle_x" axis="1 0 0.5" pos="0 0 0.04" stiffness="3"/>
+    <geom type="box" size="0.1 0.05 0.02"/>
+  </body></worldbody></mujoco>)";
+  absl::StatusOr<ImportResult> r = LoadMjcfString(xml, "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  const ModelDesc& m = r->model;
+  ASSERT_EQ(m.bodies.size(), 2u);
+  ASSERT_EQ(m.joints.size(), 2u);
+  const BodyDesc& foot = m.bodies[0];
+  const BodyDesc& light = m.bodies[1];
+  EXPECT_EQ(light.name, "foot/ankle_y");
+  EXPECT_NEAR(light.mass, 0.01 * foot.mass, 1e-15);
+  EXPECT_NEAR(light.inertia(0, 0), 0.01 * foot.inertia(0, 0), 1e-15);
+  EXPECT_EQ(light.pose.pos.z, foot.pose.pos.z);
+  // world -> ankle_y -> light -> ankle_x -> foot, each with its own anchor, axis and drive.
+  EXPECT_EQ(m.joints[0].name, "ankle_y");
+  EXPECT_EQ(m.joints[0].parent, kWorldBody);
+  EXPECT_EQ(m.joints[0].child, 1);
+  EXPECT_TRUE(m.joints[0].collide_connected);  // MuJoCo collides bodies with the world
+  EXPECT_EQ(m.joints[0].drive.damping, 2);
+  EXPECT_EQ(m.joints[1].parent, 1);
+  EXPECT_EQ(m.joints[1].child, 0);
+  EXPECT_EQ(m.joints[1].drive.stiffness, 3);
+  EXPECT_NEAR(m.joints[1].child_frame.pos.z, 0.04, 1e-15);
+  Vec3 axis = rotate(m.joints[1].child_frame.quat, Vec3{1, 0, 0});
+  EXPECT_NEAR(axis.x, 1 / std::sqrt(1.25), 1e-15);
+  EXPECT_NEAR(axis.z, 0.5 / std::sqrt(1.25), 1e-15);
+}
+
+TEST(MjcfJointTest, DefaultClassesChildclassAndSpringsFollowMuJoCo) {
+  std::string path = WriteTemp("classes.xml", R"(
+<mujoco>
+  <default>
+    <joint damping="1" armature="0.1"/>
+    <geom density="2000"/>
+    <default class="stiff">
+      <joint stiffness="5" limited="true" range="-10 20"/>
+      <default class="stiffer"><joint stiffness="9" springref="5"/></default>
+    </default>
+  </default>
+  <worldbody>
+    <body name="a" pos="0 0 1" childclass="stiff">
+      <joint name="ja" axis="0 1 0"/>
+      <geom size="0.1"/>
+      <body name="b" pos="0 0 -0.3">
+        <joint name="jb" class="stiffer" ref="3"/>
+        <geom size="0.05" class="main"/>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>)");
+  absl::StatusOr<ImportResult> r = LoadMjcfFile(path);
+  ASSERT_TRUE(r.ok()) << r.status();
+  MjModelPtr m = LoadMuJoCo(path);
+  ASSERT_TRUE(m);
+  ExpectBodiesMatchMuJoCo(path, r->model);
+  for (int j = 0; j < m->njnt; ++j) {
+    const JointDesc& joint =
+        r->model.joints[FindSourceJoint(*r, mj_id2name(m.get(), mjOBJ_JOINT, j))->joint];
+    EXPECT_DOUBLE_EQ(joint.drive.stiffness, m->jnt_stiffness[j]);
+    EXPECT_DOUBLE_EQ(joint.drive.damping, m->dof_damping[j]);
+    EXPECT_DOUBLE_EQ(joint.armature, m->dof_armature[j]);
+    EXPECT_NEAR(joint.lower[0], m->jnt_range[2 * j], 1e-15);
+    EXPECT_NEAR(joint.upper[0], m->jnt_range[2 * j + 1], 1e-15);
+    EXPECT_NEAR(joint.reference, m->qpos0[m->jnt_qposadr[j]], 1e-15);
+    EXPECT_NEAR(joint.drive.target_position, m->qpos_spring[m->jnt_qposadr[j]], 1e-15);
+  }
+}
+
+TEST(MjcfActuatorTest, PositionAndVelocityServos) {
+  std::string xml = R"(
+<mujoco><compiler autolimits="true"/><worldbody><body name="b"><joint name="j" axis="0 1 0" damping="0.5"/>
+  <geom size="0.1"/></body></worldbody>
+  <actuator>
+    <position name="servo" joint="j" kp="30" kv="2" ctrlrange="-1 1"/>
+    <velocity name="speed" joint="j" kv="4"/>
+    <motor name="torque" joint="j" gear="7" ctrlrange="-2 3"/>
+    <general name="gen" joint="j"/>
+  </actuator></mujoco>)";
+  absl::StatusOr<ImportResult> r = LoadMjcfString(xml, "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  const auto& a = r->model.actuators;
+  ASSERT_EQ(a.size(), 3u);
+  EXPECT_EQ(a[0].type, ActuatorType::kPosition);
+  EXPECT_EQ(a[0].kp, 30);
+  EXPECT_EQ(a[0].kv, 2.5);         // the servo's kv plus the joint damping it replaces
+  EXPECT_TRUE(a[0].ctrl_limited);  // autolimits: a ctrlrange implies ctrllimited
+  EXPECT_EQ(a[1].type, ActuatorType::kVelocity);
+  EXPECT_EQ(a[1].kv, 4);
+  EXPECT_FALSE(a[1].ctrl_limited);
+  EXPECT_EQ(a[2].type, ActuatorType::kEffort);
+  EXPECT_EQ(a[2].gear, 7);
+  EXPECT_EQ(a[2].ctrl_min, -2);
+  EXPECT_EQ(a[2].ctrl_max, 3);
+  EXPECT_TRUE(HasWarning(*r, "<general>"));
+  EXPECT_TRUE(HasWarning(*r, "velocity actuator is replaced"));
+}
+
+TEST(MjcfIncludeTest, IncludedFilesAreSplicedInPlace) {
+  std::string dir = ::testing::TempDir();
+  WriteTemp("inc_body.xml", R"(<mujoco><body name="ball" pos="0 0 1"><freejoint/>
+      <geom class="heavy" size="0.1"/></body></mujoco>)");
+  WriteTemp("inc_defaults.xml", R"(<mujoco><default><default class="heavy">
+      <geom density="3000"/></default></default></mujoco>)");
+  std::string path = WriteTemp("inc_main.xml", R"(<mujoco>
+  <include file="inc_defaults.xml"/>
+  <worldbody><include file="inc_body.xml"/></worldbody></mujoco>)");
+  absl::StatusOr<ImportResult> r = LoadMjcfFile(path);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->model.bodies.size(), 1u);
+  EXPECT_NEAR(r->model.bodies[0].mass, 3000 * 4.0 / 3 * M_PI * 1e-3, 1e-9);
+  ExpectBodiesMatchMuJoCo(path, r->model);
+}
+
+TEST(MjcfErrorTest, MalformedXmlReportsTheLine) {
+  absl::StatusOr<ImportResult> r =
+      LoadMjcfString("<mujoco>\n<worldbody>\n<body>\n</worldbody>\n</mujoco>", "");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("<string>:"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("malformed XML"), std::string::npos) << r.status();
+  // The <body> opened on line 3 is never closed.
+  EXPECT_NE(r.status().message().find("<string>:3:"), std::string::npos) << r.status();
+}
+
+TEST(MjcfErrorTest, MissingIncludeNamesTheFile) {
+  absl::StatusOr<ImportResult> r =
+      LoadMjcfString("<mujoco>\n  <include file=\"no_such_part.xml\"/>\n</mujoco>", "/nonexistent");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(r.status().message().find("no_such_part.xml"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find(":2:"), std::string::npos) << r.status();
+}
+
+TEST(MjcfErrorTest, BadValuesNameElementNameAndAttribute) {
+  struct Case {
+    const char* xml;
+    std::vector<std::string> needles;
+  };
+  std::vector<Case> cases = {
+      {R"(<mujoco><worldbody><body name="arm"><joint/>
+           <inertial pos="0 0 0" mass="-2" diaginertia="1 1 1"/></body></worldbody></mujoco>)",
+       {"inertial", "arm", "'mass'", "negative", ":2:"}},
+      {R"(<mujoco><worldbody><body name="b"><joint/><geom name="g" size="0.1" mass="-1"/></body></worldbody></mujoco>)",
+       {"geom 'g'", "'mass'", "negative"}},
+      {R"(<mujoco><worldbody><body name="b"><joint name="j" range="0 1"/><geom size="1"/></body></worldbody></mujoco>)",
+       {"joint 'j'", "'range'", "limited"}},
+      {R"(<mujoco><worldbody><body name="b"><joint/><geom name="g" type="capsule" size="0.1"/></body></worldbody></mujoco>)",
+       {"geom 'g'", "'size'"}},
+      {R"(<mujoco><worldbody><body name="b"><joint/><geom name="g" type="sphere" size="x"/></body></worldbody></mujoco>)",
+       {"geom 'g'", "'size'", "'x'"}},
+      {R"(<mujoco><worldbody><body name="b"><joint/></body></worldbody></mujoco>)",
+       {"body 'b'", "mass is zero"}},
+      {R"(<mujoco><worldbody><body name="b"><joint/><geom size="1"/></body></worldbody>
+           <actuator><motor name="m" joint="nope"/></actuator></mujoco>)",
+       {"motor 'm'", "'joint'", "nope"}},
+      {R"(<mujoco><worldbody><body name="b"><geom name="g" type="mesh" mesh="m"/></body></worldbody></mujoco>)",
+       {"geom 'g'", "'type'", "mesh"}},
+      {R"(<mujoco><compiler coordinate="global"/></mujoco>)", {"compiler", "'coordinate'"}},
+      {R"(<robot/>)", {"<mujoco>"}},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<ImportResult> r = LoadMjcfString(c.xml, "");
+    ASSERT_FALSE(r.ok()) << c.xml;
+    for (const std::string& needle : c.needles) {
+      EXPECT_NE(r.status().message().find(needle), std::string::npos)
+          << "'" << needle << "' not in: " << r.status().message();
+    }
+  }
+}
+
+TEST(MjcfWarningTest, UnsupportedElementsAndAttributesAreNamed) {
+  std::string xml = R"(
+<mujoco>
+  <size njmax="500"/>
+  <option timestep="0.01" integrator="RK4"><flag contact="disable"/></option>
+  <worldbody>
+    <body name="b"><freejoint/>
+      <geom size="0.1" solref="0.02 1" rgba="1 0 0 1"/>
+      <geom size="0.1" solref="0.02 1"/>
+      <site name="s"/>
+    </body>
+  </worldbody>
+  <tendon/><sensor/><equality/><contact/><keyframe/>
+</mujoco>)";
+  absl::StatusOr<ImportResult> r = LoadMjcfString(xml, "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (const char* needle : {"<size>", "'integrator'", "<flag>", "'solref'", "'rgba'", "<site>",
+                             "<tendon>", "<sensor>", "<equality>", "<contact>", "<keyframe>"}) {
+    EXPECT_TRUE(HasWarning(*r, needle)) << needle;
+  }
+  // Repeats are counted on one line.
+  EXPECT_TRUE(HasWarning(*r, "(2 occurrences)"));
+  EXPECT_DOUBLE_EQ(r->model.options.timestep, 0.01);
+}
+
+TEST(MjcfWarningTest, AsymmetricContypeConaffinityIsReported) {
+  // a (contype 1, conaffinity 0) meets b (contype 0, conaffinity 1): MuJoCo collides, Axion not.
+  std::string xml = R"(
+<mujoco><worldbody>
+  <body name="a" pos="0 0 1"><freejoint/><geom size="0.1" contype="1" conaffinity="0"/></body>
+  <body name="b" pos="0 0 2"><freejoint/><geom size="0.1" contype="0" conaffinity="1"/></body>
+</worldbody></mujoco>)";
+  absl::StatusOr<ImportResult> r = LoadMjcfString(xml, "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(HasWarning(*r, "contype/conaffinity"));
+  EXPECT_EQ(r->model.shapes[0].collision_group, 1u);
+  EXPECT_EQ(r->model.shapes[0].collision_mask, 0u);
+}
+
+TEST(MjcfStaticTest, BodiesWeldedToTheWorldBecomeWorldShapes) {
+  std::string xml = R"(
+<mujoco><worldbody>
+  <body name="table" pos="1 0 0.5" euler="0 0 90"><geom name="top" type="box" size="0.5 0.3 0.02" pos="0.1 0 0"/></body>
+  <body name="ball" pos="1 0 1"><freejoint/><geom size="0.05"/></body>
+</worldbody></mujoco>)";
+  absl::StatusOr<ImportResult> r = LoadMjcfString(xml, "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->model.bodies.size(), 1u);
+  EXPECT_TRUE(r->model.joints.empty());
+  const ShapeDesc& top = r->model.shapes[0];
+  EXPECT_EQ(top.body, kWorldBody);
+  // (0.1, 0, 0) in a frame turned 90 degrees about z, at (1, 0, 0.5).
+  EXPECT_NEAR(top.pose.pos.x, 1, 1e-12);
+  EXPECT_NEAR(top.pose.pos.y, 0.1, 1e-12);
+  EXPECT_NEAR(top.pose.pos.z, 0.5, 1e-12);
+}
+
+}  // namespace
+}  // namespace axion

@@ -1,0 +1,257 @@
+// URDF importer: links, joints, meshes, options, errors and warnings.
+#include "axion/urdf.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "axion/model.h"
+#include "gtest/gtest.h"
+
+namespace axion {
+namespace {
+
+const std::string kModels = AXION_TEST_MODELS;
+
+bool HasWarning(const ImportResult& r, const std::string& needle) {
+  for (const std::string& w : r.warnings) {
+    if (w.find(needle) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(UrdfTest, TwoLinkArmStructure) {
+  absl::StatusOr<ImportResult> r = LoadUrdfFile(kModels + "/two_link_arm.urdf");
+  ASSERT_TRUE(r.ok()) << r.status();
+  const ModelDesc& m = r->model;
+  EXPECT_EQ(m.name, "two_link_arm");
+  // Fixed base: the base link is the world; its box is a world shape.
+  ASSERT_EQ(m.bodies.size(), 2u);
+  EXPECT_EQ(m.bodies[0].name, "upper");
+  EXPECT_EQ(m.bodies[0].mass, 1);
+  EXPECT_NEAR(m.bodies[0].com.z, -0.25, 1e-15);
+  EXPECT_NEAR(m.bodies[1].pose.pos.z, 1.5, 1e-15);
+  ASSERT_EQ(m.shapes.size(), 3u);
+  EXPECT_EQ(m.shapes[0].body, kWorldBody);
+  EXPECT_EQ(m.shapes[0].type, ShapeType::kBox);
+  EXPECT_NEAR(m.shapes[0].size.x, 0.05, 1e-15);
+  EXPECT_NEAR(m.shapes[0].pose.pos.z, 2.3, 1e-15);
+  EXPECT_EQ(m.shapes[1].type, ShapeType::kCylinder);
+  EXPECT_NEAR(m.shapes[1].size.y, 0.25, 1e-15);  // half of length 0.5, along z
+  ASSERT_EQ(m.joints.size(), 2u);
+  EXPECT_EQ(m.joints[0].type, JointType::kRevolute);
+  EXPECT_EQ(m.joints[0].parent, kWorldBody);
+  EXPECT_TRUE(m.joints[0].limited);
+  EXPECT_EQ(m.joints[0].lower[0], -3);
+  Vec3 axis = rotate(m.joints[0].child_frame.quat, Vec3{1, 0, 0});
+  EXPECT_NEAR(axis.y, 1, 1e-15);
+  EXPECT_EQ(m.joints[1].type, JointType::kRevolute);
+  EXPECT_FALSE(m.joints[1].limited);  // continuous
+  // One effort actuator per moving joint, ctrl range = +-effort.
+  ASSERT_EQ(m.actuators.size(), 2u);
+  EXPECT_EQ(m.actuators[0].name, "shoulder");
+  EXPECT_EQ(m.actuators[0].type, ActuatorType::kEffort);
+  EXPECT_EQ(m.actuators[0].ctrl_max, 20);
+  EXPECT_EQ(m.actuators[1].ctrl_min, -5);
+  EXPECT_TRUE(HasWarning(*r, "<visual>"));
+  EXPECT_TRUE(HasWarning(*r, "velocity limits"));
+  // <visual> is reported once however many links have one.
+  int visual_lines = 0;
+  for (const std::string& w : r->warnings) visual_lines += w.find("<visual>") != std::string::npos;
+  EXPECT_EQ(visual_lines, 1);
+  EXPECT_TRUE(Model::Compile(m).ok());
+}
+
+TEST(UrdfTest, OriginsComposeAndInertiaRotatesIntoTheLinkFrame) {
+  std::string xml = R"(<robot name="r">
+    <link name="base"/>
+    <link name="a">
+      <inertial><origin xyz="0.1 0 0" rpy="0 0 1.5707963267948966"/><mass value="2"/>
+        <inertia ixx="1" iyy="2" izz="3" ixy="0" ixz="0" iyz="0"/></inertial>
+    </link>
+    <joint name="j" type="prismatic">
+      <origin xyz="1 2 3" rpy="0 0 1.5707963267948966"/>
+      <parent link="base"/><child link="a"/><axis xyz="0 0 1"/>
+      <limit lower="-0.5" upper="0.5" effort="0" velocity="0"/>
+      <dynamics damping="0.3" friction="0.1"/>
+    </joint></robot>)";
+  absl::StatusOr<ImportResult> r = LoadUrdfString(xml, "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  const BodyDesc& a = r->model.bodies[0];
+  // The inertia frame is turned 90 degrees about z: x and y moments swap.
+  EXPECT_NEAR(a.inertia(0, 0), 2, 1e-12);
+  EXPECT_NEAR(a.inertia(1, 1), 1, 1e-12);
+  EXPECT_NEAR(a.inertia(2, 2), 3, 1e-12);
+  EXPECT_NEAR(a.pose.pos.y, 2, 1e-15);
+  Vec3 x = rotate(a.pose.quat, Vec3{1, 0, 0});
+  EXPECT_NEAR(x.y, 1, 1e-12);
+  const JointDesc& j = r->model.joints[0];
+  EXPECT_EQ(j.type, JointType::kPrismatic);
+  EXPECT_EQ(j.drive.damping, 0.3);
+  EXPECT_FALSE(r->model.actuators[0].ctrl_limited);  // effort 0: no bound
+  EXPECT_TRUE(HasWarning(*r, "joint friction"));
+}
+
+TEST(UrdfTest, FloatingBaseAndMasslessFrames) {
+  std::string xml = R"(<robot name="r">
+    <link name="base"><inertial><mass value="3"/><inertia ixx="1" iyy="1" izz="1"/></inertial>
+      <collision><geometry><sphere radius="0.2"/></geometry></collision></link>
+    <link name="tool_frame">
+      <collision><origin xyz="0 0 0.1"/><geometry><sphere radius="0.05"/></geometry></collision></link>
+    <link name="wheel"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1"/></inertial></link>
+    <joint name="mount" type="fixed"><origin xyz="0 0 0.5"/><parent link="base"/><child link="tool_frame"/></joint>
+    <joint name="spin" type="continuous"><origin xyz="0.3 0 0"/><parent link="tool_frame"/><child link="wheel"/></joint>
+  </robot>)";
+  UrdfOptions options;
+  options.floating_base = true;
+  absl::StatusOr<ImportResult> r = LoadUrdfString(xml, "", options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const ModelDesc& m = r->model;
+  // base is free (no joint); the massless tool_frame is merged into it.
+  ASSERT_EQ(m.bodies.size(), 2u);
+  ASSERT_EQ(m.joints.size(), 1u);
+  EXPECT_EQ(m.joints[0].name, "spin");
+  EXPECT_EQ(m.joints[0].parent, 0);
+  EXPECT_EQ(m.joints[0].child, 1);
+  EXPECT_NEAR(m.bodies[1].pose.pos.x, 0.3, 1e-15);
+  EXPECT_NEAR(m.bodies[1].pose.pos.z, 0.5, 1e-15);
+  ASSERT_EQ(m.shapes.size(), 2u);
+  EXPECT_EQ(m.shapes[1].body, 0);
+  EXPECT_NEAR(m.shapes[1].pose.pos.z, 0.6, 1e-15);
+  EXPECT_TRUE(HasWarning(*r, "tool_frame"));
+  EXPECT_TRUE(Model::Compile(m).ok());
+
+  // Fixed base (the default): the base link is static, the wheel hangs off the world.
+  absl::StatusOr<ImportResult> fixed = LoadUrdfString(xml, "");
+  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  ASSERT_EQ(fixed->model.bodies.size(), 1u);
+  EXPECT_EQ(fixed->model.joints[0].parent, kWorldBody);
+  EXPECT_EQ(fixed->model.shapes[0].body, kWorldBody);
+}
+
+// A unit cube as binary STL, ASCII STL and OBJ: each loads as an 8-vertex hull.
+void WriteCubeMeshes(const std::string& dir) {
+  std::vector<std::array<float, 3>> corners;
+  for (int i = 0; i < 8; ++i)
+    corners.push_back({float(i & 1), float((i >> 1) & 1), float((i >> 2) & 1)});
+  // 12 triangles covering the cube's faces (winding is irrelevant for a hull).
+  int tris[12][3] = {{0, 1, 3}, {0, 3, 2}, {4, 5, 7}, {4, 7, 6}, {0, 1, 5}, {0, 5, 4},
+                     {2, 3, 7}, {2, 7, 6}, {0, 2, 6}, {0, 6, 4}, {1, 3, 7}, {1, 7, 5}};
+  std::ofstream bin(dir + "/cube_bin.stl", std::ios::binary);
+  char header[80] = "binary cube";
+  bin.write(header, 80);
+  uint32_t count = 12;
+  bin.write(reinterpret_cast<const char*>(&count), 4);
+  for (auto& t : tris) {
+    float normal[3] = {0, 0, 0};
+    bin.write(reinterpret_cast<const char*>(normal), 12);
+    for (int v : t) bin.write(reinterpret_cast<const char*>(corners[v].data()), 12);
+    uint16_t attr = 0;
+    bin.write(reinterpret_cast<const char*>(&attr), 2);
+  }
+  bin.close();
+  std::ofstream ascii(dir + "/cube_ascii.stl");
+  ascii << "solid cube\n";
+  for (auto& t : tris) {
+    ascii << " facet normal 0 0 0\n  outer loop\n";
+    for (int v : t)
+      ascii << "   vertex " << corners[v][0] << " " << corners[v][1] << " " << corners[v][2]
+            << "\n";
+    ascii << "  endloop\n endfacet\n";
+  }
+  ascii << "endsolid cube\n";
+  ascii.close();
+  std::ofstream obj(dir + "/cube.obj");
+  obj << "# cube\n";
+  for (auto& c : corners) obj << "v " << c[0] << " " << c[1] << " " << c[2] << "\n";
+  for (auto& t : tris) obj << "f " << t[0] + 1 << " " << t[1] + 1 << " " << t[2] + 1 << "\n";
+}
+
+TEST(UrdfMeshTest, StlAndObjMeshesBecomeConvexHulls) {
+  std::string dir = ::testing::TempDir();
+  WriteCubeMeshes(dir);
+  for (const char* file : {"cube_bin.stl", "cube_ascii.stl", "cube.obj"}) {
+    std::string xml = std::string(R"(<robot name="r">
+      <link name="base"/>
+      <link name="box"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1"/></inertial>
+        <collision><geometry><mesh filename=")") +
+                      file + R"(" scale="2 2 0.5"/></geometry></collision></link>
+      <joint name="j" type="revolute"><parent link="base"/><child link="box"/>
+        <limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>)";
+    absl::StatusOr<ImportResult> r = LoadUrdfString(xml, dir);
+    ASSERT_TRUE(r.ok()) << file << ": " << r.status();
+    ASSERT_EQ(r->model.shapes.size(), 1u);
+    const ShapeDesc& s = r->model.shapes[0];
+    EXPECT_EQ(s.type, ShapeType::kConvexHull) << file;
+    ASSERT_EQ(s.vertices.size(), 8u) << file;  // duplicates across triangles removed
+    double max_x = 0, max_z = 0;
+    for (Vec3 v : s.vertices) {
+      max_x = std::max(max_x, v.x);
+      max_z = std::max(max_z, v.z);
+    }
+    EXPECT_EQ(max_x, 2);
+    EXPECT_EQ(max_z, 0.5);
+    EXPECT_TRUE(Model::Compile(r->model).ok()) << file;
+  }
+  // package:// paths are looked up in the package directories.
+  std::string xml = R"(<robot name="r"><link name="base">
+      <collision><geometry><mesh filename="package://my_robot/cube.obj"/></geometry></collision></link></robot>)";
+  UrdfOptions options;
+  options.package_dirs = {dir};
+  absl::StatusOr<ImportResult> r = LoadUrdfString(xml, "/nonexistent", options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->model.shapes[0].vertices.size(), 8u);
+}
+
+TEST(UrdfErrorTest, ClearErrors) {
+  struct Case {
+    std::string xml;
+    std::vector<std::string> needles;
+  };
+  std::vector<Case> cases = {
+      {"<robot name=\"r\">\n<link name=\"a\">\n</robot>", {"<string>:2:", "malformed XML"}},
+      {R"(<robot name="r"><link name="a"><collision><geometry><mesh filename="missing_part.stl"/></geometry></collision></link></robot>)",
+       {"link 'a'", "'filename'", "missing_part.stl", "not found"}},
+      {R"(<robot name="r"><link name="a"><inertial><mass value="-1"/><inertia ixx="1" iyy="1" izz="1"/></inertial></link></robot>)",
+       {"link 'a'", "'value'", "negative"}},
+      {R"(<robot name="r"><link name="a"/><link name="b"/>
+          <joint name="j" type="revolute"><parent link="a"/><child link="b"/><limit effort="1"/></joint></robot>)",
+       {"link 'b'", "mass must be positive", "joint 'j'"}},
+      {R"(<robot name="r"><link name="a"/><joint name="j" type="hinge"><parent link="a"/><child link="a"/></joint></robot>)",
+       {"joint 'j'", "'type'", "hinge"}},
+      {R"(<robot name="r"><link name="a"/><joint name="j" type="fixed"><parent link="a"/><child link="zz"/></joint></robot>)",
+       {"joint 'j'", "unknown link 'zz'"}},
+      {R"(<robot name="r"><link name="a"/><link name="b"/></robot>)", {"root"}},
+      {R"(<robot name="r"><link name="a"><inertial><mass value="1"/><inertia ixx="1" iyy="-1" izz="1"/></inertial></link></robot>)",
+       {"link 'a'", "positive definite"}},
+      {R"(<mujoco/>)", {"<robot>"}},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<ImportResult> r = LoadUrdfString(c.xml, "/nonexistent");
+    ASSERT_FALSE(r.ok()) << c.xml;
+    for (const std::string& needle : c.needles) {
+      EXPECT_NE(r.status().message().find(needle), std::string::npos)
+          << "'" << needle << "' not in: " << r.status().message();
+    }
+  }
+}
+
+TEST(UrdfWarningTest, UnsupportedElementsAreNamed) {
+  std::string xml = R"(<robot name="r">
+    <link name="a"><collision><geometry><capsule radius="1" length="2"/></geometry></collision></link>
+    <transmission name="t"/><gazebo/>
+  </robot>)";
+  absl::StatusOr<ImportResult> r = LoadUrdfString(xml, "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(HasWarning(*r, "<capsule>"));
+  EXPECT_TRUE(HasWarning(*r, "<transmission>"));
+  EXPECT_TRUE(HasWarning(*r, "<gazebo>"));
+}
+
+}  // namespace
+}  // namespace axion
