@@ -220,11 +220,12 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
         s.dof_limited[dof] = modes[axes[k]] == AxisMode::kLimited;
         s.dof_lower[dof] = k < static_cast<int>(joint.lower.size()) ? joint.lower[k] : 0;
         s.dof_upper[dof] = k < static_cast<int>(joint.upper.size()) ? joint.upper[k] : 0;
-        s.dof_armature[dof] = joint.armature;
-        s.dof_stiffness[dof] = joint.drive.stiffness;
-        s.dof_damping[dof] = joint.drive.damping;
-        s.dof_target_position[dof] = joint.drive.target_position;
-        s.dof_target_velocity[dof] = joint.drive.target_velocity;
+        const DriveDesc& drive = joint.dof_drive.empty() ? joint.drive : joint.dof_drive[k];
+        s.dof_armature[dof] = joint.dof_armature.empty() ? joint.armature : joint.dof_armature[k];
+        s.dof_stiffness[dof] = drive.stiffness;
+        s.dof_damping[dof] = drive.damping;
+        s.dof_target_position[dof] = drive.target_position;
+        s.dof_target_velocity[dof] = drive.target_velocity;
       }
     }
     // joint rows: fixed layout, child is row body a and parent row body b

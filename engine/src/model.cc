@@ -334,11 +334,30 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
         }
       }
     }
-    const DriveDesc& dr = joint.drive;
-    if (!Finite(dr.stiffness) || dr.stiffness < 0) return Invalid(what, "drive.stiffness", "must be >= 0 and finite, got " + Fmt(dr.stiffness));
-    if (!Finite(dr.damping) || dr.damping < 0) return Invalid(what, "drive.damping", "must be >= 0 and finite, got " + Fmt(dr.damping));
-    if (!Finite(dr.target_position)) return Invalid(what, "drive.target_position", "is not finite");
-    if (!Finite(dr.target_velocity)) return Invalid(what, "drive.target_velocity", "is not finite");
+    auto check_drive = [&](const DriveDesc& dr, const std::string& field) -> absl::Status {
+      if (!Finite(dr.stiffness) || dr.stiffness < 0) return Invalid(what, field + ".stiffness", "must be >= 0 and finite, got " + Fmt(dr.stiffness));
+      if (!Finite(dr.damping) || dr.damping < 0) return Invalid(what, field + ".damping", "must be >= 0 and finite, got " + Fmt(dr.damping));
+      if (!Finite(dr.target_position)) return Invalid(what, field + ".target_position", "is not finite");
+      if (!Finite(dr.target_velocity)) return Invalid(what, field + ".target_velocity", "is not finite");
+      return absl::OkStatus();
+    };
+    s = check_drive(joint.drive, "drive");
+    if (!s.ok()) return s;
+    if (!joint.dof_drive.empty() && static_cast<int>(joint.dof_drive.size()) != dofs) {
+      return Invalid(what, "dof_drive", absl::StrCat("must be empty or have one entry per DOF (", dofs, "), has ", joint.dof_drive.size()));
+    }
+    for (size_t d = 0; d < joint.dof_drive.size(); ++d) {
+      s = check_drive(joint.dof_drive[d], absl::StrCat("dof_drive[", d, "]"));
+      if (!s.ok()) return s;
+    }
+    if (!joint.dof_armature.empty() && static_cast<int>(joint.dof_armature.size()) != dofs) {
+      return Invalid(what, "dof_armature", absl::StrCat("must be empty or have one entry per DOF (", dofs, "), has ", joint.dof_armature.size()));
+    }
+    for (size_t d = 0; d < joint.dof_armature.size(); ++d) {
+      if (!Finite(joint.dof_armature[d]) || joint.dof_armature[d] < 0) {
+        return Invalid(what, absl::StrCat("dof_armature[", d, "]"), "must be >= 0, got " + Fmt(joint.dof_armature[d]));
+      }
+    }
     if (!Finite(joint.reference)) return Invalid(what, "reference", "is not finite");
     if (!Finite(joint.compliance) || joint.compliance < 0) return Invalid(what, "compliance", "must be >= 0, got " + Fmt(joint.compliance));
     if (!Finite(joint.armature) || joint.armature < 0) return Invalid(what, "armature", "must be >= 0, got " + Fmt(joint.armature));
@@ -403,6 +422,14 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
     if (joint.parent == kWorldBody && joint.type != JointType::kFixed) continue;
     joined.insert({std::min(joint.parent, joint.child), std::max(joint.parent, joint.child)});
   }
+  for (size_t i = 0; i < desc.exclude_body_pairs.size(); ++i) {
+    auto [a, b] = desc.exclude_body_pairs[i];
+    if (a < kWorldBody || a >= body_count || b < kWorldBody || b >= body_count) {
+      return Invalid("model", absl::StrCat("exclude_body_pairs[", i, "]"),
+                     absl::StrCat("refers to missing body (", a, ", ", b, ")"));
+    }
+    joined.insert({std::min(a, b), std::max(a, b)});
+  }
   const int shape_count = static_cast<int>(desc.shapes.size());
   for (int a = 0; a < shape_count; ++a) {
     for (int b = a + 1; b < shape_count; ++b) {
@@ -429,6 +456,12 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
 bool JointHasDrive(const ModelDesc& desc, int joint_index) {
   const JointDesc& joint = desc.joints[joint_index];
   if (joint.drive.stiffness > 0 || joint.drive.damping > 0 || joint.armature > 0) return true;
+  for (const DriveDesc& d : joint.dof_drive) {
+    if (d.stiffness > 0 || d.damping > 0) return true;
+  }
+  for (Real a : joint.dof_armature) {
+    if (a > 0) return true;
+  }
   for (const ActuatorDesc& act : desc.actuators) {
     if (act.joint == joint_index && act.type != ActuatorType::kEffort) return true;
   }

@@ -110,6 +110,10 @@ struct JointDesc {
   std::vector<Real> lower;  // rad or m
   std::vector<Real> upper;  // rad or m
   DriveDesc drive;          // applied to every DOF of the joint (revolute, prismatic, generic)
+  // Per-DOF overrides (generic joints whose axes differ): when non-empty, one entry per DOF,
+  // replacing `drive` and `armature` for that DOF.
+  std::vector<DriveDesc> dof_drive;
+  std::vector<Real> dof_armature;
   Real reference = 0;       // joint coordinate of the initial configuration (rad or m)
   Real compliance = 0;      // inverse stiffness of the bilateral rows (m/N, rad/(N m)); 0 = rigid
   Real armature = 0;        // extra rotor inertia along the DOF (kg m^2 or kg)
@@ -163,6 +167,9 @@ struct ModelDesc {
   std::vector<ActuatorDesc> actuators;
   SolverOptions options;
   int contact_capacity = -1;  // contacts per world; -1: derived from the shapes (see Model)
+  // Body pairs (body indices, kWorldBody allowed) whose shapes never collide, on top of the
+  // group/mask filter and the joined-bodies rule (importers use it for MuJoCo's parent filter).
+  std::vector<std::array<int, 2>> exclude_body_pairs;
 };
 
 // Number of constraint rows and coordinates a joint type contributes.
