@@ -31,6 +31,7 @@ WorldParams MakeWorldParams(const SolverOptions& o) {
   p.contact_formulation = static_cast<int32_t>(o.contact_formulation);
   p.baumgarte = o.baumgarte;
   p.contact_margin = o.contact_margin;
+  p.contact_compliance = o.contact_compliance;
   p.newton_iterations = o.newton_iterations;
   p.cr_iterations = o.cr_iterations;
   p.newton_tolerance = o.newton_tolerance;

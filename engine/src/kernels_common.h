@@ -102,14 +102,16 @@ AXION_HD FbValue fischer_burmeister(Real a, Real b, Real eps) {
 // impulses: phi(lambda, s c). Dividing the linearised row by s dphi/db keeps the Newton system
 // symmetric (seed 003): J du + C dlambda = -h with
 //   C = dphi/dlambda / (s dphi/db),   h = phi / (s dphi/db).
+/// A compliance C0 (s/kg) softens the row: c_velocity + C0 lambda replaces c_velocity, adding C0
+/// to C.
 AXION_HD void store_unilateral_row(const BatchView& v, int row, Real c_velocity,
-                                   Real effective_mass, Real eps) {
+                                   Real effective_mass, Real eps, Real compliance = 0) {
   Real lambda = v.row_lambda[row];
-  FbValue fb = fischer_burmeister(lambda, effective_mass * c_velocity, eps);
+  FbValue fb = fischer_burmeister(lambda, effective_mass * (c_velocity + compliance * lambda), eps);
   // A separated row has dphi/db -> 0: clamp so it degrades into Newton on lambda alone
   // (lambda -> 0) instead of dividing by zero.
   Real scale = effective_mass * (fb.dphi_db > Real(1e-9) ? fb.dphi_db : Real(1e-9));
-  v.row_compliance[row] = fb.dphi_da / scale;
+  v.row_compliance[row] = fb.dphi_da / scale + compliance;
   v.row_residual[row] = fb.phi / scale;
   // Convergence is measured on phi / (s max(dphi/db, dphi/dlambda)): the division by a vanishing
   // dphi/db above would otherwise magnify the smoothing error of a separated row.

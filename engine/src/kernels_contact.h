@@ -138,21 +138,22 @@ AXION_HD void world_build_contact_rows(const BatchView& v, int world) {
   }
 }
 
-// World-frame lever arms of contact k at the current iterate q+.
-AXION_HD void contact_levers(const BatchView& v, int k, Vec3* lever_a, Vec3* lever_b,
-                             Vec3* point_a, Vec3* point_b) {
+// World-frame lever arms of contact k at q-, from each body's COM to its contact point.
+AXION_HD void contact_levers(const BatchView& v, int k, Vec3* lever_a, Vec3* lever_b) {
   int a = v.contact_body_a[k], b = v.contact_body_b[k];
-  Vec3 la = load3(v.contact_local_a + 3 * k), lb = load3(v.contact_local_b + 3 * k);
-  *lever_a = a < 0 ? Vec3{} : rotate(body_rotation(v.body_q, a), la);
-  *lever_b = b < 0 ? Vec3{} : rotate(body_rotation(v.body_q, b), lb);
-  *point_a = a < 0 ? la : body_position(v.body_q, a) + *lever_a;
-  *point_b = b < 0 ? lb : body_position(v.body_q, b) + *lever_b;
+  *lever_a = a < 0 ? Vec3{} : rotate(body_rotation(v.body_q_prev, a), load3(v.contact_local_a + 3 * k));
+  *lever_b = b < 0 ? Vec3{} : rotate(body_rotation(v.body_q_prev, b), load3(v.contact_local_b + 3 * k));
 }
 
-/// Contact normal row (seed 000), n from b to a, lever arms r_a, r_b:
+/// Contact normal row (seed 000), n from b to a, lever arms r_a, r_b at q-:
 ///   J = [ n, r_a x n | -n, -(r_b x n) ]
-/// Position level (default): 0 <= lambda_n _|_ c(q+) >= 0 with c(q+) = (p_a - p_b) . n,
-///   residual phi_FB(lambda_n, s c(q+)/h).
+/// Position level (default): 0 <= lambda_n _|_ c(q+) >= 0, residual phi_FB(lambda_n, s c(q+)/h),
+///   with the gap at the end of the step to first order in the motion of the contact frame,
+///   c(q+) = c(q-) + h J u+. The contact points and normal come from q- in any case; moving
+///   body-fixed points along with the bodies' rotation would add a spurious second-order gap
+///   (a rolling sphere would sink into the floor) and a destabilising geometric stiffness,
+///   while the linear form keeps the contact rows linear in u, so Newton converges in a few
+///   iterations.
 /// Velocity level: 0 <= lambda_n _|_ v_n >= 0 with
 ///   v_n = J u+ + e J u- + Upsilon c(q-)/h   (restitution e, Baumgarte Upsilon),
 /// applied once the contact closes within the step; until then v_n = J u+ + c(q-)/h keeps the
@@ -160,8 +161,8 @@ AXION_HD void contact_levers(const BatchView& v, int k, Vec3* lever_a, Vec3* lev
 AXION_HD void contact_normal_row(const BatchView& v, int row, const WorldParams& p) {
   int k = v.row_contact[row];
   Vec3 n = load3(v.contact_normal + 3 * k);
-  Vec3 lever_a, lever_b, point_a, point_b;
-  contact_levers(v, k, &lever_a, &lever_b, &point_a, &point_b);
+  Vec3 lever_a, lever_b;
+  contact_levers(v, k, &lever_a, &lever_b);
   store_row_jacobian(v, row, n, cross(lever_a, n), -n, -cross(lever_b, n));
   store_row_levers(v, row, {}, {});  // contacts push: their geometric stiffness destabilises
   Real h = p.timestep;
@@ -181,11 +182,12 @@ AXION_HD void contact_normal_row(const BatchView& v, int row, const WorldParams&
       c_velocity = u_row + bounce + correction;
     }
   } else {
-    c_velocity = dot(point_a - point_b, n) / h;
+    c_velocity = v.contact_gap[k] / h + row_velocity(v, row, v.body_u);
   }
   Real inv_mass = row_inv_effective_mass(v, v.row_body_a[row], load6(v.row_jac_a + 6 * row),
                                          v.row_body_b[row], load6(v.row_jac_b + 6 * row));
-  store_unilateral_row(v, row, c_velocity, Real(1) / inv_mass, p.fb_epsilon);
+  // Compliance alpha (m/N) on the force lambda/h: c + alpha lambda / h, over h: C0 = alpha / h^2.
+  store_unilateral_row(v, row, c_velocity, Real(1) / inv_mass, p.fb_epsilon, p.contact_compliance / (h * h));
 }
 
 /// Friction rows (seed 000): tangents t_1, t_2, J_i = [ t_i, r_a x t_i | -t_i, -(r_b x t_i) ].
@@ -207,8 +209,8 @@ AXION_HD void contact_friction_row(const BatchView& v, int row, const WorldParam
     disable_row(v, row);
     return;
   }
-  Vec3 lever_a, lever_b, point_a, point_b;
-  contact_levers(v, k, &lever_a, &lever_b, &point_a, &point_b);
+  Vec3 lever_a, lever_b;
+  contact_levers(v, k, &lever_a, &lever_b);
   Vec3 t[2] = {load3(v.contact_tangent + 6 * k), load3(v.contact_tangent + 6 * k + 3)};
   Real slip[2];
   Real inv_mass_sum = 0;
@@ -246,6 +248,7 @@ AXION_HD void contact_friction_row(const BatchView& v, int row, const WorldParam
   Real compliance = w / s;
   v.row_compliance[row] = compliance;
   v.row_residual[row] = slip[tangent] + compliance * v.row_lambda[row];
+  v.row_error[row] = v.row_residual[row];
 }
 
 }  // namespace axion::kernels

@@ -32,7 +32,7 @@ AXION_HD void row_evaluate(const BatchView& v, int row) {
     case kRowFriction1:
     case kRowFriction2:
       contact_friction_row(v, row, p);
-      break;
+      return;  // wrote its own error
     default:
       disable_row(v, row);
       return;

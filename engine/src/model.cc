@@ -193,6 +193,7 @@ absl::Status ValidateSolverOptions(SolverOptions* options) {
   if (!Finite(o.gravity)) return Invalid("options", "gravity", "is not finite: " + Fmt(o.gravity));
   if (!(o.baumgarte >= 0 && o.baumgarte <= 1)) return Invalid("options", "baumgarte", "must be in [0, 1], got " + Fmt(o.baumgarte));
   if (!Finite(o.contact_margin) || o.contact_margin < 0) return Invalid("options", "contact_margin", "must be >= 0, got " + Fmt(o.contact_margin));
+  if (!Finite(o.contact_compliance) || o.contact_compliance < 0) return Invalid("options", "contact_compliance", "must be >= 0, got " + Fmt(o.contact_compliance));
   if (o.newton_iterations < 1) return Invalid("options", "newton_iterations", absl::StrCat("must be >= 1, got ", o.newton_iterations));
   if (o.cr_iterations < 1) return Invalid("options", "cr_iterations", absl::StrCat("must be >= 1, got ", o.cr_iterations));
   if (!(o.newton_tolerance > 0) || !Finite(o.newton_tolerance)) return Invalid("options", "newton_tolerance", "must be positive, got " + Fmt(o.newton_tolerance));

@@ -27,33 +27,40 @@
 //       - one hinge / slide: kRevolute / kPrismatic with the joint frame at `pos` and its x axis
 //         along `axis`; `ref` becomes JointDesc::reference, `range` the limits.
 //       - one ball: kBall at `pos` (ball range limits are not supported: warning).
-//       - several hinges (or several slides) with a common anchor, mutually orthogonal axes,
-//         equal stiffness, damping, armature and springref and zero ref: one kGeneric joint whose
-//         frame axes are the joint axes: x = axis1, y = axis2, z = axis1 x axis2. A third hinge
-//         must be +-z; when it is -z the frame is (axis1, axis3, axis2) instead, which is
-//         right-handed, so every frame axis is exactly one MJCF axis with its sign. Those
-//         angular (or linear) axes are kLimited or kFree, the others kLocked; an actuator on an
-//         MJCF joint addresses the generic DOF of its axis. Axion measures a generic joint's
-//         rotation by the rotation vector of the relative rotation, so its coordinates (and the
-//         limits on them) equal MuJoCo's hinge angles when one axis is displaced and agree to
-//         first order otherwise. With three hinges every rotation is reachable in both engines,
-//         so the kinematics are identical; with two, Axion allows exp(a x + b y) where MuJoCo
-//         allows R(x, a) R(y, b): the two differ at second order (about a b / 2 about the
-//         locked axis). Set MjcfOptions::merge_joints = false to get the exact chain below.
+//       - two or three hinges (or slides) with a common anchor, mutually orthogonal axes and
+//         zero ref: one kGeneric joint whose frame axes are the joint axes: x = axis1,
+//         y = axis2, z = axis1 x axis2. A third hinge must be +-z; when it is -z the frame is
+//         (axis1, axis3, axis2) instead, which is right-handed, so every frame axis is exactly
+//         one MJCF axis with its sign. Those angular (or linear) axes are kLimited or kFree, the
+//         others kLocked; each DOF keeps its own MJCF joint's spring, damper and armature
+//         (JointDesc::dof_drive, dof_armature), and an actuator on an MJCF joint addresses the
+//         generic DOF of its axis. Axion measures a generic joint's rotation by the rotation
+//         vector of the relative rotation, so its coordinates (and the limits and springs on
+//         them) equal MuJoCo's hinge angles when one axis is displaced and agree to first order
+//         otherwise. With three hinges every rotation is reachable in both engines, so the
+//         kinematics are identical; with two, Axion allows exp(a x + b y) where MuJoCo allows
+//         R(x, a) R(y, b): the two differ at second order (about a b / 2 about the locked axis).
+//         Set MjcfOptions::merge_joints = false to get the exact chain below.
 //       - anything else (anchors differ, axes not orthogonal, hinges mixed with slides or balls,
-//         different spring/damper settings): a chain in MuJoCo's order, parent -> joint 1 ->
-//         light body -> joint 2 -> ... -> body, each link a kRevolute / kPrismatic / kBall joint
-//         with that joint's own anchor, axis, limits and drive. This reproduces MuJoCo's
-//         kinematics exactly (each MJCF joint rotates about its anchor in the frame left by the
-//         previous one). Each intermediate ("light") body is named "<body>/<joint>", starts at
-//         the body's pose, and has mass = MjcfOptions::light_body_mass_fraction times the
-//         body's mass (default 1%) and inertia = the same fraction of the body's inertia tensor,
-//         centred on the body's centre of mass: a uniformly scaled copy, so the chain behaves as
-//         the body made 1% heavier per light body. The model's total mass is MuJoCo's plus the
-//         light bodies'.
-//  3. Joint springs and dampers: stiffness and damping become JointDesc::drive with target
-//     position `springref` (0 by default) and target velocity 0; armature becomes
-//     JointDesc::armature. frictionloss is not supported (warning).
+//         a non-zero ref, more than three joints): a chain in MuJoCo's order, parent -> joint 1
+//         -> light body -> joint 2 -> ... -> body, each link a kRevolute / kPrismatic / kBall
+//         joint with that joint's own anchor, axis, limits and drive. No single joint can do
+//         this: two hinges about axes that do not meet move the body's anchor, so no anchor is
+//         fixed in both bodies. The chain reproduces MuJoCo's kinematics exactly (each MJCF
+//         joint rotates about its anchor in the frame left by the previous one). Each
+//         intermediate ("light") body is named "<body>/<joint>", starts at the body's pose, and
+//         has mass = MjcfOptions::light_body_mass_fraction times the body's mass (default 1%)
+//         and inertia = the same fraction of the body's inertia tensor, centred on the body's
+//         centre of mass: a uniformly scaled copy, so the chain behaves as the body made 1%
+//         heavier per light body. The model's total mass is MuJoCo's plus the light bodies'.
+//         Light bodies cost solver effort (a body of 1% mass between two joints makes the
+//         Schur complement ill-conditioned), which is why the merge above is preferred. In
+//         MuJoCo's humanoid only the feet need a chain: ankle_y (anchor z = 0.08) and ankle_x
+//         (anchor z = 0.04) are orthogonal but do not meet.
+//  3. Joint springs and dampers: stiffness and damping become the DOF's drive (JointDesc::drive,
+//     or its JointDesc::dof_drive entry in a merged joint) with target position `springref`
+//     (0 by default) and target velocity 0; armature becomes JointDesc::armature (dof_armature
+//     entry). frictionloss is not supported (warning).
 //  4. Actuators: motor -> ActuatorType::kEffort with gear[0]; position -> kPosition with kp (and
 //     kv when given); velocity -> kVelocity with kv; ctrlrange/ctrllimited as in MuJoCo 2.2
 //     (autolimits off: a range without `limited`/`ctrllimited` is an error, as in MuJoCo).
@@ -76,15 +83,13 @@
 //     geometric mean: a warning is given when geoms with different friction can touch.
 //     Ellipsoids with unequal radii become a convex hull of points on their surface (warning);
 //     mass properties still use the exact ellipsoid. Finite planes become infinite (warning).
-//  7. Collision filtering: MuJoCo skips parent-child body pairs and bodies of one weld group;
-//     Axion skips the pairs joined directly by a joint (JointDesc::collide_connected = false),
-//     and joints to the world collide (as in MuJoCo). For pairs that MuJoCo filters but Axion
-//     would not (a body and its parent across a light-body chain, a welded body and its
-//     parent's other children): when all colliding geoms share one contype/conaffinity (so
-//     those bits filter nothing, the common case, e.g. the humanoid), the shapes' collision
-//     groups and masks are rewritten to encode MuJoCo's filter exactly (one bit per body
-//     involved, masks omitting the bits of the filtered partners; at most 31 such bodies), with
-//     a warning listing the pairs. Otherwise the pairs are listed in a warning and collide.
+//  7. Collision filtering: MuJoCo never collides two bodies of one weld group, nor a weld group
+//     and its parent weld group unless one is the world; Axion skips the body pairs joined
+//     directly by a joint with collide_connected = false (joints to the world collide, as in
+//     MuJoCo). The pairs MuJoCo filters that no joint joins directly (a body and its parent
+//     across a light-body chain; a welded body, e.g. the humanoid's head, and its parent's
+//     other children) go into ModelDesc::exclude_body_pairs, so the filter is exact for any
+//     number of bodies and contype/conaffinity keep their meaning as groups and masks.
 #pragma once
 
 #include <string>

@@ -149,6 +149,11 @@ struct SolverOptions {
   Real baumgarte = 0.2;                  // Upsilon in [0, 1]: fraction of c(q-) removed per step
                                          // by velocity-level rows
   Real contact_margin = 0.01;            // (m) shapes closer than this enter the contact set
+  Real contact_compliance = 0;           // (m/N) normal compliance: a contact carrying force F
+                                         // rests at penetration compliance * F. A little keeps
+                                         // the impulses of redundant contacts (piles, boxes on
+                                         // four points) unique, so Newton converges fast; 0 is
+                                         // perfectly rigid
   int newton_iterations = 50;            // maximum Newton iterations per step
   int cr_iterations = 100;               // maximum Conjugate Residual iterations per Newton step
   Real newton_tolerance = 1e-7;          // stop when the residual's max-norm is below this

@@ -36,6 +36,7 @@ struct WorldParams {
   int32_t contact_formulation;  // Formulation
   Real baumgarte;
   Real contact_margin;
+  Real contact_compliance;
   int32_t newton_iterations;
   int32_t cr_iterations;
   Real newton_tolerance;
