@@ -200,9 +200,12 @@ AXION_HD void joint_drive_row(const BatchView& v, int row, const WorldParams& p)
     disable_row(v, row);
     return;
   }
-  JointFrames f = joint_frames(v, joint, v.body_q);
-  AxisCoordinate coord = dof_coordinate(v, dof, f);
-  store_coordinate_row(v, row, joint, Real(1), coord);
+  // theta at q+, its Jacobian at q-: the drive's force keeps the direction it has at the start
+  // of the step, so the row adds no geometric stiffness however stiff the gains (seed 000: the
+  // system matrices are evaluated at q-).
+  AxisCoordinate coord = dof_coordinate(v, dof, joint_frames(v, joint, v.body_q));
+  AxisCoordinate coord_prev = dof_coordinate(v, dof, joint_frames(v, joint, v.body_q_prev));
+  store_coordinate_row(v, row, joint, Real(1), coord_prev);
   store_row_levers(v, row, {}, {});
   Real rate = row_velocity(v, row, v.body_u);
   Real force_impulse = h * k * (coord.value - v.dof_drive_position[dof]) +

@@ -156,7 +156,7 @@ struct SolverOptions {
                                          // perfectly rigid
   int newton_iterations = 50;            // maximum Newton iterations per step
   int cr_iterations = 100;               // maximum Conjugate Residual iterations per Newton step
-  Real newton_tolerance = 1e-7;          // stop when the residual's max-norm is below this
+  Real newton_tolerance = 1e-6;          // stop when the residual's max-norm is below this
                                          // (units of impulse per unit effective mass: m/s)
   Real cr_tolerance = 1e-3;              // relative CR tolerance (preconditioned residual)
   bool line_search = true;               // backtracking on the residual norm
