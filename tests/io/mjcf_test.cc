@@ -11,9 +11,13 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "axion/model.h"
 #include "gtest/gtest.h"
 
@@ -86,6 +90,14 @@ const ImportResult::SourceJoint* FindSourceJoint(const ImportResult& r, const st
   return nullptr;
 }
 
+// The spring/damper and armature of one DOF of a joint (per-DOF entries where given).
+const DriveDesc& DofDrive(const JointDesc& joint, int dof) {
+  return joint.dof_drive.empty() ? joint.drive : joint.dof_drive[dof];
+}
+Real DofArmature(const JointDesc& joint, int dof) {
+  return joint.dof_armature.empty() ? joint.armature : joint.dof_armature[dof];
+}
+
 bool HasWarning(const ImportResult& r, const std::string& needle) {
   for (const std::string& w : r.warnings) {
     if (w.find(needle) != std::string::npos) return true;
@@ -129,6 +141,64 @@ void ExpectBodiesMatchMuJoCo(const std::string& path, const ModelDesc& model) {
   mj_deleteData(d);
 }
 
+// Geom pairs (by name, ordered) that MuJoCo 2.2 considers for collision: its body filter
+// (same weld group; a weld group and its parent weld group unless either is the world) and
+// then its contype/conaffinity test (engine_collision_driver.c, filterBodyPair and
+// filterBitmask).
+std::set<std::pair<std::string, std::string>> MuJoCoCollisionPairs(const mjModel* m) {
+  std::set<std::pair<std::string, std::string>> pairs;
+  bool filter_parent = !(m->opt.disableflags & mjDSBL_FILTERPARENT);
+  for (int i = 0; i < m->ngeom; ++i) {
+    for (int k = i + 1; k < m->ngeom; ++k) {
+      int weld_i = m->body_weldid[m->geom_bodyid[i]], weld_k = m->body_weldid[m->geom_bodyid[k]];
+      int parent_i = m->body_weldid[m->body_parentid[weld_i]];
+      int parent_k = m->body_weldid[m->body_parentid[weld_k]];
+      if (weld_i == weld_k) continue;
+      if (filter_parent && weld_i != 0 && weld_k != 0 &&
+          (weld_i == parent_k || parent_i == weld_k)) {
+        continue;
+      }
+      if (!(m->geom_contype[i] & m->geom_conaffinity[k]) &&
+          !(m->geom_contype[k] & m->geom_conaffinity[i])) {
+        continue;
+      }
+      std::string a = mj_id2name(m, mjOBJ_GEOM, i), b = mj_id2name(m, mjOBJ_GEOM, k);
+      pairs.insert({std::min(a, b), std::max(a, b)});
+    }
+  }
+  return pairs;
+}
+
+// The compiled model's shape pairs equal MuJoCo's geom pairs, and the importer kept every
+// geom's contype/conaffinity as its collision group/mask (the filter lives in
+// exclude_body_pairs instead). Every geom must be named.
+void ExpectCollisionPairsMatchMuJoCo(const std::string& path, const ModelDesc& desc) {
+  MjModelPtr m = LoadMuJoCo(path);
+  ASSERT_TRUE(m);
+  absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(desc);
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::set<std::pair<std::string, std::string>> ours;
+  for (const auto& p : (*model)->collision_pairs()) {
+    std::string a = desc.shapes[p[0]].name, b = desc.shapes[p[1]].name;
+    ASSERT_FALSE(a.empty() || b.empty()) << "test models name every geom";
+    ours.insert({std::min(a, b), std::max(a, b)});
+  }
+  std::set<std::pair<std::string, std::string>> theirs = MuJoCoCollisionPairs(m.get());
+  for (const auto& p : theirs) {
+    EXPECT_TRUE(ours.count(p)) << "MuJoCo collides " << p.first << "-" << p.second;
+  }
+  for (const auto& p : ours) {
+    EXPECT_TRUE(theirs.count(p)) << "MuJoCo never collides " << p.first << "-" << p.second;
+  }
+  ASSERT_EQ(desc.shapes.size(), static_cast<size_t>(m->ngeom));
+  for (int g = 0; g < m->ngeom; ++g) {
+    const ShapeDesc& shape = desc.shapes[g];
+    EXPECT_EQ(shape.name, mj_id2name(m.get(), mjOBJ_GEOM, g));
+    EXPECT_EQ(shape.collision_group, static_cast<uint32_t>(m->geom_contype[g])) << shape.name;
+    EXPECT_EQ(shape.collision_mask, static_cast<uint32_t>(m->geom_conaffinity[g])) << shape.name;
+  }
+}
+
 class HumanoidTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -156,25 +226,36 @@ TEST_F(HumanoidTest, CountsMatchMuJoCoAfterMaximalCoordinateConversion) {
   for (int j = 0; j < m->njnt; ++j) {
     EXPECT_EQ(result_.source_joints[j].name, mj_id2name(m, mjOBJ_JOINT, j));
   }
-  // Bodies: MuJoCo's nbody counts the world; light bodies are named "<body>/<joint>".
-  //   lower_waist: abdomen_z, abdomen_y (stiffness 20 vs 10) -> 1 light body
-  //   thighs: hip_x, hip_z, hip_y (stiffness 10, 10, 20)    -> 2 light bodies each
-  //   feet: ankle_y, ankle_x (anchors differ)                -> 1 light body each
-  //   upper arms: shoulder1, shoulder2 (orthogonal, one anchor, same settings) -> 1 generic
-  int light = 0;
-  for (const BodyDesc& b : model.bodies) light += b.name.find('/') != std::string::npos;
-  EXPECT_EQ(light, 7);
-  EXPECT_EQ(model.bodies.size(), static_cast<size_t>(m->nbody - 1 + light));
-  // Joints: the free joint becomes none, the two shoulder pairs one generic each, the 3
-  // jointless bodies (head, hands) get a weld each, every other hinge its own joint.
-  int hinges = 0, welds = 0, generic = 0;
+  // Bodies: MuJoCo's nbody counts the world; light bodies are named "<body>/<joint>". Every
+  // multi-hinge body has orthogonal axes; only the feet's two hinges have different anchors:
+  //   lower_waist: abdomen_z, abdomen_y (stiffness 20 vs 10)      -> 1 generic, 2 DOF
+  //   thighs: hip_x, hip_z, hip_y (stiffness 10, 10, 20)          -> 1 generic, 3 DOF each
+  //   upper arms: shoulder1, shoulder2                            -> 1 generic, 2 DOF each
+  //   feet: ankle_y at z = 0.08, ankle_x at z = 0.04 (no common anchor) -> 1 light body each
+  std::vector<std::string> light;
+  for (const BodyDesc& b : model.bodies) {
+    if (b.name.find('/') != std::string::npos) light.push_back(b.name);
+  }
+  std::sort(light.begin(), light.end());
+  EXPECT_EQ(light,
+            (std::vector<std::string>{"left_foot/left_ankle_y", "right_foot/right_ankle_y"}));
+  EXPECT_EQ(model.bodies.size(), static_cast<size_t>(m->nbody - 1) + light.size());
+  // Joints: the free joint becomes none, the 3 jointless bodies (head, hands) get a weld each,
+  // the 5 multi-hinge bodies above one generic joint each, every other hinge its own joint.
+  int hinges = 0, welds = 0, generic = 0, generic_dofs = 0;
   for (const JointDesc& j : model.joints) {
     hinges += j.type == JointType::kRevolute;
     welds += j.type == JointType::kFixed;
-    generic += j.type == JointType::kGeneric;
+    if (j.type == JointType::kGeneric) {
+      ++generic;
+      generic_dofs += JointDofCount(j);
+      EXPECT_EQ(j.dof_drive.size(), static_cast<size_t>(JointDofCount(j))) << j.name;
+      EXPECT_EQ(j.dof_armature.size(), static_cast<size_t>(JointDofCount(j))) << j.name;
+    }
   }
-  EXPECT_EQ(generic, 2);
-  EXPECT_EQ(hinges, m->njnt - 1 - 2 * generic);
+  EXPECT_EQ(generic, 5);
+  EXPECT_EQ(generic_dofs, 12);
+  EXPECT_EQ(hinges, m->njnt - 1 - generic_dofs);
   EXPECT_EQ(welds, 3);
   EXPECT_EQ(model.joints.size(), static_cast<size_t>(hinges + welds + generic));
   // DOF: MuJoCo's nv = 6 (free) + 21 hinges; Axion's joint DOF are the 21 hinge angles.
@@ -216,9 +297,12 @@ TEST_F(HumanoidTest, JointsAndActuatorsMatchMuJoCo) {
     ASSERT_GE(s->joint, 0) << name;
     const JointDesc& joint = model.joints[s->joint];
     int dof = m->jnt_dofadr[j];
-    EXPECT_DOUBLE_EQ(joint.drive.stiffness, m->jnt_stiffness[j]) << name;
-    EXPECT_DOUBLE_EQ(joint.drive.damping, m->dof_damping[dof]) << name;
-    EXPECT_DOUBLE_EQ(joint.armature, m->dof_armature[dof]) << name;
+    // Each MJCF joint keeps its own spring, damper and armature, merged or not.
+    EXPECT_DOUBLE_EQ(DofDrive(joint, s->dof).stiffness, m->jnt_stiffness[j]) << name;
+    EXPECT_DOUBLE_EQ(DofDrive(joint, s->dof).damping, m->dof_damping[dof]) << name;
+    EXPECT_DOUBLE_EQ(DofDrive(joint, s->dof).target_position, m->qpos_spring[m->jnt_qposadr[j]])
+        << name;
+    EXPECT_DOUBLE_EQ(DofArmature(joint, s->dof), m->dof_armature[dof]) << name;
     // The joint's axis in the body frame: frame x for a revolute joint, the DOF's frame axis
     // for a generic one.
     int frame_axis = 0;
@@ -270,38 +354,60 @@ TEST_F(HumanoidTest, CompilesAndWarnsAboutWhatItIgnores) {
   EXPECT_TRUE(HasWarning(result_, "light bodies"));
 }
 
-// MuJoCo never lets a body touch its parent, even across a light-body chain (pelvis ->
-// hip_x -> hip_z -> hip_y -> thigh), nor a welded body its parent's other children; with the
-// humanoid's uniform contype/conaffinity the importer encodes that in groups and masks.
+// MuJoCo never lets a body touch its parent, even across a light-body chain (shin -> ankle_y
+// -> light body -> ankle_x -> foot), nor a welded body its parent's other children (the head,
+// welded to the torso, and the upper arms): the importer lists those body pairs in
+// exclude_body_pairs and leaves contype/conaffinity alone.
 TEST_F(HumanoidTest, CollisionFilterMatchesMuJoCoParentRule) {
-  absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(result_.model);
-  ASSERT_TRUE(model.ok()) << model.status();
-  const ModelDesc& desc = (*model)->desc();
-  auto shape = [&](const std::string& name) {
-    for (size_t i = 0; i < desc.shapes.size(); ++i) {
-      if (desc.shapes[i].name == name) return static_cast<int>(i);
-    }
-    return -1;
-  };
-  auto collides = [&](const std::string& a, const std::string& b) {
-    int i = shape(a), k = shape(b);
+  ExpectCollisionPairsMatchMuJoCo(kHumanoid, result_.model);
+  const ModelDesc& model = result_.model;
+  auto excluded = [&](const std::string& a, const std::string& b) {
+    int i = FindBody(model, a), k = FindBody(model, b);
     EXPECT_GE(i, 0) << a;
     EXPECT_GE(k, 0) << b;
-    for (const auto& p : (*model)->collision_pairs()) {
+    for (const auto& p : model.exclude_body_pairs) {
       if ((p[0] == i && p[1] == k) || (p[0] == k && p[1] == i)) return true;
     }
     return false;
   };
-  EXPECT_FALSE(collides("butt", "right_thigh"));  // parent-child across a chain
-  EXPECT_FALSE(collides("right_shin", "right_right_foot"));
-  EXPECT_FALSE(collides("head", "right_upper_arm"));  // head is welded to the torso
-  EXPECT_FALSE(collides("torso", "lower_waist"));
-  EXPECT_TRUE(collides("floor", "right_right_foot"));
-  EXPECT_TRUE(collides("floor", "torso"));
-  EXPECT_TRUE(collides("right_hand", "left_hand"));
-  EXPECT_TRUE(collides("right_thigh", "left_thigh"));
-  EXPECT_TRUE(collides("butt", "right_shin"));  // grandparent: MuJoCo collides too
-  EXPECT_TRUE(HasWarning(result_, "collision groups and masks"));
+  EXPECT_TRUE(excluded("right_shin", "right_foot"));  // across the ankle's light body
+  EXPECT_TRUE(excluded("left_shin", "left_foot"));
+  EXPECT_TRUE(excluded("head", "right_upper_arm"));  // head welded to the torso
+  EXPECT_TRUE(excluded("head", "lower_waist"));
+  EXPECT_TRUE(excluded("right_hand", "right_upper_arm"));  // hand welded to the lower arm
+  EXPECT_FALSE(excluded("torso", "lower_waist"));          // joined directly: the joint filters it
+  // head-{lower_waist, both upper arms}, shin-foot and hand-upper arm on each side.
+  EXPECT_EQ(model.exclude_body_pairs.size(), 7u);
+  EXPECT_FALSE(HasWarning(result_, "collision groups"));
+  EXPECT_FALSE(HasWarning(result_, "filter"));
+}
+
+// The filter scales with the model: 12 robots, each a torso with a welded head and two arms
+// (36 bodies whose filter needs explicit pairs, more than a 32-bit group per body could name).
+// The left arms' contype/conaffinity 2 (they touch only each other) keep their meaning.
+TEST(MjcfCollisionTest, ParentAndWeldFilterMatchesMuJoCoForManyBodies) {
+  const std::string robot = R"(
+    <body name="{P}torso" pos="{X} 0 1"><freejoint/>
+      <geom name="{P}torso" type="capsule" fromto="0 -.07 0 0 .07 0" size=".07"/>
+      <body name="{P}head" pos="0 0 .19"><geom name="{P}head" size=".09"/></body>
+      <body name="{P}left_arm" pos="0 .17 .06"><joint name="{P}left_shoulder" axis="0 1 0"/>
+        <geom name="{P}left_arm" type="capsule" fromto="0 0 0 0 0 -.3" size=".04" contype="2"
+              conaffinity="2"/></body>
+      <body name="{P}right_arm" pos="0 -.17 .06"><joint name="{P}right_shoulder" axis="0 1 0"/>
+        <geom name="{P}right_arm" type="capsule" fromto="0 0 0 0 0 -.3" size=".04"/></body>
+    </body>)";
+  std::string xml = R"(<mujoco><worldbody><geom name="floor" type="plane" size="0 0 1"/>)";
+  for (int r = 0; r < 12; ++r) {
+    xml += absl::StrReplaceAll(
+        robot, {{"{X}", absl::StrCat(0.5 * r)}, {"{P}", absl::StrCat("r", r, "_")}});
+  }
+  xml += "</worldbody></mujoco>";
+  std::string path = WriteTemp("many_robots.xml", xml);
+  absl::StatusOr<ImportResult> r = LoadMjcfFile(path);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectCollisionPairsMatchMuJoCo(path, r->model);
+  // Per robot: head-left arm and head-right arm (the head is welded to the torso).
+  EXPECT_EQ(r->model.exclude_body_pairs.size(), 24u);
 }
 
 // Every shape kind, every orientation form, explicit masses and <inertial>, against MuJoCo.
@@ -366,12 +472,15 @@ TEST(MjcfMassTest, InertiaFromGeomTrueOverridesInertial) {
 
 TEST(MjcfJointTest, OrthogonalHingesWithOneAnchorBecomeOneGenericJoint) {
   // Hinges along x, z, y: x cross z = -y, so the frame is (x, y, z) = (joint 0, joint 2, joint 1).
+  // Each keeps its own spring, damper and armature.
   std::string xml = R"(
 <mujoco><worldbody><body name="base" pos="0 0 1"><freejoint/><geom size="0.1"/>
   <body name="limb" pos="0 0 -0.2">
-    <joint name="jx" axis="1 0 0" pos="0 0 0.05" limited="true" range="-30 30"/>
-    <joint name="jz" axis="0 0 1" pos="0 0 0.05"/>
-    <joint name="jy" axis="0 1 0" pos="0 0 0.05" limited="true" range="-90 10"/>
+    <joint name="jx" axis="1 0 0" pos="0 0 0.05" limited="true" range="-30 30" stiffness="10"
+           damping="5" armature="0.02"/>
+    <joint name="jz" axis="0 0 1" pos="0 0 0.05" stiffness="10" damping="5"/>
+    <joint name="jy" axis="0 1 0" pos="0 0 0.05" limited="true" range="-90 10" stiffness="20"
+           damping="1" armature="0.03" springref="-20"/>
     <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.04"/>
   </body></body></worldbody>
   <actuator><motor joint="jy" gear="3"/></actuator></mujoco>)";
@@ -395,6 +504,18 @@ TEST(MjcfJointTest, OrthogonalHingesWithOneAnchorBecomeOneGenericJoint) {
   EXPECT_NEAR(j.child_frame.pos.z, 0.05, 1e-15);
   EXPECT_EQ(FindSourceJoint(*r, "jy")->dof, 1);
   EXPECT_EQ(FindSourceJoint(*r, "jz")->dof, 2);
+  ASSERT_EQ(j.dof_drive.size(), 3u);
+  ASSERT_EQ(j.dof_armature.size(), 3u);
+  EXPECT_EQ(j.dof_drive[0].stiffness, 10);  // jx
+  EXPECT_EQ(j.dof_drive[0].damping, 5);
+  EXPECT_EQ(j.dof_armature[0], 0.02);
+  EXPECT_EQ(j.dof_drive[1].stiffness, 20);  // jy
+  EXPECT_EQ(j.dof_drive[1].damping, 1);
+  EXPECT_NEAR(j.dof_drive[1].target_position, -20 * deg, 1e-15);
+  EXPECT_EQ(j.dof_armature[1], 0.03);
+  EXPECT_EQ(j.dof_drive[2].stiffness, 10);  // jz
+  EXPECT_EQ(j.dof_armature[2], 0);
+  EXPECT_TRUE(r->warnings.empty()) << r->warnings.front();
   ASSERT_EQ(r->model.actuators.size(), 1u);
   EXPECT_EQ(r->model.actuators[0].dof, 1);
   EXPECT_EQ(r->model.actuators[0].gear, 3);

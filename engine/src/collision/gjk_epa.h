@@ -15,22 +15,23 @@ namespace axion {
 namespace narrowphase {
 
 inline constexpr int kGjkMaxIterations = 64;
-// A polytope of V vertices has at most 2V - 4 faces.
-inline constexpr int kEpaMaxVertices = 32;
+// EPA's polytope: polyhedral cores converge in a few vertices; curved ones (cylinders) in 20-50,
+// after which refine_penetration() takes over. The arrays live on the (device) stack, hence the
+// modest cap. A polytope of V vertices has at most 2V - 4 faces.
+inline constexpr int kEpaMaxVertices = 48;
 inline constexpr int kEpaMaxFaces = 2 * kEpaMaxVertices - 4;
 
-// A vertex of the Minkowski difference A - B with the support points it came from.
+// A vertex of the Minkowski difference A - B with the support point on A it came from (the one
+// on B is a - w: not stored, EPA keeps dozens of these in fixed arrays on the device stack).
 struct SupportVertex {
   Vec3 w;  // a - b
   Vec3 a;  // on core A, world frame
-  Vec3 b;  // on core B, world frame
 };
 
 AXION_HD SupportVertex minkowski_support(const Core& a, const Core& b, Vec3 d) {
   SupportVertex s;
   s.a = core_support(a, d);
-  s.b = core_support(b, -d);
-  s.w = s.a - s.b;
+  s.w = s.a - core_support(b, -d);
   return s;
 }
 
@@ -167,10 +168,10 @@ AXION_HD Simplex closest_on_tetrahedron(const Simplex& s, Real tiny, bool* insid
 }
 
 struct GjkResult {
-  bool overlap = false;  // cores intersect or touch (closer than kTouch * scale)
-  Real distance = 0;     // core distance (a lower bound when the early-out fired)
-  Vec3 point_a, point_b; // closest points of the cores when separated
-  Simplex simplex;       // last simplex, the seed of EPA when overlapping
+  bool overlap = false;   // cores intersect or touch (closer than kTouch * scale)
+  Real distance = 0;      // core distance (a lower bound when the early-out fired)
+  Vec3 point_a, point_b;  // closest points of the cores when separated
+  Simplex simplex;        // last simplex, the seed of EPA when overlapping
 };
 
 // Distance between cores a and b. `scale` sets the tolerances; once the distance is known to
@@ -225,10 +226,8 @@ AXION_HD GjkResult gjk_distance(const Core& a, const Core& b, Real scale, Real e
   r.simplex = s;
   if (!r.overlap) {
     r.distance = norm(v);
-    for (int i = 0; i < s.count; ++i) {
-      r.point_a += s.lambda[i] * s.v[i].a;
-      r.point_b += s.lambda[i] * s.v[i].b;
-    }
+    for (int i = 0; i < s.count; ++i) r.point_a += s.lambda[i] * s.v[i].a;
+    r.point_b = r.point_a - v;
   }
   return r;
 }
@@ -334,7 +333,7 @@ AXION_HD EpaResult epa_penetration(const Core& a, const Core& b, const Simplex& 
 
   const Real area_tol = tiny * scale;
   EpaFace face[kEpaMaxFaces];
-  int face_used = 4;   // slots ever used
+  int face_used = 4;  // slots ever used
   int free_list[kEpaMaxFaces];
   int free_count = 0;  // dead slots, reused last-in first-out
   {
@@ -474,7 +473,7 @@ AXION_HD EpaResult epa_penetration(const Core& a, const Core& b, const Simplex& 
   result.normal = -f.n;
   result.depth = f.d;
   result.point_a = li * vi.a + lj * vj.a + lk * vk.a;
-  result.point_b = li * vi.b + lj * vj.b + lk * vk.b;
+  result.point_b = result.point_a - proj;
   return result;
 }
 
@@ -487,24 +486,36 @@ AXION_HD Real overlap_along(const Core& a, const Core& b, Vec3 n) {
 // Sharpens the penetration normal of curved cores, where EPA's polytope converges only linearly
 // (and underestimates the depth, being inscribed): move a out along the normal until the cores
 // are `apart` apart, and let GJK find the closest points, whose direction is the surface
-// normal nearest the old one. On a surface of curvature radius R each round shrinks the
-// normal's error by about (depth + apart) / (R + apart). The direction of GJK's closest
-// points is itself only good to about sqrt(rounding / apart), which is why `apart` is not
-// tiny. A round is kept only if it lowers the overlap along the normal, whose minimum over all
-// directions is the true depth.
-AXION_HD void refine_penetration(const Core& a, const Core& b, Real scale, EpaResult* r) {
+// normal nearest the old one. On a smooth surface of curvature radius R each round shrinks the
+// normal's error by about (depth + apart) / (R + apart): fast for shallow overlaps, useless
+// for deep ones or at sharp rims, where it returns false and the caller needs a finer EPA. The
+// direction of GJK's closest points is itself only good to about sqrt(rounding / apart), which
+// is why `apart` is not tiny. A round is kept only if it lowers the overlap along the normal,
+// whose minimum over all directions is the true depth. On return the depth is exactly the
+// overlap along the normal, and point_a - point_b = -depth * normal.
+AXION_HD bool refine_penetration(const Core& a, const Core& b, Real scale, EpaResult* r) {
   const Real apart = Real(1e-2) * scale;
+  const Real converged = Real(1e-6);  // normal change (radians) of a settled round
   Real overlap = overlap_along(a, b, r->normal);
-  for (int round = 0; round < 5; ++round) {
+  r->depth = overlap;
+  r->point_a = r->point_b - overlap * r->normal;
+  for (int round = 0; round < 8; ++round) {
     Real shift = overlap + apart;
     Core moved = a;
     moved.pos = a.pos + shift * r->normal;
     GjkResult g = gjk_distance(moved, b, scale, Real(1e30));
-    if (g.overlap || !(g.distance > 0)) return;
+    if (g.overlap || !(g.distance > 0)) return false;
     Vec3 n = (Real(1) / g.distance) * (g.point_a - g.point_b);
-    Real depth = overlap_along(a, b, n);
-    if (!(depth < overlap)) return;
     Real change = norm(n - r->normal);
+    Real depth = overlap_along(a, b, n);
+    if (!(depth < overlap)) {
+      // No better normal: settled when the round barely moved it, and then GJK's closest
+      // points are still better witnesses than the coarse polytope's.
+      if (change > converged) return false;
+      r->point_b = g.point_b;
+      r->point_a = g.point_b - overlap * r->normal;
+      return true;
+    }
     // The closest points are good to GJK's tolerance only: point_a moves along the normal (by
     // a rounding-level amount) so that the gap is exactly the overlap along n.
     Vec3 pa = g.point_a - shift * r->normal;
@@ -513,8 +524,9 @@ AXION_HD void refine_penetration(const Core& a, const Core& b, Real scale, EpaRe
     r->point_b = g.point_b;
     r->point_a = pa - (dot(pa - g.point_b, n) + depth) * n;
     overlap = depth;
-    if (change <= kTouch) return;
+    if (change <= kTouch) return true;
   }
+  return false;
 }
 
 }  // namespace narrowphase

@@ -62,9 +62,9 @@ absl::StatusOr<std::array<int, 4>> InitialSimplex(const std::vector<Vec3>& point
   int i0 = farthest([&](Vec3 p) { return p.x; }).first;
   auto [i1, d1] = farthest([&](Vec3 p) { return norm(p - points[i0]); });
   if (d1 <= eps) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "convex hull points are degenerate: all %d points coincide at %s", n,
-        FormatVec(points[i0])));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("convex hull points are degenerate: all %d points coincide at %s", n,
+                        FormatVec(points[i0])));
   }
   Vec3 u = normalized(points[i1] - points[i0]);
   auto [i2, d2] = farthest([&](Vec3 p) { return norm(cross(p - points[i0], u)); });
@@ -234,10 +234,12 @@ std::vector<int> GroupTriangles(const TriangleHull& hull, const std::vector<Vec3
 }
 
 // Polyhedron from grouped triangles: each group's boundary loop is a face; vertices shared by
-// fewer than three faces (inside a face or on an edge) are dropped. Fails (returns false) when
-// a group's boundary is not a single loop.
+// fewer than three faces (inside a face or on an edge) are dropped. `p` are the centred points
+// the hull was built from, `original` the caller's. Fails (returns false) when a group's
+// boundary is not a single loop.
 bool FacesFromGroups(const TriangleHull& hull, const std::vector<Vec3>& p,
-                     const std::vector<int>& group, int group_count, HullData* out) {
+                     const std::vector<Vec3>& original, const std::vector<int>& group,
+                     int group_count, HullData* out) {
   const std::vector<Triangle>& tris = hull.triangles();
   // boundary edges per group, directed as in the (counter-clockwise) triangles
   std::vector<std::map<int, int>> next(group_count);
@@ -274,7 +276,8 @@ bool FacesFromGroups(const TriangleHull& hull, const std::vector<Vec3>& p,
   for (int i = 0; i < static_cast<int>(p.size()); ++i) {
     if (vertex_groups[i] < 3) continue;
     new_index[i] = out->vertex_count();
-    out->vertices.insert(out->vertices.end(), {p[i].x, p[i].y, p[i].z});
+    // the caller's points bit for bit, not the centred copies shifted back
+    out->vertices.insert(out->vertices.end(), {original[i].x, original[i].y, original[i].z});
   }
   out->faces.clear();
   out->face_offset.assign(1, 0);
@@ -338,8 +341,9 @@ absl::Status ValidateHullPoints(const std::vector<Vec3>& points) {
 
 absl::StatusOr<HullData> BuildHull(const std::vector<Vec3>& points) {
   if (absl::Status status = ValidateHullPoints(points); !status.ok()) return status;
-  // Centre the points: the plane offsets and tolerances are then relative to the hull's size,
-  // not its distance from the shape origin. Results go back to the input frame.
+  // Build on centred copies: orientation tests and tolerances are then relative to the hull's
+  // size, not its distance from the shape origin. Vertices and planes come out in the input
+  // frame.
   Extent extent = PointExtent(points);
   std::vector<Vec3> centred(points.size());
   for (size_t i = 0; i < points.size(); ++i) centred[i] = points[i] - extent.centre;
@@ -357,16 +361,8 @@ absl::StatusOr<HullData> BuildHull(const std::vector<Vec3>& points) {
     int group_count = 0;
     std::vector<int> group = GroupTriangles(hull, centred, eps, !merge, &group_count);
     HullData data;
-    if (!FacesFromGroups(hull, centred, group, group_count, &data)) continue;
+    if (!FacesFromGroups(hull, centred, points, group, group_count, &data)) continue;
     if (!IsClosedPolyhedron(data)) continue;
-    // back to the input frame
-    for (int i = 0; i < data.vertex_count(); ++i) {
-      for (int k = 0; k < 3; ++k) data.vertices[3 * i + k] += extent.centre[k];
-    }
-    for (int f = 0; f < data.face_count(); ++f) {
-      Vec3 n = load3(&data.face_plane[4 * f]);
-      data.face_plane[4 * f + 3] += dot(n, extent.centre);
-    }
     return data;
   }
   return absl::InternalError(absl::StrFormat(

@@ -15,13 +15,13 @@ namespace axion {
 // A convex polyhedron. Faces are maximal planar polygons (coplanar triangles merged, points
 // inside faces and on edges dropped), so a box-shaped hull has 8 vertices and 6 quads.
 struct HullData {
-  std::vector<Real> vertices;         // (vertex_count x 3), shape frame (m)
-  std::vector<int32_t> faces;         // vertex indices of all faces, concatenated; each face
-                                      // counter-clockwise seen from outside
-  std::vector<int32_t> face_offset;   // (face_count + 1): face f is
-                                      // faces[face_offset[f] .. face_offset[f + 1])
-  std::vector<Real> face_plane;       // (face_count x 4): outward unit normal n, offset d;
-                                      // dot(n, x) <= d for every point x of the hull
+  std::vector<Real> vertices;        // (vertex_count x 3), shape frame (m)
+  std::vector<int32_t> faces;        // vertex indices of all faces, concatenated; each face
+                                     // counter-clockwise seen from outside
+  std::vector<int32_t> face_offset;  // (face_count + 1): face f is
+                                     // faces[face_offset[f] .. face_offset[f + 1])
+  std::vector<Real> face_plane;      // (face_count x 4): outward unit normal n, offset d;
+                                     // dot(n, x) <= d for every point x of the hull
 
   int vertex_count() const { return static_cast<int>(vertices.size() / 3); }
   int face_count() const { return static_cast<int>(face_offset.size()) - 1; }

@@ -53,9 +53,9 @@ MassProperties BoxMassProperties(Vec3 half_extents, Real density) {
   MassProperties m;
   m.volume = 8 * s.x * s.y * s.z;
   m.mass = density * m.volume;
-  m.inertia = mat33_diag({m.mass * (s.y * s.y + s.z * s.z) / 3,
-                          m.mass * (s.x * s.x + s.z * s.z) / 3,
-                          m.mass * (s.x * s.x + s.y * s.y) / 3});
+  m.inertia =
+      mat33_diag({m.mass * (s.y * s.y + s.z * s.z) / 3, m.mass * (s.x * s.x + s.z * s.z) / 3,
+                  m.mass * (s.x * s.x + s.y * s.y) / 3});
   return m;
 }
 
@@ -103,8 +103,7 @@ absl::StatusOr<MassProperties> HullMassProperties(const HullData& hull, Real den
     }
   }
   if (!(volume > 0)) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("hull has non-positive volume %g", volume));
+    return absl::InvalidArgumentError(absl::StrFormat("hull has non-positive volume %g", volume));
   }
   Vec3 com = (Real(1) / volume) * first;
   MassProperties m;

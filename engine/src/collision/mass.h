@@ -33,8 +33,7 @@ absl::StatusOr<MassProperties> HullMassProperties(const HullData& hull, Real den
 // Any shape type: validates density (finite, >= 0) and sizes (finite, > 0; capsule half length
 // >= 0), builds the hull of `vertices` for kConvexHull. Planes have no mass: an error.
 absl::StatusOr<MassProperties> ShapeMassProperties(ShapeType type, Vec3 size,
-                                                   const std::vector<Vec3>& vertices,
-                                                   Real density);
+                                                   const std::vector<Vec3>& vertices, Real density);
 
 // Mass properties expressed in a parent frame in which the shape frame has pose (pos, quat).
 MassProperties TransformMassProperties(const MassProperties& m, Vec3 pos, Quat quat);

@@ -29,6 +29,9 @@ inline constexpr Real kSatEdgeBias = Real(1e-5);
 // Manifold candidates whose gaps differ by less than this (relative to the pair's scale) are
 // equally deep when picking the first point to keep.
 inline constexpr Real kDepthTie = Real(1e-6);
+// Overlaps of curved cores up to this (relative to the pair's scale) trust the coarse EPA plus
+// refine_penetration(); deeper ones run the fine EPA too.
+inline constexpr Real kShallowDepth = Real(0.02);
 
 AXION_HD Core make_core(const ShapeGeom& g, Vec3 pos, Quat quat) {
   Core c;
@@ -295,8 +298,8 @@ AXION_HD int collide_plane(const Core& a, const Core& plane, Real margin, Contac
 // closed forms with a point or segment core
 
 // Contact of two inflated points; `fallback` is the normal when the centres coincide.
-AXION_HD int point_point(Vec3 pa, Real ra, Vec3 pb, Real rb, Vec3 fallback, Real tiny,
-                         Real margin, ContactPoint* out) {
+AXION_HD int point_point(Vec3 pa, Real ra, Vec3 pb, Real rb, Vec3 fallback, Real tiny, Real margin,
+                         ContactPoint* out) {
   Vec3 d = pa - pb;
   Real dist = norm(d);
   if (dist - ra - rb >= margin) return 0;
@@ -364,9 +367,11 @@ AXION_HD int parallel_segments(Vec3 a0, Vec3 a1, Real ra, Vec3 b0, Vec3 b1, Real
 
 // Drops candidates at or beyond the margin, adds the single closest (or deepest) contact `base`
 // when the features missed it by more than a rounding-level depth (a tilted face overhanging
-// an edge), and reduces the rest to a manifold. `cand` has room for one more than `m`.
-AXION_HD int finish_contacts(ContactPoint* cand, int m, const ContactPoint& base, Real margin,
-                             Real scale, ContactPoint* out) {
+// an edge), and reduces the rest to a manifold. `base_on_surfaces` says whether base's points
+// lie on the shapes (closest points from GJK or EPA do; a SAT face axis only gives a depth, so
+// then base stands in only when clipping left nothing). `cand` has room for one more than `m`.
+AXION_HD int finish_contacts(ContactPoint* cand, int m, const ContactPoint& base,
+                             bool base_on_surfaces, Real margin, Real scale, ContactPoint* out) {
   int kept = 0;
   Real min_gap = margin;
   for (int i = 0; i < m; ++i) {
@@ -374,9 +379,8 @@ AXION_HD int finish_contacts(ContactPoint* cand, int m, const ContactPoint& base
     min_gap = rmin(min_gap, cand[i].gap);
     cand[kept++] = cand[i];
   }
-  if (base.gap < margin && (kept == 0 || base.gap < min_gap - kDepthTie * scale)) {
-    cand[kept++] = base;
-  }
+  bool missed = base_on_surfaces && base.gap < min_gap - kDepthTie * scale;
+  if (base.gap < margin && (kept == 0 || missed)) cand[kept++] = base;
   return reduce_contacts(cand, kept, kTiny * scale, kDepthTie * scale, out);
 }
 
@@ -392,8 +396,7 @@ AXION_HD int collide_sphere_capsule(const Core& a, const Core& b, Real margin, C
                      margin, out);
 }
 
-AXION_HD int collide_capsule_capsule(const Core& a, const Core& b, Real margin,
-                                     ContactPoint* out) {
+AXION_HD int collide_capsule_capsule(const Core& a, const Core& b, Real margin, ContactPoint* out) {
   Real scale = pair_scale(a, b);
   Real tiny = kTiny * scale;
   Vec3 ua = column(a.rot, 2), ub = column(b.rot, 2);
@@ -427,8 +430,8 @@ AXION_HD int collide_capsule_capsule(const Core& a, const Core& b, Real margin,
   }
   ContactPoint cand[3];
   int m = parallel_segments(a0, a1, a.radius, b0, b1, b.radius, n, tiny, cand);
-  return finish_contacts(cand, m, core_contact(pa, a.radius, pb, b.radius, n), margin, scale,
-                         out);
+  return finish_contacts(cand, m, core_contact(pa, a.radius, pb, b.radius, n),
+                         /*base_on_surfaces=*/true, margin, scale, out);
 }
 
 AXION_HD int collide_sphere_box(const Core& a, const Core& b, Real margin, ContactPoint* out) {
@@ -467,8 +470,7 @@ AXION_HD int collide_sphere_box(const Core& a, const Core& b, Real margin, Conta
   return 1;
 }
 
-AXION_HD int collide_sphere_cylinder(const Core& a, const Core& b, Real margin,
-                                     ContactPoint* out) {
+AXION_HD int collide_sphere_cylinder(const Core& a, const Core& b, Real margin, ContactPoint* out) {
   Vec3 p = to_local(b, a.pos);
   Real radius = b.size.x, half = b.size.y;
   Real tiny = kTiny * pair_scale(a, b);
@@ -662,7 +664,7 @@ AXION_HD int clip_to_face(const Feature& ref, const Feature& inc, bool ref_is_b,
 // Manifold around the contact normal n (b towards a) of a general convex pair; `base` is the
 // single closest/deepest contact, used when the features give nothing better.
 AXION_HD int convex_manifold(const Core& a, const Core& b, Vec3 n, const ContactPoint& base,
-                             Real margin, Real scale, ContactPoint* out) {
+                             bool base_on_surfaces, Real margin, Real scale, ContactPoint* out) {
   const Real tiny = kTiny * scale;
   Feature fa, fb;
   core_feature(a, -n, &fa);
@@ -675,12 +677,13 @@ AXION_HD int convex_manifold(const Core& a, const Core& b, Vec3 n, const Contact
     bool ref_is_b = fb.count >= 3;
     const Feature& ref = ref_is_b ? fb : fa;
     const Feature& inc = ref_is_b ? fa : fb;
-    if (inc.count >= 2) m = clip_to_face(ref, inc, ref_is_b, ref_is_b ? a.radius : b.radius, tiny, cand);
+    if (inc.count >= 2)
+      m = clip_to_face(ref, inc, ref_is_b, ref_is_b ? a.radius : b.radius, tiny, cand);
   } else if (fa.count == 2 && fb.count == 2) {
     m = parallel_segments(fa.vertex[0], fa.vertex[1], a.radius, fb.vertex[0], fb.vertex[1],
                           b.radius, n, tiny, cand);
   }
-  return finish_contacts(cand, m, base, margin, scale, out);
+  return finish_contacts(cand, m, base, base_on_surfaces, margin, scale, out);
 }
 
 AXION_HD int collide_convex(const Core& a, const Core& b, Real margin, ContactPoint* out) {
@@ -704,11 +707,21 @@ AXION_HD int collide_convex(const Core& a, const Core& b, Real margin, ContactPo
       pa = g.point_a;
       pb = g.point_b;
     } else if (!boxes) {
-      // Cylinders are curved: a coarse polytope, then a few GJK rounds for the normal.
+      // Cylinders are curved: a coarse polytope, then GJK rounds for the normal. Those settle
+      // fast on shallow overlaps, the usual resting contact; deep ones (where the rounds may
+      // also stop in a local minimum of the overlap) or unsettled ones get a fine polytope,
+      // refined again.
       bool curved = a.type == kTypeCylinder || b.type == kTypeCylinder;
       EpaResult e =
           epa_penetration(a, b, g.simplex, scale, (curved ? kEpaCurvedTol : kEpaTol) * scale);
-      if (e.ok && curved) refine_penetration(a, b, scale, &e);
+      if (e.ok && curved &&
+          (!refine_penetration(a, b, scale, &e) || e.depth > kShallowDepth * scale)) {
+        EpaResult fine = epa_penetration(a, b, g.simplex, scale, kEpaTol * scale);
+        if (fine.ok) {
+          refine_penetration(a, b, scale, &fine);
+          if (fine.depth < e.depth) e = fine;
+        }
+      }
       if (e.ok) {
         n = e.normal;
         pa = e.point_a;
@@ -729,7 +742,8 @@ AXION_HD int collide_convex(const Core& a, const Core& b, Real margin, ContactPo
     sat_witness(a, b, sat, tiny, &pa, &pb);
   }
   ContactPoint base = core_contact(pa, a.radius, pb, b.radius, n);
-  return convex_manifold(a, b, n, base, margin, scale, out);
+  bool sat_face = overlap && sat.axis < 6;
+  return convex_manifold(a, b, n, base, !sat_face, margin, scale, out);
 }
 
 // Pair routine for cores in canonical order: a plane is always b, a sphere always a.

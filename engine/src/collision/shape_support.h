@@ -27,13 +27,13 @@ inline constexpr Real kTiny = Real(1e-6);          // lengths below this are zer
 inline constexpr Real kTouch = Real(1e-5);         // cores closer than this are "touching"
 inline constexpr Real kGjkRelTol = Real(1e-6);     // relative accuracy of GJK distances
 inline constexpr Real kEpaTol = Real(1e-5);        // EPA stops when the polytope grows less
-inline constexpr Real kEpaCurvedTol = Real(1e-4);  // same, before refine_penetration()
+inline constexpr Real kEpaCurvedTol = Real(1e-3);  // coarse EPA before refine_penetration()
 #else
 inline constexpr Real kTiny = Real(1e-12);
 inline constexpr Real kTouch = Real(1e-10);
 inline constexpr Real kGjkRelTol = Real(1e-12);
 inline constexpr Real kEpaTol = Real(1e-10);
-inline constexpr Real kEpaCurvedTol = Real(1e-6);
+inline constexpr Real kEpaCurvedTol = Real(1e-3);
 #endif
 // A feature (face, edge) is used for a manifold when its normal is within about 2 degrees of
 // the contact normal: tilted boxes still rest on 4 points, and a capsule lying almost flat on
@@ -46,7 +46,7 @@ inline constexpr Real kPi = Real(3.14159265358979323846);
 // Vertices of a contact feature polygon. Larger hull faces are subsampled (a convex subset of
 // their vertices); cylinder caps are octagons, so clipping stays within fixed-size buffers.
 inline constexpr int kMaxFeatureVertices = 16;
-inline constexpr int kCylinderCapVertices = 8;
+inline constexpr int kCylinderCapVertices = 8;  // eighth turns, see core_feature()
 
 AXION_HD Real rmin(Real a, Real b) { return a < b ? a : b; }
 AXION_HD Real rmax(Real a, Real b) { return a > b ? a : b; }
@@ -65,14 +65,14 @@ AXION_HD Vec3 column(const Mat33& r, int i) { return {r.m[i], r.m[3 + i], r.m[6 
 // others unchanged with radius 0. The shape is the core inflated by `radius`.
 struct Core {
   int32_t type = kTypeSphere;
-  Vec3 pos;      // shape frame origin, world frame
-  Mat33 rot;     // shape frame -> world frame rotation
-  Vec3 size;     // ShapeGeom::size
+  Vec3 pos;   // shape frame origin, world frame
+  Mat33 rot;  // shape frame -> world frame rotation
+  Vec3 size;  // ShapeGeom::size
   Real radius = 0;
   // kTypeHull only (shape frame); see collision/hull.h for the layout.
-  const Real* hull_vertices = nullptr;   // (hull_vertex_count x 3)
+  const Real* hull_vertices = nullptr;  // (hull_vertex_count x 3)
   int32_t hull_vertex_count = 0;
-  const int32_t* hull_faces = nullptr;   // concatenated face vertex indices, counter-clockwise
+  const int32_t* hull_faces = nullptr;        // concatenated face vertex indices, counter-clockwise
   const int32_t* hull_face_offset = nullptr;  // (hull_face_count + 1)
   const Real* hull_face_plane = nullptr;      // (hull_face_count x 4): normal, offset
   int32_t hull_face_count = 0;
@@ -143,9 +143,9 @@ AXION_HD Real core_bounding_radius(const Core& c) {
 // Contact feature of a core in a direction: the point, edge or face (polygon) that is extreme
 // within kFeatureSin of that direction.
 struct Feature {
-  int32_t count = 0;                  // 1: point, 2: segment, >= 3: face polygon
-  Vec3 vertex[kMaxFeatureVertices];   // world frame; faces counter-clockwise about `normal`
-  Vec3 normal;                        // faces: outward unit normal, world frame
+  int32_t count = 0;                 // 1: point, 2: segment, >= 3: face polygon
+  Vec3 vertex[kMaxFeatureVertices];  // world frame; faces counter-clockwise about `normal`
+  Vec3 normal;                       // faces: outward unit normal, world frame
 };
 
 AXION_HD void feature_to_world(const Core& c, Feature* f) {
@@ -272,10 +272,15 @@ AXION_HD void core_feature(const Core& c, Vec3 dir, Feature* f) {
       Real r = c.size.x, h = c.size.y;
       if (std::fabs(d.z) >= kFeatureCos) {
         Real s = rsign(d.z);
+        // octagon, counter-clockwise about the outward cap normal s * z: eighth turns of
+        // (r, 0) without trigonometric calls
+        const Real c45 = Real(0.70710678118654752);
+        Real x = r, y = 0;
         for (int q = 0; q < kCylinderCapVertices; ++q) {
-          // counter-clockwise about the outward cap normal s * z
-          Real angle = s * 2 * kPi * Real(q) / Real(kCylinderCapVertices);
-          f->vertex[q] = {r * std::cos(angle), r * std::sin(angle), s * h};
+          f->vertex[q] = {x, y, s * h};
+          Real xn = c45 * (x - s * y);
+          y = c45 * (s * x + y);
+          x = xn;
         }
         f->count = kCylinderCapVertices;
         f->normal = {0, 0, s};

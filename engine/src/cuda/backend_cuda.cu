@@ -44,13 +44,13 @@ constexpr size_t kArrayAlignment = 256;
 size_t AlignUp(size_t n) { return (n + kArrayAlignment - 1) / kArrayAlignment * kArrayAlignment; }
 
 absl::Status CudaError(cudaError_t e, const char* what) {
-  return absl::InternalError(absl::StrCat("CUDA backend: ", what, " failed: ", cudaGetErrorName(e), " (",
-                                          cudaGetErrorString(e), ")"));
+  return absl::InternalError(absl::StrCat("CUDA backend: ", what, " failed: ", cudaGetErrorName(e),
+                                          " (", cudaGetErrorString(e), ")"));
 }
 
-#define AXION_CUDA_RETURN_IF_ERROR(expr)                  \
-  do {                                                     \
-    cudaError_t axion_cuda_error = (expr);                 \
+#define AXION_CUDA_RETURN_IF_ERROR(expr)                                            \
+  do {                                                                              \
+    cudaError_t axion_cuda_error = (expr);                                          \
     if (axion_cuda_error != cudaSuccess) return CudaError(axion_cuda_error, #expr); \
   } while (0)
 
@@ -65,7 +65,8 @@ __global__ void __launch_bounds__(kBlockSize) ForEachKernel(int count, F f) {
 struct CudaExec {
   cudaStream_t stream = nullptr;
   int max_blocks = 1;
-  int world_count = 0, body_count = 0, joint_count = 0, dof_count = 0, shape_count = 0, row_count = 0;
+  int world_count = 0, body_count = 0, joint_count = 0, dof_count = 0, shape_count = 0,
+      row_count = 0;
   cudaError_t* launch_error = nullptr;  // first launch error, checked once the pass sequence ends
 
   template <class F>
@@ -76,14 +77,35 @@ struct CudaExec {
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess && *launch_error == cudaSuccess) *launch_error = e;
   }
-  template <class F> void worlds(WorldRange, F f) const { launch(world_count, f); }
-  template <class F> void bodies(WorldRange, F f) const { launch(body_count, f); }
-  template <class F> void joints(WorldRange, F f) const { launch(joint_count, f); }
-  template <class F> void dofs(WorldRange, F f) const { launch(dof_count, f); }
-  template <class F> void shapes(WorldRange, F f) const { launch(shape_count, f); }
-  template <class F> void rows(WorldRange, F f) const { launch(row_count, f); }
+  template <class F>
+  void worlds(WorldRange, F f) const {
+    launch(world_count, f);
+  }
+  template <class F>
+  void bodies(WorldRange, F f) const {
+    launch(body_count, f);
+  }
+  template <class F>
+  void joints(WorldRange, F f) const {
+    launch(joint_count, f);
+  }
+  template <class F>
+  void dofs(WorldRange, F f) const {
+    launch(dof_count, f);
+  }
+  template <class F>
+  void shapes(WorldRange, F f) const {
+    launch(shape_count, f);
+  }
+  template <class F>
+  void rows(WorldRange, F f) const {
+    launch(row_count, f);
+  }
   // No synchronisation: every pass is masked per world and loops are bounded (see the top).
-  template <class P> bool any(WorldRange, P) const { return true; }
+  template <class P>
+  bool any(WorldRange, P) const {
+    return true;
+  }
 };
 
 // Device pointers of every BatchStorage array, named as in BatchStorage.
@@ -196,7 +218,8 @@ void ForEachArray(BatchStorage& h, DeviceArrays& d, Fn fn) {
 template <class ForEach>
 size_t SegmentBytes(BatchStorage& h, DeviceArrays& d, ForEach for_each) {
   size_t bytes = 0;
-  for_each(h, d, [&](const auto& host, auto*&) { bytes += AlignUp(host.size() * sizeof(host[0])); });
+  for_each(h, d,
+           [&](const auto& host, auto*&) { bytes += AlignUp(host.size() * sizeof(host[0])); });
   return bytes;
 }
 
@@ -259,12 +282,12 @@ bool GraphsEnabled() {
 
 class CudaBackend final : public ExecutionBackend {
  public:
-  CudaBackend(int device, int multiprocessors) : device_(device), multiprocessors_(multiprocessors) {}
+  CudaBackend(int device, int multiprocessors)
+      : device_(device), multiprocessors_(multiprocessors) {}
 
   ~CudaBackend() override {
     cudaSetDevice(device_);
-    ReleaseGraph();
-    if (arena_ != nullptr) cudaFree(arena_);
+    Unload();
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
 
@@ -276,34 +299,47 @@ class CudaBackend final : public ExecutionBackend {
 
   absl::Status Load(BatchStorage& host) override {
     AXION_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
-    ReleaseGraph();
-    // Pending work may still read the old arrays.
+    // Pending work may still read the current arrays.
     AXION_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-    if (arena_ != nullptr) {
-      AXION_CUDA_RETURN_IF_ERROR(cudaFree(arena_));
-      arena_ = nullptr;
-      arena_bytes_ = 0;
+    DeviceArrays next;
+    const size_t total =
+        SegmentBytes(host, next, [](auto& h, auto& d, auto fn) { ForEachArray(h, d, fn); });
+    const size_t state_bytes =
+        SegmentBytes(host, next, [](auto& h, auto& d, auto fn) { ForEachStateArray(h, d, fn); });
+    const size_t world_state_bytes = SegmentBytes(
+        host, next, [](auto& h, auto& d, auto fn) { ForEachWorldStateArray(h, d, fn); });
+    const int world_count = host.world_count();
+    absl::Status staged = staging_.Reserve(state_bytes);
+    if (!staged.ok()) return staged;
+    absl::Status pending =
+        step_pending_.Reserve(std::max<size_t>(1, world_count) * sizeof(int32_t));
+    if (!pending.ok()) return pending;
+    // The new arrays are allocated while the loaded ones still exist, so a batch that does not
+    // fit leaves the loaded batch usable (the Simulator keeps its layout when Load fails). Only
+    // when the two do not fit together are the loaded arrays freed first.
+    char* arena = nullptr;
+    if (total > 0) {
+      cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&arena), total);
+      if (e == cudaErrorMemoryAllocation && arena_ != nullptr) {
+        cudaGetLastError();  // allocation failures are not sticky
+        Unload();
+        e = cudaMalloc(reinterpret_cast<void**>(&arena), total);
+      }
+      if (e != cudaSuccess) {
+        cudaGetLastError();
+        return absl::ResourceExhaustedError(
+            absl::StrCat("CUDA backend: cannot allocate ", total, " bytes of device memory for ",
+                         world_count, " worlds: ", cudaGetErrorString(e)));
+      }
     }
-    d_ = DeviceArrays{};
-    world_count_ = host.world_count();
-    const size_t total = SegmentBytes(host, d_, [](auto& h, auto& d, auto fn) { ForEachArray(h, d, fn); });
-    state_bytes_ = SegmentBytes(host, d_, [](auto& h, auto& d, auto fn) { ForEachStateArray(h, d, fn); });
-    world_state_bytes_ =
-        SegmentBytes(host, d_, [](auto& h, auto& d, auto fn) { ForEachWorldStateArray(h, d, fn); });
-    if (total == 0) return absl::OkStatus();
-    void* arena = nullptr;
-    cudaError_t e = cudaMalloc(&arena, total);
-    if (e != cudaSuccess) {
-      cudaGetLastError();  // an allocation failure is not sticky: clear it and report
-      return absl::ResourceExhaustedError(absl::StrCat("CUDA backend: cannot allocate ", total, " bytes of device memory for ",
-                                                       world_count_, " worlds: ", cudaGetErrorString(e)));
-    }
-    arena_ = static_cast<char*>(arena);
+    Unload();
+    arena_ = arena;
     arena_bytes_ = total;
-    // carve the arrays and upload everything (scratch too, so the device starts where the host does)
+    // carve the arrays and upload everything (scratch too, so the device starts where the host
+    // does)
     size_t offset = 0;
     cudaError_t copy_error = cudaSuccess;
-    ForEachArray(host, d_, [&](const auto& h, auto*& d) {
+    ForEachArray(host, next, [&](const auto& h, auto*& d) {
       using T = std::remove_cv_t<std::remove_reference_t<decltype(h[0])>>;
       const size_t bytes = h.size() * sizeof(T);
       d = bytes > 0 ? reinterpret_cast<T*>(arena_ + offset) : nullptr;
@@ -314,8 +350,11 @@ class CudaBackend final : public ExecutionBackend {
     });
     AXION_CUDA_RETURN_IF_ERROR(copy_error);
     AXION_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    d_ = next;
+    world_count_ = world_count;
+    state_bytes_ = state_bytes;
+    world_state_bytes_ = world_state_bytes;
     view_ = d_.view(world_count_);
-    exec_ = CudaExec{};
     exec_.stream = stream_;
     exec_.max_blocks = std::max(1, multiprocessors_ * (2048 / kBlockSize));
     exec_.world_count = world_count_;
@@ -325,48 +364,49 @@ class CudaBackend final : public ExecutionBackend {
     exec_.shape_count = static_cast<int>(host.shape_world.size());
     exec_.row_count = static_cast<int>(host.row_world.size());
     exec_.launch_error = &launch_error_;
-    absl::Status s = staging_.Reserve(state_bytes_);
-    if (!s.ok()) return s;
-    return step_pending_.Reserve(std::max<size_t>(1, world_count_) * sizeof(int32_t));
+    return absl::OkStatus();
   }
 
   absl::Status Upload(BatchStorage& host) override {
-    if (state_bytes_ == 0) return absl::OkStatus();
     absl::Status s = CheckLayout(host);
-    if (!s.ok()) return s;
+    if (!s.ok() || state_bytes_ == 0) return s;
     AXION_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
-    PackStaging(host, d_, [](auto& h, auto& d, auto fn) { ForEachStateArray(h, d, fn); }, staging_.data());
-    AXION_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(arena_, staging_.data(), state_bytes_, cudaMemcpyHostToDevice, stream_));
+    PackStaging(
+        host, d_, [](auto& h, auto& d, auto fn) { ForEachStateArray(h, d, fn); }, staging_.data());
+    AXION_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(arena_, staging_.data(), state_bytes_, cudaMemcpyHostToDevice, stream_));
     // The staging buffer is reused by the next transfer.
     AXION_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
     return absl::OkStatus();
   }
 
   absl::Status Download(BatchStorage& host) override {
-    if (state_bytes_ == 0) return absl::OkStatus();
     absl::Status s = CheckLayout(host);
-    if (!s.ok()) return s;
+    if (!s.ok() || state_bytes_ == 0) return s;
     AXION_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
-    AXION_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(staging_.data(), arena_, state_bytes_, cudaMemcpyDeviceToHost, stream_));
+    AXION_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(staging_.data(), arena_, state_bytes_, cudaMemcpyDeviceToHost, stream_));
     AXION_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-    UnpackStaging(host, d_, [](auto& h, auto& d, auto fn) { ForEachStateArray(h, d, fn); }, staging_.data());
+    UnpackStaging(
+        host, d_, [](auto& h, auto& d, auto fn) { ForEachStateArray(h, d, fn); }, staging_.data());
     return absl::OkStatus();
   }
 
   absl::Status Step(BatchStorage& host, int max_substeps) override {
-    if (world_count_ == 0 || max_substeps <= 0) return absl::OkStatus();
     absl::Status s = CheckLayout(host);
-    if (!s.ok()) return s;
+    if (!s.ok() || world_count_ == 0 || max_substeps <= 0) return s;
     AXION_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
-    // the sub-step counts of this call
-    std::memcpy(step_pending_.data(), host.world_step_pending.data(), world_count_ * sizeof(int32_t));
-    AXION_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d_.world_step_pending, step_pending_.data(),
-                                               world_count_ * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
     const LoopBounds bounds = BatchLoopBounds(host);
     if (use_graphs_ && (graph_exec_ == nullptr || !SameBounds(bounds, graph_bounds_))) {
       absl::Status captured = CaptureGraph(bounds);
       if (!captured.ok()) return captured;
     }
+    // the sub-step counts of this call
+    std::memcpy(step_pending_.data(), host.world_step_pending.data(),
+                world_count_ * sizeof(int32_t));
+    AXION_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d_.world_step_pending, step_pending_.data(),
+                                               world_count_ * sizeof(int32_t),
+                                               cudaMemcpyHostToDevice, stream_));
     launch_error_ = cudaSuccess;
     for (int step = 0; step < max_substeps; ++step) {
       if (graph_exec_ != nullptr) {
@@ -377,10 +417,12 @@ class CudaBackend final : public ExecutionBackend {
       }
     }
     // statistics and flags back to the host; the rest of the state stays on the device
-    AXION_CUDA_RETURN_IF_ERROR(
-        cudaMemcpyAsync(staging_.data(), arena_, world_state_bytes_, cudaMemcpyDeviceToHost, stream_));
+    AXION_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(staging_.data(), arena_, world_state_bytes_,
+                                               cudaMemcpyDeviceToHost, stream_));
     AXION_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-    UnpackStaging(host, d_, [](auto& h, auto& d, auto fn) { ForEachWorldStateArray(h, d, fn); }, staging_.data());
+    UnpackStaging(
+        host, d_, [](auto& h, auto& d, auto fn) { ForEachWorldStateArray(h, d, fn); },
+        staging_.data());
     return absl::OkStatus();
   }
 
@@ -391,21 +433,43 @@ class CudaBackend final : public ExecutionBackend {
   // bounds are baked into the graph, so Load and changed bounds capture again.
   absl::Status CaptureGraph(const LoopBounds& bounds) {
     ReleaseGraph();
+    // Warm-up: a sub-step with no step pending changes no world (every pass is masked by the
+    // world's phase) but loads every kernel and sizes the per-thread local memory (the narrow
+    // phase keeps its polytopes there), so the capture below makes no implicit allocation.
+    AXION_CUDA_RETURN_IF_ERROR(
+        cudaMemsetAsync(d_.world_step_pending, 0, world_count_ * sizeof(int32_t), stream_));
     launch_error_ = cudaSuccess;
+    pipeline::step(exec_, view_, WorldRange{0, world_count_}, bounds);
+    AXION_CUDA_RETURN_IF_ERROR(launch_error_);
+    AXION_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    // capture
     AXION_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     pipeline::step(exec_, view_, WorldRange{0, world_count_}, bounds);
     cudaGraph_t graph = nullptr;
     cudaError_t end = cudaStreamEndCapture(stream_, &graph);
-    AXION_CUDA_RETURN_IF_ERROR(launch_error_);
-    AXION_CUDA_RETURN_IF_ERROR(end);
-    cudaError_t e = cudaGraphInstantiate(&graph_exec_, graph, 0);
-    cudaGraphDestroy(graph);
+    cudaError_t e = launch_error_ != cudaSuccess ? launch_error_ : end;
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&graph_exec_, graph, 0);
+    if (graph != nullptr) cudaGraphDestroy(graph);
     if (e != cudaSuccess) {
       graph_exec_ = nullptr;
-      return CudaError(e, "cudaGraphInstantiate");
+      return CudaError(e, "capturing the step into a CUDA graph");
     }
     graph_bounds_ = bounds;
     return absl::OkStatus();
+  }
+
+  // Frees the loaded batch: afterwards the backend holds no worlds.
+  void Unload() {
+    ReleaseGraph();
+    if (arena_ != nullptr) cudaFree(arena_);
+    arena_ = nullptr;
+    arena_bytes_ = 0;
+    d_ = DeviceArrays{};
+    view_ = BatchView{};
+    exec_ = CudaExec{};
+    world_count_ = 0;
+    state_bytes_ = 0;
+    world_state_bytes_ = 0;
   }
 
   void ReleaseGraph() {
@@ -415,11 +479,13 @@ class CudaBackend final : public ExecutionBackend {
 
   // The host's arrays must have the layout that was loaded.
   absl::Status CheckLayout(BatchStorage& host) {
-    size_t bytes = SegmentBytes(host, d_, [](auto& h, auto& d, auto fn) { ForEachStateArray(h, d, fn); });
+    size_t bytes =
+        SegmentBytes(host, d_, [](auto& h, auto& d, auto fn) { ForEachStateArray(h, d, fn); });
     if (host.world_count() != world_count_ || bytes != state_bytes_) {
-      return absl::InternalError(absl::StrCat("CUDA backend: the host batch (", host.world_count(), " worlds, ", bytes,
-                                              " state bytes) does not match the loaded one (", world_count_,
-                                              " worlds, ", state_bytes_, " state bytes)"));
+      return absl::InternalError(
+          absl::StrCat("CUDA backend: the host batch (", host.world_count(), " worlds, ", bytes,
+                       " state bytes) does not match the loaded one (", world_count_, " worlds, ",
+                       state_bytes_, " state bytes)"));
     }
     return absl::OkStatus();
   }
@@ -428,7 +494,7 @@ class CudaBackend final : public ExecutionBackend {
   const int multiprocessors_;
   const bool use_graphs_ = GraphsEnabled();
   cudaStream_t stream_ = nullptr;
-  char* arena_ = nullptr;        // every device array of the batch
+  char* arena_ = nullptr;  // every device array of the batch
   size_t arena_bytes_ = 0;
   size_t state_bytes_ = 0;        // head of the arena moved by Upload / Download
   size_t world_state_bytes_ = 0;  // head of the state segment returned by every Step
@@ -468,9 +534,9 @@ bool CudaDevicePresent() { return cuda_backend::Probe().device_count > 0; }
 absl::StatusOr<std::unique_ptr<ExecutionBackend>> MakeCudaBackend() {
   const cuda_backend::DeviceProbe& probe = cuda_backend::Probe();
   if (probe.device_count == 0) {
-    std::string why = probe.error == cudaSuccess
-                          ? std::string("no CUDA device was found")
-                          : absl::StrCat(cudaGetErrorName(probe.error), ": ", cudaGetErrorString(probe.error));
+    std::string why = probe.error == cudaSuccess ? std::string("no CUDA device was found")
+                                                 : absl::StrCat(cudaGetErrorName(probe.error), ": ",
+                                                                cudaGetErrorString(probe.error));
     return absl::FailedPreconditionError(absl::StrCat(
         "the CUDA backend was requested, but no CUDA device is available (", why,
         "); choose the cpu backend, or auto to fall back to the CPU when there is no device"));

@@ -217,8 +217,7 @@ class MjcfLoader {
   absl::Status ComputeMass();
   absl::Status Convert();
   absl::Status ConvertJoints(int b, int parent_body);
-  void CheckCollisionRules();
-  bool EncodeExclusions(const std::set<std::pair<int, int>>& exclude);
+  void ApplyCollisionRules();
 
   const MjcfOptions& options_;
   io::Warnings warnings_;
@@ -1046,15 +1045,14 @@ absl::Status MjcfLoader::ConvertJoints(int b, int parent_body) {
   }
 
   // One generic joint when the MJCF joints are 2-3 hinges (or slides) about one anchor with
-  // mutually orthogonal axes and one spring/damper setting: its frame axes are the joint axes.
+  // mutually orthogonal axes: its frame axes are the joint axes, and each DOF keeps its own
+  // spring, damper and armature (JointDesc::dof_drive, dof_armature).
   const MjJoint& first = joints[0];
   bool mergeable = options_.merge_joints && joints.size() <= 3 &&
                    (first.kind == JointKind::kHinge || first.kind == JointKind::kSlide);
   for (size_t i = 0; mergeable && i < joints.size(); ++i) {
     const MjJoint& j = joints[i];
-    mergeable = j.kind == first.kind && j.ref == 0 && j.stiffness == first.stiffness &&
-                j.damping == first.damping && j.armature == first.armature &&
-                j.springref == first.springref &&
+    mergeable = j.kind == first.kind && j.ref == 0 &&
                 (j.kind == JointKind::kSlide || norm(j.pos - first.pos) <= kAnchorTolerance);
     for (size_t k = 0; mergeable && k < i; ++k) {
       mergeable = std::abs(dot(j.axis, joints[k].axis)) <= kAxisTolerance;
@@ -1093,6 +1091,12 @@ absl::Status MjcfLoader::ConvertJoints(int b, int parent_body) {
     for (size_t axis = 0; axis < order.size(); ++axis) {
       const MjJoint& j = joints[order[axis]];
       d.axis_mode[offset + axis] = j.limited ? AxisMode::kLimited : AxisMode::kFree;
+      DriveDesc drive;
+      drive.stiffness = j.stiffness;
+      drive.damping = j.damping;
+      drive.target_position = j.springref;
+      d.dof_drive.push_back(drive);
+      d.dof_armature.push_back(j.armature);
       d.limited = d.limited || j.limited;
       // Entries of free axes are unused; they hold the widest range to keep the vectors aligned.
       d.lower.push_back(j.limited ? j.range[0] : -std::numeric_limits<Real>::max());
@@ -1107,10 +1111,6 @@ absl::Status MjcfLoader::ConvertJoints(int b, int parent_body) {
                                  order.begin());
       record(joints[i], joint_index, dof);
     }
-    d.drive.stiffness = first.stiffness;
-    d.drive.damping = first.damping;
-    d.drive.target_position = first.springref;
-    d.armature = first.armature;
     d.collide_connected = parent_body == kWorldBody;
     model.joints.push_back(std::move(d));
     return absl::OkStatus();
@@ -1200,54 +1200,14 @@ absl::Status MjcfLoader::Convert() {
   return absl::OkStatus();
 }
 
-// Axion filters only body pairs joined directly by a joint. MuJoCo also skips a body and its
-// parent across a light-body chain and bodies of one weld group; when every colliding geom has
-// the same contype/conaffinity (so those bits decide nothing), the groups and masks can carry
-// that filter instead: each body involved gets its own bit, and its mask omits the bits of the
-// bodies MuJoCo never lets it touch. False (nothing changed) when that is not possible.
-bool MjcfLoader::EncodeExclusions(const std::set<std::pair<int, int>>& exclude) {
-  std::vector<ShapeDesc>& shapes = result_.model.shapes;
-  int contype = -1, conaffinity = -1;
-  for (const ShapeDesc& s : shapes) {
-    if (s.collision_group == 0 && s.collision_mask == 0) continue;  // never collides
-    if (contype < 0) {
-      contype = static_cast<int>(s.collision_group);
-      conaffinity = static_cast<int>(s.collision_mask);
-    }
-    if (static_cast<int>(s.collision_group) != contype ||
-        static_cast<int>(s.collision_mask) != conaffinity) {
-      return false;
-    }
-  }
-  if (contype < 0 || (contype & conaffinity) == 0) return false;
-  std::map<int, int> bit;  // Axion body (kWorldBody included) -> bit; others share bit 0
-  for (const auto& [a, b] : exclude) {
-    for (int body : {a, b}) {
-      if (!bit.count(body)) bit[body] = static_cast<int>(bit.size()) + 1;
-    }
-  }
-  if (bit.size() + 1 > 32) return false;
-  uint32_t all = 1;
-  for (const auto& [body, k] : bit) all |= 1u << k;
-  auto group_of = [&](int body) {
-    auto it = bit.find(body);
-    return it == bit.end() ? 1u : 1u << it->second;
-  };
-  for (ShapeDesc& s : shapes) {
-    if (s.collision_group == 0 && s.collision_mask == 0) continue;
-    uint32_t mask = all;
-    for (const auto& [a, b] : exclude) {
-      if (a == s.body) mask &= ~group_of(b);
-      if (b == s.body) mask &= ~group_of(a);
-    }
-    s.collision_group = group_of(s.body);
-    s.collision_mask = mask;
-  }
-  return true;
-}
-
-// Warns where MuJoCo's and Axion's collision rules disagree for this model.
-void MjcfLoader::CheckCollisionRules() {
+// MuJoCo's collision filter on Axion's terms. MuJoCo never collides two bodies of one weld
+// group (bodies welded together, or to the world), nor a weld group and its parent weld group
+// unless one is the world; Axion skips the bodies joined directly by a joint with
+// collide_connected = false. The pairs MuJoCo filters and Axion would not (a body and its parent
+// across a light-body chain; a welded body and its parent's other children, e.g. the humanoid's
+// head and upper arms) go into ModelDesc::exclude_body_pairs, so contype/conaffinity keep their
+// meaning as collision groups and masks. Warns where the rules still differ.
+void MjcfLoader::ApplyCollisionRules() {
   // Geoms per MJCF body (-1: the world's own), to reason about body pairs.
   struct GeomRef {
     int body;
@@ -1286,34 +1246,32 @@ void MjcfLoader::CheckCollisionRules() {
   std::string asymmetric;
   std::set<std::string> filter_mismatch;
   std::set<std::pair<int, int>> exclude;  // Axion body pairs MuJoCo filters and Axion would not
-  bool only_mismatch_kind_fixable = true;
   bool friction_mismatch = false;
   for (size_t i = 0; i < geoms.size(); ++i) {
     for (size_t k = i + 1; k < geoms.size(); ++k) {
       const GeomRef& a = geoms[i];
       const GeomRef& b = geoms[k];
-      bool mj_bits = mujoco_bits(*a.geom, *b.geom);
-      if (mj_bits != axion_bits(*a.geom, *b.geom) && asymmetric.empty()) {
-        asymmetric = absl::StrCat(a.geom->where, " and ", b.geom->where);
-      }
-      if (!mj_bits) continue;
       int wa = weld_of(a.body), wb = weld_of(b.body);
       bool mj_filtered =
           wa == wb || (wa != 0 && wb != 0 && (wa == weld_parent(wb) || wb == weld_parent(wa)));
       int ba = a.body < 0 ? kWorldBody : axion_body_[a.body];
       int bb = b.body < 0 ? kWorldBody : axion_body_[b.body];
       bool ax_filtered = ba == bb || joined.count({std::min(ba, bb), std::max(ba, bb)}) > 0;
+      // The body filter comes before the bits in MuJoCo, so it is kept whatever they say.
       if (mj_filtered && !ax_filtered) exclude.insert({std::min(ba, bb), std::max(ba, bb)});
-      if (mj_filtered != ax_filtered) {
+      bool mj_bits = mujoco_bits(*a.geom, *b.geom);
+      if (mj_bits != axion_bits(*a.geom, *b.geom) && asymmetric.empty()) {
+        asymmetric = absl::StrCat(a.geom->where, " and ", b.geom->where);
+      }
+      if (!mj_bits) continue;
+      if (!mj_filtered && ax_filtered) {
         auto name = [&](int body) { return body < 0 ? std::string("world") : bodies_[body].name; };
-        filter_mismatch.insert(absl::StrCat(
-            name(a.body), "-", name(b.body),
-            mj_filtered ? " (MuJoCo skips, Axion collides)" : " (MuJoCo collides, Axion skips)"));
-        if (!mj_filtered) only_mismatch_kind_fixable = false;
+        filter_mismatch.insert(absl::StrCat(name(a.body), "-", name(b.body)));
       }
       if (!mj_filtered && a.geom->friction != b.geom->friction) friction_mismatch = true;
     }
   }
+  for (const auto& [a, b] : exclude) result_.model.exclude_body_pairs.push_back({a, b});
   if (!asymmetric.empty()) {
     warnings_.Add("contype-asymmetric",
                   absl::StrCat("contype/conaffinity: MuJoCo collides a pair when either geom's "
@@ -1321,18 +1279,9 @@ void MjcfLoader::CheckCollisionRules() {
                                "this model relies on the difference (e.g. ",
                                asymmetric, ")"));
   }
-  if (!exclude.empty() && only_mismatch_kind_fixable && EncodeExclusions(exclude)) {
-    warnings_.Add("filter-encoded",
-                  absl::StrCat("MuJoCo's parent/weld collision filter is encoded in the shapes' "
-                               "collision groups and masks (one bit per body), replacing the "
-                               "model's uniform contype/conaffinity; pairs: ",
-                               absl::StrJoin(filter_mismatch, ", ")));
-    filter_mismatch.clear();
-  }
   if (!filter_mismatch.empty()) {
     warnings_.Add("filter-mismatch",
-                  absl::StrCat("body pairs whose collision filtering differs from MuJoCo's "
-                               "parent/weld rule: ",
+                  absl::StrCat("body pairs MuJoCo collides but Axion's joint filter skips: ",
                                absl::StrJoin(filter_mismatch, ", ")));
   }
   if (friction_mismatch) {
@@ -1392,7 +1341,7 @@ absl::StatusOr<ImportResult> MjcfLoader::Load(std::string_view xml, const std::s
   AXION_IO_RETURN_IF_ERROR(ComputeMass());
   AXION_IO_RETURN_IF_ERROR(Convert());
   for (const XMLElement* s : actuator_sections_) AXION_IO_RETURN_IF_ERROR(ParseActuators(s));
-  CheckCollisionRules();
+  ApplyCollisionRules();
   result_.warnings = warnings_.Lines();
   return std::move(result_);
 }

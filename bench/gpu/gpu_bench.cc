@@ -1,0 +1,327 @@
+// Batch-size sweep of the step throughput: the MuJoCo humanoid (or a built-in 13-body ragdoll
+// when the MJCF importer or the file is missing) and a 10-box stack, stepped as 1, 64, 1024, 8192
+// and 32768 worlds on the chosen backend. Prints world-steps per second, the mean Newton and
+// Conjugate Residual iterations per world-step, contacts per world and backend memory per world.
+//
+//   gpu_bench [--backend=auto|cpu|cuda] [--max_worlds=N] [--scene=all|humanoid|ragdoll|stack]
+//             [--min_time=SECONDS] [--max_steps=N] [--threads=N]
+//
+// The first steps of each size (outside the timed loop) include the one-off costs: device
+// allocation and upload, and on CUDA the capture of the step into a graph; they are reported
+// separately as setup time.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "axion/model.h"
+#include "axion/simulator.h"
+
+#if defined(AXION_BENCH_HAVE_MJCF)
+#include "axion/mjcf.h"
+#endif
+
+namespace axion::bench {
+namespace {
+
+constexpr char kHumanoidPath[] = "/usr/share/mujoco/model/humanoid/humanoid.xml";
+
+struct Flags {
+  Backend backend = Backend::kAuto;
+  int max_worlds = -1;  // -1: 32768 on CUDA, 1024 on the CPU
+  std::string scene = "all";
+  double min_time = 1.0;  // seconds of timed stepping per batch size
+  int max_steps = 1000;   // timed steps per batch size at most
+  int threads = 0;        // CPU worker threads; 0: all
+};
+
+[[noreturn]] void Usage(const char* message) {
+  std::fprintf(
+      stderr,
+      "%s\nusage: gpu_bench [--backend=auto|cpu|cuda] [--max_worlds=N] "
+      "[--scene=all|humanoid|ragdoll|stack] [--min_time=SECONDS] [--max_steps=N] [--threads=N]\n",
+      message);
+  std::exit(2);
+}
+
+bool ParseInt(std::string_view text, int* out) {
+  char* end = nullptr;
+  std::string s(text);
+  long v = std::strtol(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || v < 0 || v > (1 << 30)) return false;
+  *out = static_cast<int>(v);
+  return true;
+}
+
+Flags ParseFlags(int argc, char** argv) {
+  Flags f;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    auto value = [&](std::string_view name) -> std::string_view {
+      std::string prefix = "--" + std::string(name) + "=";
+      return arg.substr(0, prefix.size()) == prefix ? arg.substr(prefix.size())
+                                                    : std::string_view();
+    };
+    if (std::string_view v = value("backend"); !v.empty()) {
+      if (v == "auto") {
+        f.backend = Backend::kAuto;
+      } else if (v == "cpu") {
+        f.backend = Backend::kCpu;
+      } else if (v == "cuda") {
+        f.backend = Backend::kCuda;
+      } else {
+        Usage("--backend must be auto, cpu or cuda");
+      }
+    } else if (std::string_view v = value("max_worlds"); !v.empty()) {
+      if (!ParseInt(v, &f.max_worlds) || f.max_worlds < 1)
+        Usage("--max_worlds must be a positive integer");
+    } else if (std::string_view v = value("scene"); !v.empty()) {
+      f.scene = std::string(v);
+      if (f.scene != "all" && f.scene != "humanoid" && f.scene != "ragdoll" && f.scene != "stack") {
+        Usage("--scene must be all, humanoid, ragdoll or stack");
+      }
+    } else if (std::string_view v = value("min_time"); !v.empty()) {
+      f.min_time = std::atof(std::string(v).c_str());
+      if (!(f.min_time >= 0)) Usage("--min_time must be >= 0");
+    } else if (std::string_view v = value("max_steps"); !v.empty()) {
+      if (!ParseInt(v, &f.max_steps) || f.max_steps < 1)
+        Usage("--max_steps must be a positive integer");
+    } else if (std::string_view v = value("threads"); !v.empty()) {
+      if (!ParseInt(v, &f.threads)) Usage("--threads must be a non-negative integer");
+    } else {
+      Usage(("unknown argument " + std::string(arg)).c_str());
+    }
+  }
+  return f;
+}
+
+Mat33 BoxInertia(Real mass, Vec3 half) {
+  Real x = 2 * half.x, y = 2 * half.y, z = 2 * half.z;
+  return mat33_diag(
+      {mass * (y * y + z * z) / 12, mass * (x * x + z * z) / 12, mass * (x * x + y * y) / 12});
+}
+
+// Ten 0.2 m boxes stacked on a ground plane.
+ModelDesc Stack() {
+  ModelDesc d;
+  ShapeDesc ground;
+  ground.type = ShapeType::kPlane;
+  d.shapes.push_back(ground);
+  for (int i = 0; i < 10; ++i) {
+    BodyDesc b;
+    b.mass = 1;
+    b.inertia = BoxInertia(1, {0.1, 0.1, 0.1});
+    b.pose.pos = {0, 0, 0.1 + 0.2 * i};
+    d.bodies.push_back(b);
+    ShapeDesc s;
+    s.body = i;
+    s.type = ShapeType::kBox;
+    s.size = {0.1, 0.1, 0.1};
+    d.shapes.push_back(s);
+  }
+  return d;
+}
+
+// A 13-body standing ragdoll with the humanoid's structure: a free torso; head welded on; ball
+// hips and shoulders; hinged waist, knees, ankles and elbows (with effort actuators, left at
+// zero); capsule limbs and box feet on a ground plane. It collapses under gravity, as the
+// uncontrolled MuJoCo humanoid does.
+ModelDesc Ragdoll() {
+  ModelDesc d;
+  d.options.timestep = 0.005;
+  ShapeDesc ground;
+  ground.type = ShapeType::kPlane;
+  d.shapes.push_back(ground);
+  // Adds a body at `pos` with a shape; returns its index.
+  auto body = [&](const std::string& name, Real mass, Vec3 pos, ShapeType type, Vec3 size) {
+    BodyDesc b;
+    b.name = name;
+    b.mass = mass;
+    Vec3 half = type == ShapeType::kBox      ? size
+                : type == ShapeType::kSphere ? Vec3{size.x, size.x, size.x}
+                                             : Vec3{size.x, size.x, size.y + size.x};
+    b.inertia = BoxInertia(mass, half);
+    b.pose.pos = pos;
+    d.bodies.push_back(b);
+    ShapeDesc s;
+    s.name = name;
+    s.body = static_cast<int>(d.bodies.size()) - 1;
+    s.type = type;
+    s.size = size;
+    d.shapes.push_back(s);
+    return s.body;
+  };
+  // Adds a joint whose anchor is `anchor` in the child's frame; hinges turn about y.
+  auto joint = [&](int parent, int child, JointType type, Vec3 anchor) {
+    JointDesc j;
+    j.type = type;
+    j.parent = parent;
+    j.child = child;
+    j.child_frame.pos = anchor;
+    if (type == JointType::kRevolute) {
+      j.axis = Vec3{0, 1, 0};
+      j.limited = true;
+      j.lower = {-1.5};
+      j.upper = {1.5};
+      ActuatorDesc a;
+      a.joint = static_cast<int>(d.joints.size());
+      a.gear = 50;
+      d.actuators.push_back(a);
+    }
+    d.joints.push_back(j);
+  };
+  int torso = body("torso", 10, {0, 0, 1.25}, ShapeType::kCapsule, {0.1, 0.15, 0});
+  int head = body("head", 3, {0, 0, 1.62}, ShapeType::kSphere, {0.1, 0, 0});
+  joint(torso, head, JointType::kFixed, {0, 0, -0.1});
+  int pelvis = body("pelvis", 5, {0, 0, 0.92}, ShapeType::kBox, {0.12, 0.08, 0.06});
+  joint(torso, pelvis, JointType::kRevolute, {0, 0, 0.08});
+  for (Real side : {Real(-1), Real(1)}) {
+    const std::string prefix = side < 0 ? "right_" : "left_";
+    int thigh =
+        body(prefix + "thigh", 4, {0, 0.1 * side, 0.65}, ShapeType::kCapsule, {0.06, 0.15, 0});
+    joint(pelvis, thigh, JointType::kBall, {0, 0, 0.21});
+    int shin =
+        body(prefix + "shin", 3, {0, 0.1 * side, 0.25}, ShapeType::kCapsule, {0.05, 0.14, 0});
+    joint(thigh, shin, JointType::kRevolute, {0, 0, 0.19});
+    int foot =
+        body(prefix + "foot", 1, {0.04, 0.1 * side, 0.03}, ShapeType::kBox, {0.09, 0.05, 0.03});
+    joint(shin, foot, JointType::kRevolute, {-0.04, 0, 0.03});
+    int upper = body(prefix + "upper_arm", 2, {0, 0.22 * side, 1.28}, ShapeType::kCapsule,
+                     {0.045, 0.12, 0});
+    joint(torso, upper, JointType::kBall, {0, 0, 0.165});
+    int lower = body(prefix + "lower_arm", 1.5, {0, 0.22 * side, 0.98}, ShapeType::kCapsule,
+                     {0.04, 0.11, 0});
+    joint(upper, lower, JointType::kRevolute, {0, 0, 0.15});
+  }
+  return d;
+}
+
+struct Scene {
+  std::string name;
+  std::shared_ptr<const Model> model;
+};
+
+std::shared_ptr<const Model> Compile(ModelDesc d, const std::string& name) {
+  absl::StatusOr<std::shared_ptr<const Model>> m = Model::Compile(std::move(d));
+  if (!m.ok()) {
+    std::fprintf(stderr, "scene %s does not compile: %s\n", name.c_str(),
+                 std::string(m.status().message()).c_str());
+    std::exit(1);
+  }
+  return *m;
+}
+
+Scene Humanoid() {
+#if defined(AXION_BENCH_HAVE_MJCF)
+  if (std::FILE* f = std::fopen(kHumanoidPath, "r")) {
+    std::fclose(f);
+    absl::StatusOr<ImportResult> imported = LoadMjcfFile(kHumanoidPath);
+    if (imported.ok()) return {"humanoid", Compile(imported->model, "humanoid")};
+    std::fprintf(stderr, "cannot load %s (%s): using the built-in ragdoll\n", kHumanoidPath,
+                 std::string(imported.status().message()).c_str());
+  } else {
+    std::fprintf(stderr, "%s is not installed: using the built-in ragdoll\n", kHumanoidPath);
+  }
+#else
+  std::fprintf(stderr, "this build has no MJCF importer: using the built-in ragdoll\n");
+#endif
+  return {"ragdoll", Compile(Ragdoll(), "ragdoll")};
+}
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+void Check(const absl::Status& s, const char* what) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s failed: %s\n", what, std::string(s.message()).c_str());
+    std::exit(1);
+  }
+}
+
+// One row of the table: `worlds` copies of the scene stepped together.
+void Run(const Flags& flags, const Scene& scene, int worlds) {
+  SimulatorOptions options;
+  options.backend = flags.backend;
+  options.threads = flags.threads;
+  absl::StatusOr<std::unique_ptr<Simulator>> created = Simulator::Create(options);
+  Check(created.status(), "creating the simulator");
+  Simulator& sim = **created;
+
+  // setup: creation, upload and the first steps (graph capture on CUDA)
+  auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<std::vector<WorldId>> ids = sim.CreateWorlds(scene.model, worlds);
+  Check(ids.status(), "creating the worlds");
+  constexpr int kWarmupSteps = 3;
+  Check(sim.StepAll(kWarmupSteps), "warm-up steps");
+  const double setup = Seconds(start);
+
+  // timed: single steps, as a training loop calls them
+  int steps = 0;
+  start = std::chrono::steady_clock::now();
+  double elapsed = 0;
+  do {
+    Check(sim.StepAll(1), "step");
+    ++steps;
+    elapsed = Seconds(start);
+  } while (steps < flags.max_steps && elapsed < flags.min_time);
+
+  // solver statistics of a few more steps, outside the timed loop
+  double newton = 0, cr = 0, contacts = 0;
+  int64_t sampled = 0;
+  for (int n = 0; n < 3; ++n) {
+    Check(sim.StepAll(1), "step");
+    for (WorldId id : *ids) {
+      absl::StatusOr<WorldStats> st = sim.GetStats(id);
+      Check(st.status(), "reading statistics");
+      newton += st->newton_iterations;
+      cr += st->cr_iterations;
+      contacts += st->contact_count;
+      ++sampled;
+    }
+  }
+  const double n = static_cast<double>(sampled);
+  std::printf("%-9s %-5s %7d %6d %9.3f %9.3f %14.0f %8.2f %9.1f %9.1f %12.0f\n", scene.name.c_str(),
+              BackendName(sim.backend()), worlds, steps, setup, elapsed,
+              static_cast<double>(steps) * worlds / elapsed, newton / n, cr / n, contacts / n,
+              static_cast<double>(sim.memory_bytes()) / worlds);
+  std::fflush(stdout);
+}
+
+}  // namespace
+}  // namespace axion::bench
+
+int main(int argc, char** argv) {
+  using namespace axion;
+  using namespace axion::bench;
+  Flags flags = ParseFlags(argc, argv);
+  const bool cuda =
+      flags.backend == Backend::kCuda || (flags.backend == Backend::kAuto && CudaAvailable());
+  if (flags.max_worlds < 0) flags.max_worlds = cuda ? 32768 : 1024;
+
+  std::vector<Scene> scenes;
+  if (flags.scene == "all" || flags.scene == "humanoid") scenes.push_back(Humanoid());
+  if (flags.scene == "ragdoll") scenes.push_back({"ragdoll", Compile(Ragdoll(), "ragdoll")});
+  if (flags.scene == "all" || flags.scene == "stack")
+    scenes.push_back({"stack", Compile(Stack(), "stack")});
+
+  std::printf("backend %s (CUDA device %s), worlds up to %d, >= %.1f s or %d steps per size\n",
+              BackendName(flags.backend), CudaAvailable() ? "present" : "absent", flags.max_worlds,
+              flags.min_time, flags.max_steps);
+  std::printf("%-9s %-5s %7s %6s %9s %9s %14s %8s %9s %9s %12s\n", "scene", "bknd", "worlds",
+              "steps", "setup_s", "timed_s", "world_steps/s", "newton", "cr", "contacts",
+              "bytes/world");
+  for (const Scene& scene : scenes) {
+    for (int worlds : {1, 64, 1024, 8192, 32768}) {
+      if (worlds > flags.max_worlds) break;
+      Run(flags, scene, worlds);
+    }
+  }
+  return 0;
+}

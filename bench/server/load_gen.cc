@@ -1,0 +1,304 @@
+// Load generator for axion-server: K concurrent clients, each stepping its own W worlds over
+// loopback (StepStream, one request in flight per client, as a training loop does), against
+// the same workload run in-process on a Simulator directly. Prints world-steps/s, Step latency
+// percentiles and the remote / in-process ratio.
+//
+// Every step of either workload sends controls for every world and reads back every body pose,
+// so both sides move the same data through the engine.
+//
+//   load_gen --clients=8 --worlds=128 --seconds=10
+//   load_gen --target=host:50051 ...   (an external server; in-process baseline still local)
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "axion/client/client.h"
+#include "axion/mjcf.h"
+#include "axion/simulator.h"
+#include "server/server.h"
+
+ABSL_FLAG(int, clients, 8, "Concurrent clients (K)");
+ABSL_FLAG(int, worlds, 128, "Worlds per client (W)");
+ABSL_FLAG(int, steps, 1, "Steps per request per world");
+ABSL_FLAG(double, seconds, 5, "Measured duration of each workload");
+ABSL_FLAG(double, warmup_seconds, 1, "Unmeasured warm-up before each workload");
+ABSL_FLAG(std::string, scene, "/usr/share/mujoco/model/humanoid/humanoid.xml", "MJCF scene");
+ABSL_FLAG(std::string, target, "", "External server host:port (empty: start one in-process)");
+ABSL_FLAG(std::string, backend, "auto", "Engine backend for the in-process server and baseline");
+ABSL_FLAG(int, engine_threads, 0, "CPU engine threads (0: all)");
+ABSL_FLAG(int, max_batch_delay_us, 200, "In-process server batching window");
+ABSL_FLAG(bool, unary, false, "Use unary Step instead of StepStream");
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+axion::Backend ParseBackend(const std::string& name) {
+  if (name == "cpu") return axion::Backend::kCpu;
+  if (name == "cuda") return axion::Backend::kCuda;
+  return axion::Backend::kAuto;
+}
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+double Percentile(std::vector<double>& values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t index = std::min(values.size() - 1, static_cast<size_t>(p * values.size()));
+  return values[index];
+}
+
+// Controls within each actuator's range, fixed for the run: (world_count x actuator_count).
+std::vector<float> MakeControls(const axion::v1::WorldDescription& description, int world_count,
+                                uint32_t seed) {
+  std::mt19937 random(seed);
+  std::uniform_real_distribution<float> unit(-1, 1);
+  std::vector<float> controls;
+  for (int w = 0; w < world_count; ++w) {
+    for (const axion::v1::ActuatorInfo& actuator : description.actuators()) {
+      float value = 0.3f * unit(random);
+      if (actuator.ctrl_limited()) {
+        value = std::clamp(value, static_cast<float>(actuator.ctrl_min()),
+                           static_cast<float>(actuator.ctrl_max()));
+      }
+      controls.push_back(value);
+    }
+  }
+  return controls;
+}
+
+struct RemoteResult {
+  double world_steps_per_second = 0;
+  double p50_ms = 0, p99_ms = 0;
+  uint64_t requests = 0;
+  bool ok = true;
+};
+
+RemoteResult RunRemote(const std::string& target, const std::string& mjcf) {
+  const int client_count = absl::GetFlag(FLAGS_clients);
+  const int world_count = absl::GetFlag(FLAGS_worlds);
+  const int steps = absl::GetFlag(FLAGS_steps);
+  const bool unary = absl::GetFlag(FLAGS_unary);
+  std::atomic<int> ready{0};
+  std::atomic<bool> failed{false};
+  std::vector<std::vector<double>> latencies(client_count);
+  std::vector<uint64_t> measured_requests(client_count, 0);
+  Clock::time_point measure_start, measure_end;
+  std::atomic<bool> go{false};
+
+  std::vector<std::thread> threads;
+  for (int c = 0; c < client_count; ++c) {
+    threads.emplace_back([&, c] {
+      axion::client::ClientOptions options;
+      options.target = target;
+      options.client_id = "load-" + std::to_string(c);
+      absl::StatusOr<std::unique_ptr<axion::client::Client>> client =
+          axion::client::Client::Create(options);
+      absl::StatusOr<axion::v1::CreateWorldsResponse> created =
+          client.ok() ? (*client)->CreateWorlds(axion::client::MjcfScene(mjcf), world_count)
+                      : absl::StatusOr<axion::v1::CreateWorldsResponse>(client.status());
+      if (!created.ok()) {
+        std::fprintf(stderr, "client %d: %s\n", c, created.status().ToString().c_str());
+        failed = true;
+        ++ready;
+        return;
+      }
+      axion::v1::StepStreamRequest request;
+      axion::v1::StepRequest* step = request.mutable_step();
+      for (uint64_t id : created->world_ids()) step->add_world_ids(id);
+      step->add_steps(steps);
+      step->set_controls(axion::client::PackFloat32(
+          MakeControls(created->description(), world_count, static_cast<uint32_t>(c))));
+      step->mutable_observe()->set_body_pose(true);
+      ++ready;
+      while (!go) std::this_thread::yield();
+
+      std::unique_ptr<axion::client::StepStream> stream;
+      if (!unary) stream = (*client)->OpenStepStream();
+      uint64_t id = 0;
+      while (true) {
+        const Clock::time_point sent = Clock::now();
+        if (sent >= measure_end) break;
+        request.set_request_id(id++);
+        bool ok;
+        if (unary) {
+          ok = (*client)->Step(*step).ok();
+        } else {
+          absl::StatusOr<axion::v1::StepStreamResponse> response =
+              stream->Write(request).ok() ? stream->Read() : absl::UnavailableError("write failed");
+          ok = response.ok() && response->status().code() == 0;
+        }
+        const Clock::time_point done = Clock::now();
+        if (!ok) {
+          failed = true;
+          break;
+        }
+        // Requests completing inside the window count, so slow steps are not lost at its edges.
+        if (done >= measure_start && done <= measure_end) {
+          latencies[c].push_back(1e3 * Seconds(done - sent));
+          ++measured_requests[c];
+        }
+      }
+      if (stream) stream->Finish().IgnoreError();
+      (*client)
+          ->DestroyWorlds(
+              std::vector<uint64_t>(created->world_ids().begin(), created->world_ids().end()))
+          .IgnoreError();
+    });
+  }
+  while (ready < client_count) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const Clock::time_point start = Clock::now();
+  measure_start = start + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(absl::GetFlag(FLAGS_warmup_seconds)));
+  measure_end = measure_start + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(absl::GetFlag(FLAGS_seconds)));
+  go = true;
+  for (std::thread& t : threads) t.join();
+
+  RemoteResult result;
+  result.ok = !failed;
+  std::vector<double> all;
+  for (int c = 0; c < client_count; ++c) {
+    all.insert(all.end(), latencies[c].begin(), latencies[c].end());
+    result.requests += measured_requests[c];
+  }
+  result.world_steps_per_second = static_cast<double>(result.requests) * world_count * steps /
+                                  Seconds(measure_end - measure_start);
+  result.p50_ms = Percentile(all, 0.50);
+  result.p99_ms = Percentile(all, 0.99);
+  return result;
+}
+
+// The same work on a Simulator in this process: all K x W worlds stepped in one call per
+// iteration, controls written and poses read for every world.
+double RunInProcess(const std::string& mjcf) {
+  const int world_count = absl::GetFlag(FLAGS_clients) * absl::GetFlag(FLAGS_worlds);
+  const int steps = absl::GetFlag(FLAGS_steps);
+  absl::StatusOr<axion::ImportResult> imported = axion::LoadMjcfString(mjcf, "");
+  if (!imported.ok()) {
+    std::fprintf(stderr, "in-process: %s\n", imported.status().ToString().c_str());
+    return 0;
+  }
+  absl::StatusOr<std::shared_ptr<const axion::Model>> model =
+      axion::Model::Compile(std::move(imported->model));
+  axion::SimulatorOptions options;
+  options.backend = ParseBackend(absl::GetFlag(FLAGS_backend));
+  options.threads = absl::GetFlag(FLAGS_engine_threads);
+  absl::StatusOr<std::unique_ptr<axion::Simulator>> simulator = axion::Simulator::Create(options);
+  if (!model.ok() || !simulator.ok()) return 0;
+  absl::StatusOr<std::vector<axion::WorldId>> ids = (*simulator)->CreateWorlds(*model, world_count);
+  if (!ids.ok()) return 0;
+  const int actuator_count = (*model)->actuator_count();
+  std::mt19937 random(1);
+  std::uniform_real_distribution<double> unit(-0.3, 0.3);
+  std::vector<axion::Real> controls(static_cast<size_t>(world_count) * actuator_count);
+  for (int w = 0; w < world_count; ++w) {
+    for (int a = 0; a < actuator_count; ++a) {
+      const axion::ActuatorDesc& actuator = (*model)->desc().actuators[a];
+      double value = unit(random);
+      if (actuator.ctrl_limited) value = std::clamp(value, actuator.ctrl_min, actuator.ctrl_max);
+      controls[static_cast<size_t>(w) * actuator_count + a] = value;
+    }
+  }
+  const std::vector<int> step_counts(ids->size(), steps);
+  std::vector<float> poses;
+  auto iteration = [&] {
+    for (int w = 0; w < world_count; ++w) {
+      (*simulator)
+          ->SetControls((*ids)[w], absl::MakeConstSpan(
+                                       controls.data() + static_cast<size_t>(w) * actuator_count,
+                                       actuator_count))
+          .IgnoreError();
+    }
+    (*simulator)->Step(*ids, step_counts).IgnoreError();
+    poses.clear();
+    for (axion::WorldId id : *ids) {
+      absl::StatusOr<axion::BodyState> state = (*simulator)->GetBodyState(id);
+      for (axion::Real v : state->pose) poses.push_back(static_cast<float>(v));
+    }
+  };
+  const Clock::time_point warm_end =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(absl::GetFlag(FLAGS_warmup_seconds)));
+  while (Clock::now() < warm_end) iteration();
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point end =
+      start + std::chrono::duration_cast<Clock::duration>(
+                  std::chrono::duration<double>(absl::GetFlag(FLAGS_seconds)));
+  uint64_t iterations = 0;
+  while (Clock::now() < end) {
+    iteration();
+    ++iterations;
+  }
+  return static_cast<double>(iterations) * world_count * steps / Seconds(Clock::now() - start);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("Load generator for axion-server (remote vs in-process stepping)");
+  absl::ParseCommandLine(argc, argv);
+  std::ifstream file(absl::GetFlag(FLAGS_scene));
+  if (!file) {
+    std::fprintf(stderr, "cannot read scene %s\n", absl::GetFlag(FLAGS_scene).c_str());
+    return 1;
+  }
+  const std::string mjcf((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+
+  std::unique_ptr<axion::server::AxionServer> server;
+  std::string target = absl::GetFlag(FLAGS_target);
+  if (target.empty()) {
+    axion::server::ServerOptions options;
+    options.host = "127.0.0.1";
+    options.port = 0;
+    options.metrics_port = -1;
+    options.backend = ParseBackend(absl::GetFlag(FLAGS_backend));
+    options.engine_threads = absl::GetFlag(FLAGS_engine_threads);
+    options.max_batch_delay = absl::Microseconds(absl::GetFlag(FLAGS_max_batch_delay_us));
+    options.max_worlds_per_client = std::max(4096, absl::GetFlag(FLAGS_worlds));
+    absl::StatusOr<std::unique_ptr<axion::server::AxionServer>> started =
+        axion::server::AxionServer::Create(options);
+    if (!started.ok()) {
+      std::fprintf(stderr, "server: %s\n", started.status().ToString().c_str());
+      return 1;
+    }
+    server = std::move(*started);
+    target = "127.0.0.1:" + std::to_string(server->port());
+  }
+  const int clients = absl::GetFlag(FLAGS_clients);
+  const int worlds = absl::GetFlag(FLAGS_worlds);
+  std::printf("scene %s, %d clients x %d worlds = %d worlds, %d step(s) per request, %s\n",
+              absl::GetFlag(FLAGS_scene).c_str(), clients, worlds, clients * worlds,
+              absl::GetFlag(FLAGS_steps), absl::GetFlag(FLAGS_unary) ? "unary" : "stream");
+
+  const uint64_t batches_before = server ? server->batch_count() : 0;
+  const RemoteResult remote = RunRemote(target, mjcf);
+  const uint64_t batches = server ? server->batch_count() - batches_before : 0;
+  if (!remote.ok) {
+    std::fprintf(stderr, "remote workload failed\n");
+    return 1;
+  }
+  server.reset();  // free its worlds and threads before the baseline runs
+  std::printf(
+      "remote:     %12.0f world-steps/s   Step latency p50 %.2f ms  p99 %.2f ms  "
+      "(%llu requests",
+      remote.world_steps_per_second, remote.p50_ms, remote.p99_ms,
+      static_cast<unsigned long long>(remote.requests));
+  if (batches > 0) std::printf(", %llu engine calls", static_cast<unsigned long long>(batches));
+  std::printf(")\n");
+  const double local = RunInProcess(mjcf);
+  std::printf("in-process: %12.0f world-steps/s\n", local);
+  if (local > 0)
+    std::printf("ratio remote / in-process: %.3f\n", remote.world_steps_per_second / local);
+  return 0;
+}

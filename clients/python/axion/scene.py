@@ -1,0 +1,77 @@
+"""Building an axion.v1.Scene from a file path, XML text or a model description."""
+
+import os
+import pathlib
+import re
+
+from axion._proto import axion_pb2 as pb
+
+# The first element of an XML document, after the prolog, comments and doctype.
+_FIRST_ELEMENT = re.compile(
+    r"^\s*(?:<\?.*?\?>\s*|<!--.*?-->\s*|<!DOCTYPE[^>]*>\s*)*<\s*([\w:.-]+)", re.S
+)
+
+
+def xml_format(text):
+    """'mjcf' for a <mujoco> document, 'urdf' for a <robot> document, else None."""
+    match = _FIRST_ELEMENT.match(text)
+    if match is None:
+        return None
+    root = match.group(1).lower()
+    if root == "mujoco":
+        return "mjcf"
+    if root == "robot":
+        return "urdf"
+    return None
+
+
+def make_scene(source, *, format=None, floating_base=False, light_body_mass_fraction=None):
+    """An axion.v1.Scene from any of:
+
+    - an axion.v1.Scene (returned as is) or an axion.v1.ModelDescription;
+    - a path (str or os.PathLike) to an MJCF (.xml) or URDF (.urdf) file, read here and sent as
+      text: files it references (meshes, <include>) are resolved by the server against its
+      --asset_dir, not on this machine;
+    - MJCF or URDF XML text.
+
+    `format` ('mjcf' or 'urdf') overrides detection, which looks at the root element
+    (<mujoco> or <robot>). `floating_base` makes a URDF's root link a free body.
+    `light_body_mass_fraction` is the MJCF importer's mass fraction for inserted bodies.
+    """
+    if isinstance(source, pb.Scene):
+        return source
+    if isinstance(source, pb.ModelDescription):
+        return pb.Scene(model=source)
+    if isinstance(source, bytes):
+        source = source.decode("utf-8")
+    if isinstance(source, os.PathLike) or (
+        isinstance(source, str) and "<" not in source and source.strip()
+    ):
+        path = pathlib.Path(source)
+        if not path.is_file():
+            raise FileNotFoundError(f"model file '{path}' does not exist")
+        text = path.read_text(encoding="utf-8")
+        if format is None and path.suffix.lower() == ".urdf":
+            format = "urdf"
+    elif isinstance(source, str):
+        text = source
+    else:
+        raise TypeError(
+            "scene must be a path, XML text, an axion.v1.Scene or an axion.v1.ModelDescription, "
+            f"not {type(source).__name__}"
+        )
+    if format is None:
+        format = xml_format(text)
+        if format is None:
+            raise ValueError(
+                "cannot tell the model format: the root element is neither <mujoco> (MJCF) nor "
+                "<robot> (URDF); pass format='mjcf' or format='urdf'"
+            )
+    if format == "mjcf":
+        scene = pb.Scene(mjcf=text)
+        if light_body_mass_fraction is not None:
+            scene.mjcf_light_body_mass_fraction.value = light_body_mass_fraction
+        return scene
+    if format == "urdf":
+        return pb.Scene(urdf=text, urdf_floating_base=floating_base)
+    raise ValueError(f"unknown model format '{format}' (expected 'mjcf' or 'urdf')")

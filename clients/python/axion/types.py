@@ -1,0 +1,347 @@
+"""Plain Python views of the API's messages, with numpy arrays in place of packed bytes.
+
+Bulk arrays on the wire are packed little-endian float32 (see proto/axion/v1/axion.proto); they
+are decoded with np.frombuffer and reshaped, never element by element. For worlds of one scene
+every array is a single ndarray with the world on the leading axis; for a request mixing worlds
+of different scenes (different sizes) it is a list with one array per world.
+"""
+
+import dataclasses
+from typing import List, Optional, Sequence, Union
+
+import numpy as np
+
+from axion._proto import axion_pb2 as pb
+
+ArrayOrList = Union[np.ndarray, List[np.ndarray]]
+
+OBSERVATION_FIELDS = (
+    "body_pose",
+    "body_velocity",
+    "joint_position",
+    "joint_velocity",
+    "body_contact_force",
+    "contacts",
+    "stats",
+    "controls",
+)
+
+
+def _enum_name(enum_type, value, prefix):
+    """'JOINT_TYPE_REVOLUTE' -> 'revolute'."""
+    return enum_type.Name(value)[len(prefix) :].lower()
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """Per-world array sizes of one world (from its WorldDescription)."""
+
+    body_count: int
+    joint_position_count: int
+    joint_dof_count: int
+    actuator_count: int
+
+    def field_size(self, field):
+        """(values per world, trailing shape) of an observation field."""
+        if field == "body_pose":
+            return self.body_count * 7, (self.body_count, 7)
+        if field in ("body_velocity", "external_forces"):
+            return self.body_count * 6, (self.body_count, 6)
+        if field == "body_contact_force":
+            return self.body_count * 3, (self.body_count, 3)
+        if field == "joint_position":
+            return self.joint_position_count, (self.joint_position_count,)
+        if field == "joint_velocity":
+            return self.joint_dof_count, (self.joint_dof_count,)
+        if field == "controls":
+            return self.actuator_count, (self.actuator_count,)
+        raise KeyError(field)
+
+
+@dataclasses.dataclass(frozen=True)
+class JointInfo:
+    """A joint's slice of the per-world joint arrays."""
+
+    name: str
+    type: str  # revolute, prismatic, ball, fixed or generic
+    position_offset: int  # first index in joint_position
+    position_count: int  # coordinates in joint_position (ball: 4, a quaternion w x y z)
+    dof_offset: int  # first index in joint_velocity
+    dof_count: int  # coordinates in joint_velocity
+
+    @classmethod
+    def from_proto(cls, message):
+        return cls(
+            name=message.name,
+            type=_enum_name(pb.JointType, message.type, "JOINT_TYPE_"),
+            position_offset=message.position_offset,
+            position_count=message.position_count,
+            dof_offset=message.dof_offset,
+            dof_count=message.dof_count,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class ActuatorInfo:
+    """An actuator's control slot; its index in WorldDescription.actuators is its control index."""
+
+    name: str
+    type: str  # effort, position or velocity
+    ctrl_limited: bool
+    ctrl_min: float
+    ctrl_max: float
+
+    @classmethod
+    def from_proto(cls, message):
+        return cls(
+            name=message.name,
+            type=_enum_name(pb.ActuatorType, message.type, "ACTUATOR_TYPE_"),
+            ctrl_limited=message.ctrl_limited,
+            ctrl_min=message.ctrl_min,
+            ctrl_max=message.ctrl_max,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class WorldDescription:
+    """Names, order and per-world array sizes of a world."""
+
+    model_name: str
+    body_names: List[str]
+    shape_names: List[str]
+    joints: List[JointInfo]
+    actuators: List[ActuatorInfo]
+    body_count: int
+    joint_position_count: int
+    joint_dof_count: int
+    actuator_count: int
+    contact_capacity: int
+    timestep: float  # s
+
+    @classmethod
+    def from_proto(cls, message):
+        return cls(
+            model_name=message.model_name,
+            body_names=list(message.body_names),
+            shape_names=list(message.shape_names),
+            joints=[JointInfo.from_proto(j) for j in message.joints],
+            actuators=[ActuatorInfo.from_proto(a) for a in message.actuators],
+            body_count=message.body_count,
+            joint_position_count=message.joint_position_count,
+            joint_dof_count=message.joint_dof_count,
+            actuator_count=message.actuator_count,
+            contact_capacity=message.contact_capacity,
+            timestep=message.timestep,
+        )
+
+    @property
+    def layout(self):
+        return Layout(
+            self.body_count, self.joint_position_count, self.joint_dof_count, self.actuator_count
+        )
+
+    def ctrl_range(self):
+        """(low, high) float32 arrays of shape (actuator_count,); +-inf where unlimited."""
+        low = np.full(self.actuator_count, -np.inf, dtype=np.float32)
+        high = np.full(self.actuator_count, np.inf, dtype=np.float32)
+        for index, actuator in enumerate(self.actuators):
+            if actuator.ctrl_limited:
+                low[index] = actuator.ctrl_min
+                high[index] = actuator.ctrl_max
+        return low, high
+
+
+@dataclasses.dataclass(frozen=True)
+class CreatedWorlds:
+    """Result of Client.create_worlds."""
+
+    world_ids: List[int]
+    description: WorldDescription
+    warnings: List[str]
+
+
+@dataclasses.dataclass(frozen=True)
+class WorldInfo:
+    """One entry of Client.list_worlds."""
+
+    world_id: int
+    model_name: str
+    step_count: int
+    time: float  # s
+
+
+@dataclasses.dataclass(frozen=True)
+class Contacts:
+    """Active contacts of several worlds; contacts of world i follow those of world i-1."""
+
+    count: np.ndarray  # (world_count,) int32
+    body: np.ndarray  # (total_contacts x 2) int32: body a, body b (-1: static geometry)
+    data: np.ndarray  # (total_contacts x 10) float32: position xyz, normal xyz, gap, force xyz
+
+    @property
+    def position(self):  # (total_contacts x 3) m, world frame
+        return self.data[:, 0:3]
+
+    @property
+    def normal(self):  # (total_contacts x 3) unit, from b to a
+        return self.data[:, 3:6]
+
+    @property
+    def gap(self):  # (total_contacts,) m, negative when penetrating
+        return self.data[:, 6]
+
+    @property
+    def force(self):  # (total_contacts x 3) N, on body a, world frame
+        return self.data[:, 7:10]
+
+    def world_slice(self, world_index):
+        """Rows of `body`/`data` that belong to the world at `world_index` of the request."""
+        start = int(self.count[:world_index].sum())
+        return slice(start, start + int(self.count[world_index]))
+
+
+@dataclasses.dataclass(frozen=True)
+class WorldStats:
+    """Solver statistics of each world's last step call; every array is (world_count,)."""
+
+    newton_iterations: np.ndarray  # int32
+    cr_iterations: np.ndarray  # int32
+    residual: np.ndarray  # float64, m/s
+    contact_count: np.ndarray  # int32
+    constraint_rows: np.ndarray  # int32
+    flags: np.ndarray  # uint32: 1 not converged, 2 contact overflow, 4 non-finite (frozen)
+    step_count: np.ndarray  # uint64
+    time: np.ndarray  # float64, s
+
+    FLAG_NOT_CONVERGED = 1
+    FLAG_CONTACT_OVERFLOW = 2
+    FLAG_NON_FINITE = 4
+
+    @classmethod
+    def from_proto(cls, message):
+        return cls(
+            newton_iterations=np.asarray(message.newton_iterations, dtype=np.int32),
+            cr_iterations=np.asarray(message.cr_iterations, dtype=np.int32),
+            residual=np.asarray(message.residual, dtype=np.float64),
+            contact_count=np.asarray(message.contact_count, dtype=np.int32),
+            constraint_rows=np.asarray(message.constraint_rows, dtype=np.int32),
+            flags=np.asarray(message.flags, dtype=np.uint32),
+            step_count=np.asarray(message.step_count, dtype=np.uint64),
+            time=np.asarray(message.time, dtype=np.float64),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Observations:
+    """Observations of several worlds; a field is None unless it was requested.
+
+    Shapes for worlds of one scene (W worlds, B bodies, P joint coordinates, D DOF, A actuators):
+      body_pose (W x B x 7): position xyz (m), quaternion w x y z, world frame
+      body_velocity (W x B x 6): linear (m/s) then angular (rad/s) velocity, world frame
+      joint_position (W x P), joint_velocity (W x D), body_contact_force (W x B x 3) N,
+      controls (W x A).
+    """
+
+    world_ids: List[int]
+    body_pose: Optional[ArrayOrList] = None
+    body_velocity: Optional[ArrayOrList] = None
+    joint_position: Optional[ArrayOrList] = None
+    joint_velocity: Optional[ArrayOrList] = None
+    body_contact_force: Optional[ArrayOrList] = None
+    controls: Optional[ArrayOrList] = None
+    contacts: Optional[Contacts] = None
+    stats: Optional[WorldStats] = None
+
+
+def observation_request(observe):
+    """An ObservationRequest from field names, 'all', None or an ObservationRequest."""
+    if isinstance(observe, pb.ObservationRequest):
+        return observe
+    request = pb.ObservationRequest()
+    if observe is None:
+        return request
+    if isinstance(observe, str):
+        observe = OBSERVATION_FIELDS if observe == "all" else (observe,)
+    for name in observe:
+        if name not in OBSERVATION_FIELDS:
+            raise ValueError(
+                f"unknown observation '{name}'; expected one of {', '.join(OBSERVATION_FIELDS)}"
+            )
+        setattr(request, name, True)
+    return request
+
+
+def unpack_float32(data, world_count, layouts, field):
+    """Decodes one packed float32 field of `world_count` worlds with the given layouts."""
+    values = np.frombuffer(data, dtype="<f4")
+    sizes = [layout.field_size(field) for layout in layouts]
+    if all(size == sizes[0] for size in sizes):
+        per_world, shape = sizes[0]
+        if values.size != per_world * world_count:
+            raise ValueError(
+                f"{field}: {values.size} values for {world_count} worlds of {per_world} each"
+            )
+        # astype copies into a writable, native-endian array the caller may modify.
+        return values.reshape((world_count,) + shape).astype(np.float32)
+    expected = sum(per_world for per_world, _ in sizes)
+    if values.size != expected:
+        raise ValueError(f"{field}: {values.size} values where the worlds' sizes add to {expected}")
+    result, start = [], 0
+    for per_world, shape in sizes:
+        result.append(values[start : start + per_world].reshape(shape).astype(np.float32))
+        start += per_world
+    return result
+
+
+def decode_observations(message, layouts, requested=None):
+    """Observations from an axion.v1.Observations message; `layouts` is one Layout per world.
+
+    `requested` (an ObservationRequest) marks fields that were asked for: those are decoded even
+    when empty on the wire (zero-size arrays, e.g. controls of a scene without actuators).
+    """
+    world_ids = list(message.world_ids)
+    world_count = len(world_ids)
+    fields = {}
+    for field in (
+        "body_pose",
+        "body_velocity",
+        "joint_position",
+        "joint_velocity",
+        "body_contact_force",
+        "controls",
+    ):
+        data = getattr(message, field)
+        if data or (requested is not None and getattr(requested, field)):
+            fields[field] = unpack_float32(data, world_count, layouts, field)
+    if message.HasField("contacts"):
+        contacts = message.contacts
+        fields["contacts"] = Contacts(
+            count=np.asarray(contacts.count, dtype=np.int32),
+            body=np.frombuffer(contacts.body, dtype="<i4").reshape(-1, 2).astype(np.int32),
+            data=np.frombuffer(contacts.data, dtype="<f4").reshape(-1, 10).astype(np.float32),
+        )
+    if message.HasField("stats"):
+        fields["stats"] = WorldStats.from_proto(message.stats)
+    return Observations(world_ids=world_ids, **fields)
+
+
+def pack_float32(values, field, world_count):
+    """Packs an array (world_count x ...) or a list of per-world arrays as float32 bytes.
+
+    None and empty input give b"" (the server keeps the current values). Sizes are checked by
+    the server, whose INVALID_ARGUMENT message names the world and the field.
+    """
+    if values is None:
+        return b""
+    if isinstance(values, (list, tuple)) and values and isinstance(values[0], np.ndarray):
+        if world_count is not None and len(values) != world_count:
+            raise ValueError(f"{field}: {len(values)} per-world arrays for {world_count} worlds")
+        values = np.concatenate([np.ravel(v) for v in values])
+    return np.ascontiguousarray(values, dtype="<f4").tobytes()
+
+
+def world_id_list(world_ids: Union[int, Sequence[int], np.ndarray]):
+    """A list of Python ints from an id, a sequence of ids or an integer array."""
+    if isinstance(world_ids, (int, np.integer)):
+        return [int(world_ids)]
+    return [int(w) for w in world_ids]

@@ -1,0 +1,256 @@
+"""axion.VectorEnv: N worlds of one model stepped together, for training loops.
+
+Observation layout. Each world's observation is the concatenation, in the order given by
+`observation`, of the flattened per-world arrays of these fields (P joint position
+coordinates, D degrees of freedom, B bodies; see WorldDescription for the per-joint offsets):
+
+  joint_position      P values: angle (rad) or displacement (m) per joint coordinate, in joint
+                      order; a ball joint contributes a quaternion w x y z.
+  joint_velocity      D values: rad/s or m/s per DOF, in joint order.
+  body_pose           B x 7: position xyz (m) then quaternion w x y z, world frame.
+  body_velocity       B x 6: linear (m/s) then angular (rad/s) velocity, world frame.
+  body_contact_force  B x 3: net contact force on each body (N), world frame.
+
+The default is ("joint_position", "joint_velocity"), i.e. obs[:, :P] = joint positions and
+obs[:, P:P+D] = joint velocities; `observation_slices` maps each field to its columns. Free
+bodies (an MJCF <freejoint>, a floating URDF base) have no joint coordinates: add "body_pose"
+and "body_velocity" to observe them.
+
+Actions are the actuator controls, (num_worlds x actuator_count) in actuator order, held for
+`frame_skip` engine steps.
+"""
+
+import numpy as np
+
+from axion import errors
+from axion.client import Client
+from axion.types import WorldStats, observation_request
+
+OBSERVATION_CHOICES = (
+    "joint_position",
+    "joint_velocity",
+    "body_pose",
+    "body_velocity",
+    "body_contact_force",
+)
+
+
+class VectorEnv:
+    """`num_worlds` worlds of one model behind one open StepStream.
+
+    Args:
+      client_or_target: an axion.Client, or a "host:port" target to connect to (then
+        `client_options` are passed to axion.Client and the client is closed with the env).
+      model: MJCF/URDF path or text, or a scene message (see axion.make_scene).
+      num_worlds: number of parallel worlds N.
+      observation: fields concatenated into each world's observation (see module doc).
+      frame_skip: engine steps per step() call.
+      max_episode_steps: steps after which a world's episode is truncated (None: never).
+      reward_fn: reward_fn(obs, actions, info) -> (N,) rewards; None gives zeros (the server
+        simulates physics only; a task supplies its own reward).
+      termination_fn: termination_fn(obs, info) -> (N,) bools, OR-ed with the worlds whose
+        state became non-finite (they are frozen by the server until reset).
+      autoreset: reset finished worlds inside step(); their final observation is then in
+        info["final_observation"] (rows where info["_final_observation"] is True).
+      clip_actions: clip actions to the actuators' control ranges (the server rejects
+        out-of-range controls); NaN is passed on and rejected (InvalidArgument).
+      solver_options, contact_capacity, format, floating_base: as Client.create_worlds.
+      destroy_on_close: destroy the worlds in close().
+    """
+
+    def __init__(
+        self,
+        client_or_target,
+        model,
+        num_worlds,
+        *,
+        observation=("joint_position", "joint_velocity"),
+        frame_skip=1,
+        max_episode_steps=None,
+        reward_fn=None,
+        termination_fn=None,
+        autoreset=False,
+        clip_actions=True,
+        solver_options=None,
+        contact_capacity=0,
+        format=None,
+        floating_base=False,
+        destroy_on_close=True,
+        client_options=None,
+    ):
+        if num_worlds < 1:
+            raise ValueError(f"num_worlds must be >= 1, got {num_worlds}")
+        if frame_skip < 1:
+            raise ValueError(f"frame_skip must be >= 1, got {frame_skip}")
+        observation = tuple(observation)
+        for field in observation:
+            if field not in OBSERVATION_CHOICES:
+                raise ValueError(
+                    f"unknown observation field '{field}'; choose from {OBSERVATION_CHOICES}"
+                )
+        if isinstance(client_or_target, Client):
+            self.client, self._owns_client = client_or_target, False
+        else:
+            self.client = Client(client_or_target, **(client_options or {}))
+            self._owns_client = True
+        self.num_worlds = int(num_worlds)
+        self.frame_skip = int(frame_skip)
+        self.max_episode_steps = max_episode_steps
+        self.reward_fn = reward_fn
+        self.termination_fn = termination_fn
+        self.autoreset = autoreset
+        self.clip_actions = clip_actions
+        self.destroy_on_close = destroy_on_close
+        self.observation_fields = observation
+        self._stream = None
+        self._closed = False
+        try:
+            created = self.client.create_worlds(
+                model,
+                self.num_worlds,
+                solver_options=solver_options,
+                contact_capacity=contact_capacity,
+                format=format,
+                floating_base=floating_base,
+            )
+        except BaseException:
+            if self._owns_client:
+                self.client.close()
+            raise
+        self.warnings = created.warnings
+        self.description = created.description
+        self._ids = created.world_ids
+        self.world_ids = np.asarray(created.world_ids, dtype=np.uint64)  # (N,)
+        layout = created.description.layout
+        self.observation_slices = {}
+        start = 0
+        for field in observation:
+            size = layout.field_size(field)[0]
+            self.observation_slices[field] = slice(start, start + size)
+            start += size
+        self.obs_dim = start
+        self.act_dim = created.description.actuator_count
+        self.action_low, self.action_high = created.description.ctrl_range()  # (act_dim,)
+        self.episode_steps = np.zeros(self.num_worlds, dtype=np.int64)  # (N,)
+        self._observe = observation_request(observation + ("stats",))
+        self._state_observe = observation_request(observation)
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _flatten(self, observations):
+        """(N x obs_dim) float32 from the requested fields, in `observation` order."""
+        parts = [
+            getattr(observations, field).reshape(self.num_worlds, -1)
+            for field in self.observation_fields
+        ]
+        if not parts:
+            return np.zeros((self.num_worlds, 0), dtype=np.float32)
+        return np.concatenate(parts, axis=1)
+
+    def _ensure_stream(self):
+        if self._closed:
+            raise errors.Cancelled("the environment is closed")
+        if self._stream is None or self._stream.broken:
+            if self._stream is not None:
+                self._stream.close()
+            self._stream = self.client.open_step_stream()
+        return self._stream
+
+    def _check_actions(self, actions):
+        if actions is None:
+            if self.act_dim:
+                raise ValueError(f"actions: expected shape ({self.num_worlds}, {self.act_dim})")
+            return None
+        actions = np.asarray(actions, dtype=np.float32)
+        if actions.shape != (self.num_worlds, self.act_dim):
+            raise ValueError(
+                f"actions: expected shape ({self.num_worlds}, {self.act_dim}), got {actions.shape}"
+            )
+        if self.clip_actions:
+            actions = np.clip(actions, self.action_low, self.action_high)
+        return actions
+
+    # -- the environment interface ----------------------------------------------------------
+
+    def observe(self):
+        """Current observations (N x obs_dim) without stepping or resetting."""
+        state = self.client.get_state(self._ids, observe=self._state_observe)
+        return self._flatten(state)
+
+    def reset(self, mask=None):
+        """Resets the worlds where `mask` (N bools) is True, all when None; returns the
+        observations (N x obs_dim) of every world (the others unchanged)."""
+        if mask is None:
+            self.client.reset(self._ids)
+            self.episode_steps[:] = 0
+        else:
+            mask = np.asarray(mask, dtype=bool)
+            if mask.shape != (self.num_worlds,):
+                raise ValueError(f"mask: expected shape ({self.num_worlds},), got {mask.shape}")
+            if mask.any():
+                self.client.reset(self._ids, mask=mask)
+                self.episode_steps[mask] = 0
+        return self.observe()
+
+    def step(self, actions):
+        """Applies actions (N x act_dim) for `frame_skip` steps.
+
+        Returns (obs (N x obs_dim) float32, reward (N,) float32, terminated (N,) bool,
+        truncated (N,) bool, info dict of (N,) arrays: time, step_count, episode_step, flags,
+        newton_iterations, residual, contact_count).
+        """
+        actions = self._check_actions(actions)
+        observations = self._ensure_stream().step(
+            self._ids, self.frame_skip, controls=actions, observe=self._observe
+        )
+        obs = self._flatten(observations)
+        stats = observations.stats
+        self.episode_steps += 1
+        info = {
+            "time": stats.time,
+            "step_count": stats.step_count,
+            "episode_step": self.episode_steps.copy(),
+            "flags": stats.flags,
+            "newton_iterations": stats.newton_iterations,
+            "residual": stats.residual,
+            "contact_count": stats.contact_count,
+        }
+        terminated = (stats.flags & WorldStats.FLAG_NON_FINITE) != 0
+        if self.termination_fn is not None:
+            terminated = terminated | np.asarray(self.termination_fn(obs, info), dtype=bool)
+        if self.max_episode_steps is not None:
+            truncated = self.episode_steps >= self.max_episode_steps
+        else:
+            truncated = np.zeros(self.num_worlds, dtype=bool)
+        if self.reward_fn is not None:
+            reward = np.asarray(self.reward_fn(obs, actions, info), dtype=np.float32)
+            reward = np.broadcast_to(reward, (self.num_worlds,)).copy()
+        else:
+            reward = np.zeros(self.num_worlds, dtype=np.float32)
+        if self.autoreset:
+            done = terminated | truncated
+            if done.any():
+                info["final_observation"] = obs
+                info["_final_observation"] = done
+                obs = self.reset(mask=done)
+        return obs, reward, terminated, truncated, info
+
+    def close(self):
+        """Closes the stream, destroys the worlds (destroy_on_close) and an owned client."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._stream is not None:
+                self._stream.close()
+            if self.destroy_on_close:
+                self.client.destroy_worlds(self._ids)
+        finally:
+            if self._owns_client:
+                self.client.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

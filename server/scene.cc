@@ -1,0 +1,518 @@
+#include "server/scene.h"
+
+#include <cctype>
+#include <cmath>
+#include <string_view>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+#if defined(AXION_SERVER_HAS_IO)
+#include "axion/mjcf.h"
+#include "axion/urdf.h"
+#endif
+
+namespace axion::server {
+namespace {
+
+Vec3 FromProto(const v1::Vec3& v) { return Vec3{v.x(), v.y(), v.z()}; }
+
+void ToProto(const Vec3& v, v1::Vec3* out) {
+  out->set_x(v.x);
+  out->set_y(v.y);
+  out->set_z(v.z);
+}
+
+// An unset (all-zero) quaternion is the identity, so an unset pose is the identity transform.
+Quat FromProto(const v1::Quat& q) {
+  if (q.w() == 0 && q.x() == 0 && q.y() == 0 && q.z() == 0) return Quat{};
+  return Quat{q.w(), q.x(), q.y(), q.z()};
+}
+
+void ToProto(const Quat& q, v1::Quat* out) {
+  out->set_w(q.w);
+  out->set_x(q.x);
+  out->set_y(q.y);
+  out->set_z(q.z);
+}
+
+Pose FromProto(const v1::Pose& p) { return Pose{FromProto(p.pos()), FromProto(p.quat())}; }
+
+void ToProto(const Pose& p, v1::Pose* out) {
+  ToProto(p.pos, out->mutable_pos());
+  ToProto(p.quat, out->mutable_quat());
+}
+
+absl::StatusOr<ShapeType> FromProto(v1::ShapeType type, int index) {
+  switch (type) {
+    case v1::SHAPE_TYPE_PLANE:
+      return ShapeType::kPlane;
+    case v1::SHAPE_TYPE_SPHERE:
+      return ShapeType::kSphere;
+    case v1::SHAPE_TYPE_CAPSULE:
+      return ShapeType::kCapsule;
+    case v1::SHAPE_TYPE_BOX:
+      return ShapeType::kBox;
+    case v1::SHAPE_TYPE_CYLINDER:
+      return ShapeType::kCylinder;
+    case v1::SHAPE_TYPE_CONVEX_HULL:
+      return ShapeType::kConvexHull;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "shapes[", index, "].type: unset or unknown value ", static_cast<int>(type)));
+  }
+}
+
+v1::ShapeType ToProto(ShapeType type) {
+  switch (type) {
+    case ShapeType::kPlane:
+      return v1::SHAPE_TYPE_PLANE;
+    case ShapeType::kSphere:
+      return v1::SHAPE_TYPE_SPHERE;
+    case ShapeType::kCapsule:
+      return v1::SHAPE_TYPE_CAPSULE;
+    case ShapeType::kBox:
+      return v1::SHAPE_TYPE_BOX;
+    case ShapeType::kCylinder:
+      return v1::SHAPE_TYPE_CYLINDER;
+    case ShapeType::kConvexHull:
+      return v1::SHAPE_TYPE_CONVEX_HULL;
+  }
+  return v1::SHAPE_TYPE_UNSPECIFIED;
+}
+
+absl::StatusOr<JointType> FromProto(v1::JointType type, int index) {
+  switch (type) {
+    case v1::JOINT_TYPE_REVOLUTE:
+      return JointType::kRevolute;
+    case v1::JOINT_TYPE_PRISMATIC:
+      return JointType::kPrismatic;
+    case v1::JOINT_TYPE_BALL:
+      return JointType::kBall;
+    case v1::JOINT_TYPE_FIXED:
+      return JointType::kFixed;
+    case v1::JOINT_TYPE_GENERIC:
+      return JointType::kGeneric;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "joints[", index, "].type: unset or unknown value ", static_cast<int>(type)));
+  }
+}
+
+v1::JointType ToProto(JointType type) {
+  switch (type) {
+    case JointType::kRevolute:
+      return v1::JOINT_TYPE_REVOLUTE;
+    case JointType::kPrismatic:
+      return v1::JOINT_TYPE_PRISMATIC;
+    case JointType::kBall:
+      return v1::JOINT_TYPE_BALL;
+    case JointType::kFixed:
+      return v1::JOINT_TYPE_FIXED;
+    case JointType::kGeneric:
+      return v1::JOINT_TYPE_GENERIC;
+  }
+  return v1::JOINT_TYPE_UNSPECIFIED;
+}
+
+absl::StatusOr<ActuatorType> FromProto(v1::ActuatorType type, int index) {
+  switch (type) {
+    case v1::ACTUATOR_TYPE_EFFORT:
+      return ActuatorType::kEffort;
+    case v1::ACTUATOR_TYPE_POSITION:
+      return ActuatorType::kPosition;
+    case v1::ACTUATOR_TYPE_VELOCITY:
+      return ActuatorType::kVelocity;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "actuators[", index, "].type: unset or unknown value ", static_cast<int>(type)));
+  }
+}
+
+v1::ActuatorType ToProto(ActuatorType type) {
+  switch (type) {
+    case ActuatorType::kEffort:
+      return v1::ACTUATOR_TYPE_EFFORT;
+    case ActuatorType::kPosition:
+      return v1::ACTUATOR_TYPE_POSITION;
+    case ActuatorType::kVelocity:
+      return v1::ACTUATOR_TYPE_VELOCITY;
+  }
+  return v1::ACTUATOR_TYPE_UNSPECIFIED;
+}
+
+v1::Formulation ToProto(Formulation f) {
+  return f == Formulation::kVelocity ? v1::FORMULATION_VELOCITY : v1::FORMULATION_POSITION;
+}
+
+absl::Status ApplyFormulation(v1::Formulation proto, const char* field, Formulation* out) {
+  switch (proto) {
+    case v1::FORMULATION_UNSPECIFIED:
+      return absl::OkStatus();
+    case v1::FORMULATION_POSITION:
+      *out = Formulation::kPosition;
+      return absl::OkStatus();
+    case v1::FORMULATION_VELOCITY:
+      *out = Formulation::kVelocity;
+      return absl::OkStatus();
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("solver_options.", field, ": unknown value ", static_cast<int>(proto)));
+  }
+}
+
+absl::StatusOr<BodyDesc> FromProto(const v1::Body& proto, int index) {
+  BodyDesc body;
+  body.name = proto.name();
+  body.mass = proto.mass();
+  if (proto.inertia_size() == 3) {
+    body.inertia = Mat33{};
+    for (int i = 0; i < 3; ++i) body.inertia(i, i) = proto.inertia(i);
+  } else if (proto.inertia_size() == 9) {
+    for (int i = 0; i < 9; ++i) body.inertia.m[i] = proto.inertia(i);
+  } else if (proto.inertia_size() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("bodies[", index, "] '", proto.name(),
+                                                   "'.inertia: expected 0, 3 or 9 values, got ",
+                                                   proto.inertia_size()));
+  }
+  body.com = FromProto(proto.com());
+  body.pose = FromProto(proto.pose());
+  body.linear_velocity = FromProto(proto.linear_velocity());
+  body.angular_velocity = FromProto(proto.angular_velocity());
+  return body;
+}
+
+absl::StatusOr<ShapeDesc> FromProto(const v1::Shape& proto, int index) {
+  ShapeDesc shape;
+  shape.name = proto.name();
+  shape.body = proto.body();
+  absl::StatusOr<ShapeType> type = FromProto(proto.type(), index);
+  if (!type.ok()) return type.status();
+  shape.type = *type;
+  shape.pose = FromProto(proto.pose());
+  shape.size = FromProto(proto.size());
+  if (proto.vertices_size() % 3 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("shapes[", index, "] '", proto.name(),
+                                                   "'.vertices: length ", proto.vertices_size(),
+                                                   " is not a multiple of 3"));
+  }
+  for (int i = 0; i + 2 < proto.vertices_size(); i += 3) {
+    shape.vertices.push_back(Vec3{proto.vertices(i), proto.vertices(i + 1), proto.vertices(i + 2)});
+  }
+  if (proto.has_material()) {
+    if (proto.material().has_friction()) {
+      shape.material.friction = proto.material().friction().value();
+    }
+    if (proto.material().has_restitution()) {
+      shape.material.restitution = proto.material().restitution().value();
+    }
+  }
+  if (proto.has_collision_group()) shape.collision_group = proto.collision_group().value();
+  if (proto.has_collision_mask()) shape.collision_mask = proto.collision_mask().value();
+  return shape;
+}
+
+absl::StatusOr<JointDesc> FromProto(const v1::Joint& proto, int index) {
+  JointDesc joint;
+  joint.name = proto.name();
+  absl::StatusOr<JointType> type = FromProto(proto.type(), index);
+  if (!type.ok()) return type.status();
+  joint.type = *type;
+  joint.parent = proto.parent();
+  joint.child = proto.child();
+  joint.child_frame = FromProto(proto.child_frame());
+  if (proto.axis_mode_size() != 0 && proto.axis_mode_size() != 6) {
+    return absl::InvalidArgumentError(absl::StrCat("joints[", index, "] '", proto.name(),
+                                                   "'.axis_mode: expected 0 or 6 values, got ",
+                                                   proto.axis_mode_size()));
+  }
+  for (int i = 0; i < proto.axis_mode_size(); ++i) {
+    const int mode = proto.axis_mode(i);
+    if (mode < v1::AXIS_MODE_LOCKED || mode > v1::AXIS_MODE_LIMITED) {
+      return absl::InvalidArgumentError(absl::StrCat("joints[", index, "] '", proto.name(),
+                                                     "'.axis_mode[", i, "]: unknown value ", mode));
+    }
+    joint.axis_mode[i] = static_cast<AxisMode>(mode);
+  }
+  joint.limited = proto.limited();
+  joint.lower.assign(proto.lower().begin(), proto.lower().end());
+  joint.upper.assign(proto.upper().begin(), proto.upper().end());
+  joint.drive.stiffness = proto.drive().stiffness();
+  joint.drive.damping = proto.drive().damping();
+  joint.drive.target_position = proto.drive().target_position();
+  joint.drive.target_velocity = proto.drive().target_velocity();
+  joint.reference = proto.reference();
+  joint.compliance = proto.compliance();
+  joint.armature = proto.armature();
+  joint.collide_connected = proto.collide_connected();
+  return joint;
+}
+
+absl::StatusOr<ActuatorDesc> FromProto(const v1::Actuator& proto, int index) {
+  ActuatorDesc actuator;
+  actuator.name = proto.name();
+  absl::StatusOr<ActuatorType> type = FromProto(proto.type(), index);
+  if (!type.ok()) return type.status();
+  actuator.type = *type;
+  actuator.joint = proto.joint();
+  actuator.dof = proto.dof();
+  if (proto.has_gear()) actuator.gear = proto.gear().value();
+  actuator.ctrl_limited = proto.ctrl_limited();
+  actuator.ctrl_min = proto.ctrl_min();
+  actuator.ctrl_max = proto.ctrl_max();
+  actuator.kp = proto.kp();
+  actuator.kv = proto.kv();
+  return actuator;
+}
+
+// MJCF and URDF text may name other files; a server without an asset directory has no place it
+// is willing to read them from, so such scenes are refused before the importer opens anything.
+// Any attribute spelled like a file reference counts, wherever it appears.
+absl::Status CheckNoFileReferences(const std::string& xml, const char* field) {
+  static constexpr std::string_view kFileAttributes[] = {"file", "filename", "meshdir",
+                                                         "texturedir", "assetdir"};
+  auto is_name_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == ':';
+  };
+  for (std::string_view attribute : kFileAttributes) {
+    for (size_t pos = xml.find(attribute); pos != std::string::npos;
+         pos = xml.find(attribute, pos + 1)) {
+      if (pos > 0 && is_name_char(xml[pos - 1])) continue;
+      size_t end = pos + attribute.size();
+      while (end < xml.size() && std::isspace(static_cast<unsigned char>(xml[end]))) ++end;
+      if (end < xml.size() && xml[end] == '=') {
+        return absl::InvalidArgumentError(
+            absl::StrCat("scene.", field, ": attribute '", std::string(attribute),
+                         "' references a file, but the server has no --asset_dir"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+#if defined(AXION_SERVER_HAS_IO)
+absl::StatusOr<ImportedScene> FromImport(absl::StatusOr<ImportResult> result, const char* field) {
+  if (!result.ok()) {
+    return absl::Status(result.status().code(),
+                        absl::StrCat("scene.", field, ": ", result.status().message()));
+  }
+  return ImportedScene{std::move(result->model), std::move(result->warnings)};
+}
+#endif
+
+}  // namespace
+
+absl::StatusOr<ModelDesc> ModelDescFromProto(const v1::ModelDescription& proto) {
+  ModelDesc desc;
+  desc.name = proto.name();
+  for (int i = 0; i < proto.bodies_size(); ++i) {
+    absl::StatusOr<BodyDesc> body = FromProto(proto.bodies(i), i);
+    if (!body.ok()) return body.status();
+    desc.bodies.push_back(std::move(*body));
+  }
+  for (int i = 0; i < proto.shapes_size(); ++i) {
+    absl::StatusOr<ShapeDesc> shape = FromProto(proto.shapes(i), i);
+    if (!shape.ok()) return shape.status();
+    desc.shapes.push_back(std::move(*shape));
+  }
+  for (int i = 0; i < proto.joints_size(); ++i) {
+    absl::StatusOr<JointDesc> joint = FromProto(proto.joints(i), i);
+    if (!joint.ok()) return joint.status();
+    desc.joints.push_back(std::move(*joint));
+  }
+  for (int i = 0; i < proto.actuators_size(); ++i) {
+    absl::StatusOr<ActuatorDesc> actuator = FromProto(proto.actuators(i), i);
+    if (!actuator.ok()) return actuator.status();
+    desc.actuators.push_back(std::move(*actuator));
+  }
+  absl::Status options = ApplySolverOverrides(proto.options(), &desc.options);
+  if (!options.ok()) return options;
+  if (proto.has_contact_capacity()) desc.contact_capacity = proto.contact_capacity().value();
+  return desc;
+}
+
+void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
+  proto->Clear();
+  proto->set_name(desc.name);
+  for (const BodyDesc& body : desc.bodies) {
+    v1::Body* out = proto->add_bodies();
+    out->set_name(body.name);
+    out->set_mass(body.mass);
+    for (Real v : body.inertia.m) out->add_inertia(v);
+    ToProto(body.com, out->mutable_com());
+    ToProto(body.pose, out->mutable_pose());
+    ToProto(body.linear_velocity, out->mutable_linear_velocity());
+    ToProto(body.angular_velocity, out->mutable_angular_velocity());
+  }
+  for (const ShapeDesc& shape : desc.shapes) {
+    v1::Shape* out = proto->add_shapes();
+    out->set_name(shape.name);
+    out->set_body(shape.body);
+    out->set_type(ToProto(shape.type));
+    ToProto(shape.pose, out->mutable_pose());
+    ToProto(shape.size, out->mutable_size());
+    for (const Vec3& v : shape.vertices) {
+      out->add_vertices(v.x);
+      out->add_vertices(v.y);
+      out->add_vertices(v.z);
+    }
+    out->mutable_material()->mutable_friction()->set_value(shape.material.friction);
+    out->mutable_material()->mutable_restitution()->set_value(shape.material.restitution);
+    out->mutable_collision_group()->set_value(shape.collision_group);
+    out->mutable_collision_mask()->set_value(shape.collision_mask);
+  }
+  for (const JointDesc& joint : desc.joints) {
+    v1::Joint* out = proto->add_joints();
+    out->set_name(joint.name);
+    out->set_type(ToProto(joint.type));
+    out->set_parent(joint.parent);
+    out->set_child(joint.child);
+    ToProto(joint.child_frame, out->mutable_child_frame());
+    for (AxisMode mode : joint.axis_mode) out->add_axis_mode(static_cast<v1::AxisMode>(mode));
+    out->set_limited(joint.limited);
+    for (Real v : joint.lower) out->add_lower(v);
+    for (Real v : joint.upper) out->add_upper(v);
+    out->mutable_drive()->set_stiffness(joint.drive.stiffness);
+    out->mutable_drive()->set_damping(joint.drive.damping);
+    out->mutable_drive()->set_target_position(joint.drive.target_position);
+    out->mutable_drive()->set_target_velocity(joint.drive.target_velocity);
+    out->set_reference(joint.reference);
+    out->set_compliance(joint.compliance);
+    out->set_armature(joint.armature);
+    out->set_collide_connected(joint.collide_connected);
+  }
+  for (const ActuatorDesc& actuator : desc.actuators) {
+    v1::Actuator* out = proto->add_actuators();
+    out->set_name(actuator.name);
+    out->set_type(ToProto(actuator.type));
+    out->set_joint(actuator.joint);
+    out->set_dof(actuator.dof);
+    out->mutable_gear()->set_value(actuator.gear);
+    out->set_ctrl_limited(actuator.ctrl_limited);
+    out->set_ctrl_min(actuator.ctrl_min);
+    out->set_ctrl_max(actuator.ctrl_max);
+    out->set_kp(actuator.kp);
+    out->set_kv(actuator.kv);
+  }
+  SolverOptionsToProto(desc.options, proto->mutable_options());
+  proto->mutable_contact_capacity()->set_value(desc.contact_capacity);
+}
+
+absl::Status ApplySolverOverrides(const v1::SolverOptions& overrides, SolverOptions* options) {
+  if (overrides.has_timestep()) options->timestep = overrides.timestep().value();
+  if (overrides.has_gravity()) options->gravity = FromProto(overrides.gravity());
+  absl::Status status = ApplyFormulation(overrides.joint_formulation(), "joint_formulation",
+                                         &options->joint_formulation);
+  if (!status.ok()) return status;
+  status = ApplyFormulation(overrides.contact_formulation(), "contact_formulation",
+                            &options->contact_formulation);
+  if (!status.ok()) return status;
+  if (overrides.has_baumgarte()) options->baumgarte = overrides.baumgarte().value();
+  if (overrides.has_contact_margin()) options->contact_margin = overrides.contact_margin().value();
+  if (overrides.has_newton_iterations()) {
+    options->newton_iterations = overrides.newton_iterations().value();
+  }
+  if (overrides.has_cr_iterations()) options->cr_iterations = overrides.cr_iterations().value();
+  if (overrides.has_newton_tolerance()) {
+    options->newton_tolerance = overrides.newton_tolerance().value();
+  }
+  if (overrides.has_cr_tolerance()) options->cr_tolerance = overrides.cr_tolerance().value();
+  if (overrides.has_line_search()) options->line_search = overrides.line_search().value();
+  if (overrides.has_line_search_steps()) {
+    options->line_search_steps = overrides.line_search_steps().value();
+  }
+  if (overrides.has_fb_epsilon()) options->fb_epsilon = overrides.fb_epsilon().value();
+  return absl::OkStatus();
+}
+
+void SolverOptionsToProto(const SolverOptions& options, v1::SolverOptions* proto) {
+  proto->mutable_timestep()->set_value(options.timestep);
+  ToProto(options.gravity, proto->mutable_gravity());
+  proto->set_joint_formulation(ToProto(options.joint_formulation));
+  proto->set_contact_formulation(ToProto(options.contact_formulation));
+  proto->mutable_baumgarte()->set_value(options.baumgarte);
+  proto->mutable_contact_margin()->set_value(options.contact_margin);
+  proto->mutable_newton_iterations()->set_value(options.newton_iterations);
+  proto->mutable_cr_iterations()->set_value(options.cr_iterations);
+  proto->mutable_newton_tolerance()->set_value(options.newton_tolerance);
+  proto->mutable_cr_tolerance()->set_value(options.cr_tolerance);
+  proto->mutable_line_search()->set_value(options.line_search);
+  proto->mutable_line_search_steps()->set_value(options.line_search_steps);
+  proto->mutable_fb_epsilon()->set_value(options.fb_epsilon);
+}
+
+absl::StatusOr<ImportedScene> ImportScene(const v1::Scene& scene, const std::string& asset_dir) {
+  switch (scene.source_case()) {
+    case v1::Scene::kModel: {
+      absl::StatusOr<ModelDesc> desc = ModelDescFromProto(scene.model());
+      if (!desc.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("scene.model: ", desc.status().message()));
+      }
+      return ImportedScene{std::move(*desc), {}};
+    }
+    case v1::Scene::kMjcf:
+    case v1::Scene::kUrdf: {
+      const bool mjcf = scene.source_case() == v1::Scene::kMjcf;
+      const char* field = mjcf ? "mjcf" : "urdf";
+      const std::string& xml = mjcf ? scene.mjcf() : scene.urdf();
+      if (asset_dir.empty()) {
+        absl::Status files = CheckNoFileReferences(xml, field);
+        if (!files.ok()) return files;
+      }
+#if defined(AXION_SERVER_HAS_IO)
+      if (mjcf) {
+        MjcfOptions options;
+        if (scene.has_mjcf_light_body_mass_fraction()) {
+          options.light_body_mass_fraction = scene.mjcf_light_body_mass_fraction().value();
+        }
+        return FromImport(LoadMjcfString(xml, asset_dir, options), field);
+      }
+      UrdfOptions options;
+      options.floating_base = scene.urdf_floating_base();
+      if (!asset_dir.empty()) options.package_dirs.push_back(asset_dir);
+      return FromImport(LoadUrdfString(xml, asset_dir, options), field);
+#else
+      return absl::UnimplementedError(
+          absl::StrCat("scene.", field, ": this server was built without the axion_io importers"));
+#endif
+    }
+    case v1::Scene::SOURCE_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError("scene: no source set (expected mjcf, urdf or model)");
+}
+
+void DescribeModel(const Model& model, const SolverOptions& options, int contact_capacity,
+                   v1::WorldDescription* description) {
+  const ModelDesc& desc = model.desc();
+  description->set_model_name(desc.name);
+  for (const BodyDesc& body : desc.bodies) description->add_body_names(body.name);
+  for (const ShapeDesc& shape : desc.shapes) description->add_shape_names(shape.name);
+  for (int j = 0; j < model.joint_count(); ++j) {
+    const JointDesc& joint = desc.joints[j];
+    v1::JointInfo* info = description->add_joints();
+    info->set_name(joint.name);
+    info->set_type(ToProto(joint.type));
+    info->set_position_offset(model.joint_position_offset()[j]);
+    info->set_position_count(JointPositionCount(joint));
+    info->set_dof_offset(model.joint_dof_offset()[j]);
+    info->set_dof_count(JointDofCount(joint));
+  }
+  for (const ActuatorDesc& actuator : desc.actuators) {
+    v1::ActuatorInfo* info = description->add_actuators();
+    info->set_name(actuator.name);
+    info->set_type(ToProto(actuator.type));
+    info->set_ctrl_limited(actuator.ctrl_limited);
+    info->set_ctrl_min(actuator.ctrl_min);
+    info->set_ctrl_max(actuator.ctrl_max);
+  }
+  description->set_body_count(model.body_count());
+  description->set_joint_position_count(model.joint_position_count());
+  description->set_joint_dof_count(model.joint_dof_count());
+  description->set_actuator_count(model.actuator_count());
+  description->set_contact_capacity(contact_capacity > 0 ? contact_capacity
+                                                         : model.contact_capacity());
+  description->set_timestep(options.timestep);
+}
+
+}  // namespace axion::server

@@ -1,0 +1,123 @@
+// The server's view of the engine: one axion::Simulator plus the table of worlds it serves
+// (server ids with the replica prefix, owners, models). Handlers translate between proto and
+// these calls; nothing here knows about gRPC.
+//
+// Threading: the Simulator is not thread-safe, so a SimulationCore is used from one thread
+// only, the scheduler thread (see scheduler.h). Every method validates its whole request before
+// changing anything, so an error leaves every world untouched.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "axion/simulator.h"
+#include "axion/v1/axion.pb.h"
+#include "server/metrics.h"
+
+namespace axion::server {
+
+struct CoreOptions {
+  SimulatorOptions simulator;         // engine backend and threads
+  uint16_t replica_id = 0;            // high 16 bits of every world id this server assigns
+  int max_worlds_per_client = 4096;   // worlds one client identity may hold
+  int max_bodies_per_world = 4096;    // largest scene accepted
+  int max_steps_per_request = 10000;  // steps one request may ask of one world
+  std::string asset_dir;              // where MJCF / URDF file references resolve; "" = none
+};
+
+class SimulationCore {
+ public:
+  // A world as the server knows it.
+  struct World {
+    uint64_t id = 0;        // server id: (replica_id << 48) | counter
+    WorldId engine_id = 0;  // id inside the Simulator
+    std::string owner;      // client identity
+    std::shared_ptr<const Model> model;
+    SolverOptions options;      // effective options (scene plus creation overrides)
+    int contact_capacity = -1;  // requested at creation; -1: the model's
+  };
+
+  // A validated step request: resolved worlds and decoded inputs. Producing one changes nothing.
+  struct PreparedStep {
+    std::vector<World*> worlds;         // (world_count), request order
+    std::vector<int> steps;             // (world_count)
+    std::vector<Real> controls;         // (sum of actuator_count) or empty: keep current
+    std::vector<Real> external_forces;  // (sum of body_count x 6) or empty: keep current
+  };
+
+  static absl::StatusOr<std::unique_ptr<SimulationCore>> Create(const CoreOptions& options,
+                                                                Metrics* metrics);
+
+  absl::Status CreateWorlds(const std::string& owner, const v1::CreateWorldsRequest& request,
+                            v1::CreateWorldsResponse* response);
+  absl::Status DestroyWorlds(const std::string& owner, const v1::DestroyWorldsRequest& request,
+                             v1::DestroyWorldsResponse* response);
+  absl::Status ListWorlds(const std::string& owner, const v1::ListWorldsRequest& request,
+                          v1::ListWorldsResponse* response);
+  absl::Status DescribeWorld(const std::string& owner, const v1::DescribeWorldRequest& request,
+                             v1::DescribeWorldResponse* response);
+  absl::Status GetState(const std::string& owner, const v1::GetStateRequest& request,
+                        v1::GetStateResponse* response);
+  absl::Status SetState(const std::string& owner, const v1::SetStateRequest& request,
+                        v1::SetStateResponse* response);
+  absl::Status Reset(const std::string& owner, const v1::ResetRequest& request,
+                     v1::ResetResponse* response);
+  absl::Status Snapshot(const std::string& owner, const v1::SnapshotRequest& request,
+                        v1::SnapshotResponse* response);
+  absl::Status Restore(const std::string& owner, const v1::RestoreRequest& request,
+                       v1::RestoreResponse* response);
+
+  // Stepping in phases so the scheduler can merge many requests into one engine call:
+  // PrepareStep (validate, no change), ApplyStepInputs, StepWorlds (the batched engine call),
+  // Observe.
+  absl::StatusOr<PreparedStep> PrepareStep(const std::string& owner,
+                                           const v1::StepRequest& request);
+  absl::Status ApplyStepInputs(const PreparedStep& step);
+  // One engine call for all listed worlds; records engine and per-world solver metrics.
+  absl::Status StepWorlds(absl::Span<const World* const> worlds, absl::Span<const int> steps);
+  absl::Status Observe(absl::Span<const World* const> worlds, const v1::ObservationRequest& observe,
+                       v1::Observations* out) const;
+
+  // Writes every world (scene, owner, engine snapshot) to `dir`, one file per world, and
+  // removes files of worlds that no longer exist.
+  absl::Status SaveWorlds(const std::string& dir);
+  // Recreates the worlds saved in `dir` with their ids and owners. Returns how many.
+  absl::StatusOr<int> LoadWorlds(const std::string& dir);
+
+  int world_count() const { return static_cast<int>(worlds_.size()); }
+  const Simulator& simulator() const { return *simulator_; }
+
+ private:
+  SimulationCore(const CoreOptions& options, std::unique_ptr<Simulator> simulator,
+                 Metrics* metrics);
+
+  // The world `id` if it exists and belongs to `owner`; NOT_FOUND naming `field` otherwise.
+  absl::StatusOr<World*> Find(const std::string& owner, uint64_t id, const std::string& field);
+  // Resolves a list of ids (no duplicates allowed).
+  absl::StatusOr<std::vector<World*>> FindAll(const std::string& owner,
+                                              const google::protobuf::RepeatedField<uint64_t>& ids,
+                                              const char* field);
+  std::vector<World*> OwnedWorlds(const std::string& owner);
+  absl::StatusOr<World*> AddWorld(uint64_t id, const std::string& owner,
+                                  std::shared_ptr<const Model> model, const SolverOptions& options,
+                                  int contact_capacity, WorldId engine_id);
+  void RemoveWorld(World* world);
+  void UpdateGauges();
+
+  CoreOptions options_;
+  std::unique_ptr<Simulator> simulator_;
+  Metrics* metrics_;
+  // Server id -> world; ids grow with creation, so map order is creation order.
+  std::map<uint64_t, std::unique_ptr<World>> worlds_;
+  absl::flat_hash_map<std::string, int> owner_world_count_;
+  uint64_t next_counter_ = 1;  // low 48 bits of the next id
+};
+
+}  // namespace axion::server

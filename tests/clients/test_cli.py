@@ -1,0 +1,174 @@
+"""The installed `axion` command end to end (subprocesses) against a real axion-server."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from clients_support import MODELS_DIR
+
+PENDULUM_XML = MODELS_DIR / "double_pendulum.xml"
+ARM_URDF = MODELS_DIR / "three_link_arm.urdf"
+
+
+@pytest.fixture
+def axion(axion_cli, server, client_id, tmp_path):
+    """Runs `axion ARGS...` as this test's client identity; returns the CompletedProcess."""
+    env = dict(os.environ, AXION_TARGET=server.target, AXION_CLIENT_ID=client_id)
+    env.pop("AXION_AUTH_TOKEN", None)
+
+    def run(*args, check=True):
+        result = subprocess.run(
+            [str(axion_cli), *map(str, args)],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(
+                f"axion {' '.join(map(str, args))} exited {result.returncode}:\n"
+                f"{result.stdout}\n{result.stderr}"
+            )
+        return result
+
+    yield run
+    run("destroy", "--all", check=False)
+
+
+def create(axion, model, count):
+    return [int(line) for line in axion("create", model, "--count", count).stdout.split()]
+
+
+def test_health(axion):
+    result = axion("health")
+    assert result.stdout.strip() == "SERVING"
+    result = axion("health", "--service", "axion.v1.Simulation", "--wait", "5")
+    assert result.stdout.strip() == "SERVING"
+
+
+def test_health_of_unreachable_server_fails(axion_cli):
+    result = subprocess.run(
+        [str(axion_cli), "--target", "127.0.0.1:1", "--timeout", "2", "health"],
+        capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 1
+    assert "UNAVAILABLE" in result.stderr or "DEADLINE_EXCEEDED" in result.stderr
+
+
+def test_create_list_describe_destroy(axion):
+    ids = create(axion, PENDULUM_XML, 2) + create(axion, ARM_URDF, 1)
+    assert len(set(ids)) == 3
+
+    table = axion("list").stdout.splitlines()
+    assert table[0].split() == ["WORLD", "MODEL", "STEPS", "TIME(s)"]
+    assert [line.split()[:3] for line in table[1:]] == [
+        [str(ids[0]), "double_pendulum", "0"],
+        [str(ids[1]), "double_pendulum", "0"],
+        [str(ids[2]), "three_link_arm", "0"],
+    ]
+    listed = json.loads(axion("list", "--json").stdout)
+    assert [w["world_id"] for w in listed] == ids
+
+    described = json.loads(axion("describe", ids[2], "--json").stdout)
+    assert described["model_name"] == "three_link_arm"
+    assert [j["name"] for j in described["joints"]] == ["base_yaw", "shoulder", "elbow"]
+    text = axion("describe", ids[2]).stdout
+    assert "3 actuators" in text and "elbow" in text
+
+    assert axion("destroy", ids[0]).stdout.split() == [str(ids[0])]
+    assert axion("destroy", "--all").stdout.split() == [str(i) for i in ids[1:]]
+    assert axion("list", "--json").stdout.strip() == "[]"
+
+
+def test_create_json_and_warnings(axion, tmp_path):
+    model = tmp_path / "pendulum_with_light.xml"
+    model.write_text(PENDULUM_XML.read_text().replace(
+        "<worldbody>", "<worldbody><light pos='0 0 3'/>"))
+    result = axion("create", model, "--json", "--timestep", "0.002")
+    created = json.loads(result.stdout)
+    assert len(created["world_ids"]) == 1
+    assert created["description"]["timestep"] == pytest.approx(0.002)
+    assert created["description"]["joint_position_count"] == 2
+    assert "warning" in result.stderr  # the importer's note about the ignored <light>
+
+
+def test_step_state_and_progress(axion):
+    ids = create(axion, PENDULUM_XML, 3)
+    result = axion("step", "--worlds", f"{ids[0]},{ids[1]}", "--steps", "40", "--chunk", "10",
+                   "--progress")
+    assert "stepped 2 worlds x 40 steps" in result.stdout
+    assert "world-steps/s" in result.stdout
+    assert "100.0%" in result.stderr and "40/40" in result.stderr  # the progress bar
+
+    # Without --progress and without a terminal: no progress output.
+    result = axion("step", "--steps", "5", "--json")
+    summary = json.loads(result.stdout)
+    assert (summary["worlds"], summary["steps"]) == (3, 5)
+    assert result.stderr == ""
+
+    state = json.loads(axion("state", "--json").stdout)["worlds"]
+    assert [w["world_id"] for w in state] == ids
+    assert [w["step_count"] for w in state] == [45, 45, 5]
+    assert state[0]["time"] == pytest.approx(45 * 0.005)
+    assert len(state[0]["joint_position"]) == 2 and len(state[0]["joint_velocity"]) == 2
+    assert state[0]["joint_position"] == state[1]["joint_position"]
+    assert state[0]["joint_position"] != state[2]["joint_position"]
+
+    fields = json.loads(axion("state", "--worlds", ids[2], "--json",
+                              "--fields", "body_pose,contacts,controls").stdout)["worlds"]
+    assert len(fields) == 1
+    assert [len(row) for row in fields[0]["body_pose"]] == [7, 7]
+    assert fields[0]["contacts"] == {"body": [], "data": []}
+    assert fields[0]["controls"] == []
+
+    table = axion("state", "--worlds", ids[2]).stdout.splitlines()
+    assert table[0].split() == ["WORLD", "STEPS", "TIME(s)", "FLAGS", "JOINT_POSITION",
+                                "JOINT_VELOCITY"]
+    assert table[1].split()[:2] == [str(ids[2]), "5"]
+
+
+def test_snapshot_and_restore_through_a_file(axion, tmp_path):
+    ids = create(axion, PENDULUM_XML, 2)
+    axion("step", "--steps", "20")
+    snapshot_file = tmp_path / "worlds.snap"
+    assert "saved 2 worlds" in axion("snapshot", "-o", snapshot_file).stdout
+    saved = json.loads(axion("state", "--json").stdout)["worlds"]
+
+    axion("step", "--steps", "30")
+    assert "restored 2 worlds" in axion("restore", snapshot_file).stdout
+    assert json.loads(axion("state", "--json").stdout)["worlds"] == saved
+
+    # One world's snapshot restored into another world of the same scene.
+    axion("snapshot", "--worlds", ids[0], "-o", tmp_path / "one.snap")
+    axion("step", "--worlds", ids[0], "--steps", "7")
+    axion("restore", tmp_path / "one.snap", "--worlds", ids[1])
+    state = json.loads(axion("state", "--json").stdout)["worlds"]
+    assert state[1]["joint_position"] == saved[0]["joint_position"]
+    assert state[1]["step_count"] == 20
+
+
+def test_errors_carry_server_status(axion, tmp_path):
+    result = axion("step", "--worlds", "987654321", check=False)
+    assert result.returncode == 1
+    assert "NOT_FOUND" in result.stderr and "987654321" in result.stderr
+
+    bad = tmp_path / "bad.snap"
+    bad.write_bytes(b"\xff\xff\xff not a snapshot")
+    result = axion("restore", bad, check=False)
+    assert result.returncode == 1 and "snapshot" in result.stderr
+
+    result = axion("state", check=False)  # no worlds yet
+    assert result.returncode == 1 and "no worlds" in result.stderr
+
+    result = axion("create", tmp_path / "missing.xml", check=False)
+    assert result.returncode == 1 and "does not exist" in result.stderr
+
+
+def test_usage_errors_exit_2(axion):
+    assert axion("destroy", check=False).returncode == 2
+    assert axion("step", "--worlds", "abc", check=False).returncode == 2
+    assert axion("create", "x.xml", "--count", "0", check=False).returncode == 2
+    assert axion(check=False).returncode == 2

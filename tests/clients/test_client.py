@@ -1,0 +1,512 @@
+"""axion.Client against a real axion-server: every call, arrays, errors, streams."""
+
+import concurrent.futures
+import shutil
+import subprocess
+import threading
+import time
+
+import grpc
+import numpy as np
+import pytest
+
+import axion
+from axion._proto import axion_pb2_grpc
+from clients_support import (
+    BOX_ON_PLANE_MJCF,
+    MODELS_DIR,
+    PENDULUM_INERTIA,
+    PENDULUM_MJCF,
+    free_sphere_model,
+    start_server,
+)
+
+G = 9.81
+
+
+# -- health and world management ---------------------------------------------------------------
+
+
+def test_health_reports_serving_for_server_and_service(client):
+    assert client.health() == "SERVING"
+    assert client.health("axion.v1.Simulation") == "SERVING"
+
+
+def test_health_of_unknown_service_is_not_found(client):
+    with pytest.raises(axion.NotFound):
+        client.health("no.such.Service")
+
+
+def test_create_worlds_from_mjcf_text_returns_ids_and_layout(client):
+    created = client.create_worlds(PENDULUM_MJCF, count=3)
+    assert len(created.world_ids) == 3
+    assert len(set(created.world_ids)) == 3
+    assert all(w > 0 for w in created.world_ids)
+    d = created.description
+    assert d.model_name == "pendulum"
+    assert d.body_names == ["bob"]
+    assert (d.body_count, d.joint_position_count, d.joint_dof_count, d.actuator_count) == (
+        1, 1, 1, 1)
+    assert d.timestep == pytest.approx(0.005)
+    assert d.joints[0].name == "hinge" and d.joints[0].type == "revolute"
+    actuator = d.actuators[0]
+    assert (actuator.name, actuator.type, actuator.ctrl_limited) == ("torque", "effort", True)
+    low, high = d.ctrl_range()
+    np.testing.assert_array_equal(low, [-2.0])
+    np.testing.assert_array_equal(high, [2.0])
+
+
+def test_create_worlds_from_urdf_path_detects_format(client):
+    created = client.create_worlds(MODELS_DIR / "three_link_arm.urdf", count=2)
+    d = created.description
+    assert d.model_name == "three_link_arm"
+    assert [j.name for j in d.joints] == ["base_yaw", "shoulder", "elbow"]
+    assert [a.type for a in d.actuators] == ["effort"] * 3
+    # Effort actuators get the URDF <limit effort> as control range.
+    assert [(a.ctrl_min, a.ctrl_max) for a in d.actuators] == [(-50, 50), (-50, 50), (-30, 30)]
+
+
+def test_create_worlds_from_model_description(client):
+    created = client.create_worlds(free_sphere_model(), count=2)
+    assert created.description.model_name == "free_sphere"
+    assert created.description.body_count == 1
+    assert created.description.timestep == pytest.approx(0.01)
+
+
+def test_create_worlds_solver_options_override_timestep(client):
+    created = client.create_worlds(PENDULUM_MJCF, solver_options={"timestep": 0.002})
+    assert created.description.timestep == pytest.approx(0.002)
+    assert client.describe_world(created.world_ids[0]).timestep == pytest.approx(0.002)
+
+
+def test_make_scene_rejects_unknown_xml_root():
+    with pytest.raises(ValueError, match="root element"):
+        axion.make_scene("<sdf version='1.6'><model/></sdf>")
+
+
+def test_list_worlds_in_creation_order_with_step_counts(client):
+    first = client.create_worlds(PENDULUM_MJCF, count=2).world_ids
+    second = client.create_worlds(free_sphere_model(), count=1).world_ids
+    client.step(first[1], steps=4)
+    worlds = client.list_worlds()
+    assert [w.world_id for w in worlds] == first + second
+    assert [w.model_name for w in worlds] == ["pendulum", "pendulum", "free_sphere"]
+    assert [w.step_count for w in worlds] == [0, 4, 0]
+    assert worlds[1].time == pytest.approx(4 * 0.005)
+
+
+def test_describe_world_and_get_model(client):
+    world = client.create_worlds(PENDULUM_MJCF).world_ids[0]
+    description = client.describe_world(world)
+    assert description.body_names == ["bob"]
+    model = client.get_model(world)
+    assert isinstance(model, axion.pb.ModelDescription)
+    assert [b.name for b in model.bodies] == ["bob"]
+    assert model.bodies[0].mass == pytest.approx(1.0)
+    assert model.options.timestep.value == pytest.approx(0.005)
+
+
+def test_destroy_worlds_removes_them(client):
+    ids = client.create_worlds(PENDULUM_MJCF, count=3).world_ids
+    assert client.destroy_worlds(ids[:2]) == ids[:2]
+    assert [w.world_id for w in client.list_worlds()] == ids[2:]
+    with pytest.raises(axion.NotFound):
+        client.step(ids[0])
+    assert client.destroy_worlds(all_worlds=True) == ids[2:]
+    assert client.list_worlds() == []
+
+
+def test_destroy_requires_ids_or_all(client):
+    with pytest.raises(ValueError):
+        client.destroy_worlds()
+
+
+# -- stepping and observations -----------------------------------------------------------------
+
+
+def test_step_all_observations_have_documented_shapes(client):
+    ids = client.create_worlds(PENDULUM_MJCF, count=4).world_ids
+    obs = client.step(ids, steps=3, observe="all")
+    assert obs.world_ids == ids
+    assert obs.body_pose.shape == (4, 1, 7) and obs.body_pose.dtype == np.float32
+    assert obs.body_velocity.shape == (4, 1, 6)
+    assert obs.joint_position.shape == (4, 1)
+    assert obs.joint_velocity.shape == (4, 1)
+    assert obs.body_contact_force.shape == (4, 1, 3)
+    assert obs.controls.shape == (4, 1)
+    assert obs.contacts.count.shape == (4,)
+    np.testing.assert_array_equal(obs.stats.step_count, [3, 3, 3, 3])
+    np.testing.assert_allclose(obs.stats.time, 3 * 0.005)
+    # Arrays are writable copies, not views of the message.
+    obs.joint_position[0, 0] = 1.0
+    # Quaternions are unit length; the bob hangs 1 m below the hinge at rest, i.e. the body
+    # frame stays at the hinge (0, 0, 2).
+    np.testing.assert_allclose(np.linalg.norm(obs.body_pose[:, 0, 3:], axis=1), 1.0, atol=1e-6)
+    np.testing.assert_allclose(obs.body_pose[:, 0, :3], [[0, 0, 2]] * 4, atol=1e-5)
+
+
+def test_step_without_observe_returns_no_arrays(client):
+    ids = client.create_worlds(PENDULUM_MJCF, count=2).world_ids
+    obs = client.step(ids)
+    assert obs.world_ids == ids
+    assert obs.body_pose is None and obs.joint_position is None and obs.stats is None
+
+
+def test_free_fall_matches_semi_implicit_euler(client):
+    # v_n = -g n h and z_n = z0 - g h^2 n (n + 1) / 2 for the engine's semi-implicit Euler.
+    ids = client.create_worlds(free_sphere_model(height=10.0), count=2).world_ids
+    n, h = 50, 0.01
+    obs = client.step(ids, steps=n, observe=["body_pose", "body_velocity"])
+    np.testing.assert_allclose(obs.body_velocity[:, 0, 2], -G * n * h, rtol=1e-5)
+    np.testing.assert_allclose(
+        obs.body_pose[:, 0, 2], 10.0 - G * h * h * n * (n + 1) / 2, rtol=1e-5)
+    np.testing.assert_allclose(obs.body_velocity[:, 0, [0, 1, 3, 4, 5]], 0.0, atol=1e-6)
+
+
+def test_steps_per_world(client):
+    ids = client.create_worlds(PENDULUM_MJCF, count=3).world_ids
+    obs = client.step(ids, steps=[1, 0, 5], observe=["stats"])
+    np.testing.assert_array_equal(obs.stats.step_count, [1, 0, 5])
+    obs = client.step(np.asarray(ids, dtype=np.uint64), steps=np.int64(2), observe=["stats"])
+    np.testing.assert_array_equal(obs.stats.step_count, [3, 2, 7])
+
+
+def test_controls_drive_the_pendulum_and_persist(client):
+    # From rest at the bottom, gravity has no moment: one step of torque tau gives
+    # omega = tau h / I.
+    ids = client.create_worlds(PENDULUM_MJCF, count=2).world_ids
+    torque = np.array([[1.5], [-0.5]], dtype=np.float32)
+    obs = client.step(ids, controls=torque, observe=["joint_velocity", "controls"])
+    np.testing.assert_allclose(
+        obs.joint_velocity[:, 0], torque[:, 0] * 0.005 / PENDULUM_INERTIA, rtol=1e-3)
+    np.testing.assert_array_equal(obs.controls, torque)
+    later = client.step(ids, observe=["controls"])  # no controls: the previous ones stay
+    np.testing.assert_array_equal(later.controls, torque)
+
+
+def test_external_force_balancing_gravity_keeps_body_still(client):
+    mass = 2.0
+    ids = client.create_worlds(free_sphere_model(mass=mass), count=1).world_ids
+    force = np.zeros((1, 1, 6), dtype=np.float32)
+    force[0, 0, 2] = mass * G
+    obs = client.step(ids, steps=20, external_forces=force, observe=["body_velocity"])
+    np.testing.assert_allclose(obs.body_velocity, 0.0, atol=1e-4)
+
+
+def test_contacts_and_contact_force_of_resting_box(client):
+    ids = client.create_worlds(BOX_ON_PLANE_MJCF, count=2).world_ids
+    obs = client.step(ids, steps=100, observe=["contacts", "body_contact_force", "body_pose"])
+    contacts = obs.contacts
+    assert (contacts.count > 0).all()
+    assert contacts.data.shape == (contacts.count.sum(), 10)
+    assert contacts.body.shape == (contacts.count.sum(), 2)
+    np.testing.assert_allclose(np.abs(contacts.normal[:, 2]), 1.0, atol=1e-4)
+    rows = contacts.world_slice(1)
+    assert rows.stop - rows.start == contacts.count[1]
+    # At rest the ground carries the weight: net contact force on the box = m g upwards.
+    np.testing.assert_allclose(obs.body_contact_force[:, 0, 2], 2.0 * G, rtol=1e-3)
+    np.testing.assert_allclose(obs.body_pose[:, 0, 2], 0.1, atol=2e-3)
+
+
+def test_mixed_scenes_give_per_world_arrays(client):
+    pendulum = client.create_worlds(PENDULUM_MJCF).world_ids[0]
+    arm = client.create_worlds(MODELS_DIR / "three_link_arm.urdf").world_ids[0]
+    obs = client.get_state([pendulum, arm], observe=["joint_position", "body_pose"])
+    assert isinstance(obs.joint_position, list)
+    assert [q.shape for q in obs.joint_position] == [(1,), (3,)]
+    assert [p.shape for p in obs.body_pose] == [(1, 7), (3, 7)]
+
+
+def test_layouts_of_worlds_created_by_another_client_object(server, client, client_id):
+    ids = client.create_worlds(PENDULUM_MJCF, count=2).world_ids
+    with axion.Client(server.target, client_id=client_id) as other:
+        obs = other.get_state(ids, observe=["body_pose"])
+    assert obs.body_pose.shape == (2, 1, 7)
+
+
+# -- state, reset, snapshots -------------------------------------------------------------------
+
+
+def test_set_state_then_get_state_round_trips(client):
+    ids = client.create_worlds(free_sphere_model(), count=2).world_ids
+    pose = np.array([[[1, 2, 3, 1, 0, 0, 0]], [[-1, 0, 4, 0, 0, 0, 2]]], dtype=np.float32)
+    velocity = np.arange(12, dtype=np.float32).reshape(2, 1, 6)
+    client.set_state(ids, body_pose=pose, body_velocity=velocity)
+    obs = client.get_state(ids, observe=["body_pose", "body_velocity"])
+    expected = pose.copy()
+    expected[1, 0, 3:] = [0, 0, 0, 1]  # the server normalises quaternions
+    np.testing.assert_allclose(obs.body_pose, expected, atol=1e-6)
+    np.testing.assert_allclose(obs.body_velocity, velocity, atol=1e-6)
+
+
+def test_get_state_defaults_to_every_field(client):
+    ids = client.create_worlds(PENDULUM_MJCF).world_ids
+    obs = client.get_state(ids)
+    for field in ("body_pose", "body_velocity", "joint_position", "joint_velocity",
+                  "body_contact_force", "controls", "contacts", "stats"):
+        assert getattr(obs, field) is not None, field
+
+
+def test_reset_with_mask_resets_only_selected_worlds(client):
+    ids = client.create_worlds(PENDULUM_MJCF, count=3).world_ids
+    client.step(ids, steps=10, controls=np.ones((3, 1), dtype=np.float32))
+    before = client.get_state(ids, observe=["joint_position", "stats"])
+    assert client.reset(ids, mask=[True, False, True]) == [ids[0], ids[2]]
+    after = client.get_state(ids, observe=["joint_position", "stats"])
+    np.testing.assert_array_equal(after.stats.step_count, [0, 10, 0])
+    np.testing.assert_array_equal(after.joint_position[[0, 2]], 0.0)
+    np.testing.assert_array_equal(after.joint_position[1], before.joint_position[1])
+
+
+def test_reset_all_worlds_with_given_pose(client):
+    ids = client.create_worlds(free_sphere_model(), count=2).world_ids
+    client.step(ids, steps=5)
+    pose = np.array([[[0, 0, 1, 1, 0, 0, 0]], [[0, 0, 2, 1, 0, 0, 0]]], dtype=np.float32)
+    assert sorted(client.reset(all_worlds=True, body_pose=pose)) == sorted(ids)
+    obs = client.get_state(ids, observe=["body_pose", "stats"])
+    np.testing.assert_allclose(obs.body_pose, pose, atol=1e-6)
+    np.testing.assert_array_equal(obs.stats.step_count, [0, 0])
+
+
+def test_snapshot_restore_is_bit_exact(client):
+    ids = client.create_worlds(BOX_ON_PLANE_MJCF, count=2).world_ids
+    client.step(ids, steps=7)
+    snapshots = client.snapshot(ids[:1])
+    assert list(snapshots) == ids[:1] and isinstance(snapshots[ids[0]], bytes)
+    first = client.step(ids[0], steps=5, observe=["body_pose", "body_velocity"])
+    # Restore into the same world and into the other one: both replay the same trajectory.
+    client.restore({ids[0]: snapshots[ids[0]]})
+    client.restore([(ids[1], snapshots[ids[0]])])
+    again = client.step(ids, steps=5, observe=["body_pose", "body_velocity"])
+    for world in range(2):
+        np.testing.assert_array_equal(again.body_pose[world], first.body_pose[0])
+        np.testing.assert_array_equal(again.body_velocity[world], first.body_velocity[0])
+
+
+def test_restore_snapshot_of_another_scene_is_invalid(client):
+    box = client.create_worlds(BOX_ON_PLANE_MJCF).world_ids[0]
+    pendulum = client.create_worlds(PENDULUM_MJCF).world_ids[0]
+    data = client.snapshot(box)[box]
+    with pytest.raises(axion.InvalidArgument):
+        client.restore({pendulum: data})
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+
+def test_unknown_world_is_not_found_with_server_message(client):
+    with pytest.raises(axion.NotFound) as raised:
+        client.step([987654321])
+    error = raised.value
+    assert isinstance(error, axion.AxionError)
+    assert error.code == grpc.StatusCode.NOT_FOUND
+    assert "987654321" in error.message
+    assert str(error).startswith("NOT_FOUND: ")
+    with pytest.raises(axion.NotFound, match="987654321"):
+        client.get_state([987654321])
+    with pytest.raises(axion.NotFound, match="987654321"):
+        client.describe_world(987654321)
+
+
+def test_nan_control_is_invalid_argument_and_changes_nothing(client):
+    ids = client.create_worlds(PENDULUM_MJCF, count=2).world_ids
+    controls = np.array([[0.5], [np.nan]], dtype=np.float32)
+    with pytest.raises(axion.InvalidArgument) as raised:
+        client.step(ids, controls=controls)
+    assert raised.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "controls" in raised.value.message and "nan" in raised.value.message.lower()
+    state = client.get_state(ids, observe=["stats", "controls"])
+    np.testing.assert_array_equal(state.stats.step_count, [0, 0])
+    np.testing.assert_array_equal(state.controls, 0.0)
+
+
+def test_out_of_range_control_is_invalid_argument(client):
+    ids = client.create_worlds(PENDULUM_MJCF).world_ids
+    with pytest.raises(axion.InvalidArgument, match="controls"):
+        client.step(ids, controls=[[5.0]])
+
+
+def test_wrong_array_size_is_invalid_argument(client):
+    ids = client.create_worlds(PENDULUM_MJCF, count=2).world_ids
+    with pytest.raises(axion.InvalidArgument, match="controls"):
+        client.step(ids, controls=np.zeros(3, dtype=np.float32))
+
+
+def test_malformed_scene_is_invalid_argument(client):
+    with pytest.raises(axion.InvalidArgument):
+        client.create_worlds("<mujoco><worldbody><body><geom type='banana'/></body>"
+                             "</worldbody></mujoco>")
+
+
+def test_worlds_of_another_client_are_not_found(server, client):
+    world = client.create_worlds(PENDULUM_MJCF).world_ids[0]
+    with axion.Client(server.target, client_id="someone-else") as other:
+        with pytest.raises(axion.NotFound):
+            other.get_state([world])
+        assert world not in [w.world_id for w in other.list_worlds()]
+
+
+# -- streams -----------------------------------------------------------------------------------
+
+
+def test_step_stream_answers_in_order_and_survives_errors(client):
+    ids = client.create_worlds(PENDULUM_MJCF, count=2).world_ids
+    with client.open_step_stream() as stream:
+        first = stream.submit(ids, 1, observe=["stats"])
+        second = stream.submit(ids, 2, observe=["stats"])
+        assert (first, second, stream.in_flight) == (1, 2, 2)
+        np.testing.assert_array_equal(stream.result().stats.step_count, [1, 1])
+        np.testing.assert_array_equal(stream.result().stats.step_count, [3, 3])
+        with pytest.raises(axion.InvalidArgument, match="controls"):
+            stream.step(ids, controls=[[np.nan], [0.0]])
+        with pytest.raises(axion.NotFound):
+            stream.step([987654321])
+        obs = stream.step(ids, 1, controls=[[1.0], [-1.0]], observe=["controls", "stats"])
+        np.testing.assert_array_equal(obs.controls, [[1.0], [-1.0]])
+        np.testing.assert_array_equal(obs.stats.step_count, [4, 4])
+        assert not stream.broken
+
+
+def test_step_stream_matches_unary_step(client):
+    ids = client.create_worlds(BOX_ON_PLANE_MJCF, count=2).world_ids
+    unary = client.step(ids[:1], steps=10, observe=["body_pose"])
+    with client.open_step_stream() as stream:
+        streamed = stream.step(ids[1:], steps=10, observe=["body_pose"])
+    np.testing.assert_array_equal(unary.body_pose[0], streamed.body_pose[0])
+
+
+# -- authentication (a second server with a token) ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def token_server(server_binary):
+    process = start_server(server_binary, env={"AXION_AUTH_TOKEN": "s3cret"})
+    yield process
+    process.stop()
+
+
+def test_token_is_required_and_accepted(token_server):
+    with axion.Client(token_server.target) as anonymous:
+        with pytest.raises(axion.Unauthenticated):
+            anonymous.list_worlds()
+    with axion.Client(token_server.target, token="wrong") as wrong:
+        with pytest.raises(axion.Unauthenticated):
+            wrong.list_worlds()
+    with axion.Client(token_server.target, token="s3cret") as good:
+        assert good.list_worlds() == []
+
+
+# -- TLS (a third server with a self-signed certificate) ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tls_server(server_binary, tmp_path_factory):
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed: no certificate for the TLS test")
+    directory = tmp_path_factory.mktemp("tls")
+    cert, key = directory / "server.pem", directory / "server.key"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60)
+    process = start_server(server_binary, [f"--tls_cert={cert}", f"--tls_key={key}"],
+                           client_options={"tls": True, "root_certificates": cert})
+    process.certificate = cert
+    yield process
+    process.stop()
+
+
+def test_tls_connection_with_trusted_certificate(tls_server):
+    cert = tls_server.certificate
+    for root in (cert, cert.read_bytes(), str(cert)):  # a path or the PEM itself
+        with axion.Client(tls_server.target, tls=True, root_certificates=root) as secure:
+            assert secure.health() == "SERVING"
+            world = secure.create_worlds(PENDULUM_MJCF).world_ids[0]
+            assert secure.destroy_worlds([world]) == [world]
+    with axion.Client(tls_server.target, timeout=5, retries=0) as plaintext:
+        with pytest.raises(axion.Unavailable):
+            plaintext.list_worlds()
+
+
+# -- deadlines and retries (a scripted in-process server) --------------------------------------
+
+
+class ScriptedSimulation(axion_pb2_grpc.SimulationServicer):
+    """Answers ListWorlds with UNAVAILABLE `failures` times, CreateWorlds always UNAVAILABLE,
+    and Step after `step_delay` seconds; counts the calls."""
+
+    def __init__(self, failures=0, step_delay=0.0):
+        self.failures = failures
+        self.step_delay = step_delay
+        self.calls = {"ListWorlds": 0, "CreateWorlds": 0, "Step": 0}
+        self.lock = threading.Lock()
+
+    def ListWorlds(self, request, context):
+        with self.lock:
+            self.calls["ListWorlds"] += 1
+            fail = self.calls["ListWorlds"] <= self.failures
+        if fail:
+            context.abort(grpc.StatusCode.UNAVAILABLE, "warming up")
+        return axion.pb.ListWorldsResponse(
+            worlds=[axion.pb.WorldInfo(world_id=7, model_name="m", step_count=3, time=0.5)])
+
+    def CreateWorlds(self, request, context):
+        with self.lock:
+            self.calls["CreateWorlds"] += 1
+        context.abort(grpc.StatusCode.UNAVAILABLE, "draining")
+
+    def Step(self, request, context):
+        with self.lock:
+            self.calls["Step"] += 1
+        time.sleep(self.step_delay)
+        return axion.pb.StepResponse()
+
+
+@pytest.fixture
+def scripted():
+    servicers = []
+
+    def start(**kwargs):
+        servicer = ScriptedSimulation(**kwargs)
+        server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=4))
+        axion_pb2_grpc.add_SimulationServicer_to_server(servicer, server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        servicers.append(server)
+        return servicer, f"127.0.0.1:{port}"
+
+    yield start
+    for server in servicers:
+        server.stop(0)
+
+
+def test_idempotent_reads_are_retried_on_unavailable(scripted):
+    servicer, target = scripted(failures=2)
+    with axion.Client(target, retries=4, timeout=10) as c:
+        worlds = c.list_worlds()
+    assert servicer.calls["ListWorlds"] == 3
+    assert worlds == [axion.WorldInfo(7, "m", 3, 0.5)]
+
+
+def test_retries_give_up_with_unavailable(scripted):
+    servicer, target = scripted(failures=100)
+    with axion.Client(target, retries=2, timeout=10) as c:
+        with pytest.raises(axion.Unavailable, match="warming up"):
+            c.list_worlds()
+    assert servicer.calls["ListWorlds"] == 3
+
+
+def test_calls_that_change_worlds_are_not_retried(scripted):
+    servicer, target = scripted()
+    with axion.Client(target, retries=4, timeout=10) as c:
+        with pytest.raises(axion.Unavailable, match="draining"):
+            c.create_worlds(PENDULUM_MJCF)
+    assert servicer.calls["CreateWorlds"] == 1
+
+
+def test_deadline_exceeded(scripted):
+    _, target = scripted(step_delay=2.0)
+    with axion.Client(target, timeout=10) as c:
+        with pytest.raises(axion.DeadlineExceeded):
+            c.step([1], timeout=0.2)

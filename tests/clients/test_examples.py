@@ -1,0 +1,76 @@
+"""The examples in clients/python/examples run to completion with small counts."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from clients_support import EXAMPLES_DIR, HUMANOID_XML
+
+
+def run_example(server, name, *args, env_extra=None, cwd=None):
+    env = dict(os.environ, AXION_TARGET=server.target)
+    env.update(env_extra or {})
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES_DIR / name), *map(str, args)],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, (
+        f"{name} exited {result.returncode}:\n{result.stdout}\n{result.stderr}")
+    return result
+
+
+@pytest.mark.skipif(not HUMANOID_XML.is_file(), reason=f"{HUMANOID_XML} is not installed "
+                    "(Debian package libmujoco-samples)")
+def test_humanoid_throughput(server):
+    result = run_example(server, "humanoid_throughput.py", "--worlds", 2, "--steps", 3,
+                         "--progress")
+    assert "2 worlds of 'Humanoid'" in result.stdout
+    match = re.search(r"(\d+) world-steps in [\d.]+ s: ([\d,]+) world-steps/s", result.stdout)
+    assert match and int(match.group(1)) == 6
+    assert "3/3" in result.stderr  # progress bar
+
+
+def test_urdf_arm_reaches_targets(server):
+    # Position drives with kp = 300 N m/rad hold the arm against gravity: the shoulder sags by
+    # (gravity torque) / kp, at most (1 kg * 0.2 m + 0.5 kg * 0.55 m) * 9.81 / 300 = 0.0155 rad.
+    result = run_example(server, "urdf_arm_targets.py", "--worlds", 3, "--steps", 200,
+                         "--tolerance", 0.02)
+    match = re.search(r"final error: ([\d.]+) rad", result.stdout)
+    assert match and float(match.group(1)) < 0.02
+
+
+def test_plot_trajectory_writes_png(server, tmp_path):
+    pytest.importorskip("matplotlib")
+    output = tmp_path / "trajectory.png"
+    csv = tmp_path / "trajectory.csv"
+    result = run_example(server, "plot_trajectory.py", "--steps", 40, "--output", output,
+                         "--csv", csv)
+    assert f"wrote {output}" in result.stdout
+    assert output.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert csv.read_text().splitlines()[0] == \
+        "time,q_shoulder,q_elbow,qd_shoulder,qd_elbow"
+
+
+def test_plot_trajectory_without_matplotlib(server, tmp_path):
+    # A package named matplotlib that fails to import stands in for a missing installation.
+    blocker = tmp_path / "blocked" / "matplotlib"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('matplotlib is blocked here')\n")
+    output = tmp_path / "trajectory.png"
+    csv = tmp_path / "trajectory.csv"
+    pythonpath = os.pathsep.join(filter(None, [str(blocker.parent), os.environ.get("PYTHONPATH")]))
+    result = run_example(server, "plot_trajectory.py", "--steps", 40, "--output", output,
+                         "--csv", csv, env_extra={"PYTHONPATH": pythonpath})
+    assert "recorded 40 steps (0.200 s)" in result.stdout
+    assert "skipping the plot" in result.stdout
+    assert not output.exists()
+    rows = csv.read_text().splitlines()
+    assert len(rows) == 1 + 41  # header, the initial state and 40 steps

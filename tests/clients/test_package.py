@@ -1,0 +1,125 @@
+"""Pieces of the axion package that need no server: wire encodings, scene building, the
+installed distribution's requirements."""
+
+import importlib.metadata
+
+import numpy as np
+import pytest
+
+import axion
+from axion import health, types
+from axion.cli import parse_world_ids
+from clients_support import MODELS_DIR, PENDULUM_MJCF
+
+
+def test_health_request_encoding():
+    assert health.encode_request("") == b""
+    assert health.encode_request("axion.v1.Simulation") == b"\x0a\x13axion.v1.Simulation"
+    long_name = "s" * 200  # length needs a two-byte varint
+    assert health.encode_request(long_name)[:3] == b"\x0a\xc8\x01"
+
+
+def test_health_response_decoding():
+    assert health.decode_response(b"") == "UNKNOWN"
+    assert health.decode_response(b"\x08\x01") == "SERVING"
+    assert health.decode_response(b"\x08\x02") == "NOT_SERVING"
+    # Unknown fields of every wire type are skipped.
+    assert health.decode_response(b"\x12\x02ab\x19" + b"\0" * 8 + b"\x25\0\0\0\0\x08\x03") == (
+        "SERVICE_UNKNOWN")
+    with pytest.raises(ValueError):
+        health.decode_response(b"\x08")
+
+
+def test_make_scene_detects_formats():
+    assert axion.make_scene(PENDULUM_MJCF).WhichOneof("source") == "mjcf"
+    urdf = axion.make_scene(MODELS_DIR / "three_link_arm.urdf", floating_base=True)
+    assert urdf.WhichOneof("source") == "urdf" and urdf.urdf_floating_base
+    # A comment and prolog before the root element.
+    assert axion.make_scene("<?xml version='1.0'?><!-- c --><robot name='r'/>").urdf
+    scene = axion.make_scene(PENDULUM_MJCF, light_body_mass_fraction=0.05)
+    assert scene.mjcf_light_body_mass_fraction.value == pytest.approx(0.05)
+    model = axion.pb.ModelDescription(name="m")
+    assert axion.make_scene(model).model.name == "m"
+    assert axion.make_scene(axion.pb.Scene(mjcf="x")).mjcf == "x"
+    with pytest.raises(FileNotFoundError):
+        axion.make_scene("no/such/model.xml")
+    with pytest.raises(ValueError, match="format"):
+        axion.make_scene(PENDULUM_MJCF, format="sdf")
+    with pytest.raises(TypeError):
+        axion.make_scene(42)
+
+
+def test_solver_options_from_dict():
+    options = axion.solver_options({
+        "timestep": 0.002, "gravity": (0, 0, -1.62), "newton_iterations": 30,
+        "line_search": False, "contact_formulation": "velocity"})
+    assert options.timestep.value == pytest.approx(0.002)
+    assert (options.gravity.x, options.gravity.y, options.gravity.z) == pytest.approx(
+        (0, 0, -1.62))
+    assert options.newton_iterations.value == 30
+    assert options.HasField("line_search") and not options.line_search.value
+    assert options.contact_formulation == axion.pb.FORMULATION_VELOCITY
+    assert not options.HasField("baumgarte")
+    with pytest.raises(ValueError):
+        axion.solver_options({"time_step": 0.1})
+    with pytest.raises(ValueError):
+        axion.solver_options({"joint_formulation": "implicit"})
+
+
+def test_pack_and_unpack_float32_round_trip():
+    values = np.arange(24, dtype=np.float64).reshape(2, 2, 6)
+    packed = types.pack_float32(values, "body_velocity", 2)
+    assert packed == values.astype("<f4").tobytes()
+    layouts = [types.Layout(body_count=2, joint_position_count=0, joint_dof_count=0,
+                            actuator_count=0)] * 2
+    unpacked = types.unpack_float32(packed, 2, layouts, "body_velocity")
+    assert unpacked.shape == (2, 2, 6) and unpacked.dtype == np.float32
+    np.testing.assert_array_equal(unpacked, values)
+    assert unpacked.flags.writeable
+    assert types.pack_float32(None, "controls", 2) == b""
+    # Per-world arrays of different sizes (worlds of different scenes).
+    mixed = [types.Layout(1, 0, 0, 0), types.Layout(3, 0, 0, 0)]
+    packed = types.pack_float32([np.ones((1, 7)), np.zeros((3, 7))], "body_pose", 2)
+    parts = types.unpack_float32(packed, 2, mixed, "body_pose")
+    assert [p.shape for p in parts] == [(1, 7), (3, 7)]
+    with pytest.raises(ValueError):
+        types.unpack_float32(packed[:-4], 2, mixed, "body_pose")
+
+
+def test_observation_request_names():
+    request = types.observation_request(["body_pose", "stats"])
+    assert request.body_pose and request.stats and not request.contacts
+    assert all(getattr(types.observation_request("all"), f) for f in types.OBSERVATION_FIELDS)
+    with pytest.raises(ValueError, match="unknown observation"):
+        types.observation_request(["qpos"])
+
+
+def test_error_classes_map_status_codes():
+    import grpc
+
+    error = axion.errors.error_for(5, "world 3 not found")
+    assert isinstance(error, axion.NotFound) and error.code == grpc.StatusCode.NOT_FOUND
+    assert str(error) == "NOT_FOUND: world 3 not found"
+    assert isinstance(axion.errors.error_for(grpc.StatusCode.RESOURCE_EXHAUSTED, ""),
+                      axion.ResourceExhausted)
+    assert isinstance(axion.errors.error_for(16, ""), axion.Unauthenticated)
+    assert type(axion.errors.error_for(999, "")) is axion.Unknown
+
+
+def test_cli_world_id_parsing():
+    assert parse_world_ids(["1,2", " 3 ", "0x10"]) == [1, 2, 3, 16]
+    assert parse_world_ids(None) == []
+
+
+def test_installed_runtime_satisfies_declared_requirements():
+    # setup.py derives the grpcio/protobuf ranges from the generated code; the environment the
+    # tests run in must satisfy them (pip resolved them at install time).
+    packaging = pytest.importorskip("packaging.requirements")
+    requirements = [packaging.Requirement(r) for r in importlib.metadata.requires("axion-client")
+                    if "extra ==" not in r]
+    names = {r.name for r in requirements}
+    assert {"grpcio", "protobuf", "numpy"} <= names
+    for requirement in requirements:
+        installed = importlib.metadata.version(requirement.name)
+        assert requirement.specifier.contains(installed, prereleases=True), (
+            f"{requirement.name} {installed} outside {requirement.specifier}")

@@ -1,0 +1,170 @@
+"""axion.VectorEnv against a real axion-server: shapes, reset masks, episodes, errors."""
+
+import numpy as np
+import pytest
+
+import axion
+from clients_support import MODELS_DIR, PENDULUM_INERTIA, PENDULUM_MJCF, free_sphere_model
+
+ARM_URDF = MODELS_DIR / "three_link_arm.urdf"
+
+
+@pytest.fixture
+def arm_env(client):
+    with axion.VectorEnv(client, ARM_URDF, 4) as env:
+        yield env
+
+
+def test_shapes_and_observation_layout(arm_env):
+    env = arm_env
+    assert (env.num_worlds, env.obs_dim, env.act_dim) == (4, 6, 3)
+    assert env.world_ids.shape == (4,) and env.world_ids.dtype == np.uint64
+    assert env.observation_slices == {"joint_position": slice(0, 3),
+                                      "joint_velocity": slice(3, 6)}
+    np.testing.assert_array_equal(env.action_low, [-50, -50, -30])
+    np.testing.assert_array_equal(env.action_high, [50, 50, 30])
+    obs = env.reset()
+    assert obs.shape == (4, 6) and obs.dtype == np.float32
+    np.testing.assert_array_equal(obs, 0.0)  # URDF joints start at zero, at rest
+    obs, reward, terminated, truncated, info = env.step(np.zeros((4, 3), dtype=np.float32))
+    assert obs.shape == (4, 6) and obs.dtype == np.float32
+    assert reward.shape == (4,) and reward.dtype == np.float32
+    assert terminated.shape == (4,) and terminated.dtype == bool
+    assert truncated.shape == (4,) and truncated.dtype == bool
+    for key in ("time", "step_count", "episode_step", "flags", "newton_iterations",
+                "residual", "contact_count"):
+        assert info[key].shape == (4,), key
+    np.testing.assert_array_equal(info["step_count"], 1)
+
+
+def test_observation_matches_client_state(client, arm_env):
+    env = arm_env
+    env.reset()
+    obs, *_ = env.step(np.tile([[5.0, -3.0, 1.0]], (4, 1)).astype(np.float32))
+    state = client.get_state(env.world_ids, observe=["joint_position", "joint_velocity"])
+    np.testing.assert_array_equal(obs[:, :3], state.joint_position)
+    np.testing.assert_array_equal(obs[:, 3:], state.joint_velocity)
+
+
+def test_reset_mask_resets_only_masked_worlds(arm_env):
+    env = arm_env
+    initial = env.reset()
+    actions = np.tile([[10.0, 10.0, 5.0]], (4, 1)).astype(np.float32)
+    for _ in range(5):
+        stepped, *_ = env.step(actions)
+    assert not np.allclose(stepped, initial)
+    mask = np.array([True, False, False, True])
+    obs = env.reset(mask=mask)
+    np.testing.assert_array_equal(obs[mask], initial[mask])
+    np.testing.assert_array_equal(obs[~mask], stepped[~mask])
+    np.testing.assert_array_equal(env.episode_steps, [0, 5, 5, 0])
+    # An all-false mask changes nothing.
+    np.testing.assert_array_equal(env.reset(mask=np.zeros(4, dtype=bool)), obs)
+
+
+def test_reset_mask_of_wrong_shape_is_rejected(arm_env):
+    with pytest.raises(ValueError, match="mask"):
+        arm_env.reset(mask=[True, False])
+
+
+def test_actions_of_wrong_shape_are_rejected(arm_env):
+    with pytest.raises(ValueError, match="actions"):
+        arm_env.step(np.zeros((4, 2), dtype=np.float32))
+
+
+def test_nan_action_is_invalid_argument_and_env_stays_usable(arm_env):
+    env = arm_env
+    env.reset()
+    actions = np.zeros((4, 3), dtype=np.float32)
+    actions[2, 1] = np.nan
+    with pytest.raises(axion.InvalidArgument, match="controls"):
+        env.step(actions)
+    obs, _, _, _, info = env.step(np.zeros((4, 3), dtype=np.float32))
+    np.testing.assert_array_equal(info["step_count"], 1)  # the rejected step changed nothing
+    assert np.isfinite(obs).all()
+
+
+def test_actions_are_clipped_to_control_range(client, arm_env):
+    env = arm_env
+    env.reset()
+    env.step(np.full((4, 3), 1000.0, dtype=np.float32))
+    controls = client.get_state(env.world_ids, observe=["controls"]).controls
+    np.testing.assert_array_equal(controls, np.tile([[50, 50, 30]], (4, 1)))
+
+
+def test_unclipped_out_of_range_action_is_invalid_argument(client):
+    with axion.VectorEnv(client, ARM_URDF, 2, clip_actions=False) as env:
+        with pytest.raises(axion.InvalidArgument):
+            env.step(np.full((2, 3), 1000.0, dtype=np.float32))
+
+
+def test_frame_skip_and_pendulum_dynamics(client):
+    # From rest at the bottom, gravity has no moment: one step of torque tau gives
+    # omega = tau h / I.
+    with axion.VectorEnv(client, PENDULUM_MJCF, 2, frame_skip=3) as env:
+        env.reset()
+        obs, _, _, _, info = env.step(np.array([[1.0], [-1.0]], dtype=np.float32))
+        np.testing.assert_array_equal(info["step_count"], [3, 3])
+        np.testing.assert_allclose(info["time"], 3 * 0.005)
+        assert obs[0, 1] == pytest.approx(3 * 0.005 / PENDULUM_INERTIA, rel=5e-3)
+        assert obs[1, 1] == pytest.approx(-obs[0, 1], rel=1e-5)
+
+
+def test_truncation_and_autoreset(client):
+    with axion.VectorEnv(client, PENDULUM_MJCF, 2, max_episode_steps=3, autoreset=True) as env:
+        initial = env.reset()
+        push = np.array([[1.0], [1.0]], dtype=np.float32)
+        for step in range(1, 3):
+            obs, _, terminated, truncated, info = env.step(push)
+            assert not truncated.any() and not terminated.any()
+            assert "final_observation" not in info
+        obs, _, terminated, truncated, info = env.step(push)
+        np.testing.assert_array_equal(truncated, [True, True])
+        assert info["_final_observation"].all()
+        assert (info["final_observation"][:, 1] > 0).all()  # moving before the reset
+        np.testing.assert_array_equal(obs, initial)  # returned obs start the new episode
+        np.testing.assert_array_equal(env.episode_steps, [0, 0])
+
+
+def test_reward_and_termination_functions(client):
+    def reward_fn(obs, actions, info):
+        return -np.abs(obs[:, 0])
+
+    def termination_fn(obs, info):
+        return info["episode_step"] >= np.array([1, 2])
+
+    with axion.VectorEnv(client, PENDULUM_MJCF, 2, reward_fn=reward_fn,
+                         termination_fn=termination_fn) as env:
+        env.reset()
+        obs, reward, terminated, _, _ = env.step(np.array([[2.0], [2.0]], dtype=np.float32))
+        np.testing.assert_array_equal(reward, -np.abs(obs[:, 0]))
+        np.testing.assert_array_equal(terminated, [True, False])
+        _, _, terminated, _, _ = env.step(np.array([[2.0], [2.0]], dtype=np.float32))
+        np.testing.assert_array_equal(terminated, [True, True])
+
+
+def test_body_observations_of_free_bodies(client):
+    with axion.VectorEnv(client, free_sphere_model(), 3,
+                         observation=("body_pose", "body_velocity")) as env:
+        assert env.obs_dim == 13 and env.act_dim == 0
+        obs = env.reset()
+        np.testing.assert_allclose(obs[:, :7], [[0, 0, 10, 1, 0, 0, 0]] * 3)
+        obs, *_ = env.step(np.zeros((3, 0), dtype=np.float32))
+        np.testing.assert_allclose(obs[:, 7 + 2], -9.81 * 0.01, rtol=1e-5)
+
+
+def test_unknown_observation_field_is_rejected(client):
+    with pytest.raises(ValueError, match="observation"):
+        axion.VectorEnv(client, PENDULUM_MJCF, 1, observation=("qpos",))
+
+
+def test_close_destroys_worlds_and_owned_client(server, client_id):
+    env = axion.VectorEnv(server.target, PENDULUM_MJCF, 2,
+                          client_options={"client_id": client_id})
+    ids = list(env.world_ids)
+    env.step(np.zeros((2, 1), dtype=np.float32))
+    env.close()
+    with axion.Client(server.target, client_id=client_id) as c:
+        assert [w.world_id for w in c.list_worlds() if w.world_id in ids] == []
+    with pytest.raises(axion.Cancelled):
+        env.step(np.zeros((2, 1), dtype=np.float32))

@@ -1,0 +1,232 @@
+// Convex hull preprocessing: BuildHull() topology, planes and orientation on known solids and
+// random clouds, and ValidateHullPoints() messages.
+#include <cmath>
+#include <map>
+#include <random>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "test_shapes.h"
+
+namespace axion::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::vector<Vec3> CubeCorners(Real h, Vec3 offset = {}) {
+  std::vector<Vec3> p;
+  for (int k = 0; k < 8; ++k) {
+    p.push_back(offset + Vec3{(k & 1) ? h : -h, (k & 2) ? h : -h, (k & 4) ? h : -h});
+  }
+  return p;
+}
+
+// Structural invariants of any hull built from `points`: a closed polyhedron (every edge shared
+// by exactly two faces in opposite directions, V - E + F = 2), unit outward planes that bound
+// every input point, each face on its plane and counter-clockwise about its normal, and
+// vertices taken from the input.
+void ExpectValidHull(const HullData& h, const std::vector<Vec3>& points, Real tol) {
+  ASSERT_EQ(h.face_plane.size(), 4u * h.face_count());
+  ASSERT_EQ(h.face_offset.front(), 0);
+  ASSERT_EQ(h.face_offset.back(), static_cast<int>(h.faces.size()));
+  std::map<std::pair<int, int>, int> edges;
+  for (int f = 0; f < h.face_count(); ++f) {
+    Vec3 n = load3(&h.face_plane[4 * f]);
+    Real d = h.face_plane[4 * f + 3];
+    EXPECT_NEAR(norm(n), 1, 1e-12);
+    int begin = h.face_offset[f], count = h.face_offset[f + 1] - begin;
+    ASSERT_GE(count, 3);
+    Vec3 area;
+    for (int k = 0; k < count; ++k) {
+      int i = h.faces[begin + k], j = h.faces[begin + (k + 1) % count];
+      ASSERT_GE(i, 0);
+      ASSERT_LT(i, h.vertex_count());
+      EXPECT_NEAR(dot(n, h.vertex(i)), d, tol) << "face " << f << " vertex " << i;
+      area += cross(h.vertex(i), h.vertex(j));
+      ++edges[{i, j}];
+    }
+    EXPECT_GT(dot(area, n), 0) << "face " << f << " is not counter-clockwise about its normal";
+    for (const Vec3& p : points) EXPECT_LE(dot(n, p), d + tol);
+  }
+  for (const auto& [e, count] : edges) {
+    EXPECT_EQ(count, 1);
+    EXPECT_EQ(edges.count({e.second, e.first}), 1u) << "edge " << e.first << "-" << e.second;
+  }
+  EXPECT_EQ(h.vertex_count() - static_cast<int>(edges.size()) / 2 + h.face_count(), 2);
+  for (int i = 0; i < h.vertex_count(); ++i) {
+    bool from_input = false;
+    for (const Vec3& p : points) from_input |= norm(p - h.vertex(i)) == 0;
+    EXPECT_TRUE(from_input) << "vertex " << i;
+  }
+}
+
+TEST(HullTest, CubeHasEightVerticesAndSixQuads) {
+  std::vector<Vec3> p = CubeCorners(.5);
+  absl::StatusOr<HullData> hull = BuildHull(p);
+  ASSERT_TRUE(hull.ok()) << hull.status();
+  EXPECT_EQ(hull->vertex_count(), 8);
+  ASSERT_EQ(hull->face_count(), 6);
+  for (int f = 0; f < 6; ++f) {
+    EXPECT_EQ(hull->face_offset[f + 1] - hull->face_offset[f], 4);
+    EXPECT_NEAR(hull->face_plane[4 * f + 3], .5, 1e-15);
+  }
+  ExpectValidHull(*hull, p, 1e-12);
+}
+
+TEST(HullTest, InteriorFaceAndEdgePointsAreDropped) {
+  // the cube's corners plus face centres, edge midpoints, interior points and duplicates
+  std::vector<Vec3> p = CubeCorners(.5, {2, -1, 3});
+  std::vector<Vec3> extra;
+  for (int axis = 0; axis < 3; ++axis) {
+    for (Real s : {-.5, .5}) {
+      Vec3 face_centre{2, -1, 3};
+      face_centre[axis] += s;
+      extra.push_back(face_centre);
+      Vec3 edge_mid = face_centre;
+      edge_mid[(axis + 1) % 3] += .5;
+      extra.push_back(edge_mid);
+    }
+  }
+  extra.push_back({2.1, -1.2, 3.3});
+  extra.push_back(p[3]);
+  p.insert(p.begin() + 3, extra.begin(), extra.end());
+  absl::StatusOr<HullData> hull = BuildHull(p);
+  ASSERT_TRUE(hull.ok()) << hull.status();
+  EXPECT_EQ(hull->vertex_count(), 8);
+  EXPECT_EQ(hull->face_count(), 6);
+  ExpectValidHull(*hull, p, 1e-12);
+}
+
+TEST(HullTest, TetrahedronAndOctahedron) {
+  std::vector<Vec3> tetra = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+  absl::StatusOr<HullData> t = BuildHull(tetra);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->vertex_count(), 4);
+  EXPECT_EQ(t->face_count(), 4);
+  ExpectValidHull(*t, tetra, 1e-12);
+  const HullData& o = OctahedronHullData();
+  EXPECT_EQ(o.vertex_count(), 6);
+  EXPECT_EQ(o.face_count(), 8);
+  ExpectValidHull(o, {{.5, 0, 0}, {-.5, 0, 0}, {0, .5, 0}, {0, -.5, 0}, {0, 0, .5}, {0, 0, -.5}},
+                  1e-12);
+}
+
+TEST(HullTest, PrismKeepsItsPolygonalCaps) {
+  std::vector<Vec3> p;
+  const int sides = 24;
+  for (int k = 0; k < sides; ++k) {
+    Real angle = 2 * kPi * k / sides;
+    for (Real z : {-.2, .2}) p.push_back({.5 * std::cos(angle), .5 * std::sin(angle), z});
+  }
+  absl::StatusOr<HullData> hull = BuildHull(p);
+  ASSERT_TRUE(hull.ok()) << hull.status();
+  EXPECT_EQ(hull->vertex_count(), 2 * sides);
+  ASSERT_EQ(hull->face_count(), sides + 2);
+  int caps = 0;
+  for (int f = 0; f < hull->face_count(); ++f) {
+    int n = hull->face_offset[f + 1] - hull->face_offset[f];
+    if (n == sides) {
+      ++caps;
+    } else {
+      EXPECT_EQ(n, 4);
+    }
+  }
+  EXPECT_EQ(caps, 2);
+  ExpectValidHull(*hull, p, 1e-12);
+}
+
+TEST(HullTest, RandomCloudsGiveValidHulls) {
+  std::mt19937 rng(11);
+  std::normal_distribution<Real> g(0, 1);
+  std::uniform_real_distribution<Real> u(-1, 1);
+  for (int trial = 0; trial < 6; ++trial) {
+    SCOPED_TRACE(trial);
+    std::vector<Vec3> p;
+    int n = 50 + 50 * trial;
+    for (int i = 0; i < n; ++i) {
+      if (trial % 2 == 0) {
+        p.push_back(.3 * normalized(Vec3{g(rng), g(rng), g(rng)}));  // all on the hull
+      } else {
+        p.push_back({u(rng), .5 * u(rng), .2 * u(rng)});  // mostly inside
+      }
+    }
+    absl::StatusOr<HullData> hull = BuildHull(p);
+    ASSERT_TRUE(hull.ok()) << hull.status();
+    if (trial % 2 == 0) {
+      EXPECT_EQ(hull->vertex_count(), n);
+    }
+    ExpectValidHull(*hull, p, 1e-12);
+    // deterministic
+    absl::StatusOr<HullData> again = BuildHull(p);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->vertices, hull->vertices);
+    EXPECT_EQ(again->faces, hull->faces);
+    EXPECT_EQ(again->face_plane, hull->face_plane);
+  }
+}
+
+TEST(HullTest, NoisyCoplanarPointsMerge) {
+  // a box whose face points wobble by 1e-9 (single-precision export noise is larger than
+  // this, relative): still 6 faces
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<Real> noise(-1e-9, 1e-9);
+  std::vector<Vec3> p;
+  for (int i = 0; i <= 4; ++i) {
+    for (int j = 0; j <= 4; ++j) {
+      Real a = -.5 + .25 * i, b = -.5 + .25 * j;
+      for (Real s : {-.5, .5}) {
+        p.push_back({a, b, s + noise(rng)});
+        p.push_back({a, s + noise(rng), b});
+        p.push_back({s + noise(rng), a, b});
+      }
+    }
+  }
+  absl::StatusOr<HullData> hull = BuildHull(p);
+  ASSERT_TRUE(hull.ok()) << hull.status();
+  EXPECT_EQ(hull->face_count(), 6);
+  ExpectValidHull(*hull, p, 1e-8);
+}
+
+TEST(HullTest, ValidationNamesTheProblem) {
+  absl::Status s = ValidateHullPoints({{0, 0, 0}, {1, 0, 0}, {0, 1, 0}});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("at least 4 points, got 3"));
+
+  s = ValidateHullPoints({{0, 0, 0}, {1, 0, 0}, {0, NAN, 0}, {0, 0, 1}});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("point 2 is not finite"));
+
+  s = ValidateHullPoints({{1, 2, 3}, {1, 2, 3}, {1, 2, 3}, {1, 2, 3}});
+  EXPECT_THAT(std::string(s.message()), HasSubstr("coincide"));
+
+  s = ValidateHullPoints({{0, 0, 0}, {1, 1, 1}, {2, 2, 2}, {-1, -1, -1}});
+  EXPECT_THAT(std::string(s.message()), HasSubstr("collinear"));
+
+  s = ValidateHullPoints({{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {1, 1, 0}, {.5, .5, 0}});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("coplanar"));
+
+  // BuildHull reports the same
+  EXPECT_EQ(BuildHull({{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {1, 1, 0}}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(ValidateHullPoints(CubeCorners(1)).ok());
+}
+
+TEST(HullTest, ShapeGeomPointsIntoTheHull) {
+  const HullData& h = CubeHullData();
+  ShapeGeom g = HullShapeGeom(h);
+  EXPECT_EQ(g.type, static_cast<int32_t>(ShapeType::kConvexHull));
+  EXPECT_EQ(g.hull_vertex_count, 8);
+  EXPECT_EQ(g.hull_face_count, 6);
+  EXPECT_EQ(g.hull_vertices, h.vertices.data());
+  EXPECT_EQ(g.hull_faces, h.faces.data());
+  EXPECT_EQ(g.hull_face_offset, h.face_offset.data());
+  EXPECT_EQ(g.hull_face_plane, h.face_plane.data());
+}
+
+}  // namespace
+}  // namespace axion::testing

@@ -1,0 +1,499 @@
+// The CUDA backend through the public Simulator interface: CPU/GPU parity on small scenes, GPU
+// run-to-run bit identity on a large batch, snapshots, resets and world creation/destruction on
+// the device. Every GPU test skips itself where there is no CUDA device; the unavailable-device
+// behaviour is tested where there is none.
+//
+// Parity tolerance. Both backends run the same kernel source in double precision and neither
+// contracts a*b+c into fused multiply-adds (the CUDA backend is built with --fmad=false), so they
+// differ only by the last bits of sin, cos and atan2 (CUDA's libdevice and glibc are each within
+// 2 ulp of the exact result). After 100 steps positions must agree to
+//   |p_gpu - p_cpu| <= 1e-6 * max(1, |p_cpu|)
+// and velocities to 1e-5 * max(1, |v_cpu|); the humanoid, whose falling contacts amplify
+// differences the most, gets 1e-5 on positions and 1e-4 on velocities.
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "axion/model.h"
+#include "axion/simulator.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+#if defined(AXION_TEST_HAVE_MJCF)
+#include "axion/mjcf.h"
+#endif
+
+namespace axion {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kNoDevice[] = "no CUDA device: skipping GPU test";
+
+Mat33 BoxInertia(Real mass, Vec3 half) {
+  Real x = 2 * half.x, y = 2 * half.y, z = 2 * half.z;
+  return mat33_diag(
+      {mass * (y * y + z * z) / 12, mass * (x * x + z * z) / 12, mass * (x * x + y * y) / 12});
+}
+
+std::shared_ptr<const Model> MustCompile(ModelDesc desc) {
+  absl::StatusOr<std::shared_ptr<const Model>> m = Model::Compile(std::move(desc));
+  EXPECT_TRUE(m.ok()) << m.status();
+  return m.ok() ? *m : nullptr;
+}
+
+std::unique_ptr<Simulator> MustCreate(Backend backend) {
+  SimulatorOptions o;
+  o.backend = backend;
+  o.threads = 1;
+  absl::StatusOr<std::unique_ptr<Simulator>> s = Simulator::Create(o);
+  EXPECT_TRUE(s.ok()) << s.status();
+  if (!s.ok()) return nullptr;
+  EXPECT_EQ((*s)->backend(), backend);
+  return std::move(*s);
+}
+
+std::vector<WorldId> MustCreateWorlds(Simulator& sim, std::shared_ptr<const Model> model,
+                                      int count) {
+  absl::StatusOr<std::vector<WorldId>> ids = sim.CreateWorlds(std::move(model), count);
+  EXPECT_TRUE(ids.ok()) << ids.status();
+  return ids.ok() ? *ids : std::vector<WorldId>{};
+}
+
+// A 1 m pendulum released horizontally, with a damped hinge.
+ModelDesc Pendulum() {
+  ModelDesc d;
+  BodyDesc bob;
+  bob.mass = 1;
+  bob.inertia = mat33_diag({0.001, 0.001, 0.001});
+  bob.pose.pos = {1, 0, 0};
+  d.bodies.push_back(bob);
+  JointDesc hinge;
+  hinge.child = 0;
+  hinge.child_frame.pos = {-1, 0, 0};
+  hinge.axis = Vec3{0, 1, 0};
+  hinge.drive.damping = 0.01;
+  d.joints.push_back(hinge);
+  return d;
+}
+
+// Ten 0.5 m links hinged end to end, released horizontally from the world anchor.
+ModelDesc Chain() {
+  ModelDesc d;
+  for (int i = 0; i < 10; ++i) {
+    BodyDesc b;
+    b.mass = 1;
+    b.inertia = BoxInertia(1, {0.25, 0.02, 0.02});
+    b.pose.pos = {0.25 + 0.5 * i, 0, 0};
+    d.bodies.push_back(b);
+    JointDesc j;
+    j.parent = i == 0 ? kWorldBody : i - 1;
+    j.child = i;
+    j.child_frame.pos = {-0.25, 0, 0};
+    j.axis = Vec3{0, 1, 0};
+    d.joints.push_back(j);
+  }
+  return d;
+}
+
+// Ten 0.2 m boxes stacked on a ground plane.
+ModelDesc Stack() {
+  ModelDesc d;
+  ShapeDesc ground;
+  ground.type = ShapeType::kPlane;
+  d.shapes.push_back(ground);
+  for (int i = 0; i < 10; ++i) {
+    BodyDesc b;
+    b.mass = 1;
+    b.inertia = BoxInertia(1, {0.1, 0.1, 0.1});
+    b.pose.pos = {0, 0, 0.1 + 0.2 * i};
+    d.bodies.push_back(b);
+    ShapeDesc s;
+    s.body = i;
+    s.type = ShapeType::kBox;
+    s.size = {0.1, 0.1, 0.1};
+    d.shapes.push_back(s);
+  }
+  return d;
+}
+
+// A box sliding down a 30 degree incline with friction 0.2 (tan 30 = 0.58 > 0.2: it slides).
+ModelDesc Incline() {
+  const Real angle = Real(30) * Real(3.14159265358979323846) / 180;
+  const Quat tilt{std::cos(angle / 2), 0, std::sin(angle / 2), 0};  // about +y
+  ModelDesc d;
+  ShapeDesc slope;
+  slope.type = ShapeType::kPlane;
+  slope.pose.quat = tilt;
+  slope.material.friction = 0.2;
+  d.shapes.push_back(slope);
+  BodyDesc box;
+  box.mass = 2;
+  box.inertia = BoxInertia(2, {0.1, 0.1, 0.1});
+  box.pose.quat = tilt;
+  box.pose.pos = rotate(tilt, Vec3{0, 0, 0.1});
+  d.bodies.push_back(box);
+  ShapeDesc s;
+  s.body = 0;
+  s.type = ShapeType::kBox;
+  s.size = {0.1, 0.1, 0.1};
+  s.material.friction = 0.2;
+  d.shapes.push_back(s);
+  return d;
+}
+
+bool Within(Real expected, Real actual, Real tolerance) {
+  return std::fabs(actual - expected) <= tolerance * std::max(Real(1), std::fabs(expected));
+}
+
+// Expects every entry of `actual` within `tolerance` (relative, absolute below 1) of `expected`.
+void ExpectClose(const std::vector<Real>& expected, const std::vector<Real>& actual, Real tolerance,
+                 const std::string& what) {
+  ASSERT_EQ(expected.size(), actual.size()) << what;
+  int reported = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    if (!Within(expected[i], actual[i], tolerance) && reported++ < 5) {
+      ADD_FAILURE() << what << "[" << i << "]: cpu " << expected[i] << ", gpu " << actual[i]
+                    << ", difference " << actual[i] - expected[i] << " exceeds " << tolerance;
+    }
+  }
+}
+
+// Bitwise equality (== would let -0 equal +0 and fail on equal NaNs).
+void ExpectBitIdentical(const std::vector<Real>& a, const std::vector<Real>& b,
+                        const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::memcmp(&a[i], &b[i], sizeof(Real)) != 0) {
+      ADD_FAILURE() << what << "[" << i << "] differs: " << a[i] << " vs " << b[i];
+      return;
+    }
+  }
+}
+
+void ExpectSameWorld(Simulator& a, WorldId wa, Simulator& b, WorldId wb, const std::string& what) {
+  BodyState sa = *a.GetBodyState(wa), sb = *b.GetBodyState(wb);
+  ExpectBitIdentical(sa.pose, sb.pose, what + " pose");
+  ExpectBitIdentical(sa.velocity, sb.velocity, what + " velocity");
+  JointState ja = *a.GetJointState(wa), jb = *b.GetJointState(wb);
+  ExpectBitIdentical(ja.position, jb.position, what + " joint position");
+  ExpectBitIdentical(ja.velocity, jb.velocity, what + " joint velocity");
+  WorldStats ta = *a.GetStats(wa), tb = *b.GetStats(wb);
+  EXPECT_EQ(ta.newton_iterations, tb.newton_iterations) << what;
+  EXPECT_EQ(ta.cr_iterations, tb.cr_iterations) << what;
+  EXPECT_EQ(ta.contact_count, tb.contact_count) << what;
+  EXPECT_EQ(ta.flags, tb.flags) << what;
+  EXPECT_EQ(ta.step_count, tb.step_count) << what;
+  EXPECT_EQ(ta.time, tb.time) << what;
+}
+
+// Gives world `k` of a batch its own small initial velocity of the last body, so a batch whose
+// worlds were mixed up or coupled would show it.
+void Perturb(BodyState& st, size_t k) {
+  const size_t top = st.velocity.size() - 6;
+  st.velocity[top + 0] += Real(1e-3) * static_cast<Real>(k % 17);
+  st.velocity[top + 1] -= Real(5e-4) * static_cast<Real>(k % 5);
+}
+void PerturbWorlds(Simulator& sim, const std::vector<WorldId>& ids) {
+  for (size_t k = 0; k < ids.size(); ++k) {
+    BodyState st = *sim.GetBodyState(ids[k]);
+    Perturb(st, k);
+    ASSERT_TRUE(sim.SetBodyState(ids[k], st).ok());
+  }
+}
+
+class CudaBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!CudaAvailable()) GTEST_SKIP() << kNoDevice;
+  }
+};
+
+// Steps `worlds` copies of `model` 100 times on the CPU and on the GPU (one Step call per step,
+// so every step goes through the host-visible statistics) and compares the final states.
+void ExpectParity(std::shared_ptr<const Model> model, int worlds, Real position_tolerance,
+                  Real velocity_tolerance) {
+  ASSERT_NE(model, nullptr);
+  auto cpu = MustCreate(Backend::kCpu);
+  auto gpu = MustCreate(Backend::kCuda);
+  ASSERT_TRUE(cpu && gpu);
+  std::vector<WorldId> cpu_ids = MustCreateWorlds(*cpu, model, worlds);
+  std::vector<WorldId> gpu_ids = MustCreateWorlds(*gpu, model, worlds);
+  PerturbWorlds(*cpu, cpu_ids);
+  PerturbWorlds(*gpu, gpu_ids);
+  for (int step = 1; step <= 100; ++step) {
+    ASSERT_TRUE(cpu->StepAll(1).ok());
+    absl::Status s = gpu->StepAll(1);
+    ASSERT_TRUE(s.ok()) << s;
+    if (step == 1) {
+      // One step in, the two must already agree to rounding.
+      for (int w = 0; w < worlds; ++w) {
+        ExpectClose(cpu->GetBodyState(cpu_ids[w])->pose, gpu->GetBodyState(gpu_ids[w])->pose, 1e-12,
+                    "pose after one step, world " + std::to_string(w));
+      }
+    }
+  }
+  for (int w = 0; w < worlds; ++w) {
+    const std::string world = "world " + std::to_string(w);
+    BodyState c = *cpu->GetBodyState(cpu_ids[w]), g = *gpu->GetBodyState(gpu_ids[w]);
+    ExpectClose(c.pose, g.pose, position_tolerance, world + " pose");
+    ExpectClose(c.velocity, g.velocity, velocity_tolerance, world + " velocity");
+    JointState jc = *cpu->GetJointState(cpu_ids[w]), jg = *gpu->GetJointState(gpu_ids[w]);
+    ExpectClose(jc.position, jg.position, position_tolerance, world + " joint position");
+    WorldStats sc = *cpu->GetStats(cpu_ids[w]), sg = *gpu->GetStats(gpu_ids[w]);
+    EXPECT_EQ(sg.step_count, 100u) << world;
+    EXPECT_EQ(sg.time, sc.time) << world;  // the same sum of the same timesteps
+    EXPECT_EQ(sg.flags, sc.flags) << world;
+    EXPECT_EQ(sg.contact_count, sc.contact_count) << world;
+    EXPECT_EQ(sg.flags & kWorldNonFinite, 0u) << world;
+  }
+}
+
+TEST_F(CudaBackendTest, PendulumMatchesCpu) {
+  ExpectParity(MustCompile(Pendulum()), 3, 1e-6, 1e-5);
+}
+TEST_F(CudaBackendTest, ChainMatchesCpu) { ExpectParity(MustCompile(Chain()), 3, 1e-6, 1e-5); }
+TEST_F(CudaBackendTest, BoxStackMatchesCpu) { ExpectParity(MustCompile(Stack()), 3, 1e-6, 1e-5); }
+TEST_F(CudaBackendTest, BoxOnInclineMatchesCpu) {
+  ExpectParity(MustCompile(Incline()), 3, 1e-6, 1e-5);
+}
+
+TEST_F(CudaBackendTest, HumanoidMatchesCpu) {
+#if defined(AXION_TEST_HAVE_MJCF)
+  const std::string path = "/usr/share/mujoco/model/humanoid/humanoid.xml";
+  if (std::FILE* f = std::fopen(path.c_str(), "r")) {
+    std::fclose(f);
+  } else {
+    GTEST_SKIP() << path << " is not installed";
+  }
+  absl::StatusOr<ImportResult> imported = LoadMjcfFile(path);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  ExpectParity(MustCompile(imported->model), 2, 1e-5, 1e-4);
+#else
+  GTEST_SKIP() << "this build has no MJCF importer";
+#endif
+}
+
+// A sub-step count above one replays the step on the device without returning to the host in
+// between; it must equal the same number of single steps.
+TEST_F(CudaBackendTest, SubstepsEqualSingleSteps) {
+  auto model = MustCompile(Stack());
+  auto a = MustCreate(Backend::kCuda);
+  auto b = MustCreate(Backend::kCuda);
+  ASSERT_TRUE(a && b);
+  WorldId wa = MustCreateWorlds(*a, model, 1)[0];
+  WorldId wb = MustCreateWorlds(*b, model, 1)[0];
+  ASSERT_TRUE(a->StepAll(25).ok());
+  for (int i = 0; i < 25; ++i) ASSERT_TRUE(b->StepAll(1).ok());
+  ExpectSameWorld(*a, wa, *b, wb, "stack");
+}
+
+// Only the listed worlds move, each by its own step count.
+TEST_F(CudaBackendTest, StepsOnlyTheListedWorlds) {
+  auto model = MustCompile(Pendulum());
+  auto gpu = MustCreate(Backend::kCuda);
+  ASSERT_TRUE(gpu);
+  std::vector<WorldId> ids = MustCreateWorlds(*gpu, model, 3);
+  std::vector<WorldId> listed{ids[0], ids[2]};
+  std::vector<int> steps{7, 3};
+  ASSERT_TRUE(gpu->Step(listed, steps).ok());
+  EXPECT_EQ(gpu->GetStats(ids[0])->step_count, 7u);
+  EXPECT_EQ(gpu->GetStats(ids[1])->step_count, 0u);
+  EXPECT_EQ(gpu->GetStats(ids[2])->step_count, 3u);
+  EXPECT_DOUBLE_EQ(gpu->GetStats(ids[0])->time, 7 * 0.01);
+  EXPECT_EQ(gpu->GetStats(ids[1])->time, 0);
+  EXPECT_DOUBLE_EQ(gpu->GetStats(ids[2])->time, 3 * 0.01);
+  // The unlisted world has not moved from its initial pose.
+  BodyState rest = *gpu->GetBodyState(ids[1]);
+  EXPECT_EQ(rest.pose[0], 1);
+  EXPECT_EQ(rest.pose[2], 0);
+}
+
+// Two runs of the same 1024-world batch are bit-identical, and a world's result does not depend
+// on the batch it runs in (world 517 of the batch equals the same world stepped alone).
+TEST_F(CudaBackendTest, LargeBatchIsBitIdenticalRunToRun) {
+  constexpr int kWorlds = 1024;
+  constexpr int kSteps = 40;
+  auto model = MustCompile(Stack());
+  auto run = [&](std::unique_ptr<Simulator>& sim, std::vector<WorldId>& ids) {
+    sim = MustCreate(Backend::kCuda);
+    ASSERT_TRUE(sim);
+    ids = MustCreateWorlds(*sim, model, kWorlds);
+    PerturbWorlds(*sim, ids);
+    ASSERT_TRUE(sim->StepAll(kSteps).ok());
+  };
+  std::unique_ptr<Simulator> first, second;
+  std::vector<WorldId> first_ids, second_ids;
+  run(first, first_ids);
+  run(second, second_ids);
+  ASSERT_EQ(first_ids.size(), static_cast<size_t>(kWorlds));
+  ASSERT_EQ(second_ids.size(), static_cast<size_t>(kWorlds));
+  for (int w = 0; w < kWorlds; ++w) {
+    ExpectSameWorld(*first, first_ids[w], *second, second_ids[w], "world " + std::to_string(w));
+    if (HasFailure()) return;  // one world's report is enough
+  }
+  auto alone = MustCreate(Backend::kCuda);
+  ASSERT_TRUE(alone);
+  WorldId single = MustCreateWorlds(*alone, model, 1)[0];
+  BodyState st = *alone->GetBodyState(single);
+  Perturb(st, 517);
+  ASSERT_TRUE(alone->SetBodyState(single, st).ok());
+  ASSERT_TRUE(alone->StepAll(kSteps).ok());
+  ExpectSameWorld(*first, first_ids[517], *alone, single, "world 517 alone");
+}
+
+// A snapshot taken on the device restores bit-exactly, on the device and on the CPU.
+TEST_F(CudaBackendTest, SnapshotRestoresBitExactly) {
+  auto model = MustCompile(Chain());
+  auto gpu = MustCreate(Backend::kCuda);
+  ASSERT_TRUE(gpu);
+  std::vector<WorldId> ids = MustCreateWorlds(*gpu, model, 2);
+  ASSERT_TRUE(gpu->StepAll(20).ok());
+  absl::StatusOr<std::string> snap = gpu->Snapshot(ids[0]);
+  ASSERT_TRUE(snap.ok()) << snap.status();
+  BodyState at_snapshot = *gpu->GetBodyState(ids[0]);
+  std::vector<WorldId> first{ids[0]};
+  ASSERT_TRUE(gpu->Step(first, std::vector<int>{30}).ok());
+  BodyState expected = *gpu->GetBodyState(ids[0]);
+  JointState expected_joints = *gpu->GetJointState(ids[0]);
+
+  // back on the device: into the same world and into the other one
+  ASSERT_TRUE(gpu->Restore(ids[0], *snap).ok());
+  ASSERT_TRUE(gpu->Restore(ids[1], *snap).ok());
+  EXPECT_EQ(gpu->GetStats(ids[1])->step_count, 20u);
+  ASSERT_TRUE(gpu->StepAll(30).ok());
+  for (WorldId id : ids) {
+    BodyState st = *gpu->GetBodyState(id);
+    ExpectBitIdentical(expected.pose, st.pose, "restored pose");
+    ExpectBitIdentical(expected.velocity, st.velocity, "restored velocity");
+    ExpectBitIdentical(expected_joints.position, gpu->GetJointState(id)->position,
+                       "restored joints");
+    EXPECT_EQ(gpu->GetStats(id)->step_count, 50u);
+  }
+
+  // onto the CPU: the restored state is the snapshot's state, bit for bit
+  auto cpu = MustCreate(Backend::kCpu);
+  ASSERT_TRUE(cpu);
+  WorldId on_cpu = MustCreateWorlds(*cpu, model, 1)[0];
+  ASSERT_TRUE(cpu->Restore(on_cpu, *snap).ok());
+  BodyState restored = *cpu->GetBodyState(on_cpu);
+  ExpectBitIdentical(at_snapshot.pose, restored.pose, "pose restored on the CPU");
+  ExpectBitIdentical(at_snapshot.velocity, restored.velocity, "velocity restored on the CPU");
+}
+
+// Reset on the device returns a world to its initial state: it then follows a fresh world.
+TEST_F(CudaBackendTest, ResetMatchesAFreshWorld) {
+  auto model = MustCompile(Stack());
+  auto gpu = MustCreate(Backend::kCuda);
+  ASSERT_TRUE(gpu);
+  WorldId used = MustCreateWorlds(*gpu, model, 1)[0];
+  std::vector<Real> push(6 * model->body_count(), 0);
+  push[0] = 3;  // a sideways force on the bottom box
+  ASSERT_TRUE(gpu->SetExternalForces(used, push).ok());
+  ASSERT_TRUE(gpu->StepAll(30).ok());
+  ASSERT_TRUE(gpu->Reset(used).ok());
+  WorldStats reset = *gpu->GetStats(used);
+  EXPECT_EQ(reset.step_count, 0u);
+  EXPECT_EQ(reset.time, 0);
+  WorldId fresh = MustCreateWorlds(*gpu, model, 1)[0];
+  ExpectSameWorld(*gpu, used, *gpu, fresh, "right after reset");
+  ASSERT_TRUE(gpu->StepAll(25).ok());
+  ExpectSameWorld(*gpu, used, *gpu, fresh, "25 steps after reset");
+}
+
+// Creating and destroying worlds between steps re-packs the device arrays and keeps every
+// surviving world's state: the result equals a batch that never changed.
+TEST_F(CudaBackendTest, CreateAndDestroyWorldsBetweenSteps) {
+  auto chain = MustCompile(Chain());
+  auto stack = MustCompile(Stack());
+  auto changing = MustCreate(Backend::kCuda);
+  auto reference = MustCreate(Backend::kCuda);
+  ASSERT_TRUE(changing && reference);
+  std::vector<WorldId> c1 = MustCreateWorlds(*changing, chain, 3);
+  std::vector<WorldId> c2 = MustCreateWorlds(*changing, stack, 2);
+  std::vector<WorldId> r1 = MustCreateWorlds(*reference, chain, 3);
+  std::vector<WorldId> r2 = MustCreateWorlds(*reference, stack, 2);
+  ASSERT_TRUE(changing->StepAll(10).ok());
+  ASSERT_TRUE(reference->StepAll(10).ok());
+  const size_t bytes_before = changing->memory_bytes();
+  EXPECT_GT(bytes_before, 0u);
+
+  // destroy the middle chain world: the device arrays shrink
+  ASSERT_TRUE(changing->DestroyWorld(c1[1]).ok());
+  EXPECT_LT(changing->memory_bytes(), bytes_before);
+  ASSERT_TRUE(changing->StepAll(10).ok());
+  ASSERT_TRUE(reference->StepAll(10).ok());
+
+  // add a stack world to both: the device arrays grow
+  const size_t bytes_shrunk = changing->memory_bytes();
+  WorldId added = MustCreateWorlds(*changing, stack, 1)[0];
+  WorldId added_reference = MustCreateWorlds(*reference, stack, 1)[0];
+  EXPECT_GT(changing->memory_bytes(), bytes_shrunk);
+  ASSERT_TRUE(changing->StepAll(10).ok());
+  ASSERT_TRUE(reference->StepAll(10).ok());
+
+  EXPECT_FALSE(changing->HasWorld(c1[1]));
+  ExpectSameWorld(*changing, c1[0], *reference, r1[0], "chain 0");
+  ExpectSameWorld(*changing, c1[2], *reference, r1[2], "chain 2");
+  ExpectSameWorld(*changing, c2[0], *reference, r2[0], "stack 0");
+  ExpectSameWorld(*changing, c2[1], *reference, r2[1], "stack 1");
+  ExpectSameWorld(*changing, added, *reference, added_reference, "added stack");
+
+  // destroying every world leaves an empty batch that can step and grow again
+  for (WorldId id : changing->world_ids()) ASSERT_TRUE(changing->DestroyWorld(id).ok());
+  EXPECT_TRUE(changing->StepAll(1).ok());
+  WorldId again = MustCreateWorlds(*changing, chain, 1)[0];
+  ASSERT_TRUE(changing->StepAll(5).ok());
+  EXPECT_EQ(changing->GetStats(again)->step_count, 5u);
+}
+
+// Statistics are current after every Step without reading the state back.
+TEST_F(CudaBackendTest, StatisticsAreCurrentAfterEachStep) {
+  auto model = MustCompile(Stack());
+  auto gpu = MustCreate(Backend::kCuda);
+  auto cpu = MustCreate(Backend::kCpu);
+  ASSERT_TRUE(gpu && cpu);
+  WorldId g = MustCreateWorlds(*gpu, model, 1)[0];
+  WorldId c = MustCreateWorlds(*cpu, model, 1)[0];
+  for (int step = 1; step <= 5; ++step) {
+    ASSERT_TRUE(gpu->StepAll(1).ok());
+    ASSERT_TRUE(cpu->StepAll(1).ok());
+    WorldStats sg = *gpu->GetStats(g), sc = *cpu->GetStats(c);
+    EXPECT_EQ(sg.step_count, static_cast<uint64_t>(step));
+    EXPECT_EQ(sg.time, sc.time);
+    EXPECT_EQ(sg.contact_count, sc.contact_count);
+    EXPECT_EQ(sg.constraint_rows, sc.constraint_rows);
+    EXPECT_EQ(sg.flags, sc.flags);
+    EXPECT_GT(sg.newton_iterations, 0);
+    EXPECT_NEAR(sg.residual, sc.residual, 1e-7);
+  }
+  EXPECT_GE(gpu->GetStats(g)->contact_count, 4);  // the bottom box rests on its four corners
+}
+
+// Without a device, asking for the CUDA backend fails with a clear message and auto falls back
+// to the CPU.
+TEST(CudaUnavailableTest, CudaBackendFailsAndAutoFallsBackToCpu) {
+  if (CudaAvailable()) GTEST_SKIP() << "a CUDA device is present: the fallback does not apply";
+  SimulatorOptions cuda;
+  cuda.backend = Backend::kCuda;
+  absl::StatusOr<std::unique_ptr<Simulator>> refused = Simulator::Create(cuda);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("CUDA"));
+
+  SimulatorOptions automatic;
+  automatic.backend = Backend::kAuto;
+  absl::StatusOr<std::unique_ptr<Simulator>> sim = Simulator::Create(automatic);
+  ASSERT_TRUE(sim.ok()) << sim.status();
+  EXPECT_EQ((*sim)->backend(), Backend::kCpu);
+  WorldId w = MustCreateWorlds(**sim, MustCompile(Pendulum()), 1)[0];
+  EXPECT_TRUE((*sim)->StepAll(2).ok());
+  EXPECT_EQ((*sim)->GetStats(w)->step_count, 2u);
+}
+
+}  // namespace
+}  // namespace axion

@@ -1,0 +1,599 @@
+// The unary API end to end: an in-process server on loopback, driven through the C++ client.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <iterator>
+#include <limits>
+#include <thread>
+
+#include "server_test_util.h"
+
+namespace axion::server::test {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class ServerApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = StartServer(TestServerOptions());
+    ASSERT_NE(server_, nullptr);
+    client_ = Connect(*server_, "alice");
+  }
+
+  std::unique_ptr<AxionServer> server_;
+  std::unique_ptr<client::Client> client_;
+};
+
+TEST_F(ServerApiTest, CreateStepQueryDestroy) {
+  const std::vector<uint64_t> ids = MustCreate(*client_, FallingBallScene(10), 3);
+  ASSERT_EQ(ids.size(), 3u);
+
+  v1::StepRequest step = StepRequestFor(ids, 10);
+  step.mutable_observe()->set_body_pose(true);
+  step.mutable_observe()->set_body_velocity(true);
+  step.mutable_observe()->set_stats(true);
+  absl::StatusOr<v1::StepResponse> stepped = client_->Step(step);
+  ASSERT_TRUE(stepped.ok()) << stepped.status();
+  const v1::Observations& obs = stepped->observations();
+  EXPECT_THAT(std::vector<uint64_t>(obs.world_ids().begin(), obs.world_ids().end()),
+              ::testing::ContainerEq(ids));
+  const std::vector<float> pose = client::UnpackFloat32(obs.body_pose());
+  const std::vector<float> velocity = client::UnpackFloat32(obs.body_velocity());
+  ASSERT_EQ(pose.size(), 3u * 7);      // (world_count x body_count x 7)
+  ASSERT_EQ(velocity.size(), 3u * 6);  // (world_count x body_count x 6)
+  for (int w = 0; w < 3; ++w) {
+    // Free fall: v = -g t after t = 10 h.
+    EXPECT_NEAR(velocity[6 * w + 2], -kGravity * 10 * kTimestep, 1e-4);
+    EXPECT_LT(pose[7 * w + 2], 10.0f);
+    EXPECT_NEAR(pose[7 * w + 3], 1.0f, 1e-6);  // quaternion w stays 1
+    EXPECT_EQ(obs.stats().step_count(w), 10u);
+    EXPECT_NEAR(obs.stats().time(w), 10 * kTimestep, 1e-12);
+  }
+
+  absl::StatusOr<v1::ListWorldsResponse> listed = client_->ListWorlds();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->worlds_size(), 3);
+  EXPECT_EQ(listed->worlds(0).world_id(), ids[0]);
+  EXPECT_EQ(listed->worlds(0).model_name(), "falling_ball");
+  EXPECT_EQ(listed->worlds(0).step_count(), 10u);
+
+  absl::StatusOr<v1::DestroyWorldsResponse> destroyed = client_->DestroyWorlds(ids);
+  ASSERT_TRUE(destroyed.ok()) << destroyed.status();
+  EXPECT_EQ(destroyed->world_ids_size(), 3);
+  EXPECT_EQ(client_->ListWorlds()->worlds_size(), 0);
+  EXPECT_EQ(client_->Step(StepRequestFor(ids, 1)).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(ServerApiTest, DescribeWorldReportsNamesOrderAndShapes) {
+  absl::StatusOr<v1::CreateWorldsResponse> created =
+      client_->CreateWorlds(client::ModelScene(WheelScene()), 1);
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_EQ(created->description().actuator_count(), 1);
+
+  absl::StatusOr<v1::DescribeWorldResponse> described =
+      client_->DescribeWorld(created->world_ids(0), /*include_model=*/true);
+  ASSERT_TRUE(described.ok()) << described.status();
+  const v1::WorldDescription& d = described->description();
+  EXPECT_EQ(d.model_name(), "wheel");
+  EXPECT_THAT(d.body_names(), ElementsAre("wheel"));
+  ASSERT_EQ(d.joints_size(), 1);
+  EXPECT_EQ(d.joints(0).name(), "hinge");
+  EXPECT_EQ(d.joints(0).type(), v1::JOINT_TYPE_REVOLUTE);
+  EXPECT_EQ(d.joints(0).dof_count(), 1);
+  EXPECT_EQ(d.body_count(), 1);
+  EXPECT_EQ(d.joint_position_count(), 1);
+  EXPECT_EQ(d.joint_dof_count(), 1);
+  ASSERT_EQ(d.actuators_size(), 1);
+  EXPECT_EQ(d.actuators(0).name(), "motor");
+  EXPECT_EQ(d.actuators(0).ctrl_max(), 1);
+  EXPECT_DOUBLE_EQ(d.timestep(), kTimestep);
+  // The full model comes back as it was compiled, with the world's effective options.
+  EXPECT_EQ(described->model().bodies(0).mass(), 1);
+  EXPECT_EQ(described->model().actuators(0).name(), "motor");
+  EXPECT_DOUBLE_EQ(described->model().options().timestep().value(), kTimestep);
+}
+
+TEST(ServerReplicaTest, WorldIdsCarryTheReplicaPrefix) {
+  ServerOptions options = TestServerOptions();
+  options.replica_id = 7;
+  std::unique_ptr<AxionServer> server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  std::unique_ptr<client::Client> client = Connect(*server);
+  const std::vector<uint64_t> ids = MustCreate(*client, FallingBallScene(), 2);
+  ASSERT_EQ(ids.size(), 2u);
+  for (uint64_t id : ids) EXPECT_EQ(id >> 48, 7u);
+  EXPECT_NE(ids[0], ids[1]);
+}
+
+TEST_F(ServerApiTest, EffortControlAcceleratesTheWheel) {
+  const std::vector<uint64_t> ids = MustCreate(*client_, WheelScene(), 2);
+  v1::StepRequest step = StepRequestFor(ids, 20);
+  // Torques 0.5 and -0.25 N m, (world_count x actuator_count).
+  step.set_controls(client::PackFloat32(std::vector<float>{0.5f, -0.25f}));
+  step.mutable_observe()->set_joint_velocity(true);
+  step.mutable_observe()->set_controls(true);
+  absl::StatusOr<v1::StepResponse> stepped = client_->Step(step);
+  ASSERT_TRUE(stepped.ok()) << stepped.status();
+  const std::vector<float> qdot = client::UnpackFloat32(stepped->observations().joint_velocity());
+  ASSERT_EQ(qdot.size(), 2u);
+  // omega = tau t / I with t = 20 h and I = 0.1.
+  EXPECT_NEAR(qdot[0], 0.5 * 20 * kTimestep / 0.1, 1e-3);
+  EXPECT_NEAR(qdot[1], -0.25 * 20 * kTimestep / 0.1, 1e-3);
+  EXPECT_THAT(client::UnpackFloat32(stepped->observations().controls()), ElementsAre(0.5f, -0.25f));
+}
+
+TEST_F(ServerApiTest, ContactForceCarriesTheWeight) {
+  const std::vector<uint64_t> ids = MustCreate(*client_, RestingBallScene(), 1);
+  v1::StepRequest step = StepRequestFor(ids, 20);
+  step.mutable_observe()->set_body_contact_force(true);
+  step.mutable_observe()->set_contacts(true);
+  step.mutable_observe()->set_stats(true);
+  absl::StatusOr<v1::StepResponse> stepped = client_->Step(step);
+  ASSERT_TRUE(stepped.ok()) << stepped.status();
+  const v1::Observations& obs = stepped->observations();
+  const std::vector<float> force = client::UnpackFloat32(obs.body_contact_force());
+  ASSERT_EQ(force.size(), 3u);
+  EXPECT_NEAR(force[2], 2 * kGravity, 0.05 * 2 * kGravity);
+  EXPECT_NEAR(force[0], 0, 1e-3);
+  ASSERT_EQ(obs.contacts().count_size(), 1);
+  const int contact_count = obs.contacts().count(0);
+  EXPECT_GE(contact_count, 1);
+  EXPECT_EQ(obs.stats().contact_count(0), contact_count);
+  EXPECT_EQ(client::UnpackInt32(obs.contacts().body()).size(), 2u * contact_count);
+  const std::vector<float> data = client::UnpackFloat32(obs.contacts().data());
+  ASSERT_EQ(data.size(), 10u * contact_count);
+  // Contact point near the ground under the ball; normal vertical.
+  EXPECT_NEAR(data[2], 0, 0.02);
+  EXPECT_NEAR(std::abs(data[5]), 1, 1e-4);
+}
+
+TEST_F(ServerApiTest, ExternalForceCancelsGravity) {
+  const std::vector<uint64_t> ids = MustCreate(*client_, FallingBallScene(), 1);
+  v1::StepRequest step = StepRequestFor(ids, 10);
+  // (world_count x body_count x 6): force m g upward, no torque.
+  step.set_external_forces(
+      client::PackFloat32(std::vector<float>{0, 0, static_cast<float>(kGravity), 0, 0, 0}));
+  step.mutable_observe()->set_body_velocity(true);
+  absl::StatusOr<v1::StepResponse> stepped = client_->Step(step);
+  ASSERT_TRUE(stepped.ok()) << stepped.status();
+  EXPECT_NEAR(client::UnpackFloat32(stepped->observations().body_velocity())[2], 0, 1e-5);
+}
+
+TEST_F(ServerApiTest, SetStateThenGetStateRoundTrips) {
+  const std::vector<uint64_t> ids = MustCreate(*client_, FallingBallScene(), 2);
+  v1::SetStateRequest set;
+  for (uint64_t id : ids) set.add_world_ids(id);
+  set.set_body_pose(client::PackFloat32(std::vector<float>{1, 2, 3, 1, 0, 0, 0,  //
+                                                           4, 5, 6, 0, 0, 0, 2}));
+  set.set_body_velocity(client::PackFloat32(std::vector<float>{0.5f, 0, 0, 0, 0, 1,  //
+                                                               0, -1, 0, 0, 0, 0}));
+  ASSERT_TRUE(client_->SetState(set).ok());
+  const v1::GetStateResponse state = MustGetState(*client_, ids);
+  const std::vector<float> pose = client::UnpackFloat32(state.observations().body_pose());
+  const std::vector<float> velocity = client::UnpackFloat32(state.observations().body_velocity());
+  ASSERT_EQ(pose.size(), 14u);
+  EXPECT_THAT(std::vector<float>(pose.begin(), pose.begin() + 3), ElementsAre(1, 2, 3));
+  EXPECT_THAT(std::vector<float>(pose.begin() + 7, pose.begin() + 10), ElementsAre(4, 5, 6));
+  // The second quaternion (0, 0, 0, 2) was normalised.
+  EXPECT_NEAR(pose[13], 1, 1e-6);
+  EXPECT_NEAR(velocity[0], 0.5, 1e-6);
+  EXPECT_NEAR(velocity[5], 1, 1e-6);
+  EXPECT_NEAR(velocity[7], -1, 1e-6);
+}
+
+TEST_F(ServerApiTest, ResetByMaskRestoresOnlyMaskedWorlds) {
+  const std::vector<uint64_t> ids = MustCreate(*client_, FallingBallScene(10), 2);
+  ASSERT_TRUE(client_->Step(StepRequestFor(ids, 5)).ok());
+  v1::ResetRequest reset;
+  for (uint64_t id : ids) reset.add_world_ids(id);
+  reset.add_mask(false);
+  reset.add_mask(true);
+  absl::StatusOr<v1::ResetResponse> done = client_->Reset(reset);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_THAT(done->world_ids(), ElementsAre(ids[1]));
+  const v1::GetStateResponse state = MustGetState(*client_, ids);
+  EXPECT_EQ(state.observations().stats().step_count(0), 5u);
+  EXPECT_EQ(state.observations().stats().step_count(1), 0u);
+  const std::vector<float> pose = client::UnpackFloat32(state.observations().body_pose());
+  EXPECT_LT(pose[2], 10.0f);
+  EXPECT_EQ(pose[7 + 2], 10.0f);
+
+  // Reset to a given state: all worlds, with a pose for each.
+  v1::ResetRequest to_state;
+  to_state.set_all(true);
+  to_state.set_body_pose(client::PackFloat32(std::vector<float>{0, 0, 3, 1, 0, 0, 0,  //
+                                                                0, 0, 4, 1, 0, 0, 0}));
+  ASSERT_TRUE(client_->Reset(to_state).ok());
+  const std::vector<float> reset_pose =
+      client::UnpackFloat32(MustGetState(*client_, ids).observations().body_pose());
+  EXPECT_EQ(reset_pose[2], 3.0f);
+  EXPECT_EQ(reset_pose[7 + 2], 4.0f);
+}
+
+// Steps world 0 of `ids` 7 times, snapshots it, steps it 13 more; then restores the snapshot into
+// both worlds and steps both 13 times: all three histories must agree bit for bit.
+void ExpectSnapshotReplaysBitExactly(client::Client& client, const std::vector<uint64_t>& ids,
+                                     const std::string& controls) {
+  v1::StepRequest seven = StepRequestFor({ids[0]}, 7);
+  seven.set_controls(controls);
+  ASSERT_TRUE(client.Step(seven).ok());
+  absl::StatusOr<v1::SnapshotResponse> snapshot = client.Snapshot({ids[0]});
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  ASSERT_EQ(snapshot->snapshots_size(), 1);
+  ASSERT_TRUE(client.Step(StepRequestFor({ids[0]}, 13)).ok());
+  const std::string first = client.Snapshot({ids[0]})->snapshots(0).data();
+  const v1::GetStateResponse first_state = MustGetState(client, {ids[0]});
+
+  v1::RestoreRequest restore;
+  *restore.add_snapshots() = snapshot->snapshots(0);
+  v1::WorldSnapshot* into_other = restore.add_snapshots();
+  into_other->set_world_id(ids[1]);
+  into_other->set_data(snapshot->snapshots(0).data());
+  ASSERT_TRUE(client.Restore(restore).ok());
+  EXPECT_EQ(MustGetState(client, {ids[1]}).observations().stats().step_count(0), 7u);
+  ASSERT_TRUE(client.Step(StepRequestFor(ids, 13)).ok());
+  EXPECT_EQ(client.Snapshot({ids[0]})->snapshots(0).data(), first);
+  EXPECT_EQ(client.Snapshot({ids[1]})->snapshots(0).data(), first);
+  const v1::GetStateResponse replay = MustGetState(client, {ids[1]});
+  EXPECT_EQ(replay.observations().body_pose(), first_state.observations().body_pose());
+  EXPECT_EQ(replay.observations().body_velocity(), first_state.observations().body_velocity());
+}
+
+TEST_F(ServerApiTest, SnapshotRestoreIsBitExactForJointedWorlds) {
+  const std::vector<uint64_t> ids = MustCreate(*client_, WheelScene(), 2);
+  ExpectSnapshotReplaysBitExactly(*client_, ids, client::PackFloat32(std::vector<float>{0.3f}));
+}
+
+TEST_F(ServerApiTest, SnapshotRestoreIsBitExactForWorldsInContact) {
+  const std::vector<uint64_t> ids = MustCreate(*client_, RestingBallScene(), 2);
+  ExpectSnapshotReplaysBitExactly(*client_, ids, "");
+}
+
+TEST_F(ServerApiTest, RestoreOfAnotherSceneIsRefusedAndChangesNothing) {
+  const std::vector<uint64_t> balls = MustCreate(*client_, FallingBallScene(), 1);
+  const std::vector<uint64_t> wheels = MustCreate(*client_, WheelScene(), 1);
+  ASSERT_TRUE(client_->Step(StepRequestFor(balls, 3)).ok());
+  const std::string before = client_->Snapshot(balls)->snapshots(0).data();
+  v1::RestoreRequest restore;
+  v1::WorldSnapshot* good = restore.add_snapshots();
+  good->set_world_id(balls[0]);
+  good->set_data(client_->Snapshot(balls)->snapshots(0).data());
+  v1::WorldSnapshot* bad = restore.add_snapshots();
+  bad->set_world_id(balls[0]);  // listed twice: refused before anything is restored
+  bad->set_data("x");
+  EXPECT_EQ(client_->Restore(restore).status().code(), absl::StatusCode::kInvalidArgument);
+
+  v1::RestoreRequest wrong_scene;
+  v1::WorldSnapshot* ball_into_wheel = wrong_scene.add_snapshots();
+  ball_into_wheel->set_world_id(wheels[0]);
+  ball_into_wheel->set_data(before);
+  const std::string wheel_before = client_->Snapshot(wheels)->snapshots(0).data();
+  absl::Status status = client_->Restore(wrong_scene).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr(std::to_string(wheels[0])));
+  EXPECT_EQ(client_->Snapshot(wheels)->snapshots(0).data(), wheel_before);
+  EXPECT_EQ(client_->Snapshot(balls)->snapshots(0).data(), before);
+}
+
+// ---- error paths ----------------------------------------------------------------------------
+
+TEST_F(ServerApiTest, UnknownWorldIsNotFoundAndNamed) {
+  absl::Status status = client_->Step(StepRequestFor({12345}, 1)).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(status.message(), HasSubstr("12345"));
+  EXPECT_THAT(status.message(), HasSubstr("world_ids[0]"));
+  EXPECT_EQ(client_->DescribeWorld(12345).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(client_->DestroyWorlds({12345}).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(client_->Snapshot({12345}).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(ServerApiTest, OtherClientsWorldsAreNotFound) {
+  const std::vector<uint64_t> alice = MustCreate(*client_, FallingBallScene(), 1);
+  std::unique_ptr<client::Client> bob = Connect(*server_, "bob");
+  EXPECT_EQ(bob->Step(StepRequestFor(alice, 1)).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(bob->DescribeWorld(alice[0]).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(bob->DestroyWorlds(alice).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(bob->Snapshot(alice).status().code(), absl::StatusCode::kNotFound);
+  v1::ResetRequest reset_all;
+  reset_all.set_all(true);
+  ASSERT_TRUE(bob->Reset(reset_all).ok());
+  EXPECT_EQ(bob->ListWorlds()->worlds_size(), 0);
+  v1::DestroyWorldsRequest destroy_all;
+  destroy_all.set_all(true);
+  ASSERT_TRUE(bob->DestroyWorlds(destroy_all).ok());
+  // Alice's world is still there and untouched.
+  ASSERT_EQ(client_->ListWorlds()->worlds_size(), 1);
+  EXPECT_EQ(client_->ListWorlds()->worlds(0).step_count(), 0u);
+}
+
+TEST_F(ServerApiTest, MalformedScenesAreInvalidArgument) {
+  v1::ModelDescription zero_mass = FallingBallScene();
+  zero_mass.mutable_bodies(0)->set_mass(0);
+  absl::Status status = client_->CreateWorlds(client::ModelScene(zero_mass), 1).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("mass"));
+
+  v1::ModelDescription no_type = FallingBallScene();
+  no_type.mutable_shapes(0)->clear_type();
+  status = client_->CreateWorlds(client::ModelScene(no_type), 1).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("shapes[0].type"));
+
+  v1::ModelDescription bad_joint = WheelScene();
+  bad_joint.mutable_joints(0)->set_child(5);
+  EXPECT_EQ(client_->CreateWorlds(client::ModelScene(bad_joint), 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  EXPECT_EQ(client_->CreateWorlds(v1::Scene(), 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(client_->CreateWorlds(client::MjcfScene("<mujoco><worldbody>"), 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(client_->ListWorlds()->worlds_size(), 0);
+}
+
+TEST_F(ServerApiTest, NanControlIsRefusedAndTheWorldUntouched) {
+  const std::vector<uint64_t> ids = MustCreate(*client_, WheelScene(), 1);
+  const std::string before = client_->Snapshot(ids)->snapshots(0).data();
+  v1::StepRequest step = StepRequestFor(ids, 1);
+  step.set_controls(client::PackFloat32(std::vector<float>{std::nanf("")}));
+  absl::Status status = client_->Step(step).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("controls"));
+  EXPECT_THAT(status.message(), HasSubstr(std::to_string(ids[0])));
+  EXPECT_EQ(client_->Snapshot(ids)->snapshots(0).data(), before);
+}
+
+TEST_F(ServerApiTest, OutOfRangeControlInOneWorldChangesNoWorld) {
+  const std::vector<uint64_t> ids = MustCreate(*client_, WheelScene(), 2);
+  const std::string before0 = client_->Snapshot({ids[0]})->snapshots(0).data();
+  const std::string before1 = client_->Snapshot({ids[1]})->snapshots(0).data();
+  v1::StepRequest step = StepRequestFor(ids, 1);
+  step.set_controls(client::PackFloat32(std::vector<float>{0.5f, 1.5f}));  // range [-1, 1]
+  absl::Status status = client_->Step(step).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("1.5"));
+  EXPECT_THAT(status.message(), HasSubstr("motor"));
+  EXPECT_EQ(client_->Snapshot({ids[0]})->snapshots(0).data(), before0);
+  EXPECT_EQ(client_->Snapshot({ids[1]})->snapshots(0).data(), before1);
+
+  // The float32 rounding of the limit itself is accepted.
+  step.set_controls(client::PackFloat32(std::vector<float>{1.0f, -1.0f}));
+  EXPECT_TRUE(client_->Step(step).ok());
+}
+
+TEST_F(ServerApiTest, WrongArraySizesAndStepCountsAreInvalidArgument) {
+  const std::vector<uint64_t> ids = MustCreate(*client_, WheelScene(), 2);
+  v1::StepRequest step = StepRequestFor(ids, 1);
+  step.set_controls(client::PackFloat32(std::vector<float>{0.5f}));  // needs 2
+  absl::Status status = client_->Step(step).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("controls"));
+
+  v1::StepRequest forces = StepRequestFor(ids, 1);
+  forces.set_external_forces("abc");
+  EXPECT_EQ(client_->Step(forces).status().code(), absl::StatusCode::kInvalidArgument);
+
+  v1::StepRequest too_many = StepRequestFor(ids, 10001);  // default limit 10000
+  status = client_->Step(too_many).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("10001"));
+
+  v1::StepRequest twice = StepRequestFor({ids[0], ids[0]}, 1);
+  EXPECT_EQ(client_->Step(twice).status().code(), absl::StatusCode::kInvalidArgument);
+
+  v1::StepRequest empty;
+  EXPECT_EQ(client_->Step(empty).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(MustGetState(*client_, ids).observations().stats().step_count(0), 0u);
+}
+
+TEST(ServerLimitsTest, WorldsPerClientAndBodiesPerWorld) {
+  ServerOptions options = TestServerOptions();
+  options.max_worlds_per_client = 3;
+  options.max_bodies_per_world = 1;
+  std::unique_ptr<AxionServer> server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  std::unique_ptr<client::Client> alice = Connect(*server, "alice");
+  ASSERT_EQ(MustCreate(*alice, FallingBallScene(), 2).size(), 2u);
+  EXPECT_EQ(alice->CreateWorlds(client::ModelScene(FallingBallScene()), 2).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  // The limit is per client.
+  std::unique_ptr<client::Client> bob = Connect(*server, "bob");
+  EXPECT_EQ(MustCreate(*bob, FallingBallScene(), 3).size(), 3u);
+
+  v1::ModelDescription two_bodies = FallingBallScene();
+  *two_bodies.add_bodies() = two_bodies.bodies(0);
+  absl::Status status = alice->CreateWorlds(client::ModelScene(two_bodies), 1).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("bodies"));
+}
+
+TEST(ServerLimitsTest, MessageSizeLimit) {
+  ServerOptions options = TestServerOptions();
+  options.max_message_bytes = 4096;
+  std::unique_ptr<AxionServer> server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  std::unique_ptr<client::Client> client = Connect(*server);
+  const std::string big(8192, ' ');
+  EXPECT_EQ(
+      client->CreateWorlds(client::MjcfScene("<mujoco>" + big + "</mujoco>"), 1).status().code(),
+      absl::StatusCode::kResourceExhausted);
+}
+
+TEST(ServerLimitsTest, FullQueueIsResourceExhausted) {
+  ServerOptions options = TestServerOptions();
+  options.max_queue = 1;
+  options.metrics_port = 0;
+  // A long batching window keeps the first request queued while the second arrives.
+  options.max_batch_delay = absl::Seconds(3);
+  std::unique_ptr<AxionServer> server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  std::unique_ptr<client::Client> client = Connect(*server);
+  const std::vector<uint64_t> ids = MustCreate(*client, FallingBallScene(), 2);
+  auto first = std::async(std::launch::async,
+                          [&] { return client->Step(StepRequestFor({ids[0]}, 1)).status(); });
+  // Wait until the first request is in the queue (the gauge is set at enqueue).
+  for (int i = 0; i < 2000; ++i) {
+    if (MetricValue(HttpGet(server->metrics_port(), "/metrics"), "axion_queue_depth") == 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  absl::Status second = client->Step(StepRequestFor({ids[1]}, 1)).status();
+  EXPECT_EQ(second.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(second.message(), HasSubstr("queue"));
+  EXPECT_TRUE(first.get().ok());
+}
+
+TEST(ServerLimitsTest, ExpiredDeadlineLeavesTheWorldUntouched) {
+  ServerOptions options = TestServerOptions();
+  options.max_batch_delay = absl::Seconds(1);
+  std::unique_ptr<AxionServer> server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  std::unique_ptr<client::Client> client = Connect(*server);
+  const std::vector<uint64_t> ids = MustCreate(*client, FallingBallScene(), 2);
+  client::ClientOptions hurried = LocalClientOptions(*server, "test");
+  hurried.timeout = absl::Milliseconds(50);
+  std::unique_ptr<client::Client> hurried_client = Connect(hurried);
+  // Only one of two worlds is stepped, so the request sits out the 1 s window and its 50 ms
+  // deadline passes before its batch runs.
+  EXPECT_EQ(hurried_client->Step(StepRequestFor({ids[0]}, 1)).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  // GetState queues behind the expired step, so it sees the world after the batch ran.
+  EXPECT_EQ(MustGetState(*client, ids).observations().stats().step_count(0), 0u);
+}
+
+// ---- scenes from files ----------------------------------------------------------------------
+
+TEST_F(ServerApiTest, MjcfSceneIsImported) {
+  const char* kPendulum = R"(
+    <mujoco model="pendulum">
+      <option timestep="0.005"/>
+      <worldbody>
+        <body name="link" pos="0 0 1">
+          <joint name="pivot" type="hinge" axis="0 1 0"/>
+          <geom type="capsule" fromto="0 0 0 0 0 -0.5" size="0.05" mass="1"/>
+        </body>
+      </worldbody>
+      <actuator><motor name="torque" joint="pivot" ctrlrange="-2 2" ctrllimited="true"/></actuator>
+    </mujoco>)";
+  absl::StatusOr<v1::CreateWorldsResponse> created =
+      client_->CreateWorlds(client::MjcfScene(kPendulum), 2);
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_EQ(created->world_ids_size(), 2);
+  EXPECT_EQ(created->description().model_name(), "pendulum");
+  EXPECT_THAT(created->description().body_names(), ElementsAre("link"));
+  EXPECT_EQ(created->description().actuators(0).name(), "torque");
+  EXPECT_DOUBLE_EQ(created->description().timestep(), 0.005);
+  v1::StepRequest step =
+      StepRequestFor({created->world_ids().begin(), created->world_ids().end()}, 10);
+  step.set_controls(client::PackFloat32(std::vector<float>{2, -2}));
+  EXPECT_TRUE(client_->Step(step).ok());
+}
+
+TEST_F(ServerApiTest, ImporterWarningsAreReturned) {
+  const char* kWithCamera = R"(
+    <mujoco model="ball">
+      <worldbody>
+        <camera name="eye" pos="0 0 3"/>
+        <body name="ball" pos="0 0 1"><freejoint/><geom type="sphere" size="0.1"/></body>
+      </worldbody>
+    </mujoco>)";
+  absl::StatusOr<v1::CreateWorldsResponse> created =
+      client_->CreateWorlds(client::MjcfScene(kWithCamera), 1);
+  ASSERT_TRUE(created.ok()) << created.status();
+  ASSERT_GE(created->warnings_size(), 1);
+  EXPECT_THAT(created->warnings(0), HasSubstr("camera"));
+}
+
+TEST_F(ServerApiTest, FileReferencesNeedAnAssetDir) {
+  absl::Status status =
+      client_
+          ->CreateWorlds(client::MjcfScene(R"(<mujoco><include file="/etc/passwd"/></mujoco>)"), 1)
+          .status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("asset_dir"));
+}
+
+TEST_F(ServerApiTest, UrdfSceneIsImported) {
+  const char* kArm = R"(
+    <robot name="arm">
+      <link name="base"/>
+      <link name="upper">
+        <inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>
+        <collision><geometry><box size="0.1 0.1 0.5"/></geometry></collision>
+      </link>
+      <joint name="shoulder" type="revolute">
+        <parent link="base"/><child link="upper"/><origin xyz="0 0 1"/><axis xyz="0 1 0"/>
+        <limit lower="-1" upper="1" effort="5" velocity="1"/>
+      </joint>
+    </robot>)";
+  absl::StatusOr<v1::CreateWorldsResponse> created =
+      client_->CreateWorlds(client::UrdfScene(kArm), 1);
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_THAT(created->description().body_names(), ElementsAre("upper"));
+  ASSERT_EQ(created->description().actuators_size(), 1);
+  EXPECT_EQ(created->description().actuators(0).name(), "shoulder");
+  EXPECT_EQ(created->description().actuators(0).ctrl_max(), 5);
+}
+
+// ---- persistence ----------------------------------------------------------------------------
+
+TEST(ServerPersistenceTest, WorldsSurviveARestartWithIdsOwnersAndState) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("axion_server_test_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  ServerOptions options = TestServerOptions();
+  options.snapshot_dir = dir.string();
+  options.replica_id = 3;
+
+  std::vector<uint64_t> ids;
+  v1::GetStateResponse before;
+  std::string snapshot_before;
+  {
+    std::unique_ptr<AxionServer> server = StartServer(options);
+    ASSERT_NE(server, nullptr);
+    std::unique_ptr<client::Client> alice = Connect(*server, "alice");
+    ids = MustCreate(*alice, RestingBallScene(), 2);
+    std::vector<uint64_t> wheel = MustCreate(*alice, WheelScene(), 1);
+    ids.push_back(wheel[0]);
+    v1::StepRequest step = StepRequestFor(ids, 9);
+    ASSERT_TRUE(alice->Step(step).ok());
+    before = MustGetState(*alice, ids);
+    snapshot_before = alice->Snapshot(ids)->snapshots(2).data();
+    ASSERT_TRUE(server->Shutdown().ok());
+  }
+  {
+    std::unique_ptr<AxionServer> server = StartServer(options);
+    ASSERT_NE(server, nullptr);
+    std::unique_ptr<client::Client> alice = Connect(*server, "alice");
+    absl::StatusOr<v1::ListWorldsResponse> listed = alice->ListWorlds();
+    ASSERT_TRUE(listed.ok()) << listed.status();
+    ASSERT_EQ(listed->worlds_size(), 3);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(listed->worlds(i).world_id(), ids[i]);
+    const v1::GetStateResponse after = MustGetState(*alice, ids);
+    EXPECT_EQ(after.observations().body_pose(), before.observations().body_pose());
+    EXPECT_EQ(after.observations().body_velocity(), before.observations().body_velocity());
+    EXPECT_EQ(alice->Snapshot({ids[2]})->snapshots(0).data(), snapshot_before);
+    // Another client still sees none of them; new ids continue after the restored ones.
+    std::unique_ptr<client::Client> bob = Connect(*server, "bob");
+    EXPECT_EQ(bob->ListWorlds()->worlds_size(), 0);
+    const std::vector<uint64_t> fresh = MustCreate(*bob, FallingBallScene(), 1);
+    ASSERT_EQ(fresh.size(), 1u);
+    EXPECT_GT(fresh[0], ids[2]);
+    EXPECT_EQ(fresh[0] >> 48, 3u);
+    // Destroyed worlds do not come back after the next restart.
+    ASSERT_TRUE(alice->DestroyWorlds({ids[0]}).ok());
+    ASSERT_TRUE(server->Shutdown().ok());
+  }
+  {
+    std::unique_ptr<AxionServer> server = StartServer(options);
+    ASSERT_NE(server, nullptr);
+    EXPECT_EQ(Connect(*server, "alice")->ListWorlds()->worlds_size(), 2);
+    EXPECT_EQ(Connect(*server, "bob")->ListWorlds()->worlds_size(), 1);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace axion::server::test
