@@ -319,6 +319,7 @@ void ResetWorldState(const WorldLayout& layout, int w, BatchStorage& s) {
             s.actuator_ctrl.begin() + s.world_actuator_offset[w + 1], 0);
   std::fill(s.row_lambda.begin() + s.world_row_offset[w], s.row_lambda.begin() + s.world_row_offset[w + 1], 0);
   s.world_contact_count[w] = 0;
+  s.world_prev_contact_count[w] = 0;
   s.world_flags[w] = 0;
   s.world_newton_iterations[w] = 0;
   s.world_cr_iterations[w] = 0;
@@ -345,7 +346,8 @@ void CopyWorldState(const BatchStorage& src, int from, BatchStorage& dst, int to
   AXION_ROW_STATE(AXION_COPY_ROW)
   AXION_WORLD_STATE(AXION_COPY_WORLD)
   // Contacts: body, shape and row references are global indices, so shift them.
-  const int contacts = std::min(src.world_contact_count[from], count(dst.world_contact_offset, to));
+  const int contacts = std::min(std::max(src.world_contact_count[from], src.world_prev_contact_count[from]),
+                                count(dst.world_contact_offset, to));
   const int body_shift = dst.world_body_offset[to] - src.world_body_offset[from];
   const int shape_shift = dst.world_shape_offset[to] - src.world_shape_offset[from];
   const int contact_shift = dst.world_contact_offset[to] - src.world_contact_offset[from];
@@ -355,7 +357,8 @@ void CopyWorldState(const BatchStorage& src, int from, BatchStorage& dst, int to
   CopySlice(src.name, src.world_contact_offset[from], dst.name, dst.world_contact_offset[to], \
             contacts, width);
   AXION_CONTACT_STATE(AXION_COPY_CONTACT)
-  dst.world_contact_count[to] = contacts;
+  dst.world_contact_count[to] = std::min(src.world_contact_count[from], contacts);
+  dst.world_prev_contact_count[to] = std::min(src.world_prev_contact_count[from], contacts);
   auto shift = [](int32_t& x, int by) {
     if (x >= 0) x += by;
   };
@@ -364,6 +367,8 @@ void CopyWorldState(const BatchStorage& src, int from, BatchStorage& dst, int to
     shift(dst.contact_body_b[k], body_shift);
     shift(dst.contact_shape_a[k], shape_shift);
     shift(dst.contact_shape_b[k], shape_shift);
+    shift(dst.contact_prev_shape_a[k], shape_shift);
+    shift(dst.contact_prev_shape_b[k], shape_shift);
   }
   for (int r = dst.world_row_offset[to]; r < dst.world_row_offset[to + 1]; ++r) {
     shift(dst.row_body_a[r], body_shift);

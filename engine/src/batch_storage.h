@@ -22,6 +22,7 @@ namespace axion {
 #define AXION_WORLD_MODEL(X) X(int32_t, world_joint_row_count, 1) X(WorldParams, world_params, 1)
 #define AXION_WORLD_STATE(X)                                                                     \
   X(int32_t, world_contact_count, 1) X(uint32_t, world_flags, 1)                                \
+  X(int32_t, world_prev_contact_count, 1)                                                       \
   X(int32_t, world_newton_iterations, 1) X(int32_t, world_cr_iterations, 1)                     \
   X(Real, world_residual, 1) X(Real, world_time, 1)
 #define AXION_WORLD_SCRATCH(X)                                                                   \
@@ -68,7 +69,9 @@ namespace axion {
   X(int32_t, contact_shape_b, 1) X(Real, contact_local_a, 3) X(Real, contact_local_b, 3)        \
   X(Real, contact_normal, 3) X(Real, contact_tangent, 6) X(Real, contact_gap, 1)                \
   X(Real, contact_friction, 1) X(Real, contact_restitution, 1)                                  \
-  X(Real, contact_normal_velocity, 1)
+  X(Real, contact_normal_velocity, 1) X(int32_t, contact_prev_shape_a, 1)                       \
+  X(int32_t, contact_prev_shape_b, 1) X(Real, contact_prev_local_a, 3)                          \
+  X(Real, contact_prev_lambda, 3)
 #define AXION_ROW_MODEL(X) X(int32_t, row_world, 1)
 #define AXION_ROW_STATE(X)                                                                       \
   X(int32_t, row_kind, 1) X(int32_t, row_joint, 1) X(int32_t, row_axis, 1) X(int32_t, row_dof, 1) \

@@ -121,12 +121,32 @@ AXION_HD void world_collide(const BatchView& v, int world) {
   if (overflow) v.world_flags[world] |= kWorldContactOverflow;
 }
 
-// Per world: lays out the three rows of each live contact after the joint rows.
+// Per world: lays out the three rows of each live contact after the joint rows, warm-starting
+// their impulses from the previous step's contact between the same shapes at (nearly) the same
+// point on a: resting contacts then start Newton at their support force instead of at zero.
 AXION_HD void world_build_contact_rows(const BatchView& v, int world) {
+  // Contact points of one feature move by less than this between steps (m).
+  const Real kMatchDistance = Real(0.01);
   int row0 = v.world_row_offset[world] + v.world_joint_row_count[world];
   int slot0 = v.world_contact_offset[world];
+  int prev_count = v.world_prev_contact_count[world];
   for (int i = 0; i < v.world_contact_count[world]; ++i) {
     int k = slot0 + i;
+    Vec3 local_a = load3(v.contact_local_a + 3 * k);
+    int match = -1;
+    Real best = kMatchDistance * kMatchDistance;
+    for (int j = 0; j < prev_count; ++j) {
+      int p = slot0 + j;
+      if (v.contact_prev_shape_a[p] != v.contact_shape_a[k] || v.contact_prev_shape_b[p] != v.contact_shape_b[k]) {
+        continue;
+      }
+      Vec3 d = load3(v.contact_prev_local_a + 3 * p) - local_a;
+      Real d2 = dot(d, d);
+      if (d2 < best) {
+        best = d2;
+        match = p;
+      }
+    }
     for (int j = 0; j < 3; ++j) {
       int row = row0 + 3 * i + j;
       v.row_kind[row] = kRowContactNormal + j;
@@ -135,7 +155,27 @@ AXION_HD void world_build_contact_rows(const BatchView& v, int world) {
       v.row_body_b[row] = v.contact_body_b[k];
       v.row_lambda[row] = 0;
     }
+    if (match >= 0) {
+      // The tangent basis is a function of the normal, so a resting contact keeps its basis
+      // and its friction impulses carry over component by component.
+      for (int j = 0; j < 3; ++j) v.row_lambda[row0 + 3 * i + j] = v.contact_prev_lambda[3 * match + j];
+    }
   }
+}
+
+// Per world, after the step: remembers this step's contacts and their impulses.
+AXION_HD void world_store_contacts(const BatchView& v, int world) {
+  int row0 = v.world_row_offset[world] + v.world_joint_row_count[world];
+  int slot0 = v.world_contact_offset[world];
+  int count = v.world_contact_count[world];
+  for (int i = 0; i < count; ++i) {
+    int k = slot0 + i;
+    v.contact_prev_shape_a[k] = v.contact_shape_a[k];
+    v.contact_prev_shape_b[k] = v.contact_shape_b[k];
+    store3(v.contact_prev_local_a + 3 * k, load3(v.contact_local_a + 3 * k));
+    for (int j = 0; j < 3; ++j) v.contact_prev_lambda[3 * k + j] = v.row_lambda[row0 + 3 * i + j];
+  }
+  v.world_prev_contact_count[world] = count;
 }
 
 // World-frame lever arms of contact k at q-, from each body's COM to its contact point.

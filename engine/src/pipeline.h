@@ -260,6 +260,7 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
       }
       v.world_flags[w] |= kWorldNonFinite;
     }
+    world_store_contacts(v, w);
     v.world_time[w] += v.world_params[w].timestep;
     v.world_step_pending[w] -= 1;
     v.world_active[w] = kPhaseIdle;

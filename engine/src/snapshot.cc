@@ -3,10 +3,14 @@
 //   u64 model fingerprint |
 //   u64 step_count | Real time | u32 flags |
 //   body_q (bodies x 7) | body_u (bodies x 6) | body_wrench (bodies x 6) |
-//   dof_velocity (dofs) | qpos (qpos) | actuator_ctrl (actuators) | joint-row lambda (rows)
-// The joint-row impulses are part of the state because they warm-start the next Newton solve.
+//   dof_velocity (dofs) | qpos (qpos) | actuator_ctrl (actuators) | joint-row lambda (rows) |
+//   i32 previous contact count n | n x (i32 shape a, i32 shape b (world-local), Real local a[3],
+//   Real lambda[3])
+// The joint-row impulses and the last step's contacts are part of the state because they
+// warm-start the next Newton solve.
 #include "snapshot.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -64,6 +68,15 @@ std::string EncodeSnapshot(const BatchStorage& h, int w, const Model& model, uin
   Put(out, h.qpos.data() + h.world_qpos_offset[w], c.qpos);
   Put(out, h.actuator_ctrl.data() + h.world_actuator_offset[w], c.actuators);
   Put(out, h.row_lambda.data() + h.world_row_offset[w], c.rows);
+  const int32_t contacts = h.world_prev_contact_count[w];
+  const int32_t slot0 = h.world_contact_offset[w], shape0 = h.world_shape_offset[w];
+  Put(out, &contacts, 1);
+  for (int32_t i = 0; i < contacts; ++i) {
+    int32_t shapes[2] = {h.contact_prev_shape_a[slot0 + i] - shape0, h.contact_prev_shape_b[slot0 + i] - shape0};
+    Put(out, shapes, 2);
+    Put(out, &h.contact_prev_local_a[3 * (slot0 + i)], 3);
+    Put(out, &h.contact_prev_lambda[3 * (slot0 + i)], 3);
+  }
   return out;
 }
 
@@ -96,6 +109,21 @@ absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& mod
             r.Get(u.data(), u.size()) && r.Get(wrench.data(), wrench.size()) &&
             r.Get(dof_velocity.data(), dof_velocity.size()) && r.Get(qpos.data(), qpos.size()) &&
             r.Get(ctrl.data(), ctrl.size()) && r.Get(lambda.data(), lambda.size());
+  int32_t contacts = 0;
+  ok = ok && r.Get(&contacts, 1);
+  const int32_t capacity = h.world_contact_offset[w + 1] - h.world_contact_offset[w];
+  const int32_t shape_count = model.shape_count();
+  if (ok && (contacts < 0 || contacts > capacity)) {
+    return absl::InvalidArgumentError(absl::StrCat("snapshot holds ", contacts, " contacts; this world has room for ",
+                                                   capacity));
+  }
+  std::vector<int32_t> contact_shapes(2 * std::max(contacts, 0));
+  std::vector<Real> contact_local(3 * std::max(contacts, 0)), contact_lambda(3 * std::max(contacts, 0));
+  for (int32_t i = 0; ok && i < contacts; ++i) {
+    ok = r.Get(&contact_shapes[2 * i], 2) && r.Get(&contact_local[3 * i], 3) && r.Get(&contact_lambda[3 * i], 3);
+    ok = ok && contact_shapes[2 * i] >= 0 && contact_shapes[2 * i] < shape_count && contact_shapes[2 * i + 1] >= 0 &&
+         contact_shapes[2 * i + 1] < shape_count;
+  }
   if (!ok || r.pos != bytes.size()) {
     return absl::InvalidArgumentError(absl::StrCat("snapshot has ", bytes.size(), " bytes, which does not match the model"));
   }
@@ -110,6 +138,14 @@ absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& mod
   h.world_time[w] = time;
   h.world_flags[w] = flags;
   h.world_contact_count[w] = 0;
+  const int32_t slot0 = h.world_contact_offset[w], shape0 = h.world_shape_offset[w];
+  for (int32_t i = 0; i < contacts; ++i) {
+    h.contact_prev_shape_a[slot0 + i] = contact_shapes[2 * i] + shape0;
+    h.contact_prev_shape_b[slot0 + i] = contact_shapes[2 * i + 1] + shape0;
+    std::copy_n(&contact_local[3 * i], 3, &h.contact_prev_local_a[3 * (slot0 + i)]);
+    std::copy_n(&contact_lambda[3 * i], 3, &h.contact_prev_lambda[3 * (slot0 + i)]);
+  }
+  h.world_prev_contact_count[w] = contacts;
   return step_count;
 }
 

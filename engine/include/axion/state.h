@@ -194,6 +194,12 @@ struct BatchView {
   Real* contact_friction;           // (contact slots) combined mu
   Real* contact_restitution;        // (contact slots) combined e
   Real* contact_normal_velocity;    // (contact slots) J_n u- (m/s), restitution reference
+  // The previous step's contacts with their final impulses, to warm-start matching new ones.
+  int32_t* world_prev_contact_count;  // (world_count)
+  int32_t* contact_prev_shape_a;      // (contact slots) global shape
+  int32_t* contact_prev_shape_b;      // (contact slots)
+  Real* contact_prev_local_a;         // (contact slots x 3) point on a, a's COM frame
+  Real* contact_prev_lambda;          // (contact slots x 3) normal, tangent 1, tangent 2 (N s)
 
   // ---- constraint rows (row slots = world_row_offset[world_count]) ---------------------------
   const int32_t* row_world;         // (row slots)
