@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -41,6 +42,9 @@ struct PairCase {
   std::vector<Vec3> point_b;  // point_b of the contacts in any order; when longer than `count`
                               // the contacts are a subset (a manifold reduced to 4)
 };
+
+// gtest prints the case by name instead of dumping its bytes
+void PrintTo(const PairCase& c, std::ostream* os) { *os << c.name; }
 
 std::vector<Vec3> Grid4(Real x, Real y, Real z) {
   return {{-x, -y, z}, {x, -y, z}, {x, y, z}, {-x, y, z}};

@@ -5,11 +5,11 @@
 //  - plane - X: the core's extreme points below the plane (sphere: 1, capsule: 2 ends, box: 8
 //    corners, cylinder: 4 rim points per cap, hull: vertices), deepest or most spread 4.
 //  - sphere - X and capsule - capsule: closed-form closest points on the cores.
-//  - everything else: GJK distance between the cores when they are apart, EPA (box-box: SAT)
-//    when they overlap, which gives the contact normal; then a manifold from the features of
-//    both shapes along that normal: a face clips the other shape's face or edge (Sutherland-
-//    Hodgman), two parallel edges overlap into two points, anything else is the single
-//    closest (or deepest) pair.
+//  - everything else: GJK distance between the cores when they are apart, EPA (box-box: SAT;
+//    cylinders: a coarse EPA sharpened by GJK rounds) when they overlap, which gives the
+//    contact normal; then a manifold from the features of both shapes along that normal: a
+//    face clips the other shape's face or edge (Sutherland-Hodgman), two parallel edges
+//    overlap into two points, anything else is the single closest (or deepest) pair.
 // Sphere and capsule are a point and a segment inflated by their radius, so their distance is
 // exact and deep overlaps stay well defined.
 #pragma once
