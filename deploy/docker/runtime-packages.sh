@@ -6,7 +6,9 @@
 # Usage: runtime-packages.sh ELF...
 # Fails (exit 1) when a library is missing or owned by no package, naming the library, so a
 # runtime image never ships with an unresolved dependency. libcuda.so.1 is the exception: the
-# NVIDIA container runtime mounts it from the host driver at run time, so it is skipped.
+# NVIDIA container runtime mounts it from the host driver at run time, so it is skipped; so are
+# libraries of a CUDA toolkit installed outside dpkg under /usr/local/cuda (build hosts), which
+# the image installs from NVIDIA's Debian repository.
 set -euo pipefail
 
 if [ $# -eq 0 ]; then
@@ -73,6 +75,10 @@ for path in "${!needed_by[@]}"; do
   done < <(candidates_of "$path")
   if [ -n "$package" ]; then
     packages["${package%%:*}"]=1
+  elif [[ "$(readlink -f "$path")" == /usr/local/cuda* ]]; then
+    # A CUDA toolkit installed outside dpkg (NVIDIA's runfile, as on build hosts): in the image
+    # the toolkit comes from NVIDIA's Debian repository and dpkg owns these files.
+    echo "runtime-packages: note: $path comes from a CUDA toolkit outside dpkg; not listed" >&2
   else
     echo "runtime-packages: $path (needed by ${needed_by[$path]}) belongs to no Debian package" >&2
     status=1
