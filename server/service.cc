@@ -231,11 +231,9 @@ void SimulationService::Finish(grpc::ServerUnaryReactor* reactor, const char* me
   reactor->Finish(ToGrpcStatus(status));
 }
 
-template <typename Request, typename Response>
-grpc::ServerUnaryReactor* SimulationService::RunOnScheduler(
-    grpc::CallbackServerContext* context, const char* method, const Request* request,
-    Response* response,
-    absl::Status (SimulationCore::*handler)(const std::string&, const Request&, Response*)) {
+template <typename Handler>
+grpc::ServerUnaryReactor* SimulationService::RunOnScheduler(grpc::CallbackServerContext* context,
+                                                            const char* method, Handler handler) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   absl::StatusOr<std::string> owner = Admit(context);
   if (!owner.ok()) {
@@ -243,14 +241,14 @@ grpc::ServerUnaryReactor* SimulationService::RunOnScheduler(
     return reactor;
   }
   absl::Status queued = scheduler_->Submit(
-      [this, context, reactor, method, request, response, handler, owner = std::move(*owner)] {
+      [this, context, reactor, method, handler = std::move(handler), owner = std::move(*owner)] {
         absl::Status status;
         if (context->IsCancelled()) {
           status = absl::CancelledError("request cancelled by the client before it ran");
         } else if (std::chrono::system_clock::now() > context->deadline()) {
           status = absl::DeadlineExceededError("deadline passed while the request was queued");
         } else {
-          status = (core_->*handler)(owner, *request, response);
+          status = handler(owner);
         }
         Finish(reactor, method, status);
       });
@@ -261,57 +259,76 @@ grpc::ServerUnaryReactor* SimulationService::RunOnScheduler(
 grpc::ServerUnaryReactor* SimulationService::CreateWorlds(grpc::CallbackServerContext* context,
                                                           const v1::CreateWorldsRequest* request,
                                                           v1::CreateWorldsResponse* response) {
-  return RunOnScheduler(context, "CreateWorlds", request, response, &SimulationCore::CreateWorlds);
+  return RunOnScheduler(context, "CreateWorlds",
+                        [this, request, response](const std::string& owner) {
+                          return core_->CreateWorlds(owner, *request, response);
+                        });
 }
 
 grpc::ServerUnaryReactor* SimulationService::DestroyWorlds(grpc::CallbackServerContext* context,
                                                            const v1::DestroyWorldsRequest* request,
                                                            v1::DestroyWorldsResponse* response) {
-  return RunOnScheduler(context, "DestroyWorlds", request, response,
-                        &SimulationCore::DestroyWorlds);
+  return RunOnScheduler(context, "DestroyWorlds",
+                        [this, request, response](const std::string& owner) {
+                          return core_->DestroyWorlds(owner, *request, response);
+                        });
 }
 
 grpc::ServerUnaryReactor* SimulationService::ListWorlds(grpc::CallbackServerContext* context,
                                                         const v1::ListWorldsRequest* request,
                                                         v1::ListWorldsResponse* response) {
-  return RunOnScheduler(context, "ListWorlds", request, response, &SimulationCore::ListWorlds);
+  return RunOnScheduler(context, "ListWorlds", [this, request, response](const std::string& owner) {
+    return core_->ListWorlds(owner, *request, response);
+  });
 }
 
 grpc::ServerUnaryReactor* SimulationService::DescribeWorld(grpc::CallbackServerContext* context,
                                                            const v1::DescribeWorldRequest* request,
                                                            v1::DescribeWorldResponse* response) {
-  return RunOnScheduler(context, "DescribeWorld", request, response,
-                        &SimulationCore::DescribeWorld);
+  return RunOnScheduler(context, "DescribeWorld",
+                        [this, request, response](const std::string& owner) {
+                          return core_->DescribeWorld(owner, *request, response);
+                        });
 }
 
 grpc::ServerUnaryReactor* SimulationService::GetState(grpc::CallbackServerContext* context,
                                                       const v1::GetStateRequest* request,
                                                       v1::GetStateResponse* response) {
-  return RunOnScheduler(context, "GetState", request, response, &SimulationCore::GetState);
+  return RunOnScheduler(context, "GetState", [this, request, response](const std::string& owner) {
+    return core_->GetState(owner, *request, response);
+  });
 }
 
 grpc::ServerUnaryReactor* SimulationService::SetState(grpc::CallbackServerContext* context,
                                                       const v1::SetStateRequest* request,
                                                       v1::SetStateResponse* response) {
-  return RunOnScheduler(context, "SetState", request, response, &SimulationCore::SetState);
+  return RunOnScheduler(context, "SetState", [this, request, response](const std::string& owner) {
+    return core_->SetState(owner, *request, response);
+  });
 }
 
 grpc::ServerUnaryReactor* SimulationService::Reset(grpc::CallbackServerContext* context,
                                                    const v1::ResetRequest* request,
                                                    v1::ResetResponse* response) {
-  return RunOnScheduler(context, "Reset", request, response, &SimulationCore::Reset);
+  return RunOnScheduler(context, "Reset", [this, request, response](const std::string& owner) {
+    return core_->Reset(owner, *request, response);
+  });
 }
 
 grpc::ServerUnaryReactor* SimulationService::Snapshot(grpc::CallbackServerContext* context,
                                                       const v1::SnapshotRequest* request,
                                                       v1::SnapshotResponse* response) {
-  return RunOnScheduler(context, "Snapshot", request, response, &SimulationCore::Snapshot);
+  return RunOnScheduler(context, "Snapshot", [this, request, response](const std::string& owner) {
+    return core_->Snapshot(owner, *request, response);
+  });
 }
 
 grpc::ServerUnaryReactor* SimulationService::Restore(grpc::CallbackServerContext* context,
                                                      const v1::RestoreRequest* request,
                                                      v1::RestoreResponse* response) {
-  return RunOnScheduler(context, "Restore", request, response, &SimulationCore::Restore);
+  return RunOnScheduler(context, "Restore", [this, request, response](const std::string& owner) {
+    return core_->Restore(owner, *request, response);
+  });
 }
 
 grpc::ServerUnaryReactor* SimulationService::Step(grpc::CallbackServerContext* context,

@@ -78,12 +78,11 @@ class SimulationService final : public v1::Simulation::CallbackService {
   // Sends `status` (through ToGrpcStatus) and counts the request.
   void Finish(grpc::ServerUnaryReactor* reactor, const char* method, const absl::Status& status);
 
-  // Runs a SimulationCore method on the scheduler thread and answers with its status.
-  template <typename Request, typename Response>
-  grpc::ServerUnaryReactor* RunOnScheduler(
-      grpc::CallbackServerContext* context, const char* method, const Request* request,
-      Response* response,
-      absl::Status (SimulationCore::*handler)(const std::string&, const Request&, Response*));
+  // Runs `handler(owner)` (a SimulationCore call) on the scheduler thread and answers with its
+  // status.
+  template <typename Handler>
+  grpc::ServerUnaryReactor* RunOnScheduler(grpc::CallbackServerContext* context, const char* method,
+                                           Handler handler);
 
   void Unregister(StepStreamReactor* reactor);
 

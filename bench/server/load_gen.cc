@@ -3,10 +3,12 @@
 // the same workload run in-process on a Simulator directly. Prints world-steps/s, Step latency
 // percentiles and the remote / in-process ratio.
 //
-// Every step of either workload sends controls for every world and reads back every body pose,
-// so both sides move the same data through the engine.
+// Both sides do the same fixed work: every world takes warmup_rounds unmeasured and then
+// `rounds` measured requests from the same initial state, so they simulate the same trajectory
+// (the cost of a step depends on the state: contacts, Newton iterations). Every request sends
+// controls for every world and reads back every body pose.
 //
-//   load_gen --clients=8 --worlds=128 --seconds=10
+//   load_gen --clients=8 --worlds=128 --rounds=20
 //   load_gen --target=host:50051 ...   (an external server; in-process baseline still local)
 #include <algorithm>
 #include <atomic>
@@ -30,8 +32,8 @@
 ABSL_FLAG(int, clients, 8, "Concurrent clients (K)");
 ABSL_FLAG(int, worlds, 128, "Worlds per client (W)");
 ABSL_FLAG(int, steps, 1, "Steps per request per world");
-ABSL_FLAG(double, seconds, 5, "Measured duration of each workload");
-ABSL_FLAG(double, warmup_seconds, 1, "Unmeasured warm-up before each workload");
+ABSL_FLAG(int, rounds, 20, "Measured requests per client (steps per world / --steps)");
+ABSL_FLAG(int, warmup_rounds, 3, "Unmeasured requests per client before the measured ones");
 ABSL_FLAG(std::string, scene, "/usr/share/mujoco/model/humanoid/humanoid.xml", "MJCF scene");
 ABSL_FLAG(std::string, target, "", "External server host:port (empty: start one in-process)");
 ABSL_FLAG(std::string, backend, "auto", "Engine backend for the in-process server and baseline");
@@ -81,6 +83,7 @@ struct RemoteResult {
   double world_steps_per_second = 0;
   double p50_ms = 0, p99_ms = 0;
   uint64_t requests = 0;
+  int non_finite_worlds = 0;  // frozen by the engine after a NaN: their steps cost nothing
   bool ok = true;
 };
 
@@ -92,9 +95,13 @@ RemoteResult RunRemote(const std::string& target, const std::string& mjcf) {
   std::atomic<int> ready{0};
   std::atomic<bool> failed{false};
   std::vector<std::vector<double>> latencies(client_count);
-  std::vector<uint64_t> measured_requests(client_count, 0);
-  Clock::time_point measure_start, measure_end;
-  std::atomic<bool> go{false};
+  const int rounds = absl::GetFlag(FLAGS_rounds);
+  const int warmup_rounds = absl::GetFlag(FLAGS_warmup_rounds);
+  std::atomic<int> warmed{0};
+  std::vector<Clock::time_point> finished(client_count);
+  Clock::time_point measure_start;
+  std::atomic<bool> go{false}, measuring{false};
+  std::atomic<int> non_finite_worlds{0};
 
   std::vector<std::thread> threads;
   for (int c = 0; c < client_count; ++c) {
@@ -121,15 +128,18 @@ RemoteResult RunRemote(const std::string& target, const std::string& mjcf) {
           MakeControls(created->description(), world_count, static_cast<uint32_t>(c))));
       step->mutable_observe()->set_body_pose(true);
       ++ready;
-      while (!go) std::this_thread::yield();
+      while (!go) std::this_thread::sleep_for(std::chrono::microseconds(50));
 
       std::unique_ptr<axion::client::StepStream> stream;
       if (!unary) stream = (*client)->OpenStepStream();
-      uint64_t id = 0;
-      while (true) {
+      for (int round = 0; round < warmup_rounds + rounds; ++round) {
+        if (round == warmup_rounds) {
+          // Measure from the moment every client has finished warming up.
+          ++warmed;
+          while (!measuring) std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
         const Clock::time_point sent = Clock::now();
-        if (sent >= measure_end) break;
-        request.set_request_id(id++);
+        request.set_request_id(static_cast<uint64_t>(round));
         bool ok;
         if (unary) {
           ok = (*client)->Step(*step).ok();
@@ -141,41 +151,48 @@ RemoteResult RunRemote(const std::string& target, const std::string& mjcf) {
         const Clock::time_point done = Clock::now();
         if (!ok) {
           failed = true;
+          if (round < warmup_rounds) ++warmed;
           break;
         }
-        // Requests completing inside the window count, so slow steps are not lost at its edges.
-        if (done >= measure_start && done <= measure_end) {
-          latencies[c].push_back(1e3 * Seconds(done - sent));
-          ++measured_requests[c];
+        if (round >= warmup_rounds) latencies[c].push_back(1e3 * Seconds(done - sent));
+      }
+      finished[c] = Clock::now();
+      if (stream) stream->Finish().IgnoreError();
+      axion::v1::GetStateRequest state_request;
+      *state_request.mutable_world_ids() = step->world_ids();
+      state_request.mutable_observe()->set_stats(true);
+      absl::StatusOr<axion::v1::GetStateResponse> state = (*client)->GetState(state_request);
+      if (state.ok()) {
+        for (uint32_t flags : state->observations().stats().flags()) {
+          if (flags & axion::kWorldNonFinite) ++non_finite_worlds;
         }
       }
-      if (stream) stream->Finish().IgnoreError();
       (*client)
           ->DestroyWorlds(
               std::vector<uint64_t>(created->world_ids().begin(), created->world_ids().end()))
           .IgnoreError();
     });
   }
-  while (ready < client_count) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  const Clock::time_point start = Clock::now();
-  measure_start = start + std::chrono::duration_cast<Clock::duration>(
-                              std::chrono::duration<double>(absl::GetFlag(FLAGS_warmup_seconds)));
-  measure_end = measure_start + std::chrono::duration_cast<Clock::duration>(
-                                    std::chrono::duration<double>(absl::GetFlag(FLAGS_seconds)));
+  while (ready < client_count) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   go = true;
+  while (warmed < client_count && !failed) std::this_thread::yield();
+  measure_start = Clock::now();
+  measuring = true;
   for (std::thread& t : threads) t.join();
+  const Clock::time_point measure_end = *std::max_element(finished.begin(), finished.end());
 
   RemoteResult result;
   result.ok = !failed;
   std::vector<double> all;
   for (int c = 0; c < client_count; ++c) {
     all.insert(all.end(), latencies[c].begin(), latencies[c].end());
-    result.requests += measured_requests[c];
+    result.requests += latencies[c].size();
   }
   result.world_steps_per_second = static_cast<double>(result.requests) * world_count * steps /
                                   Seconds(measure_end - measure_start);
   result.p50_ms = Percentile(all, 0.50);
   result.p99_ms = Percentile(all, 0.99);
+  result.non_finite_worlds = non_finite_worlds;
   return result;
 }
 
@@ -227,20 +244,23 @@ double RunInProcess(const std::string& mjcf) {
       for (axion::Real v : state->pose) poses.push_back(static_cast<float>(v));
     }
   };
-  const Clock::time_point warm_end =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double>(absl::GetFlag(FLAGS_warmup_seconds)));
-  while (Clock::now() < warm_end) iteration();
+  for (int round = 0; round < absl::GetFlag(FLAGS_warmup_rounds); ++round) iteration();
   const Clock::time_point start = Clock::now();
-  const Clock::time_point end =
-      start + std::chrono::duration_cast<Clock::duration>(
-                  std::chrono::duration<double>(absl::GetFlag(FLAGS_seconds)));
-  uint64_t iterations = 0;
-  while (Clock::now() < end) {
-    iteration();
-    ++iterations;
+  const int rounds = absl::GetFlag(FLAGS_rounds);
+  for (int round = 0; round < rounds; ++round) iteration();
+  const uint64_t iterations = static_cast<uint64_t>(rounds);
+  const double rate =
+      static_cast<double>(iterations) * world_count * steps / Seconds(Clock::now() - start);
+  int non_finite = 0;
+  for (axion::WorldId id : *ids) {
+    absl::StatusOr<axion::WorldStats> stats = (*simulator)->GetStats(id);
+    if (stats.ok() && (stats->flags & axion::kWorldNonFinite)) ++non_finite;
   }
-  return static_cast<double>(iterations) * world_count * steps / Seconds(Clock::now() - start);
+  if (non_finite > 0) {
+    std::printf("warning: in-process: %d of %d worlds became non-finite (frozen)\n", non_finite,
+                world_count);
+  }
+  return rate;
 }
 
 }  // namespace
@@ -296,6 +316,10 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(remote.requests));
   if (batches > 0) std::printf(", %llu engine calls", static_cast<unsigned long long>(batches));
   std::printf(")\n");
+  if (remote.non_finite_worlds > 0) {
+    std::printf("warning: remote: %d of %d worlds became non-finite (frozen)\n",
+                remote.non_finite_worlds, clients * worlds);
+  }
   const double local = RunInProcess(mjcf);
   std::printf("in-process: %12.0f world-steps/s\n", local);
   if (local > 0)

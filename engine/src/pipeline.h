@@ -124,22 +124,16 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
     world_apply_actuators(v, w);
   });
 
-  // predict: unconstrained velocity u~, the Newton iterate starts there
+  // predict: unconstrained velocity u~ (gravity, forces, efforts, gyroscopic term)
   ex.bodies(wr, AXION_LAMBDA(int i) {
     int w = v.body_world[i];
-    if (!stepping(v, w)) return;
-    body_predict(v, i, v.world_params[w]);
-    for (int k = 0; k < 6; ++k) v.body_u[6 * i + k] = v.body_u_tilde[6 * i + k];
+    if (stepping(v, w)) body_predict(v, i, v.world_params[w]);
   });
 
-  // build residuals; warm start: joint impulses keep the last step's values and u moves to
-  // u~ + M^-1 J^T lambda, where they put it (g = 0), before Newton starts
-  evaluate(ex, v, wr, Mask::kIterating);
-  ex.bodies(wr, AXION_LAMBDA(int i) {
-    if (!iterating(v, v.body_world[i])) return;
-    Vec6 du = body_apply_inv_mass(v, i, load6(v.body_g + 6 * i));
-    store6(v.body_u + 6 * i, {load3(v.body_u + 6 * i) - du.lin, load3(v.body_u + 6 * i + 3) - du.ang});
-  });
+  // build residuals at the initial iterate: u = u- with the last step's impulses (joints, and
+  // contacts matched to the last step's), whose J^T lambda roughly cancels h f for a body at
+  // rest. Starting at u~ instead would spin a light body driven by a strong actuator by
+  // radians in the first trial configuration, where no linearisation of the joints holds.
   evaluate(ex, v, wr, Mask::kIterating);
   ex.bodies(wr, AXION_LAMBDA(int i) {
     if (iterating(v, v.body_world[i])) body_accept(v, i);
