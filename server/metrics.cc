@@ -61,6 +61,12 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                               .Help("Bytes the engine backend holds for all worlds")
                               .Register(r)
                               .Add({});
+  device_memory_capacity_bytes_ =
+      &prometheus::BuildGauge()
+           .Name("axion_device_memory_capacity_bytes")
+           .Help("Total memory of the device holding the worlds (0 on the CPU)")
+           .Register(r)
+           .Add({});
   world_steps_ = &prometheus::BuildCounter()
                       .Name("axion_world_steps_total")
                       .Help("World steps taken (a world advanced n steps counts n)")

@@ -51,6 +51,7 @@ class Metrics {
   prometheus::Histogram& queue_wait_seconds() { return *queue_wait_seconds_; }
   prometheus::Histogram& engine_step_seconds() { return *engine_step_seconds_; }
   prometheus::Gauge& device_memory_bytes() { return *device_memory_bytes_; }
+  prometheus::Gauge& device_memory_capacity_bytes() { return *device_memory_capacity_bytes_; }
   prometheus::Gauge& queue_depth() { return *queue_depth_; }
   prometheus::Counter& engine_step_calls() { return *engine_step_calls_; }
   prometheus::Counter& world_steps() { return *world_steps_; }
@@ -69,6 +70,7 @@ class Metrics {
   prometheus::Counter* nonconverged_world_steps_;
   prometheus::Histogram* contacts_per_world_;
   prometheus::Gauge* device_memory_bytes_;
+  prometheus::Gauge* device_memory_capacity_bytes_;
   prometheus::Counter* world_steps_;
   prometheus::Gauge* queue_depth_;
   prometheus::Counter* engine_step_calls_;

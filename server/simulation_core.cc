@@ -207,6 +207,8 @@ SimulationCore::SimulationCore(const CoreOptions& options, std::unique_ptr<Simul
 void SimulationCore::UpdateGauges() {
   metrics_->worlds_alive().Set(static_cast<double>(worlds_.size()));
   metrics_->device_memory_bytes().Set(static_cast<double>(simulator_->memory_bytes()));
+  metrics_->device_memory_capacity_bytes().Set(
+      static_cast<double>(simulator_->memory_capacity_bytes()));
 }
 
 absl::StatusOr<SimulationCore::World*> SimulationCore::Find(const std::string& owner, uint64_t id,
@@ -574,6 +576,8 @@ absl::Status SimulationCore::StepWorlds(absl::Span<const World* const> worlds,
   }
   accumulator.Commit(metrics_);
   metrics_->device_memory_bytes().Set(static_cast<double>(simulator_->memory_bytes()));
+  metrics_->device_memory_capacity_bytes().Set(
+      static_cast<double>(simulator_->memory_capacity_bytes()));
   return absl::OkStatus();
 }
 

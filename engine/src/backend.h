@@ -26,6 +26,8 @@ class ExecutionBackend {
   // the device until Download.
   virtual absl::Status Step(BatchStorage& host, int max_substeps) = 0;
   virtual size_t device_bytes() const = 0;
+  // Total memory of the device the worlds live on; 0 for the CPU backend (host memory).
+  virtual size_t device_capacity_bytes() const = 0;
 };
 
 // Loop bounds of a step over the whole batch: the largest of the worlds' iteration limits.

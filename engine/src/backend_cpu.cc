@@ -42,6 +42,7 @@ class CpuBackend final : public ExecutionBackend {
   absl::Status Upload(BatchStorage&) override { return absl::OkStatus(); }
   absl::Status Download(BatchStorage&) override { return absl::OkStatus(); }
   size_t device_bytes() const override { return 0; }
+  size_t device_capacity_bytes() const override { return 0; }
 
   absl::Status Step(BatchStorage& host, int max_substeps) override {
     BatchView v = host.view();

@@ -477,6 +477,8 @@ absl::Status Simulator::Restore(WorldId world, std::string_view bytes) {
   return im.MarkHostWritten();
 }
 
+size_t Simulator::memory_capacity_bytes() const { return impl_->backend->device_capacity_bytes(); }
+
 size_t Simulator::memory_bytes() const {
   return impl_->backend_kind == Backend::kCpu ? impl_->host.bytes() : impl_->backend->device_bytes();
 }

@@ -22,6 +22,7 @@ constexpr char kMagic[8] = {'A', 'X', 'S', 'N', 'A', 'P', '0', '1'};
 
 template <class T>
 void Put(std::string& out, const T* data, size_t count) {
+  if (count == 0) return;
   out.append(reinterpret_cast<const char*>(data), count * sizeof(T));
 }
 
@@ -31,6 +32,7 @@ struct Reader {
   template <class T>
   bool Get(T* data, size_t count) {
     size_t n = count * sizeof(T);
+    if (n == 0) return true;  // an empty block (no actuators, say): nothing to copy
     if (pos + n > in.size()) return false;
     std::memcpy(data, in.data() + pos, n);
     pos += n;

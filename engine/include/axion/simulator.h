@@ -120,6 +120,8 @@ class Simulator {
 
   // Bytes the backend holds for all worlds' arrays.
   size_t memory_bytes() const;
+  // Total memory of the device holding the worlds (0 on the CPU backend).
+  size_t memory_capacity_bytes() const;
 
   class Impl;
 

@@ -427,6 +427,10 @@ class CudaBackend final : public ExecutionBackend {
   }
 
   size_t device_bytes() const override { return arena_bytes_; }
+  size_t device_capacity_bytes() const override {
+    size_t free_bytes = 0, total_bytes = 0;
+    return cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess ? total_bytes : 0;
+  }
 
  private:
   // Records one sub-step of the current layout into a graph. Pointers, element counts and loop
