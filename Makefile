@@ -16,8 +16,10 @@ all: build
 deps:
 	bash scripts/install-deps.sh
 
-configure: deps
-	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+# The client tests run in the venv, so it exists before CMake looks for it.
+configure: deps venv
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	  -DAXION_CLIENT_PYTHON=$(abspath $(VENV))/bin/python $(CMAKE_ARGS)
 
 build: configure
 	cmake --build $(BUILD_DIR) -j$(JOBS)
@@ -25,12 +27,12 @@ build: configure
 # Python client in a virtual environment that sees Debian's numpy/grpcio/protobuf.
 venv: deps
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv --system-site-packages $(VENV)
-	$(VENV)/bin/python -m pip install -q --no-build-isolation --no-deps ./clients/python
+	$(VENV)/bin/python -m pip install -q --no-build-isolation --no-index --no-deps ./clients/python
 
-run: build venv
+run: build
 	bash scripts/run.sh $(BUILD_DIR) $(VENV)
 
-test: build venv
+test: build
 	AXION_PYTHON=$(abspath $(VENV))/bin/python ctest --test-dir $(BUILD_DIR) --output-on-failure -j$(JOBS) --timeout 1200
 
 bench: build
