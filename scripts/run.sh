@@ -22,4 +22,4 @@ echo "axion-server started on 127.0.0.1:$port (metrics on :$metrics_port, log $l
 "$venv/bin/axion" --target="127.0.0.1:$port" health --wait=30 >/dev/null
 
 "$venv/bin/python" clients/python/examples/humanoid_throughput.py \
-  --target="127.0.0.1:$port" --worlds="${AXION_RUN_WORLDS:-256}" --steps="${AXION_RUN_STEPS:-200}" --progress
+  --target="127.0.0.1:$port" --worlds="${AXION_RUN_WORLDS:-64}" --steps="${AXION_RUN_STEPS:-200}" --progress
