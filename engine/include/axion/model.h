@@ -155,10 +155,11 @@ struct SolverOptions {
                                          // four points) unique, so Newton converges fast; 0 is
                                          // perfectly rigid
   int newton_iterations = 50;            // maximum Newton iterations per step
-  int cr_iterations = 100;               // maximum Conjugate Residual iterations per Newton step
+  int cr_iterations = 200;               // maximum Conjugate Residual iterations per Newton step
   Real newton_tolerance = 1e-6;          // stop when the residual's max-norm is below this
                                          // (units of impulse per unit effective mass: m/s)
-  Real cr_tolerance = 1e-3;              // relative CR tolerance (preconditioned residual)
+  Real cr_tolerance = 1e-5;              // relative CR tolerance (preconditioned residual); looser
+                                         // forcing makes Newton linear on long chains
   bool line_search = true;               // backtracking on the residual norm
   int line_search_steps = 4;             // maximum halvings of the Newton step
   Real fb_epsilon = 1e-10;               // smoothing of the Fischer-Burmeister function
