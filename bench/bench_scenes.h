@@ -15,7 +15,8 @@ namespace axion::bench {
 
 inline Mat33 BoxInertia(Real mass, Vec3 half) {
   Real x = 2 * half.x, y = 2 * half.y, z = 2 * half.z;
-  return mat33_diag({mass * (y * y + z * z) / 12, mass * (x * x + z * z) / 12, mass * (x * x + y * y) / 12});
+  return mat33_diag(
+      {mass * (y * y + z * z) / 12, mass * (x * x + z * z) / 12, mass * (x * x + y * y) / 12});
 }
 
 inline std::shared_ptr<const Model> Compile(ModelDesc d) {
@@ -104,7 +105,8 @@ inline ModelDesc SpheresInBox(int count) {
     Real inertia = 0.4 * b.mass * r * r;
     b.inertia = mat33_diag({inertia, inertia, inertia});
     int layer = i / 25, k = i % 25;
-    b.pose.pos = {-0.48 + 0.24 * (k % 5) + 0.01 * layer, -0.48 + 0.24 * (k / 5), 0.12 + 0.22 * layer};
+    b.pose.pos = {-0.48 + 0.24 * (k % 5) + 0.01 * layer, -0.48 + 0.24 * (k / 5),
+                  0.12 + 0.22 * layer};
     d.bodies.push_back(b);
     ShapeDesc s;
     s.body = i;
@@ -118,8 +120,8 @@ inline ModelDesc SpheresInBox(int count) {
 
 // Steps `worlds` copies of `model` in a benchmark loop and reports world-steps/s, body-steps/s
 // and the mean Newton and CR iterations per world-step.
-inline void RunWorlds(benchmark::State& state, std::shared_ptr<const Model> model, int worlds, int threads,
-                      int warmup_steps = 10) {
+inline void RunWorlds(benchmark::State& state, std::shared_ptr<const Model> model, int worlds,
+                      int threads, int warmup_steps = 10) {
   SimulatorOptions options;
   options.backend = Backend::kCpu;
   options.threads = threads;
@@ -144,9 +146,10 @@ inline void RunWorlds(benchmark::State& state, std::shared_ptr<const Model> mode
       ++sampled;
     }
   }
-  state.counters["world_steps/s"] = benchmark::Counter(static_cast<double>(world_steps), benchmark::Counter::kIsRate);
-  state.counters["body_steps/s"] =
-      benchmark::Counter(static_cast<double>(world_steps) * model->body_count(), benchmark::Counter::kIsRate);
+  state.counters["world_steps/s"] =
+      benchmark::Counter(static_cast<double>(world_steps), benchmark::Counter::kIsRate);
+  state.counters["body_steps/s"] = benchmark::Counter(
+      static_cast<double>(world_steps) * model->body_count(), benchmark::Counter::kIsRate);
   state.counters["newton"] = newton / static_cast<double>(sampled);
   state.counters["cr"] = cr / static_cast<double>(sampled);
   state.counters["contacts"] = contacts / static_cast<double>(sampled);

@@ -18,15 +18,32 @@ struct SerialExec {
   void run(const int32_t* offset, WorldRange r, F f) const {
     for (int i = offset[r.begin]; i < offset[r.end]; ++i) f(i);
   }
-  template <class F> void worlds(WorldRange r, F f) const {
+  template <class F>
+  void worlds(WorldRange r, F f) const {
     for (int w = r.begin; w < r.end; ++w) f(w);
   }
-  template <class F> void bodies(WorldRange r, F f) const { run(v.world_body_offset, r, f); }
-  template <class F> void joints(WorldRange r, F f) const { run(v.world_joint_offset, r, f); }
-  template <class F> void dofs(WorldRange r, F f) const { run(v.world_dof_offset, r, f); }
-  template <class F> void shapes(WorldRange r, F f) const { run(v.world_shape_offset, r, f); }
-  template <class F> void rows(WorldRange r, F f) const { run(v.world_row_offset, r, f); }
-  template <class P> bool any(WorldRange r, P pred) const {
+  template <class F>
+  void bodies(WorldRange r, F f) const {
+    run(v.world_body_offset, r, f);
+  }
+  template <class F>
+  void joints(WorldRange r, F f) const {
+    run(v.world_joint_offset, r, f);
+  }
+  template <class F>
+  void dofs(WorldRange r, F f) const {
+    run(v.world_dof_offset, r, f);
+  }
+  template <class F>
+  void shapes(WorldRange r, F f) const {
+    run(v.world_shape_offset, r, f);
+  }
+  template <class F>
+  void rows(WorldRange r, F f) const {
+    run(v.world_row_offset, r, f);
+  }
+  template <class P>
+  bool any(WorldRange r, P pred) const {
     for (int w = r.begin; w < r.end; ++w) {
       if (pred(w)) return true;
     }
@@ -54,7 +71,8 @@ class CpuBackend final : public ExecutionBackend {
     const int chunks = std::min(world_count, 4 * threads_);
     const double per_chunk = static_cast<double>(total_bodies) / chunks;
     for (int w = 1; w < world_count; ++w) {
-      if (v.world_body_offset[w] >= per_chunk * static_cast<double>(bounds.size())) bounds.push_back(w);
+      if (v.world_body_offset[w] >= per_chunk * static_cast<double>(bounds.size()))
+        bounds.push_back(w);
     }
     bounds.push_back(world_count);
     const int chunk_count = static_cast<int>(bounds.size()) - 1;
@@ -81,7 +99,8 @@ LoopBounds BatchLoopBounds(const BatchStorage& host) {
     b.newton_iterations = std::max(b.newton_iterations, p.newton_iterations);
     b.cr_iterations = std::max(b.cr_iterations, p.cr_iterations);
     // line_search_steps halvings after the full step, and one trial when it is disabled
-    b.line_search_trials = std::max(b.line_search_trials, p.line_search ? p.line_search_steps + 1 : 1);
+    b.line_search_trials =
+        std::max(b.line_search_trials, p.line_search ? p.line_search_steps + 1 : 1);
   }
   return b;
 }

@@ -14,7 +14,8 @@ void CopySlice(const std::vector<T>& src, int src_first, std::vector<T>& dst, in
                int count, int width) {
   if (count <= 0) return;
   std::copy_n(src.begin() + static_cast<size_t>(src_first) * width,
-              static_cast<size_t>(count) * width, dst.begin() + static_cast<size_t>(dst_first) * width);
+              static_cast<size_t>(count) * width,
+              dst.begin() + static_cast<size_t>(dst_first) * width);
 }
 
 void StoreMat(Real* out, const Mat33& m) { store33(out, m); }
@@ -137,7 +138,7 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
   push_offsets();
 
   // allocate every array at its final size: stepping never allocates
-#define AXION_ALLOC(count)                                                                     \
+#define AXION_ALLOC(count) \
   [&](auto& vec, int width) { vec.assign(static_cast<size_t>(count) * width, {}); }
 #define AXION_SIZE_WORLD(T, name, width) AXION_ALLOC(world_count)(s.name, width);
 #define AXION_SIZE_BODY(T, name, width) AXION_ALLOC(bodies)(s.name, width);
@@ -274,8 +275,10 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
         s.hull_vertex_offset.push_back(static_cast<int32_t>(s.hull_vertices.size() / 3));
         s.hull_face_index_offset.push_back(static_cast<int32_t>(s.hull_face_index.size()));
         s.hull_face_index.insert(s.hull_face_index.end(), data.faces.begin(), data.faces.end());
-        s.hull_face_start.insert(s.hull_face_start.end(), data.face_offset.begin(), data.face_offset.end());
-        s.hull_face_plane.insert(s.hull_face_plane.end(), data.face_plane.begin(), data.face_plane.end());
+        s.hull_face_start.insert(s.hull_face_start.end(), data.face_offset.begin(),
+                                 data.face_offset.end());
+        s.hull_face_plane.insert(s.hull_face_plane.end(), data.face_plane.begin(),
+                                 data.face_plane.end());
         s.hull_face_offset.push_back(s.hull_face_offset.back() +
                                      static_cast<int32_t>(data.face_offset.size()) - 1);
       }
@@ -301,8 +304,8 @@ void ResetWorldState(const WorldLayout& layout, int w, BatchStorage& s) {
     store_quat(q + 3, body.pose.quat);
     // The COM velocity of a body whose frame origin moves at v with angular velocity w.
     Vec3 lever = rotate(body.pose.quat, body.com);
-    store6(&s.body_u[6 * (b0 + i)], {body.linear_velocity + cross(body.angular_velocity, lever),
-                                      body.angular_velocity});
+    store6(&s.body_u[6 * (b0 + i)],
+           {body.linear_velocity + cross(body.angular_velocity, lever), body.angular_velocity});
     for (int k = 0; k < 6; ++k) s.body_wrench[6 * (b0 + i) + k] = 0;
   }
   for (int j = 0; j < m.joint_count(); ++j) {
@@ -314,10 +317,12 @@ void ResetWorldState(const WorldLayout& layout, int w, BatchStorage& s) {
       for (int k = 0; k < JointPositionCount(joint); ++k) q[k] = joint.reference;
     }
   }
-  std::fill(s.dof_velocity.begin() + s.world_dof_offset[w], s.dof_velocity.begin() + s.world_dof_offset[w + 1], 0);
+  std::fill(s.dof_velocity.begin() + s.world_dof_offset[w],
+            s.dof_velocity.begin() + s.world_dof_offset[w + 1], 0);
   std::fill(s.actuator_ctrl.begin() + s.world_actuator_offset[w],
             s.actuator_ctrl.begin() + s.world_actuator_offset[w + 1], 0);
-  std::fill(s.row_lambda.begin() + s.world_row_offset[w], s.row_lambda.begin() + s.world_row_offset[w + 1], 0);
+  std::fill(s.row_lambda.begin() + s.world_row_offset[w],
+            s.row_lambda.begin() + s.world_row_offset[w + 1], 0);
   s.world_contact_count[w] = 0;
   s.world_prev_contact_count[w] = 0;
   s.world_flags[w] = 0;
@@ -329,9 +334,9 @@ void ResetWorldState(const WorldLayout& layout, int w, BatchStorage& s) {
 
 void CopyWorldState(const BatchStorage& src, int from, BatchStorage& dst, int to) {
   auto count = [](const std::vector<int32_t>& offset, int w) { return offset[w + 1] - offset[w]; };
-#define AXION_COPY(offsets)                                                                   \
-  [&](const auto& a, auto& b, int width) {                                                    \
-    CopySlice(a, src.offsets[from], b, dst.offsets[to], count(src.offsets, from), width);    \
+#define AXION_COPY(offsets)                                                               \
+  [&](const auto& a, auto& b, int width) {                                                \
+    CopySlice(a, src.offsets[from], b, dst.offsets[to], count(src.offsets, from), width); \
   }
 #define AXION_COPY_BODY(T, name, width) AXION_COPY(world_body_offset)(src.name, dst.name, width);
 #define AXION_COPY_DOF(T, name, width) AXION_COPY(world_dof_offset)(src.name, dst.name, width);
@@ -346,8 +351,9 @@ void CopyWorldState(const BatchStorage& src, int from, BatchStorage& dst, int to
   AXION_ROW_STATE(AXION_COPY_ROW)
   AXION_WORLD_STATE(AXION_COPY_WORLD)
   // Contacts: body, shape and row references are global indices, so shift them.
-  const int contacts = std::min(std::max(src.world_contact_count[from], src.world_prev_contact_count[from]),
-                                count(dst.world_contact_offset, to));
+  const int contacts =
+      std::min(std::max(src.world_contact_count[from], src.world_prev_contact_count[from]),
+               count(dst.world_contact_offset, to));
   const int body_shift = dst.world_body_offset[to] - src.world_body_offset[from];
   const int shape_shift = dst.world_shape_offset[to] - src.world_shape_offset[from];
   const int contact_shift = dst.world_contact_offset[to] - src.world_contact_offset[from];

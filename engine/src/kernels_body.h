@@ -12,8 +12,7 @@ AXION_HD void body_begin_step(const BatchView& v, int body) {
   Mat33 rot = quat_to_mat(body_rotation(v.body_q, body));
   Mat33 rot_t = transpose(rot);
   store33(v.body_inertia_world + 9 * body, rot * load33(v.body_inertia + 9 * body) * rot_t);
-  store33(v.body_inv_inertia_world + 9 * body,
-          rot * load33(v.body_inv_inertia + 9 * body) * rot_t);
+  store33(v.body_inv_inertia_world + 9 * body, rot * load33(v.body_inv_inertia + 9 * body) * rot_t);
   for (int i = 0; i < 6; ++i) v.body_jt[6 * body + i] = 0;
 }
 

@@ -90,12 +90,14 @@ AXION_HD void world_collide(const BatchView& v, int world) {
       v.contact_shape_b[k] = sb;
       // Contact points are kept in the bodies' COM frames so the gap can be re-evaluated at
       // q+ inside the Newton loop (position-level contacts).
-      Vec3 local_a = body_a < 0 ? points[i].point_a
-                                : rotate_inv(body_rotation(v.body_q_prev, body_a),
-                                             points[i].point_a - body_position(v.body_q_prev, body_a));
-      Vec3 local_b = body_b < 0 ? points[i].point_b
-                                : rotate_inv(body_rotation(v.body_q_prev, body_b),
-                                             points[i].point_b - body_position(v.body_q_prev, body_b));
+      Vec3 local_a = body_a < 0
+                         ? points[i].point_a
+                         : rotate_inv(body_rotation(v.body_q_prev, body_a),
+                                      points[i].point_a - body_position(v.body_q_prev, body_a));
+      Vec3 local_b = body_b < 0
+                         ? points[i].point_b
+                         : rotate_inv(body_rotation(v.body_q_prev, body_b),
+                                      points[i].point_b - body_position(v.body_q_prev, body_b));
       store3(v.contact_local_a + 3 * k, local_a);
       store3(v.contact_local_b + 3 * k, local_b);
       Vec3 n_world = points[i].normal;
@@ -137,7 +139,8 @@ AXION_HD void world_build_contact_rows(const BatchView& v, int world) {
     Real best = kMatchDistance * kMatchDistance;
     for (int j = 0; j < prev_count; ++j) {
       int p = slot0 + j;
-      if (v.contact_prev_shape_a[p] != v.contact_shape_a[k] || v.contact_prev_shape_b[p] != v.contact_shape_b[k]) {
+      if (v.contact_prev_shape_a[p] != v.contact_shape_a[k] ||
+          v.contact_prev_shape_b[p] != v.contact_shape_b[k]) {
         continue;
       }
       Vec3 d = load3(v.contact_prev_local_a + 3 * p) - local_a;
@@ -158,7 +161,8 @@ AXION_HD void world_build_contact_rows(const BatchView& v, int world) {
     if (match >= 0) {
       // The tangent basis is a function of the normal, so a resting contact keeps its basis
       // and its friction impulses carry over component by component.
-      for (int j = 0; j < 3; ++j) v.row_lambda[row0 + 3 * i + j] = v.contact_prev_lambda[3 * match + j];
+      for (int j = 0; j < 3; ++j)
+        v.row_lambda[row0 + 3 * i + j] = v.contact_prev_lambda[3 * match + j];
     }
   }
 }
@@ -181,8 +185,10 @@ AXION_HD void world_store_contacts(const BatchView& v, int world) {
 // World-frame lever arms of contact k at q-, from each body's COM to its contact point.
 AXION_HD void contact_levers(const BatchView& v, int k, Vec3* lever_a, Vec3* lever_b) {
   int a = v.contact_body_a[k], b = v.contact_body_b[k];
-  *lever_a = a < 0 ? Vec3{} : rotate(body_rotation(v.body_q_prev, a), load3(v.contact_local_a + 3 * k));
-  *lever_b = b < 0 ? Vec3{} : rotate(body_rotation(v.body_q_prev, b), load3(v.contact_local_b + 3 * k));
+  *lever_a =
+      a < 0 ? Vec3{} : rotate(body_rotation(v.body_q_prev, a), load3(v.contact_local_a + 3 * k));
+  *lever_b =
+      b < 0 ? Vec3{} : rotate(body_rotation(v.body_q_prev, b), load3(v.contact_local_b + 3 * k));
 }
 
 /// Contact normal row (seed 000), n from b to a, lever arms r_a, r_b at q-:
@@ -227,7 +233,8 @@ AXION_HD void contact_normal_row(const BatchView& v, int row, const WorldParams&
   Real inv_mass = row_inv_effective_mass(v, v.row_body_a[row], load6(v.row_jac_a + 6 * row),
                                          v.row_body_b[row], load6(v.row_jac_b + 6 * row));
   // Compliance alpha (m/N) on the force lambda/h: c + alpha lambda / h, over h: C0 = alpha / h^2.
-  store_unilateral_row(v, row, c_velocity, Real(1) / inv_mass, p.fb_epsilon, p.contact_compliance / (h * h));
+  store_unilateral_row(v, row, c_velocity, Real(1) / inv_mass, p.fb_epsilon,
+                       p.contact_compliance / (h * h));
 }
 
 /// Friction rows (seed 000): tangents t_1, t_2, J_i = [ t_i, r_a x t_i | -t_i, -(r_b x t_i) ].

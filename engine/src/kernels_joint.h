@@ -113,8 +113,10 @@ AXION_HD void joint_bilateral_row(const BatchView& v, int row, const WorldParams
       Vec3 e = unit_axis(axis);
       c = dot(fc.anchor_child - fc.anchor_parent, e);
       store_row_jacobian(v, row, e, cross(fj.lever_child, e), -e, -cross(fj.lever_parent, e));
-      if (!velocity_level) store_row_levers(v, row, fj.lever_child, fj.lever_parent);
-      else store_row_levers(v, row, {}, {});
+      if (!velocity_level)
+        store_row_levers(v, row, fj.lever_child, fj.lever_parent);
+      else
+        store_row_levers(v, row, {}, {});
       break;
     }
     case kRowAxisAlign: {
@@ -122,7 +124,8 @@ AXION_HD void joint_bilateral_row(const BatchView& v, int row, const WorldParams
       /// to the parent frame's axes b_1, b_2:
       ///   c = a . b_i,   J = [ 0, a x b_i | 0, -(a x b_i) ]
       c = dot(rotate(fc.frame_child, unit_axis(0)), rotate(fc.frame_parent, unit_axis(axis)));
-      Vec3 axb = cross(rotate(fj.frame_child, unit_axis(0)), rotate(fj.frame_parent, unit_axis(axis)));
+      Vec3 axb =
+          cross(rotate(fj.frame_child, unit_axis(0)), rotate(fj.frame_parent, unit_axis(axis)));
       store_row_jacobian(v, row, {}, axb, {}, -axb);
       store_row_levers(v, row, {}, {});
       break;
@@ -146,7 +149,8 @@ AXION_HD void joint_bilateral_row(const BatchView& v, int row, const WorldParams
   v.row_compliance[row] = compliance;
   if (velocity_level) {
     // R = J u + Upsilon c(q-)/h + C lambda  (Baumgarte)
-    v.row_residual[row] = row_velocity(v, row, v.body_u) + p.baumgarte * c / h + compliance * lambda;
+    v.row_residual[row] =
+        row_velocity(v, row, v.body_u) + p.baumgarte * c / h + compliance * lambda;
   } else {
     // R = c(q+)/h + C lambda  (position level: dR/du = J since dq+/du = h G)
     v.row_residual[row] = c / h + compliance * lambda;

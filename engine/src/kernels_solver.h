@@ -119,7 +119,8 @@ AXION_HD void world_newton_inertia(const BatchView& v, int world) {
       Real* k = v.body_inv_inertia_newton + 9 * body;
       Real hs = h * s;
       for (int a = 0; a < 3; ++a) {
-        for (int b = 0; b < 3; ++b) k[3 * a + b] += hs * ((a == b ? Real(1) : Real(0)) - r[a] * r[b] / rr);
+        for (int b = 0; b < 3; ++b)
+          k[3 * a + b] += hs * ((a == b ? Real(1) : Real(0)) - r[a] * r[b] / rr);
       }
     }
   }

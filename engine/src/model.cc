@@ -19,10 +19,12 @@ bool Finite(Vec3 v) { return Finite(v.x) && Finite(v.y) && Finite(v.z); }
 bool Finite(Quat q) { return Finite(q.w) && Finite(q.x) && Finite(q.y) && Finite(q.z); }
 
 std::string Describe(const char* kind, int index, const std::string& name) {
-  return name.empty() ? absl::StrCat(kind, " ", index) : absl::StrCat(kind, " ", index, " ('", name, "')");
+  return name.empty() ? absl::StrCat(kind, " ", index)
+                      : absl::StrCat(kind, " ", index, " ('", name, "')");
 }
 
-absl::Status Invalid(const std::string& what, const std::string& field, const std::string& problem) {
+absl::Status Invalid(const std::string& what, const std::string& field,
+                     const std::string& problem) {
   return absl::InvalidArgumentError(absl::StrCat(what, ": ", field, " ", problem));
 }
 
@@ -36,7 +38,9 @@ std::string Fmt(Vec3 v) {
 void SymmetricEigenvalues(const Mat33& a, Real out[3]) {
   Real p1 = a(0, 1) * a(0, 1) + a(0, 2) * a(0, 2) + a(1, 2) * a(1, 2);
   if (p1 == 0) {
-    out[0] = a(0, 0); out[1] = a(1, 1); out[2] = a(2, 2);
+    out[0] = a(0, 0);
+    out[1] = a(1, 1);
+    out[2] = a(2, 2);
   } else {
     Real q = (a(0, 0) + a(1, 1) + a(2, 2)) / 3;
     Real p2 = (a(0, 0) - q) * (a(0, 0) - q) + (a(1, 1) - q) * (a(1, 1) - q) +
@@ -54,10 +58,12 @@ void SymmetricEigenvalues(const Mat33& a, Real out[3]) {
 }
 
 absl::Status ValidatePose(const std::string& what, const char* field, Pose* pose) {
-  if (!Finite(pose->pos)) return Invalid(what, absl::StrCat(field, ".pos"), "is not finite: " + Fmt(pose->pos));
+  if (!Finite(pose->pos))
+    return Invalid(what, absl::StrCat(field, ".pos"), "is not finite: " + Fmt(pose->pos));
   if (!Finite(pose->quat)) return Invalid(what, absl::StrCat(field, ".quat"), "is not finite");
   Real n = quat_norm(pose->quat);
-  if (!(n > Real(1e-9))) return Invalid(what, absl::StrCat(field, ".quat"), "is zero (not a rotation)");
+  if (!(n > Real(1e-9)))
+    return Invalid(what, absl::StrCat(field, ".quat"), "is zero (not a rotation)");
   pose->quat = quat_normalized(pose->quat);
   return absl::OkStatus();
 }
@@ -75,16 +81,18 @@ absl::Status ValidateBody(int index, BodyDesc* body) {
   for (int r = 0; r < 3; ++r) {
     for (int c = r + 1; c < 3; ++c) {
       if (std::fabs(I(r, c) - I(c, r)) > Real(1e-9) * scale) {
-        return Invalid(what, "inertia", absl::StrFormat("is not symmetric: I(%d,%d)=%g, I(%d,%d)=%g", r,
-                                                        c, static_cast<double>(I(r, c)), c, r,
-                                                        static_cast<double>(I(c, r))));
+        return Invalid(
+            what, "inertia",
+            absl::StrFormat("is not symmetric: I(%d,%d)=%g, I(%d,%d)=%g", r, c,
+                            static_cast<double>(I(r, c)), c, r, static_cast<double>(I(c, r))));
       }
     }
   }
   Real eig[3];
   SymmetricEigenvalues(I, eig);
   if (!(eig[0] > 0)) {
-    return Invalid(what, "inertia", "is not positive definite (smallest principal moment " + Fmt(eig[0]) + ")");
+    return Invalid(what, "inertia",
+                   "is not positive definite (smallest principal moment " + Fmt(eig[0]) + ")");
   }
   // Principal moments of a real mass distribution satisfy I1 + I2 >= I3.
   if (eig[0] + eig[1] < eig[2] * (1 - Real(1e-6))) {
@@ -115,7 +123,8 @@ absl::Status ValidateShape(int index, int body_count, ShapeDesc* shape) {
   };
   switch (shape->type) {
     case ShapeType::kPlane:
-      if (shape->body != kWorldBody) return Invalid(what, "type", "plane must belong to the world body");
+      if (shape->body != kWorldBody)
+        return Invalid(what, "type", "plane must belong to the world body");
       break;
     case ShapeType::kSphere:
       s = positive(shape->size.x, "size.x (radius)");
@@ -136,15 +145,18 @@ absl::Status ValidateShape(int index, int body_count, ShapeDesc* shape) {
       break;
     }
     default:
-      return Invalid(what, "type", absl::StrCat("is unknown (", static_cast<int>(shape->type), ")"));
+      return Invalid(what, "type",
+                     absl::StrCat("is unknown (", static_cast<int>(shape->type), ")"));
   }
   if (!s.ok()) return s;
   if (!Finite(shape->material.friction) || shape->material.friction < 0) {
-    return Invalid(what, "material.friction", "must be >= 0 and finite, got " + Fmt(shape->material.friction));
+    return Invalid(what, "material.friction",
+                   "must be >= 0 and finite, got " + Fmt(shape->material.friction));
   }
   if (!Finite(shape->material.restitution) || shape->material.restitution < 0 ||
       shape->material.restitution > 1) {
-    return Invalid(what, "material.restitution", "must be in [0, 1], got " + Fmt(shape->material.restitution));
+    return Invalid(what, "material.restitution",
+                   "must be in [0, 1], got " + Fmt(shape->material.restitution));
   }
   return absl::OkStatus();
 }
@@ -189,27 +201,45 @@ uint64_t Fingerprint(const Model& m) {
 
 absl::Status ValidateSolverOptions(SolverOptions* options) {
   SolverOptions& o = *options;
-  if (!Finite(o.timestep) || !(o.timestep > 0)) return Invalid("options", "timestep", "must be positive, got " + Fmt(o.timestep));
+  if (!Finite(o.timestep) || !(o.timestep > 0))
+    return Invalid("options", "timestep", "must be positive, got " + Fmt(o.timestep));
   if (!Finite(o.gravity)) return Invalid("options", "gravity", "is not finite: " + Fmt(o.gravity));
-  if (!(o.baumgarte >= 0 && o.baumgarte <= 1)) return Invalid("options", "baumgarte", "must be in [0, 1], got " + Fmt(o.baumgarte));
-  if (!Finite(o.contact_margin) || o.contact_margin < 0) return Invalid("options", "contact_margin", "must be >= 0, got " + Fmt(o.contact_margin));
-  if (!Finite(o.contact_compliance) || o.contact_compliance < 0) return Invalid("options", "contact_compliance", "must be >= 0, got " + Fmt(o.contact_compliance));
-  if (o.newton_iterations < 1) return Invalid("options", "newton_iterations", absl::StrCat("must be >= 1, got ", o.newton_iterations));
-  if (o.cr_iterations < 1) return Invalid("options", "cr_iterations", absl::StrCat("must be >= 1, got ", o.cr_iterations));
-  if (!(o.newton_tolerance > 0) || !Finite(o.newton_tolerance)) return Invalid("options", "newton_tolerance", "must be positive, got " + Fmt(o.newton_tolerance));
-  if (!(o.cr_tolerance > 0) || !Finite(o.cr_tolerance)) return Invalid("options", "cr_tolerance", "must be positive, got " + Fmt(o.cr_tolerance));
-  if (o.line_search_steps < 0) return Invalid("options", "line_search_steps", absl::StrCat("must be >= 0, got ", o.line_search_steps));
-  if (!(o.fb_epsilon >= 0) || !Finite(o.fb_epsilon)) return Invalid("options", "fb_epsilon", "must be >= 0, got " + Fmt(o.fb_epsilon));
+  if (!(o.baumgarte >= 0 && o.baumgarte <= 1))
+    return Invalid("options", "baumgarte", "must be in [0, 1], got " + Fmt(o.baumgarte));
+  if (!Finite(o.contact_margin) || o.contact_margin < 0)
+    return Invalid("options", "contact_margin", "must be >= 0, got " + Fmt(o.contact_margin));
+  if (!Finite(o.contact_compliance) || o.contact_compliance < 0)
+    return Invalid("options", "contact_compliance",
+                   "must be >= 0, got " + Fmt(o.contact_compliance));
+  if (o.newton_iterations < 1)
+    return Invalid("options", "newton_iterations",
+                   absl::StrCat("must be >= 1, got ", o.newton_iterations));
+  if (o.cr_iterations < 1)
+    return Invalid("options", "cr_iterations", absl::StrCat("must be >= 1, got ", o.cr_iterations));
+  if (!(o.newton_tolerance > 0) || !Finite(o.newton_tolerance))
+    return Invalid("options", "newton_tolerance",
+                   "must be positive, got " + Fmt(o.newton_tolerance));
+  if (!(o.cr_tolerance > 0) || !Finite(o.cr_tolerance))
+    return Invalid("options", "cr_tolerance", "must be positive, got " + Fmt(o.cr_tolerance));
+  if (o.line_search_steps < 0)
+    return Invalid("options", "line_search_steps",
+                   absl::StrCat("must be >= 0, got ", o.line_search_steps));
+  if (!(o.fb_epsilon >= 0) || !Finite(o.fb_epsilon))
+    return Invalid("options", "fb_epsilon", "must be >= 0, got " + Fmt(o.fb_epsilon));
 
   return absl::OkStatus();
 }
 
 std::vector<int> JointDofAxes(const JointDesc& joint) {
   switch (joint.type) {
-    case JointType::kRevolute: return {3};
-    case JointType::kPrismatic: return {0};
-    case JointType::kBall: return {3, 4, 5};
-    case JointType::kFixed: return {};
+    case JointType::kRevolute:
+      return {3};
+    case JointType::kPrismatic:
+      return {0};
+    case JointType::kBall:
+      return {3, 4, 5};
+    case JointType::kFixed:
+      return {};
     case JointType::kGeneric: {
       std::vector<int> axes;
       for (int k = 0; k < 6; ++k) {
@@ -225,11 +255,16 @@ std::array<AxisMode, 6> JointAxisModes(const JointDesc& joint) {
   using enum AxisMode;
   AxisMode lim = joint.limited ? kLimited : kFree;
   switch (joint.type) {
-    case JointType::kRevolute: return {kLocked, kLocked, kLocked, lim, kLocked, kLocked};
-    case JointType::kPrismatic: return {lim, kLocked, kLocked, kLocked, kLocked, kLocked};
-    case JointType::kBall: return {kLocked, kLocked, kLocked, kFree, kFree, kFree};
-    case JointType::kFixed: return {kLocked, kLocked, kLocked, kLocked, kLocked, kLocked};
-    case JointType::kGeneric: return joint.axis_mode;
+    case JointType::kRevolute:
+      return {kLocked, kLocked, kLocked, lim, kLocked, kLocked};
+    case JointType::kPrismatic:
+      return {lim, kLocked, kLocked, kLocked, kLocked, kLocked};
+    case JointType::kBall:
+      return {kLocked, kLocked, kLocked, kFree, kFree, kFree};
+    case JointType::kFixed:
+      return {kLocked, kLocked, kLocked, kLocked, kLocked, kLocked};
+    case JointType::kGeneric:
+      return joint.axis_mode;
   }
   return {};
 }
@@ -253,7 +288,8 @@ std::vector<JointRowLayout> JointRows(const JointDesc& joint, bool has_drive) {
   } else {
     std::array<AxisMode, 6> modes = JointAxisModes(joint);
     for (int k = 0; k < 6; ++k) {
-      if (modes[k] == AxisMode::kLocked) rows.push_back({k < 3 ? kRowLinearLock : kRowAngularLock, k, -1});
+      if (modes[k] == AxisMode::kLocked)
+        rows.push_back({k < 3 ? kRowLinearLock : kRowAngularLock, k, -1});
     }
   }
   if (joint.type == JointType::kBall) return rows;
@@ -323,45 +359,63 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
     }
     int dofs = JointDofCount(joint);
     bool limited = joint.limited || (joint.type == JointType::kGeneric &&
-                                     std::count(joint.axis_mode.begin(), joint.axis_mode.end(), AxisMode::kLimited) > 0);
+                                     std::count(joint.axis_mode.begin(), joint.axis_mode.end(),
+                                                AxisMode::kLimited) > 0);
     if (limited && joint.type != JointType::kBall && joint.type != JointType::kFixed) {
-      if (static_cast<int>(joint.lower.size()) != dofs || static_cast<int>(joint.upper.size()) != dofs) {
-        return Invalid(what, "lower/upper", absl::StrCat("must have one entry per DOF (", dofs, ")"));
+      if (static_cast<int>(joint.lower.size()) != dofs ||
+          static_cast<int>(joint.upper.size()) != dofs) {
+        return Invalid(what, "lower/upper",
+                       absl::StrCat("must have one entry per DOF (", dofs, ")"));
       }
       for (int d = 0; d < dofs; ++d) {
-        if (!Finite(joint.lower[d]) || !Finite(joint.upper[d])) return Invalid(what, "limits", "are not finite");
+        if (!Finite(joint.lower[d]) || !Finite(joint.upper[d]))
+          return Invalid(what, "limits", "are not finite");
         if (joint.lower[d] > joint.upper[d]) {
-          return Invalid(what, "limits", absl::StrCat("have lower > upper on DOF ", d, ": ", Fmt(joint.lower[d]), " > ", Fmt(joint.upper[d])));
+          return Invalid(what, "limits",
+                         absl::StrCat("have lower > upper on DOF ", d, ": ", Fmt(joint.lower[d]),
+                                      " > ", Fmt(joint.upper[d])));
         }
       }
     }
     auto check_drive = [&](const DriveDesc& dr, const std::string& field) -> absl::Status {
-      if (!Finite(dr.stiffness) || dr.stiffness < 0) return Invalid(what, field + ".stiffness", "must be >= 0 and finite, got " + Fmt(dr.stiffness));
-      if (!Finite(dr.damping) || dr.damping < 0) return Invalid(what, field + ".damping", "must be >= 0 and finite, got " + Fmt(dr.damping));
-      if (!Finite(dr.target_position)) return Invalid(what, field + ".target_position", "is not finite");
-      if (!Finite(dr.target_velocity)) return Invalid(what, field + ".target_velocity", "is not finite");
+      if (!Finite(dr.stiffness) || dr.stiffness < 0)
+        return Invalid(what, field + ".stiffness",
+                       "must be >= 0 and finite, got " + Fmt(dr.stiffness));
+      if (!Finite(dr.damping) || dr.damping < 0)
+        return Invalid(what, field + ".damping", "must be >= 0 and finite, got " + Fmt(dr.damping));
+      if (!Finite(dr.target_position))
+        return Invalid(what, field + ".target_position", "is not finite");
+      if (!Finite(dr.target_velocity))
+        return Invalid(what, field + ".target_velocity", "is not finite");
       return absl::OkStatus();
     };
     s = check_drive(joint.drive, "drive");
     if (!s.ok()) return s;
     if (!joint.dof_drive.empty() && static_cast<int>(joint.dof_drive.size()) != dofs) {
-      return Invalid(what, "dof_drive", absl::StrCat("must be empty or have one entry per DOF (", dofs, "), has ", joint.dof_drive.size()));
+      return Invalid(what, "dof_drive",
+                     absl::StrCat("must be empty or have one entry per DOF (", dofs, "), has ",
+                                  joint.dof_drive.size()));
     }
     for (size_t d = 0; d < joint.dof_drive.size(); ++d) {
       s = check_drive(joint.dof_drive[d], absl::StrCat("dof_drive[", d, "]"));
       if (!s.ok()) return s;
     }
     if (!joint.dof_armature.empty() && static_cast<int>(joint.dof_armature.size()) != dofs) {
-      return Invalid(what, "dof_armature", absl::StrCat("must be empty or have one entry per DOF (", dofs, "), has ", joint.dof_armature.size()));
+      return Invalid(what, "dof_armature",
+                     absl::StrCat("must be empty or have one entry per DOF (", dofs, "), has ",
+                                  joint.dof_armature.size()));
     }
     for (size_t d = 0; d < joint.dof_armature.size(); ++d) {
       if (!Finite(joint.dof_armature[d]) || joint.dof_armature[d] < 0) {
-        return Invalid(what, absl::StrCat("dof_armature[", d, "]"), "must be >= 0, got " + Fmt(joint.dof_armature[d]));
+        return Invalid(what, absl::StrCat("dof_armature[", d, "]"),
+                       "must be >= 0, got " + Fmt(joint.dof_armature[d]));
       }
     }
     if (!Finite(joint.reference)) return Invalid(what, "reference", "is not finite");
-    if (!Finite(joint.compliance) || joint.compliance < 0) return Invalid(what, "compliance", "must be >= 0, got " + Fmt(joint.compliance));
-    if (!Finite(joint.armature) || joint.armature < 0) return Invalid(what, "armature", "must be >= 0, got " + Fmt(joint.armature));
+    if (!Finite(joint.compliance) || joint.compliance < 0)
+      return Invalid(what, "compliance", "must be >= 0, got " + Fmt(joint.compliance));
+    if (!Finite(joint.armature) || joint.armature < 0)
+      return Invalid(what, "armature", "must be >= 0, got " + Fmt(joint.armature));
   }
 
   // actuators
@@ -372,16 +426,21 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
       return Invalid(what, "joint", absl::StrCat("refers to missing joint ", act.joint));
     }
     const JointDesc& joint = desc.joints[act.joint];
-    if (joint.type == JointType::kBall) return Invalid(what, "joint", "is a ball joint, which has no actuated axis");
+    if (joint.type == JointType::kBall)
+      return Invalid(what, "joint", "is a ball joint, which has no actuated axis");
     if (act.dof < 0 || act.dof >= JointDofCount(joint)) {
-      return Invalid(what, "dof", absl::StrCat("is out of range [0, ", JointDofCount(joint), "): ", act.dof));
+      return Invalid(what, "dof",
+                     absl::StrCat("is out of range [0, ", JointDofCount(joint), "): ", act.dof));
     }
     if (!Finite(act.gear)) return Invalid(what, "gear", "is not finite");
     if (act.ctrl_limited && !(act.ctrl_min <= act.ctrl_max)) {
-      return Invalid(what, "ctrl range", absl::StrCat("has min > max: ", Fmt(act.ctrl_min), " > ", Fmt(act.ctrl_max)));
+      return Invalid(what, "ctrl range",
+                     absl::StrCat("has min > max: ", Fmt(act.ctrl_min), " > ", Fmt(act.ctrl_max)));
     }
-    if (!Finite(act.kp) || act.kp < 0) return Invalid(what, "kp", "must be >= 0, got " + Fmt(act.kp));
-    if (!Finite(act.kv) || act.kv < 0) return Invalid(what, "kv", "must be >= 0, got " + Fmt(act.kv));
+    if (!Finite(act.kp) || act.kp < 0)
+      return Invalid(what, "kp", "must be >= 0, got " + Fmt(act.kp));
+    if (!Finite(act.kv) || act.kv < 0)
+      return Invalid(what, "kv", "must be >= 0, got " + Fmt(act.kv));
     if (static_cast<int>(act.type) < 0 || static_cast<int>(act.type) > 2) {
       return Invalid(what, "type", absl::StrCat("is unknown (", static_cast<int>(act.type), ")"));
     }
@@ -438,7 +497,8 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
       const ShapeDesc& sb = desc.shapes[b];
       if (sa.body == sb.body) continue;
       if (sa.type == ShapeType::kPlane && sb.type == ShapeType::kPlane) continue;
-      if (!((sa.collision_group & sb.collision_mask) && (sb.collision_group & sa.collision_mask))) continue;
+      if (!((sa.collision_group & sb.collision_mask) && (sb.collision_group & sa.collision_mask)))
+        continue;
       if (joined.count({std::min(sa.body, sb.body), std::max(sa.body, sb.body)})) continue;
       model->collision_pairs_.push_back({a, b});
     }

@@ -47,9 +47,12 @@ AXION_HD int dof_world(const BatchView& v, int dof) {
 enum class Mask { kIterating, kSearching, kSolving };
 AXION_HD bool in_mask(const BatchView& v, int w, Mask mask) {
   switch (mask) {
-    case Mask::kIterating: return iterating(v, w);
-    case Mask::kSearching: return searching(v, w);
-    default: return solving(v, w);
+    case Mask::kIterating:
+      return iterating(v, w);
+    case Mask::kSearching:
+      return searching(v, w);
+    default:
+      return solving(v, w);
   }
 }
 
@@ -57,208 +60,255 @@ AXION_HD bool in_mask(const BatchView& v, int w, Mask mask) {
 // J, h and C, the dynamics residual g, and each world's residual norm and merit.
 template <class Exec>
 void evaluate(Exec& ex, const BatchView& v, WorldRange wr, Mask mask) {
-  ex.bodies(wr, AXION_LAMBDA(int i) {
-    int w = v.body_world[i];
-    if (in_mask(v, w, mask)) body_integrate(v, i, v.world_params[w]);
-  });
-  ex.rows(wr, AXION_LAMBDA(int r) {
-    if (in_mask(v, v.row_world[r], mask) && row_is_live(v, r)) row_evaluate(v, r);
-  });
-  ex.worlds(wr, AXION_LAMBDA(int w) {
-    if (in_mask(v, w, mask)) world_scatter_jt(v, w, v.row_lambda, v.body_jt);
-  });
-  ex.bodies(wr, AXION_LAMBDA(int i) {
-    if (in_mask(v, v.body_world[i], mask)) body_dynamics_residual(v, i);
-  });
-  ex.worlds(wr, AXION_LAMBDA(int w) {
-    if (!in_mask(v, w, mask)) return;
-    world_residual(v, w);
-    world_newton_inertia(v, w);
-  });
+  ex.bodies(
+      wr, AXION_LAMBDA(int i) {
+        int w = v.body_world[i];
+        if (in_mask(v, w, mask)) body_integrate(v, i, v.world_params[w]);
+      });
+  ex.rows(
+      wr, AXION_LAMBDA(int r) {
+        if (in_mask(v, v.row_world[r], mask) && row_is_live(v, r)) row_evaluate(v, r);
+      });
+  ex.worlds(
+      wr, AXION_LAMBDA(int w) {
+        if (in_mask(v, w, mask)) world_scatter_jt(v, w, v.row_lambda, v.body_jt);
+      });
+  ex.bodies(
+      wr, AXION_LAMBDA(int i) {
+        if (in_mask(v, v.body_world[i], mask)) body_dynamics_residual(v, i);
+      });
+  ex.worlds(
+      wr, AXION_LAMBDA(int w) {
+        if (!in_mask(v, w, mask)) return;
+        world_residual(v, w);
+        world_newton_inertia(v, w);
+      });
 }
 
 // (A x) into row_cr_az for the worlds in `mask`, A = J M^-1 J^T + C, matrix-free.
 template <class Exec>
 void schur_product(Exec& ex, const BatchView& v, WorldRange wr, Mask mask, const Real* x) {
-  ex.worlds(wr, AXION_LAMBDA(int w) {
-    if (in_mask(v, w, mask)) world_scatter_jt(v, w, x, v.body_jt);
-  });
-  ex.bodies(wr, AXION_LAMBDA(int i) {
-    if (in_mask(v, v.body_world[i], mask)) body_apply_inv_mass_kernel(v, i, v.body_jt, v.body_minv_jt);
-  });
-  ex.rows(wr, AXION_LAMBDA(int r) {
-    if (in_mask(v, v.row_world[r], mask) && row_is_live(v, r)) v.row_cr_az[r] = row_schur_product(v, r, x);
-  });
+  ex.worlds(
+      wr, AXION_LAMBDA(int w) {
+        if (in_mask(v, w, mask)) world_scatter_jt(v, w, x, v.body_jt);
+      });
+  ex.bodies(
+      wr, AXION_LAMBDA(int i) {
+        if (in_mask(v, v.body_world[i], mask))
+          body_apply_inv_mass_kernel(v, i, v.body_jt, v.body_minv_jt);
+      });
+  ex.rows(
+      wr, AXION_LAMBDA(int r) {
+        if (in_mask(v, v.row_world[r], mask) && row_is_live(v, r))
+          v.row_cr_az[r] = row_schur_product(v, r, x);
+      });
 }
 
 // One time step of every world in `wr` that has a step pending.
 template <class Exec>
 void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds) {
   // begin: worlds with a pending step (and a finite state) take part
-  ex.worlds(wr, AXION_LAMBDA(int w) {
-    bool frozen = (v.world_flags[w] & kWorldNonFinite) != 0;
-    bool take = v.world_step_pending[w] > 0 && !frozen;
-    v.world_active[w] = take ? kPhaseNewton : kPhaseIdle;
-    if (!take) return;
-    v.world_flags[w] = 0;
-    v.world_newton_iterations[w] = 0;
-    v.world_cr_iterations[w] = 0;
-  });
-  if (!ex.any(wr, AXION_LAMBDA(int w) { return stepping(v, w); })) return;
+  ex.worlds(
+      wr, AXION_LAMBDA(int w) {
+        bool frozen = (v.world_flags[w] & kWorldNonFinite) != 0;
+        bool take = v.world_step_pending[w] > 0 && !frozen;
+        v.world_active[w] = take ? kPhaseNewton : kPhaseIdle;
+        if (!take) return;
+        v.world_flags[w] = 0;
+        v.world_newton_iterations[w] = 0;
+        v.world_cr_iterations[w] = 0;
+      });
+  if (!ex.any(
+          wr, AXION_LAMBDA(int w) { return stepping(v, w); }))
+    return;
 
   // collide: bounding boxes, then broad and narrow phase per world at q-
-  ex.bodies(wr, AXION_LAMBDA(int i) {
-    if (stepping(v, v.body_world[i])) body_begin_step(v, i);
-  });
-  ex.dofs(wr, AXION_LAMBDA(int d) {
-    if (stepping(v, dof_world(v, d))) dof_begin_step(v, d);
-  });
-  ex.shapes(wr, AXION_LAMBDA(int s) {
-    int w = v.shape_world[s];
-    if (stepping(v, w)) shape_update_aabb(v, s, v.world_params[w].contact_margin);
-  });
-  ex.worlds(wr, AXION_LAMBDA(int w) {
-    if (!stepping(v, w)) return;
-    world_collide(v, w);
-    world_build_contact_rows(v, w);
-    world_apply_actuators(v, w);
-  });
+  ex.bodies(
+      wr, AXION_LAMBDA(int i) {
+        if (stepping(v, v.body_world[i])) body_begin_step(v, i);
+      });
+  ex.dofs(
+      wr, AXION_LAMBDA(int d) {
+        if (stepping(v, dof_world(v, d))) dof_begin_step(v, d);
+      });
+  ex.shapes(
+      wr, AXION_LAMBDA(int s) {
+        int w = v.shape_world[s];
+        if (stepping(v, w)) shape_update_aabb(v, s, v.world_params[w].contact_margin);
+      });
+  ex.worlds(
+      wr, AXION_LAMBDA(int w) {
+        if (!stepping(v, w)) return;
+        world_collide(v, w);
+        world_build_contact_rows(v, w);
+        world_apply_actuators(v, w);
+      });
 
   // predict: unconstrained velocity u~ (gravity, forces, efforts, gyroscopic term)
-  ex.bodies(wr, AXION_LAMBDA(int i) {
-    int w = v.body_world[i];
-    if (stepping(v, w)) body_predict(v, i, v.world_params[w]);
-  });
+  ex.bodies(
+      wr, AXION_LAMBDA(int i) {
+        int w = v.body_world[i];
+        if (stepping(v, w)) body_predict(v, i, v.world_params[w]);
+      });
 
   // build residuals at the initial iterate: u = u- with the last step's impulses (joints, and
   // contacts matched to the last step's), whose J^T lambda roughly cancels h f for a body at
   // rest. Starting at u~ instead would spin a light body driven by a strong actuator by
   // radians in the first trial configuration, where no linearisation of the joints holds.
   evaluate(ex, v, wr, Mask::kIterating);
-  ex.bodies(wr, AXION_LAMBDA(int i) {
-    if (iterating(v, v.body_world[i])) body_accept(v, i);
-  });
-  ex.rows(wr, AXION_LAMBDA(int r) {
-    if (iterating(v, v.row_world[r]) && row_is_live(v, r)) row_accept(v, r);
-  });
+  ex.bodies(
+      wr, AXION_LAMBDA(int i) {
+        if (iterating(v, v.body_world[i])) body_accept(v, i);
+      });
+  ex.rows(
+      wr, AXION_LAMBDA(int r) {
+        if (iterating(v, v.row_world[r]) && row_is_live(v, r)) row_accept(v, r);
+      });
 
   for (int newton = 0; newton <= bounds.newton_iterations; ++newton) {
     // converged worlds stop; the others take one more Newton iteration
-    ex.worlds(wr, AXION_LAMBDA(int w) {
-      if (!iterating(v, w)) return;
-      const WorldParams& p = v.world_params[w];
-      if (v.world_residual[w] <= p.newton_tolerance) {
-        v.world_active[w] = kPhaseConverged;
-      } else if (v.world_newton_iterations[w] >= p.newton_iterations ||
-                 !(v.world_residual[w] == v.world_residual[w])) {
-        v.world_active[w] = kPhaseConverged;
-        v.world_flags[w] |= kWorldNotConverged;
-      } else {
-        v.world_newton_iterations[w] += 1;
-      }
-    });
-    if (!ex.any(wr, AXION_LAMBDA(int w) { return iterating(v, w); })) break;
+    ex.worlds(
+        wr, AXION_LAMBDA(int w) {
+          if (!iterating(v, w)) return;
+          const WorldParams& p = v.world_params[w];
+          if (v.world_residual[w] <= p.newton_tolerance) {
+            v.world_active[w] = kPhaseConverged;
+          } else if (v.world_newton_iterations[w] >= p.newton_iterations ||
+                     !(v.world_residual[w] == v.world_residual[w])) {
+            v.world_active[w] = kPhaseConverged;
+            v.world_flags[w] |= kWorldNotConverged;
+          } else {
+            v.world_newton_iterations[w] += 1;
+          }
+        });
+    if (!ex.any(
+            wr, AXION_LAMBDA(int w) { return iterating(v, w); }))
+      break;
 
     // assemble: M^-1 g, then per row the preconditioner and b = J M^-1 g - h
-    ex.bodies(wr, AXION_LAMBDA(int i) {
-      if (iterating(v, v.body_world[i])) body_apply_inv_mass_kernel(v, i, v.body_g, v.body_minv_jt);
-    });
+    ex.bodies(
+        wr, AXION_LAMBDA(int i) {
+          if (iterating(v, v.body_world[i]))
+            body_apply_inv_mass_kernel(v, i, v.body_g, v.body_minv_jt);
+        });
     // precondition
-    ex.rows(wr, AXION_LAMBDA(int r) {
-      if (iterating(v, v.row_world[r]) && row_is_live(v, r)) row_precondition(v, r);
-    });
+    ex.rows(
+        wr, AXION_LAMBDA(int r) {
+          if (iterating(v, v.row_world[r]) && row_is_live(v, r)) row_precondition(v, r);
+        });
 
     // Conjugate Residual on (J M^-1 J^T + C) dlambda = J M^-1 g - h
     schur_product(ex, v, wr, Mask::kIterating, v.row_cr_z);
-    ex.worlds(wr, AXION_LAMBDA(int w) {
-      if (iterating(v, w)) world_cr_begin(v, w);
-    });
-    for (int k = 0; k < bounds.cr_iterations && ex.any(wr, AXION_LAMBDA(int w) { return solving(v, w); }); ++k) {
-      ex.worlds(wr, AXION_LAMBDA(int w) {
-        if (solving(v, w)) world_cr_update_x(v, w);
-      });
+    ex.worlds(
+        wr, AXION_LAMBDA(int w) {
+          if (iterating(v, w)) world_cr_begin(v, w);
+        });
+    for (int k = 0;
+         k < bounds.cr_iterations && ex.any(
+                                         wr, AXION_LAMBDA(int w) { return solving(v, w); });
+         ++k) {
+      ex.worlds(
+          wr, AXION_LAMBDA(int w) {
+            if (solving(v, w)) world_cr_update_x(v, w);
+          });
       schur_product(ex, v, wr, Mask::kSolving, v.row_cr_z);
-      ex.worlds(wr, AXION_LAMBDA(int w) {
-        if (solving(v, w)) world_cr_update_p(v, w);
-      });
+      ex.worlds(
+          wr, AXION_LAMBDA(int w) {
+            if (solving(v, w)) world_cr_update_p(v, w);
+          });
     }
 
     // recover du = M^-1 (J^T dlambda - g)
-    ex.worlds(wr, AXION_LAMBDA(int w) {
-      if (iterating(v, w)) world_scatter_jt(v, w, v.row_dlambda, v.body_jt);
-    });
-    ex.bodies(wr, AXION_LAMBDA(int i) {
-      if (iterating(v, v.body_world[i])) body_recover_du(v, i);
-    });
+    ex.worlds(
+        wr, AXION_LAMBDA(int w) {
+          if (iterating(v, w)) world_scatter_jt(v, w, v.row_dlambda, v.body_jt);
+        });
+    ex.bodies(
+        wr, AXION_LAMBDA(int i) {
+          if (iterating(v, v.body_world[i])) body_recover_du(v, i);
+        });
 
     // line search: halve t until the merit decreases (t = 1 when disabled)
-    ex.worlds(wr, AXION_LAMBDA(int w) {
-      if (!iterating(v, w)) return;
-      v.world_ls_step[w] = 1;
-      v.world_ls_trials[w] = 0;
-      v.world_merit_accepted[w] = v.world_merit[w];
-    });
-    for (int k = 0; k < bounds.line_search_trials && ex.any(wr, AXION_LAMBDA(int w) { return searching(v, w); });
+    ex.worlds(
+        wr, AXION_LAMBDA(int w) {
+          if (!iterating(v, w)) return;
+          v.world_ls_step[w] = 1;
+          v.world_ls_trials[w] = 0;
+          v.world_merit_accepted[w] = v.world_merit[w];
+        });
+    for (int k = 0;
+         k < bounds.line_search_trials && ex.any(
+                                              wr, AXION_LAMBDA(int w) { return searching(v, w); });
          ++k) {
-      ex.bodies(wr, AXION_LAMBDA(int i) {
-        int w = v.body_world[i];
-        if (searching(v, w)) body_trial(v, i, v.world_ls_step[w]);
-      });
-      ex.rows(wr, AXION_LAMBDA(int r) {
-        int w = v.row_world[r];
-        if (searching(v, w) && row_is_live(v, r)) row_trial(v, r, v.world_ls_step[w]);
-      });
+      ex.bodies(
+          wr, AXION_LAMBDA(int i) {
+            int w = v.body_world[i];
+            if (searching(v, w)) body_trial(v, i, v.world_ls_step[w]);
+          });
+      ex.rows(
+          wr, AXION_LAMBDA(int r) {
+            int w = v.row_world[r];
+            if (searching(v, w) && row_is_live(v, r)) row_trial(v, r, v.world_ls_step[w]);
+          });
       evaluate(ex, v, wr, Mask::kSearching);
-      ex.worlds(wr, AXION_LAMBDA(int w) {
-        if (!searching(v, w)) return;
-        const WorldParams& p = v.world_params[w];
-        Real t = v.world_ls_step[w];
-        bool decreased = v.world_merit[w] < (Real(1) - Real(1e-4) * t) * v.world_merit_accepted[w];
-        v.world_ls_trials[w] += 1;
-        if (!p.line_search || decreased || v.world_ls_trials[w] > p.line_search_steps) {
-          v.world_ls_step[w] = 0;  // accept this trial
-        } else {
-          v.world_ls_step[w] = Real(0.5) * t;
-        }
-      });
+      ex.worlds(
+          wr, AXION_LAMBDA(int w) {
+            if (!searching(v, w)) return;
+            const WorldParams& p = v.world_params[w];
+            Real t = v.world_ls_step[w];
+            bool decreased =
+                v.world_merit[w] < (Real(1) - Real(1e-4) * t) * v.world_merit_accepted[w];
+            v.world_ls_trials[w] += 1;
+            if (!p.line_search || decreased || v.world_ls_trials[w] > p.line_search_steps) {
+              v.world_ls_step[w] = 0;  // accept this trial
+            } else {
+              v.world_ls_step[w] = Real(0.5) * t;
+            }
+          });
     }
 
     // update: the trial becomes the accepted iterate
-    ex.bodies(wr, AXION_LAMBDA(int i) {
-      if (iterating(v, v.body_world[i])) body_accept(v, i);
-    });
-    ex.rows(wr, AXION_LAMBDA(int r) {
-      if (iterating(v, v.row_world[r]) && row_is_live(v, r)) row_accept(v, r);
-    });
+    ex.bodies(
+        wr, AXION_LAMBDA(int i) {
+          if (iterating(v, v.body_world[i])) body_accept(v, i);
+        });
+    ex.rows(
+        wr, AXION_LAMBDA(int r) {
+          if (iterating(v, v.row_world[r]) && row_is_live(v, r)) row_accept(v, r);
+        });
   }
 
   // write back: joint coordinates, time, and a finite-state check that freezes a broken world
-  ex.joints(wr, AXION_LAMBDA(int j) {
-    if (stepping(v, v.body_world[v.joint_child[j]])) joint_write_coordinates(v, j);
-  });
-  ex.worlds(wr, AXION_LAMBDA(int w) {
-    if (!stepping(v, w)) return;
-    bool finite = v.world_residual[w] == v.world_residual[w];
-    for (int i = 7 * v.world_body_offset[w]; finite && i < 7 * v.world_body_offset[w + 1]; ++i) {
-      finite = std::isfinite(v.body_q[i]);
-    }
-    for (int i = 6 * v.world_body_offset[w]; finite && i < 6 * v.world_body_offset[w + 1]; ++i) {
-      finite = std::isfinite(v.body_u[i]);
-    }
-    if (!finite) {
-      for (int i = 7 * v.world_body_offset[w]; i < 7 * v.world_body_offset[w + 1]; ++i) {
-        v.body_q[i] = v.body_q_prev[i];
-      }
-      for (int i = 6 * v.world_body_offset[w]; i < 6 * v.world_body_offset[w + 1]; ++i) {
-        v.body_u[i] = v.body_u_prev[i];
-      }
-      v.world_flags[w] |= kWorldNonFinite;
-    }
-    world_store_contacts(v, w);
-    v.world_time[w] += v.world_params[w].timestep;
-    v.world_step_pending[w] -= 1;
-    v.world_active[w] = kPhaseIdle;
-  });
+  ex.joints(
+      wr, AXION_LAMBDA(int j) {
+        if (stepping(v, v.body_world[v.joint_child[j]])) joint_write_coordinates(v, j);
+      });
+  ex.worlds(
+      wr, AXION_LAMBDA(int w) {
+        if (!stepping(v, w)) return;
+        bool finite = v.world_residual[w] == v.world_residual[w];
+        for (int i = 7 * v.world_body_offset[w]; finite && i < 7 * v.world_body_offset[w + 1];
+             ++i) {
+          finite = std::isfinite(v.body_q[i]);
+        }
+        for (int i = 6 * v.world_body_offset[w]; finite && i < 6 * v.world_body_offset[w + 1];
+             ++i) {
+          finite = std::isfinite(v.body_u[i]);
+        }
+        if (!finite) {
+          for (int i = 7 * v.world_body_offset[w]; i < 7 * v.world_body_offset[w + 1]; ++i) {
+            v.body_q[i] = v.body_q_prev[i];
+          }
+          for (int i = 6 * v.world_body_offset[w]; i < 6 * v.world_body_offset[w + 1]; ++i) {
+            v.body_u[i] = v.body_u_prev[i];
+          }
+          v.world_flags[w] |= kWorldNonFinite;
+        }
+        world_store_contacts(v, w);
+        v.world_time[w] += v.world_params[w].timestep;
+        v.world_step_pending[w] -= 1;
+        v.world_active[w] = kPhaseIdle;
+      });
 }
 
 }  // namespace pipeline

@@ -17,9 +17,12 @@ namespace axion {
 
 const char* BackendName(Backend backend) {
   switch (backend) {
-    case Backend::kAuto: return "auto";
-    case Backend::kCpu: return "cpu";
-    case Backend::kCuda: return "cuda";
+    case Backend::kAuto:
+      return "auto";
+    case Backend::kCpu:
+      return "cpu";
+    case Backend::kCuda:
+      return "cuda";
   }
   return "unknown";
 }
@@ -52,7 +55,8 @@ class Simulator::Impl {
 
   absl::StatusOr<int> Find(WorldId id) const {
     auto it = index.find(id);
-    if (it == index.end()) return absl::NotFoundError(absl::StrCat("world ", id, " does not exist"));
+    if (it == index.end())
+      return absl::NotFoundError(absl::StrCat("world ", id, " does not exist"));
     return it->second;
   }
 
@@ -130,20 +134,25 @@ absl::StatusOr<std::unique_ptr<Simulator>> Simulator::Create(const SimulatorOpti
 
 Backend Simulator::backend() const { return impl_->backend_kind; }
 
-absl::StatusOr<std::vector<WorldId>> Simulator::CreateWorlds(std::shared_ptr<const Model> model, int count,
-                                                            const WorldOptions& options) {
+absl::StatusOr<std::vector<WorldId>> Simulator::CreateWorlds(std::shared_ptr<const Model> model,
+                                                             int count,
+                                                             const WorldOptions& options) {
   if (model == nullptr) return absl::InvalidArgumentError("model is null");
-  if (count < 1) return absl::InvalidArgumentError(absl::StrCat("world count must be >= 1, got ", count));
+  if (count < 1)
+    return absl::InvalidArgumentError(absl::StrCat("world count must be >= 1, got ", count));
   if (static_cast<int64_t>(impl_->worlds.size()) + count > impl_->options.max_worlds) {
-    return absl::ResourceExhaustedError(absl::StrCat("creating ", count, " worlds would exceed the limit of ",
+    return absl::ResourceExhaustedError(absl::StrCat("creating ", count,
+                                                     " worlds would exceed the limit of ",
                                                      impl_->options.max_worlds, " worlds"));
   }
   SolverOptions solver = options.options != nullptr ? *options.options : model->desc().options;
   absl::Status s = ValidateSolverOptions(&solver);
   if (!s.ok()) return s;
-  int capacity = options.contact_capacity >= 0 ? options.contact_capacity : model->contact_capacity();
+  int capacity =
+      options.contact_capacity >= 0 ? options.contact_capacity : model->contact_capacity();
   if (capacity > (1 << 20)) {
-    return absl::InvalidArgumentError(absl::StrCat("contact_capacity ", capacity, " exceeds 1048576"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("contact_capacity ", capacity, " exceeds 1048576"));
   }
   std::vector<Impl::WorldRecord> next = impl_->worlds;
   std::vector<WorldId> ids;
@@ -207,8 +216,8 @@ absl::StatusOr<SolverOptions> Simulator::GetOptions(WorldId world) const {
 
 absl::Status Simulator::Step(absl::Span<const WorldId> worlds, absl::Span<const int> steps) {
   if (!steps.empty() && steps.size() != worlds.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("steps has ", steps.size(), " entries for ",
-                                                   worlds.size(), " worlds"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("steps has ", steps.size(), " entries for ", worlds.size(), " worlds"));
   }
   Impl& im = *impl_;
   std::vector<int> targets;
@@ -222,7 +231,9 @@ absl::Status Simulator::Step(absl::Span<const WorldId> worlds, absl::Span<const 
       return absl::InvalidArgumentError(absl::StrCat("world ", worlds[i], " is listed twice"));
     }
     int n = steps.empty() ? 1 : steps[i];
-    if (n < 0) return absl::InvalidArgumentError(absl::StrCat("world ", worlds[i], ": steps must be >= 0, got ", n));
+    if (n < 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat("world ", worlds[i], ": steps must be >= 0, got ", n));
     targets.push_back(*w);
     max_steps = std::max(max_steps, n);
   }
@@ -255,22 +266,26 @@ absl::Status Simulator::SetControls(WorldId world, absl::Span<const Real> ctrl) 
   const Model& m = *im.worlds[*w].layout.model;
   if (static_cast<int>(ctrl.size()) != m.actuator_count()) {
     return absl::InvalidArgumentError(absl::StrCat("world ", world, ": ctrl has ", ctrl.size(),
-                                                   " values, the model has ", m.actuator_count(), " actuators"));
+                                                   " values, the model has ", m.actuator_count(),
+                                                   " actuators"));
   }
   for (int a = 0; a < m.actuator_count(); ++a) {
     const ActuatorDesc& act = m.desc().actuators[a];
     if (!std::isfinite(ctrl[a])) {
-      return absl::InvalidArgumentError(absl::StrFormat("world %d: ctrl[%d] (actuator '%s') is not finite", world, a, act.name));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("world %d: ctrl[%d] (actuator '%s') is not finite", world, a, act.name));
     }
     if (act.ctrl_limited && (ctrl[a] < act.ctrl_min || ctrl[a] > act.ctrl_max)) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "world %d: ctrl[%d] (actuator '%s') = %g is outside its range [%g, %g]", world, a, act.name,
-          static_cast<double>(ctrl[a]), static_cast<double>(act.ctrl_min), static_cast<double>(act.ctrl_max)));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("world %d: ctrl[%d] (actuator '%s') = %g is outside its range [%g, %g]",
+                          world, a, act.name, static_cast<double>(ctrl[a]),
+                          static_cast<double>(act.ctrl_min), static_cast<double>(act.ctrl_max)));
     }
   }
   absl::Status s = im.EnsureHost();
   if (!s.ok()) return s;
-  std::copy(ctrl.begin(), ctrl.end(), im.host.actuator_ctrl.begin() + im.host.world_actuator_offset[*w]);
+  std::copy(ctrl.begin(), ctrl.end(),
+            im.host.actuator_ctrl.begin() + im.host.world_actuator_offset[*w]);
   return im.MarkHostWritten();
 }
 
@@ -290,18 +305,21 @@ absl::Status Simulator::SetExternalForces(WorldId world, absl::Span<const Real> 
   if (!w.ok()) return w.status();
   const int bodies = im.worlds[*w].layout.model->body_count();
   if (static_cast<int>(wrench.size()) != 6 * bodies) {
-    return absl::InvalidArgumentError(absl::StrCat("world ", world, ": external forces have ", wrench.size(),
-                                                   " values, expected ", 6 * bodies, " (body_count x 6)"));
+    return absl::InvalidArgumentError(absl::StrCat("world ", world, ": external forces have ",
+                                                   wrench.size(), " values, expected ", 6 * bodies,
+                                                   " (body_count x 6)"));
   }
   for (size_t i = 0; i < wrench.size(); ++i) {
     if (!std::isfinite(wrench[i])) {
-      return absl::InvalidArgumentError(absl::StrCat("world ", world, ": external force of body ", i / 6,
-                                                     " component ", i % 6, " is not finite"));
+      return absl::InvalidArgumentError(absl::StrCat("world ", world, ": external force of body ",
+                                                     i / 6, " component ", i % 6,
+                                                     " is not finite"));
     }
   }
   absl::Status s = im.EnsureHost();
   if (!s.ok()) return s;
-  std::copy(wrench.begin(), wrench.end(), im.host.body_wrench.begin() + 6 * im.host.world_body_offset[*w]);
+  std::copy(wrench.begin(), wrench.end(),
+            im.host.body_wrench.begin() + 6 * im.host.world_body_offset[*w]);
   return im.MarkHostWritten();
 }
 
@@ -337,27 +355,29 @@ absl::Status Simulator::SetBodyState(WorldId world, const BodyState& state) {
   if (!w.ok()) return w.status();
   const ModelDesc& d = im.worlds[*w].layout.model->desc();
   const int n = static_cast<int>(d.bodies.size());
-  if (static_cast<int>(state.pose.size()) != 7 * n || static_cast<int>(state.velocity.size()) != 6 * n) {
-    return absl::InvalidArgumentError(absl::StrCat("world ", world, ": body state needs ", 7 * n, " pose and ", 6 * n,
-                                                   " velocity values, got ", state.pose.size(), " and ",
-                                                   state.velocity.size()));
+  if (static_cast<int>(state.pose.size()) != 7 * n ||
+      static_cast<int>(state.velocity.size()) != 6 * n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("world ", world, ": body state needs ", 7 * n, " pose and ", 6 * n,
+                     " velocity values, got ", state.pose.size(), " and ", state.velocity.size()));
   }
   for (int i = 0; i < n; ++i) {
     for (int k = 0; k < 7; ++k) {
       if (!std::isfinite(state.pose[7 * i + k])) {
-        return absl::InvalidArgumentError(absl::StrCat("world ", world, ": pose of body ", i, " ('", d.bodies[i].name,
-                                                       "') is not finite"));
+        return absl::InvalidArgumentError(absl::StrCat("world ", world, ": pose of body ", i, " ('",
+                                                       d.bodies[i].name, "') is not finite"));
       }
     }
     for (int k = 0; k < 6; ++k) {
       if (!std::isfinite(state.velocity[6 * i + k])) {
-        return absl::InvalidArgumentError(absl::StrCat("world ", world, ": velocity of body ", i, " ('",
-                                                       d.bodies[i].name, "') is not finite"));
+        return absl::InvalidArgumentError(absl::StrCat("world ", world, ": velocity of body ", i,
+                                                       " ('", d.bodies[i].name,
+                                                       "') is not finite"));
       }
     }
     if (!(quat_norm(load_quat(&state.pose[7 * i + 3])) > Real(1e-9))) {
-      return absl::InvalidArgumentError(absl::StrCat("world ", world, ": quaternion of body ", i, " ('",
-                                                     d.bodies[i].name, "') is zero"));
+      return absl::InvalidArgumentError(absl::StrCat("world ", world, ": quaternion of body ", i,
+                                                     " ('", d.bodies[i].name, "') is zero"));
     }
   }
   absl::Status s = im.EnsureHost();
@@ -370,7 +390,8 @@ absl::Status Simulator::SetBodyState(WorldId world, const BodyState& state) {
     Real* q = &im.host.body_q[7 * (b0 + i)];
     store3(q, load3(&state.pose[7 * i]) + lever);
     store_quat(q + 3, rot);
-    store6(&im.host.body_u[6 * (b0 + i)], {load3(&state.velocity[6 * i]) + cross(omega, lever), omega});
+    store6(&im.host.body_u[6 * (b0 + i)],
+           {load3(&state.velocity[6 * i]) + cross(omega, lever), omega});
   }
   im.host.world_flags[*w] &= ~static_cast<uint32_t>(kWorldNonFinite);
   return im.MarkHostWritten();
@@ -471,7 +492,8 @@ absl::Status Simulator::Restore(WorldId world, std::string_view bytes) {
   if (!s.ok()) return s;
   absl::StatusOr<uint64_t> steps = DecodeSnapshot(bytes, *im.worlds[*w].layout.model, *w, im.host);
   if (!steps.ok()) {
-    return absl::Status(steps.status().code(), absl::StrCat("world ", world, ": ", steps.status().message()));
+    return absl::Status(steps.status().code(),
+                        absl::StrCat("world ", world, ": ", steps.status().message()));
   }
   im.worlds[*w].step_count = *steps;
   return im.MarkHostWritten();
@@ -480,7 +502,8 @@ absl::Status Simulator::Restore(WorldId world, std::string_view bytes) {
 size_t Simulator::memory_capacity_bytes() const { return impl_->backend->device_capacity_bytes(); }
 
 size_t Simulator::memory_bytes() const {
-  return impl_->backend_kind == Backend::kCpu ? impl_->host.bytes() : impl_->backend->device_bytes();
+  return impl_->backend_kind == Backend::kCpu ? impl_->host.bytes()
+                                              : impl_->backend->device_bytes();
 }
 
 }  // namespace axion

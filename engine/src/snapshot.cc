@@ -46,8 +46,8 @@ struct Counts {
 };
 
 Counts CountsOf(const Model& m) {
-  return {m.body_count(), m.joint_count(), m.joint_dof_count(), m.joint_position_count(), m.actuator_count(),
-          m.joint_row_count(), m.fingerprint()};
+  return {m.body_count(),     m.joint_count(),     m.joint_dof_count(), m.joint_position_count(),
+          m.actuator_count(), m.joint_row_count(), m.fingerprint()};
 }
 
 }  // namespace
@@ -74,7 +74,8 @@ std::string EncodeSnapshot(const BatchStorage& h, int w, const Model& model, uin
   const int32_t slot0 = h.world_contact_offset[w], shape0 = h.world_shape_offset[w];
   Put(out, &contacts, 1);
   for (int32_t i = 0; i < contacts; ++i) {
-    int32_t shapes[2] = {h.contact_prev_shape_a[slot0 + i] - shape0, h.contact_prev_shape_b[slot0 + i] - shape0};
+    int32_t shapes[2] = {h.contact_prev_shape_a[slot0 + i] - shape0,
+                         h.contact_prev_shape_b[slot0 + i] - shape0};
     Put(out, shapes, 2);
     Put(out, &h.contact_prev_local_a[3 * (slot0 + i)], 3);
     Put(out, &h.contact_prev_lambda[3 * (slot0 + i)], 3);
@@ -82,7 +83,8 @@ std::string EncodeSnapshot(const BatchStorage& h, int w, const Model& model, uin
   return out;
 }
 
-absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& model, int w, BatchStorage& h) {
+absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& model, int w,
+                                        BatchStorage& h) {
   Reader r{bytes};
   char magic[8];
   uint32_t real_size = 0;
@@ -91,24 +93,25 @@ absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& mod
     return absl::InvalidArgumentError("snapshot is not an Axion world snapshot (bad header)");
   }
   if (!r.Get(&real_size, 1) || real_size != sizeof(Real)) {
-    return absl::InvalidArgumentError(absl::StrCat("snapshot scalar size ", real_size, " does not match this build's ",
-                                                   sizeof(Real)));
+    return absl::InvalidArgumentError(absl::StrCat("snapshot scalar size ", real_size,
+                                                   " does not match this build's ", sizeof(Real)));
   }
   Counts want = CountsOf(model);
   if (!r.Get(&c, 1) || std::memcmp(&c, &want, sizeof(Counts)) != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("snapshot was taken from a different model (", c.bodies, " bodies, ", c.joints,
-                     " joints, fingerprint ", c.fingerprint, "; this world has ", want.bodies, " bodies, ",
-                     want.joints, " joints, fingerprint ", want.fingerprint, ")"));
+                     " joints, fingerprint ", c.fingerprint, "; this world has ", want.bodies,
+                     " bodies, ", want.joints, " joints, fingerprint ", want.fingerprint, ")"));
   }
   // Decode into temporaries first so a truncated snapshot leaves the world untouched.
   uint64_t step_count = 0;
   Real time = 0;
   uint32_t flags = 0;
-  std::vector<Real> q(7 * c.bodies), u(6 * c.bodies), wrench(6 * c.bodies), dof_velocity(c.dofs), qpos(c.qpos),
-      ctrl(c.actuators), lambda(c.rows);
-  bool ok = r.Get(&step_count, 1) && r.Get(&time, 1) && r.Get(&flags, 1) && r.Get(q.data(), q.size()) &&
-            r.Get(u.data(), u.size()) && r.Get(wrench.data(), wrench.size()) &&
+  std::vector<Real> q(7 * c.bodies), u(6 * c.bodies), wrench(6 * c.bodies), dof_velocity(c.dofs),
+      qpos(c.qpos), ctrl(c.actuators), lambda(c.rows);
+  bool ok = r.Get(&step_count, 1) && r.Get(&time, 1) && r.Get(&flags, 1) &&
+            r.Get(q.data(), q.size()) && r.Get(u.data(), u.size()) &&
+            r.Get(wrench.data(), wrench.size()) &&
             r.Get(dof_velocity.data(), dof_velocity.size()) && r.Get(qpos.data(), qpos.size()) &&
             r.Get(ctrl.data(), ctrl.size()) && r.Get(lambda.data(), lambda.size());
   int32_t contacts = 0;
@@ -116,24 +119,28 @@ absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& mod
   const int32_t capacity = h.world_contact_offset[w + 1] - h.world_contact_offset[w];
   const int32_t shape_count = model.shape_count();
   if (ok && (contacts < 0 || contacts > capacity)) {
-    return absl::InvalidArgumentError(absl::StrCat("snapshot holds ", contacts, " contacts; this world has room for ",
-                                                   capacity));
+    return absl::InvalidArgumentError(
+        absl::StrCat("snapshot holds ", contacts, " contacts; this world has room for ", capacity));
   }
   std::vector<int32_t> contact_shapes(2 * std::max(contacts, 0));
-  std::vector<Real> contact_local(3 * std::max(contacts, 0)), contact_lambda(3 * std::max(contacts, 0));
+  std::vector<Real> contact_local(3 * std::max(contacts, 0)),
+      contact_lambda(3 * std::max(contacts, 0));
   for (int32_t i = 0; ok && i < contacts; ++i) {
-    ok = r.Get(&contact_shapes[2 * i], 2) && r.Get(&contact_local[3 * i], 3) && r.Get(&contact_lambda[3 * i], 3);
-    ok = ok && contact_shapes[2 * i] >= 0 && contact_shapes[2 * i] < shape_count && contact_shapes[2 * i + 1] >= 0 &&
-         contact_shapes[2 * i + 1] < shape_count;
+    ok = r.Get(&contact_shapes[2 * i], 2) && r.Get(&contact_local[3 * i], 3) &&
+         r.Get(&contact_lambda[3 * i], 3);
+    ok = ok && contact_shapes[2 * i] >= 0 && contact_shapes[2 * i] < shape_count &&
+         contact_shapes[2 * i + 1] >= 0 && contact_shapes[2 * i + 1] < shape_count;
   }
   if (!ok || r.pos != bytes.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("snapshot has ", bytes.size(), " bytes, which does not match the model"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("snapshot has ", bytes.size(), " bytes, which does not match the model"));
   }
   const int b0 = h.world_body_offset[w];
   std::copy(q.begin(), q.end(), h.body_q.begin() + 7 * b0);
   std::copy(u.begin(), u.end(), h.body_u.begin() + 6 * b0);
   std::copy(wrench.begin(), wrench.end(), h.body_wrench.begin() + 6 * b0);
-  std::copy(dof_velocity.begin(), dof_velocity.end(), h.dof_velocity.begin() + h.world_dof_offset[w]);
+  std::copy(dof_velocity.begin(), dof_velocity.end(),
+            h.dof_velocity.begin() + h.world_dof_offset[w]);
   std::copy(qpos.begin(), qpos.end(), h.qpos.begin() + h.world_qpos_offset[w]);
   std::copy(ctrl.begin(), ctrl.end(), h.actuator_ctrl.begin() + h.world_actuator_offset[w]);
   std::copy(lambda.begin(), lambda.end(), h.row_lambda.begin() + h.world_row_offset[w]);

@@ -11,7 +11,8 @@
 
 namespace axion {
 
-std::string EncodeSnapshot(const BatchStorage& host, int world, const Model& model, uint64_t step_count);
+std::string EncodeSnapshot(const BatchStorage& host, int world, const Model& model,
+                           uint64_t step_count);
 // Writes the snapshot into world `world` of `host`; returns its step count.
 absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& model, int world,
                                         BatchStorage& host);

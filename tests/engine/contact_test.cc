@@ -69,8 +69,8 @@ TEST(ContactTest, SphereRestsOnPlaneWithoutDriftOrJitter) {
     test::ExpectHealthy(*sim, w);
     if (::testing::Test::HasFailure()) break;
   }
-  std::printf("sphere at rest: max penetration %.3g m, z range over last 5 s %.3g m\n", max_penetration,
-              z_max - z_min);
+  std::printf("sphere at rest: max penetration %.3g m, z range over last 5 s %.3g m\n",
+              max_penetration, z_max - z_min);
   EXPECT_LT(max_penetration, 1e-4);
   EXPECT_LT(z_max - z_min, 1e-6);
   EXPECT_EQ(sim->GetStats(w)->contact_count, 1);
@@ -156,7 +156,8 @@ TEST(ContactTest, FrictionIsIsotropic) {
     Vec3 x = test::BodyPos(*sim, w, 0);
     Real dist = std::hypot(x.x, x.y);
     Real dir = std::atan2(x.y, x.x) * 180 / kPi;
-    std::printf("launched at %.0f degrees: slid %.5f m at heading %.4f degrees\n", degrees, dist, dir);
+    std::printf("launched at %.0f degrees: slid %.5f m at heading %.4f degrees\n", degrees, dist,
+                dir);
     EXPECT_NEAR(dir, degrees, 0.5);
     distances.push_back(dist);
   }
@@ -179,8 +180,10 @@ void RunStack(Real h) {
   }
   Real drift = norm(test::BodyPos(*sim, w, 9) - top0);
   WorldStats st = *sim->GetStats(w);
-  std::printf("10-box stack, h=%.2f: top box drifted %.3g m in 10 s; %d contacts, last step %d Newton / %d CR\n",
-              h, drift, st.contact_count, st.newton_iterations, st.cr_iterations);
+  std::printf(
+      "10-box stack, h=%.2f: top box drifted %.3g m in 10 s; %d contacts, last step %d Newton / %d "
+      "CR\n",
+      h, drift, st.contact_count, st.newton_iterations, st.cr_iterations);
   EXPECT_LT(drift, 1e-3);
 }
 

@@ -142,9 +142,10 @@ JointError RunChain(Formulation formulation, int steps, Real h) {
 TEST(JointTest, PositionLevelChainDoesNotDriftAndBeatsVelocityLevel) {
   JointError position = RunChain(Formulation::kPosition, 10000, 0.01);
   JointError velocity = RunChain(Formulation::kVelocity, 10000, 0.01);
-  std::printf("10-link chain, 10000 steps at h=0.01: position level drift %.3g m, %.3g rad; "
-              "velocity level (Baumgarte 0.2) drift %.3g m, %.3g rad\n",
-              position.anchor, position.axis, velocity.anchor, velocity.axis);
+  std::printf(
+      "10-link chain, 10000 steps at h=0.01: position level drift %.3g m, %.3g rad; "
+      "velocity level (Baumgarte 0.2) drift %.3g m, %.3g rad\n",
+      position.anchor, position.axis, velocity.anchor, velocity.axis);
   EXPECT_LT(position.anchor, 1e-4);
   EXPECT_LT(position.axis, 1e-4);
   EXPECT_LT(position.anchor, velocity.anchor);
@@ -164,7 +165,8 @@ TEST(JointTest, ChainAtLargeStepStaysBoundedForOneMinute) {
     if (::testing::Test::HasFailure()) break;
   }
   JointError e = ChainError(*sim, w, 10);
-  std::printf("h=0.05 for 60 s: energy start %.4f J, max %.4f J; joint error %.3g m\n", e0, max_e, e.anchor);
+  std::printf("h=0.05 for 60 s: energy start %.4f J, max %.4f J; joint error %.3g m\n", e0, max_e,
+              e.anchor);
   EXPECT_LE(max_e, e0 + 1e-6 * std::fabs(e0) + 1e-6);
   EXPECT_LT(e.anchor, 1e-3);
 }
@@ -312,7 +314,7 @@ TEST(JointTest, BallFixedAndGenericJointsKeepTheirConstraints) {
   JointDesc universal = ball;  // rotation free about x and y only, limited about y
   universal.type = JointType::kGeneric;
   universal.child = 2;
-  universal.axis_mode = {AxisMode::kLocked, AxisMode::kLocked, AxisMode::kLocked,
+  universal.axis_mode = {AxisMode::kLocked, AxisMode::kLocked,  AxisMode::kLocked,
                          AxisMode::kFree,   AxisMode::kLimited, AxisMode::kLocked};
   universal.lower = {0, -0.2};
   universal.upper = {0, 0.2};

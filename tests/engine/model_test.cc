@@ -105,7 +105,8 @@ TEST(ModelTest, RejectsBadShapesAndMaterials) {
   ASSERT_TRUE(Model::Compile(base).ok());
   ModelDesc d = base;
   d.shapes[0].size.y = 0;
-  EXPECT_THAT(CompileError(d), HasSubstr("shape 0 ('foot'): size.y (half extent) must be positive"));
+  EXPECT_THAT(CompileError(d),
+              HasSubstr("shape 0 ('foot'): size.y (half extent) must be positive"));
   d = base;
   d.shapes[0].type = ShapeType::kSphere;
   d.shapes[0].size.x = -1;

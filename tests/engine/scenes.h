@@ -13,7 +13,8 @@ namespace axion::test {
 
 inline Mat33 BoxInertia(Real mass, Vec3 half) {
   Real x = 2 * half.x, y = 2 * half.y, z = 2 * half.z;
-  return mat33_diag({mass * (y * y + z * z) / 12, mass * (x * x + z * z) / 12, mass * (x * x + y * y) / 12});
+  return mat33_diag(
+      {mass * (y * y + z * z) / 12, mass * (x * x + z * z) / 12, mass * (x * x + y * y) / 12});
 }
 inline Mat33 SphereInertia(Real mass, Real r) {
   Real i = Real(0.4) * mass * r * r;

@@ -7,11 +7,11 @@
 namespace axion {
 namespace {
 
-using ::testing::HasSubstr;
 using test::MustCompile;
 using test::MustCreateSimulator;
 using test::MustCreateWorld;
 using test::MustStep;
+using ::testing::HasSubstr;
 
 ModelDesc Pendulum(Real length) {
   ModelDesc d;
@@ -51,7 +51,8 @@ ModelDesc Pendulum(Real length) {
 std::string Bytes(Simulator& sim, WorldId w) {
   BodyState st = *sim.GetBodyState(w);
   return std::string(reinterpret_cast<const char*>(st.pose.data()), st.pose.size() * sizeof(Real)) +
-         std::string(reinterpret_cast<const char*>(st.velocity.data()), st.velocity.size() * sizeof(Real));
+         std::string(reinterpret_cast<const char*>(st.velocity.data()),
+                     st.velocity.size() * sizeof(Real));
 }
 
 TEST(SimulatorTest, SnapshotRestoresBitExactly) {

@@ -20,8 +20,14 @@ AXION_HD Vec3 operator-(Vec3 a, Vec3 b) { return {a.x - b.x, a.y - b.y, a.z - b.
 AXION_HD Vec3 operator-(Vec3 a) { return {-a.x, -a.y, -a.z}; }
 AXION_HD Vec3 operator*(Real s, Vec3 a) { return {s * a.x, s * a.y, s * a.z}; }
 AXION_HD Vec3 operator*(Vec3 a, Real s) { return {s * a.x, s * a.y, s * a.z}; }
-AXION_HD Vec3& operator+=(Vec3& a, Vec3 b) { a = a + b; return a; }
-AXION_HD Vec3& operator-=(Vec3& a, Vec3 b) { a = a - b; return a; }
+AXION_HD Vec3& operator+=(Vec3& a, Vec3 b) {
+  a = a + b;
+  return a;
+}
+AXION_HD Vec3& operator-=(Vec3& a, Vec3 b) {
+  a = a - b;
+  return a;
+}
 AXION_HD Real dot(Vec3 a, Vec3 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
 AXION_HD Vec3 cross(Vec3 a, Vec3 b) {
   return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
@@ -33,7 +39,11 @@ AXION_HD Vec3 normalized(Vec3 a) {
 }
 AXION_HD Vec3 cwise_mul(Vec3 a, Vec3 b) { return {a.x * b.x, a.y * b.y, a.z * b.z}; }
 AXION_HD Vec3 load3(const Real* p) { return {p[0], p[1], p[2]}; }
-AXION_HD void store3(Real* p, Vec3 v) { p[0] = v.x; p[1] = v.y; p[2] = v.z; }
+AXION_HD void store3(Real* p, Vec3 v) {
+  p[0] = v.x;
+  p[1] = v.y;
+  p[2] = v.z;
+}
 
 // Two unit vectors completing `n` to a right-handed orthonormal basis (n, t1, t2).
 AXION_HD void orthonormal_basis(Vec3 n, Vec3* t1, Vec3* t2) {
@@ -59,7 +69,9 @@ AXION_HD Mat33 mat33_identity() {
 }
 AXION_HD Mat33 mat33_diag(Vec3 d) {
   Mat33 r;
-  r.m[0] = d.x; r.m[4] = d.y; r.m[8] = d.z;
+  r.m[0] = d.x;
+  r.m[4] = d.y;
+  r.m[8] = d.z;
   return r;
 }
 AXION_HD Mat33 load33(const Real* p) {
@@ -77,8 +89,7 @@ AXION_HD Vec3 operator*(const Mat33& a, Vec3 v) {
 AXION_HD Mat33 operator*(const Mat33& a, const Mat33& b) {
   Mat33 r;
   for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 3; ++j)
-      r(i, j) = a(i, 0) * b(0, j) + a(i, 1) * b(1, j) + a(i, 2) * b(2, j);
+    for (int j = 0; j < 3; ++j) r(i, j) = a(i, 0) * b(0, j) + a(i, 1) * b(1, j) + a(i, 2) * b(2, j);
   return r;
 }
 AXION_HD Mat33 operator+(const Mat33& a, const Mat33& b) {
@@ -99,9 +110,12 @@ AXION_HD Mat33 transpose(const Mat33& a) {
 }
 AXION_HD Mat33 skew(Vec3 v) {
   Mat33 r;
-  r(0, 1) = -v.z; r(0, 2) = v.y;
-  r(1, 0) = v.z;  r(1, 2) = -v.x;
-  r(2, 0) = -v.y; r(2, 1) = v.x;
+  r(0, 1) = -v.z;
+  r(0, 2) = v.y;
+  r(1, 0) = v.z;
+  r(1, 2) = -v.x;
+  r(2, 0) = -v.y;
+  r(2, 1) = v.x;
   return r;
 }
 AXION_HD Real det(const Mat33& a) {
@@ -130,12 +144,16 @@ struct Quat {
 };
 
 AXION_HD Quat load_quat(const Real* p) { return {p[0], p[1], p[2], p[3]}; }
-AXION_HD void store_quat(Real* p, Quat q) { p[0] = q.w; p[1] = q.x; p[2] = q.y; p[3] = q.z; }
+AXION_HD void store_quat(Real* p, Quat q) {
+  p[0] = q.w;
+  p[1] = q.x;
+  p[2] = q.y;
+  p[3] = q.z;
+}
 AXION_HD Quat operator*(Quat a, Quat b) {
-  return {a.w * b.w - a.x * b.x - a.y * b.y - a.z * b.z,
-          a.w * b.x + a.x * b.w + a.y * b.z - a.z * b.y,
-          a.w * b.y - a.x * b.z + a.y * b.w + a.z * b.x,
-          a.w * b.z + a.x * b.y - a.y * b.x + a.z * b.w};
+  return {
+      a.w * b.w - a.x * b.x - a.y * b.y - a.z * b.z, a.w * b.x + a.x * b.w + a.y * b.z - a.z * b.y,
+      a.w * b.y - a.x * b.z + a.y * b.w + a.z * b.x, a.w * b.z + a.x * b.y - a.y * b.x + a.z * b.w};
 }
 AXION_HD Quat conjugate(Quat q) { return {q.w, -q.x, -q.y, -q.z}; }
 AXION_HD Real quat_norm(Quat q) { return std::sqrt(q.w * q.w + q.x * q.x + q.y * q.y + q.z * q.z); }
@@ -156,9 +174,15 @@ AXION_HD Mat33 quat_to_mat(Quat q) {
   Real xx = q.x * q.x, yy = q.y * q.y, zz = q.z * q.z;
   Real xy = q.x * q.y, xz = q.x * q.z, yz = q.y * q.z;
   Real wx = q.w * q.x, wy = q.w * q.y, wz = q.w * q.z;
-  r(0, 0) = 1 - 2 * (yy + zz); r(0, 1) = 2 * (xy - wz);     r(0, 2) = 2 * (xz + wy);
-  r(1, 0) = 2 * (xy + wz);     r(1, 1) = 1 - 2 * (xx + zz); r(1, 2) = 2 * (yz - wx);
-  r(2, 0) = 2 * (xz - wy);     r(2, 1) = 2 * (yz + wx);     r(2, 2) = 1 - 2 * (xx + yy);
+  r(0, 0) = 1 - 2 * (yy + zz);
+  r(0, 1) = 2 * (xy - wz);
+  r(0, 2) = 2 * (xz + wy);
+  r(1, 0) = 2 * (xy + wz);
+  r(1, 1) = 1 - 2 * (xx + zz);
+  r(1, 2) = 2 * (yz - wx);
+  r(2, 0) = 2 * (xz - wy);
+  r(2, 1) = 2 * (yz + wx);
+  r(2, 2) = 1 - 2 * (xx + yy);
   return r;
 }
 AXION_HD Quat quat_from_axis_angle(Vec3 axis, Real angle) {
@@ -181,8 +205,12 @@ struct Vec6 {
 };
 AXION_HD Vec6 load6(const Real* p) { return {{p[0], p[1], p[2]}, {p[3], p[4], p[5]}}; }
 AXION_HD void store6(Real* p, Vec6 v) {
-  p[0] = v.lin.x; p[1] = v.lin.y; p[2] = v.lin.z;
-  p[3] = v.ang.x; p[4] = v.ang.y; p[5] = v.ang.z;
+  p[0] = v.lin.x;
+  p[1] = v.lin.y;
+  p[2] = v.lin.z;
+  p[3] = v.ang.x;
+  p[4] = v.ang.y;
+  p[5] = v.ang.z;
 }
 AXION_HD Real dot(Vec6 a, Vec6 b) { return dot(a.lin, b.lin) + dot(a.ang, b.ang); }
 

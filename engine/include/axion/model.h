@@ -25,43 +25,43 @@ namespace axion {
 inline constexpr int kWorldBody = -1;
 
 struct Pose {
-  Vec3 pos;  // translation (m)
-  Quat quat; // rotation (unit quaternion w, x, y, z)
+  Vec3 pos;   // translation (m)
+  Quat quat;  // rotation (unit quaternion w, x, y, z)
 };
 
 struct BodyDesc {
   std::string name;
-  Real mass = 1;          // (kg), > 0 and finite
+  Real mass = 1;                     // (kg), > 0 and finite
   Mat33 inertia = mat33_identity();  // about the centre of mass, in the body frame (kg m^2), SPD
-  Vec3 com;               // centre of mass in the body frame (m)
-  Pose pose;              // initial pose of the body frame in the world frame
-  Vec3 linear_velocity;   // initial velocity of the centre of mass, world frame (m/s)
-  Vec3 angular_velocity;  // initial angular velocity, world frame (rad/s)
+  Vec3 com;                          // centre of mass in the body frame (m)
+  Pose pose;                         // initial pose of the body frame in the world frame
+  Vec3 linear_velocity;              // initial velocity of the centre of mass, world frame (m/s)
+  Vec3 angular_velocity;             // initial angular velocity, world frame (rad/s)
 };
 
 enum class ShapeType : int32_t {
-  kPlane = 0,     // infinite half-space below the local xy plane (normal +z); world body only
-  kSphere = 1,    // size.x = radius
-  kCapsule = 2,   // size.x = radius, size.y = half length of the segment along local z
-  kBox = 3,       // size = half extents
-  kCylinder = 4,  // size.x = radius, size.y = half length along local z
-  kConvexHull = 5 // vertices (body-local, relative to the shape pose); size unused
+  kPlane = 0,      // infinite half-space below the local xy plane (normal +z); world body only
+  kSphere = 1,     // size.x = radius
+  kCapsule = 2,    // size.x = radius, size.y = half length of the segment along local z
+  kBox = 3,        // size = half extents
+  kCylinder = 4,   // size.x = radius, size.y = half length along local z
+  kConvexHull = 5  // vertices (body-local, relative to the shape pose); size unused
 };
 
 // Surface material. Two materials in contact combine as friction = sqrt(mu_a * mu_b)
 // (geometric mean, as Bullet and PhysX do, so a frictionless surface stays frictionless) and
 // restitution = max(e_a, e_b) (the bouncier surface wins, as Box2D does).
 struct Material {
-  Real friction = 0.5;     // Coulomb coefficient mu, >= 0
-  Real restitution = 0;    // e in [0, 1]; used by the velocity-level contact formulation
+  Real friction = 0.5;   // Coulomb coefficient mu, >= 0
+  Real restitution = 0;  // e in [0, 1]; used by the velocity-level contact formulation
 };
 
 struct ShapeDesc {
   std::string name;
   int body = kWorldBody;  // owning body index, or kWorldBody for static geometry
   ShapeType type = ShapeType::kSphere;
-  Pose pose;              // shape frame in the body frame (in the world frame for kWorldBody)
-  Vec3 size;              // see ShapeType
+  Pose pose;                   // shape frame in the body frame (in the world frame for kWorldBody)
+  Vec3 size;                   // see ShapeType
   std::vector<Vec3> vertices;  // kConvexHull only: at least 4 non-coplanar points
   Material material;
   // Two shapes collide when (group_a & mask_b) && (group_b & mask_a).
@@ -114,9 +114,9 @@ struct JointDesc {
   // replacing `drive` and `armature` for that DOF.
   std::vector<DriveDesc> dof_drive;
   std::vector<Real> dof_armature;
-  Real reference = 0;       // joint coordinate of the initial configuration (rad or m)
-  Real compliance = 0;      // inverse stiffness of the bilateral rows (m/N, rad/(N m)); 0 = rigid
-  Real armature = 0;        // extra rotor inertia along the DOF (kg m^2 or kg)
+  Real reference = 0;   // joint coordinate of the initial configuration (rad or m)
+  Real compliance = 0;  // inverse stiffness of the bilateral rows (m/N, rad/(N m)); 0 = rigid
+  Real armature = 0;    // extra rotor inertia along the DOF (kg m^2 or kg)
   bool collide_connected = false;  // let the two joined bodies' shapes collide
 };
 
@@ -129,40 +129,40 @@ enum class ActuatorType : int32_t {
 struct ActuatorDesc {
   std::string name;
   ActuatorType type = ActuatorType::kEffort;
-  int joint = 0;      // joint index
-  int dof = 0;        // DOF within the joint (0 for revolute and prismatic)
-  Real gear = 1;      // scales ctrl for kEffort
+  int joint = 0;  // joint index
+  int dof = 0;    // DOF within the joint (0 for revolute and prismatic)
+  Real gear = 1;  // scales ctrl for kEffort
   bool ctrl_limited = false;
   Real ctrl_min = 0, ctrl_max = 0;
-  Real kp = 0;        // kPosition stiffness
-  Real kv = 0;        // kPosition / kVelocity damping
+  Real kp = 0;  // kPosition stiffness
+  Real kv = 0;  // kPosition / kVelocity damping
 };
 
 enum class Formulation : int32_t { kPosition = 0, kVelocity = 1 };
 
 // Solver and integration options of a world; every field documented with its default and units.
 struct SolverOptions {
-  Real timestep = 0.01;                  // h (s)
-  Vec3 gravity{0, 0, -9.81};             // (m/s^2)
+  Real timestep = 0.01;                                      // h (s)
+  Vec3 gravity{0, 0, -9.81};                                 // (m/s^2)
   Formulation joint_formulation = Formulation::kPosition;    // bilateral rows
   Formulation contact_formulation = Formulation::kPosition;  // contact normal rows
-  Real baumgarte = 0.2;                  // Upsilon in [0, 1]: fraction of c(q-) removed per step
-                                         // by velocity-level rows
-  Real contact_margin = 0.01;            // (m) shapes closer than this enter the contact set
-  Real contact_compliance = 0;           // (m/N) normal compliance: a contact carrying force F
-                                         // rests at penetration compliance * F. A little keeps
-                                         // the impulses of redundant contacts (piles, boxes on
-                                         // four points) unique, so Newton converges fast; 0 is
-                                         // perfectly rigid
-  int newton_iterations = 50;            // maximum Newton iterations per step
-  int cr_iterations = 200;               // maximum Conjugate Residual iterations per Newton step
-  Real newton_tolerance = 1e-6;          // stop when the residual's max-norm is below this
-                                         // (units of impulse per unit effective mass: m/s)
-  Real cr_tolerance = 1e-5;              // relative CR tolerance (preconditioned residual); looser
-                                         // forcing makes Newton linear on long chains
-  bool line_search = true;               // backtracking on the residual norm
-  int line_search_steps = 4;             // maximum halvings of the Newton step
-  Real fb_epsilon = 1e-10;               // smoothing of the Fischer-Burmeister function
+  Real baumgarte = 0.2;          // Upsilon in [0, 1]: fraction of c(q-) removed per step
+                                 // by velocity-level rows
+  Real contact_margin = 0.01;    // (m) shapes closer than this enter the contact set
+  Real contact_compliance = 0;   // (m/N) normal compliance: a contact carrying force F
+                                 // rests at penetration compliance * F. A little keeps
+                                 // the impulses of redundant contacts (piles, boxes on
+                                 // four points) unique, so Newton converges fast; 0 is
+                                 // perfectly rigid
+  int newton_iterations = 50;    // maximum Newton iterations per step
+  int cr_iterations = 200;       // maximum Conjugate Residual iterations per Newton step
+  Real newton_tolerance = 1e-6;  // stop when the residual's max-norm is below this
+                                 // (units of impulse per unit effective mass: m/s)
+  Real cr_tolerance = 1e-5;      // relative CR tolerance (preconditioned residual); looser
+                                 // forcing makes Newton linear on long chains
+  bool line_search = true;       // backtracking on the residual norm
+  int line_search_steps = 4;     // maximum halvings of the Newton step
+  Real fb_epsilon = 1e-10;       // smoothing of the Fischer-Burmeister function
 };
 
 struct ModelDesc {
@@ -196,9 +196,9 @@ class Model {
   int shape_count() const { return static_cast<int>(desc_.shapes.size()); }
   int joint_count() const { return static_cast<int>(desc_.joints.size()); }
   int actuator_count() const { return static_cast<int>(desc_.actuators.size()); }
-  int joint_dof_count() const { return joint_dof_count_; }          // sum of JointDofCount
+  int joint_dof_count() const { return joint_dof_count_; }  // sum of JointDofCount
   int joint_position_count() const { return joint_position_count_; }
-  int joint_row_count() const { return joint_row_count_; }          // constraint rows of joints
+  int joint_row_count() const { return joint_row_count_; }  // constraint rows of joints
   int contact_capacity() const { return contact_capacity_; }
   Real total_mass() const;
   // Hash of everything that shapes the batch layout and dynamics (snapshots carry it, so a

@@ -32,9 +32,9 @@ using WorldId = uint64_t;
 
 // Per-world flags reported by a step (bit mask in WorldStats::flags).
 enum WorldFlag : uint32_t {
-  kWorldNotConverged = 1u << 0,  // Newton stopped at its iteration limit above tolerance
+  kWorldNotConverged = 1u << 0,     // Newton stopped at its iteration limit above tolerance
   kWorldContactOverflow = 1u << 1,  // more contacts than contact_capacity; extras dropped
-  kWorldNonFinite = 1u << 2,     // NaN/Inf appeared; the world is frozen until reset
+  kWorldNonFinite = 1u << 2,        // NaN/Inf appeared; the world is frozen until reset
 };
 
 // Solver statistics of a world's last step (summed over sub-steps where several were taken).

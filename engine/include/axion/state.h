@@ -49,16 +49,16 @@ struct WorldParams {
 // Constraint row kinds.
 enum RowKind : int32_t {
   kRowDisabled = 0,
-  kRowAnchor = 1,        // joint anchor coincidence along world axis `row_axis`
-  kRowAxisAlign = 2,     // revolute axis alignment against parent perpendicular `row_axis`
-  kRowLinearLock = 3,    // joint-frame linear axis `row_axis` locked
-  kRowAngularLock = 4,   // joint-frame angular axis `row_axis` locked
-  kRowLimitLower = 5,    // DOF `row_dof` >= lower limit (unilateral)
-  kRowLimitUpper = 6,    // DOF `row_dof` <= upper limit (unilateral)
-  kRowDrive = 7,         // implicit PD drive / passive spring-damper / armature on `row_dof`
-  kRowContactNormal = 8, // contact `row_contact` non-penetration (unilateral)
-  kRowFriction1 = 9,     // contact tangent 1 (Coulomb, with the friction-2 row)
-  kRowFriction2 = 10,    // contact tangent 2
+  kRowAnchor = 1,         // joint anchor coincidence along world axis `row_axis`
+  kRowAxisAlign = 2,      // revolute axis alignment against parent perpendicular `row_axis`
+  kRowLinearLock = 3,     // joint-frame linear axis `row_axis` locked
+  kRowAngularLock = 4,    // joint-frame angular axis `row_axis` locked
+  kRowLimitLower = 5,     // DOF `row_dof` >= lower limit (unilateral)
+  kRowLimitUpper = 6,     // DOF `row_dof` <= upper limit (unilateral)
+  kRowDrive = 7,          // implicit PD drive / passive spring-damper / armature on `row_dof`
+  kRowContactNormal = 8,  // contact `row_contact` non-penetration (unilateral)
+  kRowFriction1 = 9,      // contact tangent 1 (Coulomb, with the friction-2 row)
+  kRowFriction2 = 10,     // contact tangent 2
 };
 
 struct BatchView {
@@ -76,57 +76,57 @@ struct BatchView {
   const int32_t* world_row_offset;       // (world_count + 1) row slots: joint rows, then 3/contact
   const int32_t* world_joint_row_count;  // (world_count) joint rows (fixed per model)
   const WorldParams* world_params;       // (world_count)
-  int32_t* world_active;       // (world_count) WorldPhase of the current step
-  int32_t* world_step_pending; // (world_count) sub-steps still to take in this Step call
-  int32_t* world_contact_count;     // (world_count) live contacts
-  uint32_t* world_flags;            // (world_count) WorldFlag bits of the last step
-  int32_t* world_newton_iterations; // (world_count) of the last step
-  int32_t* world_cr_iterations;     // (world_count) of the last step, summed over Newton
-  int32_t* world_cr_active;         // (world_count) CR iterations left (0: CR done)
-  Real* world_residual;             // (world_count) residual max-norm after the last evaluation
-  Real* world_merit;                // (world_count) 0.5 |residual|^2 after the last evaluation
-  Real* world_merit_accepted;       // (world_count) merit of the accepted iterate
-  Real* world_ls_step;              // (world_count) current line-search step length t
-  int32_t* world_ls_trials;         // (world_count) line-search trials taken this iteration
-  Real* world_cr_zaz;               // (world_count) CR: <z, A z>
-  Real* world_cr_apmap;             // (world_count) CR: <A p, P A p>
-  Real* world_cr_r0;                // (world_count) CR: initial preconditioned residual norm^2
-  Real* world_time;                 // (world_count) simulated time (s)
+  int32_t* world_active;                 // (world_count) WorldPhase of the current step
+  int32_t* world_step_pending;           // (world_count) sub-steps still to take in this Step call
+  int32_t* world_contact_count;          // (world_count) live contacts
+  uint32_t* world_flags;                 // (world_count) WorldFlag bits of the last step
+  int32_t* world_newton_iterations;      // (world_count) of the last step
+  int32_t* world_cr_iterations;          // (world_count) of the last step, summed over Newton
+  int32_t* world_cr_active;              // (world_count) CR iterations left (0: CR done)
+  Real* world_residual;        // (world_count) residual max-norm after the last evaluation
+  Real* world_merit;           // (world_count) 0.5 |residual|^2 after the last evaluation
+  Real* world_merit_accepted;  // (world_count) merit of the accepted iterate
+  Real* world_ls_step;         // (world_count) current line-search step length t
+  int32_t* world_ls_trials;    // (world_count) line-search trials taken this iteration
+  Real* world_cr_zaz;          // (world_count) CR: <z, A z>
+  Real* world_cr_apmap;        // (world_count) CR: <A p, P A p>
+  Real* world_cr_r0;           // (world_count) CR: initial preconditioned residual norm^2
+  Real* world_time;            // (world_count) simulated time (s)
 
   // ---- bodies (body_count = world_body_offset[world_count]) ---------------------------------
-  const int32_t* body_world;     // (body_count)
-  const Real* body_inv_mass;     // (body_count) 1/m (1/kg)
-  const Real* body_inertia;      // (body_count x 9) about the COM, body frame (kg m^2)
-  const Real* body_inv_inertia;  // (body_count x 9) inverse of body_inertia
-  Real* body_q;                  // (body_count x 7) inertial pose: COM position, quaternion
-  Real* body_u;                  // (body_count x 6) twist: COM velocity, angular velocity
-  Real* body_q_prev;             // (body_count x 7) q- of the current step
-  Real* body_u_prev;             // (body_count x 6) u- of the current step
-  Real* body_u_tilde;            // (body_count x 6) unconstrained velocity u~ (gravity, forces)
-  Real* body_u_accepted;         // (body_count x 6) Newton iterate accepted by the line search
-  Real* body_inv_inertia_world;  // (body_count x 9) R I^-1 R^T at q-
-  Real* body_inertia_world;      // (body_count x 9) R I R^T at q-
-  Real* body_inv_inertia_newton; // (body_count x 9) (R I R^T + K)^-1: K the stabilising part of
-                                 // the joints' geometric stiffness, used by the Newton matrix
-  Real* body_wrench;             // (body_count x 6) user force, torque at the COM (N, N m)
-  Real* body_g;                  // (body_count x 6) dynamics residual g = M (u - u~) - J^T lambda
-  Real* body_du;                 // (body_count x 6) Newton direction for u
-  Real* body_jt;                 // (body_count x 6) scratch: J^T x
-  Real* body_minv_jt;            // (body_count x 6) scratch: M^-1 J^T x
+  const int32_t* body_world;      // (body_count)
+  const Real* body_inv_mass;      // (body_count) 1/m (1/kg)
+  const Real* body_inertia;       // (body_count x 9) about the COM, body frame (kg m^2)
+  const Real* body_inv_inertia;   // (body_count x 9) inverse of body_inertia
+  Real* body_q;                   // (body_count x 7) inertial pose: COM position, quaternion
+  Real* body_u;                   // (body_count x 6) twist: COM velocity, angular velocity
+  Real* body_q_prev;              // (body_count x 7) q- of the current step
+  Real* body_u_prev;              // (body_count x 6) u- of the current step
+  Real* body_u_tilde;             // (body_count x 6) unconstrained velocity u~ (gravity, forces)
+  Real* body_u_accepted;          // (body_count x 6) Newton iterate accepted by the line search
+  Real* body_inv_inertia_world;   // (body_count x 9) R I^-1 R^T at q-
+  Real* body_inertia_world;       // (body_count x 9) R I R^T at q-
+  Real* body_inv_inertia_newton;  // (body_count x 9) (R I R^T + K)^-1: K the stabilising part of
+                                  // the joints' geometric stiffness, used by the Newton matrix
+  Real* body_wrench;              // (body_count x 6) user force, torque at the COM (N, N m)
+  Real* body_g;                   // (body_count x 6) dynamics residual g = M (u - u~) - J^T lambda
+  Real* body_du;                  // (body_count x 6) Newton direction for u
+  Real* body_jt;                  // (body_count x 6) scratch: J^T x
+  Real* body_minv_jt;             // (body_count x 6) scratch: M^-1 J^T x
 
   // ---- joints (joint_count) ------------------------------------------------------------------
-  const int32_t* joint_type;        // (joint_count) JointType
-  const int32_t* joint_parent;      // (joint_count) global body or -1
-  const int32_t* joint_child;       // (joint_count) global body
-  const Real* joint_parent_pos;     // (joint_count x 3) joint frame origin, parent COM frame
-  const Real* joint_parent_quat;    // (joint_count x 4) joint frame rotation, parent frame
-  const Real* joint_child_pos;      // (joint_count x 3) joint frame origin, child COM frame
-  const Real* joint_child_quat;     // (joint_count x 4) joint frame rotation, child frame
-  const int32_t* joint_axis_mode;   // (joint_count x 6) AxisMode of linear xyz, angular xyz
-  const int32_t* joint_dof_offset;  // (joint_count + 1) first global DOF
-  const int32_t* joint_qpos_offset; // (joint_count) first global position coordinate
-  const Real* joint_compliance;     // (joint_count) bilateral compliance (m/N or rad/(N m))
-  const Real* joint_reference;      // (joint_count) coordinate of the initial configuration
+  const int32_t* joint_type;         // (joint_count) JointType
+  const int32_t* joint_parent;       // (joint_count) global body or -1
+  const int32_t* joint_child;        // (joint_count) global body
+  const Real* joint_parent_pos;      // (joint_count x 3) joint frame origin, parent COM frame
+  const Real* joint_parent_quat;     // (joint_count x 4) joint frame rotation, parent frame
+  const Real* joint_child_pos;       // (joint_count x 3) joint frame origin, child COM frame
+  const Real* joint_child_quat;      // (joint_count x 4) joint frame rotation, child frame
+  const int32_t* joint_axis_mode;    // (joint_count x 6) AxisMode of linear xyz, angular xyz
+  const int32_t* joint_dof_offset;   // (joint_count + 1) first global DOF
+  const int32_t* joint_qpos_offset;  // (joint_count) first global position coordinate
+  const Real* joint_compliance;      // (joint_count) bilateral compliance (m/N or rad/(N m))
+  const Real* joint_reference;       // (joint_count) coordinate of the initial configuration
 
   // ---- joint DOFs (dof_count) ----------------------------------------------------------------
   const int32_t* dof_joint;         // (dof_count) owning joint
@@ -149,51 +149,51 @@ struct BatchView {
   Real* qpos;                       // (qpos_count) joint positions, written back after the step
 
   // ---- actuators (actuator_count) ------------------------------------------------------------
-  const int32_t* actuator_type;     // (actuator_count) ActuatorType
-  const int32_t* actuator_dof;      // (actuator_count) global DOF
-  const Real* actuator_gear;        // (actuator_count)
-  const Real* actuator_kp;          // (actuator_count)
-  const Real* actuator_kv;          // (actuator_count)
-  Real* actuator_ctrl;              // (actuator_count) control input
+  const int32_t* actuator_type;  // (actuator_count) ActuatorType
+  const int32_t* actuator_dof;   // (actuator_count) global DOF
+  const Real* actuator_gear;     // (actuator_count)
+  const Real* actuator_kp;       // (actuator_count)
+  const Real* actuator_kv;       // (actuator_count)
+  Real* actuator_ctrl;           // (actuator_count) control input
 
   // ---- shapes (shape_count) ------------------------------------------------------------------
-  const int32_t* shape_world;       // (shape_count)
-  const int32_t* shape_body;        // (shape_count) global body or -1
-  const int32_t* shape_type;        // (shape_count) ShapeType
-  const Real* shape_pos;            // (shape_count x 3) in the body COM frame (world if static)
-  const Real* shape_quat;           // (shape_count x 4)
-  const Real* shape_size;           // (shape_count x 3)
-  const Real* shape_friction;       // (shape_count)
-  const Real* shape_restitution;    // (shape_count)
-  const int32_t* shape_hull;        // (shape_count) hull index or -1
-  Real* shape_aabb;                 // (shape_count x 6) lower xyz, upper xyz at q-
+  const int32_t* shape_world;     // (shape_count)
+  const int32_t* shape_body;      // (shape_count) global body or -1
+  const int32_t* shape_type;      // (shape_count) ShapeType
+  const Real* shape_pos;          // (shape_count x 3) in the body COM frame (world if static)
+  const Real* shape_quat;         // (shape_count x 4)
+  const Real* shape_size;         // (shape_count x 3)
+  const Real* shape_friction;     // (shape_count)
+  const Real* shape_restitution;  // (shape_count)
+  const int32_t* shape_hull;      // (shape_count) hull index or -1
+  Real* shape_aabb;               // (shape_count x 6) lower xyz, upper xyz at q-
   // convex hulls (hull_count), flattened
-  const int32_t* hull_vertex_offset;  // (hull_count + 1) into hull_vertices (in vertices)
-  const int32_t* hull_face_offset;    // (hull_count + 1) into hull_face_start (in faces)
-  const Real* hull_vertices;          // (hull_vertex_total x 3)
-  const int32_t* hull_face_start;     // (hull_face_total + hull_count) per hull: face_count+1
-                                      // entries into hull_face_index, local to the hull
-  const int32_t* hull_face_index;     // face vertex indices, local to the hull
+  const int32_t* hull_vertex_offset;      // (hull_count + 1) into hull_vertices (in vertices)
+  const int32_t* hull_face_offset;        // (hull_count + 1) into hull_face_start (in faces)
+  const Real* hull_vertices;              // (hull_vertex_total x 3)
+  const int32_t* hull_face_start;         // (hull_face_total + hull_count) per hull: face_count+1
+                                          // entries into hull_face_index, local to the hull
+  const int32_t* hull_face_index;         // face vertex indices, local to the hull
   const int32_t* hull_face_index_offset;  // (hull_count) start of each hull's indices
-  const Real* hull_face_plane;        // (hull_face_total x 4)
+  const Real* hull_face_plane;            // (hull_face_total x 4)
 
   // ---- collision pairs (pair_count) ----------------------------------------------------------
-  const int32_t* pair_shape_a;      // (pair_count) global shape
-  const int32_t* pair_shape_b;      // (pair_count) global shape
+  const int32_t* pair_shape_a;  // (pair_count) global shape
+  const int32_t* pair_shape_b;  // (pair_count) global shape
 
   // ---- contacts (contact slots = world_contact_offset[world_count]) --------------------------
-  int32_t* contact_body_a;          // (contact slots) global body or -1
-  int32_t* contact_body_b;          // (contact slots)
-  int32_t* contact_shape_a;         // (contact slots) global shape
-  int32_t* contact_shape_b;         // (contact slots)
-  Real* contact_local_a;            // (contact slots x 3) point on a, a's COM frame
-  Real* contact_local_b;            // (contact slots x 3) point on b, b's COM frame
-  Real* contact_normal;             // (contact slots x 3) world, from b towards a
-  Real* contact_tangent;            // (contact slots x 6) two world tangents
-  Real* contact_gap;                // (contact slots) signed distance at q- (m)
-  Real* contact_friction;           // (contact slots) combined mu
-  Real* contact_restitution;        // (contact slots) combined e
-  Real* contact_normal_velocity;    // (contact slots) J_n u- (m/s), restitution reference
+  int32_t* contact_body_a;        // (contact slots) global body or -1
+  int32_t* contact_body_b;        // (contact slots)
+  int32_t* contact_shape_a;       // (contact slots) global shape
+  int32_t* contact_shape_b;       // (contact slots)
+  Real* contact_local_a;          // (contact slots x 3) point on a, a's COM frame
+  Real* contact_local_b;          // (contact slots x 3) point on b, b's COM frame
+  Real* contact_normal;           // (contact slots x 3) world, from b towards a
+  Real* contact_tangent;          // (contact slots x 6) two world tangents
+  Real* contact_gap;              // (contact slots) signed distance at q- (m)
+  Real* contact_friction;         // (contact slots) combined mu
+  Real* contact_restitution;      // (contact slots) combined e
+  Real* contact_normal_velocity;  // (contact slots) J_n u- (m/s), restitution reference
   // The previous step's contacts with their final impulses, to warm-start matching new ones.
   int32_t* world_prev_contact_count;  // (world_count)
   int32_t* contact_prev_shape_a;      // (contact slots) global shape
@@ -202,32 +202,32 @@ struct BatchView {
   Real* contact_prev_lambda;          // (contact slots x 3) normal, tangent 1, tangent 2 (N s)
 
   // ---- constraint rows (row slots = world_row_offset[world_count]) ---------------------------
-  const int32_t* row_world;         // (row slots)
-  int32_t* row_kind;                // (row slots) RowKind
-  int32_t* row_joint;               // (row slots) global joint (joint rows)
-  int32_t* row_axis;                // (row slots) axis index (joint rows)
-  int32_t* row_dof;                 // (row slots) global DOF (limit and drive rows)
-  int32_t* row_contact;             // (row slots) global contact slot (contact rows)
-  int32_t* row_body_a;              // (row slots) global body or -1
-  int32_t* row_body_b;              // (row slots) global body or -1
-  Real* row_jac_a;                  // (row slots x 6) Jacobian block of body a
-  Real* row_jac_b;                  // (row slots x 6) Jacobian block of body b
-  Real* row_lever;                  // (row slots x 6) lever arms (world) on a and b whose
-                                    // rotation turns the row's force (geometric stiffness)
-  Real* row_residual;               // (row slots) h: constraint residual, as the Newton system
-                                    // sees it (J du + C dlambda = -h)
-  Real* row_error;                  // (row slots) the same residual scaled for measuring
-                                    // convergence (m/s); differs from h on unilateral rows
-  Real* row_compliance;             // (row slots) C: diagonal of the compliance block
-  Real* row_precond;                // (row slots) Jacobi preconditioner 1/(J M^-1 J^T + C)
-  Real* row_lambda;                 // (row slots) impulse (N s)
-  Real* row_lambda_accepted;        // (row slots) impulse accepted by the line search
-  Real* row_dlambda;                // (row slots) Newton direction (CR solution)
-  Real* row_cr_r;                   // (row slots) CR residual
-  Real* row_cr_z;                   // (row slots) preconditioned residual
-  Real* row_cr_p;                   // (row slots) search direction
-  Real* row_cr_az;                  // (row slots) A z
-  Real* row_cr_ap;                  // (row slots) A p
+  const int32_t* row_world;   // (row slots)
+  int32_t* row_kind;          // (row slots) RowKind
+  int32_t* row_joint;         // (row slots) global joint (joint rows)
+  int32_t* row_axis;          // (row slots) axis index (joint rows)
+  int32_t* row_dof;           // (row slots) global DOF (limit and drive rows)
+  int32_t* row_contact;       // (row slots) global contact slot (contact rows)
+  int32_t* row_body_a;        // (row slots) global body or -1
+  int32_t* row_body_b;        // (row slots) global body or -1
+  Real* row_jac_a;            // (row slots x 6) Jacobian block of body a
+  Real* row_jac_b;            // (row slots x 6) Jacobian block of body b
+  Real* row_lever;            // (row slots x 6) lever arms (world) on a and b whose
+                              // rotation turns the row's force (geometric stiffness)
+  Real* row_residual;         // (row slots) h: constraint residual, as the Newton system
+                              // sees it (J du + C dlambda = -h)
+  Real* row_error;            // (row slots) the same residual scaled for measuring
+                              // convergence (m/s); differs from h on unilateral rows
+  Real* row_compliance;       // (row slots) C: diagonal of the compliance block
+  Real* row_precond;          // (row slots) Jacobi preconditioner 1/(J M^-1 J^T + C)
+  Real* row_lambda;           // (row slots) impulse (N s)
+  Real* row_lambda_accepted;  // (row slots) impulse accepted by the line search
+  Real* row_dlambda;          // (row slots) Newton direction (CR solution)
+  Real* row_cr_r;             // (row slots) CR residual
+  Real* row_cr_z;             // (row slots) preconditioned residual
+  Real* row_cr_p;             // (row slots) search direction
+  Real* row_cr_az;            // (row slots) A z
+  Real* row_cr_ap;            // (row slots) A p
 };
 
 }  // namespace axion
