@@ -295,7 +295,11 @@ AXION_HD void contact_friction_row(const BatchView& v, int row, const WorldParam
   Real compliance = w / s;
   v.row_compliance[row] = compliance;
   v.row_residual[row] = slip[tangent] + compliance * v.row_lambda[row];
-  v.row_error[row] = v.row_residual[row];
+  // Convergence is measured on (s v_t + W lambda_f) / (s max(1, W)): the slip velocity while
+  // sticking, the friction impulse per unit mass in excess of the cone while sliding. Unscaled,
+  // a contact carrying no normal impulse (W at its cap) would turn a leftover 1e-7 N s into a
+  // huge residual.
+  v.row_error[row] = v.row_residual[row] / (w > 1 ? w : Real(1));
 }
 
 }  // namespace axion::kernels

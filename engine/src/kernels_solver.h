@@ -73,9 +73,12 @@ AXION_HD void world_residual(const BatchView& v, int world) {
   Real max_abs = 0, merit = 0;
   int row_end = v.world_row_offset[world] + world_live_rows(v, world);
   for (int row = v.world_row_offset[world]; row < row_end; ++row) {
-    Real r = v.row_error[row];
-    merit += r * r;
-    Real a = std::fabs(r);
+    // The merit follows the rows as the Newton system sees them (friction unscaled), the
+    // convergence test their error.
+    int kind = v.row_kind[row];
+    Real h = kind == kRowFriction1 || kind == kRowFriction2 ? v.row_residual[row] : v.row_error[row];
+    merit += h * h;
+    Real a = std::fabs(v.row_error[row]);
     if (!(a <= max_abs)) max_abs = a;  // NaN propagates
   }
   for (int body = v.world_body_offset[world]; body < v.world_body_offset[world + 1]; ++body) {
