@@ -67,7 +67,6 @@ BatchView BatchStorage::view() {
   AXION_CONTACT_STATE(AXION_BIND)
   AXION_ROW_MODEL(AXION_BIND)
   AXION_ROW_STATE(AXION_BIND)
-  AXION_ROW_BLOCKS(AXION_BIND)
   AXION_ROW_SCRATCH(AXION_BIND)
   AXION_HULL_ARRAYS(AXION_BIND)
 #undef AXION_BIND
@@ -98,7 +97,6 @@ size_t BatchStorage::bytes() const {
   AXION_CONTACT_STATE(AXION_BYTES)
   AXION_ROW_MODEL(AXION_BYTES)
   AXION_ROW_STATE(AXION_BYTES)
-  AXION_ROW_BLOCKS(AXION_BYTES)
   AXION_ROW_SCRATCH(AXION_BYTES)
   AXION_HULL_ARRAYS(AXION_BYTES)
 #undef AXION_BYTES
@@ -171,7 +169,6 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
   AXION_CONTACT_STATE(AXION_SIZE_CONTACT)
   AXION_ROW_MODEL(AXION_SIZE_ROW)
   AXION_ROW_STATE(AXION_SIZE_ROW)
-  AXION_ROW_BLOCKS(AXION_SIZE_ROW)
   AXION_ROW_SCRATCH(AXION_SIZE_ROW)
   s.joint_dof_offset.assign(joints + 1, 0);
   s.hull_vertex_offset.push_back(0);
@@ -237,11 +234,7 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
     int row = r0;
     for (int j = 0; j < m.joint_count(); ++j) {
       const JointDesc& joint = d.joints[j];
-      const std::vector<JointRowLayout> joint_rows = JointRows(joint, JointHasDrive(d, j));
-      const int block_start = row;
-      for (const JointRowLayout& r : joint_rows) {
-        s.row_block_start[row] = block_start;
-        s.row_block_size[row] = static_cast<int32_t>(joint_rows.size());
+      for (const JointRowLayout& r : JointRows(joint, JointHasDrive(d, j))) {
         s.row_kind[row] = r.kind;
         s.row_joint[row] = j0 + j;
         s.row_axis[row] = r.axis;

@@ -157,8 +157,6 @@ AXION_HD void world_build_contact_rows(const BatchView& v, int world) {
       v.row_body_a[row] = v.contact_body_a[k];
       v.row_body_b[row] = v.contact_body_b[k];
       v.row_lambda[row] = 0;
-      v.row_block_start[row] = row0 + 3 * i;
-      v.row_block_size[row] = 3;
     }
     if (match >= 0) {
       // The tangent basis is a function of the normal, so a resting contact keeps its basis

@@ -76,8 +76,7 @@ AXION_HD void world_residual(const BatchView& v, int world) {
     // The merit follows the rows as the Newton system sees them (friction unscaled), the
     // convergence test their error.
     int kind = v.row_kind[row];
-    Real h =
-        kind == kRowFriction1 || kind == kRowFriction2 ? v.row_residual[row] : v.row_error[row];
+    Real h = kind == kRowFriction1 || kind == kRowFriction2 ? v.row_residual[row] : v.row_error[row];
     merit += h * h;
     Real a = std::fabs(v.row_error[row]);
     if (!(a <= max_abs)) max_abs = a;  // NaN propagates
@@ -134,97 +133,23 @@ AXION_HD void world_newton_inertia(const BatchView& v, int world) {
   }
 }
 
-// Per row: the Schur right-hand side b = J M^-1 g - h (M^-1 g is in body_minv_jt), which is
-// also the CR residual at x = 0.
-AXION_HD void row_schur_rhs(const BatchView& v, int row) {
+// Per row: Jacobi preconditioner P = 1/(J M^-1 J^T + C) and the Schur right-hand side
+// b = J M^-1 g - h (M^-1 g is in body_minv_jt), which is also the CR residual at x = 0.
+AXION_HD void row_precondition(const BatchView& v, int row) {
   int a = v.row_body_a[row], b = v.row_body_b[row];
+  Vec6 ja = load6(v.row_jac_a + 6 * row), jb = load6(v.row_jac_b + 6 * row);
+  Real diag = v.row_compliance[row];
+  if (a >= 0) diag += dot(ja, body_apply_newton_inv_mass(v, a, ja));
+  if (b >= 0) diag += dot(jb, body_apply_newton_inv_mass(v, b, jb));
+  v.row_precond[row] = diag > 0 ? Real(1) / diag : Real(0);
   Real jminv_g = 0;
-  if (a >= 0) jminv_g += dot(load6(v.row_jac_a + 6 * row), load6(v.body_minv_jt + 6 * a));
-  if (b >= 0) jminv_g += dot(load6(v.row_jac_b + 6 * row), load6(v.body_minv_jt + 6 * b));
+  if (a >= 0) jminv_g += dot(ja, load6(v.body_minv_jt + 6 * a));
+  if (b >= 0) jminv_g += dot(jb, load6(v.body_minv_jt + 6 * b));
+  Real rhs = jminv_g - v.row_residual[row];
   v.row_dlambda[row] = 0;
-  v.row_cr_r[row] = jminv_g - v.row_residual[row];
-}
-
-/// Per row block (run by its first row): block-Jacobi preconditioner P_bb = A_bb^-1 with
-///   A_bb = J_b M~^-1 J_b^T + C_b,
-/// the rows of one joint or one contact, which act on the same two bodies. The block is
-/// inverted by Cholesky; where it is numerically singular (a limit row and its opposite with no
-/// compliance) the block falls back to plain Jacobi. Then z = P r and p = z for the block.
-AXION_HD void row_block_precondition(const BatchView& v, int row) {
-  if (v.row_block_start[row] != row) return;
-  const int n = v.row_block_size[row];
-  const int a = v.row_body_a[row], b = v.row_body_b[row];
-  Real m[kMaxRowBlock * kMaxRowBlock];
-  Vec6 minv_ja[kMaxRowBlock], minv_jb[kMaxRowBlock];
-  for (int i = 0; i < n; ++i) {
-    minv_ja[i] = body_apply_newton_inv_mass(v, a, load6(v.row_jac_a + 6 * (row + i)));
-    minv_jb[i] = body_apply_newton_inv_mass(v, b, load6(v.row_jac_b + 6 * (row + i)));
-  }
-  for (int i = 0; i < n; ++i) {
-    Vec6 ja = load6(v.row_jac_a + 6 * (row + i)), jb = load6(v.row_jac_b + 6 * (row + i));
-    for (int j = 0; j <= i; ++j) {
-      Real x = dot(ja, minv_ja[j]) + dot(jb, minv_jb[j]);
-      if (i == j) x += v.row_compliance[row + i];
-      m[kMaxRowBlock * i + j] = m[kMaxRowBlock * j + i] = x;
-    }
-  }
-  // In-place Cholesky, L in the lower triangle.
-  Real scale = 0;
-  for (int i = 0; i < n; ++i)
-    scale = m[kMaxRowBlock * i + i] > scale ? m[kMaxRowBlock * i + i] : scale;
-  bool ok = scale > 0;
-  Real diag[kMaxRowBlock];
-  for (int i = 0; i < n; ++i) diag[i] = m[kMaxRowBlock * i + i];
-  for (int j = 0; ok && j < n; ++j) {
-    Real d = m[kMaxRowBlock * j + j];
-    for (int k = 0; k < j; ++k) d -= m[kMaxRowBlock * j + k] * m[kMaxRowBlock * j + k];
-    if (!(d > Real(1e-10) * scale)) {
-      ok = false;
-      break;
-    }
-    d = std::sqrt(d);
-    m[kMaxRowBlock * j + j] = d;
-    for (int i = j + 1; i < n; ++i) {
-      Real x = m[kMaxRowBlock * i + j];
-      for (int k = 0; k < j; ++k) x -= m[kMaxRowBlock * i + k] * m[kMaxRowBlock * j + k];
-      m[kMaxRowBlock * i + j] = x / d;
-    }
-  }
-  // Columns of the inverse: solve L L^T x = e_c.
-  for (int c = 0; c < n; ++c) {
-    Real x[kMaxRowBlock];
-    if (ok) {
-      for (int i = 0; i < n; ++i) {
-        Real s = i == c ? Real(1) : Real(0);
-        for (int k = 0; k < i; ++k) s -= m[kMaxRowBlock * i + k] * x[k];
-        x[i] = s / m[kMaxRowBlock * i + i];
-      }
-      for (int i = n - 1; i >= 0; --i) {
-        Real s = x[i];
-        for (int k = i + 1; k < n; ++k) s -= m[kMaxRowBlock * k + i] * x[k];
-        x[i] = s / m[kMaxRowBlock * i + i];
-      }
-    } else {
-      for (int i = 0; i < n; ++i) x[i] = i == c && diag[i] > 0 ? Real(1) / diag[i] : Real(0);
-    }
-    for (int i = 0; i < n; ++i) v.row_block_inverse[kMaxRowBlock * (row + i) + c] = x[i];
-  }
-  for (int i = 0; i < n; ++i) {
-    Real z = 0;
-    for (int j = 0; j < n; ++j)
-      z += v.row_block_inverse[kMaxRowBlock * (row + i) + j] * v.row_cr_r[row + j];
-    v.row_cr_z[row + i] = z;
-    v.row_cr_p[row + i] = z;
-  }
-}
-
-// (P x)_row for the block-Jacobi preconditioner.
-AXION_HD Real row_apply_precond(const BatchView& v, int row, const Real* x) {
-  const int start = v.row_block_start[row], n = v.row_block_size[row];
-  const Real* inv = v.row_block_inverse + kMaxRowBlock * row;
-  Real s = 0;
-  for (int j = 0; j < n; ++j) s += inv[j] * x[start + j];
-  return s;
+  v.row_cr_r[row] = rhs;
+  v.row_cr_z[row] = v.row_precond[row] * rhs;
+  v.row_cr_p[row] = v.row_cr_z[row];
 }
 
 // Per body: out = M~^-1 in, with the Newton matrix's inertia.
@@ -255,7 +180,7 @@ AXION_HD void world_cr_begin(const BatchView& v, int world) {
   v.world_cr_active[world] = (rz > 0 && zaz > 0) ? v.world_params[world].cr_iterations : 0;
 }
 
-/// Per world, one block-Jacobi-preconditioned Conjugate Residual update (Saad, Alg. 6.20 with
+/// Per world, one Jacobi-preconditioned Conjugate Residual update (Saad, Alg. 6.20 with
 /// preconditioner P):
 ///   alpha = <z, Az> / <Ap, P Ap>;  x += alpha p;  r -= alpha Ap;  z -= alpha P Ap
 AXION_HD void world_cr_update_x(const BatchView& v, int world) {
@@ -263,9 +188,7 @@ AXION_HD void world_cr_update_x(const BatchView& v, int world) {
   int row_end = row0 + world_live_rows(v, world);
   Real apmap = 0;
   for (int row = row0; row < row_end; ++row) {
-    Real pap = row_apply_precond(v, row, v.row_cr_ap);
-    v.row_precond[row] = pap;  // P Ap, reused below
-    apmap += v.row_cr_ap[row] * pap;
+    apmap += v.row_cr_ap[row] * v.row_precond[row] * v.row_cr_ap[row];
   }
   if (!(apmap > 0)) {
     v.world_cr_active[world] = 0;
@@ -276,7 +199,7 @@ AXION_HD void world_cr_update_x(const BatchView& v, int world) {
     Real ap = v.row_cr_ap[row];
     v.row_dlambda[row] += alpha * v.row_cr_p[row];
     v.row_cr_r[row] -= alpha * ap;
-    v.row_cr_z[row] -= alpha * v.row_precond[row];
+    v.row_cr_z[row] -= alpha * v.row_precond[row] * ap;
   }
 }
 

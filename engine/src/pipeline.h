@@ -32,9 +32,6 @@ struct LoopBounds {
 namespace pipeline {
 using namespace kernels;
 
-// Positions (m) and velocities (m/s, rad/s) beyond this are a diverged world, not physics.
-inline constexpr Real kDivergedMagnitude = Real(1e12);
-
 AXION_HD bool stepping(const BatchView& v, int w) { return v.world_active[w] != kPhaseIdle; }
 AXION_HD bool iterating(const BatchView& v, int w) { return v.world_active[w] == kPhaseNewton; }
 AXION_HD bool searching(const BatchView& v, int w) {
@@ -194,14 +191,10 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
           if (iterating(v, v.body_world[i]))
             body_apply_inv_mass_kernel(v, i, v.body_g, v.body_minv_jt);
         });
+    // precondition
     ex.rows(
         wr, AXION_LAMBDA(int r) {
-          if (iterating(v, v.row_world[r]) && row_is_live(v, r)) row_schur_rhs(v, r);
-        });
-    // precondition: block-Jacobi over each joint's and each contact's rows
-    ex.rows(
-        wr, AXION_LAMBDA(int r) {
-          if (iterating(v, v.row_world[r]) && row_is_live(v, r)) row_block_precondition(v, r);
+          if (iterating(v, v.row_world[r]) && row_is_live(v, r)) row_precondition(v, r);
         });
 
     // Conjugate Residual on (J M^-1 J^T + C) dlambda = J M^-1 g - h
@@ -286,7 +279,6 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
   }
 
   // write back: joint coordinates, time, and a finite-state check that freezes a broken world
-  // (NaN fails the comparison; magnitudes past kDivergedMagnitude count as diverged)
   ex.joints(
       wr, AXION_LAMBDA(int j) {
         if (stepping(v, v.body_world[v.joint_child[j]])) joint_write_coordinates(v, j);
@@ -297,11 +289,11 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
         bool finite = v.world_residual[w] == v.world_residual[w];
         for (int i = 7 * v.world_body_offset[w]; finite && i < 7 * v.world_body_offset[w + 1];
              ++i) {
-          finite = std::fabs(v.body_q[i]) < kDivergedMagnitude;
+          finite = std::isfinite(v.body_q[i]);
         }
         for (int i = 6 * v.world_body_offset[w]; finite && i < 6 * v.world_body_offset[w + 1];
              ++i) {
-          finite = std::fabs(v.body_u[i]) < kDivergedMagnitude;
+          finite = std::isfinite(v.body_u[i]);
         }
         if (!finite) {
           for (int i = 7 * v.world_body_offset[w]; i < 7 * v.world_body_offset[w + 1]; ++i) {

@@ -46,10 +46,6 @@ struct WorldParams {
   Real fb_epsilon;
 };
 
-// Largest row block of the block-Jacobi preconditioner (a generic joint with three limited
-// axes: 3 locked + 6 limit + 3 drive rows).
-inline constexpr int kMaxRowBlock = 12;
-
 // Constraint row kinds.
 enum RowKind : int32_t {
   kRowDisabled = 0,
@@ -206,29 +202,24 @@ struct BatchView {
   Real* contact_prev_lambda;          // (contact slots x 3) normal, tangent 1, tangent 2 (N s)
 
   // ---- constraint rows (row slots = world_row_offset[world_count]) ---------------------------
-  const int32_t* row_world;  // (row slots)
-  int32_t* row_kind;         // (row slots) RowKind
-  int32_t* row_joint;        // (row slots) global joint (joint rows)
-  int32_t* row_axis;         // (row slots) axis index (joint rows)
-  int32_t* row_dof;          // (row slots) global DOF (limit and drive rows)
-  int32_t* row_contact;      // (row slots) global contact slot (contact rows)
-  int32_t* row_body_a;       // (row slots) global body or -1
-  int32_t* row_body_b;       // (row slots) global body or -1
-  Real* row_jac_a;           // (row slots x 6) Jacobian block of body a
-  Real* row_jac_b;           // (row slots x 6) Jacobian block of body b
-  Real* row_lever;           // (row slots x 6) lever arms (world) on a and b whose
-                             // rotation turns the row's force (geometric stiffness)
-  Real* row_residual;        // (row slots) h: constraint residual, as the Newton system
-                             // sees it (J du + C dlambda = -h)
-  Real* row_error;           // (row slots) the same residual scaled for measuring
-                             // convergence (m/s); differs from h on unilateral rows
-  Real* row_compliance;      // (row slots) C: diagonal of the compliance block
-  Real* row_precond;         // (row slots) Jacobi preconditioner 1/(J M^-1 J^T + C)
-  // Block-Jacobi preconditioner: the rows of one joint or one contact form a block (they act on
-  // the same two bodies); each row keeps its row of the block's inverse.
-  int32_t* row_block_start;   // (row slots) first row of the row's block
-  int32_t* row_block_size;    // (row slots) rows in the block (<= kMaxRowBlock)
-  Real* row_block_inverse;    // (row slots x kMaxRowBlock) the row's row of (J M^-1 J^T + C)_bb^-1
+  const int32_t* row_world;   // (row slots)
+  int32_t* row_kind;          // (row slots) RowKind
+  int32_t* row_joint;         // (row slots) global joint (joint rows)
+  int32_t* row_axis;          // (row slots) axis index (joint rows)
+  int32_t* row_dof;           // (row slots) global DOF (limit and drive rows)
+  int32_t* row_contact;       // (row slots) global contact slot (contact rows)
+  int32_t* row_body_a;        // (row slots) global body or -1
+  int32_t* row_body_b;        // (row slots) global body or -1
+  Real* row_jac_a;            // (row slots x 6) Jacobian block of body a
+  Real* row_jac_b;            // (row slots x 6) Jacobian block of body b
+  Real* row_lever;            // (row slots x 6) lever arms (world) on a and b whose
+                              // rotation turns the row's force (geometric stiffness)
+  Real* row_residual;         // (row slots) h: constraint residual, as the Newton system
+                              // sees it (J du + C dlambda = -h)
+  Real* row_error;            // (row slots) the same residual scaled for measuring
+                              // convergence (m/s); differs from h on unilateral rows
+  Real* row_compliance;       // (row slots) C: diagonal of the compliance block
+  Real* row_precond;          // (row slots) Jacobi preconditioner 1/(J M^-1 J^T + C)
   Real* row_lambda;           // (row slots) impulse (N s)
   Real* row_lambda_accepted;  // (row slots) impulse accepted by the line search
   Real* row_dlambda;          // (row slots) Newton direction (CR solution)
