@@ -32,6 +32,9 @@ struct LoopBounds {
 namespace pipeline {
 using namespace kernels;
 
+// Positions (m) and velocities (m/s, rad/s) beyond this are a diverged world, not physics.
+inline constexpr Real kDivergedMagnitude = Real(1e12);
+
 AXION_HD bool stepping(const BatchView& v, int w) { return v.world_active[w] != kPhaseIdle; }
 AXION_HD bool iterating(const BatchView& v, int w) { return v.world_active[w] == kPhaseNewton; }
 AXION_HD bool searching(const BatchView& v, int w) {
@@ -279,6 +282,7 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
   }
 
   // write back: joint coordinates, time, and a finite-state check that freezes a broken world
+  // (NaN fails the comparison; magnitudes past kDivergedMagnitude count as diverged)
   ex.joints(
       wr, AXION_LAMBDA(int j) {
         if (stepping(v, v.body_world[v.joint_child[j]])) joint_write_coordinates(v, j);
@@ -289,11 +293,11 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
         bool finite = v.world_residual[w] == v.world_residual[w];
         for (int i = 7 * v.world_body_offset[w]; finite && i < 7 * v.world_body_offset[w + 1];
              ++i) {
-          finite = std::isfinite(v.body_q[i]);
+          finite = std::fabs(v.body_q[i]) < kDivergedMagnitude;
         }
         for (int i = 6 * v.world_body_offset[w]; finite && i < 6 * v.world_body_offset[w + 1];
              ++i) {
-          finite = std::isfinite(v.body_u[i]);
+          finite = std::fabs(v.body_u[i]) < kDivergedMagnitude;
         }
         if (!finite) {
           for (int i = 7 * v.world_body_offset[w]; i < 7 * v.world_body_offset[w + 1]; ++i) {
