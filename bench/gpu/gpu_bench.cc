@@ -22,6 +22,7 @@
 
 #include "axion/model.h"
 #include "axion/simulator.h"
+#include "axion_scenes.h"
 
 #if defined(AXION_BENCH_HAVE_MJCF)
 #include "axion/mjcf.h"
@@ -101,37 +102,12 @@ Flags ParseFlags(int argc, char** argv) {
   return f;
 }
 
-Mat33 BoxInertia(Real mass, Vec3 half) {
-  Real x = 2 * half.x, y = 2 * half.y, z = 2 * half.z;
-  return mat33_diag(
-      {mass * (y * y + z * z) / 12, mass * (x * x + z * z) / 12, mass * (x * x + y * y) / 12});
-}
-
-// Ten 0.2 m boxes stacked on a ground plane.
-ModelDesc Stack() {
-  ModelDesc d;
-  ShapeDesc ground;
-  ground.type = ShapeType::kPlane;
-  d.shapes.push_back(ground);
-  for (int i = 0; i < 10; ++i) {
-    BodyDesc b;
-    b.mass = 1;
-    b.inertia = BoxInertia(1, {0.1, 0.1, 0.1});
-    b.pose.pos = {0, 0, 0.1 + 0.2 * i};
-    d.bodies.push_back(b);
-    ShapeDesc s;
-    s.body = i;
-    s.type = ShapeType::kBox;
-    s.size = {0.1, 0.1, 0.1};
-    d.shapes.push_back(s);
-  }
-  return d;
-}
-
 // A 13-body standing ragdoll with the humanoid's structure: a free torso; head welded on; ball
 // hips and shoulders; hinged waist, knees, ankles and elbows (with effort actuators, left at
 // zero); capsule limbs and box feet on a ground plane. It collapses under gravity, as the
 // uncontrolled MuJoCo humanoid does.
+using scenes::BoxInertia;
+
 ModelDesc Ragdoll() {
   ModelDesc d;
   d.options.timestep = 0.005;
@@ -309,7 +285,7 @@ int main(int argc, char** argv) {
   if (flags.scene == "all" || flags.scene == "humanoid") scenes.push_back(Humanoid());
   if (flags.scene == "ragdoll") scenes.push_back({"ragdoll", Compile(Ragdoll(), "ragdoll")});
   if (flags.scene == "all" || flags.scene == "stack")
-    scenes.push_back({"stack", Compile(Stack(), "stack")});
+    scenes.push_back({"stack", Compile(scenes::Stack(10), "stack")});
 
   std::printf("backend %s (CUDA device %s), worlds up to %d, >= %.1f s or %d steps per size\n",
               BackendName(flags.backend), CudaAvailable() ? "present" : "absent", flags.max_worlds,

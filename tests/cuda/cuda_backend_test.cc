@@ -20,6 +20,7 @@
 
 #include "axion/model.h"
 #include "axion/simulator.h"
+#include "axion_scenes.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -33,12 +34,6 @@ namespace {
 using ::testing::HasSubstr;
 
 constexpr char kNoDevice[] = "no CUDA device: skipping GPU test";
-
-Mat33 BoxInertia(Real mass, Vec3 half) {
-  Real x = 2 * half.x, y = 2 * half.y, z = 2 * half.z;
-  return mat33_diag(
-      {mass * (y * y + z * z) / 12, mass * (x * x + z * z) / 12, mass * (x * x + y * y) / 12});
-}
 
 std::shared_ptr<const Model> MustCompile(ModelDesc desc) {
   absl::StatusOr<std::shared_ptr<const Model>> m = Model::Compile(std::move(desc));
@@ -65,6 +60,8 @@ std::vector<WorldId> MustCreateWorlds(Simulator& sim, std::shared_ptr<const Mode
 }
 
 // A 1 m pendulum released horizontally, with a damped hinge.
+using scenes::BoxInertia;
+
 ModelDesc Pendulum() {
   ModelDesc d;
   BodyDesc bob;
@@ -78,46 +75,6 @@ ModelDesc Pendulum() {
   hinge.axis = Vec3{0, 1, 0};
   hinge.drive.damping = 0.01;
   d.joints.push_back(hinge);
-  return d;
-}
-
-// Ten 0.5 m links hinged end to end, released horizontally from the world anchor.
-ModelDesc Chain() {
-  ModelDesc d;
-  for (int i = 0; i < 10; ++i) {
-    BodyDesc b;
-    b.mass = 1;
-    b.inertia = BoxInertia(1, {0.25, 0.02, 0.02});
-    b.pose.pos = {0.25 + 0.5 * i, 0, 0};
-    d.bodies.push_back(b);
-    JointDesc j;
-    j.parent = i == 0 ? kWorldBody : i - 1;
-    j.child = i;
-    j.child_frame.pos = {-0.25, 0, 0};
-    j.axis = Vec3{0, 1, 0};
-    d.joints.push_back(j);
-  }
-  return d;
-}
-
-// Ten 0.2 m boxes stacked on a ground plane.
-ModelDesc Stack() {
-  ModelDesc d;
-  ShapeDesc ground;
-  ground.type = ShapeType::kPlane;
-  d.shapes.push_back(ground);
-  for (int i = 0; i < 10; ++i) {
-    BodyDesc b;
-    b.mass = 1;
-    b.inertia = BoxInertia(1, {0.1, 0.1, 0.1});
-    b.pose.pos = {0, 0, 0.1 + 0.2 * i};
-    d.bodies.push_back(b);
-    ShapeDesc s;
-    s.body = i;
-    s.type = ShapeType::kBox;
-    s.size = {0.1, 0.1, 0.1};
-    d.shapes.push_back(s);
-  }
   return d;
 }
 
@@ -256,8 +213,12 @@ void ExpectParity(std::shared_ptr<const Model> model, int worlds, Real position_
 TEST_F(CudaBackendTest, PendulumMatchesCpu) {
   ExpectParity(MustCompile(Pendulum()), 3, 1e-6, 1e-5);
 }
-TEST_F(CudaBackendTest, ChainMatchesCpu) { ExpectParity(MustCompile(Chain()), 3, 1e-6, 1e-5); }
-TEST_F(CudaBackendTest, BoxStackMatchesCpu) { ExpectParity(MustCompile(Stack()), 3, 1e-6, 1e-5); }
+TEST_F(CudaBackendTest, ChainMatchesCpu) {
+  ExpectParity(MustCompile(scenes::Chain(10)), 3, 1e-6, 1e-5);
+}
+TEST_F(CudaBackendTest, BoxStackMatchesCpu) {
+  ExpectParity(MustCompile(scenes::Stack(10)), 3, 1e-6, 1e-5);
+}
 TEST_F(CudaBackendTest, BoxOnInclineMatchesCpu) {
   ExpectParity(MustCompile(Incline()), 3, 1e-6, 1e-5);
 }
@@ -281,7 +242,7 @@ TEST_F(CudaBackendTest, HumanoidMatchesCpu) {
 // A sub-step count above one replays the step on the device without returning to the host in
 // between; it must equal the same number of single steps.
 TEST_F(CudaBackendTest, SubstepsEqualSingleSteps) {
-  auto model = MustCompile(Stack());
+  auto model = MustCompile(scenes::Stack(10));
   auto a = MustCreate(Backend::kCuda);
   auto b = MustCreate(Backend::kCuda);
   ASSERT_TRUE(a && b);
@@ -318,7 +279,7 @@ TEST_F(CudaBackendTest, StepsOnlyTheListedWorlds) {
 TEST_F(CudaBackendTest, LargeBatchIsBitIdenticalRunToRun) {
   constexpr int kWorlds = 1024;
   constexpr int kSteps = 40;
-  auto model = MustCompile(Stack());
+  auto model = MustCompile(scenes::Stack(10));
   auto run = [&](std::unique_ptr<Simulator>& sim, std::vector<WorldId>& ids) {
     sim = MustCreate(Backend::kCuda);
     ASSERT_TRUE(sim);
@@ -348,7 +309,7 @@ TEST_F(CudaBackendTest, LargeBatchIsBitIdenticalRunToRun) {
 
 // A snapshot taken on the device restores bit-exactly, on the device and on the CPU.
 TEST_F(CudaBackendTest, SnapshotRestoresBitExactly) {
-  auto model = MustCompile(Chain());
+  auto model = MustCompile(scenes::Chain(10));
   auto gpu = MustCreate(Backend::kCuda);
   ASSERT_TRUE(gpu);
   std::vector<WorldId> ids = MustCreateWorlds(*gpu, model, 2);
@@ -387,7 +348,7 @@ TEST_F(CudaBackendTest, SnapshotRestoresBitExactly) {
 
 // Reset on the device returns a world to its initial state: it then follows a fresh world.
 TEST_F(CudaBackendTest, ResetMatchesAFreshWorld) {
-  auto model = MustCompile(Stack());
+  auto model = MustCompile(scenes::Stack(10));
   auto gpu = MustCreate(Backend::kCuda);
   ASSERT_TRUE(gpu);
   WorldId used = MustCreateWorlds(*gpu, model, 1)[0];
@@ -408,8 +369,8 @@ TEST_F(CudaBackendTest, ResetMatchesAFreshWorld) {
 // Creating and destroying worlds between steps re-packs the device arrays and keeps every
 // surviving world's state: the result equals a batch that never changed.
 TEST_F(CudaBackendTest, CreateAndDestroyWorldsBetweenSteps) {
-  auto chain = MustCompile(Chain());
-  auto stack = MustCompile(Stack());
+  auto chain = MustCompile(scenes::Chain(10));
+  auto stack = MustCompile(scenes::Stack(10));
   auto changing = MustCreate(Backend::kCuda);
   auto reference = MustCreate(Backend::kCuda);
   ASSERT_TRUE(changing && reference);
@@ -453,7 +414,7 @@ TEST_F(CudaBackendTest, CreateAndDestroyWorldsBetweenSteps) {
 
 // Statistics are current after every Step without reading the state back.
 TEST_F(CudaBackendTest, StatisticsAreCurrentAfterEachStep) {
-  auto model = MustCompile(Stack());
+  auto model = MustCompile(scenes::Stack(10));
   auto gpu = MustCreate(Backend::kCuda);
   auto cpu = MustCreate(Backend::kCpu);
   ASSERT_TRUE(gpu && cpu);

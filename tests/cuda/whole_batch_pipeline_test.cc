@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "axion/model.h"
+#include "axion_scenes.h"
 #include "backend.h"
 #include "batch_storage.h"
 #include "gtest/gtest.h"
@@ -69,11 +70,7 @@ void StepWholeBatch(BatchStorage& host) {
   pipeline::step(ex, v, WorldRange{0, ex.world_count}, BatchLoopBounds(host));
 }
 
-Mat33 BoxInertia(Real mass, Vec3 half) {
-  Real x = 2 * half.x, y = 2 * half.y, z = 2 * half.z;
-  return mat33_diag(
-      {mass * (y * y + z * z) / 12, mass * (x * x + z * z) / 12, mass * (x * x + y * y) / 12});
-}
+using scenes::BoxInertia;
 
 // Four boxes stacked on a ground plane: contacts, friction, many Newton iterations at impact.
 ModelDesc Stack() {

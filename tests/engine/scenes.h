@@ -6,20 +6,14 @@
 
 #include "axion/model.h"
 #include "axion/simulator.h"
+#include "axion_scenes.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace axion::test {
 
-inline Mat33 BoxInertia(Real mass, Vec3 half) {
-  Real x = 2 * half.x, y = 2 * half.y, z = 2 * half.z;
-  return mat33_diag(
-      {mass * (y * y + z * z) / 12, mass * (x * x + z * z) / 12, mass * (x * x + y * y) / 12});
-}
-inline Mat33 SphereInertia(Real mass, Real r) {
-  Real i = Real(0.4) * mass * r * r;
-  return mat33_diag({i, i, i});
-}
+using scenes::BoxInertia;
+using scenes::SphereInertia;
 
 inline std::shared_ptr<const Model> MustCompile(ModelDesc desc) {
   absl::StatusOr<std::shared_ptr<const Model>> m = Model::Compile(std::move(desc));

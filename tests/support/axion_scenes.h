@@ -1,0 +1,111 @@
+// Standard scenes shared by the tests and the benchmarks, so that a "10-link chain" or a
+// "10-box stack" means the same thing in every table and every parity test.
+#pragma once
+
+#include "axion/model.h"
+
+namespace axion::scenes {
+
+// Inertia of a solid box with half extents `half` about its centre.
+inline Mat33 BoxInertia(Real mass, Vec3 half) {
+  Real x = 2 * half.x, y = 2 * half.y, z = 2 * half.z;
+  return mat33_diag(
+      {mass * (y * y + z * z) / 12, mass * (x * x + z * z) / 12, mass * (x * x + y * y) / 12});
+}
+
+inline Mat33 SphereInertia(Real mass, Real radius) {
+  Real i = Real(0.4) * mass * radius * radius;
+  return mat33_diag({i, i, i});
+}
+
+// `count` free bodies tumbling under gravity, no contacts.
+inline ModelDesc FreeBodies(int count) {
+  ModelDesc d;
+  for (int i = 0; i < count; ++i) {
+    BodyDesc b;
+    b.mass = 1 + Real(0.1) * i;
+    b.inertia = BoxInertia(b.mass, {0.1, 0.2, 0.3});
+    b.pose.pos = {Real(i), 0, 1};
+    b.angular_velocity = {1, 2, 3};
+    d.bodies.push_back(b);
+  }
+  return d;
+}
+
+// A chain of `links` 0.5 m boxes hinged about y end to end, link 0 to the world at the origin,
+// released horizontally along +x.
+inline ModelDesc Chain(int links) {
+  ModelDesc d;
+  for (int i = 0; i < links; ++i) {
+    BodyDesc b;
+    b.mass = 1;
+    b.inertia = BoxInertia(1, {0.25, 0.02, 0.02});
+    b.pose.pos = {Real(0.25) + Real(0.5) * i, 0, 0};
+    d.bodies.push_back(b);
+    JointDesc j;
+    j.parent = i == 0 ? kWorldBody : i - 1;
+    j.child = i;
+    j.child_frame.pos = {-0.25, 0, 0};
+    j.axis = Vec3{0, 1, 0};
+    d.joints.push_back(j);
+  }
+  return d;
+}
+
+// `count` 0.2 m boxes stacked on a ground plane, touching.
+inline ModelDesc Stack(int count) {
+  ModelDesc d;
+  ShapeDesc ground;
+  ground.type = ShapeType::kPlane;
+  d.shapes.push_back(ground);
+  for (int i = 0; i < count; ++i) {
+    BodyDesc b;
+    b.mass = 1;
+    b.inertia = BoxInertia(1, {0.1, 0.1, 0.1});
+    b.pose.pos = {0, 0, Real(0.1) + Real(0.2) * i};
+    d.bodies.push_back(b);
+    ShapeDesc s;
+    s.body = i;
+    s.type = ShapeType::kBox;
+    s.size = {0.1, 0.1, 0.1};
+    d.shapes.push_back(s);
+  }
+  return d;
+}
+
+// `count` spheres of radius 0.1 m dropped in layers of 25 into an open box (floor and four walls).
+inline ModelDesc SpheresInBox(int count) {
+  ModelDesc d;
+  ShapeDesc floor;
+  floor.type = ShapeType::kPlane;
+  d.shapes.push_back(floor);
+  const Real half = 0.6;
+  for (int side = 0; side < 4; ++side) {
+    ShapeDesc wall;
+    wall.type = ShapeType::kBox;
+    bool x = side < 2;
+    Real sign = side % 2 == 0 ? 1 : -1;
+    wall.pose.pos =
+        x ? Vec3{sign * (half + Real(0.05)), 0, 0.5} : Vec3{0, sign * (half + Real(0.05)), 0.5};
+    wall.size = x ? Vec3{0.05, half + Real(0.1), 0.5} : Vec3{half + Real(0.1), 0.05, 0.5};
+    d.shapes.push_back(wall);
+  }
+  for (int i = 0; i < count; ++i) {
+    BodyDesc b;
+    b.mass = 0.5;
+    b.inertia = SphereInertia(b.mass, 0.1);
+    int layer = i / 25, k = i % 25;
+    b.pose.pos = {Real(-0.48) + Real(0.24) * (k % 5) + Real(0.01) * layer,
+                  Real(-0.48) + Real(0.24) * (k / 5), Real(0.12) + Real(0.22) * layer};
+    d.bodies.push_back(b);
+    ShapeDesc s;
+    s.body = i;
+    s.type = ShapeType::kSphere;
+    s.size = {0.1, 0, 0};
+    d.shapes.push_back(s);
+  }
+  d.contact_capacity = 8 * count;
+  return d;
+}
+
+}  // namespace axion::scenes
