@@ -18,23 +18,9 @@ constexpr Real kPi = 3.14159265358979323846;
 // A chain of `links` boxes of length 0.5 m along +x, hinged about y: link 0 to the world at the
 // origin, link i to link i-1.
 ModelDesc Chain(int links, Real h, Formulation formulation) {
-  ModelDesc d;
+  ModelDesc d = scenes::Chain(links);
   d.options.timestep = h;
   d.options.joint_formulation = formulation;
-  for (int i = 0; i < links; ++i) {
-    BodyDesc b;
-    b.name = "link" + std::to_string(i);
-    b.mass = 1;
-    b.inertia = test::BoxInertia(1, {0.25, 0.02, 0.02});
-    b.pose.pos = {0.25 + 0.5 * i, 0, 0};
-    d.bodies.push_back(b);
-    JointDesc j;
-    j.parent = i == 0 ? kWorldBody : i - 1;
-    j.child = i;
-    j.child_frame.pos = {-0.25, 0, 0};
-    j.axis = Vec3{0, 1, 0};
-    d.joints.push_back(j);
-  }
   return d;
 }
 
