@@ -40,6 +40,7 @@ WorldParams MakeWorldParams(const SolverOptions& o) {
   p.line_search = o.line_search ? 1 : 0;
   p.line_search_steps = o.line_search_steps;
   p.fb_epsilon = o.fb_epsilon;
+  p.preconditioner = static_cast<int32_t>(o.preconditioner);
   return p;
 }
 

@@ -6,6 +6,7 @@
 
 #include "kernels_body.h"
 #include "kernels_contact.h"
+#include "kernels_tree.h"
 
 namespace axion::kernels {
 
@@ -76,7 +77,8 @@ AXION_HD void world_residual(const BatchView& v, int world) {
     // The merit follows the rows as the Newton system sees them (friction unscaled), the
     // convergence test their error.
     int kind = v.row_kind[row];
-    Real h = kind == kRowFriction1 || kind == kRowFriction2 ? v.row_residual[row] : v.row_error[row];
+    Real h =
+        kind == kRowFriction1 || kind == kRowFriction2 ? v.row_residual[row] : v.row_error[row];
     merit += h * h;
     Real a = std::fabs(v.row_error[row]);
     if (!(a <= max_abs)) max_abs = a;  // NaN propagates
@@ -166,6 +168,14 @@ AXION_HD Real row_schur_product(const BatchView& v, int row, const Real* x) {
   return s;
 }
 
+// Per world, with the tree preconditioner: factor the tree and start CR from z = P r.
+AXION_HD void world_tree_precondition(const BatchView& v, int world) {
+  world_tree_factor(v, world);
+  world_tree_apply(v, world, v.row_cr_r, v.row_cr_z);
+  int row_end = v.world_row_offset[world] + world_live_rows(v, world);
+  for (int row = v.world_row_offset[world]; row < row_end; ++row) v.row_cr_p[row] = v.row_cr_z[row];
+}
+
 // Per world: CR start, after A z is in row_cr_az: Ap = Az, <z, Az>, and the reference norm.
 AXION_HD void world_cr_begin(const BatchView& v, int world) {
   Real zaz = 0, rz = 0;
@@ -180,15 +190,19 @@ AXION_HD void world_cr_begin(const BatchView& v, int world) {
   v.world_cr_active[world] = (rz > 0 && zaz > 0) ? v.world_params[world].cr_iterations : 0;
 }
 
-/// Per world, one Jacobi-preconditioned Conjugate Residual update (Saad, Alg. 6.20 with
-/// preconditioner P):
+/// Per world, one preconditioned Conjugate Residual update (Saad, Alg. 6.20 with
+/// preconditioner P, the Jacobi diagonal or the spanning-tree solve):
 ///   alpha = <z, Az> / <Ap, P Ap>;  x += alpha p;  r -= alpha Ap;  z -= alpha P Ap
 AXION_HD void world_cr_update_x(const BatchView& v, int world) {
   int row0 = v.world_row_offset[world];
   int row_end = row0 + world_live_rows(v, world);
+  const bool tree = v.world_params[world].preconditioner == int32_t(Preconditioner::kTree);
+  if (tree) world_tree_apply(v, world, v.row_cr_ap, v.row_cr_pap);
   Real apmap = 0;
   for (int row = row0; row < row_end; ++row) {
-    apmap += v.row_cr_ap[row] * v.row_precond[row] * v.row_cr_ap[row];
+    Real pap = tree ? v.row_cr_pap[row] : v.row_precond[row] * v.row_cr_ap[row];
+    v.row_cr_pap[row] = pap;
+    apmap += v.row_cr_ap[row] * pap;
   }
   if (!(apmap > 0)) {
     v.world_cr_active[world] = 0;
@@ -196,10 +210,9 @@ AXION_HD void world_cr_update_x(const BatchView& v, int world) {
   }
   Real alpha = v.world_cr_zaz[world] / apmap;
   for (int row = row0; row < row_end; ++row) {
-    Real ap = v.row_cr_ap[row];
     v.row_dlambda[row] += alpha * v.row_cr_p[row];
-    v.row_cr_r[row] -= alpha * ap;
-    v.row_cr_z[row] -= alpha * v.row_precond[row] * ap;
+    v.row_cr_r[row] -= alpha * v.row_cr_ap[row];
+    v.row_cr_z[row] -= alpha * v.row_cr_pap[row];
   }
 }
 
@@ -239,9 +252,56 @@ AXION_HD void body_trial(const BatchView& v, int body, Real t) {
     v.body_u[6 * body + i] = v.body_u_accepted[6 * body + i] + t * v.body_du[6 * body + i];
   }
 }
+/// Contact impulses are projected as the trial is taken: lambda_n >= 0, and no friction impulse
+/// on a contact without normal impulse. The solution satisfies both; an iterate that does not
+/// (a friction impulse left on a contact whose normal impulse vanished) makes the friction
+/// compliance W jump to its cap, and Newton would chase its own residual spikes. Friction on a
+/// contact with normal impulse is left alone, even outside its cone: its excess over the cone is
+/// what drives W to the sliding solution in one step.
 AXION_HD void row_trial(const BatchView& v, int row, Real t) {
-  v.row_lambda[row] = v.row_lambda_accepted[row] + t * v.row_dlambda[row];
+  const int kind = v.row_kind[row];
+  Real lambda = v.row_lambda_accepted[row] + t * v.row_dlambda[row];
+  if (kind == kRowContactNormal) {
+    lambda = lambda > 0 ? lambda : Real(0);
+  } else if (kind == kRowFriction1 || kind == kRowFriction2) {
+    const int first = kind == kRowFriction1 ? row : row - 1;
+    const int normal = first - 1;
+    Real lambda_n = v.row_lambda_accepted[normal] + t * v.row_dlambda[normal];
+    if (!(lambda_n > 0)) lambda = 0;
+  }
+  v.row_lambda[row] = lambda;
 }
+/// Per world, after an iterate is accepted: remember it if its merit is the lowest so far
+/// (`first`: the step's initial iterate). A step that ends without converging keeps that
+/// iterate rather than the last one, so a Newton solve that wanders off cannot leave worse
+/// velocities than the best it found.
+AXION_HD void world_keep_best(const BatchView& v, int world, bool first) {
+  if (!first && !(v.world_merit[world] < v.world_merit_best[world])) return;
+  v.world_merit_best[world] = v.world_merit[world];
+  v.world_residual_best[world] = v.world_residual[world];
+  for (int i = 6 * v.world_body_offset[world]; i < 6 * v.world_body_offset[world + 1]; ++i)
+    v.body_u_best[i] = v.body_u[i];
+  int row_end = v.world_row_offset[world] + world_live_rows(v, world);
+  for (int row = v.world_row_offset[world]; row < row_end; ++row)
+    v.row_lambda_best[row] = v.row_lambda[row];
+}
+
+/// Per world, after Newton: a world that did not converge returns to its best iterate when
+/// the last one is worse (and marks itself for re-integrating q+ with world_ls_step = -1).
+AXION_HD void world_restore_best(const BatchView& v, int world) {
+  v.world_ls_step[world] = 0;
+  if (!(v.world_flags[world] & kWorldNotConverged)) return;
+  if (!(v.world_merit_best[world] < v.world_merit[world])) return;
+  v.world_merit[world] = v.world_merit_best[world];
+  v.world_residual[world] = v.world_residual_best[world];
+  for (int i = 6 * v.world_body_offset[world]; i < 6 * v.world_body_offset[world + 1]; ++i)
+    v.body_u[i] = v.body_u_best[i];
+  int row_end = v.world_row_offset[world] + world_live_rows(v, world);
+  for (int row = v.world_row_offset[world]; row < row_end; ++row)
+    v.row_lambda[row] = v.row_lambda_best[row];
+  v.world_ls_step[world] = -1;
+}
+
 AXION_HD void body_accept(const BatchView& v, int body) {
   for (int i = 0; i < 6; ++i) v.body_u_accepted[6 * body + i] = v.body_u[6 * body + i];
 }

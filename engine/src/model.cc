@@ -226,6 +226,9 @@ absl::Status ValidateSolverOptions(SolverOptions* options) {
                    absl::StrCat("must be >= 0, got ", o.line_search_steps));
   if (!(o.fb_epsilon >= 0) || !Finite(o.fb_epsilon))
     return Invalid("options", "fb_epsilon", "must be >= 0, got " + Fmt(o.fb_epsilon));
+  if (o.preconditioner != Preconditioner::kJacobi && o.preconditioner != Preconditioner::kTree)
+    return Invalid("options", "preconditioner",
+                   absl::StrCat("unknown value ", static_cast<int>(o.preconditioner)));
 
   return absl::OkStatus();
 }

@@ -144,6 +144,8 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
         if (!stepping(v, w)) return;
         world_collide(v, w);
         world_build_contact_rows(v, w);
+        if (v.world_params[w].preconditioner == int32_t(Preconditioner::kTree))
+          world_tree_build(v, w);
         world_apply_actuators(v, w);
       });
 
@@ -166,6 +168,10 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
   ex.rows(
       wr, AXION_LAMBDA(int r) {
         if (iterating(v, v.row_world[r]) && row_is_live(v, r)) row_accept(v, r);
+      });
+  ex.worlds(
+      wr, AXION_LAMBDA(int w) {
+        if (iterating(v, w)) world_keep_best(v, w, true);
       });
 
   for (int newton = 0; newton <= bounds.newton_iterations; ++newton) {
@@ -198,6 +204,11 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
     ex.rows(
         wr, AXION_LAMBDA(int r) {
           if (iterating(v, v.row_world[r]) && row_is_live(v, r)) row_precondition(v, r);
+        });
+    ex.worlds(
+        wr, AXION_LAMBDA(int w) {
+          if (iterating(v, w) && v.world_params[w].preconditioner == int32_t(Preconditioner::kTree))
+            world_tree_precondition(v, w);
         });
 
     // Conjugate Residual on (J M^-1 J^T + C) dlambda = J M^-1 g - h
@@ -279,7 +290,22 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
         wr, AXION_LAMBDA(int r) {
           if (iterating(v, v.row_world[r]) && row_is_live(v, r)) row_accept(v, r);
         });
+    ex.worlds(
+        wr, AXION_LAMBDA(int w) {
+          if (iterating(v, w)) world_keep_best(v, w, false);
+        });
   }
+
+  // a world that did not converge keeps its best iterate (q+ integrated again from its u)
+  ex.worlds(
+      wr, AXION_LAMBDA(int w) {
+        if (stepping(v, w)) world_restore_best(v, w);
+      });
+  ex.bodies(
+      wr, AXION_LAMBDA(int i) {
+        int w = v.body_world[i];
+        if (stepping(v, w) && v.world_ls_step[w] < 0) body_integrate(v, i, v.world_params[w]);
+      });
 
   // write back: joint coordinates, time, and a finite-state check that freezes a broken world
   // (NaN fails the comparison; magnitudes past kDivergedMagnitude count as diverged)

@@ -211,6 +211,7 @@ absl::StatusOr<SolverOptions> Simulator::GetOptions(WorldId world) const {
   o.line_search = p.line_search != 0;
   o.line_search_steps = p.line_search_steps;
   o.fb_epsilon = p.fb_epsilon;
+  o.preconditioner = static_cast<Preconditioner>(p.preconditioner);
   return o;
 }
 

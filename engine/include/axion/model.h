@@ -141,6 +141,13 @@ struct ActuatorDesc {
 enum class Formulation : int32_t { kPosition = 0, kVelocity = 1 };
 
 // Solver and integration options of a world; every field documented with its default and units.
+// Preconditioner of the Conjugate Residual solve of J M^-1 J^T + C.
+enum class Preconditioner : int {
+  kJacobi = 0,  // the diagonal: cheapest per iteration, slow on chains of unequal links
+  kTree = 1,    // exact on a spanning tree of joints and contacts (block LDL^T, linear in the
+                // bodies), the Jacobi diagonal on rows closing loops
+};
+
 struct SolverOptions {
   Real timestep = 0.01;                                      // h (s)
   Vec3 gravity{0, 0, -9.81};                                 // (m/s^2)
@@ -163,6 +170,7 @@ struct SolverOptions {
   bool line_search = true;       // backtracking on the residual norm
   int line_search_steps = 4;     // maximum halvings of the Newton step
   Real fb_epsilon = 1e-10;       // smoothing of the Fischer-Burmeister function
+  Preconditioner preconditioner = Preconditioner::kTree;  // of the Conjugate Residual solve
 };
 
 struct ModelDesc {

@@ -44,6 +44,7 @@ struct WorldParams {
   int32_t line_search;
   int32_t line_search_steps;
   Real fb_epsilon;
+  int32_t preconditioner;  // Preconditioner
 };
 
 // Constraint row kinds.
@@ -86,6 +87,8 @@ struct BatchView {
   Real* world_residual;        // (world_count) residual max-norm after the last evaluation
   Real* world_merit;           // (world_count) 0.5 |residual|^2 after the last evaluation
   Real* world_merit_accepted;  // (world_count) merit of the accepted iterate
+  Real* world_merit_best;      // (world_count) lowest merit of an accepted iterate this step
+  Real* world_residual_best;   // (world_count) residual of that iterate
   Real* world_ls_step;         // (world_count) current line-search step length t
   int32_t* world_ls_trials;    // (world_count) line-search trials taken this iteration
   Real* world_cr_zaz;          // (world_count) CR: <z, A z>
@@ -104,6 +107,7 @@ struct BatchView {
   Real* body_u_prev;              // (body_count x 6) u- of the current step
   Real* body_u_tilde;             // (body_count x 6) unconstrained velocity u~ (gravity, forces)
   Real* body_u_accepted;          // (body_count x 6) Newton iterate accepted by the line search
+  Real* body_u_best;              // (body_count x 6) accepted iterate of lowest merit
   Real* body_inv_inertia_world;   // (body_count x 9) R I^-1 R^T at q-
   Real* body_inertia_world;       // (body_count x 9) R I R^T at q-
   Real* body_inv_inertia_newton;  // (body_count x 9) (R I R^T + K)^-1: K the stabilising part of
@@ -113,6 +117,13 @@ struct BatchView {
   Real* body_du;                  // (body_count x 6) Newton direction for u
   Real* body_jt;                  // (body_count x 6) scratch: J^T x
   Real* body_minv_jt;             // (body_count x 6) scratch: M^-1 J^T x
+  // spanning-tree preconditioner (kernels_tree.h), rebuilt every step
+  Real* body_tree_block;        // (body_count x 36) Cholesky factor of the body's eliminated block
+  Real* body_tree_x;            // (body_count x 6) scratch of the tree solve
+  int32_t* body_tree_parent;    // (body_count) head row of the group to the parent body; -1: root
+  int32_t* body_tree_order;     // (body_count) the world's bodies breadth-first from the roots
+  int32_t* body_tree_set;       // (body_count) union-find parent while the tree is built
+  int32_t* body_tree_grounded;  // (body_count) union-find: the set has its group to the world
 
   // ---- joints (joint_count) ------------------------------------------------------------------
   const int32_t* joint_type;         // (joint_count) JointType
@@ -222,12 +233,22 @@ struct BatchView {
   Real* row_precond;          // (row slots) Jacobi preconditioner 1/(J M^-1 J^T + C)
   Real* row_lambda;           // (row slots) impulse (N s)
   Real* row_lambda_accepted;  // (row slots) impulse accepted by the line search
+  Real* row_lambda_best;      // (row slots) impulse of the accepted iterate of lowest merit
   Real* row_dlambda;          // (row slots) Newton direction (CR solution)
   Real* row_cr_r;             // (row slots) CR residual
   Real* row_cr_z;             // (row slots) preconditioned residual
   Real* row_cr_p;             // (row slots) search direction
   Real* row_cr_az;            // (row slots) A z
   Real* row_cr_ap;            // (row slots) A p
+  Real* row_cr_pap;           // (row slots) P A p
+  // spanning-tree preconditioner: rows in groups on one body pair (kernels_tree.h)
+  Real* row_tree_block;       // (row slots x 12) row k of the group's factored block
+  int32_t* row_tree_head;     // (row slots) first row of the row's tree group; -1: Jacobi row
+  int32_t* row_tree_size;     // (row slots) at a group's first row: its rows; else 0
+  int32_t* row_tree_parent;   // (row slots) at a group's first row: the parent body; -1: a
+                              // group to the world, the root of its component
+  int32_t* row_tree_child;    // (row slots) at a group's first row: the child body
+  int32_t* row_tree_dropped;  // (row slots) 1: redundant within its group, Jacobi instead
 };
 
 }  // namespace axion

@@ -1,0 +1,341 @@
+// The spanning-tree preconditioner for the Schur complement A = J M~^-1 J^T + C.
+//
+// Rows are gathered into groups: consecutive rows acting on the same pair of bodies (one
+// joint's rows, the contacts between two bodies), at most kTreeGroupRows of them. Bodies and
+// groups form a bipartite graph. The groups that keep it a forest form the tree: every group
+// to the static world (a leaf), and each group joining two bodies not yet connected, joints
+// first, then contacts. The remaining groups (loops: a hand touching its own thigh, a pile of
+// spheres) keep the Jacobi diagonal. On the tree the augmented matrix
+//     H = [ M~  J^T ]
+//         [ J   -C  ]
+// has no fill-in when eliminated leaves first (Baraff 1996, "Linear-time dynamics using
+// Lagrange multipliers"), so its block LDL^T costs O(bodies + rows) per world and solves the
+// tree's part of A exactly. The preconditioner is P = blockdiag(A_tree^-1, diag(A_rest)^-1):
+// symmetric positive definite, as preconditioned Conjugate Residual requires, and exact on a
+// humanoid standing on the ground, where CR then converges in a few iterations instead of the
+// hundreds a Jacobi diagonal needs along a chain of light and heavy links.
+//
+// Within a group, rows that are (nearly) combinations of earlier ones are found while
+// factoring and take the Jacobi diagonal as well (kTreeRedundancy).
+//
+// Layout: a body's Schur-updated 6x6 block D_b lives in body_tree_block, a group's m x m block
+// N_g = -D_g = C_g + sum J D_b^-1 J^T in row_tree_block (row k of the group holds row k of
+// N_g), both overwritten by their Cholesky factors. The elimination order is the bodies in
+// reverse breadth-first order from each component's root (body_tree_order), each followed by
+// the group joining it to its parent; groups to the world go first. Everything is per world and
+// sequential, so results are deterministic and the same on every backend.
+#pragma once
+
+#include "kernels_common.h"
+
+namespace axion::kernels {
+
+// Rows per group at most (a 3-DOF joint with limits and drives: 3 + 6 + 3; four contact
+// points: 4 x 3). Longer runs of rows on one body pair continue in a new group, which closes a
+// loop and stays on the Jacobi diagonal.
+inline constexpr int kTreeGroupRows = 12;
+// A row whose pivot falls below this fraction of its diagonal entry is (nearly) a combination
+// of the group's earlier rows: a box's four contact points constrain six DOFs with twelve rows.
+// Such rows leave the tree for the Jacobi diagonal, since factoring them would put a huge
+// eigenvalue into the preconditioner along the redundant impulses and let CR move them freely.
+inline constexpr Real kTreeRedundancy = Real(1e-6);
+
+// In-place Cholesky factor L (lower triangle) of the n x n symmetric block `a` (row stride
+// `stride`), reading only its lower triangle. Redundant rows (see kTreeRedundancy) become unit
+// rows decoupled from the others; the returned mask has their bits set.
+// Bodies' blocks (drop_redundant false) are positive definite through their mass; a pivot lost
+// to round-off under huge contact stiffness is only kept positive.
+AXION_HD int tree_cholesky(Real* a, int n, int stride, bool drop_redundant) {
+  int dropped = 0;
+  for (int j = 0; j < n; ++j) {
+    Real diag = a[j * stride + j];
+    Real d = diag;
+    for (int k = 0; k < j; ++k) d -= a[j * stride + k] * a[j * stride + k];
+    if (!drop_redundant && !(d > Real(1e-14) * diag)) d = Real(1e-14) * diag;
+    if (drop_redundant && (!(d > kTreeRedundancy * diag) || !(d > 0))) {
+      dropped |= 1 << j;
+      for (int k = 0; k < j; ++k) a[j * stride + k] = 0;
+      for (int i = j + 1; i < n; ++i) a[i * stride + j] = 0;
+      a[j * stride + j] = 1;
+      continue;
+    }
+    Real l = std::sqrt(d);
+    a[j * stride + j] = l;
+    for (int i = j + 1; i < n; ++i) {
+      Real s = a[i * stride + j];
+      for (int k = 0; k < j; ++k) s -= a[i * stride + k] * a[j * stride + k];
+      a[i * stride + j] = s / l;
+    }
+  }
+  return dropped;
+}
+
+// x <- (L L^T)^-1 x for a factor from tree_cholesky.
+AXION_HD void tree_cholesky_solve(const Real* l, int n, int stride, Real* x) {
+  for (int i = 0; i < n; ++i) {
+    Real s = x[i];
+    for (int k = 0; k < i; ++k) s -= l[i * stride + k] * x[k];
+    x[i] = s / l[i * stride + i];
+  }
+  for (int i = n - 1; i >= 0; --i) {
+    Real s = x[i];
+    for (int k = i + 1; k < n; ++k) s -= l[k * stride + i] * x[k];
+    x[i] = s / l[i * stride + i];
+  }
+}
+
+// The Jacobian block of `row` for `body` (one of its two bodies).
+AXION_HD const Real* tree_row_jacobian(const BatchView& v, int row, int body) {
+  return (v.row_body_a[row] == body ? v.row_jac_a : v.row_jac_b) + 6 * row;
+}
+
+AXION_HD Real dot6(const Real* a, const Real* b) {
+  Real s = 0;
+  for (int i = 0; i < 6; ++i) s += a[i] * b[i];
+  return s;
+}
+
+AXION_HD int tree_find(const BatchView& v, int body) {
+  while (v.body_tree_set[body] != body) {
+    v.body_tree_set[body] = v.body_tree_set[v.body_tree_set[body]];
+    body = v.body_tree_set[body];
+  }
+  return body;
+}
+
+// Next group head at or after `row` (rows outside the tree are skipped), or row_end.
+AXION_HD int tree_next_group(const BatchView& v, int row, int row_end) {
+  while (row < row_end && v.row_tree_head[row] != row) ++row;
+  return row;
+}
+
+/// Per world, once per step after the contact rows are laid out: groups the live rows, picks
+/// the spanning forest and orders its bodies breadth-first from each component's root. The
+/// static world closes loops too: each component keeps at most one group to the world, and
+/// that group is the component's root, so its body is eliminated before it. (Eliminating a
+/// rigid group to the world first would put its inverse compliance, 1/C with C -> 0, into its
+/// body's block: infinitely stiff, and all precision gone.)
+AXION_HD void world_tree_build(const BatchView& v, int world) {
+  const int b0 = v.world_body_offset[world], b1 = v.world_body_offset[world + 1];
+  const int row0 = v.world_row_offset[world];
+  const int row_end = row0 + world_live_rows(v, world);
+  for (int b = b0; b < b1; ++b) {
+    v.body_tree_set[b] = b;
+    v.body_tree_parent[b] = -2;  // unvisited
+    v.body_tree_grounded[b] = 0;
+  }
+  // groups: runs of rows on one body pair; kept when they do not close a loop
+  for (int row = row0; row < row_end;) {
+    int a = v.row_body_a[row], b = v.row_body_b[row];
+    int m = 1;
+    while (row + m < row_end && m < kTreeGroupRows) {
+      int ra = v.row_body_a[row + m], rb = v.row_body_b[row + m];
+      if (!((ra == a && rb == b) || (ra == b && rb == a))) break;
+      ++m;
+    }
+    bool keep = false;
+    if (a >= 0 && b >= 0) {
+      int sa = tree_find(v, a), sb = tree_find(v, b);
+      keep = sa != sb && !(v.body_tree_grounded[sa] && v.body_tree_grounded[sb]);
+      if (keep) {
+        v.body_tree_set[sa] = sb;
+        v.body_tree_grounded[sb] |= v.body_tree_grounded[sa];
+      }
+    } else if (a >= 0 || b >= 0) {
+      int sa = tree_find(v, a >= 0 ? a : b);
+      keep = !v.body_tree_grounded[sa];
+      v.body_tree_grounded[sa] = 1;
+    }
+    for (int k = 0; k < m; ++k) {
+      v.row_tree_head[row + k] = keep ? row : -1;
+      v.row_tree_size[row + k] = 0;
+      v.row_tree_dropped[row + k] = 0;
+    }
+    if (keep) {
+      v.row_tree_size[row] = m;
+      // a group to the world is a root above its body; one between bodies is placed below
+      v.row_tree_parent[row] = -1;
+      v.row_tree_child[row] = (a < 0 || b < 0) ? (a < 0 ? b : a) : -1;
+    }
+    row += m;
+  }
+  // breadth-first order from the roots: bodies under a group to the world first, then the
+  // first unvisited body of each remaining component
+  int count = 0;
+  for (int next = row0, root = b0; next < row_end || root < b1;) {
+    if (next < row_end) {
+      int g = tree_next_group(v, next, row_end);
+      if (g >= row_end) {
+        next = row_end;
+        continue;
+      }
+      next = g + v.row_tree_size[g];
+      if (v.row_body_a[g] >= 0 && v.row_body_b[g] >= 0) continue;  // between bodies
+      int body = v.row_tree_child[g];
+      v.body_tree_parent[body] = g;
+      v.body_tree_order[b0 + count++] = body;
+    } else {
+      if (v.body_tree_parent[root] != -2) {
+        ++root;
+        continue;
+      }
+      v.body_tree_parent[root] = -1;
+      v.body_tree_order[b0 + count++] = root++;
+    }
+    for (int head = count - 1; head < count; ++head) {
+      int body = v.body_tree_order[b0 + head];
+      for (int g = tree_next_group(v, row0, row_end); g < row_end;
+           g = tree_next_group(v, g + v.row_tree_size[g], row_end)) {
+        if (v.row_tree_child[g] >= 0) continue;  // to the world, or already placed
+        int a = v.row_body_a[g], b = v.row_body_b[g];
+        if (a != body && b != body) continue;
+        int other = a == body ? b : a;
+        v.row_tree_parent[g] = body;
+        v.row_tree_child[g] = other;
+        v.body_tree_parent[other] = g;
+        v.body_tree_order[b0 + count++] = other;
+      }
+    }
+  }
+}
+
+// Factors group g (Cholesky of N_g, marking redundant rows) and, unless it is a root,
+// eliminates it into its parent body p: D_p += J_gp^T N_g^-1 J_gp.
+AXION_HD void tree_eliminate_group(const BatchView& v, int g) {
+  const int m = v.row_tree_size[g];
+  const int p = v.row_tree_parent[g];
+  Real* n = v.row_tree_block + 12 * g;
+  const int dropped = tree_cholesky(n, m, kTreeGroupRows, true);
+  for (int k = 0; k < m; ++k) v.row_tree_dropped[g + k] = (dropped >> k) & 1;
+  if (p < 0) return;
+  Real* d = v.body_tree_block + 36 * p;
+  Real y[kTreeGroupRows];
+  for (int c = 0; c < 6; ++c) {
+    for (int k = 0; k < m; ++k)
+      y[k] = v.row_tree_dropped[g + k] ? Real(0) : tree_row_jacobian(v, g + k, p)[c];
+    tree_cholesky_solve(n, m, kTreeGroupRows, y);
+    for (int r = c; r < 6; ++r) {
+      Real s = 0;
+      for (int k = 0; k < m; ++k) s += tree_row_jacobian(v, g + k, p)[r] * y[k];
+      d[6 * r + c] += s;
+    }
+  }
+}
+
+/// Per world, each Newton iteration after the rows are evaluated: the block LDL^T of the tree
+/// part of H, leaves first. Bodies start from the Newton matrix's M~ (mass, and inertia with
+/// the joints' geometric stiffness), groups from their compliance.
+AXION_HD void world_tree_factor(const BatchView& v, int world) {
+  const int b0 = v.world_body_offset[world], b1 = v.world_body_offset[world + 1];
+  const int row0 = v.world_row_offset[world];
+  const int row_end = row0 + world_live_rows(v, world);
+  for (int b = b0; b < b1; ++b) {
+    Real* d = v.body_tree_block + 36 * b;
+    for (int i = 0; i < 36; ++i) d[i] = 0;
+    Real mass = Real(1) / v.body_inv_mass[b];
+    Mat33 inertia = inverse(load33(v.body_inv_inertia_newton + 9 * b));
+    for (int i = 0; i < 3; ++i) {
+      d[6 * i + i] = mass;
+      for (int j = 0; j < 3; ++j) d[6 * (3 + i) + 3 + j] = inertia(i, j);
+    }
+  }
+  for (int g = tree_next_group(v, row0, row_end); g < row_end;
+       g = tree_next_group(v, g + v.row_tree_size[g], row_end)) {
+    const int m = v.row_tree_size[g];
+    for (int k = 0; k < m; ++k) {
+      Real* n = v.row_tree_block + 12 * (g + k);
+      for (int l = 0; l < m; ++l) n[l] = 0;
+      n[k] = v.row_compliance[g + k];
+    }
+  }
+  // bodies leaves first, each followed by the group above it: N_g += J_gb D_b^-1 J_gb^T
+  for (int i = b1 - b0 - 1; i >= 0; --i) {
+    const int b = v.body_tree_order[b0 + i];
+    Real* d = v.body_tree_block + 36 * b;
+    tree_cholesky(d, 6, 6, false);
+    const int g = v.body_tree_parent[b];
+    if (g < 0) continue;
+    const int m = v.row_tree_size[g];
+    Real t[kTreeGroupRows][6];
+    for (int k = 0; k < m; ++k) {
+      const Real* j = tree_row_jacobian(v, g + k, b);
+      for (int c = 0; c < 6; ++c) t[k][c] = j[c];
+      tree_cholesky_solve(d, 6, 6, t[k]);
+    }
+    for (int k = 0; k < m; ++k) {
+      Real* n = v.row_tree_block + 12 * (g + k);
+      const Real* j = tree_row_jacobian(v, g + k, b);
+      for (int l = 0; l <= k; ++l) n[l] += dot6(j, t[l]);
+    }
+    tree_eliminate_group(v, g);
+  }
+}
+
+// y_g <- N_g^-1 e_g for group g, with e_g read from `e` (row-indexed).
+AXION_HD void tree_group_solve(const BatchView& v, int g, const Real* e, Real* y) {
+  const int m = v.row_tree_size[g];
+  for (int k = 0; k < m; ++k) y[k] = v.row_tree_dropped[g + k] ? Real(0) : e[g + k];
+  tree_cholesky_solve(v.row_tree_block + 12 * g, m, kTreeGroupRows, y);
+}
+
+/// Per world: out = P in over the live rows. Tree rows solve H [x; -z] = [0; in] by the
+/// factor (forward leaves to roots, then back roots to leaves; x = M~^-1 J^T z is the bodies'
+/// part), the other rows take the Jacobi diagonal.
+AXION_HD void world_tree_apply(const BatchView& v, int world, const Real* in, Real* out) {
+  const int b0 = v.world_body_offset[world], b1 = v.world_body_offset[world + 1];
+  const int row0 = v.world_row_offset[world];
+  const int row_end = row0 + world_live_rows(v, world);
+  for (int r = row0; r < row_end; ++r) {
+    bool tree = v.row_tree_head[r] >= 0 && !v.row_tree_dropped[r];
+    out[r] = tree ? in[r] : v.row_precond[r] * in[r];
+  }
+  for (int i = 6 * b0; i < 6 * b1; ++i) v.body_tree_x[i] = 0;
+  Real y[kTreeGroupRows];
+  // forward, leaves to roots: e_g -= J_gb D_b^-1 f_b, then f_p += J_gp^T N_g^-1 e_g
+  for (int i = b1 - b0 - 1; i >= 0; --i) {
+    const int b = v.body_tree_order[b0 + i];
+    const int g = v.body_tree_parent[b];
+    if (g < 0) continue;
+    const int m = v.row_tree_size[g];
+    Real t[6];
+    for (int c = 0; c < 6; ++c) t[c] = v.body_tree_x[6 * b + c];
+    tree_cholesky_solve(v.body_tree_block + 36 * b, 6, 6, t);
+    for (int k = 0; k < m; ++k) {
+      if (!v.row_tree_dropped[g + k]) out[g + k] -= dot6(tree_row_jacobian(v, g + k, b), t);
+    }
+    const int p = v.row_tree_parent[g];
+    if (p < 0) continue;
+    tree_group_solve(v, g, out, y);
+    Real* f = v.body_tree_x + 6 * p;
+    for (int k = 0; k < m; ++k) {
+      const Real* j = tree_row_jacobian(v, g + k, p);
+      for (int c = 0; c < 6; ++c) f[c] += j[c] * y[k];
+    }
+  }
+  // backward, roots to leaves: z_g = N_g^-1 (e_g - J_gp x_p), x_b = D_b^-1 (f_b + J_gb^T z_g)
+  for (int i = 0; i < b1 - b0; ++i) {
+    const int b = v.body_tree_order[b0 + i];
+    const int g = v.body_tree_parent[b];
+    Real* x = v.body_tree_x + 6 * b;
+    if (g >= 0) {
+      const int m = v.row_tree_size[g];
+      const int p = v.row_tree_parent[g];
+      if (p >= 0) {
+        const Real* xp = v.body_tree_x + 6 * p;
+        for (int k = 0; k < m; ++k) {
+          if (!v.row_tree_dropped[g + k]) out[g + k] -= dot6(tree_row_jacobian(v, g + k, p), xp);
+        }
+      }
+      tree_group_solve(v, g, out, y);
+      for (int k = 0; k < m; ++k) {
+        if (v.row_tree_dropped[g + k]) continue;
+        out[g + k] = y[k];
+        const Real* j = tree_row_jacobian(v, g + k, b);
+        for (int c = 0; c < 6; ++c) x[c] += j[c] * y[k];
+      }
+    }
+    tree_cholesky_solve(v.body_tree_block + 36 * b, 6, 6, x);
+  }
+}
+
+}  // namespace axion::kernels
