@@ -18,12 +18,13 @@
 // Within a group, rows that are (nearly) combinations of earlier ones are found while
 // factoring and take the Jacobi diagonal as well (kTreeRedundancy).
 //
-// Layout: a body's Schur-updated 6x6 block D_b lives in body_tree_block, a group's m x m block
-// N_g = -D_g = C_g + sum J D_b^-1 J^T in row_tree_block (row k of the group holds row k of
-// N_g), both overwritten by their Cholesky factors. The elimination order is the bodies in
-// reverse breadth-first order from each component's root (body_tree_order), each followed by
-// the group joining it to its parent; groups to the world go first. Everything is per world and
-// sequential, so results are deterministic and the same on every backend.
+// Layout: a body's Schur-updated 6x6 block D_b lives in body_tree_block, a group's m x m
+// block N_g = -D_g = C_g + sum J D_b^-1 J^T in row_tree_block (row k of the group holds row k
+// of N_g); both are factored by Cholesky and then replaced by their inverses. The elimination
+// order is the bodies in reverse breadth-first order from each component's root
+// (body_tree_order), each followed by the group joining it to its parent; a group to the world
+// is its component's root and goes last. Everything is per world and sequential, so results
+// are deterministic and the same on every backend.
 #pragma once
 
 #include "kernels_common.h"
@@ -41,7 +42,8 @@ inline constexpr int kTreeGroupRows = 12;
 inline constexpr Real kTreeRedundancy = Real(1e-6);
 
 // In-place Cholesky factor L (lower triangle) of the n x n symmetric block `a` (row stride
-// `stride`), reading only its lower triangle. Redundant rows (see kTreeRedundancy) become unit
+// `stride`), reading only its lower triangle. The diagonal holds 1 / L_jj: the solves then
+// multiply, where divisions would serialise them. Redundant rows (see kTreeRedundancy) become unit
 // rows decoupled from the others; the returned mask has their bits set.
 // Bodies' blocks (drop_redundant false) are positive definite through their mass; a pivot lost
 // to round-off under huge contact stiffness is only kept positive.
@@ -59,28 +61,57 @@ AXION_HD int tree_cholesky(Real* a, int n, int stride, bool drop_redundant) {
       a[j * stride + j] = 1;
       continue;
     }
-    Real l = std::sqrt(d);
-    a[j * stride + j] = l;
+    Real inv_l = Real(1) / std::sqrt(d);
+    a[j * stride + j] = inv_l;
     for (int i = j + 1; i < n; ++i) {
       Real s = a[i * stride + j];
       for (int k = 0; k < j; ++k) s -= a[i * stride + k] * a[j * stride + k];
-      a[i * stride + j] = s / l;
+      a[i * stride + j] = s * inv_l;
     }
   }
   return dropped;
 }
 
-// x <- (L L^T)^-1 x for a factor from tree_cholesky.
+// x <- (L L^T)^-1 x for a factor from tree_cholesky (diagonal stored inverted).
 AXION_HD void tree_cholesky_solve(const Real* l, int n, int stride, Real* x) {
   for (int i = 0; i < n; ++i) {
     Real s = x[i];
     for (int k = 0; k < i; ++k) s -= l[i * stride + k] * x[k];
-    x[i] = s / l[i * stride + i];
+    x[i] = s * l[i * stride + i];
   }
   for (int i = n - 1; i >= 0; --i) {
     Real s = x[i];
     for (int k = i + 1; k < n; ++k) s -= l[k * stride + i] * x[k];
-    x[i] = s / l[i * stride + i];
+    x[i] = s * l[i * stride + i];
+  }
+}
+
+// Replaces the factor from tree_cholesky (n x n, row stride `stride`) by the full inverse
+// (L L^T)^-1, with the rows and columns of `dropped` zero. The preconditioner applies these
+// inverses many times per factorisation; a matrix-vector product pipelines where triangular
+// solves wait on each previous entry.
+AXION_HD void tree_invert(Real* a, int n, int stride, int dropped) {
+  Real inv[kTreeGroupRows * kTreeGroupRows];
+  for (int c = 0; c < n; ++c) {
+    Real x[kTreeGroupRows];
+    for (int i = 0; i < n; ++i) x[i] = i == c ? Real(1) : Real(0);
+    tree_cholesky_solve(a, n, stride, x);
+    for (int i = 0; i < n; ++i) inv[i * n + c] = x[i];
+  }
+  for (int i = 0; i < n; ++i) {
+    for (int c = 0; c < n; ++c) {
+      bool zero = ((dropped >> i) & 1) || ((dropped >> c) & 1);
+      a[i * stride + c] = zero ? Real(0) : inv[i * n + c];
+    }
+  }
+}
+
+// y = A x for an n x n block with row stride `stride` (x and y distinct).
+AXION_HD void tree_matvec(const Real* a, int n, int stride, const Real* x, Real* y) {
+  for (int i = 0; i < n; ++i) {
+    Real s = 0;
+    for (int k = 0; k < n; ++k) s += a[i * stride + k] * x[k];
+    y[i] = s;
   }
 }
 
@@ -206,14 +237,15 @@ AXION_HD void tree_eliminate_group(const BatchView& v, int g) {
   const int p = v.row_tree_parent[g];
   Real* n = v.row_tree_block + 12 * g;
   const int dropped = tree_cholesky(n, m, kTreeGroupRows, true);
+  tree_invert(n, m, kTreeGroupRows, dropped);
   for (int k = 0; k < m; ++k) v.row_tree_dropped[g + k] = (dropped >> k) & 1;
   if (p < 0) return;
   Real* d = v.body_tree_block + 36 * p;
-  Real y[kTreeGroupRows];
+  Real y[kTreeGroupRows], j[kTreeGroupRows];
   for (int c = 0; c < 6; ++c) {
-    for (int k = 0; k < m; ++k)
-      y[k] = v.row_tree_dropped[g + k] ? Real(0) : tree_row_jacobian(v, g + k, p)[c];
-    tree_cholesky_solve(n, m, kTreeGroupRows, y);
+    for (int k = 0; k < m; ++k) j[k] = tree_row_jacobian(v, g + k, p)[c];
+    tree_matvec(n, m, kTreeGroupRows, j, y);
+    for (int k = 0; k < m; ++k) v.row_tree_y[6 * (g + k) + c] = y[k];
     for (int r = c; r < 6; ++r) {
       Real s = 0;
       for (int k = 0; k < m; ++k) s += tree_row_jacobian(v, g + k, p)[r] * y[k];
@@ -253,19 +285,17 @@ AXION_HD void world_tree_factor(const BatchView& v, int world) {
     const int b = v.body_tree_order[b0 + i];
     Real* d = v.body_tree_block + 36 * b;
     tree_cholesky(d, 6, 6, false);
+    tree_invert(d, 6, 6, 0);
     const int g = v.body_tree_parent[b];
     if (g < 0) continue;
     const int m = v.row_tree_size[g];
-    Real t[kTreeGroupRows][6];
     for (int k = 0; k < m; ++k) {
-      const Real* j = tree_row_jacobian(v, g + k, b);
-      for (int c = 0; c < 6; ++c) t[k][c] = j[c];
-      tree_cholesky_solve(d, 6, 6, t[k]);
+      tree_matvec(d, 6, 6, tree_row_jacobian(v, g + k, b), v.row_tree_t + 6 * (g + k));
     }
     for (int k = 0; k < m; ++k) {
       Real* n = v.row_tree_block + 12 * (g + k);
       const Real* j = tree_row_jacobian(v, g + k, b);
-      for (int l = 0; l <= k; ++l) n[l] += dot6(j, t[l]);
+      for (int l = 0; l <= k; ++l) n[l] += dot6(j, v.row_tree_t + 6 * (g + l));
     }
     tree_eliminate_group(v, g);
   }
@@ -274,13 +304,13 @@ AXION_HD void world_tree_factor(const BatchView& v, int world) {
 // y_g <- N_g^-1 e_g for group g, with e_g read from `e` (row-indexed).
 AXION_HD void tree_group_solve(const BatchView& v, int g, const Real* e, Real* y) {
   const int m = v.row_tree_size[g];
-  for (int k = 0; k < m; ++k) y[k] = v.row_tree_dropped[g + k] ? Real(0) : e[g + k];
-  tree_cholesky_solve(v.row_tree_block + 12 * g, m, kTreeGroupRows, y);
+  tree_matvec(v.row_tree_block + 12 * g, m, kTreeGroupRows, e + g, y);
 }
 
 /// Per world: out = P in over the live rows. Tree rows solve H [x; -z] = [0; in] by the
 /// factor (forward leaves to roots, then back roots to leaves; x = M~^-1 J^T z is the bodies'
-/// part), the other rows take the Jacobi diagonal.
+/// part), the other rows take the Jacobi diagonal. The factor keeps T = D_b^-1 J_gb^T and
+/// Y = N_g^-1 J_gp, so each body and group takes one triangular solve pair per application.
 AXION_HD void world_tree_apply(const BatchView& v, int world, const Real* in, Real* out) {
   const int b0 = v.world_body_offset[world], b1 = v.world_body_offset[world + 1];
   const int row0 = v.world_row_offset[world];
@@ -291,50 +321,47 @@ AXION_HD void world_tree_apply(const BatchView& v, int world, const Real* in, Re
   }
   for (int i = 6 * b0; i < 6 * b1; ++i) v.body_tree_x[i] = 0;
   Real y[kTreeGroupRows];
-  // forward, leaves to roots: e_g -= J_gb D_b^-1 f_b, then f_p += J_gp^T N_g^-1 e_g
+  // forward, leaves to roots: t_b = D_b^-1 f_b, w_g = N_g^-1 (e_g - J_gb t_b),
+  // f_p += J_gp^T w_g (t_b kept in body_tree_x, w_g in out)
   for (int i = b1 - b0 - 1; i >= 0; --i) {
     const int b = v.body_tree_order[b0 + i];
+    Real* t = v.body_tree_x + 6 * b;
+    Real f_b[6];
+    for (int c = 0; c < 6; ++c) f_b[c] = t[c];
+    tree_matvec(v.body_tree_block + 36 * b, 6, 6, f_b, t);
     const int g = v.body_tree_parent[b];
     if (g < 0) continue;
     const int m = v.row_tree_size[g];
-    Real t[6];
-    for (int c = 0; c < 6; ++c) t[c] = v.body_tree_x[6 * b + c];
-    tree_cholesky_solve(v.body_tree_block + 36 * b, 6, 6, t);
     for (int k = 0; k < m; ++k) {
       if (!v.row_tree_dropped[g + k]) out[g + k] -= dot6(tree_row_jacobian(v, g + k, b), t);
     }
-    const int p = v.row_tree_parent[g];
-    if (p < 0) continue;
     tree_group_solve(v, g, out, y);
-    Real* f = v.body_tree_x + 6 * p;
+    const int p = v.row_tree_parent[g];
+    Real* f = p >= 0 ? v.body_tree_x + 6 * p : nullptr;
     for (int k = 0; k < m; ++k) {
+      if (v.row_tree_dropped[g + k]) continue;
+      out[g + k] = y[k];
+      if (f == nullptr) continue;
       const Real* j = tree_row_jacobian(v, g + k, p);
       for (int c = 0; c < 6; ++c) f[c] += j[c] * y[k];
     }
   }
-  // backward, roots to leaves: z_g = N_g^-1 (e_g - J_gp x_p), x_b = D_b^-1 (f_b + J_gb^T z_g)
+  // backward, roots to leaves: z_g = w_g - Y_g x_p, x_b = t_b + T_b z_g
   for (int i = 0; i < b1 - b0; ++i) {
     const int b = v.body_tree_order[b0 + i];
     const int g = v.body_tree_parent[b];
+    if (g < 0) continue;
+    const int m = v.row_tree_size[g];
+    const int p = v.row_tree_parent[g];
     Real* x = v.body_tree_x + 6 * b;
-    if (g >= 0) {
-      const int m = v.row_tree_size[g];
-      const int p = v.row_tree_parent[g];
-      if (p >= 0) {
-        const Real* xp = v.body_tree_x + 6 * p;
-        for (int k = 0; k < m; ++k) {
-          if (!v.row_tree_dropped[g + k]) out[g + k] -= dot6(tree_row_jacobian(v, g + k, p), xp);
-        }
-      }
-      tree_group_solve(v, g, out, y);
-      for (int k = 0; k < m; ++k) {
-        if (v.row_tree_dropped[g + k]) continue;
-        out[g + k] = y[k];
-        const Real* j = tree_row_jacobian(v, g + k, b);
-        for (int c = 0; c < 6; ++c) x[c] += j[c] * y[k];
-      }
+    for (int k = 0; k < m; ++k) {
+      if (v.row_tree_dropped[g + k]) continue;
+      Real z = out[g + k];
+      if (p >= 0) z -= dot6(v.row_tree_y + 6 * (g + k), v.body_tree_x + 6 * p);
+      out[g + k] = z;
+      const Real* t = v.row_tree_t + 6 * (g + k);
+      for (int c = 0; c < 6; ++c) x[c] += t[c] * z;
     }
-    tree_cholesky_solve(v.body_tree_block + 36 * b, 6, 6, x);
   }
 }
 

@@ -243,6 +243,8 @@ struct BatchView {
   Real* row_cr_pap;           // (row slots) P A p
   // spanning-tree preconditioner: rows in groups on one body pair (kernels_tree.h)
   Real* row_tree_block;       // (row slots x 12) row k of the group's factored block
+  Real* row_tree_y;           // (row slots x 6) row k of N_g^-1 J_gp (J of the parent body)
+  Real* row_tree_t;           // (row slots x 6) D_b^-1 J_gb^T of the row (b: the child body)
   int32_t* row_tree_head;     // (row slots) first row of the row's tree group; -1: Jacobi row
   int32_t* row_tree_size;     // (row slots) at a group's first row: its rows; else 0
   int32_t* row_tree_parent;   // (row slots) at a group's first row: the parent body; -1: a
