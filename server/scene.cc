@@ -161,6 +161,26 @@ absl::Status ApplyFormulation(v1::Formulation proto, const char* field, Formulat
   }
 }
 
+v1::Preconditioner ToProto(Preconditioner p) {
+  return p == Preconditioner::kJacobi ? v1::PRECONDITIONER_JACOBI : v1::PRECONDITIONER_TREE;
+}
+
+absl::Status ApplyPreconditioner(v1::Preconditioner proto, Preconditioner* out) {
+  switch (proto) {
+    case v1::PRECONDITIONER_UNSPECIFIED:
+      return absl::OkStatus();
+    case v1::PRECONDITIONER_JACOBI:
+      *out = Preconditioner::kJacobi;
+      return absl::OkStatus();
+    case v1::PRECONDITIONER_TREE:
+      *out = Preconditioner::kTree;
+      return absl::OkStatus();
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("solver_options.preconditioner: unknown value ", static_cast<int>(proto)));
+  }
+}
+
 absl::StatusOr<BodyDesc> FromProto(const v1::Body& proto, int index) {
   BodyDesc body;
   body.name = proto.name();
@@ -407,6 +427,8 @@ absl::Status ApplySolverOverrides(const v1::SolverOptions& overrides, SolverOpti
   status = ApplyFormulation(overrides.contact_formulation(), "contact_formulation",
                             &options->contact_formulation);
   if (!status.ok()) return status;
+  status = ApplyPreconditioner(overrides.preconditioner(), &options->preconditioner);
+  if (!status.ok()) return status;
   if (overrides.has_baumgarte()) options->baumgarte = overrides.baumgarte().value();
   if (overrides.has_contact_margin()) options->contact_margin = overrides.contact_margin().value();
   if (overrides.has_newton_iterations()) {
@@ -439,6 +461,7 @@ void SolverOptionsToProto(const SolverOptions& options, v1::SolverOptions* proto
   proto->mutable_line_search()->set_value(options.line_search);
   proto->mutable_line_search_steps()->set_value(options.line_search_steps);
   proto->mutable_fb_epsilon()->set_value(options.fb_epsilon);
+  proto->set_preconditioner(ToProto(options.preconditioner));
 }
 
 absl::StatusOr<ImportedScene> ImportScene(const v1::Scene& scene, const std::string& asset_dir) {

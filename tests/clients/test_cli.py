@@ -95,6 +95,15 @@ def test_create_json_and_warnings(axion, tmp_path):
     assert "warning" in result.stderr  # the importer's note about the ignored <light>
 
 
+def test_create_with_preconditioner(axion):
+    ids = [int(line) for line in
+           axion("create", PENDULUM_XML, "--preconditioner", "Jacobi").stdout.split()]
+    assert len(ids) == 1
+    axion("step", "--worlds", ids[0], "--steps", "10")
+    result = axion("create", PENDULUM_XML, "--preconditioner", "ilu", check=False)
+    assert result.returncode == 2 and "preconditioner" in result.stderr
+
+
 def test_step_state_and_progress(axion):
     ids = create(axion, PENDULUM_XML, 3)
     result = axion("step", "--worlds", f"{ids[0]},{ids[1]}", "--steps", "40", "--chunk", "10",

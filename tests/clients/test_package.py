@@ -66,6 +66,18 @@ def test_solver_options_from_dict():
         axion.solver_options({"joint_formulation": "implicit"})
 
 
+def test_solver_options_preconditioner():
+    assert (axion.solver_options({"preconditioner": "jacobi"}).preconditioner
+            == axion.pb.PRECONDITIONER_JACOBI)
+    assert (axion.solver_options({"preconditioner": "Tree"}).preconditioner
+            == axion.pb.PRECONDITIONER_TREE)
+    assert (axion.solver_options({"preconditioner": axion.pb.PRECONDITIONER_JACOBI})
+            .preconditioner == axion.pb.PRECONDITIONER_JACOBI)
+    assert axion.solver_options({}).preconditioner == axion.pb.PRECONDITIONER_UNSPECIFIED
+    with pytest.raises(ValueError, match="preconditioner"):
+        axion.solver_options({"preconditioner": "ilu"})
+
+
 def test_pack_and_unpack_float32_round_trip():
     values = np.arange(24, dtype=np.float64).reshape(2, 2, 6)
     packed = types.pack_float32(values, "body_velocity", 2)

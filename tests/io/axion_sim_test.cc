@@ -112,6 +112,29 @@ TEST(AxionSimTest, WritesANpyTrajectoryWithNoiseOnAUrdf) {
   EXPECT_EQ(last_step, 20);
 }
 
+TEST(AxionSimTest, PreconditionerFlagIsAppliedAndReported) {
+  std::string out;
+  const std::string base =
+      kBinary + " --model=" + kModels + "/pendulum.xml --steps=20 --backend=cpu --threads=1";
+  ASSERT_EQ(RunCommand(base, &out), 0) << out;
+  EXPECT_NE(out.find("preconditioner = tree"), std::string::npos) << out;  // the default
+  ASSERT_EQ(RunCommand(base + " --preconditioner=jacobi", &out), 0) << out;
+  EXPECT_NE(out.find("preconditioner = jacobi"), std::string::npos) << out;
+  EXPECT_NE(out.find("non-finite          : 0 world-steps"), std::string::npos) << out;
+  ASSERT_EQ(RunCommand(base + " --preconditioner=tree", &out), 0) << out;
+  EXPECT_NE(out.find("preconditioner = tree"), std::string::npos) << out;
+
+  EXPECT_NE(RunCommand(base + " --preconditioner=ilu", &out), 0);
+  FILE* pipe = ::popen((base + " --preconditioner=ilu 2>&1").c_str(), "r");
+  ASSERT_TRUE(pipe);
+  char buffer[512] = {0};
+  size_t n = std::fread(buffer, 1, sizeof(buffer) - 1, pipe);
+  ::pclose(pipe);
+  EXPECT_NE(std::string(buffer, n).find("--preconditioner='ilu': expected tree or jacobi"),
+            std::string::npos)
+      << std::string(buffer, n);
+}
+
 TEST(AxionSimTest, RejectsBadInputWithAMessage) {
   std::string out;
   EXPECT_NE(RunCommand(kBinary + " --model=" + kModels + "/pendulum.txt", &out), 0);

@@ -96,6 +96,66 @@ TEST_F(ServerApiTest, DescribeWorldReportsNamesOrderAndShapes) {
   EXPECT_DOUBLE_EQ(described->model().options().timestep().value(), kTimestep);
 }
 
+TEST_F(ServerApiTest, PreconditionerOverrideIsAppliedAndReported) {
+  for (v1::Preconditioner preconditioner : {v1::PRECONDITIONER_JACOBI, v1::PRECONDITIONER_TREE}) {
+    SCOPED_TRACE(v1::Preconditioner_Name(preconditioner));
+    // A joint (the wheel) and a contact (the resting ball), two worlds of each.
+    v1::CreateWorldsRequest request;
+    *request.mutable_scene() = client::ModelScene(WheelScene());
+    request.set_count(2);
+    request.mutable_solver_options()->set_preconditioner(preconditioner);
+    absl::StatusOr<v1::CreateWorldsResponse> wheels = client_->CreateWorlds(request);
+    ASSERT_TRUE(wheels.ok()) << wheels.status();
+    *request.mutable_scene() = client::ModelScene(RestingBallScene());
+    absl::StatusOr<v1::CreateWorldsResponse> balls = client_->CreateWorlds(request);
+    ASSERT_TRUE(balls.ok()) << balls.status();
+
+    for (uint64_t id : {wheels->world_ids(0), balls->world_ids(1)}) {
+      absl::StatusOr<v1::DescribeWorldResponse> described =
+          client_->DescribeWorld(id, /*include_model=*/true);
+      ASSERT_TRUE(described.ok()) << described.status();
+      EXPECT_EQ(described->model().options().preconditioner(), preconditioner);
+    }
+
+    const std::vector<uint64_t> wheel_ids(wheels->world_ids().begin(), wheels->world_ids().end());
+    v1::StepRequest step = StepRequestFor(wheel_ids, 20);
+    step.set_controls(client::PackFloat32(std::vector<float>{0.5f, -0.25f}));
+    step.mutable_observe()->set_joint_velocity(true);
+    absl::StatusOr<v1::StepResponse> stepped = client_->Step(step);
+    ASSERT_TRUE(stepped.ok()) << stepped.status();
+    const std::vector<float> qdot = client::UnpackFloat32(stepped->observations().joint_velocity());
+    ASSERT_EQ(qdot.size(), 2u);
+    EXPECT_NEAR(qdot[0], 0.5 * 20 * kTimestep / 0.1, 1e-3);
+    EXPECT_NEAR(qdot[1], -0.25 * 20 * kTimestep / 0.1, 1e-3);
+
+    const std::vector<uint64_t> ball_ids(balls->world_ids().begin(), balls->world_ids().end());
+    step = StepRequestFor(ball_ids, 20);
+    step.mutable_observe()->set_body_contact_force(true);
+    stepped = client_->Step(step);
+    ASSERT_TRUE(stepped.ok()) << stepped.status();
+    const std::vector<float> force =
+        client::UnpackFloat32(stepped->observations().body_contact_force());
+    ASSERT_EQ(force.size(), 6u);
+    for (int w = 0; w < 2; ++w) EXPECT_NEAR(force[3 * w + 2], 2 * kGravity, 0.05 * 2 * kGravity);
+  }
+
+  // Unset keeps the scene's option (the default, tree).
+  const std::vector<uint64_t> ids = MustCreate(*client_, WheelScene(), 1);
+  absl::StatusOr<v1::DescribeWorldResponse> described =
+      client_->DescribeWorld(ids[0], /*include_model=*/true);
+  ASSERT_TRUE(described.ok()) << described.status();
+  EXPECT_EQ(described->model().options().preconditioner(), v1::PRECONDITIONER_TREE);
+
+  // A value outside the enum is refused, naming the field and the value.
+  v1::CreateWorldsRequest bad;
+  *bad.mutable_scene() = client::ModelScene(WheelScene());
+  bad.set_count(1);
+  bad.mutable_solver_options()->set_preconditioner(static_cast<v1::Preconditioner>(7));
+  absl::Status status = client_->CreateWorlds(bad).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("solver_options.preconditioner: unknown value 7"));
+}
+
 TEST(ServerReplicaTest, WorldIdsCarryTheReplicaPrefix) {
   ServerOptions options = TestServerOptions();
   options.replica_id = 7;

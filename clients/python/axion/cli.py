@@ -108,6 +108,8 @@ def cmd_create(client, args):
     options = {}
     if args.timestep is not None:
         options["timestep"] = args.timestep
+    if args.preconditioner is not None:
+        options["preconditioner"] = args.preconditioner
     created = client.create_worlds(
         args.model,
         args.count,
@@ -337,6 +339,8 @@ def build_parser():
     sub.add_argument("--floating-base", action="store_true",
                      help="URDF: make the root link a free body")
     sub.add_argument("--timestep", type=float, help="override the time step (s)")
+    sub.add_argument("--preconditioner", type=str.lower, choices=["jacobi", "tree"],
+                     help="override the preconditioner of the linear solve (default: the model's)")
     sub.add_argument("--json", action="store_true", help="print ids and layout as JSON")
     sub.set_defaults(run=cmd_create)
 

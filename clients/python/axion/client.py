@@ -31,6 +31,10 @@ _FORMULATIONS = {
     "position": pb.FORMULATION_POSITION,
     "velocity": pb.FORMULATION_VELOCITY,
 }
+_PRECONDITIONERS = {
+    "jacobi": pb.PRECONDITIONER_JACOBI,
+    "tree": pb.PRECONDITIONER_TREE,
+}
 # SolverOptions fields held in google.protobuf wrapper messages (set through `.value`).
 _WRAPPED_OPTIONS = (
     "timestep",
@@ -49,7 +53,8 @@ _WRAPPED_OPTIONS = (
 def solver_options(options):
     """An axion.v1.SolverOptions from a dict such as {"timestep": 0.005, "gravity": (0, 0, 0)}.
 
-    Keys are the SolverOptions field names; the formulations take 'position' or 'velocity'.
+    Keys are the SolverOptions field names; the formulations take 'position' or 'velocity',
+    the preconditioner 'jacobi' or 'tree' (any case); enum values of the proto are accepted too.
     An axion.v1.SolverOptions is returned as is; None gives an empty (all defaults) message.
     """
     if options is None:
@@ -68,6 +73,12 @@ def solver_options(options):
                 if value not in _FORMULATIONS:
                     raise ValueError(f"{key}: '{value}' is not 'position' or 'velocity'")
                 value = _FORMULATIONS[value]
+            setattr(message, key, value)
+        elif key == "preconditioner":
+            if isinstance(value, str):
+                if value.lower() not in _PRECONDITIONERS:
+                    raise ValueError(f"{key}: '{value}' is not 'jacobi' or 'tree'")
+                value = _PRECONDITIONERS[value.lower()]
             setattr(message, key, value)
         else:
             raise ValueError(f"unknown solver option '{key}'")

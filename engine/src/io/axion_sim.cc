@@ -2,7 +2,8 @@
 // solver statistics, in the spirit of mujoco-testspeed.
 //
 //   axion-sim --model=humanoid.xml --worlds=64 --steps=1000 --noise=0.01 --backend=cpu
-//             [--timestep=0.005] [--threads=2] [--trajectory=out.csv|out.npy] [--progress]
+//             [--timestep=0.005] [--preconditioner=tree|jacobi] [--threads=2]
+//             [--trajectory=out.csv|out.npy] [--progress]
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,6 +36,8 @@ ABSL_FLAG(double, noise, 0.0,
           "fraction of its ctrlrange (of [-1, 1] when unlimited)");
 ABSL_FLAG(std::string, backend, "auto", "cpu, cuda or auto");
 ABSL_FLAG(double, timestep, 0.0, "time step override in seconds (0: the model's)");
+ABSL_FLAG(std::string, preconditioner, "",
+          "preconditioner of the linear solve: tree or jacobi (empty: the model's)");
 ABSL_FLAG(int, threads, 0, "CPU worker threads (0: all hardware threads)");
 ABSL_FLAG(std::string, trajectory, "",
           "write world 0's body poses and joint positions per step to this .csv or .npy file");
@@ -148,6 +151,10 @@ class TrajectoryWriter {
   std::vector<double> rows_;  // (steps + 1) x columns, row-major
 };
 
+const char* PreconditionerName(Preconditioner preconditioner) {
+  return preconditioner == Preconditioner::kJacobi ? "jacobi" : "tree";
+}
+
 void DrawProgress(int done, int total) {
   constexpr int kWidth = 40;
   int filled = total > 0 ? static_cast<int>(int64_t{kWidth} * done / total) : kWidth;
@@ -175,6 +182,15 @@ absl::Status Run() {
   double timestep = absl::GetFlag(FLAGS_timestep);
   if (timestep < 0) return absl::InvalidArgumentError("--timestep must be positive");
   if (timestep > 0) desc.options.timestep = timestep;
+  std::string preconditioner = absl::GetFlag(FLAGS_preconditioner);
+  if (preconditioner == "tree") {
+    desc.options.preconditioner = Preconditioner::kTree;
+  } else if (preconditioner == "jacobi") {
+    desc.options.preconditioner = Preconditioner::kJacobi;
+  } else if (!preconditioner.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--preconditioner='", preconditioner, "': expected tree or jacobi"));
+  }
   absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(std::move(desc));
   if (!model.ok()) return model.status();
 
@@ -284,8 +300,10 @@ absl::Status Run() {
   std::printf("model               : %s (%d bodies, %d joints, %d dofs, %d actuators, %d shapes)\n",
               path.c_str(), (*model)->body_count(), (*model)->joint_count(),
               (*model)->joint_dof_count(), (*model)->actuator_count(), (*model)->shape_count());
-  std::printf("backend             : %s, %d worlds, %d steps, dt = %g s, noise = %g\n",
-              BackendName((*sim)->backend()), world_count, steps, h, noise);
+  std::printf(
+      "backend             : %s, %d worlds, %d steps, dt = %g s, noise = %g, preconditioner = %s\n",
+      BackendName((*sim)->backend()), world_count, steps, h, noise,
+      PreconditionerName((*model)->desc().options.preconditioner));
   std::printf("wall time           : %.3f s\n", step_seconds);
   std::printf("steps per second    : %.0f world-steps/s\n",
               step_seconds > 0 ? world_steps / step_seconds : 0.0);
@@ -313,7 +331,8 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Steps many worlds of an MJCF or URDF model and reports throughput.\n"
       "  axion-sim --model=FILE [--worlds=W] [--steps=N] [--noise=0.01] [--backend=cpu|cuda|auto]\n"
-      "            [--timestep=DT] [--threads=T] [--trajectory=out.csv|out.npy] [--progress]");
+      "            [--timestep=DT] [--preconditioner=tree|jacobi] [--threads=T]\n"
+      "            [--trajectory=out.csv|out.npy] [--progress]");
   absl::ParseCommandLine(argc, argv);
   absl::Status status = axion::Run();
   if (!status.ok()) {
