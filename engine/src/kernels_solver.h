@@ -168,8 +168,14 @@ AXION_HD Real row_schur_product(const BatchView& v, int row, const Real* x) {
   return s;
 }
 
-// Per world, with the tree preconditioner: factor the tree and start CR from z = P r.
+// Per world, with the tree preconditioner: factor the tree and start CR from z = P r. The
+// tree is built at the step's first Newton iteration, so a world whose initial iterate already
+// converges (a resting stack) never pays for it.
 AXION_HD void world_tree_precondition(const BatchView& v, int world) {
+  if (!v.world_tree_built[world]) {
+    world_tree_build(v, world);
+    v.world_tree_built[world] = 1;
+  }
   world_tree_factor(v, world);
   world_tree_apply(v, world, v.row_cr_r, v.row_cr_z);
   int row_end = v.world_row_offset[world] + world_live_rows(v, world);

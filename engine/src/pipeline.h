@@ -120,6 +120,7 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
         v.world_flags[w] = 0;
         v.world_newton_iterations[w] = 0;
         v.world_cr_iterations[w] = 0;
+        v.world_tree_built[w] = 0;
       });
   if (!ex.any(
           wr, AXION_LAMBDA(int w) { return stepping(v, w); }))
@@ -144,8 +145,6 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
         if (!stepping(v, w)) return;
         world_collide(v, w);
         world_build_contact_rows(v, w);
-        if (v.world_params[w].preconditioner == int32_t(Preconditioner::kTree))
-          world_tree_build(v, w);
         world_apply_actuators(v, w);
       });
 

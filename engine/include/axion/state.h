@@ -88,6 +88,7 @@ struct BatchView {
   Real* world_merit;           // (world_count) 0.5 |residual|^2 after the last evaluation
   Real* world_merit_accepted;  // (world_count) merit of the accepted iterate
   Real* world_merit_best;      // (world_count) lowest merit of an accepted iterate this step
+  int32_t* world_tree_built;   // (world_count) tree preconditioner built for this step
   Real* world_residual_best;   // (world_count) residual of that iterate
   Real* world_ls_step;         // (world_count) current line-search step length t
   int32_t* world_ls_trials;    // (world_count) line-search trials taken this iteration
