@@ -297,7 +297,7 @@ AXION_HD void world_keep_best(const BatchView& v, int world, bool first) {
 AXION_HD void world_restore_best(const BatchView& v, int world) {
   v.world_ls_step[world] = 0;
   if (!(v.world_flags[world] & kWorldNotConverged)) return;
-  if (!(v.world_merit_best[world] < v.world_merit[world])) return;
+  if (v.world_merit[world] <= v.world_merit_best[world]) return;  // a NaN merit restores
   v.world_merit[world] = v.world_merit_best[world];
   v.world_residual[world] = v.world_residual_best[world];
   for (int i = 6 * v.world_body_offset[world]; i < 6 * v.world_body_offset[world + 1]; ++i)
