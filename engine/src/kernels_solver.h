@@ -1,7 +1,8 @@
 // The non-smooth Newton solver's kernels (seed 003): residual evaluation, the Schur complement
-// A = J M^-1 J^T + C applied matrix-free, Jacobi-preconditioned Conjugate Residual, recovery of
-// du and the line search bookkeeping. Per-world reductions loop over one world's rows in a fixed
-// order, so results are deterministic and independent of how worlds are batched.
+// A = J M^-1 J^T + C applied matrix-free, preconditioned Conjugate Residual (the Jacobi
+// diagonal, or the joints' spanning tree of kernels_tree.h), recovery of du and the line search
+// bookkeeping. Per-world reductions loop over one world's rows in a fixed order, so results are
+// deterministic and independent of how worlds are batched.
 #pragma once
 
 #include "kernels_body.h"
@@ -202,7 +203,7 @@ AXION_HD void world_cr_begin(const BatchView& v, int world) {
 AXION_HD void world_cr_update_x(const BatchView& v, int world) {
   int row0 = v.world_row_offset[world];
   int row_end = row0 + world_live_rows(v, world);
-  const bool tree = v.world_params[world].preconditioner == int32_t(Preconditioner::kTree);
+  const bool tree = world_uses_tree(v, world);
   if (tree) world_tree_apply(v, world, v.row_cr_ap, v.row_cr_pap);
   Real apmap = 0;
   for (int row = row0; row < row_end; ++row) {

@@ -118,6 +118,13 @@ AXION_HD void tree_matvec(const Real* a, int n, int stride, const Real* x, Real*
   }
 }
 
+// Whether world `world` preconditions with the tree: asked for, and it has joint rows (without
+// them the tree is empty and the diagonal is the same preconditioner, for free).
+AXION_HD bool world_uses_tree(const BatchView& v, int world) {
+  return v.world_params[world].preconditioner == int32_t(Preconditioner::kTree) &&
+         v.world_joint_row_count[world] > 0;
+}
+
 // The Jacobian block of `row` for `body` (one of its two bodies).
 AXION_HD const Real* tree_row_jacobian(const BatchView& v, int row, int body) {
   return (v.row_body_a[row] == body ? v.row_jac_a : v.row_jac_b) + 6 * row;

@@ -206,8 +206,7 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
         });
     ex.worlds(
         wr, AXION_LAMBDA(int w) {
-          if (iterating(v, w) && v.world_params[w].preconditioner == int32_t(Preconditioner::kTree))
-            world_tree_precondition(v, w);
+          if (iterating(v, w) && world_uses_tree(v, w)) world_tree_precondition(v, w);
         });
 
     // Conjugate Residual on (J M^-1 J^T + C) dlambda = J M^-1 g - h
