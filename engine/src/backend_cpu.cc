@@ -77,7 +77,8 @@ class CpuBackend final : public ExecutionBackend {
     bounds.push_back(world_count);
     const int chunk_count = static_cast<int>(bounds.size()) - 1;
     const int threads = std::min(threads_, chunk_count);
-    const LoopBounds loop_bounds = BatchLoopBounds(host);
+    LoopBounds loop_bounds = BatchLoopBounds(host);
+    loop_bounds.fused_cr = true;  // one thread owns each world: keep its CR solve in cache
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
     for (int c = 0; c < chunk_count; ++c) {
       SerialExec ex{v};

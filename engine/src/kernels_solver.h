@@ -245,6 +245,32 @@ AXION_HD void world_cr_update_p(const BatchView& v, int world) {
   v.world_cr_active[world] = converged ? 0 : v.world_cr_active[world] - 1;
 }
 
+// Per world: row_cr_az = (J M^-1 J^T + C) x over the world's live rows, the same operations in
+// the same order as the batch-wide pipeline::schur_product.
+AXION_HD void world_schur_product(const BatchView& v, int world, const Real* x) {
+  world_scatter_jt(v, world, x, v.body_jt);
+  for (int body = v.world_body_offset[world]; body < v.world_body_offset[world + 1]; ++body)
+    body_apply_inv_mass_kernel(v, body, v.body_jt, v.body_minv_jt);
+  int row_end = v.world_row_offset[world] + world_live_rows(v, world);
+  for (int row = v.world_row_offset[world]; row < row_end; ++row)
+    v.row_cr_az[row] = row_schur_product(v, row, x);
+}
+
+/// Per world, one Newton iteration's whole Conjugate Residual solve, from A z to the world's
+/// own stopping rule. Bit-identical to the batch-wide loop in pipeline::step; where one thread
+/// runs a world (the CPU backend) it keeps that world's rows and bodies in cache for the whole
+/// solve instead of streaming every world of a chunk through it once per iteration.
+AXION_HD void world_cr_solve(const BatchView& v, int world) {
+  world_schur_product(v, world, v.row_cr_z);
+  world_cr_begin(v, world);
+  while (v.world_cr_active[world] > 0) {
+    world_cr_update_x(v, world);
+    if (v.world_cr_active[world] <= 0) break;
+    world_schur_product(v, world, v.row_cr_z);
+    world_cr_update_p(v, world);
+  }
+}
+
 /// Per body, recover the velocity step from the impulse step (seed 003):
 ///   du = M^-1 (J^T dlambda - g),  with J^T dlambda in body_jt.
 AXION_HD void body_recover_du(const BatchView& v, int body) {

@@ -27,6 +27,9 @@ struct LoopBounds {
   int newton_iterations = 0;
   int cr_iterations = 0;
   int line_search_trials = 0;
+  // Run each world's CR solve in one per-world call (world_cr_solve) instead of batch-wide
+  // passes per CR iteration. Same results; the CPU backend uses it.
+  bool fused_cr = false;
 };
 
 namespace pipeline {
@@ -210,24 +213,31 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
         });
 
     // Conjugate Residual on (J M^-1 J^T + C) dlambda = J M^-1 g - h
-    schur_product(ex, v, wr, Mask::kIterating, v.row_cr_z);
-    ex.worlds(
-        wr, AXION_LAMBDA(int w) {
-          if (iterating(v, w)) world_cr_begin(v, w);
-        });
-    for (int k = 0;
-         k < bounds.cr_iterations && ex.any(
-                                         wr, AXION_LAMBDA(int w) { return solving(v, w); });
-         ++k) {
+    if (bounds.fused_cr) {
       ex.worlds(
           wr, AXION_LAMBDA(int w) {
-            if (solving(v, w)) world_cr_update_x(v, w);
+            if (iterating(v, w)) world_cr_solve(v, w);
           });
-      schur_product(ex, v, wr, Mask::kSolving, v.row_cr_z);
+    } else {
+      schur_product(ex, v, wr, Mask::kIterating, v.row_cr_z);
       ex.worlds(
           wr, AXION_LAMBDA(int w) {
-            if (solving(v, w)) world_cr_update_p(v, w);
+            if (iterating(v, w)) world_cr_begin(v, w);
           });
+      for (int k = 0;
+           k < bounds.cr_iterations && ex.any(
+                                           wr, AXION_LAMBDA(int w) { return solving(v, w); });
+           ++k) {
+        ex.worlds(
+            wr, AXION_LAMBDA(int w) {
+              if (solving(v, w)) world_cr_update_x(v, w);
+            });
+        schur_product(ex, v, wr, Mask::kSolving, v.row_cr_z);
+        ex.worlds(
+            wr, AXION_LAMBDA(int w) {
+              if (solving(v, w)) world_cr_update_p(v, w);
+            });
+      }
     }
 
     // recover du = M^-1 (J^T dlambda - g)
