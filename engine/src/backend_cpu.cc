@@ -1,5 +1,5 @@
-// CPU backend: OpenMP threads each take a contiguous chunk of worlds and run the whole step
-// pipeline on it serially, so a chunk's arrays stay in cache through the Newton solve and no
+// CPU backend: OpenMP threads take small contiguous ranges of worlds and run the whole step
+// pipeline on each serially, so a range's arrays stay in cache through the Newton solve and no
 // barrier separates the pipeline's many small passes.
 #include <omp.h>
 
@@ -12,6 +12,10 @@ namespace axion {
 namespace {
 
 // Runs a per-element function serially over the elements of a world range.
+// World data per range of worlds a thread steps at once (bytes): inside a core's L2 cache
+// (measured against 256 KB and 4 MB: within 5% everywhere, 1 MB best on stacks and humanoids).
+constexpr size_t kRangeBytes = size_t(1) << 20;
+
 struct SerialExec {
   const BatchView& v;
   template <class F>
@@ -65,24 +69,24 @@ class CpuBackend final : public ExecutionBackend {
     BatchView v = host.view();
     const int world_count = v.world_count;
     if (world_count == 0) return absl::OkStatus();
-    // Chunks balanced by body count: a few per thread so uneven scenes still spread evenly.
-    std::vector<int> bounds{0};
-    const int total_bodies = std::max(1, v.world_body_offset[world_count]);
-    const int chunks = std::min(world_count, 4 * threads_);
-    const double per_chunk = static_cast<double>(total_bodies) / chunks;
-    for (int w = 1; w < world_count; ++w) {
-      if (v.world_body_offset[w] >= per_chunk * static_cast<double>(bounds.size()))
-        bounds.push_back(w);
-    }
-    bounds.push_back(world_count);
-    const int chunk_count = static_cast<int>(bounds.size()) - 1;
-    const int threads = std::min(threads_, chunk_count);
+    // Worlds go to threads in small contiguous ranges, handed out dynamically, each range
+    // stepped through the whole pipeline (collision, every Newton iteration, write-back) on its
+    // own: a range holds about kRangeBytes of world data, so it stays in cache through the step.
+    // Heavy worlds (a humanoid, ~300 KB) go one at a time; light ones are grouped, which keeps
+    // per-range overhead and false sharing of neighbouring worlds' counters low. Large chunks
+    // (a quarter of a thread's worlds) streamed every world through each kernel instead: 256
+    // humanoids on 2 threads stepped 1272 world-steps/s that way.
+    const size_t world_bytes = std::max<size_t>(1, host.bytes() / world_count);
+    const int range_worlds =
+        static_cast<int>(std::clamp<size_t>(kRangeBytes / world_bytes, 1, 1024));
+    const int range_count = (world_count + range_worlds - 1) / range_worlds;
+    const int threads = std::min(threads_, range_count);
     LoopBounds loop_bounds = BatchLoopBounds(host);
-    loop_bounds.fused_cr = true;  // one thread owns each world: keep its CR solve in cache
+    loop_bounds.fused_cr = true;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
-    for (int c = 0; c < chunk_count; ++c) {
+    for (int r = 0; r < range_count; ++r) {
       SerialExec ex{v};
-      WorldRange range{bounds[c], bounds[c + 1]};
+      WorldRange range{r * range_worlds, std::min(world_count, (r + 1) * range_worlds)};
       for (int s = 0; s < max_substeps; ++s) pipeline::step(ex, v, range, loop_bounds);
     }
     return absl::OkStatus();
