@@ -77,8 +77,10 @@ class CpuBackend final : public ExecutionBackend {
     // (a quarter of a thread's worlds) streamed every world through each kernel instead: 256
     // humanoids on 2 threads stepped 1272 world-steps/s that way.
     const size_t world_bytes = std::max<size_t>(1, host.bytes() / world_count);
+    // ... and at least a few ranges per thread, so a small batch still uses every thread
+    const int spread = std::max(1, world_count / (4 * threads_));
     const int range_worlds =
-        static_cast<int>(std::clamp<size_t>(kRangeBytes / world_bytes, 1, 1024));
+        std::min(spread, static_cast<int>(std::clamp<size_t>(kRangeBytes / world_bytes, 1, 1024)));
     const int range_count = (world_count + range_worlds - 1) / range_worlds;
     const int threads = std::min(threads_, range_count);
     LoopBounds loop_bounds = BatchLoopBounds(host);
