@@ -86,6 +86,18 @@ AXION_HD void disable_row(const BatchView& v, int row) {
   v.row_error[row] = 0;
 }
 
+// Compliance added to the Newton matrix (not to the residual) of unilateral and friction rows,
+// as a fraction of each row's inverse effective mass: 1e-6 / s. Contacts are often redundant (a
+// plank on two boxes: 16 points on 3 bodies), and their gaps disagree at the level of the
+// collision detection's round-off (1e-8 m, i.e. 1e-6 m/s at h = 0.01), so the exact Newton
+// system is singular and inconsistent: CR then moves impulse along the redundant directions
+// without bound and the next iterate is far from the solution. The regularisation bounds those
+// moves; converged solutions are unchanged, since the residual does not see it. Measured on a
+// plank on two boxes (3 friction values x 3 drop heights x 400 steps): 680 steps ending at the
+// Newton limit without it, 1 with it (37 at 1e-7, 3 at 1e-5); the 100-sphere pile steps 3.5x
+// faster.
+inline constexpr Real kNewtonRegularization = Real(1e-6);
+
 // Fischer-Burmeister NCP function phi(a, b) = a + b - sqrt(a^2 + b^2 + eps): zero exactly when
 // 0 <= a, 0 <= b, a b = 0 (up to the smoothing eps). Returns phi and its partial derivatives.
 struct FbValue {
@@ -103,7 +115,7 @@ AXION_HD FbValue fischer_burmeister(Real a, Real b, Real eps) {
 // symmetric (seed 003): J du + C dlambda = -h with
 //   C = dphi/dlambda / (s dphi/db),   h = phi / (s dphi/db).
 /// A compliance C0 (s/kg) softens the row: c_velocity + C0 lambda replaces c_velocity, adding C0
-/// to C.
+/// to C. The Newton matrix also gets kNewtonRegularization / s, which h does not contain.
 AXION_HD void store_unilateral_row(const BatchView& v, int row, Real c_velocity,
                                    Real effective_mass, Real eps, Real compliance = 0) {
   Real lambda = v.row_lambda[row];
@@ -111,7 +123,7 @@ AXION_HD void store_unilateral_row(const BatchView& v, int row, Real c_velocity,
   // A separated row has dphi/db -> 0: clamp so it degrades into Newton on lambda alone
   // (lambda -> 0) instead of dividing by zero.
   Real scale = effective_mass * (fb.dphi_db > Real(1e-9) ? fb.dphi_db : Real(1e-9));
-  v.row_compliance[row] = fb.dphi_da / scale + compliance;
+  v.row_compliance[row] = fb.dphi_da / scale + compliance + kNewtonRegularization / effective_mass;
   v.row_residual[row] = fb.phi / scale;
   // Convergence is measured on phi / (s max(dphi/db, dphi/dlambda)): the division by a vanishing
   // dphi/db above would otherwise magnify the smoothing error of a separated row.

@@ -293,7 +293,7 @@ AXION_HD void contact_friction_row(const BatchView& v, int row, const WorldParam
     w = kMaxW;
   }
   Real compliance = w / s;
-  v.row_compliance[row] = compliance;
+  v.row_compliance[row] = compliance + kNewtonRegularization / s;  // Newton matrix only
   v.row_residual[row] = slip[tangent] + compliance * v.row_lambda[row];
   // Convergence is measured on (s v_t + W lambda_f) / (s max(1, W)): the slip velocity while
   // sticking, the friction impulse per unit mass in excess of the cone while sliding. Unscaled,
