@@ -304,6 +304,16 @@ AXION_HD void row_trial(const BatchView& v, int row, Real t) {
   }
   v.row_lambda[row] = lambda;
 }
+// Per world: copies an iterate's velocities and impulses (u_from -> u_to, lambda_from ->
+// lambda_to) over the world's bodies and live rows.
+AXION_HD void world_copy_iterate(const BatchView& v, int world, const Real* u_from, Real* u_to,
+                                 const Real* lambda_from, Real* lambda_to) {
+  for (int i = 6 * v.world_body_offset[world]; i < 6 * v.world_body_offset[world + 1]; ++i)
+    u_to[i] = u_from[i];
+  int row_end = v.world_row_offset[world] + world_live_rows(v, world);
+  for (int row = v.world_row_offset[world]; row < row_end; ++row) lambda_to[row] = lambda_from[row];
+}
+
 /// Per world, after an iterate is accepted: remember it if its merit is the lowest so far
 /// (`first`: the step's initial iterate). A step that ends without converging keeps that
 /// iterate rather than the last one, so a Newton solve that wanders off cannot leave worse
@@ -312,11 +322,7 @@ AXION_HD void world_keep_best(const BatchView& v, int world, bool first) {
   if (!first && !(v.world_merit[world] < v.world_merit_best[world])) return;
   v.world_merit_best[world] = v.world_merit[world];
   v.world_residual_best[world] = v.world_residual[world];
-  for (int i = 6 * v.world_body_offset[world]; i < 6 * v.world_body_offset[world + 1]; ++i)
-    v.body_u_best[i] = v.body_u[i];
-  int row_end = v.world_row_offset[world] + world_live_rows(v, world);
-  for (int row = v.world_row_offset[world]; row < row_end; ++row)
-    v.row_lambda_best[row] = v.row_lambda[row];
+  world_copy_iterate(v, world, v.body_u, v.body_u_best, v.row_lambda, v.row_lambda_best);
 }
 
 /// Per world, after Newton: a world that did not converge returns to its best iterate when
@@ -327,11 +333,7 @@ AXION_HD void world_restore_best(const BatchView& v, int world) {
   if (v.world_merit[world] <= v.world_merit_best[world]) return;  // a NaN merit restores
   v.world_merit[world] = v.world_merit_best[world];
   v.world_residual[world] = v.world_residual_best[world];
-  for (int i = 6 * v.world_body_offset[world]; i < 6 * v.world_body_offset[world + 1]; ++i)
-    v.body_u[i] = v.body_u_best[i];
-  int row_end = v.world_row_offset[world] + world_live_rows(v, world);
-  for (int row = v.world_row_offset[world]; row < row_end; ++row)
-    v.row_lambda[row] = v.row_lambda_best[row];
+  world_copy_iterate(v, world, v.body_u_best, v.body_u, v.row_lambda_best, v.row_lambda);
   v.world_ls_step[world] = -1;
 }
 

@@ -15,6 +15,25 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
+// Steps two wheel worlds 20 steps under torques 0.5 and -0.25 N m ((world_count x
+// actuator_count) controls) and checks omega = tau t / I with t = 20 h and I = 0.1.
+v1::StepResponse StepWheelsAndCheckSpeeds(client::Client& client, const std::vector<uint64_t>& ids,
+                                          bool observe_controls) {
+  v1::StepRequest step = StepRequestFor(ids, 20);
+  step.set_controls(client::PackFloat32(std::vector<float>{0.5f, -0.25f}));
+  step.mutable_observe()->set_joint_velocity(true);
+  step.mutable_observe()->set_controls(observe_controls);
+  absl::StatusOr<v1::StepResponse> stepped = client.Step(step);
+  EXPECT_TRUE(stepped.ok()) << stepped.status();
+  if (!stepped.ok()) return {};
+  const std::vector<float> qdot = client::UnpackFloat32(stepped->observations().joint_velocity());
+  EXPECT_EQ(qdot.size(), 2u);
+  if (qdot.size() != 2u) return *stepped;
+  EXPECT_NEAR(qdot[0], 0.5 * 20 * kTimestep / 0.1, 1e-3);
+  EXPECT_NEAR(qdot[1], -0.25 * 20 * kTimestep / 0.1, 1e-3);
+  return *stepped;
+}
+
 class ServerApiTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -118,20 +137,12 @@ TEST_F(ServerApiTest, PreconditionerOverrideIsAppliedAndReported) {
     }
 
     const std::vector<uint64_t> wheel_ids(wheels->world_ids().begin(), wheels->world_ids().end());
-    v1::StepRequest step = StepRequestFor(wheel_ids, 20);
-    step.set_controls(client::PackFloat32(std::vector<float>{0.5f, -0.25f}));
-    step.mutable_observe()->set_joint_velocity(true);
-    absl::StatusOr<v1::StepResponse> stepped = client_->Step(step);
-    ASSERT_TRUE(stepped.ok()) << stepped.status();
-    const std::vector<float> qdot = client::UnpackFloat32(stepped->observations().joint_velocity());
-    ASSERT_EQ(qdot.size(), 2u);
-    EXPECT_NEAR(qdot[0], 0.5 * 20 * kTimestep / 0.1, 1e-3);
-    EXPECT_NEAR(qdot[1], -0.25 * 20 * kTimestep / 0.1, 1e-3);
+    StepWheelsAndCheckSpeeds(*client_, wheel_ids, /*observe_controls=*/false);
 
     const std::vector<uint64_t> ball_ids(balls->world_ids().begin(), balls->world_ids().end());
-    step = StepRequestFor(ball_ids, 20);
+    v1::StepRequest step = StepRequestFor(ball_ids, 20);
     step.mutable_observe()->set_body_contact_force(true);
-    stepped = client_->Step(step);
+    absl::StatusOr<v1::StepResponse> stepped = client_->Step(step);
     ASSERT_TRUE(stepped.ok()) << stepped.status();
     const std::vector<float> force =
         client::UnpackFloat32(stepped->observations().body_contact_force());
@@ -170,19 +181,8 @@ TEST(ServerReplicaTest, WorldIdsCarryTheReplicaPrefix) {
 
 TEST_F(ServerApiTest, EffortControlAcceleratesTheWheel) {
   const std::vector<uint64_t> ids = MustCreate(*client_, WheelScene(), 2);
-  v1::StepRequest step = StepRequestFor(ids, 20);
-  // Torques 0.5 and -0.25 N m, (world_count x actuator_count).
-  step.set_controls(client::PackFloat32(std::vector<float>{0.5f, -0.25f}));
-  step.mutable_observe()->set_joint_velocity(true);
-  step.mutable_observe()->set_controls(true);
-  absl::StatusOr<v1::StepResponse> stepped = client_->Step(step);
-  ASSERT_TRUE(stepped.ok()) << stepped.status();
-  const std::vector<float> qdot = client::UnpackFloat32(stepped->observations().joint_velocity());
-  ASSERT_EQ(qdot.size(), 2u);
-  // omega = tau t / I with t = 20 h and I = 0.1.
-  EXPECT_NEAR(qdot[0], 0.5 * 20 * kTimestep / 0.1, 1e-3);
-  EXPECT_NEAR(qdot[1], -0.25 * 20 * kTimestep / 0.1, 1e-3);
-  EXPECT_THAT(client::UnpackFloat32(stepped->observations().controls()), ElementsAre(0.5f, -0.25f));
+  v1::StepResponse stepped = StepWheelsAndCheckSpeeds(*client_, ids, /*observe_controls=*/true);
+  EXPECT_THAT(client::UnpackFloat32(stepped.observations().controls()), ElementsAre(0.5f, -0.25f));
 }
 
 TEST_F(ServerApiTest, ContactForceCarriesTheWeight) {
