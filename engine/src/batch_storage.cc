@@ -68,7 +68,7 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
 
   // offsets
   int bodies = 0, joints = 0, dofs = 0, qpos = 0, acts = 0, shapes = 0, pairs = 0, contacts = 0,
-      rows = 0, joint_rows = 0, hulls = 0;
+      rows = 0, hulls = 0;
   auto push_offsets = [&] {
     s.world_body_offset.push_back(bodies);
     s.world_joint_offset.push_back(joints);
@@ -79,7 +79,6 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
     s.world_pair_offset.push_back(pairs);
     s.world_contact_offset.push_back(contacts);
     s.world_row_offset.push_back(rows);
-    s.world_joint_row_offset.push_back(joint_rows);
   };
   for (const WorldLayout& w : worlds) {
     push_offsets();
@@ -93,7 +92,6 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
     pairs += static_cast<int>(m.collision_pairs().size());
     contacts += w.contact_capacity;
     rows += m.joint_row_count() + 3 * w.contact_capacity;
-    joint_rows += m.joint_row_count();
     for (const ShapeDesc& shape : m.desc().shapes) hulls += shape.type == ShapeType::kConvexHull;
   }
   push_offsets();
@@ -111,7 +109,6 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
 #define AXION_SIZE_PAIR(T, name, width) AXION_ALLOC(pairs)(s.name, width);
 #define AXION_SIZE_CONTACT(T, name, width) AXION_ALLOC(contacts)(s.name, width);
 #define AXION_SIZE_ROW(T, name, width) AXION_ALLOC(rows)(s.name, width);
-#define AXION_SIZE_JOINT_ROW(T, name, width) AXION_ALLOC(joint_rows)(s.name, width);
   AXION_WORLD_MODEL(AXION_SIZE_WORLD)
   AXION_WORLD_STATE(AXION_SIZE_WORLD)
   AXION_WORLD_SCRATCH(AXION_SIZE_WORLD)
@@ -132,7 +129,6 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
   AXION_ROW_MODEL(AXION_SIZE_ROW)
   AXION_ROW_STATE(AXION_SIZE_ROW)
   AXION_ROW_SCRATCH(AXION_SIZE_ROW)
-  AXION_JOINT_ROW_SCRATCH(AXION_SIZE_JOINT_ROW)
   s.joint_dof_offset.assign(joints + 1, 0);
   s.hull_vertex_offset.push_back(0);
   s.hull_face_offset.push_back(0);

@@ -1,14 +1,12 @@
 // The spanning-tree preconditioner for the Schur complement A = J M~^-1 J^T + C.
 //
-// The joints' rows are gathered into groups: consecutive rows acting on the same pair of bodies
-// (one joint's anchor, axis, limit and drive rows), at most kTreeGroupRows of them. Bodies and
-// groups form a bipartite graph. The groups that keep it a forest form the tree: each group
-// joining two bodies not yet connected, and at most one group to the static world per
-// component (a fixed base), which becomes the component's root. Groups closing a loop stay on
-// the Jacobi diagonal, and so do all contact rows: contacts are often redundant (a box's four
-// corners put twelve rows on six DOFs), and an exact block on a near-singular group lets CR
-// wander along the redundant impulses (a dropped 5-box stack took 97 Newton / 1032 CR
-// iterations with contacts in the tree against 67 / 172 on the diagonal). On the tree the
+// Rows are gathered into groups: consecutive rows acting on the same pair of bodies (one
+// joint's anchor, axis, limit and drive rows; the contacts between two bodies), at most
+// kTreeGroupRows of them. Bodies and groups form a bipartite graph. The groups that keep it a
+// forest form the tree, joints first, then contacts: each group joining two bodies not yet
+// connected, and at most one group to the static world per component (a fixed base, or one
+// foot's contacts with the floor), which becomes the component's root. Groups closing a loop
+// (the other foot, a hand touching its own thigh) stay on the Jacobi diagonal. On the tree the
 // augmented matrix
 //     H = [ M~  J^T ]
 //         [ J   -C  ]
@@ -17,13 +15,17 @@
 // tree's part of A exactly. The preconditioner is P = blockdiag(A_tree^-1, diag(A_rest)^-1):
 // symmetric positive definite, as preconditioned Conjugate Residual requires, and exact on an
 // articulated body, where CR then converges in one iteration instead of the hundreds a Jacobi
-// diagonal needs along a chain of light and heavy links.
+// diagonal needs along a chain of light and heavy links. Contact groups are often redundant (a
+// box's four corners put twelve rows on six DOFs); the Newton matrix's contact regularisation
+// (kNewtonRegularization) keeps their blocks invertible, and rows that are still nearly
+// dependent leave the tree (below). Worlds without joints keep the Jacobi diagonal alone: a
+// tree of contacts only measured worse (the 100-sphere pile 25 instead of 146 steps/s).
 //
 // Within a group, rows that are (nearly) combinations of earlier ones are found while
 // factoring and take the Jacobi diagonal as well (kTreeRedundancy).
 //
 // Layout: a body's Schur-updated 6x6 block D_b lives in body_tree_block, a group's m x m
-// block N_g = -D_g = C_g + sum J D_b^-1 J^T in jrow_tree_block (row k of the group holds row k
+// block N_g = -D_g = C_g + sum J D_b^-1 J^T in row_tree_block (row k of the group holds row k
 // of N_g); both are factored by Cholesky and then replaced by their inverses. The elimination
 // order is the bodies in reverse breadth-first order from each component's root
 // (body_tree_order), each followed by the group joining it to its parent; a group to the world
@@ -35,7 +37,8 @@
 
 namespace axion::kernels {
 
-// Rows per group at most (a 3-DOF joint with limits and drives: 3 + 6 + 3). Longer runs of rows on
+// Rows per group at most (a 3-DOF joint with limits and drives: 3 + 6 + 3; four contact
+// points: 4 x 3). Longer runs of rows on
 // one body pair continue in a new group, which closes a loop and stays on the Jacobi diagonal.
 inline constexpr int kTreeGroupRows = 12;
 // A row whose pivot falls below this fraction of its diagonal entry is (nearly) a combination
@@ -118,14 +121,8 @@ AXION_HD void tree_matvec(const Real* a, int n, int stride, const Real* x, Real*
   }
 }
 
-// Joint row r of world w is slot r + shift of the jrow_tree_* arrays, with
-// shift = world_joint_row_offset[w] - world_row_offset[w].
-AXION_HD int tree_shift(const BatchView& v, int world) {
-  return v.world_joint_row_offset[world] - v.world_row_offset[world];
-}
-
-// Whether world `world` preconditions with the tree: asked for, and it has joint rows (without
-// them the tree is empty and the diagonal is the same preconditioner, for free).
+// Whether world `world` preconditions with the tree: asked for, and it has joints (see above
+// for worlds of contacts only).
 AXION_HD bool world_uses_tree(const BatchView& v, int world) {
   return v.world_params[world].preconditioner == int32_t(Preconditioner::kTree) &&
          v.world_joint_row_count[world] > 0;
@@ -151,22 +148,21 @@ AXION_HD int tree_find(const BatchView& v, int body) {
 }
 
 // Next group head at or after `row` (rows outside the tree are skipped), or row_end.
-AXION_HD int tree_next_group(const BatchView& v, int row, int row_end, int shift) {
-  while (row < row_end && v.jrow_tree_head[row + shift] != row) ++row;
+AXION_HD int tree_next_group(const BatchView& v, int row, int row_end) {
+  while (row < row_end && v.row_tree_head[row] != row) ++row;
   return row;
 }
 
-/// Per world, at the step's first Newton iteration: groups the joint rows, picks the spanning
+/// Per world, at the step's first Newton iteration: groups the live rows, picks the spanning
 /// forest and orders its bodies breadth-first from each component's root. The static world
 /// closes loops too: each component keeps at most one group to the world, and that group is
 /// the component's root, so its body is eliminated before it. (Eliminating a rigid group to
 /// the world first would put its inverse compliance, 1/C with C -> 0, into its body's block:
 /// infinitely stiff, and all precision gone.)
 AXION_HD void world_tree_build(const BatchView& v, int world) {
-  const int shift = tree_shift(v, world);
   const int b0 = v.world_body_offset[world], b1 = v.world_body_offset[world + 1];
   const int row0 = v.world_row_offset[world];
-  const int row_end = row0 + v.world_joint_row_count[world];
+  const int row_end = row0 + world_live_rows(v, world);
   for (int b = b0; b < b1; ++b) {
     v.body_tree_set[b] = b;
     v.body_tree_parent[b] = -2;  // unvisited
@@ -195,15 +191,15 @@ AXION_HD void world_tree_build(const BatchView& v, int world) {
       v.body_tree_grounded[sa] = 1;
     }
     for (int k = 0; k < m; ++k) {
-      v.jrow_tree_head[row + k + shift] = keep ? row : -1;
-      v.jrow_tree_size[row + k + shift] = 0;
-      v.jrow_tree_dropped[row + k + shift] = 0;
+      v.row_tree_head[row + k] = keep ? row : -1;
+      v.row_tree_size[row + k] = 0;
+      v.row_tree_dropped[row + k] = 0;
     }
     if (keep) {
-      v.jrow_tree_size[row + shift] = m;
+      v.row_tree_size[row] = m;
       // a group to the world is a root above its body; one between bodies is placed below
-      v.jrow_tree_parent[row + shift] = -1;
-      v.jrow_tree_child[row + shift] = (a < 0 || b < 0) ? (a < 0 ? b : a) : -1;
+      v.row_tree_parent[row] = -1;
+      v.row_tree_child[row] = (a < 0 || b < 0) ? (a < 0 ? b : a) : -1;
     }
     row += m;
   }
@@ -212,14 +208,14 @@ AXION_HD void world_tree_build(const BatchView& v, int world) {
   int count = 0;
   for (int next = row0, root = b0; next < row_end || root < b1;) {
     if (next < row_end) {
-      int g = tree_next_group(v, next, row_end, shift);
+      int g = tree_next_group(v, next, row_end);
       if (g >= row_end) {
         next = row_end;
         continue;
       }
-      next = g + v.jrow_tree_size[g + shift];
+      next = g + v.row_tree_size[g];
       if (v.row_body_a[g] >= 0 && v.row_body_b[g] >= 0) continue;  // between bodies
-      int body = v.jrow_tree_child[g + shift];
+      int body = v.row_tree_child[g];
       v.body_tree_parent[body] = g;
       v.body_tree_order[b0 + count++] = body;
     } else {
@@ -232,14 +228,14 @@ AXION_HD void world_tree_build(const BatchView& v, int world) {
     }
     for (int head = count - 1; head < count; ++head) {
       int body = v.body_tree_order[b0 + head];
-      for (int g = tree_next_group(v, row0, row_end, shift); g < row_end;
-           g = tree_next_group(v, g + v.jrow_tree_size[g + shift], row_end, shift)) {
-        if (v.jrow_tree_child[g + shift] >= 0) continue;  // to the world, or already placed
+      for (int g = tree_next_group(v, row0, row_end); g < row_end;
+           g = tree_next_group(v, g + v.row_tree_size[g], row_end)) {
+        if (v.row_tree_child[g] >= 0) continue;  // to the world, or already placed
         int a = v.row_body_a[g], b = v.row_body_b[g];
         if (a != body && b != body) continue;
         int other = a == body ? b : a;
-        v.jrow_tree_parent[g + shift] = body;
-        v.jrow_tree_child[g + shift] = other;
+        v.row_tree_parent[g] = body;
+        v.row_tree_child[g] = other;
         v.body_tree_parent[other] = g;
         v.body_tree_order[b0 + count++] = other;
       }
@@ -250,20 +246,19 @@ AXION_HD void world_tree_build(const BatchView& v, int world) {
 // Factors group g (Cholesky of N_g, marking redundant rows) and, unless it is a root,
 // eliminates it into its parent body p: D_p += J_gp^T N_g^-1 J_gp.
 AXION_HD void tree_eliminate_group(const BatchView& v, int g) {
-  const int shift = tree_shift(v, v.row_world[g]);
-  const int m = v.jrow_tree_size[g + shift];
-  const int p = v.jrow_tree_parent[g + shift];
-  Real* n = v.jrow_tree_block + 12 * (g + shift);
+  const int m = v.row_tree_size[g];
+  const int p = v.row_tree_parent[g];
+  Real* n = v.row_tree_block + 12 * g;
   const int dropped = tree_cholesky(n, m, kTreeGroupRows, true);
   tree_invert(n, m, kTreeGroupRows, dropped);
-  for (int k = 0; k < m; ++k) v.jrow_tree_dropped[g + k + shift] = (dropped >> k) & 1;
+  for (int k = 0; k < m; ++k) v.row_tree_dropped[g + k] = (dropped >> k) & 1;
   if (p < 0) return;
   Real* d = v.body_tree_block + 36 * p;
   Real y[kTreeGroupRows], j[kTreeGroupRows];
   for (int c = 0; c < 6; ++c) {
     for (int k = 0; k < m; ++k) j[k] = tree_row_jacobian(v, g + k, p)[c];
     tree_matvec(n, m, kTreeGroupRows, j, y);
-    for (int k = 0; k < m; ++k) v.jrow_tree_y[6 * (g + k + shift) + c] = y[k];
+    for (int k = 0; k < m; ++k) v.row_tree_y[6 * (g + k) + c] = y[k];
     for (int r = c; r < 6; ++r) {
       Real s = 0;
       for (int k = 0; k < m; ++k) s += tree_row_jacobian(v, g + k, p)[r] * y[k];
@@ -276,10 +271,9 @@ AXION_HD void tree_eliminate_group(const BatchView& v, int g) {
 /// part of H, leaves first. Bodies start from the Newton matrix's M~ (mass, and inertia with
 /// the joints' geometric stiffness), groups from their compliance.
 AXION_HD void world_tree_factor(const BatchView& v, int world) {
-  const int shift = tree_shift(v, world);
   const int b0 = v.world_body_offset[world], b1 = v.world_body_offset[world + 1];
   const int row0 = v.world_row_offset[world];
-  const int row_end = row0 + v.world_joint_row_count[world];
+  const int row_end = row0 + world_live_rows(v, world);
   for (int b = b0; b < b1; ++b) {
     Real* d = v.body_tree_block + 36 * b;
     for (int i = 0; i < 36; ++i) d[i] = 0;
@@ -290,11 +284,11 @@ AXION_HD void world_tree_factor(const BatchView& v, int world) {
       for (int j = 0; j < 3; ++j) d[6 * (3 + i) + 3 + j] = inertia(i, j);
     }
   }
-  for (int g = tree_next_group(v, row0, row_end, shift); g < row_end;
-       g = tree_next_group(v, g + v.jrow_tree_size[g + shift], row_end, shift)) {
-    const int m = v.jrow_tree_size[g + shift];
+  for (int g = tree_next_group(v, row0, row_end); g < row_end;
+       g = tree_next_group(v, g + v.row_tree_size[g], row_end)) {
+    const int m = v.row_tree_size[g];
     for (int k = 0; k < m; ++k) {
-      Real* n = v.jrow_tree_block + 12 * (g + k + shift);
+      Real* n = v.row_tree_block + 12 * (g + k);
       for (int l = 0; l < m; ++l) n[l] = 0;
       n[k] = v.row_compliance[g + k];
     }
@@ -307,14 +301,14 @@ AXION_HD void world_tree_factor(const BatchView& v, int world) {
     tree_invert(d, 6, 6, 0);
     const int g = v.body_tree_parent[b];
     if (g < 0) continue;
-    const int m = v.jrow_tree_size[g + shift];
+    const int m = v.row_tree_size[g];
     for (int k = 0; k < m; ++k) {
-      tree_matvec(d, 6, 6, tree_row_jacobian(v, g + k, b), v.jrow_tree_t + 6 * (g + k + shift));
+      tree_matvec(d, 6, 6, tree_row_jacobian(v, g + k, b), v.row_tree_t + 6 * (g + k));
     }
     for (int k = 0; k < m; ++k) {
-      Real* n = v.jrow_tree_block + 12 * (g + k + shift);
+      Real* n = v.row_tree_block + 12 * (g + k);
       const Real* j = tree_row_jacobian(v, g + k, b);
-      for (int l = 0; l <= k; ++l) n[l] += dot6(j, v.jrow_tree_t + 6 * (g + l + shift));
+      for (int l = 0; l <= k; ++l) n[l] += dot6(j, v.row_tree_t + 6 * (g + l));
     }
     tree_eliminate_group(v, g);
   }
@@ -322,24 +316,20 @@ AXION_HD void world_tree_factor(const BatchView& v, int world) {
 
 // y_g <- N_g^-1 e_g for group g, with e_g read from `e` (row-indexed).
 AXION_HD void tree_group_solve(const BatchView& v, int g, const Real* e, Real* y) {
-  const int shift = tree_shift(v, v.row_world[g]);
-  const int m = v.jrow_tree_size[g + shift];
-  tree_matvec(v.jrow_tree_block + 12 * (g + shift), m, kTreeGroupRows, e + g, y);
+  const int m = v.row_tree_size[g];
+  tree_matvec(v.row_tree_block + 12 * g, m, kTreeGroupRows, e + g, y);
 }
 
 /// Per world: out = P in over the live rows. Tree rows solve H [x; -z] = [0; in] by the
 /// factor (forward leaves to roots, then back roots to leaves; x = M~^-1 J^T z is the bodies'
 /// part), the other rows take the Jacobi diagonal. The factor keeps T = D_b^-1 J_gb^T and
-/// Y = N_g^-1 J_gp, so each body and group takes one small matrix-vector product.
+/// Y = N_g^-1 J_gp, so each body and group takes one triangular solve pair per application.
 AXION_HD void world_tree_apply(const BatchView& v, int world, const Real* in, Real* out) {
-  const int shift = tree_shift(v, world);
   const int b0 = v.world_body_offset[world], b1 = v.world_body_offset[world + 1];
   const int row0 = v.world_row_offset[world];
   const int row_end = row0 + world_live_rows(v, world);
-  const int joint_end = row0 + v.world_joint_row_count[world];
   for (int r = row0; r < row_end; ++r) {
-    bool tree =
-        r < joint_end && v.jrow_tree_head[r + shift] >= 0 && !v.jrow_tree_dropped[r + shift];
+    bool tree = v.row_tree_head[r] >= 0 && !v.row_tree_dropped[r];
     out[r] = tree ? in[r] : v.row_precond[r] * in[r];
   }
   for (int i = 6 * b0; i < 6 * b1; ++i) v.body_tree_x[i] = 0;
@@ -354,16 +344,15 @@ AXION_HD void world_tree_apply(const BatchView& v, int world, const Real* in, Re
     tree_matvec(v.body_tree_block + 36 * b, 6, 6, f_b, t);
     const int g = v.body_tree_parent[b];
     if (g < 0) continue;
-    const int m = v.jrow_tree_size[g + shift];
+    const int m = v.row_tree_size[g];
     for (int k = 0; k < m; ++k) {
-      if (!v.jrow_tree_dropped[g + k + shift])
-        out[g + k] -= dot6(tree_row_jacobian(v, g + k, b), t);
+      if (!v.row_tree_dropped[g + k]) out[g + k] -= dot6(tree_row_jacobian(v, g + k, b), t);
     }
     tree_group_solve(v, g, out, y);
-    const int p = v.jrow_tree_parent[g + shift];
+    const int p = v.row_tree_parent[g];
     Real* f = p >= 0 ? v.body_tree_x + 6 * p : nullptr;
     for (int k = 0; k < m; ++k) {
-      if (v.jrow_tree_dropped[g + k + shift]) continue;
+      if (v.row_tree_dropped[g + k]) continue;
       out[g + k] = y[k];
       if (f == nullptr) continue;
       const Real* j = tree_row_jacobian(v, g + k, p);
@@ -375,15 +364,15 @@ AXION_HD void world_tree_apply(const BatchView& v, int world, const Real* in, Re
     const int b = v.body_tree_order[b0 + i];
     const int g = v.body_tree_parent[b];
     if (g < 0) continue;
-    const int m = v.jrow_tree_size[g + shift];
-    const int p = v.jrow_tree_parent[g + shift];
+    const int m = v.row_tree_size[g];
+    const int p = v.row_tree_parent[g];
     Real* x = v.body_tree_x + 6 * b;
     for (int k = 0; k < m; ++k) {
-      if (v.jrow_tree_dropped[g + k + shift]) continue;
+      if (v.row_tree_dropped[g + k]) continue;
       Real z = out[g + k];
-      if (p >= 0) z -= dot6(v.jrow_tree_y + 6 * (g + k + shift), v.body_tree_x + 6 * p);
+      if (p >= 0) z -= dot6(v.row_tree_y + 6 * (g + k), v.body_tree_x + 6 * p);
       out[g + k] = z;
-      const Real* t = v.jrow_tree_t + 6 * (g + k + shift);
+      const Real* t = v.row_tree_t + 6 * (g + k);
       for (int c = 0; c < 6; ++c) x[c] += t[c] * z;
     }
   }

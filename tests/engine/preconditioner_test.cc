@@ -64,9 +64,9 @@ TEST(PreconditionerTest, TreeIsExactOnAChain) {
   EXPECT_LT(MaxPoseDifference(tree, jacobi), 1e-6);
 }
 
-// Contact rows keep the diagonal (their redundancy would make exact blocks near-singular), so
-// a scene without joints steps exactly as with the Jacobi preconditioner.
-TEST(PreconditionerTest, ContactsKeepTheDiagonal) {
+// A world without joints keeps the Jacobi diagonal (a tree of contacts alone measured worse),
+// so a stack steps exactly as with the Jacobi preconditioner.
+TEST(PreconditionerTest, WorldsWithoutJointsKeepTheDiagonal) {
   ModelDesc d = scenes::Stack(5);
   for (size_t i = 0; i < d.bodies.size(); ++i) d.bodies[i].pose.pos.z += Real(0.05) * (i + 1);
   RunStats tree = Simulate(WithPreconditioner(d, Preconditioner::kTree), 150);
@@ -77,9 +77,9 @@ TEST(PreconditionerTest, ContactsKeepTheDiagonal) {
 }
 
 // A free 12-link chain of alternating heavy and light capsules dropped flat onto the ground:
-// the joints form a tree and every link's contacts close loops through the world, so they stay
-// on the diagonal. Both preconditioners reach the same states; the tree needs fewer CR
-// iterations.
+// the joints form a tree, the first link's contacts with the floor become its root, and every
+// other link's contacts close loops through the world and stay on the diagonal. Both
+// preconditioners reach the same states; the tree needs fewer CR iterations.
 TEST(PreconditionerTest, ArticulatedBodyOnTheGroundMatchesJacobi) {
   ModelDesc d = scenes::Chain(12);
   d.joints.erase(d.joints.begin());  // free: no joint to the world

@@ -144,8 +144,8 @@ enum class Formulation : int32_t { kPosition = 0, kVelocity = 1 };
 // Preconditioner of the Conjugate Residual solve of J M^-1 J^T + C.
 enum class Preconditioner : int {
   kJacobi = 0,  // the diagonal: cheapest per iteration, slow on chains of unequal links
-  kTree = 1,    // exact on the joints' spanning tree (block LDL^T, linear in the bodies), the
-                // diagonal on contacts and on joints closing loops
+  kTree = 1,    // exact on a spanning tree of joints and contacts (block LDL^T, linear in the
+                // bodies), the diagonal on rows closing loops; worlds without joints: kJacobi
 };
 
 struct SolverOptions {

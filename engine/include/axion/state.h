@@ -66,25 +66,24 @@ struct BatchView {
   int32_t world_count = 0;
 
   // ---- world (world_count) ------------------------------------------------------------------
-  const int32_t* world_body_offset;       // (world_count + 1) first body of each world
-  const int32_t* world_joint_offset;      // (world_count + 1)
-  const int32_t* world_dof_offset;        // (world_count + 1) joint velocity coordinates
-  const int32_t* world_qpos_offset;       // (world_count + 1) joint position coordinates
-  const int32_t* world_actuator_offset;   // (world_count + 1)
-  const int32_t* world_shape_offset;      // (world_count + 1)
-  const int32_t* world_pair_offset;       // (world_count + 1) candidate collision pairs
-  const int32_t* world_contact_offset;    // (world_count + 1) contact slots (capacity)
-  const int32_t* world_row_offset;        // (world_count + 1) row slots: joint rows, then 3/contact
-  const int32_t* world_joint_row_offset;  // (world_count + 1) joint rows (tree arrays below)
-  const int32_t* world_joint_row_count;   // (world_count) joint rows (fixed per model)
-  const WorldParams* world_params;        // (world_count)
-  int32_t* world_active;                  // (world_count) WorldPhase of the current step
-  int32_t* world_step_pending;            // (world_count) sub-steps still to take in this Step call
-  int32_t* world_contact_count;           // (world_count) live contacts
-  uint32_t* world_flags;                  // (world_count) WorldFlag bits of the last step
-  int32_t* world_newton_iterations;       // (world_count) of the last step
-  int32_t* world_cr_iterations;           // (world_count) of the last step, summed over Newton
-  int32_t* world_cr_active;               // (world_count) CR iterations left (0: CR done)
+  const int32_t* world_body_offset;      // (world_count + 1) first body of each world
+  const int32_t* world_joint_offset;     // (world_count + 1)
+  const int32_t* world_dof_offset;       // (world_count + 1) joint velocity coordinates
+  const int32_t* world_qpos_offset;      // (world_count + 1) joint position coordinates
+  const int32_t* world_actuator_offset;  // (world_count + 1)
+  const int32_t* world_shape_offset;     // (world_count + 1)
+  const int32_t* world_pair_offset;      // (world_count + 1) candidate collision pairs
+  const int32_t* world_contact_offset;   // (world_count + 1) contact slots (capacity)
+  const int32_t* world_row_offset;       // (world_count + 1) row slots: joint rows, then 3/contact
+  const int32_t* world_joint_row_count;  // (world_count) joint rows (fixed per model)
+  const WorldParams* world_params;       // (world_count)
+  int32_t* world_active;                 // (world_count) WorldPhase of the current step
+  int32_t* world_step_pending;           // (world_count) sub-steps still to take in this Step call
+  int32_t* world_contact_count;          // (world_count) live contacts
+  uint32_t* world_flags;                 // (world_count) WorldFlag bits of the last step
+  int32_t* world_newton_iterations;      // (world_count) of the last step
+  int32_t* world_cr_iterations;          // (world_count) of the last step, summed over Newton
+  int32_t* world_cr_active;              // (world_count) CR iterations left (0: CR done)
   Real* world_residual;        // (world_count) residual max-norm after the last evaluation
   Real* world_merit;           // (world_count) 0.5 |residual|^2 after the last evaluation
   Real* world_merit_accepted;  // (world_count) merit of the accepted iterate
@@ -243,21 +242,16 @@ struct BatchView {
   Real* row_cr_az;            // (row slots) A z
   Real* row_cr_ap;            // (row slots) A p
   Real* row_cr_pap;           // (row slots) P A p
-
-  // ---- joint rows (joint row slots = world_joint_row_offset[world_count]) -------------------
-  // The tree preconditioner's arrays (kernels_tree.h), for the joints' rows only: joint row
-  // world_joint_row_offset[w] + k is row world_row_offset[w] + k. Groups are runs of rows on
-  // one body pair; "first row" below is a group's first row.
-  Real* jrow_tree_block;       // (joint row slots x 12) row k of its group's inverted block
-  Real* jrow_tree_y;           // (joint row slots x 6) row k of N_g^-1 J_gp (J of the parent)
-  Real* jrow_tree_t;           // (joint row slots x 6) D_b^-1 J_gb^T (b: the child body)
-  int32_t* jrow_tree_head;     // (joint row slots) first row of the row's tree group (a row
-                               // index); -1: Jacobi row
-  int32_t* jrow_tree_size;     // (joint row slots) at a first row: the group's rows; else 0
-  int32_t* jrow_tree_parent;   // (joint row slots) at a first row: the parent body; -1: a group
-                               // to the world, the root of its component
-  int32_t* jrow_tree_child;    // (joint row slots) at a first row: the child body
-  int32_t* jrow_tree_dropped;  // (joint row slots) 1: redundant within its group, Jacobi instead
+  // spanning-tree preconditioner: rows in groups on one body pair (kernels_tree.h)
+  Real* row_tree_block;       // (row slots x 12) row k of the group's factored block
+  Real* row_tree_y;           // (row slots x 6) row k of N_g^-1 J_gp (J of the parent body)
+  Real* row_tree_t;           // (row slots x 6) D_b^-1 J_gb^T of the row (b: the child body)
+  int32_t* row_tree_head;     // (row slots) first row of the row's tree group; -1: Jacobi row
+  int32_t* row_tree_size;     // (row slots) at a group's first row: its rows; else 0
+  int32_t* row_tree_parent;   // (row slots) at a group's first row: the parent body; -1: a
+                              // group to the world, the root of its component
+  int32_t* row_tree_child;    // (row slots) at a group's first row: the child body
+  int32_t* row_tree_dropped;  // (row slots) 1: redundant within its group, Jacobi instead
 };
 
 }  // namespace axion

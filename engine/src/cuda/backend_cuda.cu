@@ -167,7 +167,6 @@ void ForEachArray(BatchStorage& h, DeviceArrays& d, Fn fn) {
   AXION_PAIR_MODEL(AXION_VISIT)
   AXION_ROW_MODEL(AXION_VISIT)
   AXION_ROW_SCRATCH(AXION_VISIT)
-  AXION_JOINT_ROW_SCRATCH(AXION_VISIT)
   AXION_HULL_ARRAYS(AXION_VISIT)
 #undef AXION_VISIT
   fn(h.joint_dof_offset, d.joint_dof_offset);
