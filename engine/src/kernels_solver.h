@@ -326,15 +326,15 @@ AXION_HD void world_keep_best(const BatchView& v, int world, bool first) {
 }
 
 /// Per world, after Newton: a world that did not converge returns to its best iterate when
-/// the last one is worse (and marks itself for re-integrating q+ with world_ls_step = -1).
+/// the last one is worse, with q+ integrated again from its u.
 AXION_HD void world_restore_best(const BatchView& v, int world) {
-  v.world_ls_step[world] = 0;
   if (!(v.world_flags[world] & kWorldNotConverged)) return;
   if (v.world_merit[world] <= v.world_merit_best[world]) return;  // a NaN merit restores
   v.world_merit[world] = v.world_merit_best[world];
   v.world_residual[world] = v.world_residual_best[world];
   world_copy_iterate(v, world, v.body_u_best, v.body_u, v.row_lambda_best, v.row_lambda);
-  v.world_ls_step[world] = -1;
+  for (int body = v.world_body_offset[world]; body < v.world_body_offset[world + 1]; ++body)
+    body_integrate(v, body, v.world_params[world]);
 }
 
 AXION_HD void body_accept(const BatchView& v, int body) {

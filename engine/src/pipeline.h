@@ -110,6 +110,24 @@ void schur_product(Exec& ex, const BatchView& v, WorldRange wr, Mask mask, const
       });
 }
 
+// The current iterate of the iterating worlds becomes the accepted one, and the best so far
+// when its merit is lowest (`first`: the step's initial iterate).
+template <class Exec>
+void accept(Exec& ex, const BatchView& v, WorldRange wr, bool first) {
+  ex.bodies(
+      wr, AXION_LAMBDA(int i) {
+        if (iterating(v, v.body_world[i])) body_accept(v, i);
+      });
+  ex.rows(
+      wr, AXION_LAMBDA(int r) {
+        if (iterating(v, v.row_world[r]) && row_is_live(v, r)) row_accept(v, r);
+      });
+  ex.worlds(
+      wr, AXION_LAMBDA(int w) {
+        if (iterating(v, w)) world_keep_best(v, w, first);
+      });
+}
+
 // One time step of every world in `wr` that has a step pending.
 template <class Exec>
 void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds) {
@@ -163,18 +181,7 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
   // rest. Starting at u~ instead would spin a light body driven by a strong actuator by
   // radians in the first trial configuration, where no linearisation of the joints holds.
   evaluate(ex, v, wr, Mask::kIterating);
-  ex.bodies(
-      wr, AXION_LAMBDA(int i) {
-        if (iterating(v, v.body_world[i])) body_accept(v, i);
-      });
-  ex.rows(
-      wr, AXION_LAMBDA(int r) {
-        if (iterating(v, v.row_world[r]) && row_is_live(v, r)) row_accept(v, r);
-      });
-  ex.worlds(
-      wr, AXION_LAMBDA(int w) {
-        if (iterating(v, w)) world_keep_best(v, w, true);
-      });
+  accept(ex, v, wr, true);
 
   for (int newton = 0; newton <= bounds.newton_iterations; ++newton) {
     // converged worlds stop; the others take one more Newton iteration
@@ -290,29 +297,13 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
     }
 
     // update: the trial becomes the accepted iterate
-    ex.bodies(
-        wr, AXION_LAMBDA(int i) {
-          if (iterating(v, v.body_world[i])) body_accept(v, i);
-        });
-    ex.rows(
-        wr, AXION_LAMBDA(int r) {
-          if (iterating(v, v.row_world[r]) && row_is_live(v, r)) row_accept(v, r);
-        });
-    ex.worlds(
-        wr, AXION_LAMBDA(int w) {
-          if (iterating(v, w)) world_keep_best(v, w, false);
-        });
+    accept(ex, v, wr, false);
   }
 
   // a world that did not converge keeps its best iterate (q+ integrated again from its u)
   ex.worlds(
       wr, AXION_LAMBDA(int w) {
         if (stepping(v, w)) world_restore_best(v, w);
-      });
-  ex.bodies(
-      wr, AXION_LAMBDA(int i) {
-        int w = v.body_world[i];
-        if (stepping(v, w) && v.world_ls_step[w] < 0) body_integrate(v, i, v.world_params[w]);
       });
 
   // write back: joint coordinates, time, and a finite-state check that freezes a broken world
