@@ -2,12 +2,13 @@
 //
 // Rows are gathered into groups: consecutive rows acting on the same pair of bodies (one
 // joint's anchor, axis, limit and drive rows; the contacts between two bodies), at most
-// kTreeGroupRows of them. Bodies and groups form a bipartite graph. The groups that keep it a
-// forest form the tree, joints first, then contacts: each group joining two bodies not yet
-// connected, and at most one group to the static world per component (a fixed base, or one
-// foot's contacts with the floor), which becomes the component's root. Groups closing a loop
-// (the other foot, a hand touching its own thigh) stay on the Jacobi diagonal. On the tree the
-// augmented matrix
+// kTreeGroupRows of them. Bodies and groups form a bipartite graph; the static world is not a
+// node of it, since a group to the world acts on one body only. The groups that keep the graph
+// a forest form the tree, joints first, then contacts: each group joining two bodies not yet
+// connected; at most one rigid group to the world per component (a fixed base), which becomes
+// the component's root; and every contact group to the world (both feet, each limb of a lying
+// figure) as a leaf below its body. Groups closing a loop (a hand touching its own thigh, a
+// second fixed base) stay on the Jacobi diagonal. On the tree the augmented matrix
 //     H = [ M~  J^T ]
 //         [ J   -C  ]
 // has no fill-in when eliminated leaves first (Baraff 1996, "Linear-time dynamics using
@@ -15,22 +16,23 @@
 // tree's part of A exactly. The preconditioner is P = blockdiag(A_tree^-1, diag(A_rest)^-1):
 // symmetric positive definite, as preconditioned Conjugate Residual requires, and exact on an
 // articulated body, where CR then converges in one iteration instead of the hundreds a Jacobi
-// diagonal needs along a chain of light and heavy links. Contact groups are often redundant (a
-// box's four corners put twelve rows on six DOFs); the Newton matrix's contact regularisation
-// (kNewtonRegularization) keeps their blocks invertible, and rows that are still nearly
-// dependent leave the tree (below). Worlds without joints keep the Jacobi diagonal alone: a
-// tree of contacts only measured worse (the 100-sphere pile 25 instead of 146 steps/s).
+// diagonal needs along a chain of light and heavy links. Contact groups between bodies are
+// often redundant (a box's four corners put twelve rows on six DOFs); the Newton matrix's
+// contact regularisation (kNewtonRegularization) keeps their blocks invertible, and rows that
+// are still nearly dependent leave the tree (below). Worlds without joints keep the Jacobi
+// diagonal alone: a tree of contacts only measured worse (the 100-sphere pile 27 instead of
+// 145 steps/s).
 //
 // Within a group, rows that are (nearly) combinations of earlier ones are found while
 // factoring and take the Jacobi diagonal as well (kTreeRedundancy).
 //
 // Layout: a body's Schur-updated 6x6 block D_b lives in body_tree_block, a group's m x m
 // block N_g = -D_g = C_g + sum J D_b^-1 J^T in row_tree_block (row k of the group holds row k
-// of N_g); both are factored by Cholesky and then replaced by their inverses. The elimination
-// order is the bodies in reverse breadth-first order from each component's root
-// (body_tree_order), each followed by the group joining it to its parent; a group to the world
-// is its component's root and goes last. Everything is per world and sequential, so results
-// are deterministic and the same on every backend.
+// of N_g; a leaf's row k holds 1 / C_k); both are factored by Cholesky and then replaced by
+// their inverses. The elimination order is the leaves, then the bodies in reverse
+// breadth-first order from each component's root (body_tree_order), each followed by the
+// group joining it to its parent; a root group goes last. Everything is per world and
+// sequential, so results are deterministic and the same on every backend.
 #pragma once
 
 #include "kernels_common.h"
@@ -46,6 +48,14 @@ inline constexpr int kTreeGroupRows = 12;
 // Such rows leave the tree for the Jacobi diagonal, since factoring them would put a huge
 // eigenvalue into the preconditioner along the redundant impulses and let CR move them freely.
 inline constexpr Real kTreeRedundancy = Real(1e-6);
+// row_tree_child of a leaf group: contacts between one body and the static world (below).
+inline constexpr int kTreeLeaf = -2;
+// Whether contact groups to the world become leaves. Their elimination divides by the rows'
+// compliance, down to the Newton regularisation (1e-6 of the inverse effective mass): in double
+// precision that costs about six of sixteen digits of the rows' impulses in the preconditioner,
+// in single precision all of them, so single-precision builds keep such groups on the Jacobi
+// diagonal, apart from one per component as its root.
+inline constexpr bool kTreeContactLeaves = sizeof(Real) >= 8;
 
 // In-place Cholesky factor L (lower triangle) of the n x n symmetric block `a` (row stride
 // `stride`), reading only its lower triangle. The diagonal holds 1 / L_jj: the solves then
@@ -153,12 +163,24 @@ AXION_HD int tree_next_group(const BatchView& v, int row, int row_end) {
   return row;
 }
 
+// Whether the rows [row, row + m) are all contact rows (normal and friction).
+AXION_HD bool tree_contact_rows(const BatchView& v, int row, int m) {
+  for (int k = 0; k < m; ++k) {
+    int kind = v.row_kind[row + k];
+    if (kind != kRowContactNormal && kind != kRowFriction1 && kind != kRowFriction2) return false;
+  }
+  return true;
+}
+
 /// Per world, at the step's first Newton iteration: groups the live rows, picks the spanning
 /// forest and orders its bodies breadth-first from each component's root. The static world
-/// closes loops too: each component keeps at most one group to the world, and that group is
-/// the component's root, so its body is eliminated before it. (Eliminating a rigid group to
-/// the world first would put its inverse compliance, 1/C with C -> 0, into its body's block:
-/// infinitely stiff, and all precision gone.)
+/// would close loops too, since every group to it touches the same infinitely heavy node, but
+/// it never enters the elimination: a group to the world acts on one body only. A rigid one (a
+/// fixed base) is its component's root, at most one per component, eliminated after its body:
+/// eliminating it first would put its inverse compliance, 1/C with C -> 0, into its body's
+/// block. Contact groups to the world carry compliance (the Newton regularisation at least), so
+/// any number of them are leaves eliminated before their body, D_b += J^T C^-1 J: both feet on
+/// the floor, and a lying figure's every limb, are in the tree.
 AXION_HD void world_tree_build(const BatchView& v, int world) {
   const int b0 = v.world_body_offset[world], b1 = v.world_body_offset[world + 1];
   const int row0 = v.world_row_offset[world];
@@ -177,7 +199,7 @@ AXION_HD void world_tree_build(const BatchView& v, int world) {
       if (!((ra == a && rb == b) || (ra == b && rb == a))) break;
       ++m;
     }
-    bool keep = false;
+    bool keep = false, leaf = false;
     if (a >= 0 && b >= 0) {
       int sa = tree_find(v, a), sb = tree_find(v, b);
       keep = sa != sb && !(v.body_tree_grounded[sa] && v.body_tree_grounded[sb]);
@@ -186,9 +208,10 @@ AXION_HD void world_tree_build(const BatchView& v, int world) {
         v.body_tree_grounded[sb] |= v.body_tree_grounded[sa];
       }
     } else if (a >= 0 || b >= 0) {
+      leaf = kTreeContactLeaves && tree_contact_rows(v, row, m);
       int sa = tree_find(v, a >= 0 ? a : b);
-      keep = !v.body_tree_grounded[sa];
-      v.body_tree_grounded[sa] = 1;
+      keep = leaf || !v.body_tree_grounded[sa];
+      if (!leaf) v.body_tree_grounded[sa] = 1;
     }
     for (int k = 0; k < m; ++k) {
       v.row_tree_head[row + k] = keep ? row : -1;
@@ -197,9 +220,11 @@ AXION_HD void world_tree_build(const BatchView& v, int world) {
     }
     if (keep) {
       v.row_tree_size[row] = m;
-      // a group to the world is a root above its body; one between bodies is placed below
-      v.row_tree_parent[row] = -1;
-      v.row_tree_child[row] = (a < 0 || b < 0) ? (a < 0 ? b : a) : -1;
+      // a rigid group to the world is a root above its body, a contact group a leaf below it;
+      // one between bodies is placed below
+      int body = a < 0 ? b : a;
+      v.row_tree_parent[row] = leaf ? body : -1;
+      v.row_tree_child[row] = leaf ? kTreeLeaf : (a < 0 || b < 0) ? body : -1;
     }
     row += m;
   }
@@ -215,6 +240,7 @@ AXION_HD void world_tree_build(const BatchView& v, int world) {
       }
       next = g + v.row_tree_size[g];
       if (v.row_body_a[g] >= 0 && v.row_body_b[g] >= 0) continue;  // between bodies
+      if (v.row_tree_child[g] == kTreeLeaf) continue;
       int body = v.row_tree_child[g];
       v.body_tree_parent[body] = g;
       v.body_tree_order[b0 + count++] = body;
@@ -230,7 +256,7 @@ AXION_HD void world_tree_build(const BatchView& v, int world) {
       int body = v.body_tree_order[b0 + head];
       for (int g = tree_next_group(v, row0, row_end); g < row_end;
            g = tree_next_group(v, g + v.row_tree_size[g], row_end)) {
-        if (v.row_tree_child[g] >= 0) continue;  // to the world, or already placed
+        if (v.row_tree_child[g] != -1) continue;  // to the world, or already placed
         int a = v.row_body_a[g], b = v.row_body_b[g];
         if (a != body && b != body) continue;
         int other = a == body ? b : a;
@@ -287,6 +313,20 @@ AXION_HD void world_tree_factor(const BatchView& v, int world) {
   for (int g = tree_next_group(v, row0, row_end); g < row_end;
        g = tree_next_group(v, g + v.row_tree_size[g], row_end)) {
     const int m = v.row_tree_size[g];
+    if (v.row_tree_child[g] == kTreeLeaf) {
+      // leaves first: D_b += J_gb^T C_g^-1 J_gb (C_g diagonal); row k keeps 1 / C_k
+      const int b = v.row_tree_parent[g];
+      Real* d = v.body_tree_block + 36 * b;
+      for (int k = 0; k < m; ++k) {
+        Real inv_c = Real(1) / v.row_compliance[g + k];
+        v.row_tree_block[12 * (g + k)] = inv_c;
+        const Real* j = tree_row_jacobian(v, g + k, b);
+        for (int r = 0; r < 6; ++r) {
+          for (int c = 0; c <= r; ++c) d[6 * r + c] += j[r] * inv_c * j[c];
+        }
+      }
+      continue;
+    }
     for (int k = 0; k < m; ++k) {
       Real* n = v.row_tree_block + 12 * (g + k);
       for (int l = 0; l < m; ++l) n[l] = 0;
@@ -333,6 +373,18 @@ AXION_HD void world_tree_apply(const BatchView& v, int world, const Real* in, Re
     out[r] = tree ? in[r] : v.row_precond[r] * in[r];
   }
   for (int i = 6 * b0; i < 6 * b1; ++i) v.body_tree_x[i] = 0;
+  // leaves: f_b = J_gb^T C_g^-1 e_g
+  for (int g = tree_next_group(v, row0, row_end); g < row_end;
+       g = tree_next_group(v, g + v.row_tree_size[g], row_end)) {
+    if (v.row_tree_child[g] != kTreeLeaf) continue;
+    const int b = v.row_tree_parent[g];
+    Real* f = v.body_tree_x + 6 * b;
+    for (int k = 0; k < v.row_tree_size[g]; ++k) {
+      const Real* j = tree_row_jacobian(v, g + k, b);
+      Real s = v.row_tree_block[12 * (g + k)] * in[g + k];
+      for (int c = 0; c < 6; ++c) f[c] += j[c] * s;
+    }
+  }
   Real y[kTreeGroupRows];
   // forward, leaves to roots: t_b = D_b^-1 f_b, w_g = N_g^-1 (e_g - J_gb t_b),
   // f_p += J_gp^T w_g (t_b kept in body_tree_x, w_g in out)
@@ -374,6 +426,16 @@ AXION_HD void world_tree_apply(const BatchView& v, int world, const Real* in, Re
       out[g + k] = z;
       const Real* t = v.row_tree_t + 6 * (g + k);
       for (int c = 0; c < 6; ++c) x[c] += t[c] * z;
+    }
+  }
+  // leaves: z_g = C_g^-1 (e_g - J_gb x_b)
+  for (int g = tree_next_group(v, row0, row_end); g < row_end;
+       g = tree_next_group(v, g + v.row_tree_size[g], row_end)) {
+    if (v.row_tree_child[g] != kTreeLeaf) continue;
+    const Real* x = v.body_tree_x + 6 * v.row_tree_parent[g];
+    for (int k = 0; k < v.row_tree_size[g]; ++k) {
+      const Real* j = tree_row_jacobian(v, g + k, v.row_tree_parent[g]);
+      out[g + k] = v.row_tree_block[12 * (g + k)] * (in[g + k] - dot6(j, x));
     }
   }
 }
