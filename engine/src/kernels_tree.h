@@ -354,6 +354,12 @@ AXION_HD void world_tree_factor(const BatchView& v, int world) {
   }
 }
 
+// The body a leaf row (a contact with the world, see world_tree_build) acts on, or -1.
+AXION_HD int tree_leaf_body(const BatchView& v, int row) {
+  const int head = v.row_tree_head[row];
+  return head >= 0 && v.row_tree_child[head] == kTreeLeaf ? v.row_tree_parent[head] : -1;
+}
+
 // y_g <- N_g^-1 e_g for group g, with e_g read from `e` (row-indexed).
 AXION_HD void tree_group_solve(const BatchView& v, int g, const Real* e, Real* y) {
   const int m = v.row_tree_size[g];
@@ -368,22 +374,16 @@ AXION_HD void world_tree_apply(const BatchView& v, int world, const Real* in, Re
   const int b0 = v.world_body_offset[world], b1 = v.world_body_offset[world + 1];
   const int row0 = v.world_row_offset[world];
   const int row_end = row0 + world_live_rows(v, world);
+  for (int i = 6 * b0; i < 6 * b1; ++i) v.body_tree_x[i] = 0;
+  // Jacobi rows scaled, tree rows copied; leaves: f_b = J_gb^T C_g^-1 e_g
   for (int r = row0; r < row_end; ++r) {
     bool tree = v.row_tree_head[r] >= 0 && !v.row_tree_dropped[r];
     out[r] = tree ? in[r] : v.row_precond[r] * in[r];
-  }
-  for (int i = 6 * b0; i < 6 * b1; ++i) v.body_tree_x[i] = 0;
-  // leaves: f_b = J_gb^T C_g^-1 e_g
-  for (int g = tree_next_group(v, row0, row_end); g < row_end;
-       g = tree_next_group(v, g + v.row_tree_size[g], row_end)) {
-    if (v.row_tree_child[g] != kTreeLeaf) continue;
-    const int b = v.row_tree_parent[g];
-    Real* f = v.body_tree_x + 6 * b;
-    for (int k = 0; k < v.row_tree_size[g]; ++k) {
-      const Real* j = tree_row_jacobian(v, g + k, b);
-      Real s = v.row_tree_block[12 * (g + k)] * in[g + k];
-      for (int c = 0; c < 6; ++c) f[c] += j[c] * s;
-    }
+    const int b = tree_leaf_body(v, r);
+    if (b < 0) continue;
+    const Real* j = tree_row_jacobian(v, r, b);
+    Real s = v.row_tree_block[12 * r] * in[r];
+    for (int c = 0; c < 6; ++c) v.body_tree_x[6 * b + c] += j[c] * s;
   }
   Real y[kTreeGroupRows];
   // forward, leaves to roots: t_b = D_b^-1 f_b, w_g = N_g^-1 (e_g - J_gb t_b),
@@ -429,14 +429,11 @@ AXION_HD void world_tree_apply(const BatchView& v, int world, const Real* in, Re
     }
   }
   // leaves: z_g = C_g^-1 (e_g - J_gb x_b)
-  for (int g = tree_next_group(v, row0, row_end); g < row_end;
-       g = tree_next_group(v, g + v.row_tree_size[g], row_end)) {
-    if (v.row_tree_child[g] != kTreeLeaf) continue;
-    const Real* x = v.body_tree_x + 6 * v.row_tree_parent[g];
-    for (int k = 0; k < v.row_tree_size[g]; ++k) {
-      const Real* j = tree_row_jacobian(v, g + k, v.row_tree_parent[g]);
-      out[g + k] = v.row_tree_block[12 * (g + k)] * (in[g + k] - dot6(j, x));
-    }
+  for (int r = row0; r < row_end; ++r) {
+    const int b = tree_leaf_body(v, r);
+    if (b < 0) continue;
+    const Real* j = tree_row_jacobian(v, r, b);
+    out[r] = v.row_tree_block[12 * r] * (in[r] - dot6(j, v.body_tree_x + 6 * b));
   }
 }
 

@@ -72,24 +72,11 @@ void StepWholeBatch(BatchStorage& host) {
 
 using scenes::BoxInertia;
 
-// Four boxes stacked on a ground plane: contacts, friction, many Newton iterations at impact.
+// Four boxes stacked on a ground plane, dropped from a little height and offset: contacts,
+// friction, many Newton iterations at impact.
 ModelDesc Stack() {
-  ModelDesc d;
-  ShapeDesc ground;
-  ground.type = ShapeType::kPlane;
-  d.shapes.push_back(ground);
-  for (int i = 0; i < 4; ++i) {
-    BodyDesc b;
-    b.mass = 1;
-    b.inertia = BoxInertia(1, {0.1, 0.1, 0.1});
-    b.pose.pos = {0.01 * i, 0, 0.12 + 0.21 * i};  // dropped from a little height, offset
-    d.bodies.push_back(b);
-    ShapeDesc s;
-    s.body = i;
-    s.type = ShapeType::kBox;
-    s.size = {0.1, 0.1, 0.1};
-    d.shapes.push_back(s);
-  }
+  ModelDesc d = scenes::Stack(4);
+  for (int i = 0; i < 4; ++i) d.bodies[i].pose.pos = {0.01 * i, 0, 0.12 + 0.21 * i};
   return d;
 }
 

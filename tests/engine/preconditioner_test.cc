@@ -48,20 +48,28 @@ Real MaxPoseDifference(const RunStats& a, const RunStats& b) {
   return diff;
 }
 
+// Runs `d` with both preconditioners and expects the tree to be exact on it (one CR iteration
+// per Newton iteration, where the diagonal needs more than ten) and both to reach the same
+// poses. Returns the tree's run.
+RunStats ExpectTreeExact(const char* scene, const ModelDesc& d, int steps, Real pose_tolerance) {
+  RunStats tree = Simulate(WithPreconditioner(d, Preconditioner::kTree), steps);
+  RunStats jacobi = Simulate(WithPreconditioner(d, Preconditioner::kJacobi), steps);
+  std::printf("%s, %d steps: tree %ld Newton / %ld CR, Jacobi %ld Newton / %ld CR\n", scene, steps,
+              tree.newton, tree.cr, jacobi.newton, jacobi.cr);
+  EXPECT_GT(tree.newton, 0);
+  EXPECT_EQ(tree.cr, tree.newton);
+  EXPECT_GT(jacobi.cr, 10 * jacobi.newton);
+  EXPECT_LT(MaxPoseDifference(tree, jacobi), pose_tolerance);
+  return tree;
+}
+
 // A 30-link chain hanging from the world is a tree: the preconditioner inverts the Schur
 // complement exactly, so CR stops after one iteration in every Newton iteration, where the
 // Jacobi diagonal needs dozens along a chain.
 TEST(PreconditionerTest, TreeIsExactOnAChain) {
   ModelDesc d = scenes::Chain(30);
   d.options.timestep = 0.01;
-  RunStats tree = Simulate(WithPreconditioner(d, Preconditioner::kTree), 100);
-  RunStats jacobi = Simulate(WithPreconditioner(d, Preconditioner::kJacobi), 100);
-  std::printf("30-link chain, 100 steps: tree %ld Newton / %ld CR, Jacobi %ld Newton / %ld CR\n",
-              tree.newton, tree.cr, jacobi.newton, jacobi.cr);
-  EXPECT_GT(tree.newton, 0);
-  EXPECT_EQ(tree.cr, tree.newton);
-  EXPECT_GT(jacobi.cr, 10 * jacobi.newton);
-  EXPECT_LT(MaxPoseDifference(tree, jacobi), 1e-6);
+  ExpectTreeExact("30-link chain", d, 100, 1e-6);
 }
 
 // A world without joints keeps the Jacobi diagonal (a tree of contacts alone measured worse),
@@ -101,14 +109,7 @@ TEST(PreconditionerTest, ArticulatedBodyOnTheGroundMatchesJacobi) {
     link.material.friction = 0;  // the friction fixed point is not what is compared here
     d.shapes.push_back(link);
   }
-  RunStats tree = Simulate(WithPreconditioner(d, Preconditioner::kTree), 100);
-  RunStats jacobi = Simulate(WithPreconditioner(d, Preconditioner::kJacobi), 100);
-  std::printf("12-link chain dropped flat, 100 steps: tree %ld Newton / %ld CR, Jacobi %ld / %ld\n",
-              tree.newton, tree.cr, jacobi.newton, jacobi.cr);
-  EXPECT_GT(tree.newton, 0);
-  EXPECT_EQ(tree.cr, tree.newton);
-  EXPECT_GT(jacobi.cr, 10 * jacobi.newton);
-  EXPECT_LT(MaxPoseDifference(tree, jacobi), 1e-5);
+  RunStats tree = ExpectTreeExact("12-link chain dropped flat", d, 100, 1e-5);
   for (size_t i = 0; i < d.bodies.size(); ++i) EXPECT_NEAR(tree.pose[7 * i + 2], 0.02, 1e-3);
 }
 
