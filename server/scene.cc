@@ -444,6 +444,12 @@ absl::Status ApplySolverOverrides(const v1::SolverOptions& overrides, SolverOpti
     options->line_search_steps = overrides.line_search_steps().value();
   }
   if (overrides.has_fb_epsilon()) options->fb_epsilon = overrides.fb_epsilon().value();
+  if (overrides.has_speculative_contacts()) {
+    options->speculative_contacts = overrides.speculative_contacts().value();
+  }
+  if (overrides.has_contact_compliance()) {
+    options->contact_compliance = overrides.contact_compliance().value();
+  }
   return absl::OkStatus();
 }
 
@@ -461,6 +467,8 @@ void SolverOptionsToProto(const SolverOptions& options, v1::SolverOptions* proto
   proto->mutable_line_search()->set_value(options.line_search);
   proto->mutable_line_search_steps()->set_value(options.line_search_steps);
   proto->mutable_fb_epsilon()->set_value(options.fb_epsilon);
+  proto->mutable_speculative_contacts()->set_value(options.speculative_contacts);
+  proto->mutable_contact_compliance()->set_value(options.contact_compliance);
   proto->set_preconditioner(ToProto(options.preconditioner));
 }
 

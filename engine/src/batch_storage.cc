@@ -32,6 +32,7 @@ WorldParams MakeWorldParams(const SolverOptions& o) {
   p.contact_formulation = static_cast<int32_t>(o.contact_formulation);
   p.baumgarte = o.baumgarte;
   p.contact_margin = o.contact_margin;
+  p.speculative_contacts = o.speculative_contacts;
   p.contact_compliance = o.contact_compliance;
   p.newton_iterations = o.newton_iterations;
   p.cr_iterations = o.cr_iterations;

@@ -159,7 +159,7 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
   ex.shapes(
       wr, AXION_LAMBDA(int s) {
         int w = v.shape_world[s];
-        if (stepping(v, w)) shape_update_aabb(v, s, v.world_params[w].contact_margin);
+        if (stepping(v, w)) shape_update_aabb(v, s, v.world_params[w]);
       });
   ex.worlds(
       wr, AXION_LAMBDA(int w) {

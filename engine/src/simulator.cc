@@ -203,6 +203,7 @@ absl::StatusOr<SolverOptions> Simulator::GetOptions(WorldId world) const {
   o.contact_formulation = static_cast<Formulation>(p.contact_formulation);
   o.baumgarte = p.baumgarte;
   o.contact_margin = p.contact_margin;
+  o.speculative_contacts = p.speculative_contacts != 0;
   o.contact_compliance = p.contact_compliance;
   o.newton_iterations = p.newton_iterations;
   o.cr_iterations = p.cr_iterations;

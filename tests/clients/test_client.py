@@ -79,6 +79,18 @@ def test_create_worlds_solver_options_override_timestep(client):
     assert client.describe_world(created.world_ids[0]).timestep == pytest.approx(0.002)
 
 
+def test_create_worlds_solver_options_contacts(client):
+    created = client.create_worlds(
+        PENDULUM_MJCF,
+        solver_options={"speculative_contacts": False, "contact_compliance": 1e-6})
+    options = client.get_model(created.world_ids[0]).options
+    assert options.HasField("speculative_contacts") and not options.speculative_contacts.value
+    assert options.contact_compliance.value == pytest.approx(1e-6)
+    default = client.get_model(client.create_worlds(PENDULUM_MJCF).world_ids[0]).options
+    assert default.speculative_contacts.value
+    assert default.contact_compliance.value == 0
+
+
 def test_create_worlds_solver_options_preconditioner(client):
     jacobi = client.create_worlds(PENDULUM_MJCF, solver_options={"preconditioner": "jacobi"})
     tree = client.create_worlds(PENDULUM_MJCF, solver_options={"preconditioner": "TREE"})

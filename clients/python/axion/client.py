@@ -47,6 +47,8 @@ _WRAPPED_OPTIONS = (
     "line_search",
     "line_search_steps",
     "fb_epsilon",
+    "speculative_contacts",
+    "contact_compliance",
 )
 
 

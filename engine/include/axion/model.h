@@ -156,6 +156,9 @@ struct SolverOptions {
   Real baumgarte = 0.2;          // Upsilon in [0, 1]: fraction of c(q-) removed per step
                                  // by velocity-level rows
   Real contact_margin = 0.01;    // (m) shapes closer than this enter the contact set
+  bool speculative_contacts = true;  // also shapes that close their gap within the step at
+                                    // their start velocity (plus gravity): long steps then
+                                    // find a falling limb's contact before it is deep
   Real contact_compliance = 0;   // (m/N) normal compliance: a contact carrying force F
                                  // rests at penetration compliance * F. A little keeps
                                  // the impulses of redundant contacts (piles, boxes on

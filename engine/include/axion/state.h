@@ -36,6 +36,7 @@ struct WorldParams {
   int32_t contact_formulation;  // Formulation
   Real baumgarte;
   Real contact_margin;
+  int32_t speculative_contacts;
   Real contact_compliance;
   int32_t newton_iterations;
   int32_t cr_iterations;
@@ -179,6 +180,7 @@ struct BatchView {
   const Real* shape_restitution;  // (shape_count)
   const int32_t* shape_hull;      // (shape_count) hull index or -1
   Real* shape_aabb;               // (shape_count x 6) lower xyz, upper xyz at q-
+  Real* shape_sweep;              // (shape_count) how far any point of the shape can move this step
   // convex hulls (hull_count), flattened
   const int32_t* hull_vertex_offset;      // (hull_count + 1) into hull_vertices (in vertices)
   const int32_t* hull_face_offset;        // (hull_count + 1) into hull_face_start (in faces)
