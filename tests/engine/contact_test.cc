@@ -222,9 +222,10 @@ Real ThrowSphereAtFloor(bool speculative, Vec3 velocity) {
 TEST(ContactTest, SpeculativeContactsCatchFastImpactsBeforeTheyAreDeep) {
   Real fast = ThrowSphereAtFloor(true, {0, 0, -6});
   Real late = ThrowSphereAtFloor(false, {0, 0, -6});
-  std::printf("sphere at 6 m/s, h = 0.05 s: penetration %.4f m with speculative contacts, %.4f m "
-              "without\n",
-              fast, late);
+  std::printf(
+      "sphere at 6 m/s, h = 0.05 s: penetration %.4f m with speculative contacts, %.4f m "
+      "without\n",
+      fast, late);
   EXPECT_LT(fast, 1e-3);
   EXPECT_GT(late, 0.05);  // found a step late, 30 cm of travel in
 }

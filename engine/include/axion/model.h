@@ -153,26 +153,26 @@ struct SolverOptions {
   Vec3 gravity{0, 0, -9.81};                                 // (m/s^2)
   Formulation joint_formulation = Formulation::kPosition;    // bilateral rows
   Formulation contact_formulation = Formulation::kPosition;  // contact normal rows
-  Real baumgarte = 0.2;          // Upsilon in [0, 1]: fraction of c(q-) removed per step
-                                 // by velocity-level rows
-  Real contact_margin = 0.01;    // (m) shapes closer than this enter the contact set
+  Real baumgarte = 0.2;              // Upsilon in [0, 1]: fraction of c(q-) removed per step
+                                     // by velocity-level rows
+  Real contact_margin = 0.01;        // (m) shapes closer than this enter the contact set
   bool speculative_contacts = true;  // also shapes that close their gap within the step at
-                                    // their start velocity (plus gravity): long steps then
-                                    // find a falling limb's contact before it is deep
-  Real contact_compliance = 0;   // (m/N) normal compliance: a contact carrying force F
-                                 // rests at penetration compliance * F. A little keeps
-                                 // the impulses of redundant contacts (piles, boxes on
-                                 // four points) unique, so Newton converges fast; 0 is
-                                 // perfectly rigid
-  int newton_iterations = 50;    // maximum Newton iterations per step
-  int cr_iterations = 200;       // maximum Conjugate Residual iterations per Newton step
-  Real newton_tolerance = 1e-6;  // stop when the residual's max-norm is below this
-                                 // (units of impulse per unit effective mass: m/s)
-  Real cr_tolerance = 1e-5;      // relative CR tolerance (preconditioned residual); looser
-                                 // forcing makes Newton linear on long chains
-  bool line_search = true;       // backtracking on the residual norm
-  int line_search_steps = 4;     // maximum halvings of the Newton step
-  Real fb_epsilon = 1e-10;       // smoothing of the Fischer-Burmeister function
+                                     // their start velocity (plus gravity): long steps then
+                                     // find a falling limb's contact before it is deep
+  Real contact_compliance = 0;       // (m/N) normal compliance: a contact carrying force F
+                                     // rests at penetration compliance * F. A little keeps
+                                     // the impulses of redundant contacts (piles, boxes on
+                                     // four points) unique, so Newton converges fast; 0 is
+                                     // perfectly rigid
+  int newton_iterations = 50;        // maximum Newton iterations per step
+  int cr_iterations = 200;           // maximum Conjugate Residual iterations per Newton step
+  Real newton_tolerance = 1e-6;      // stop when the residual's max-norm is below this
+                                     // (units of impulse per unit effective mass: m/s)
+  Real cr_tolerance = 1e-5;          // relative CR tolerance (preconditioned residual); looser
+                                     // forcing makes Newton linear on long chains
+  bool line_search = true;           // backtracking on the residual norm
+  int line_search_steps = 4;         // maximum halvings of the Newton step
+  Real fb_epsilon = 1e-10;           // smoothing of the Fischer-Burmeister function
   Preconditioner preconditioner = Preconditioner::kTree;  // of the Conjugate Residual solve
 };
 
