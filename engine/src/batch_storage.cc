@@ -33,6 +33,7 @@ WorldParams MakeWorldParams(const SolverOptions& o) {
   p.baumgarte = o.baumgarte;
   p.contact_margin = o.contact_margin;
   p.speculative_contacts = o.speculative_contacts;
+  p.friction_newton = o.friction_newton;
   p.contact_compliance = o.contact_compliance;
   p.newton_iterations = o.newton_iterations;
   p.cr_iterations = o.cr_iterations;

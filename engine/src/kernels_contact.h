@@ -212,7 +212,16 @@ AXION_HD void world_store_contacts(const BatchView& v, int world) {
     v.contact_prev_shape_a[k] = v.contact_shape_a[k];
     v.contact_prev_shape_b[k] = v.contact_shape_b[k];
     store3(v.contact_prev_local_a + 3 * k, load3(v.contact_local_a + 3 * k));
-    for (int j = 0; j < 3; ++j) v.contact_prev_lambda[3 * k + j] = v.row_lambda[row0 + 3 * i + j];
+    // Friction impulses are kept in the normal's canonical tangent basis (the rows' basis may
+    // have turned with the slip), which the next step's matching contact starts from.
+    const Real* lambda = v.row_lambda + row0 + 3 * i;
+    Vec3 f = lambda[1] * load3(v.contact_tangent + 6 * k) +
+             lambda[2] * load3(v.contact_tangent + 6 * k + 3);
+    Vec3 t1, t2;
+    orthonormal_basis(load3(v.contact_normal + 3 * k), &t1, &t2);
+    v.contact_prev_lambda[3 * k] = lambda[0];
+    v.contact_prev_lambda[3 * k + 1] = dot(f, t1);
+    v.contact_prev_lambda[3 * k + 2] = dot(f, t2);
   }
   v.world_prev_contact_count[world] = count;
 }
@@ -272,15 +281,50 @@ AXION_HD void contact_normal_row(const BatchView& v, int row, const WorldParams&
                        p.contact_compliance / (h * h));
 }
 
+/// Fixed-point friction compliance W(a, b) of the seeds, with a = s |v_t| and
+/// b = mu lambda_n - |lambda_f|, and its partial derivatives (cone = mu lambda_n held fixed):
+///   psi = FB(a, b) = a + b - r,  r = sqrt(a^2 + b^2)
+///   W = (a - psi) / (|lambda_f| + psi) = N / D,  N = r - b,  D = cone + a - r.
+/// N and r - a are evaluated without cancellation (r - b = a^2 / (r + b) when b > 0). W is
+/// capped at kMaxFrictionW (no normal impulse, or |lambda_f| past twice the cone where D
+/// changes sign); `smooth` is false there and at a = b = 0, where W has no derivative.
+struct FrictionW {
+  Real w, dw_da, dw_db;
+  bool smooth;
+};
+inline constexpr Real kMaxFrictionW = Real(1e8);
+AXION_HD FrictionW friction_w(Real a, Real b, Real cone) {
+  FrictionW f{kMaxFrictionW, 0, 0, false};
+  if (!(cone > 0)) return f;  // no normal impulse: no friction
+  Real r = std::sqrt(a * a + b * b);
+  Real numerator = b > 0 ? a * a / (r + b) : r - b;
+  Real denominator = cone + a - r;
+  if (!(numerator > 0)) {
+    f.w = 0;  // no slip inside the cone: stick
+    f.smooth = a == 0 && b > 0;
+    return f;
+  }
+  if (!(denominator > Real(1e-12) * (cone + a))) return f;
+  f.w = numerator / denominator;
+  if (!(f.w < kMaxFrictionW)) {
+    f.w = kMaxFrictionW;
+    return f;
+  }
+  // dN/da = a/r, dN/db = -N/r, dD/da = (r - a)/r, dD/db = -b/r.
+  Real r_minus_a = a > 0 ? b * b / (r + a) : r;
+  f.dw_da = (a / r - f.w * r_minus_a / r) / denominator;
+  f.dw_db = (-numerator / r + f.w * b / r) / denominator;
+  f.smooth = true;
+  return f;
+}
+
 /// Friction rows (seed 000): tangents t_1, t_2, J_i = [ t_i, r_a x t_i | -t_i, -(r_b x t_i) ].
 /// Maximal dissipation with the isotropic cone |lambda_f| <= mu lambda_n gives
-///   psi = FB(s |v_t|, mu lambda_n - |lambda_f|)
-///   W = (s |v_t| - psi) / (|lambda_f| + psi)            (fixed-point friction compliance)
 ///   R_f = J_f u + (W / s) lambda_f = 0,  C = W / s      (s: tangential effective mass)
-/// W is frozen within a Newton step, which keeps the Schur complement symmetric. Substituting
-/// psi, W = (r - b) / (mu lambda_n + a - r) with a = s|v_t|, b = mu lambda_n - |lambda_f|,
-/// r = sqrt(a^2 + b^2). Sticking (a = 0, b > 0) gives W = 0 exactly, so J_f u = 0: no creep.
-/// r - b is evaluated as a^2 / (r + b) when b > 0 to avoid cancellation.
+/// with W = friction_w(s |v_t|, mu lambda_n - |lambda_f|). Here W is frozen, as in the seeds:
+/// this is the form every trial is measured in (the merit and the convergence test), and the
+/// Newton matrix when SolverOptions::friction_newton is off. Sticking (a = 0, b > 0) gives
+/// W = 0 exactly, so J_f u = 0: no creep.
 AXION_HD void contact_friction_row(const BatchView& v, int row, const WorldParams& p) {
   int k = v.row_contact[row];
   int tangent = v.row_kind[row] == kRowFriction1 ? 0 : 1;
@@ -304,37 +348,103 @@ AXION_HD void contact_friction_row(const BatchView& v, int row, const WorldParam
     if (i == tangent) store_row_jacobian(v, row, ja.lin, ja.ang, jb.lin, jb.ang);
     store_row_levers(v, row, {}, {});
   }
-  // One effective mass for both tangents keeps the cone isotropic.
+  // One effective mass for both tangents keeps the cone isotropic (the trace of the tangential
+  // block: the same in any tangent basis).
   Real s = Real(2) / inv_mass_sum;
   Real lambda_n = v.row_lambda[normal_row] > 0 ? v.row_lambda[normal_row] : Real(0);
   Real l1 = v.row_lambda[first], l2 = v.row_lambda[first + 1];
   Real lambda_f = std::sqrt(l1 * l1 + l2 * l2);
   Real a = s * std::sqrt(slip[0] * slip[0] + slip[1] * slip[1]);
   Real cone = mu * lambda_n;
-  Real b = cone - lambda_f;
-  Real r = std::sqrt(a * a + b * b);
-  Real numerator = b > 0 ? a * a / (r + b) : r - b;
-  Real denominator = cone + a - r;
-  const Real kMaxW = Real(1e8);
-  Real w;
-  if (!(cone > 0)) {
-    w = kMaxW;  // no normal impulse: no friction
-  } else if (!(numerator > 0)) {
-    w = 0;  // no slip inside the cone: stick
-  } else if (denominator > Real(1e-12) * (cone + a)) {
-    w = numerator / denominator;
-    if (w > kMaxW) w = kMaxW;
-  } else {
-    w = kMaxW;
-  }
+  Real w = friction_w(a, cone - lambda_f, cone).w;
   Real compliance = w / s;
   v.row_compliance[row] = compliance + kNewtonRegularization / s;  // Newton matrix only
   v.row_residual[row] = slip[tangent] + compliance * v.row_lambda[row];
   // Convergence is measured on (s v_t + W lambda_f) / (s max(1, W)): the slip velocity while
   // sticking, the friction impulse per unit mass in excess of the cone while sliding. Unscaled,
   // a contact carrying no normal impulse (W at its cap) would turn a leftover 1e-7 N s into a
-  // huge residual.
+  // huge residual. Both this and the merit's |R_f| are the same in any tangent basis.
   v.row_error[row] = v.row_residual[row] / (w > 1 ? w : Real(1));
+}
+
+/// Newton form of a contact's two friction rows (SolverOptions::friction_newton), built at the
+/// accepted iterate before the linear solve. Frozen W treats a sliding contact as a damper of
+/// coefficient cone / |v_t| along its slip, so a slowly sliding contact asks for impulses many
+/// times its cone and Newton stalls on W's cap. Here the tangents turn to d (the slip direction;
+/// -lambda_f / |lambda_f| when the impulse dominates) and e = n x d, and each row is linearised
+/// with W's own derivatives, dropping only the d/e coupling (zero when lambda_f is along -d)
+/// and the dependence on lambda_n (asymmetric):
+///   alpha_d = dR_d/dv_d = 1 + W_a lambda_d,      beta_i = dR_i/dlambda_i
+///   beta_i = (W - W_b lambda_i^2 / |lambda_f|) / s,   alpha_e = 1
+/// Divided by alpha (as the Fischer-Burmeister rows are), C_i = beta_i / alpha_i and the
+/// right-hand side R_i / alpha_i keep the Schur complement symmetric. At a sliding solution
+/// alpha_d = 0: the slip row turns into lambda_d = -cone, exactly Coulomb's law. Sticking
+/// contacts (W = 0, no derivative) are unchanged. The rows' impulses (current, accepted, best)
+/// turn with the tangents, so J^T lambda and every norm stay as they were.
+AXION_HD void contact_friction_newton(const BatchView& v, int first, const WorldParams& p) {
+  int k = v.row_contact[first];
+  int normal_row = first - 1;
+  Real mu = v.contact_friction[k];
+  if (!(mu > 0)) return;
+  Vec3 n = load3(v.contact_normal + 3 * k);
+  Vec3 t1 = load3(v.contact_tangent + 6 * k), t2 = load3(v.contact_tangent + 6 * k + 3);
+  Vec3 lever_a, lever_b;
+  contact_levers(v, k, &lever_a, &lever_b);
+  int body_a = v.row_body_a[first], body_b = v.row_body_b[first];
+  Vec6 ua = body_twist(v.body_u, body_a), ub = body_twist(v.body_u, body_b);
+  // World-frame slip velocity and friction impulse in the tangent plane.
+  Vec3 va = ua.lin + cross(ua.ang, lever_a), vb = ub.lin + cross(ub.ang, lever_b);
+  Vec3 rel = va - vb;
+  Vec3 slip = rel - dot(rel, n) * n;
+  Vec3 impulse = v.row_lambda[first] * t1 + v.row_lambda[first + 1] * t2;
+  Real slip_norm = norm(slip), impulse_norm = norm(impulse);
+  Real inv_mass_sum = 0;
+  for (Vec3 t : {t1, t2}) {
+    inv_mass_sum +=
+        row_inv_effective_mass(v, body_a, {t, cross(lever_a, t)}, body_b, {-t, -cross(lever_b, t)});
+  }
+  Real s = Real(2) / inv_mass_sum;
+  Real lambda_n = v.row_lambda[normal_row] > 0 ? v.row_lambda[normal_row] : Real(0);
+  Real cone = mu * lambda_n;
+  Real a = s * slip_norm, b = cone - impulse_norm;
+  // Slip direction when slip dominates the cone's excess, else against the impulse.
+  Vec3 d = t1;
+  if (a > (b < 0 ? -b : b) && slip_norm > 0) {
+    d = (Real(1) / slip_norm) * slip;
+  } else if (impulse_norm > 0) {
+    d = (Real(-1) / impulse_norm) * impulse;
+  } else if (slip_norm > 0) {
+    d = (Real(1) / slip_norm) * slip;
+  }
+  Vec3 e = cross(n, d);
+  // Turn the impulses of the current, accepted and best iterates into the new basis.
+  Real* lambdas[3] = {v.row_lambda, v.row_lambda_accepted, v.row_lambda_best};
+  for (Real* l : lambdas) {
+    Vec3 f = l[first] * t1 + l[first + 1] * t2;
+    l[first] = dot(f, d);
+    l[first + 1] = dot(f, e);
+  }
+  store3(v.contact_tangent + 6 * k, d);
+  store3(v.contact_tangent + 6 * k + 3, e);
+  FrictionW fw = friction_w(a, b, cone);
+  Real basis[2][3] = {{d.x, d.y, d.z}, {e.x, e.y, e.z}};
+  for (int i = 0; i < 2; ++i) {
+    int row = first + i;
+    Vec3 t{basis[i][0], basis[i][1], basis[i][2]};
+    Vec6 ja{t, cross(lever_a, t)}, jb{-t, -cross(lever_b, t)};
+    store_row_jacobian(v, row, ja.lin, ja.ang, jb.lin, jb.ang);
+    Real lambda = v.row_lambda[row];
+    Real residual = dot(slip, t) + fw.w / s * lambda;
+    Real alpha = 1, beta = fw.w / s;
+    if (fw.smooth && impulse_norm > 0) {
+      beta = (fw.w - fw.dw_db * lambda * lambda / impulse_norm) / s;
+      if (i == 0) alpha = Real(1) + fw.dw_da * lambda;
+    }
+    const Real kMinAlpha = Real(1e-6);
+    if (!(alpha > kMinAlpha)) alpha = kMinAlpha;
+    v.row_compliance[row] = beta / alpha + kNewtonRegularization / s;
+    v.row_residual[row] = residual / alpha;
+  }
 }
 
 }  // namespace axion::kernels

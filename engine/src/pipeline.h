@@ -203,6 +203,14 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
             wr, AXION_LAMBDA(int w) { return iterating(v, w); }))
       break;
 
+    // friction: tangents along the slip, rows linearised with W's derivatives (if enabled)
+    ex.rows(
+        wr, AXION_LAMBDA(int r) {
+          int w = v.row_world[r];
+          if (iterating(v, w) && v.row_kind[r] == kRowFriction1 &&
+              v.world_params[w].friction_newton)
+            contact_friction_newton(v, r, v.world_params[w]);
+        });
     // assemble: M^-1 g, then per row the preconditioner and b = J M^-1 g - h
     ex.bodies(
         wr, AXION_LAMBDA(int i) {

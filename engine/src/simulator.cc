@@ -204,6 +204,7 @@ absl::StatusOr<SolverOptions> Simulator::GetOptions(WorldId world) const {
   o.baumgarte = p.baumgarte;
   o.contact_margin = p.contact_margin;
   o.speculative_contacts = p.speculative_contacts != 0;
+  o.friction_newton = p.friction_newton != 0;
   o.contact_compliance = p.contact_compliance;
   o.newton_iterations = p.newton_iterations;
   o.cr_iterations = p.cr_iterations;

@@ -49,6 +49,7 @@ _WRAPPED_OPTIONS = (
     "fb_epsilon",
     "speculative_contacts",
     "contact_compliance",
+    "friction_newton",
 )
 
 

@@ -37,6 +37,7 @@ struct WorldParams {
   Real baumgarte;
   Real contact_margin;
   int32_t speculative_contacts;
+  int32_t friction_newton;
   Real contact_compliance;
   int32_t newton_iterations;
   int32_t cr_iterations;

@@ -3,6 +3,7 @@
 //
 //   axion-sim --model=humanoid.xml --worlds=64 --steps=1000 --noise=0.01 --backend=cpu
 //             [--timestep=0.005] [--preconditioner=tree|jacobi] [--threads=2]
+//             [--friction_newton=true|false] [--speculative_contacts=true|false]
 //             [--trajectory=out.csv|out.npy] [--progress]
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -38,6 +40,10 @@ ABSL_FLAG(std::string, backend, "auto", "cpu, cuda or auto");
 ABSL_FLAG(double, timestep, 0.0, "time step override in seconds (0: the model's)");
 ABSL_FLAG(std::string, preconditioner, "",
           "preconditioner of the linear solve: tree or jacobi (empty: the model's)");
+ABSL_FLAG(std::string, friction_newton, "",
+          "true or false: linearise friction along the slip (empty: the model's)");
+ABSL_FLAG(std::string, speculative_contacts, "",
+          "true or false: contacts that close within the step join early (empty: the model's)");
 ABSL_FLAG(int, threads, 0, "CPU worker threads (0: all hardware threads)");
 ABSL_FLAG(std::string, trajectory, "",
           "write world 0's body poses and joint positions per step to this .csv or .npy file");
@@ -190,6 +196,20 @@ absl::Status Run() {
   } else if (!preconditioner.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--preconditioner='", preconditioner, "': expected tree or jacobi"));
+  }
+  for (auto [flag, name, option] :
+       {std::tuple{&FLAGS_friction_newton, "friction_newton", &desc.options.friction_newton},
+        std::tuple{&FLAGS_speculative_contacts, "speculative_contacts",
+                   &desc.options.speculative_contacts}}) {
+    std::string value = absl::GetFlag(*flag);
+    if (value == "true") {
+      *option = true;
+    } else if (value == "false") {
+      *option = false;
+    } else if (!value.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, "='", value, "': expected true or false"));
+    }
   }
   absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(std::move(desc));
   if (!model.ok()) return model.status();
