@@ -4,6 +4,7 @@
 //   axion-sim --model=humanoid.xml --worlds=64 --steps=1000 --noise=0.01 --backend=cpu
 //             [--timestep=0.005] [--preconditioner=tree|jacobi] [--threads=2]
 //             [--friction_newton=true|false] [--speculative_contacts=true|false]
+//             [--newton_iterations=50]
 //             [--trajectory=out.csv|out.npy] [--progress]
 #include <unistd.h>
 
@@ -44,6 +45,7 @@ ABSL_FLAG(std::string, friction_newton, "",
           "true or false: linearise friction along the slip (empty: the model's)");
 ABSL_FLAG(std::string, speculative_contacts, "",
           "true or false: contacts that close within the step join early (empty: the model's)");
+ABSL_FLAG(int, newton_iterations, 0, "maximum Newton iterations per step (0: the model's)");
 ABSL_FLAG(int, threads, 0, "CPU worker threads (0: all hardware threads)");
 ABSL_FLAG(std::string, trajectory, "",
           "write world 0's body poses and joint positions per step to this .csv or .npy file");
@@ -211,6 +213,9 @@ absl::Status Run() {
           absl::StrCat("--", name, "='", value, "': expected true or false"));
     }
   }
+  int newton_iterations = absl::GetFlag(FLAGS_newton_iterations);
+  if (newton_iterations < 0) return absl::InvalidArgumentError("--newton_iterations must be >= 0");
+  if (newton_iterations > 0) desc.options.newton_iterations = newton_iterations;
   absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(std::move(desc));
   if (!model.ok()) return model.status();
 
