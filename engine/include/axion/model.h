@@ -173,7 +173,7 @@ struct SolverOptions {
   bool line_search = true;           // backtracking on the residual norm
   int line_search_steps = 4;         // maximum halvings of the Newton step
   Real fb_epsilon = 1e-10;           // smoothing of the Fischer-Burmeister function
-  bool friction_newton = false;      // linearise friction along the slip with W's derivatives
+  bool friction_newton = true;       // linearise friction along the slip with W's derivatives
                                      // (see kernels_contact.h); off: W frozen, as in the seeds
   Preconditioner preconditioner = Preconditioner::kTree;  // of the Conjugate Residual solve
 };
