@@ -444,7 +444,8 @@ AXION_HD void contact_friction_newton(const BatchView& v, int first, const World
       beta = (fw.w - fw.dw_db * lambda * lambda / impulse_norm) / s;
       if (i == 0) alpha = Real(1) + fw.dw_da * lambda;
     }
-    const Real kMinAlpha = Real(1e-6);
+    // R / alpha magnifies round-off by 1 / alpha: single precision keeps three digits more.
+    const Real kMinAlpha = sizeof(Real) >= 8 ? Real(1e-6) : Real(1e-3);
     if (!(alpha > kMinAlpha)) alpha = kMinAlpha;
     v.row_compliance[row] = beta / alpha + kNewtonRegularization / s;
     v.row_residual[row] = residual / alpha;

@@ -60,7 +60,7 @@ TEST(ContactTest, SphereRestsOnPlaneWithoutDriftOrJitter) {
   for (int n = 0; n < 1000; ++n) {
     MustStep(*sim, w);
     Vec3 x = test::BodyPos(*sim, w, 0);
-    max_penetration = std::max(max_penetration, 0.1 - x.z);
+    max_penetration = std::max<Real>(max_penetration, 0.1 - x.z);
     if (n >= 500) {
       z_min = std::min(z_min, x.z);
       z_max = std::max(z_max, x.z);
@@ -212,7 +212,7 @@ void RunStack(Real h) {
   ModelDesc d;
   d.options.timestep = h;
   d.shapes.push_back(Ground());
-  for (int i = 0; i < 10; ++i) AddBox(d, {0, 0, 0.1 + 0.2 * i}, {});
+  for (int i = 0; i < 10; ++i) AddBox(d, {0, 0, Real(0.1 + 0.2 * i)}, {});
   auto sim = MustCreateSimulator();
   WorldId w = MustCreateWorld(*sim, MustCompile(d));
   Vec3 top0 = test::BodyPos(*sim, w, 9);
@@ -256,7 +256,7 @@ Real ThrowSphereAtFloor(bool speculative, Vec3 velocity) {
   Real max_penetration = 0;
   for (int n = 0; n < 40; ++n) {
     MustStep(*sim, w);
-    max_penetration = std::max(max_penetration, 0.1 - test::BodyPos(*sim, w, 0).z);
+    max_penetration = std::max<Real>(max_penetration, 0.1 - test::BodyPos(*sim, w, 0).z);
     test::ExpectHealthy(*sim, w);
   }
   return max_penetration;
