@@ -318,6 +318,12 @@ AXION_HD FrictionW friction_w(Real a, Real b, Real cone) {
   return f;
 }
 
+// Friction row along tangent t, levers r_a, r_b: J = [ t, r_a x t | -t, -(r_b x t) ].
+AXION_HD void friction_jacobian(Vec3 t, Vec3 lever_a, Vec3 lever_b, Vec6* ja, Vec6* jb) {
+  *ja = {t, cross(lever_a, t)};
+  *jb = {-t, -cross(lever_b, t)};
+}
+
 /// Friction rows (seed 000): tangents t_1, t_2, J_i = [ t_i, r_a x t_i | -t_i, -(r_b x t_i) ].
 /// Maximal dissipation with the isotropic cone |lambda_f| <= mu lambda_n gives
 ///   R_f = J_f u + (W / s) lambda_f = 0,  C = W / s      (s: tangential effective mass)
@@ -340,14 +346,15 @@ AXION_HD void contact_friction_row(const BatchView& v, int row, const WorldParam
   Vec3 t[2] = {load3(v.contact_tangent + 6 * k), load3(v.contact_tangent + 6 * k + 3)};
   Real slip[2];
   Real inv_mass_sum = 0;
+  Vec6 ua = body_twist(v.body_u, v.row_body_a[row]), ub = body_twist(v.body_u, v.row_body_b[row]);
   for (int i = 0; i < 2; ++i) {
-    Vec6 ja{t[i], cross(lever_a, t[i])}, jb{-t[i], -cross(lever_b, t[i])};
-    Vec6 ua = body_twist(v.body_u, v.row_body_a[row]), ub = body_twist(v.body_u, v.row_body_b[row]);
+    Vec6 ja, jb;
+    friction_jacobian(t[i], lever_a, lever_b, &ja, &jb);
     slip[i] = dot(ja, ua) + dot(jb, ub);
     inv_mass_sum += row_inv_effective_mass(v, v.row_body_a[row], ja, v.row_body_b[row], jb);
     if (i == tangent) store_row_jacobian(v, row, ja.lin, ja.ang, jb.lin, jb.ang);
-    store_row_levers(v, row, {}, {});
   }
+  store_row_levers(v, row, {}, {});
   // One effective mass for both tangents keeps the cone isotropic (the trace of the tangential
   // block: the same in any tangent basis).
   Real s = Real(2) / inv_mass_sum;
@@ -401,8 +408,9 @@ AXION_HD void contact_friction_newton(const BatchView& v, int first, const World
   Real slip_norm = norm(slip), impulse_norm = norm(impulse);
   Real inv_mass_sum = 0;
   for (Vec3 t : {t1, t2}) {
-    inv_mass_sum +=
-        row_inv_effective_mass(v, body_a, {t, cross(lever_a, t)}, body_b, {-t, -cross(lever_b, t)});
+    Vec6 ja, jb;
+    friction_jacobian(t, lever_a, lever_b, &ja, &jb);
+    inv_mass_sum += row_inv_effective_mass(v, body_a, ja, body_b, jb);
   }
   Real s = Real(2) / inv_mass_sum;
   Real lambda_n = v.row_lambda[normal_row] > 0 ? v.row_lambda[normal_row] : Real(0);
@@ -431,14 +439,14 @@ AXION_HD void contact_friction_newton(const BatchView& v, int first, const World
   // An iterate whose impulse overshoots the cone keeps the frozen form: measured over 48 noise
   // seeds of the humanoid, linearising those too threw limbs 2-3x as often.
   bool inside_cone = b >= 0;
-  Real basis[2][3] = {{d.x, d.y, d.z}, {e.x, e.y, e.z}};
+  Vec3 basis[2] = {d, e};
   for (int i = 0; i < 2; ++i) {
     int row = first + i;
-    Vec3 t{basis[i][0], basis[i][1], basis[i][2]};
-    Vec6 ja{t, cross(lever_a, t)}, jb{-t, -cross(lever_b, t)};
+    Vec6 ja, jb;
+    friction_jacobian(basis[i], lever_a, lever_b, &ja, &jb);
     store_row_jacobian(v, row, ja.lin, ja.ang, jb.lin, jb.ang);
     Real lambda = v.row_lambda[row];
-    Real residual = dot(slip, t) + fw.w / s * lambda;
+    Real residual = dot(slip, basis[i]) + fw.w / s * lambda;
     Real alpha = 1, beta = fw.w / s;
     if (inside_cone && fw.smooth && impulse_norm > 0) {
       beta = (fw.w - fw.dw_db * lambda * lambda / impulse_norm) / s;

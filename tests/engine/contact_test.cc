@@ -235,15 +235,15 @@ TEST(ContactTest, StackOfTenBoxesStandsAtLargeStep) { RunStack(0.05); }
 
 // A sphere of radius 0.1 thrown at the floor at 6 m/s with a 0.05 s step covers 30 cm per step;
 // returns the deepest penetration of its pose over 40 steps.
-Real ThrowSphereAtFloor(bool speculative, Vec3 velocity) {
+// A ball of radius 0.1 and mass 1 at height `z` above the floor, moving at `velocity`, h = 0.05 s.
+ModelDesc BallOverFloor(Real z, Vec3 velocity) {
   ModelDesc d;
   d.options.timestep = 0.05;
-  d.options.speculative_contacts = speculative;
   d.shapes.push_back(Ground());
   BodyDesc ball;
   ball.mass = 1;
   ball.inertia = test::SphereInertia(1, 0.1);
-  ball.pose.pos = {0, 0, 0.5};
+  ball.pose.pos = {0, 0, z};
   ball.linear_velocity = velocity;
   d.bodies.push_back(ball);
   ShapeDesc s;
@@ -251,6 +251,12 @@ Real ThrowSphereAtFloor(bool speculative, Vec3 velocity) {
   s.type = ShapeType::kSphere;
   s.size = {0.1, 0, 0};
   d.shapes.push_back(s);
+  return d;
+}
+
+Real ThrowSphereAtFloor(bool speculative, Vec3 velocity) {
+  ModelDesc d = BallOverFloor(0.5, velocity);
+  d.options.speculative_contacts = speculative;
   auto sim = MustCreateSimulator();
   WorldId w = MustCreateWorld(*sim, MustCompile(d));
   Real max_penetration = 0;
@@ -277,20 +283,8 @@ TEST(ContactTest, SpeculativeContactsIgnoreShapesMovingAlongOrAway) {
   // 5 cm above the floor: sliding along it at 10 m/s, and rising, must not enter the contact set
   // (the step's gravity drop, 2.5 cm, does not close the gap).
   for (Vec3 velocity : {Vec3{10, 0, 0}, Vec3{0, 0, 3}}) {
-    ModelDesc d;
-    d.options.timestep = 0.05;
+    ModelDesc d = BallOverFloor(0.15, velocity);
     d.options.gravity = {0, 0, 0};
-    d.shapes.push_back(Ground());
-    BodyDesc ball;
-    ball.inertia = test::SphereInertia(1, 0.1);
-    ball.pose.pos = {0, 0, 0.15};
-    ball.linear_velocity = velocity;
-    d.bodies.push_back(ball);
-    ShapeDesc s;
-    s.body = 0;
-    s.type = ShapeType::kSphere;
-    s.size = {0.1, 0, 0};
-    d.shapes.push_back(s);
     auto sim = MustCreateSimulator();
     WorldId w = MustCreateWorld(*sim, MustCompile(d));
     MustStep(*sim, w);
