@@ -41,8 +41,10 @@ struct AxisCoordinate {
 ///   dd/dt = v_c.e + w_c.(r_c x e) - v_p.e - w_p.((r_p + (p_c - p_p)) x e)
 /// Angular axis k (3..5), revolute: twist angle of the child frame about the hinge axis,
 ///   theta = 2 atan2(q_rel.x, q_rel.w), q_rel = frame_p^-1 frame_c;  dtheta/dt = (w_c - w_p).a
-/// Angular axis k, other joints: component k of the rotation vector log(q_rel) in the parent
-///   joint frame; Jacobian (w_c - w_p).e_k (exact at q_rel = identity).
+/// Angular axis k, other joints: component k of the rotation vector phi = log(q_rel) in the
+///   parent joint frame; dphi/dt = J_l^-1(phi) w_rel, so the Jacobian is (w_c - w_p).e with
+///   e = frame_p J_l^-T(phi) e_k (rotation_vector_rate_direction). Taking e = e_k instead, exact
+///   only at q_rel = identity, leaves Newton converging linearly on a shoulder turned by 1 rad.
 AXION_HD AxisCoordinate joint_axis_coordinate(const BatchView& v, int joint, int axis,
                                               const JointFrames& f) {
   AxisCoordinate out;
@@ -60,8 +62,9 @@ AXION_HD AxisCoordinate joint_axis_coordinate(const BatchView& v, int joint, int
     out.value = Real(2) * std::atan2(rel.x, rel.w);
     e = rotate(f.frame_child, unit_axis(0));
   } else {
-    out.value = quat_log(rel)[axis - 3];
-    e = rotate(f.frame_parent, unit_axis(axis - 3));
+    Vec3 phi = quat_log(rel);
+    out.value = phi[axis - 3];
+    e = rotate(f.frame_parent, rotation_vector_rate_direction(phi, unit_axis(axis - 3)));
   }
   out.value = wrap_angle(out.value);
   out.jac_child = {{}, e};

@@ -13,6 +13,28 @@ using test::MustCreateSimulator;
 using test::MustCreateWorld;
 using test::MustStep;
 
+// The rate of the rotation vector phi = log(R) under dR/dt = [w] R, from
+// rotation_vector_rate_direction, against a central difference of log(exp(t w) R), from near
+// identity (the series branch) to near a half turn.
+TEST(RigidBodyTest, RotationVectorRateMatchesFiniteDifference) {
+  const Vec3 w{0.3, -1.1, 0.7};
+  for (Real angle : {Real(1e-3), Real(0.02), Real(0.5), Real(1.5), Real(2.5), Real(3.1)}) {
+    const Vec3 axis = normalized(Vec3{1, 2, -0.5});
+    const Quat r = quat_from_axis_angle(axis, angle);
+    const Vec3 phi = quat_log(r);
+    const Real t = 1e-6;
+    auto turned = [&](Real s) {
+      return quat_log(quat_from_axis_angle(normalized(w), s * norm(w)) * r);
+    };
+    const Vec3 rate = (Real(0.5) / t) * (turned(t) - turned(-t));
+    for (int k = 0; k < 3; ++k) {
+      Vec3 e{k == 0 ? Real(1) : Real(0), k == 1 ? Real(1) : Real(0), k == 2 ? Real(1) : Real(0)};
+      EXPECT_NEAR(dot(rotation_vector_rate_direction(phi, e), w), rate[k], 1e-6)
+          << "angle " << angle << " component " << k;
+    }
+  }
+}
+
 TEST(RigidBodyTest, FreeFallMatchesBackwardEulerRecurrence) {
   ModelDesc d;
   d.options.timestep = 0.01;
