@@ -93,6 +93,8 @@ absl::StatusOr<JointType> FromProto(v1::JointType type, int index) {
       return JointType::kFixed;
     case v1::JOINT_TYPE_GENERIC:
       return JointType::kGeneric;
+    case v1::JOINT_TYPE_UNIVERSAL:
+      return JointType::kUniversal;
     default:
       return absl::InvalidArgumentError(absl::StrCat(
           "joints[", index, "].type: unset or unknown value ", static_cast<int>(type)));
@@ -111,6 +113,8 @@ v1::JointType ToProto(JointType type) {
       return v1::JOINT_TYPE_FIXED;
     case JointType::kGeneric:
       return v1::JOINT_TYPE_GENERIC;
+    case JointType::kUniversal:
+      return v1::JOINT_TYPE_UNIVERSAL;
   }
   return v1::JOINT_TYPE_UNSPECIFIED;
 }
@@ -265,6 +269,8 @@ absl::StatusOr<JointDesc> FromProto(const v1::Joint& proto, int index) {
   joint.compliance = proto.compliance();
   joint.armature = proto.armature();
   joint.collide_connected = proto.collide_connected();
+  if (proto.has_second_axis()) joint.second_axis = FromProto(proto.second_axis());
+  joint.second_anchor = FromProto(proto.second_anchor());
   return joint;
 }
 
@@ -400,6 +406,10 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
     out->set_compliance(joint.compliance);
     out->set_armature(joint.armature);
     out->set_collide_connected(joint.collide_connected);
+    if (joint.type == JointType::kUniversal) {
+      ToProto(joint.second_axis, out->mutable_second_axis());
+      ToProto(joint.second_anchor, out->mutable_second_anchor());
+    }
   }
   for (const ActuatorDesc& actuator : desc.actuators) {
     v1::Actuator* out = proto->add_actuators();

@@ -175,6 +175,11 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
       s.joint_qpos_offset[g] = q0 + m.joint_position_offset()[j];
       s.joint_compliance[g] = joint.compliance;
       s.joint_reference[g] = joint.reference;
+      Vec3 second_axis = rotate_inv(joint.child_frame.quat, normalized(joint.second_axis));
+      Vec3 second_offset =
+          rotate_inv(joint.child_frame.quat, joint.second_anchor - joint.child_frame.pos);
+      store3(&s.joint_second_axis[3 * g], second_axis);
+      store3(&s.joint_second_offset[3 * g], second_offset);
       std::vector<int> axes = JointDofAxes(joint);
       for (int k = 0; k < static_cast<int>(axes.size()); ++k) {
         int dof = s.joint_dof_offset[g] + k;

@@ -13,15 +13,15 @@
 namespace axion {
 
 // X(type, name, width): arrays of `width` entries per element.
-#define AXION_WORLD_OFFSETS(X)                                         \
-  X(int32_t, world_body_offset, 1)                                     \
-  X(int32_t, world_joint_offset, 1)                                    \
-  X(int32_t, world_dof_offset, 1)                                      \
-  X(int32_t, world_qpos_offset, 1)                                     \
-  X(int32_t, world_actuator_offset, 1)                                 \
-  X(int32_t, world_shape_offset, 1)                                    \
-  X(int32_t, world_pair_offset, 1) X(int32_t, world_contact_offset, 1) \
-      X(int32_t, world_row_offset, 1)
+#define AXION_WORLD_OFFSETS(X)         \
+  X(int32_t, world_body_offset, 1)     \
+  X(int32_t, world_joint_offset, 1)    \
+  X(int32_t, world_dof_offset, 1)      \
+  X(int32_t, world_qpos_offset, 1)     \
+  X(int32_t, world_actuator_offset, 1) \
+  X(int32_t, world_shape_offset, 1)    \
+  X(int32_t, world_pair_offset, 1)     \
+  X(int32_t, world_contact_offset, 1) X(int32_t, world_row_offset, 1)
 #define AXION_WORLD_MODEL(X) X(int32_t, world_joint_row_count, 1) X(WorldParams, world_params, 1)
 #define AXION_WORLD_STATE(X)              \
   X(int32_t, world_contact_count, 1)      \
@@ -29,32 +29,32 @@ namespace axion {
   X(int32_t, world_prev_contact_count, 1) \
   X(int32_t, world_newton_iterations, 1)  \
   X(int32_t, world_cr_iterations, 1) X(Real, world_residual, 1) X(Real, world_time, 1)
-#define AXION_WORLD_SCRATCH(X)                                                             \
-  X(int32_t, world_active, 1)                                                              \
-  X(int32_t, world_step_pending, 1)                                                        \
-  X(int32_t, world_cr_active, 1)                                                           \
-  X(Real, world_merit, 1)                                                                  \
-  X(Real, world_merit_accepted, 1)                                                         \
-  X(Real, world_ls_step, 1)                                                                \
-  X(int32_t, world_ls_trials, 1) X(Real, world_cr_zaz, 1) X(Real, world_cr_apmap, 1)       \
-      X(Real, world_cr_r0, 1) X(Real, world_merit_best, 1) X(int32_t, world_tree_built, 1) \
-          X(Real, world_residual_best, 1)
+#define AXION_WORLD_SCRATCH(X)                                                \
+  X(int32_t, world_active, 1)                                                 \
+  X(int32_t, world_step_pending, 1)                                           \
+  X(int32_t, world_cr_active, 1)                                              \
+  X(Real, world_merit, 1)                                                     \
+  X(Real, world_merit_accepted, 1)                                            \
+  X(Real, world_ls_step, 1)                                                   \
+  X(int32_t, world_ls_trials, 1)                                              \
+  X(Real, world_cr_zaz, 1) X(Real, world_cr_apmap, 1) X(Real, world_cr_r0, 1) \
+      X(Real, world_merit_best, 1) X(int32_t, world_tree_built, 1) X(Real, world_residual_best, 1)
 #define AXION_BODY_MODEL(X) \
   X(int32_t, body_world, 1) \
   X(Real, body_inv_mass, 1) X(Real, body_inertia, 9) X(Real, body_inv_inertia, 9)
 #define AXION_BODY_STATE(X) X(Real, body_q, 7) X(Real, body_u, 6) X(Real, body_wrench, 6)
-#define AXION_BODY_SCRATCH(X)                                                                  \
-  X(Real, body_q_prev, 7)                                                                      \
-  X(Real, body_u_prev, 6)                                                                      \
-  X(Real, body_u_tilde, 6)                                                                     \
-  X(Real, body_u_accepted, 6)                                                                  \
-  X(Real, body_u_best, 6)                                                                      \
-  X(Real, body_inv_inertia_world, 9)                                                           \
-  X(Real, body_inertia_world, 9) X(Real, body_inv_inertia_newton, 9) X(Real, body_g, 6)        \
-      X(Real, body_du, 6) X(Real, body_jt, 6) X(Real, body_minv_jt, 6)                         \
-          X(Real, body_tree_block, 36) X(Real, body_tree_x, 6) X(int32_t, body_tree_parent, 1) \
-              X(int32_t, body_tree_order, 1) X(int32_t, body_tree_set, 1)                      \
-                  X(int32_t, body_tree_grounded, 1)
+#define AXION_BODY_SCRATCH(X)                                                                    \
+  X(Real, body_q_prev, 7)                                                                        \
+  X(Real, body_u_prev, 6)                                                                        \
+  X(Real, body_u_tilde, 6)                                                                       \
+  X(Real, body_u_accepted, 6)                                                                    \
+  X(Real, body_u_best, 6)                                                                        \
+  X(Real, body_inv_inertia_world, 9)                                                             \
+  X(Real, body_inertia_world, 9)                                                                 \
+  X(Real, body_inv_inertia_newton, 9) X(Real, body_g, 6) X(Real, body_du, 6) X(Real, body_jt, 6) \
+      X(Real, body_minv_jt, 6) X(Real, body_tree_block, 36) X(Real, body_tree_x, 6)              \
+          X(int32_t, body_tree_parent, 1) X(int32_t, body_tree_order, 1)                         \
+              X(int32_t, body_tree_set, 1) X(int32_t, body_tree_grounded, 1)
 #define AXION_JOINT_MODEL(X)                                                                   \
   X(int32_t, joint_type, 1)                                                                    \
   X(int32_t, joint_parent, 1)                                                                  \
@@ -62,17 +62,18 @@ namespace axion {
   X(Real, joint_parent_pos, 3)                                                                 \
   X(Real, joint_parent_quat, 4)                                                                \
   X(Real, joint_child_pos, 3)                                                                  \
-  X(Real, joint_child_quat, 4) X(int32_t, joint_axis_mode, 6) X(int32_t, joint_qpos_offset, 1) \
-      X(Real, joint_compliance, 1) X(Real, joint_reference, 1)
-#define AXION_DOF_MODEL(X)                                                          \
-  X(int32_t, dof_joint, 1)                                                          \
-  X(int32_t, dof_axis, 1)                                                           \
-  X(int32_t, dof_limited, 1)                                                        \
-  X(Real, dof_lower, 1)                                                             \
-  X(Real, dof_upper, 1)                                                             \
-  X(Real, dof_armature, 1)                                                          \
-  X(Real, dof_stiffness, 1) X(Real, dof_damping, 1) X(Real, dof_target_position, 1) \
-      X(Real, dof_target_velocity, 1)
+  X(Real, joint_child_quat, 4)                                                                 \
+  X(int32_t, joint_axis_mode, 6) X(int32_t, joint_qpos_offset, 1) X(Real, joint_compliance, 1) \
+      X(Real, joint_reference, 1) X(Real, joint_second_axis, 3) X(Real, joint_second_offset, 3)
+#define AXION_DOF_MODEL(X)   \
+  X(int32_t, dof_joint, 1)   \
+  X(int32_t, dof_axis, 1)    \
+  X(int32_t, dof_limited, 1) \
+  X(Real, dof_lower, 1)      \
+  X(Real, dof_upper, 1)      \
+  X(Real, dof_armature, 1)   \
+  X(Real, dof_stiffness, 1)  \
+  X(Real, dof_damping, 1) X(Real, dof_target_position, 1) X(Real, dof_target_velocity, 1)
 #define AXION_DOF_STATE(X) X(Real, dof_velocity, 1)
 #define AXION_DOF_SCRATCH(X)      \
   X(Real, dof_drive_stiffness, 1) \
@@ -102,11 +103,11 @@ namespace axion {
   X(int32_t, contact_shape_b, 1)                                                   \
   X(Real, contact_local_a, 3)                                                      \
   X(Real, contact_local_b, 3)                                                      \
-  X(Real, contact_normal, 3) X(Real, contact_tangent, 6) X(Real, contact_gap, 1)   \
-      X(Real, contact_friction, 1) X(Real, contact_restitution, 1)                 \
-          X(Real, contact_normal_velocity, 1) X(int32_t, contact_prev_shape_a, 1)  \
-              X(int32_t, contact_prev_shape_b, 1) X(Real, contact_prev_local_a, 3) \
-                  X(Real, contact_prev_lambda, 3)
+  X(Real, contact_normal, 3)                                                       \
+  X(Real, contact_tangent, 6) X(Real, contact_gap, 1) X(Real, contact_friction, 1) \
+      X(Real, contact_restitution, 1) X(Real, contact_normal_velocity, 1)          \
+          X(int32_t, contact_prev_shape_a, 1) X(int32_t, contact_prev_shape_b, 1)  \
+              X(Real, contact_prev_local_a, 3) X(Real, contact_prev_lambda, 3)
 #define AXION_ROW_MODEL(X) X(int32_t, row_world, 1)
 #define AXION_ROW_STATE(X)   \
   X(int32_t, row_kind, 1)    \
@@ -115,20 +116,20 @@ namespace axion {
   X(int32_t, row_dof, 1)     \
   X(int32_t, row_contact, 1) \
   X(int32_t, row_body_a, 1) X(int32_t, row_body_b, 1) X(Real, row_lambda, 1)
-#define AXION_ROW_SCRATCH(X)                                                                 \
-  X(Real, row_jac_a, 6)                                                                      \
-  X(Real, row_jac_b, 6)                                                                      \
-  X(Real, row_lever, 6)                                                                      \
-  X(Real, row_residual, 1)                                                                   \
-  X(Real, row_error, 1)                                                                      \
-  X(Real, row_compliance, 1)                                                                 \
-  X(Real, row_precond, 1) X(Real, row_lambda_accepted, 1) X(Real, row_lambda_best, 1)        \
-      X(Real, row_dlambda, 1) X(Real, row_cr_r, 1) X(Real, row_cr_z, 1) X(Real, row_cr_p, 1) \
-          X(Real, row_cr_az, 1) X(Real, row_cr_ap, 1) X(Real, row_cr_pap, 1)                 \
-              X(Real, row_tree_block, 12) X(Real, row_tree_y, 6) X(Real, row_tree_t, 6)      \
-                  X(int32_t, row_tree_head, 1) X(int32_t, row_tree_size, 1)                  \
-                      X(int32_t, row_tree_parent, 1) X(int32_t, row_tree_child, 1)           \
-                          X(int32_t, row_tree_dropped, 1)
+#define AXION_ROW_SCRATCH(X)                                                               \
+  X(Real, row_jac_a, 6)                                                                    \
+  X(Real, row_jac_b, 6)                                                                    \
+  X(Real, row_lever, 6)                                                                    \
+  X(Real, row_residual, 1)                                                                 \
+  X(Real, row_error, 1)                                                                    \
+  X(Real, row_compliance, 1)                                                               \
+  X(Real, row_precond, 1)                                                                  \
+  X(Real, row_lambda_accepted, 1) X(Real, row_lambda_best, 1) X(Real, row_dlambda, 1)      \
+      X(Real, row_cr_r, 1) X(Real, row_cr_z, 1) X(Real, row_cr_p, 1) X(Real, row_cr_az, 1) \
+          X(Real, row_cr_ap, 1) X(Real, row_cr_pap, 1) X(Real, row_tree_block, 12)         \
+              X(Real, row_tree_y, 6) X(Real, row_tree_t, 6) X(int32_t, row_tree_head, 1)   \
+                  X(int32_t, row_tree_size, 1) X(int32_t, row_tree_parent, 1)              \
+                      X(int32_t, row_tree_child, 1) X(int32_t, row_tree_dropped, 1)
 // Hull data (flattened over all worlds' hull shapes).
 #define AXION_HULL_ARRAYS(X)        \
   X(int32_t, hull_vertex_offset, 1) \
@@ -138,17 +139,17 @@ namespace axion {
   X(int32_t, hull_face_index, 1) X(int32_t, hull_face_index_offset, 1) X(Real, hull_face_plane, 1)
 
 // Every array of the batch, in one list (the per-category lists above keep their roles).
-#define AXION_ALL_ARRAYS(X)                                                                       \
-  AXION_WORLD_OFFSETS(X)                                                                          \
-  AXION_WORLD_MODEL(X)                                                                            \
-  AXION_WORLD_STATE(X)                                                                            \
-  AXION_WORLD_SCRATCH(X)                                                                          \
-  AXION_BODY_MODEL(X)                                                                             \
-  AXION_BODY_STATE(X) AXION_BODY_SCRATCH(X) AXION_JOINT_MODEL(X) AXION_DOF_MODEL(X)               \
-      AXION_DOF_STATE(X) AXION_DOF_SCRATCH(X) AXION_QPOS_STATE(X) AXION_ACTUATOR_MODEL(X)         \
-          AXION_ACTUATOR_STATE(X) AXION_SHAPE_MODEL(X) AXION_SHAPE_SCRATCH(X) AXION_PAIR_MODEL(X) \
-              AXION_CONTACT_STATE(X) AXION_ROW_MODEL(X) AXION_ROW_STATE(X) AXION_ROW_SCRATCH(X)   \
-                  AXION_HULL_ARRAYS(X)
+#define AXION_ALL_ARRAYS(X)                                                                      \
+  AXION_WORLD_OFFSETS(X)                                                                         \
+  AXION_WORLD_MODEL(X)                                                                           \
+  AXION_WORLD_STATE(X)                                                                           \
+  AXION_WORLD_SCRATCH(X)                                                                         \
+  AXION_BODY_MODEL(X)                                                                            \
+  AXION_BODY_STATE(X)                                                                            \
+  AXION_BODY_SCRATCH(X) AXION_JOINT_MODEL(X) AXION_DOF_MODEL(X) AXION_DOF_STATE(X)               \
+      AXION_DOF_SCRATCH(X) AXION_QPOS_STATE(X) AXION_ACTUATOR_MODEL(X) AXION_ACTUATOR_STATE(X)   \
+          AXION_SHAPE_MODEL(X) AXION_SHAPE_SCRATCH(X) AXION_PAIR_MODEL(X) AXION_CONTACT_STATE(X) \
+              AXION_ROW_MODEL(X) AXION_ROW_STATE(X) AXION_ROW_SCRATCH(X) AXION_HULL_ARRAYS(X)
 
 struct BatchStorage {
 #define AXION_DECLARE(T, name, width) std::vector<T> name;

@@ -30,6 +30,39 @@ AXION_HD Vec3 unit_axis(int k) {
   return {k == 0 ? Real(1) : Real(0), k == 1 ? Real(1) : Real(0), k == 2 ? Real(1) : Real(0)};
 }
 
+/// Two hinges in series (JointType::kUniversal), seen from the joint frames: the first turns
+/// the child about the parent frame's x axis a1 by theta1, the second about the child's axis a2
+/// (joint_second_axis, child joint frame) by theta2, so q_rel = R(x, theta1) R(a2, theta2).
+///   theta1: the turn of a2 about a1, read in the parent joint frame;
+///   theta2: the turn left once theta1 is undone, R(a2, theta2) = R(x, -theta1) q_rel.
+/// With d = a1 . a2 (world), the relative angular velocity w_rel = a1 theta1' + a2 theta2'
+/// (its component along a1 x a2 is held by the alignment row), so
+///   theta1' = k1 . w_rel,  k1 = (a1 - d a2) / (1 - d^2);  theta2' = k2 . w_rel,  k2 likewise.
+struct UniversalAngles {
+  Real theta1, theta2;
+  Vec3 axis1, axis2;  // world
+  Vec3 rate1, rate2;  // k1, k2 (world)
+};
+
+AXION_HD UniversalAngles universal_angles(const BatchView& v, int joint, const JointFrames& f) {
+  UniversalAngles u;
+  const Vec3 a2_local = load3(v.joint_second_axis + 3 * joint);
+  u.axis1 = rotate(f.frame_parent, unit_axis(0));
+  u.axis2 = rotate(f.frame_child, a2_local);
+  const Vec3 w = rotate_inv(f.frame_parent, u.axis2);  // R(x, theta1) a2_local
+  u.theta1 = std::atan2(a2_local.y * w.z - a2_local.z * w.y, a2_local.y * w.y + a2_local.z * w.z);
+  const Quat second =
+      quat_from_axis_angle(unit_axis(0), -u.theta1) * (conjugate(f.frame_parent) * f.frame_child);
+  const Vec3 b = normalized(cross(a2_local, unit_axis(0)));  // any direction normal to a2
+  const Vec3 b_turned = rotate(second, b);
+  u.theta2 = std::atan2(dot(a2_local, cross(b, b_turned)), dot(b, b_turned));
+  const Real d = dot(u.axis1, u.axis2);
+  const Real inv = Real(1) / (Real(1) - d * d);
+  u.rate1 = inv * (u.axis1 - d * u.axis2);
+  u.rate2 = inv * (u.axis2 - d * u.axis1);
+  return u;
+}
+
 // A scalar joint coordinate (displacement or angle along joint-frame axis 0..5), its value
 // (without reference offset or unwrapping) and Jacobian blocks for child and parent.
 struct AxisCoordinate {
@@ -54,6 +87,15 @@ AXION_HD AxisCoordinate joint_axis_coordinate(const BatchView& v, int joint, int
     out.value = dot(d, e);
     out.jac_child = {e, cross(f.lever_child, e)};
     out.jac_parent = {-e, -cross(f.lever_parent + d, e)};
+    return out;
+  }
+  if (v.joint_type[joint] == static_cast<int32_t>(JointType::kUniversal)) {
+    // axis 3: the first hinge's angle, axis 4: the second's
+    UniversalAngles u = universal_angles(v, joint, f);
+    Vec3 rate = axis == 3 ? u.rate1 : u.rate2;
+    out.value = wrap_angle(axis == 3 ? u.theta1 : u.theta2);
+    out.jac_child = {{}, rate};
+    out.jac_parent = {{}, -rate};
     return out;
   }
   Quat rel = conjugate(f.frame_parent) * f.frame_child;
@@ -98,6 +140,51 @@ AXION_HD void store_coordinate_row(const BatchView& v, int row, int joint, Real 
   store6(v.row_jac_b + 6 * row, {sign * c.jac_parent.lin, sign * c.jac_parent.ang});
 }
 
+// The second hinge's anchor as the child carries it (X2) and as the first hinge does (Y2).
+AXION_HD void universal_second_anchors(const BatchView& v, int joint, const JointFrames& f,
+                                       const UniversalAngles& u, Vec3* on_child, Vec3* on_parent) {
+  const Vec3 offset = load3(v.joint_second_offset + 3 * joint);
+  *on_child = f.anchor_child + rotate(f.frame_child, offset);
+  *on_parent = f.anchor_parent +
+               rotate(f.frame_parent, rotate(quat_from_axis_angle(unit_axis(0), u.theta1), offset));
+}
+
+/// Rows of a universal joint (see universal_angles); returns c, stores J (and levers).
+/// Anchor rows (world axis e_i, 3 rows): the second hinge's anchor, X2 on the child, meets the
+/// point Y2 where the first hinge carries it, Y2 = P1 + frame_p R(x, theta1) p2 (P1 the first
+/// anchor on the parent, p2 the anchors' offset):
+///   c = (X2 - Y2) . e_i,  s_i = e_i . (a1 x (Y2 - P1)),
+///   J = [ e_i, r_c x e_i - s_i k1 | -e_i, -(r_p x e_i) + s_i k1 ]  (r_c, r_p: COMs to X2, Y2)
+/// Alignment row (1 row): the angle between the axes is fixed,
+///   c = a1 . a2 - x . a2_local,  J = [ 0, a2 x a1 | 0, a1 x a2 ].
+AXION_HD Real universal_row(const BatchView& v, int row, int joint, int axis, const JointFrames& fc,
+                            const JointFrames& fj, bool velocity_level) {
+  if (v.row_kind[row] == kRowAxisAlign) {
+    UniversalAngles uc = universal_angles(v, joint, fc), uj = universal_angles(v, joint, fj);
+    Vec3 a2xa1 = cross(uj.axis2, uj.axis1);
+    store_row_jacobian(v, row, {}, a2xa1, {}, -a2xa1);
+    store_row_levers(v, row, {}, {});
+    return dot(uc.axis1, uc.axis2) - load3(v.joint_second_axis + 3 * joint).x;
+  }
+  const Vec3 e = unit_axis(axis);
+  Vec3 x2, y2;
+  universal_second_anchors(v, joint, fc, universal_angles(v, joint, fc), &x2, &y2);
+  const Real c = dot(x2 - y2, e);
+  UniversalAngles uj = universal_angles(v, joint, fj);
+  Vec3 xj, yj;
+  universal_second_anchors(v, joint, fj, uj, &xj, &yj);
+  const Vec3 lever_child = fj.lever_child + (xj - fj.anchor_child);
+  const Vec3 lever_parent = fj.lever_parent + (yj - fj.anchor_parent);
+  const Real s = dot(e, cross(uj.axis1, yj - fj.anchor_parent));
+  store_row_jacobian(v, row, e, cross(lever_child, e) - s * uj.rate1, -e,
+                     -cross(lever_parent, e) + s * uj.rate1);
+  if (!velocity_level)
+    store_row_levers(v, row, lever_child, lever_parent);
+  else
+    store_row_levers(v, row, {}, {});
+  return c;
+}
+
 // Evaluates bilateral joint row `row` at the current iterate: Jacobian, residual, compliance.
 AXION_HD void joint_bilateral_row(const BatchView& v, int row, const WorldParams& p) {
   int joint = v.row_joint[row];
@@ -108,43 +195,47 @@ AXION_HD void joint_bilateral_row(const BatchView& v, int row, const WorldParams
   JointFrames fc = joint_frames(v, joint, velocity_level ? v.body_q_prev : v.body_q);
   const JointFrames& fj = fc;
   Real c = 0;
-  switch (v.row_kind[row]) {
-    case kRowAnchor: {
-      /// Anchor coincidence along world axis i (seed 004, 3 rows):
-      ///   c = (p_c - p_p) . e_i
-      ///   J = [ e_i, r_c x e_i | -e_i, -(r_p x e_i) ]   (child | parent)
-      Vec3 e = unit_axis(axis);
-      c = dot(fc.anchor_child - fc.anchor_parent, e);
-      store_row_jacobian(v, row, e, cross(fj.lever_child, e), -e, -cross(fj.lever_parent, e));
-      if (!velocity_level)
-        store_row_levers(v, row, fj.lever_child, fj.lever_parent);
-      else
+  if (v.joint_type[joint] == static_cast<int32_t>(JointType::kUniversal)) {
+    c = universal_row(v, row, joint, axis, fc, fj, velocity_level);
+  } else {
+    switch (v.row_kind[row]) {
+      case kRowAnchor: {
+        /// Anchor coincidence along world axis i (seed 004, 3 rows):
+        ///   c = (p_c - p_p) . e_i
+        ///   J = [ e_i, r_c x e_i | -e_i, -(r_p x e_i) ]   (child | parent)
+        Vec3 e = unit_axis(axis);
+        c = dot(fc.anchor_child - fc.anchor_parent, e);
+        store_row_jacobian(v, row, e, cross(fj.lever_child, e), -e, -cross(fj.lever_parent, e));
+        if (!velocity_level)
+          store_row_levers(v, row, fj.lever_child, fj.lever_parent);
+        else
+          store_row_levers(v, row, {}, {});
+        break;
+      }
+      case kRowAxisAlign: {
+        /// Hinge axis alignment (seed 004, 2 rows): the child's hinge axis a stays perpendicular
+        /// to the parent frame's axes b_1, b_2:
+        ///   c = a . b_i,   J = [ 0, a x b_i | 0, -(a x b_i) ]
+        c = dot(rotate(fc.frame_child, unit_axis(0)), rotate(fc.frame_parent, unit_axis(axis)));
+        Vec3 axb =
+            cross(rotate(fj.frame_child, unit_axis(0)), rotate(fj.frame_parent, unit_axis(axis)));
+        store_row_jacobian(v, row, {}, axb, {}, -axb);
         store_row_levers(v, row, {}, {});
-      break;
+        break;
+      }
+      case kRowLinearLock:
+      case kRowAngularLock: {
+        /// Locked joint-frame axis: c = coordinate along the axis (see joint_axis_coordinate).
+        c = joint_axis_coordinate(v, joint, axis, fc).value;
+        store_coordinate_row(v, row, joint, Real(1), joint_axis_coordinate(v, joint, axis, fj));
+        bool linear = axis < 3 && !velocity_level;  // velocity-level J is fixed at q-
+        store_row_levers(v, row, linear ? fj.lever_child : Vec3{},
+                         linear ? fj.lever_parent + (fj.anchor_child - fj.anchor_parent) : Vec3{});
+        break;
+      }
+      default:
+        break;
     }
-    case kRowAxisAlign: {
-      /// Hinge axis alignment (seed 004, 2 rows): the child's hinge axis a stays perpendicular
-      /// to the parent frame's axes b_1, b_2:
-      ///   c = a . b_i,   J = [ 0, a x b_i | 0, -(a x b_i) ]
-      c = dot(rotate(fc.frame_child, unit_axis(0)), rotate(fc.frame_parent, unit_axis(axis)));
-      Vec3 axb =
-          cross(rotate(fj.frame_child, unit_axis(0)), rotate(fj.frame_parent, unit_axis(axis)));
-      store_row_jacobian(v, row, {}, axb, {}, -axb);
-      store_row_levers(v, row, {}, {});
-      break;
-    }
-    case kRowLinearLock:
-    case kRowAngularLock: {
-      /// Locked joint-frame axis: c = coordinate along the axis (see joint_axis_coordinate).
-      c = joint_axis_coordinate(v, joint, axis, fc).value;
-      store_coordinate_row(v, row, joint, Real(1), joint_axis_coordinate(v, joint, axis, fj));
-      bool linear = axis < 3 && !velocity_level;  // velocity-level J is fixed at q-
-      store_row_levers(v, row, linear ? fj.lever_child : Vec3{},
-                       linear ? fj.lever_parent + (fj.anchor_child - fj.anchor_parent) : Vec3{});
-      break;
-    }
-    default:
-      break;
   }
   Real h = p.timestep;
   Real compliance = v.joint_compliance[joint] / (h * h);

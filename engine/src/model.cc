@@ -243,6 +243,8 @@ std::vector<int> JointDofAxes(const JointDesc& joint) {
       return {3, 4, 5};
     case JointType::kFixed:
       return {};
+    case JointType::kUniversal:
+      return {3, 4};
     case JointType::kGeneric: {
       std::vector<int> axes;
       for (int k = 0; k < 6; ++k) {
@@ -268,6 +270,11 @@ std::array<AxisMode, 6> JointAxisModes(const JointDesc& joint) {
       return {kLocked, kLocked, kLocked, kLocked, kLocked, kLocked};
     case JointType::kGeneric:
       return joint.axis_mode;
+    case JointType::kUniversal: {
+      // axis_mode[3], [4]: whether each hinge is limited (anything else: free)
+      auto hinge = [&](int k) { return joint.axis_mode[k] == kLimited ? kLimited : kFree; };
+      return {kLocked, kLocked, kLocked, hinge(3), hinge(4), kLocked};
+    }
   }
   return {};
 }
@@ -278,6 +285,7 @@ int JointPositionCount(const JointDesc& joint) {
 }
 int JointBilateralRows(const JointDesc& joint) {
   if (joint.type == JointType::kRevolute) return 5;
+  if (joint.type == JointType::kUniversal) return 4;
   std::array<AxisMode, 6> modes = JointAxisModes(joint);
   return static_cast<int>(std::count(modes.begin(), modes.end(), AxisMode::kLocked));
 }
@@ -288,6 +296,10 @@ std::vector<JointRowLayout> JointRows(const JointDesc& joint, bool has_drive) {
     for (int i = 0; i < 3; ++i) rows.push_back({kRowAnchor, i, -1});
     rows.push_back({kRowAxisAlign, 1, -1});
     rows.push_back({kRowAxisAlign, 2, -1});
+  } else if (joint.type == JointType::kUniversal) {
+    // the second hinge's anchor (3 rows) and the angle between the two axes (1 row)
+    for (int i = 0; i < 3; ++i) rows.push_back({kRowAnchor, i, -1});
+    rows.push_back({kRowAxisAlign, 0, -1});
   } else {
     std::array<AxisMode, 6> modes = JointAxisModes(joint);
     for (int k = 0; k < 6; ++k) {
@@ -338,7 +350,7 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
       return Invalid(what, "child", absl::StrCat("refers to missing body ", joint.child));
     }
     if (joint.child == joint.parent) return Invalid(what, "child", "equals the parent");
-    if (static_cast<int>(joint.type) < 0 || static_cast<int>(joint.type) > 4) {
+    if (static_cast<int>(joint.type) < 0 || static_cast<int>(joint.type) > 5) {
       return Invalid(what, "type", absl::StrCat("is unknown (", static_cast<int>(joint.type), ")"));
     }
     absl::Status s = ValidatePose(what, "child_frame", &joint.child_frame);
@@ -360,10 +372,25 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
       joint.child_frame.quat = q;
       joint.axis.reset();
     }
+    if (joint.type == JointType::kUniversal) {
+      if (!Finite(joint.second_axis))
+        return Invalid(what, "second_axis", "is not finite: " + Fmt(joint.second_axis));
+      if (!Finite(joint.second_anchor))
+        return Invalid(what, "second_anchor", "is not finite: " + Fmt(joint.second_anchor));
+      Vec3 first = rotate(joint.child_frame.quat, {1, 0, 0});
+      Real length = norm(joint.second_axis);
+      if (!(length > Real(1e-9))) return Invalid(what, "second_axis", "has zero length");
+      // the hinge angles are undefined where the axes line up (gimbal lock)
+      if (!(norm(cross(first, joint.second_axis)) > Real(0.05) * length))
+        return Invalid(what, "second_axis",
+                       "is (nearly) parallel to the first hinge axis " + Fmt(first) +
+                           ": the two hinge angles would be undefined");
+    }
     int dofs = JointDofCount(joint);
-    bool limited = joint.limited || (joint.type == JointType::kGeneric &&
-                                     std::count(joint.axis_mode.begin(), joint.axis_mode.end(),
-                                                AxisMode::kLimited) > 0);
+    bool limited =
+        joint.limited ||
+        ((joint.type == JointType::kGeneric || joint.type == JointType::kUniversal) &&
+         std::count(joint.axis_mode.begin(), joint.axis_mode.end(), AxisMode::kLimited) > 0);
     if (limited && joint.type != JointType::kBall && joint.type != JointType::kFixed) {
       if (static_cast<int>(joint.lower.size()) != dofs ||
           static_cast<int>(joint.upper.size()) != dofs) {

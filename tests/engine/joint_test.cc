@@ -386,5 +386,67 @@ TEST(JointTest, GenericJointVelocitiesAreTheRatesOfItsCoordinates) {
   EXPECT_LT(static_cast<double>(newton) / steps, 2.5);  // 2.76 with the Jacobian e_k
 }
 
+// A universal joint whose two hinges do not meet (MuJoCo's two-hinge ankle): the child's pose
+// is exactly the parent's turned by the reported angles, each about its own anchor,
+//   child = R(a1, theta1) about p1, then R(a2, theta2) about p2,
+// the reported velocities are the angles' rates, and Newton converges every step.
+TEST(JointTest, UniversalJointWithOffsetAnchorsFollowsItsHingeAngles) {
+  ModelDesc d;
+  const Real h = 0.002;
+  d.options.timestep = h;
+  BodyDesc b;
+  b.mass = 1;
+  b.inertia = test::BoxInertia(1, {0.1, 0.05, 0.02});
+  b.pose.pos = {0, 0, 1};
+  const Vec3 p1{0, 0, 0.08}, p2{0.03, 0, 0.04};
+  const Vec3 a1 = normalized(Vec3{0, 1, 0.2}), a2 = normalized(Vec3{1, 0, 0.5});
+  b.angular_velocity = Real(12) * a1 + Real(8) * a2;  // both hinges turning
+  b.linear_velocity = cross(b.angular_velocity, -p1);
+  d.bodies.push_back(b);
+  JointDesc ankle;
+  ankle.type = JointType::kUniversal;
+  ankle.child = 0;
+  ankle.child_frame.pos = p1;
+  ankle.axis = a1;
+  ankle.second_axis = a2;
+  ankle.second_anchor = p2;
+  d.joints.push_back(ankle);
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, MustCompile(d));
+  JointState previous = *sim->GetJointState(w);
+  Real pose_error = 0, rate_error = 0, largest_angle = 0;
+  for (int n = 0; n < 1000; ++n) {
+    MustStep(*sim, w);
+    test::ExpectHealthy(*sim, w);
+    JointState js = *sim->GetJointState(w);
+    ASSERT_EQ(js.position.size(), 2u);
+    largest_angle = std::max({largest_angle, std::fabs(js.position[0]), std::fabs(js.position[1])});
+    // forward kinematics from the angles, in the body frame at rest (the world frame shifted up)
+    Quat r1 = quat_from_axis_angle(a1, js.position[0]);
+    Quat r2 = quat_from_axis_angle(a2, js.position[1]);
+    Quat expected_quat = r1 * r2;
+    Vec3 expected_pos = b.pose.pos + p1 + rotate(r1, p2 - p1 + rotate(r2, -p2));
+    pose_error = std::max(pose_error, norm(test::BodyPos(*sim, w, 0) - expected_pos));
+    Quat q = test::BodyQuat(*sim, w, 0);
+    pose_error =
+        std::max(pose_error, Real(1) - std::fabs(q.w * expected_quat.w + q.x * expected_quat.x +
+                                                 q.y * expected_quat.y + q.z * expected_quat.z));
+    Real speed = std::hypot(js.velocity[0], js.velocity[1]);
+    for (int k = 0; k < 2; ++k) {
+      Real finite_difference = (js.position[k] - previous.position[k]) / h;
+      rate_error = std::max(rate_error, std::fabs(js.velocity[k] - finite_difference) / speed);
+    }
+    previous = js;
+    if (::testing::Test::HasFailure()) break;
+  }
+  std::printf(
+      "universal joint, anchors 4.9 cm apart, angles up to %.2f rad: pose error %.2g, "
+      "rate error %.2g of the speed\n",
+      largest_angle, pose_error, rate_error);
+  EXPECT_GT(largest_angle, 1.0);
+  EXPECT_LT(pose_error, 1e-6);
+  EXPECT_LT(rate_error, 0.05);
+}
+
 }  // namespace
 }  // namespace axion

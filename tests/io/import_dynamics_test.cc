@@ -409,20 +409,9 @@ void DropHumanoid(double timestep_scale) {
 }
 
 TEST(HumanoidDropTest, ComesToRestAtItsOwnTimeStep) { DropHumanoid(1); }
-// Known limitation: at 0.05 s Newton ends almost every step after the first contact at its
-// iteration limit (the ankles' light intermediate bodies, friction on self-contacts, and the
-// angular joint rows' skew geometric stiffness that the symmetric Newton matrix cannot hold); the
-// figure comes to rest, but during the impacts a contact sinks up to 26 cm into the floor. Set
-// AXION_RUN_KNOWN_FAILURES=1 to run it.
-TEST(HumanoidDropTest, ComesToRestAtTenTimesItsTimeStep) {
-  if (std::getenv("AXION_RUN_KNOWN_FAILURES") == nullptr) {
-    GTEST_SKIP() << "known limitation: at 10x its time step (0.05 s) Newton ends almost every "
-                    "step after the first contact at its iteration limit; the figure comes to "
-                    "rest, but during the impacts a contact sinks up to 26 cm into the floor; it "
-                    "passes at its own 0.005 s";
-  }
-  DropHumanoid(10);
-}
+// Ten times its own step (0.05 s): the landing's impacts take Newton to its iteration limit in
+// some steps, but nothing sinks in and the figure comes to rest with every step converging.
+TEST(HumanoidDropTest, ComesToRestAtTenTimesItsTimeStep) { DropHumanoid(10); }
 
 }  // namespace
 }  // namespace axion

@@ -226,26 +226,26 @@ TEST_F(HumanoidTest, CountsMatchMuJoCoAfterMaximalCoordinateConversion) {
   for (int j = 0; j < m->njnt; ++j) {
     EXPECT_EQ(result_.source_joints[j].name, mj_id2name(m, mjOBJ_JOINT, j));
   }
-  // Bodies: MuJoCo's nbody counts the world; light bodies are named "<body>/<joint>". Every
-  // multi-hinge body has orthogonal axes; only the feet's two hinges have different anchors:
+  // Bodies: MuJoCo's nbody counts the world, and no light body is needed. Every multi-hinge
+  // body has orthogonal axes; only the feet's two hinges have different anchors:
   //   lower_waist: abdomen_z, abdomen_y (stiffness 20 vs 10)      -> 1 generic, 2 DOF
   //   thighs: hip_x, hip_z, hip_y (stiffness 10, 10, 20)          -> 1 generic, 3 DOF each
   //   upper arms: shoulder1, shoulder2                            -> 1 generic, 2 DOF each
-  //   feet: ankle_y at z = 0.08, ankle_x at z = 0.04 (no common anchor) -> 1 light body each
-  std::vector<std::string> light;
-  for (const BodyDesc& b : model.bodies) {
-    if (b.name.find('/') != std::string::npos) light.push_back(b.name);
-  }
-  std::sort(light.begin(), light.end());
-  EXPECT_EQ(light,
-            (std::vector<std::string>{"left_foot/left_ankle_y", "right_foot/right_ankle_y"}));
-  EXPECT_EQ(model.bodies.size(), static_cast<size_t>(m->nbody - 1) + light.size());
+  //   feet: ankle_y at z = 0.08, ankle_x at z = 0.04 (no common anchor) -> 1 universal each
+  EXPECT_EQ(model.bodies.size(), static_cast<size_t>(m->nbody - 1));
+  for (const BodyDesc& b : model.bodies) EXPECT_EQ(b.name.find('/'), std::string::npos) << b.name;
   // Joints: the free joint becomes none, the 3 jointless bodies (head, hands) get a weld each,
-  // the 5 multi-hinge bodies above one generic joint each, every other hinge its own joint.
-  int hinges = 0, welds = 0, generic = 0, generic_dofs = 0;
+  // the 5 multi-hinge bodies above one generic joint each, the feet a universal joint each,
+  // every other hinge its own joint.
+  int hinges = 0, welds = 0, generic = 0, generic_dofs = 0, universal = 0;
   for (const JointDesc& j : model.joints) {
     hinges += j.type == JointType::kRevolute;
     welds += j.type == JointType::kFixed;
+    if (j.type == JointType::kUniversal) {
+      ++universal;
+      EXPECT_EQ(j.dof_drive.size(), 2u) << j.name;
+      EXPECT_EQ(j.dof_armature.size(), 2u) << j.name;
+    }
     if (j.type == JointType::kGeneric) {
       ++generic;
       generic_dofs += JointDofCount(j);
@@ -255,9 +255,10 @@ TEST_F(HumanoidTest, CountsMatchMuJoCoAfterMaximalCoordinateConversion) {
   }
   EXPECT_EQ(generic, 5);
   EXPECT_EQ(generic_dofs, 12);
-  EXPECT_EQ(hinges, m->njnt - 1 - generic_dofs);
+  EXPECT_EQ(universal, 2);
+  EXPECT_EQ(hinges, m->njnt - 1 - generic_dofs - 2 * universal);
   EXPECT_EQ(welds, 3);
-  EXPECT_EQ(model.joints.size(), static_cast<size_t>(hinges + welds + generic));
+  EXPECT_EQ(model.joints.size(), static_cast<size_t>(hinges + welds + generic + universal));
   // DOF: MuJoCo's nv = 6 (free) + 21 hinges; Axion's joint DOF are the 21 hinge angles.
   int dofs = 0;
   for (const JointDesc& j : model.joints) dofs += JointDofCount(j);
@@ -303,8 +304,18 @@ TEST_F(HumanoidTest, JointsAndActuatorsMatchMuJoCo) {
     EXPECT_DOUBLE_EQ(DofDrive(joint, s->dof).target_position, m->qpos_spring[m->jnt_qposadr[j]])
         << name;
     EXPECT_DOUBLE_EQ(DofArmature(joint, s->dof), m->dof_armature[dof]) << name;
-    // The joint's axis in the body frame: frame x for a revolute joint, the DOF's frame axis
-    // for a generic one.
+    // The joint's axis and anchor in the body frame: frame x and origin for a revolute joint,
+    // the DOF's frame axis for a generic one, the second hinge's for a universal one.
+    if (joint.type == JointType::kUniversal && s->dof == 1) {
+      Vec3 axis = normalized(joint.second_axis);
+      for (int k = 0; k < 3; ++k) {
+        EXPECT_NEAR(axis[k], m->jnt_axis[3 * j + k], 1e-12) << name;
+        EXPECT_NEAR(joint.second_anchor[k], m->jnt_pos[3 * j + k], 1e-12) << name;
+      }
+      EXPECT_NEAR(joint.lower[s->dof], m->jnt_range[2 * j], 1e-12) << name;
+      EXPECT_NEAR(joint.upper[s->dof], m->jnt_range[2 * j + 1], 1e-12) << name;
+      continue;
+    }
     int frame_axis = 0;
     if (joint.type == JointType::kGeneric) {
       int seen = 0;
@@ -351,12 +362,12 @@ TEST_F(HumanoidTest, CompilesAndWarnsAboutWhatItIgnores) {
   EXPECT_TRUE(HasWarning(result_, "'condim'"));
   EXPECT_TRUE(HasWarning(result_, "<asset>"));
   EXPECT_TRUE(HasWarning(result_, "geometric mean"));  // friction .7 against the floor's 1
-  EXPECT_TRUE(HasWarning(result_, "light bodies"));
+  EXPECT_FALSE(HasWarning(result_, "light bodies"));
 }
 
-// MuJoCo never lets a body touch its parent, even across a light-body chain (shin -> ankle_y
-// -> light body -> ankle_x -> foot), nor a welded body its parent's other children (the head,
-// welded to the torso, and the upper arms): the importer lists those body pairs in
+// MuJoCo never lets a body touch its parent (a joint between them filters it, as the ankles'
+// universal joints do for shin and foot), nor a welded body its parent's other children (the
+// head, welded to the torso, and the upper arms): the importer lists those body pairs in
 // exclude_body_pairs and leaves contype/conaffinity alone.
 TEST_F(HumanoidTest, CollisionFilterMatchesMuJoCoParentRule) {
   ExpectCollisionPairsMatchMuJoCo(kHumanoid, result_.model);
@@ -370,14 +381,13 @@ TEST_F(HumanoidTest, CollisionFilterMatchesMuJoCoParentRule) {
     }
     return false;
   };
-  EXPECT_TRUE(excluded("right_shin", "right_foot"));  // across the ankle's light body
-  EXPECT_TRUE(excluded("left_shin", "left_foot"));
   EXPECT_TRUE(excluded("head", "right_upper_arm"));  // head welded to the torso
   EXPECT_TRUE(excluded("head", "lower_waist"));
   EXPECT_TRUE(excluded("right_hand", "right_upper_arm"));  // hand welded to the lower arm
   EXPECT_FALSE(excluded("torso", "lower_waist"));          // joined directly: the joint filters it
-  // head-{lower_waist, both upper arms}, shin-foot and hand-upper arm on each side.
-  EXPECT_EQ(model.exclude_body_pairs.size(), 7u);
+  EXPECT_FALSE(excluded("right_shin", "right_foot"));      // the ankle joint filters it
+  // head-{lower_waist, both upper arms} and hand-upper arm on each side.
+  EXPECT_EQ(model.exclude_body_pairs.size(), 5u);
   EXPECT_FALSE(HasWarning(result_, "collision groups"));
   EXPECT_FALSE(HasWarning(result_, "filter"));
 }
@@ -530,37 +540,47 @@ TEST(MjcfJointTest, OrthogonalHingesWithOneAnchorBecomeOneGenericJoint) {
   EXPECT_EQ(c->model.bodies.size(), 4u);
 }
 
-TEST(MjcfJointTest, SeparateAnchorsBecomeAChainThroughLightBodies) {
+TEST(MjcfJointTest, SeparateAnchorsBecomeOneUniversalJoint) {
   std::string xml = R"(
 <mujoco><worldbody><body name="foot" pos="0 0 1">
-    <joint name="ankle_y" axis="0 1 0" pos="0 0 0.08" damping="2"/>
+    <joint name="ankle_y" axis="0 1 0" pos="0 0 0.08" damping="2" limited="true" range="-50 50"/>
     <joint name="ankle_x" axis="1 0 0.5" pos="0 0 0.04" stiffness="3"/>
     <geom type="box" size="0.1 0.05 0.02"/>
   </body></worldbody></mujoco>)";
   absl::StatusOr<ImportResult> r = LoadMjcfString(xml, "");
   ASSERT_TRUE(r.ok()) << r.status();
   const ModelDesc& m = r->model;
-  ASSERT_EQ(m.bodies.size(), 2u);
-  ASSERT_EQ(m.joints.size(), 2u);
-  const BodyDesc& foot = m.bodies[0];
-  const BodyDesc& light = m.bodies[1];
-  EXPECT_EQ(light.name, "foot/ankle_y");
-  EXPECT_NEAR(light.mass, 0.01 * foot.mass, 1e-15);
-  EXPECT_NEAR(light.inertia(0, 0), 0.01 * foot.inertia(0, 0), 1e-15);
-  EXPECT_EQ(light.pose.pos.z, foot.pose.pos.z);
-  // world -> ankle_y -> light -> ankle_x -> foot, each with its own anchor, axis and drive.
-  EXPECT_EQ(m.joints[0].name, "ankle_y");
-  EXPECT_EQ(m.joints[0].parent, kWorldBody);
-  EXPECT_EQ(m.joints[0].child, 1);
-  EXPECT_TRUE(m.joints[0].collide_connected);  // MuJoCo collides bodies with the world
-  EXPECT_EQ(m.joints[0].drive.damping, 2);
-  EXPECT_EQ(m.joints[1].parent, 1);
-  EXPECT_EQ(m.joints[1].child, 0);
-  EXPECT_EQ(m.joints[1].drive.stiffness, 3);
-  EXPECT_NEAR(m.joints[1].child_frame.pos.z, 0.04, 1e-15);
-  Vec3 axis = rotate(m.joints[1].child_frame.quat, Vec3{1, 0, 0});
-  EXPECT_NEAR(axis.x, 1 / std::sqrt(1.25), 1e-15);
-  EXPECT_NEAR(axis.z, 0.5 / std::sqrt(1.25), 1e-15);
+  ASSERT_EQ(m.bodies.size(), 1u);  // no light body
+  ASSERT_EQ(m.joints.size(), 1u);
+  const JointDesc& j = m.joints[0];
+  EXPECT_EQ(j.name, "ankle_y+ankle_x");
+  EXPECT_EQ(j.type, JointType::kUniversal);
+  EXPECT_EQ(j.parent, kWorldBody);
+  EXPECT_EQ(j.child, 0);
+  EXPECT_TRUE(j.collide_connected);  // MuJoCo collides bodies with the world
+  // first hinge: the joint frame's x axis through its origin; second: its own axis and anchor
+  Vec3 first = rotate(j.child_frame.quat, Vec3{1, 0, 0});
+  EXPECT_NEAR(first.y, 1, 1e-15);
+  EXPECT_NEAR(j.child_frame.pos.z, 0.08, 1e-15);
+  Vec3 second = normalized(j.second_axis);
+  EXPECT_NEAR(second.x, 1 / std::sqrt(1.25), 1e-15);
+  EXPECT_NEAR(second.z, 0.5 / std::sqrt(1.25), 1e-15);
+  EXPECT_NEAR(j.second_anchor.z, 0.04, 1e-15);
+  // each hinge keeps its own limit, spring and damper; actuators address DOF 0 and 1
+  EXPECT_EQ(j.axis_mode[3], AxisMode::kLimited);
+  EXPECT_EQ(j.axis_mode[4], AxisMode::kFree);
+  ASSERT_EQ(j.lower.size(), 2u);
+  EXPECT_NEAR(j.lower[0], -50 * M_PI / 180, 1e-12);
+  ASSERT_EQ(j.dof_drive.size(), 2u);
+  EXPECT_EQ(j.dof_drive[0].damping, 2);
+  EXPECT_EQ(j.dof_drive[1].stiffness, 3);
+  ASSERT_EQ(r->source_joints.size(), 2u);
+  EXPECT_EQ(r->source_joints[1].name, "ankle_x");
+  EXPECT_EQ(r->source_joints[1].dof, 1);
+  absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(m);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->joint_dof_count(), 2);
+  EXPECT_EQ((*model)->joint_row_count(), 4 + 2 + 2);  // 4 bilateral, hinge 1 limits, 2 drives
 }
 
 TEST(MjcfJointTest, DefaultClassesChildclassAndSpringsFollowMuJoCo) {

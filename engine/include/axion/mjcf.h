@@ -41,22 +41,27 @@
 //         kinematics are identical; with two, Axion allows exp(a x + b y) where MuJoCo allows
 //         R(x, a) R(y, b): the two differ at second order (about a b / 2 about the locked axis).
 //         Set MjcfOptions::merge_joints = false to get the exact chain below.
-//       - anything else (anchors differ, axes not orthogonal, hinges mixed with slides or balls,
-//         a non-zero ref, more than three joints): a chain in MuJoCo's order, parent -> joint 1
-//         -> light body -> joint 2 -> ... -> body, each link a kRevolute / kPrismatic / kBall
-//         joint with that joint's own anchor, axis, limits and drive. No single joint can do
-//         this: two hinges about axes that do not meet move the body's anchor, so no anchor is
-//         fixed in both bodies. The chain reproduces MuJoCo's kinematics exactly (each MJCF
-//         joint rotates about its anchor in the frame left by the previous one). Each
-//         intermediate ("light") body is named "<body>/<joint>", starts at the body's pose, and
-//         has mass = MjcfOptions::light_body_mass_fraction times the body's mass (default 1%)
-//         and inertia = the same fraction of the body's inertia tensor, centred on the body's
-//         centre of mass: a uniformly scaled copy, so the chain behaves as the body made 1%
-//         heavier per light body. The model's total mass is MuJoCo's plus the light bodies'.
-//         Light bodies cost solver effort (a body of 1% mass between two joints makes the
-//         Schur complement ill-conditioned), which is why the merge above is preferred. In
-//         MuJoCo's humanoid only the feet need a chain: ankle_y (anchor z = 0.08) and ankle_x
-//         (anchor z = 0.04) are orthogonal but do not meet.
+//       - two hinges otherwise (anchors differ, axes not orthogonal, or merging off), with zero
+//         ref and axes more than ~6 degrees apart: one kUniversal joint, MuJoCo's kinematics
+//         exactly: the first hinge turns the body about its axis and anchor, the second about
+//         its own axis through its own anchor as the first leaves it (JointDesc::second_axis,
+//         second_anchor). Its two DOFs are the two hinge angles, each with its own limit,
+//         spring, damper and armature. MuJoCo's humanoid feet are such joints: ankle_y (anchor
+//         z = 0.08) and ankle_x (anchor z = 0.04) are orthogonal but do not meet.
+//       - anything else (three hinges that do not share an anchor or are not orthogonal,
+//         hinges mixed with slides or balls, a non-zero ref, more than three joints): a chain
+//         in MuJoCo's order, parent -> joint 1 -> light body -> joint 2 -> ... -> body, each
+//         link a kRevolute / kPrismatic / kBall joint with that joint's own anchor, axis,
+//         limits and drive. The chain reproduces MuJoCo's kinematics exactly (each MJCF joint
+//         rotates about its anchor in the frame left by the previous one). Each intermediate
+//         ("light") body is named "<body>/<joint>", starts at the body's pose, and has mass =
+//         MjcfOptions::light_body_mass_fraction times the body's mass (default 1%) and inertia
+//         = the same fraction of the body's inertia tensor, centred on the body's centre of
+//         mass: a uniformly scaled copy, so the chain behaves as the body made 1% heavier per
+//         light body. The model's total mass is MuJoCo's plus the light bodies'. Light bodies
+//         cost solver effort (a body of 1% mass between two joints makes the Schur complement
+//         ill-conditioned, and under load Newton converges slowly), which is why the two joint
+//         kinds above are preferred.
 //  3. Joint springs and dampers: stiffness and damping become the DOF's drive (JointDesc::drive,
 //     or its JointDesc::dof_drive entry in a merged joint) with target position `springref`
 //     (0 by default) and target velocity 0; armature becomes JointDesc::armature (dof_armature
@@ -119,8 +124,9 @@ struct MjcfOptions {
   // Mass and inertia of each intermediate body of a joint chain, as a fraction of the mass and
   // inertia of the body the chain leads to (see rule 2 above).
   Real light_body_mass_fraction = 0.01;
-  // Merge hinges (or slides) that share an anchor into one kGeneric joint (rule 2). false:
-  // always chain through light bodies, which reproduces MuJoCo's kinematics exactly.
+  // Merge hinges (or slides) that share an anchor into one kGeneric joint (rule 2). false: two
+  // hinges become a kUniversal joint, more joints a chain through light bodies, both of which
+  // reproduce MuJoCo's kinematics exactly.
   bool merge_joints = true;
 };
 

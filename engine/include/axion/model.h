@@ -75,6 +75,8 @@ enum class JointType : int32_t {
   kBall = 2,       // 3 rotational DOF about the anchor; 3 rows
   kFixed = 3,      // 0 DOF; 6 rows
   kGeneric = 4,    // each of the 6 joint-frame axes locked, free or limited
+  kUniversal = 5,  // two hinges in series (the joint x axis, then `second_axis` about
+                   // `second_anchor`); 2 rotational DOF; 4 rows
 };
 
 enum class AxisMode : int32_t { kLocked = 0, kFree = 1, kLimited = 2 };
@@ -101,11 +103,19 @@ struct JointDesc {
   // Convenience: when set, the joint frame's x axis is this direction (child body frame) and
   // child_frame.quat is replaced by the shortest rotation taking x onto it. Must be non-zero.
   std::optional<Vec3> axis;
+  // kUniversal only: the second hinge, turning the child after the first (the joint frame's x
+  // axis through its origin): its axis and a point on it, in the child body frame. The two
+  // anchors may differ (MuJoCo's two-hinge ankles); the axes must not be parallel. The DOFs are
+  // the two hinge angles, as in MuJoCo: child = parent * R(axis 1, theta1) * R(axis 2, theta2),
+  // each rotation about its own anchor. axis_mode[3] and [4] say which hinge is kLimited (any
+  // other mode: free); lower/upper then hold one entry per hinge.
+  Vec3 second_axis{0, 1, 0};
+  Vec3 second_anchor;
   // kGeneric only: modes of the linear x, y, z then angular x, y, z axes of the joint frame.
   std::array<AxisMode, 6> axis_mode{AxisMode::kLocked, AxisMode::kLocked, AxisMode::kLocked,
                                     AxisMode::kLocked, AxisMode::kLocked, AxisMode::kLocked};
   // Limits per DOF (revolute/prismatic: index 0; generic: one per free or limited axis, in axis
-  // order). Only used where `limited`.
+  // order; universal: one per hinge). Only used where `limited`.
   bool limited = false;
   std::vector<Real> lower;  // rad or m
   std::vector<Real> upper;  // rad or m

@@ -141,6 +141,10 @@ struct BatchView {
   const int32_t* joint_qpos_offset;  // (joint_count) first global position coordinate
   const Real* joint_compliance;      // (joint_count) bilateral compliance (m/N or rad/(N m))
   const Real* joint_reference;       // (joint_count) coordinate of the initial configuration
+  const Real* joint_second_axis;     // (joint_count x 3) kUniversal: second hinge axis (unit),
+                                     //   child joint frame
+  const Real* joint_second_offset;   // (joint_count x 3) kUniversal: second hinge anchor minus
+                                     //   the first, child joint frame
 
   // ---- joint DOFs (dof_count) ----------------------------------------------------------------
   const int32_t* dof_joint;         // (dof_count) owning joint

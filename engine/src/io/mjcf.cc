@@ -30,6 +30,9 @@ constexpr Real kPi = Real(3.14159265358979323846);
 constexpr int kMaxIncludeDepth = 16;
 constexpr Real kAxisTolerance = Real(1e-9);    // |dot| of axes treated as orthogonal
 constexpr Real kAnchorTolerance = Real(1e-9);  // (m) anchors treated as coincident
+// Two hinges form one universal joint when the sine between their axes exceeds this (Model
+// rejects nearly parallel axes, where the hinge angles are undefined).
+constexpr Real kUniversalMinSine = Real(0.1);
 
 // Attributes each element understands; anything else is reported once per (element, name).
 const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
@@ -1111,6 +1114,44 @@ absl::Status MjcfLoader::ConvertJoints(int b, int parent_body) {
                                  order.begin());
       record(joints[i], joint_index, dof);
     }
+    d.collide_connected = parent_body == kWorldBody;
+    model.joints.push_back(std::move(d));
+    return absl::OkStatus();
+  }
+
+  // Two hinges whose anchors differ: one universal joint, MuJoCo's kinematics exactly (the
+  // second hinge turns about its own anchor, carried by the first), with no body in between.
+  if (joints.size() == 2 && joints[0].kind == JointKind::kHinge &&
+      joints[1].kind == JointKind::kHinge && joints[0].ref == 0 && joints[1].ref == 0 &&
+      norm(cross(joints[0].axis, joints[1].axis)) > kUniversalMinSine) {
+    JointDesc d;
+    d.name = absl::StrCat(joints[0].name, "+", joints[1].name);
+    d.type = JointType::kUniversal;
+    d.parent = parent_body;
+    d.child = child;
+    d.child_frame = {joints[0].pos, io::QuatFromXAxis(joints[0].axis)};
+    d.second_axis = joints[1].axis;
+    d.second_anchor = joints[1].pos;
+    for (int k = 0; k < 2; ++k) {
+      const MjJoint& j = joints[k];
+      DriveDesc drive;
+      drive.stiffness = j.stiffness;
+      drive.damping = j.damping;
+      drive.target_position = j.springref;
+      d.dof_drive.push_back(drive);
+      d.dof_armature.push_back(j.armature);
+      d.axis_mode[3 + k] = j.limited ? AxisMode::kLimited : AxisMode::kFree;
+      d.limited = d.limited || j.limited;
+      d.lower.push_back(j.limited ? j.range[0] : -std::numeric_limits<Real>::max());
+      d.upper.push_back(j.limited ? j.range[1] : std::numeric_limits<Real>::max());
+    }
+    if (!d.limited) {
+      d.lower.clear();
+      d.upper.clear();
+    }
+    const int joint_index = static_cast<int>(model.joints.size());
+    record(joints[0], joint_index, 0);
+    record(joints[1], joint_index, 1);
     d.collide_connected = parent_body == kWorldBody;
     model.joints.push_back(std::move(d));
     return absl::OkStatus();
