@@ -63,7 +63,7 @@ class JointInfo:
     """A joint's slice of the per-world joint arrays."""
 
     name: str
-    type: str  # revolute, prismatic, ball, fixed or generic
+    type: str  # revolute, prismatic, ball, fixed, generic or universal
     position_offset: int  # first index in joint_position
     position_count: int  # coordinates in joint_position (ball: 4, a quaternion w x y z)
     dof_offset: int  # first index in joint_velocity
