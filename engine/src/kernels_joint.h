@@ -157,32 +157,28 @@ AXION_HD void universal_second_anchors(const BatchView& v, int joint, const Join
 ///   J = [ e_i, r_c x e_i - s_i k1 | -e_i, -(r_p x e_i) + s_i k1 ]  (r_c, r_p: COMs to X2, Y2)
 /// Alignment row (1 row): the angle between the axes is fixed,
 ///   c = a1 . a2 - x . a2_local,  J = [ 0, a2 x a1 | 0, a1 x a2 ].
-AXION_HD Real universal_row(const BatchView& v, int row, int joint, int axis, const JointFrames& fc,
-                            const JointFrames& fj, bool velocity_level) {
+AXION_HD Real universal_row(const BatchView& v, int row, int joint, int axis, const JointFrames& f,
+                            bool velocity_level) {
+  const UniversalAngles u = universal_angles(v, joint, f);
   if (v.row_kind[row] == kRowAxisAlign) {
-    UniversalAngles uc = universal_angles(v, joint, fc), uj = universal_angles(v, joint, fj);
-    Vec3 a2xa1 = cross(uj.axis2, uj.axis1);
+    Vec3 a2xa1 = cross(u.axis2, u.axis1);
     store_row_jacobian(v, row, {}, a2xa1, {}, -a2xa1);
     store_row_levers(v, row, {}, {});
-    return dot(uc.axis1, uc.axis2) - load3(v.joint_second_axis + 3 * joint).x;
+    return dot(u.axis1, u.axis2) - load3(v.joint_second_axis + 3 * joint).x;
   }
   const Vec3 e = unit_axis(axis);
   Vec3 x2, y2;
-  universal_second_anchors(v, joint, fc, universal_angles(v, joint, fc), &x2, &y2);
-  const Real c = dot(x2 - y2, e);
-  UniversalAngles uj = universal_angles(v, joint, fj);
-  Vec3 xj, yj;
-  universal_second_anchors(v, joint, fj, uj, &xj, &yj);
-  const Vec3 lever_child = fj.lever_child + (xj - fj.anchor_child);
-  const Vec3 lever_parent = fj.lever_parent + (yj - fj.anchor_parent);
-  const Real s = dot(e, cross(uj.axis1, yj - fj.anchor_parent));
-  store_row_jacobian(v, row, e, cross(lever_child, e) - s * uj.rate1, -e,
-                     -cross(lever_parent, e) + s * uj.rate1);
+  universal_second_anchors(v, joint, f, u, &x2, &y2);
+  const Vec3 lever_child = f.lever_child + (x2 - f.anchor_child);
+  const Vec3 lever_parent = f.lever_parent + (y2 - f.anchor_parent);
+  const Real s = dot(e, cross(u.axis1, y2 - f.anchor_parent));
+  store_row_jacobian(v, row, e, cross(lever_child, e) - s * u.rate1, -e,
+                     -cross(lever_parent, e) + s * u.rate1);
   if (!velocity_level)
     store_row_levers(v, row, lever_child, lever_parent);
   else
     store_row_levers(v, row, {}, {});
-  return c;
+  return dot(x2 - y2, e);
 }
 
 // Evaluates bilateral joint row `row` at the current iterate: Jacobian, residual, compliance.
@@ -196,7 +192,7 @@ AXION_HD void joint_bilateral_row(const BatchView& v, int row, const WorldParams
   const JointFrames& fj = fc;
   Real c = 0;
   if (v.joint_type[joint] == static_cast<int32_t>(JointType::kUniversal)) {
-    c = universal_row(v, row, joint, axis, fc, fj, velocity_level);
+    c = universal_row(v, row, joint, axis, fc, velocity_level);
   } else {
     switch (v.row_kind[row]) {
       case kRowAnchor: {

@@ -1018,6 +1018,29 @@ JointDesc SingleJoint(const MjJoint& j, int parent, int child) {
   return d;
 }
 
+// One MJCF joint as DOF `frame_axis` (0..5) of a joint that merges several (kGeneric,
+// kUniversal): its axis mode, spring, damper, armature and limits. Entries of free axes are
+// unused; they hold the widest range to keep the vectors aligned.
+void AppendMergedDof(const MjJoint& j, int frame_axis, JointDesc* d) {
+  d->axis_mode[frame_axis] = j.limited ? AxisMode::kLimited : AxisMode::kFree;
+  DriveDesc drive;
+  drive.stiffness = j.stiffness;
+  drive.damping = j.damping;
+  drive.target_position = j.springref;
+  d->dof_drive.push_back(drive);
+  d->dof_armature.push_back(j.armature);
+  d->limited = d->limited || j.limited;
+  d->lower.push_back(j.limited ? j.range[0] : -std::numeric_limits<Real>::max());
+  d->upper.push_back(j.limited ? j.range[1] : std::numeric_limits<Real>::max());
+}
+
+// A merged joint none of whose DOFs is limited keeps no limit vectors.
+void DropUnusedLimits(JointDesc* d) {
+  if (d->limited) return;
+  d->lower.clear();
+  d->upper.clear();
+}
+
 absl::Status MjcfLoader::ConvertJoints(int b, int parent_body) {
   const MjBody& body = bodies_[b];
   ModelDesc& model = result_.model;
@@ -1092,23 +1115,9 @@ absl::Status MjcfLoader::ConvertJoints(int b, int parent_body) {
     int offset = first.kind == JointKind::kHinge ? 3 : 0;
     int joint_index = static_cast<int>(model.joints.size());
     for (size_t axis = 0; axis < order.size(); ++axis) {
-      const MjJoint& j = joints[order[axis]];
-      d.axis_mode[offset + axis] = j.limited ? AxisMode::kLimited : AxisMode::kFree;
-      DriveDesc drive;
-      drive.stiffness = j.stiffness;
-      drive.damping = j.damping;
-      drive.target_position = j.springref;
-      d.dof_drive.push_back(drive);
-      d.dof_armature.push_back(j.armature);
-      d.limited = d.limited || j.limited;
-      // Entries of free axes are unused; they hold the widest range to keep the vectors aligned.
-      d.lower.push_back(j.limited ? j.range[0] : -std::numeric_limits<Real>::max());
-      d.upper.push_back(j.limited ? j.range[1] : std::numeric_limits<Real>::max());
+      AppendMergedDof(joints[order[axis]], offset + static_cast<int>(axis), &d);
     }
-    if (!d.limited) {
-      d.lower.clear();
-      d.upper.clear();
-    }
+    DropUnusedLimits(&d);
     for (size_t i = 0; i < joints.size(); ++i) {
       int dof = static_cast<int>(std::find(order.begin(), order.end(), static_cast<int>(i)) -
                                  order.begin());
@@ -1132,23 +1141,9 @@ absl::Status MjcfLoader::ConvertJoints(int b, int parent_body) {
     d.child_frame = {joints[0].pos, io::QuatFromXAxis(joints[0].axis)};
     d.second_axis = joints[1].axis;
     d.second_anchor = joints[1].pos;
-    for (int k = 0; k < 2; ++k) {
-      const MjJoint& j = joints[k];
-      DriveDesc drive;
-      drive.stiffness = j.stiffness;
-      drive.damping = j.damping;
-      drive.target_position = j.springref;
-      d.dof_drive.push_back(drive);
-      d.dof_armature.push_back(j.armature);
-      d.axis_mode[3 + k] = j.limited ? AxisMode::kLimited : AxisMode::kFree;
-      d.limited = d.limited || j.limited;
-      d.lower.push_back(j.limited ? j.range[0] : -std::numeric_limits<Real>::max());
-      d.upper.push_back(j.limited ? j.range[1] : std::numeric_limits<Real>::max());
-    }
-    if (!d.limited) {
-      d.lower.clear();
-      d.upper.clear();
-    }
+    AppendMergedDof(joints[0], 3, &d);
+    AppendMergedDof(joints[1], 4, &d);
+    DropUnusedLimits(&d);
     const int joint_index = static_cast<int>(model.joints.size());
     record(joints[0], joint_index, 0);
     record(joints[1], joint_index, 1);
