@@ -3,8 +3,9 @@
 // and 32768 worlds on the chosen backend. Prints world-steps per second, the mean Newton and
 // Conjugate Residual iterations per world-step, contacts per world and backend memory per world.
 //
-//   gpu_bench [--backend=auto|cpu|cuda] [--max_worlds=N] [--scene=all|humanoid|ragdoll|stack]
-//             [--min_time=SECONDS] [--max_steps=N] [--threads=N]
+//   gpu_bench [--backend=auto|cpu|cuda] [--max_worlds=N] [--worlds=N,N,...]
+//             [--scene=all|humanoid|ragdoll|stack] [--settle_steps=N] [--min_time=SECONDS]
+//             [--max_steps=N] [--threads=N] [--preconditioner=model|tree|jacobi]
 //
 // The first steps of each size (outside the timed loop) include the one-off costs: device
 // allocation and upload, and on CUDA the capture of the step into a graph; they are reported
@@ -35,19 +36,22 @@ constexpr char kHumanoidPath[] = "/usr/share/mujoco/model/humanoid/humanoid.xml"
 
 struct Flags {
   Backend backend = Backend::kAuto;
-  int max_worlds = -1;  // -1: 32768 on CUDA, 1024 on the CPU
+  int max_worlds = -1;                                   // -1: 32768 on CUDA, 1024 on the CPU
+  std::vector<int> worlds = {1, 64, 1024, 8192, 32768};  // batch sizes, up to max_worlds
+  int settle_steps = 0;  // untimed steps before the timed ones (the humanoid lands in ~100)
   std::string scene = "all";
-  double min_time = 1.0;  // seconds of timed stepping per batch size
-  int max_steps = 1000;   // timed steps per batch size at most
-  int threads = 0;        // CPU worker threads; 0: all
+  double min_time = 1.0;                 // seconds of timed stepping per batch size
+  int max_steps = 1000;                  // timed steps per batch size at most
+  int threads = 0;                       // CPU worker threads; 0: all
+  std::string preconditioner = "model";  // of the CR solve: the model's own, tree or jacobi
 };
 
 [[noreturn]] void Usage(const char* message) {
-  std::fprintf(
-      stderr,
-      "%s\nusage: gpu_bench [--backend=auto|cpu|cuda] [--max_worlds=N] "
-      "[--scene=all|humanoid|ragdoll|stack] [--min_time=SECONDS] [--max_steps=N] [--threads=N]\n",
-      message);
+  std::fprintf(stderr,
+               "%s\nusage: gpu_bench [--backend=auto|cpu|cuda] [--max_worlds=N] [--worlds=N,N,...] "
+               "[--scene=all|humanoid|ragdoll|stack] [--settle_steps=N] [--min_time=SECONDS] "
+               "[--max_steps=N] [--threads=N] [--preconditioner=model|tree|jacobi]\n",
+               message);
   std::exit(2);
 }
 
@@ -82,6 +86,18 @@ Flags ParseFlags(int argc, char** argv) {
     } else if (std::string_view v = value("max_worlds"); !v.empty()) {
       if (!ParseInt(v, &f.max_worlds) || f.max_worlds < 1)
         Usage("--max_worlds must be a positive integer");
+    } else if (std::string_view v = value("worlds"); !v.empty()) {
+      f.worlds.clear();
+      while (!v.empty()) {
+        const size_t comma = std::min(v.find(','), v.size());
+        int n = 0;
+        if (!ParseInt(v.substr(0, comma), &n) || n < 1)
+          Usage("--worlds must be a comma-separated list of positive integers");
+        f.worlds.push_back(n);
+        v.remove_prefix(std::min(comma + 1, v.size()));
+      }
+    } else if (std::string_view v = value("settle_steps"); !v.empty()) {
+      if (!ParseInt(v, &f.settle_steps)) Usage("--settle_steps must be a non-negative integer");
     } else if (std::string_view v = value("scene"); !v.empty()) {
       f.scene = std::string(v);
       if (f.scene != "all" && f.scene != "humanoid" && f.scene != "ragdoll" && f.scene != "stack") {
@@ -93,6 +109,10 @@ Flags ParseFlags(int argc, char** argv) {
     } else if (std::string_view v = value("max_steps"); !v.empty()) {
       if (!ParseInt(v, &f.max_steps) || f.max_steps < 1)
         Usage("--max_steps must be a positive integer");
+    } else if (std::string_view v = value("preconditioner"); !v.empty()) {
+      f.preconditioner = std::string(v);
+      if (f.preconditioner != "model" && f.preconditioner != "tree" && f.preconditioner != "jacobi")
+        Usage("--preconditioner must be model, tree or jacobi");
     } else if (std::string_view v = value("threads"); !v.empty()) {
       if (!ParseInt(v, &f.threads)) Usage("--threads must be a non-negative integer");
     } else {
@@ -183,7 +203,12 @@ struct Scene {
   std::shared_ptr<const Model> model;
 };
 
+// --preconditioner, applied to every scene as it is compiled.
+std::string g_preconditioner = "model";
+
 std::shared_ptr<const Model> Compile(ModelDesc d, const std::string& name) {
+  if (g_preconditioner == "tree") d.options.preconditioner = Preconditioner::kTree;
+  if (g_preconditioner == "jacobi") d.options.preconditioner = Preconditioner::kJacobi;
   absl::StatusOr<std::shared_ptr<const Model>> m = Model::Compile(std::move(d));
   if (!m.ok()) {
     std::fprintf(stderr, "scene %s does not compile: %s\n", name.c_str(),
@@ -237,6 +262,7 @@ void Run(const Flags& flags, const Scene& scene, int worlds) {
   constexpr int kWarmupSteps = 3;
   Check(sim.StepAll(kWarmupSteps), "warm-up steps");
   const double setup = Seconds(start);
+  if (flags.settle_steps > 0) Check(sim.StepAll(flags.settle_steps), "settling steps");
 
   // timed: single steps, as a training loop calls them
   int steps = 0;
@@ -280,6 +306,7 @@ int main(int argc, char** argv) {
   const bool cuda =
       flags.backend == Backend::kCuda || (flags.backend == Backend::kAuto && CudaAvailable());
   if (flags.max_worlds < 0) flags.max_worlds = cuda ? 32768 : 1024;
+  g_preconditioner = flags.preconditioner;
 
   std::vector<Scene> scenes;
   if (flags.scene == "all" || flags.scene == "humanoid") scenes.push_back(Humanoid());
@@ -287,14 +314,17 @@ int main(int argc, char** argv) {
   if (flags.scene == "all" || flags.scene == "stack")
     scenes.push_back({"stack", Compile(scenes::Stack(10), "stack")});
 
-  std::printf("backend %s (CUDA device %s), worlds up to %d, >= %.1f s or %d steps per size\n",
-              BackendName(flags.backend), CudaAvailable() ? "present" : "absent", flags.max_worlds,
-              flags.min_time, flags.max_steps);
+  std::printf(
+      "backend %s (CUDA device %s), preconditioner %s, worlds up to %d, %d settling steps, then "
+      ">= %.1f s or %d steps per size\n",
+      BackendName(flags.backend), CudaAvailable() ? "present" : "absent",
+      flags.preconditioner.c_str(), flags.max_worlds, flags.settle_steps, flags.min_time,
+      flags.max_steps);
   std::printf("%-9s %-5s %7s %6s %9s %9s %14s %8s %9s %9s %12s\n", "scene", "bknd", "worlds",
               "steps", "setup_s", "timed_s", "world_steps/s", "newton", "cr", "contacts",
               "bytes/world");
   for (const Scene& scene : scenes) {
-    for (int worlds : {1, 64, 1024, 8192, 32768}) {
+    for (int worlds : flags.worlds) {
       if (worlds > flags.max_worlds) break;
       Run(flags, scene, worlds);
     }

@@ -53,6 +53,11 @@ struct SerialExec {
     }
     return false;
   }
+  // body() while a world of r satisfies pred, at most max_trips times.
+  template <class P, class Body>
+  void loop_while(WorldRange r, int max_trips, P pred, Body body) const {
+    for (int trip = 0; trip < max_trips && any(r, pred); ++trip) body();
+  }
 };
 
 class CpuBackend final : public ExecutionBackend {

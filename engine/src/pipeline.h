@@ -183,8 +183,8 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
   evaluate(ex, v, wr, Mask::kIterating);
   accept(ex, v, wr, true);
 
-  for (int newton = 0; newton <= bounds.newton_iterations; ++newton) {
-    // converged worlds stop; the others take one more Newton iteration
+  // converged worlds stop; the others take one more Newton iteration
+  auto converge = [&] {
     ex.worlds(
         wr, AXION_LAMBDA(int w) {
           if (!iterating(v, w)) return;
@@ -199,114 +199,114 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
             v.world_newton_iterations[w] += 1;
           }
         });
-    if (!ex.any(
-            wr, AXION_LAMBDA(int w) { return iterating(v, w); }))
-      break;
-
-    // friction: tangents along the slip, rows linearised with W's derivatives (if enabled)
-    ex.rows(
-        wr, AXION_LAMBDA(int r) {
-          int w = v.row_world[r];
-          if (iterating(v, w) && v.row_kind[r] == kRowFriction1 &&
-              v.world_params[w].friction_newton)
-            contact_friction_newton(v, r, v.world_params[w]);
-        });
-    // assemble: M^-1 g, then per row the preconditioner and b = J M^-1 g - h
-    ex.bodies(
-        wr, AXION_LAMBDA(int i) {
-          if (iterating(v, v.body_world[i]))
-            body_apply_inv_mass_kernel(v, i, v.body_g, v.body_minv_jt);
-        });
-    // precondition
-    ex.rows(
-        wr, AXION_LAMBDA(int r) {
-          if (iterating(v, v.row_world[r]) && row_is_live(v, r)) row_precondition(v, r);
-        });
-    ex.worlds(
-        wr, AXION_LAMBDA(int w) {
-          if (iterating(v, w) && world_uses_tree(v, w)) world_tree_precondition(v, w);
-        });
-
-    // Conjugate Residual on (J M^-1 J^T + C) dlambda = J M^-1 g - h
-    if (bounds.fused_cr) {
-      ex.worlds(
-          wr, AXION_LAMBDA(int w) {
-            if (iterating(v, w)) world_cr_solve(v, w);
-          });
-    } else {
-      schur_product(ex, v, wr, Mask::kIterating, v.row_cr_z);
-      ex.worlds(
-          wr, AXION_LAMBDA(int w) {
-            if (iterating(v, w)) world_cr_begin(v, w);
-          });
-      for (int k = 0;
-           k < bounds.cr_iterations && ex.any(
-                                           wr, AXION_LAMBDA(int w) { return solving(v, w); });
-           ++k) {
+  };
+  converge();
+  ex.loop_while(
+      wr, bounds.newton_iterations + 1, AXION_LAMBDA(int w) { return iterating(v, w); },
+      [&] {
+        // friction: tangents along the slip, rows linearised with W's derivatives (if enabled)
+        ex.rows(
+            wr, AXION_LAMBDA(int r) {
+              int w = v.row_world[r];
+              if (iterating(v, w) && v.row_kind[r] == kRowFriction1 &&
+                  v.world_params[w].friction_newton)
+                contact_friction_newton(v, r, v.world_params[w]);
+            });
+        // assemble: M^-1 g, then per row the preconditioner and b = J M^-1 g - h
+        ex.bodies(
+            wr, AXION_LAMBDA(int i) {
+              if (iterating(v, v.body_world[i]))
+                body_apply_inv_mass_kernel(v, i, v.body_g, v.body_minv_jt);
+            });
+        // precondition
+        ex.rows(
+            wr, AXION_LAMBDA(int r) {
+              if (iterating(v, v.row_world[r]) && row_is_live(v, r)) row_precondition(v, r);
+            });
         ex.worlds(
             wr, AXION_LAMBDA(int w) {
-              if (solving(v, w)) world_cr_update_x(v, w);
+              if (iterating(v, w) && world_uses_tree(v, w)) world_tree_precondition(v, w);
             });
-        schur_product(ex, v, wr, Mask::kSolving, v.row_cr_z);
+
+        // Conjugate Residual on (J M^-1 J^T + C) dlambda = J M^-1 g - h
+        if (bounds.fused_cr) {
+          ex.worlds(
+              wr, AXION_LAMBDA(int w) {
+                if (iterating(v, w)) world_cr_solve(v, w);
+              });
+        } else {
+          schur_product(ex, v, wr, Mask::kIterating, v.row_cr_z);
+          ex.worlds(
+              wr, AXION_LAMBDA(int w) {
+                if (iterating(v, w)) world_cr_begin(v, w);
+              });
+          ex.loop_while(
+              wr, bounds.cr_iterations, AXION_LAMBDA(int w) { return solving(v, w); },
+              [&] {
+                ex.worlds(
+                    wr, AXION_LAMBDA(int w) {
+                      if (solving(v, w)) world_cr_update_x(v, w);
+                    });
+                schur_product(ex, v, wr, Mask::kSolving, v.row_cr_z);
+                ex.worlds(
+                    wr, AXION_LAMBDA(int w) {
+                      if (solving(v, w)) world_cr_update_p(v, w);
+                    });
+              });
+        }
+
+        // recover du = M^-1 (J^T dlambda - g)
         ex.worlds(
             wr, AXION_LAMBDA(int w) {
-              if (solving(v, w)) world_cr_update_p(v, w);
+              if (iterating(v, w)) world_scatter_jt(v, w, v.row_dlambda, v.body_jt);
             });
-      }
-    }
+        ex.bodies(
+            wr, AXION_LAMBDA(int i) {
+              if (iterating(v, v.body_world[i])) body_recover_du(v, i);
+            });
 
-    // recover du = M^-1 (J^T dlambda - g)
-    ex.worlds(
-        wr, AXION_LAMBDA(int w) {
-          if (iterating(v, w)) world_scatter_jt(v, w, v.row_dlambda, v.body_jt);
-        });
-    ex.bodies(
-        wr, AXION_LAMBDA(int i) {
-          if (iterating(v, v.body_world[i])) body_recover_du(v, i);
-        });
+        // line search: halve t until the merit decreases (t = 1 when disabled)
+        ex.worlds(
+            wr, AXION_LAMBDA(int w) {
+              if (!iterating(v, w)) return;
+              v.world_ls_step[w] = 1;
+              v.world_ls_trials[w] = 0;
+              v.world_merit_accepted[w] = v.world_merit[w];
+            });
+        ex.loop_while(
+            wr, bounds.line_search_trials, AXION_LAMBDA(int w) { return searching(v, w); },
+            [&] {
+              ex.bodies(
+                  wr, AXION_LAMBDA(int i) {
+                    int w = v.body_world[i];
+                    if (searching(v, w)) body_trial(v, i, v.world_ls_step[w]);
+                  });
+              ex.rows(
+                  wr, AXION_LAMBDA(int r) {
+                    int w = v.row_world[r];
+                    if (searching(v, w) && row_is_live(v, r)) row_trial(v, r, v.world_ls_step[w]);
+                  });
+              evaluate(ex, v, wr, Mask::kSearching);
+              ex.worlds(
+                  wr, AXION_LAMBDA(int w) {
+                    if (!searching(v, w)) return;
+                    const WorldParams& p = v.world_params[w];
+                    Real t = v.world_ls_step[w];
+                    bool decreased =
+                        v.world_merit[w] < (Real(1) - Real(1e-4) * t) * v.world_merit_accepted[w];
+                    v.world_ls_trials[w] += 1;
+                    if (!p.line_search || decreased || v.world_ls_trials[w] > p.line_search_steps) {
+                      v.world_ls_step[w] = 0;  // accept this trial
+                    } else {
+                      v.world_ls_step[w] = Real(0.5) * t;
+                    }
+                  });
+            });
 
-    // line search: halve t until the merit decreases (t = 1 when disabled)
-    ex.worlds(
-        wr, AXION_LAMBDA(int w) {
-          if (!iterating(v, w)) return;
-          v.world_ls_step[w] = 1;
-          v.world_ls_trials[w] = 0;
-          v.world_merit_accepted[w] = v.world_merit[w];
-        });
-    for (int k = 0;
-         k < bounds.line_search_trials && ex.any(
-                                              wr, AXION_LAMBDA(int w) { return searching(v, w); });
-         ++k) {
-      ex.bodies(
-          wr, AXION_LAMBDA(int i) {
-            int w = v.body_world[i];
-            if (searching(v, w)) body_trial(v, i, v.world_ls_step[w]);
-          });
-      ex.rows(
-          wr, AXION_LAMBDA(int r) {
-            int w = v.row_world[r];
-            if (searching(v, w) && row_is_live(v, r)) row_trial(v, r, v.world_ls_step[w]);
-          });
-      evaluate(ex, v, wr, Mask::kSearching);
-      ex.worlds(
-          wr, AXION_LAMBDA(int w) {
-            if (!searching(v, w)) return;
-            const WorldParams& p = v.world_params[w];
-            Real t = v.world_ls_step[w];
-            bool decreased =
-                v.world_merit[w] < (Real(1) - Real(1e-4) * t) * v.world_merit_accepted[w];
-            v.world_ls_trials[w] += 1;
-            if (!p.line_search || decreased || v.world_ls_trials[w] > p.line_search_steps) {
-              v.world_ls_step[w] = 0;  // accept this trial
-            } else {
-              v.world_ls_step[w] = Real(0.5) * t;
-            }
-          });
-    }
-
-    // update: the trial becomes the accepted iterate
-    accept(ex, v, wr, false);
-  }
+        // update: the trial becomes the accepted iterate
+        accept(ex, v, wr, false);
+        converge();
+      });
 
   // a world that did not converge keeps its best iterate (q+ integrated again from its u)
   ex.worlds(

@@ -1,9 +1,10 @@
 // The execution model of the CUDA backend, checked on the CPU so that it holds on every build:
-// each pass runs over the whole batch (not a chunk of worlds) and the step's loops run to their
-// LoopBounds with any() always true (the device never asks the host whether a world is still
-// iterating). Because every pass is masked by its world's phase, this must give bit-identical
-// states to the CPU backend, whose loops stop as soon as no world needs another pass, also in a
-// batch whose worlds converge after different numbers of iterations or do not step at all.
+// each pass runs over the whole batch (not a chunk of worlds) and is masked by its world's
+// phase. Here every loop of the step runs to its LoopBounds and any() is always true (the CUDA
+// backend's loops end on the device once no world needs another trip, never later than the
+// bound). Because of the masks this must give bit-identical states to the CPU backend, whose
+// loops stop as soon as no world needs another pass, also in a batch whose worlds converge
+// after different numbers of iterations or do not step at all.
 #include <cstring>
 #include <memory>
 #include <string>
@@ -55,6 +56,11 @@ struct WholeBatchExec {
   template <class P>
   bool any(WorldRange, P) const {
     return true;
+  }
+  // Every loop runs to its bound: the masks alone must keep finished worlds unchanged.
+  template <class P, class Body>
+  void loop_while(WorldRange, int max_trips, P, Body body) const {
+    for (int trip = 0; trip < max_trips; ++trip) body();
   }
 };
 

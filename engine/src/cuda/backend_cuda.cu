@@ -8,18 +8,22 @@
 // than one per array) also makes Load cheap to repeat when worlds are created and destroyed.
 //
 // Execution: CudaExec launches each pipeline pass as one kernel over the whole batch (one thread
-// per element, grid-stride; per-world passes one thread per world). Its any() never synchronises
-// and answers true: the pipeline's loops are bounded by LoopBounds and every kernel is masked by
-// its world's phase, so the extra passes after a world converges leave it untouched. The launch
-// sequence of a sub-step is therefore fixed for a layout, which lets one sub-step be captured
-// into a CUDA graph once per layout and replayed for every sub-step without host round trips.
+// per element, grid-stride; per-world passes one thread per world), masked by the world's phase.
+// Its any() never synchronises and answers true; the step's loops (Newton, line search, batch-wide
+// Conjugate Residual) become WHILE nodes of a CUDA graph whose condition a one-block kernel sets
+// from the worlds' phases after each trip, so a loop stops on the device once no world needs it,
+// and never later than its LoopBounds. One sub-step is captured into such a graph once per
+// layout and replayed for every sub-step without host round trips.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <source_location>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -60,51 +64,237 @@ __global__ void __launch_bounds__(kBlockSize) ForEachKernel(int count, F f) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += blockDim.x * gridDim.x) f(i);
 }
 
+// Loops of the step nest at most this deep (Newton, then line search or Conjugate Residual).
+constexpr int kMaxLoopDepth = 4;
+
+// Where a loop's continuation is decided: in a captured graph, the condition of its WHILE node;
+// in direct launches, a device flag the host reads after each trip.
+struct LoopControl {
+  cudaGraphConditionalHandle handle = 0;
+  bool in_graph = false;
+  int max_trips = 0;
+  int* trips = nullptr;  // (1) trips taken
+  int* go = nullptr;     // (1) direct launches: 1 while another trip is due
+};
+
+// Decides whether a loop takes another trip: some world satisfies pred and fewer than
+// max_trips trips were taken (`first`: before the loop). One block; worlds are read once.
+template <class P>
+__global__ void __launch_bounds__(1024)
+    LoopConditionKernel(int world_count, P pred, LoopControl control, bool first) {
+  int found = 0;
+  for (int w = threadIdx.x; w < world_count && !found; w += blockDim.x) found = pred(w) ? 1 : 0;
+  found = __syncthreads_or(found);
+  if (threadIdx.x != 0) return;
+  const int trips = first ? 0 : *control.trips + 1;
+  *control.trips = trips;
+  const unsigned go = found && trips < control.max_trips ? 1u : 0u;
+  if (control.in_graph) {
+    cudaGraphSetConditional(control.handle, go);
+  } else {
+    *control.go = static_cast<int>(go);
+  }
+}
+
+// Device time of each pipeline pass, keyed by the pass's place in pipeline.h, for
+// AXION_CUDA_PROFILE=1 (which also turns graphs off, so every pass is its own launch). Events
+// are recorded around each launch and read once the sub-steps of a Step have finished.
+class PassProfile {
+ public:
+  PassProfile() = default;
+  PassProfile(const PassProfile&) = delete;
+  PassProfile& operator=(const PassProfile&) = delete;
+  ~PassProfile() {
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  }
+
+  // Events to record before and after the launch of the pass at `where`.
+  std::pair<cudaEvent_t, cudaEvent_t> Bracket(const std::source_location& where) {
+    while (events_.size() < 2 * (pending_.size() + 1)) {
+      cudaEvent_t e = nullptr;
+      cudaEventCreate(&e);
+      events_.push_back(e);
+    }
+    const size_t k = pending_.size();
+    pending_.push_back(where.line());
+    return {events_[2 * k], events_[2 * k + 1]};
+  }
+
+  // Adds the pending brackets' times; the stream has been synchronised.
+  void Collect(int substeps) {
+    for (size_t k = 0; k < pending_.size(); ++k) {
+      float ms = 0;
+      if (cudaEventElapsedTime(&ms, events_[2 * k], events_[2 * k + 1]) != cudaSuccess) ms = 0;
+      Total& t = totals_[pending_[k]];
+      t.ms += ms;
+      t.launches += 1;
+    }
+    pending_.clear();
+    substeps_ += substeps;
+  }
+
+  // The table, slowest pass first, to stderr.
+  void Print(int world_count) const {
+    double all = 0;
+    for (const auto& [line, t] : totals_) all += t.ms;
+    if (substeps_ == 0 || all <= 0) return;
+    std::vector<std::pair<int, Total>> rows(totals_.begin(), totals_.end());
+    std::sort(rows.begin(), rows.end(),
+              [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
+    std::fprintf(stderr,
+                 "CUDA pass profile: %d worlds, %d sub-steps, %.3f ms of kernels per sub-step\n"
+                 "  pipeline.h line  ms/sub-step  launches/sub-step  share\n",
+                 world_count, substeps_, all / substeps_);
+    for (const auto& [line, t] : rows) {
+      std::fprintf(stderr, "  %15d %12.4f %18.1f %5.1f%%\n", line, t.ms / substeps_,
+                   static_cast<double>(t.launches) / substeps_, 100.0 * t.ms / all);
+    }
+  }
+
+ private:
+  struct Total {
+    double ms = 0;
+    int64_t launches = 0;
+  };
+  std::vector<cudaEvent_t> events_;  // (2 x brackets) start and stop of each pending bracket
+  std::vector<int> pending_;         // (brackets) the pass of each pending bracket
+  std::map<int, Total> totals_;      // by pass
+  int substeps_ = 0;
+};
+
 // The pipeline's executor on the device. It always runs over the whole batch: the host knows
 // the element totals, the per-world ranges stay on the device inside the kernels' masks.
 struct CudaExec {
+  using Where = std::source_location;
   cudaStream_t stream = nullptr;
   int max_blocks = 1;
   int world_count = 0, body_count = 0, joint_count = 0, dof_count = 0, shape_count = 0,
       row_count = 0;
   cudaError_t* launch_error = nullptr;  // first launch error, checked once the pass sequence ends
+  PassProfile* profile = nullptr;       // set: every launch is timed
+  // Loops: capture them as WHILE nodes (or decide each trip on the host), and the streams the
+  // loop bodies are captured on, one per depth.
+  bool capturing = false;
+  bool warm_up = false;  // direct launches: every loop body runs once, whatever the condition
+  int loop_depth = 0;
+  int* loop_state = nullptr;             // (2 x kMaxLoopDepth) device trips and go flags per depth
+  cudaStream_t* body_streams = nullptr;  // (kMaxLoopDepth)
 
-  template <class F>
-  void launch(int count, F f) const {
-    if (count <= 0) return;
-    int blocks = std::min((count + kBlockSize - 1) / kBlockSize, max_blocks);
-    ForEachKernel<<<blocks, kBlockSize, 0, stream>>>(count, f);
-    cudaError_t e = cudaGetLastError();
+  void note(cudaError_t e) const {
     if (e != cudaSuccess && *launch_error == cudaSuccess) *launch_error = e;
   }
+
   template <class F>
-  void worlds(WorldRange, F f) const {
-    launch(world_count, f);
+  void launch(int count, F f, const Where& where) const {
+    if (count <= 0) return;
+    int blocks = std::min((count + kBlockSize - 1) / kBlockSize, max_blocks);
+    std::pair<cudaEvent_t, cudaEvent_t> bracket{nullptr, nullptr};
+    if (profile != nullptr) {
+      bracket = profile->Bracket(where);
+      cudaEventRecord(bracket.first, stream);
+    }
+    ForEachKernel<<<blocks, kBlockSize, 0, stream>>>(count, f);
+    note(cudaGetLastError());
+    if (profile != nullptr) cudaEventRecord(bracket.second, stream);
   }
   template <class F>
-  void bodies(WorldRange, F f) const {
-    launch(body_count, f);
+  void worlds(WorldRange, F f, const Where& where = Where::current()) const {
+    launch(world_count, f, where);
   }
   template <class F>
-  void joints(WorldRange, F f) const {
-    launch(joint_count, f);
+  void bodies(WorldRange, F f, const Where& where = Where::current()) const {
+    launch(body_count, f, where);
   }
   template <class F>
-  void dofs(WorldRange, F f) const {
-    launch(dof_count, f);
+  void joints(WorldRange, F f, const Where& where = Where::current()) const {
+    launch(joint_count, f, where);
   }
   template <class F>
-  void shapes(WorldRange, F f) const {
-    launch(shape_count, f);
+  void dofs(WorldRange, F f, const Where& where = Where::current()) const {
+    launch(dof_count, f, where);
   }
   template <class F>
-  void rows(WorldRange, F f) const {
-    launch(row_count, f);
+  void shapes(WorldRange, F f, const Where& where = Where::current()) const {
+    launch(shape_count, f, where);
+  }
+  template <class F>
+  void rows(WorldRange, F f, const Where& where = Where::current()) const {
+    launch(row_count, f, where);
   }
   // No synchronisation: every pass is masked per world and loops are bounded (see the top).
   template <class P>
   bool any(WorldRange, P) const {
     return true;
+  }
+
+  // body() while some world satisfies pred, at most max_trips times. Captured, the loop is a
+  // WHILE node whose condition a one-block kernel sets before the loop and after each trip, so
+  // the loop ends on the device as soon as no world needs another trip; directly launched, the
+  // host reads that kernel's answer after each trip.
+  template <class P, class Body>
+  void loop_while(WorldRange, int max_trips, P pred, Body body) {
+    if (max_trips <= 0 || world_count <= 0) return;
+    if (loop_depth >= kMaxLoopDepth) {
+      note(cudaErrorNotSupported);
+      return;
+    }
+    LoopControl control;
+    control.max_trips = max_trips;
+    control.trips = loop_state + 2 * loop_depth;
+    control.go = control.trips + 1;
+    control.in_graph = capturing;
+    cudaStream_t outer = stream;
+    if (!capturing) {
+      LoopConditionKernel<<<1, 1024, 0, stream>>>(world_count, pred, control, true);
+      note(cudaGetLastError());
+      ++loop_depth;
+      for (int trip = 0;; ++trip) {
+        int go = 0;
+        note(cudaMemcpyAsync(&go, control.go, sizeof(int), cudaMemcpyDeviceToHost, stream));
+        note(cudaStreamSynchronize(stream));
+        if (*launch_error != cudaSuccess || (!go && !(warm_up && trip == 0))) break;
+        body();
+        LoopConditionKernel<<<1, 1024, 0, stream>>>(world_count, pred, control, false);
+        note(cudaGetLastError());
+      }
+      --loop_depth;
+      return;
+    }
+    // the condition, set upstream of the WHILE node in the graph being captured
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    cudaGraph_t graph = nullptr;
+    note(cudaStreamGetCaptureInfo(stream, &status, nullptr, &graph, nullptr, nullptr, nullptr));
+    if (*launch_error != cudaSuccess) return;
+    note(cudaGraphConditionalHandleCreate(&control.handle, graph, 0, cudaGraphCondAssignDefault));
+    LoopConditionKernel<<<1, 1024, 0, stream>>>(world_count, pred, control, true);
+    note(cudaGetLastError());
+    const cudaGraphNode_t* deps = nullptr;
+    size_t dep_count = 0;
+    note(cudaStreamGetCaptureInfo(stream, &status, nullptr, &graph, &deps, nullptr, &dep_count));
+    if (*launch_error != cudaSuccess) return;
+    // the WHILE node after it, then the body captured into the node's graph
+    cudaGraphNodeParams params = {};
+    params.type = cudaGraphNodeTypeConditional;
+    params.conditional.handle = control.handle;
+    params.conditional.type = cudaGraphCondTypeWhile;
+    params.conditional.size = 1;
+    cudaGraphNode_t node = nullptr;
+    note(cudaGraphAddNode(&node, graph, deps, nullptr, dep_count, &params));
+    note(cudaStreamUpdateCaptureDependencies(stream, &node, nullptr, 1,
+                                             cudaStreamSetCaptureDependencies));
+    if (*launch_error != cudaSuccess) return;
+    cudaStream_t inner = body_streams[loop_depth];
+    note(cudaStreamBeginCaptureToGraph(inner, params.conditional.phGraph_out[0], nullptr, nullptr,
+                                       0, cudaStreamCaptureModeRelaxed));
+    if (*launch_error != cudaSuccess) return;
+    stream = inner;
+    ++loop_depth;
+    body();
+    LoopConditionKernel<<<1, 1024, 0, stream>>>(world_count, pred, control, false);
+    note(cudaGetLastError());
+    --loop_depth;
+    stream = outer;
+    note(cudaStreamEndCapture(inner, nullptr));
   }
 };
 
@@ -241,11 +431,17 @@ bool FusedCrEnabled() {
   return env == nullptr || std::string(env) != "0";
 }
 
-// Sub-steps are replayed from a CUDA graph unless AXION_CUDA_GRAPHS=0 (direct launches, for
-// profiling individual passes and for comparing the two paths).
+// Sub-steps are replayed from a CUDA graph unless AXION_CUDA_GRAPHS=0 (direct launches, the host
+// deciding each loop trip: for profiling individual passes and for comparing the two paths).
 bool GraphsEnabled() {
   const char* env = std::getenv("AXION_CUDA_GRAPHS");
   return env == nullptr || std::string(env) != "0";
+}
+
+// AXION_CUDA_PROFILE=1 times every pass (direct launches) and prints a table per backend.
+bool ProfileEnabled() {
+  const char* env = std::getenv("AXION_CUDA_PROFILE");
+  return env != nullptr && std::string(env) == "1";
 }
 
 class CudaBackend final : public ExecutionBackend {
@@ -255,13 +451,23 @@ class CudaBackend final : public ExecutionBackend {
 
   ~CudaBackend() override {
     cudaSetDevice(device_);
+    if (profile_ != nullptr) profile_->Print(world_count_);
     Unload();
+    if (loop_state_ != nullptr) cudaFree(loop_state_);
+    for (cudaStream_t s : body_streams_) {
+      if (s != nullptr) cudaStreamDestroy(s);
+    }
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
 
   absl::Status Init() {
     AXION_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
     AXION_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    for (cudaStream_t& s : body_streams_) {
+      AXION_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    }
+    AXION_CUDA_RETURN_IF_ERROR(
+        cudaMalloc(reinterpret_cast<void**>(&loop_state_), 2 * kMaxLoopDepth * sizeof(int)));
     return absl::OkStatus();
   }
 
@@ -332,6 +538,9 @@ class CudaBackend final : public ExecutionBackend {
     exec_.shape_count = static_cast<int>(host.shape_world.size());
     exec_.row_count = static_cast<int>(host.row_world.size());
     exec_.launch_error = &launch_error_;
+    exec_.profile = profile_.get();
+    exec_.loop_state = loop_state_;
+    exec_.body_streams = body_streams_;
     return absl::OkStatus();
   }
 
@@ -366,7 +575,8 @@ class CudaBackend final : public ExecutionBackend {
     AXION_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
     LoopBounds bounds = BatchLoopBounds(host);
     bounds.fused_cr = FusedCrEnabled();
-    if (use_graphs_ && (graph_exec_ == nullptr || !SameBounds(bounds, graph_bounds_))) {
+    if (use_graphs_ && profile_ == nullptr &&
+        (graph_exec_ == nullptr || !SameBounds(bounds, graph_bounds_))) {
       absl::Status captured = CaptureGraph(bounds);
       if (!captured.ok()) return captured;
     }
@@ -389,6 +599,7 @@ class CudaBackend final : public ExecutionBackend {
     AXION_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(staging_.data(), arena_, world_state_bytes_,
                                                cudaMemcpyDeviceToHost, stream_));
     AXION_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    if (profile_ != nullptr) profile_->Collect(max_substeps);
     UnpackStaging(
         host, d_, [](auto& h, auto& d, auto fn) { ForEachWorldStateArray(h, d, fn); },
         staging_.data());
@@ -412,12 +623,18 @@ class CudaBackend final : public ExecutionBackend {
     AXION_CUDA_RETURN_IF_ERROR(
         cudaMemsetAsync(d_.world_step_pending, 0, world_count_ * sizeof(int32_t), stream_));
     launch_error_ = cudaSuccess;
+    exec_.warm_up = true;
     pipeline::step(exec_, view_, WorldRange{0, world_count_}, bounds);
+    exec_.warm_up = false;
     AXION_CUDA_RETURN_IF_ERROR(launch_error_);
     AXION_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-    // capture
-    AXION_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    // capture (relaxed: the loops add WHILE nodes and capture their bodies on other streams)
+    AXION_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
+    exec_.capturing = true;
     pipeline::step(exec_, view_, WorldRange{0, world_count_}, bounds);
+    exec_.capturing = false;
+    exec_.stream = stream_;
+    exec_.loop_depth = 0;
     cudaGraph_t graph = nullptr;
     cudaError_t end = cudaStreamEndCapture(stream_, &graph);
     cudaError_t e = launch_error_ != cudaSuccess ? launch_error_ : end;
@@ -466,6 +683,10 @@ class CudaBackend final : public ExecutionBackend {
   const int device_;
   const int multiprocessors_;
   const bool use_graphs_ = GraphsEnabled();
+  cudaStream_t body_streams_[kMaxLoopDepth] = {};  // loop bodies are captured on these
+  int* loop_state_ = nullptr;                      // (2 x kMaxLoopDepth) see CudaExec
+  std::unique_ptr<PassProfile> profile_ =
+      ProfileEnabled() ? std::make_unique<PassProfile>() : nullptr;
   cudaStream_t stream_ = nullptr;
   char* arena_ = nullptr;  // every device array of the batch
   size_t arena_bytes_ = 0;
