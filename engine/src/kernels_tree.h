@@ -105,13 +105,26 @@ AXION_HD void tree_cholesky_solve(const Real* l, int n, int stride, Real* x) {
 // Replaces the factor from tree_cholesky (n x n, row stride `stride`) by the full inverse
 // (L L^T)^-1, with the rows and columns of `dropped` zero. The preconditioner applies these
 // inverses many times per factorisation; a matrix-vector product pipelines where triangular
-// solves wait on each previous entry.
+// solves wait on each previous entry. Column c solves L L^T x = e_c; its forward pass starts at
+// row c, since the entries above it are exact zeros (the same result as the full pass, for
+// two thirds of the work). The inverse L^-T L^-1 formed explicitly would take a third of the
+// work again but rounds differently, and the humanoid's ten-times-step drop, which settles
+// only through a run of Newton solves at their iteration limit, depends on those last bits.
 AXION_HD void tree_invert(Real* a, int n, int stride, int dropped) {
   Real inv[kTreeGroupRows * kTreeGroupRows];
   for (int c = 0; c < n; ++c) {
     Real x[kTreeGroupRows];
-    for (int i = 0; i < n; ++i) x[i] = i == c ? Real(1) : Real(0);
-    tree_cholesky_solve(a, n, stride, x);
+    for (int i = 0; i < c; ++i) x[i] = 0;
+    for (int i = c; i < n; ++i) {
+      Real s = i == c ? Real(1) : Real(0);
+      for (int k = c; k < i; ++k) s -= a[i * stride + k] * x[k];
+      x[i] = s * a[i * stride + i];
+    }
+    for (int i = n - 1; i >= 0; --i) {
+      Real s = x[i];
+      for (int k = i + 1; k < n; ++k) s -= a[k * stride + i] * x[k];
+      x[i] = s * a[i * stride + i];
+    }
     for (int i = 0; i < n; ++i) inv[i * n + c] = x[i];
   }
   for (int i = 0; i < n; ++i) {
@@ -280,14 +293,18 @@ AXION_HD void tree_eliminate_group(const BatchView& v, int g) {
   for (int k = 0; k < m; ++k) v.row_tree_dropped[g + k] = (dropped >> k) & 1;
   if (p < 0) return;
   Real* d = v.body_tree_block + 36 * p;
-  Real y[kTreeGroupRows], j[kTreeGroupRows];
+  Real jp[6][kTreeGroupRows];  // J_gp^T, column c of J_gp contiguous
+  for (int k = 0; k < m; ++k) {
+    const Real* j = tree_row_jacobian(v, g + k, p);
+    for (int c = 0; c < 6; ++c) jp[c][k] = j[c];
+  }
+  Real y[kTreeGroupRows];
   for (int c = 0; c < 6; ++c) {
-    for (int k = 0; k < m; ++k) j[k] = tree_row_jacobian(v, g + k, p)[c];
-    tree_matvec(n, m, kTreeGroupRows, j, y);
+    tree_matvec(n, m, kTreeGroupRows, jp[c], y);
     for (int k = 0; k < m; ++k) v.row_tree_y[6 * (g + k) + c] = y[k];
     for (int r = c; r < 6; ++r) {
       Real s = 0;
-      for (int k = 0; k < m; ++k) s += tree_row_jacobian(v, g + k, p)[r] * y[k];
+      for (int k = 0; k < m; ++k) s += jp[r][k] * y[k];
       d[6 * r + c] += s;
     }
   }
