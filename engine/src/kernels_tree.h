@@ -88,28 +88,14 @@ AXION_HD int tree_cholesky(Real* a, int n, int stride, bool drop_redundant) {
   return dropped;
 }
 
-// x <- (L L^T)^-1 x for a factor from tree_cholesky (diagonal stored inverted).
-AXION_HD void tree_cholesky_solve(const Real* l, int n, int stride, Real* x) {
-  for (int i = 0; i < n; ++i) {
-    Real s = x[i];
-    for (int k = 0; k < i; ++k) s -= l[i * stride + k] * x[k];
-    x[i] = s * l[i * stride + i];
-  }
-  for (int i = n - 1; i >= 0; --i) {
-    Real s = x[i];
-    for (int k = i + 1; k < n; ++k) s -= l[k * stride + i] * x[k];
-    x[i] = s * l[i * stride + i];
-  }
-}
-
-// Replaces the factor from tree_cholesky (n x n, row stride `stride`) by the full inverse
-// (L L^T)^-1, with the rows and columns of `dropped` zero. The preconditioner applies these
-// inverses many times per factorisation; a matrix-vector product pipelines where triangular
-// solves wait on each previous entry. Column c solves L L^T x = e_c; its forward pass starts at
-// row c, since the entries above it are exact zeros (the same result as the full pass, for
-// two thirds of the work). The inverse L^-T L^-1 formed explicitly would take a third of the
-// work again but rounds differently, and the humanoid's ten-times-step drop, which settles
-// only through a run of Newton solves at their iteration limit, depends on those last bits.
+// Replaces the factor from tree_cholesky (n x n, row stride `stride`, diagonal stored inverted)
+// by the full inverse (L L^T)^-1, with the rows and columns of `dropped` zero. The
+// preconditioner applies these inverses many times per factorisation; a matrix-vector product
+// pipelines where triangular solves wait on each previous entry. Column c solves L L^T x = e_c:
+// its forward pass starts at row c, since the entries above are exact zeros (the same result
+// as the full pass for a third of its work). The inverse L^-T L^-1 formed explicitly would
+// halve the work again but rounds differently, and the humanoid's ten-times-step drop, which
+// settles through runs of Newton solves at their iteration limit, depends on those last bits.
 AXION_HD void tree_invert(Real* a, int n, int stride, int dropped) {
   Real inv[kTreeGroupRows * kTreeGroupRows];
   for (int c = 0; c < n; ++c) {
