@@ -182,6 +182,22 @@ AXION_HD Real universal_row(const BatchView& v, int row, int joint, int axis, co
 }
 
 // Evaluates bilateral joint row `row` at the current iterate: Jacobian, residual, compliance.
+/// Per DOF, at each evaluation of the iterate q+: the coordinate as users see it and its
+/// Jacobian (dof_coordinate), which the DOF's limit and drive rows then read instead of each
+/// evaluating the joint's frames and angles again.
+AXION_HD void dof_evaluate(const BatchView& v, int dof) {
+  AxisCoordinate c = dof_coordinate(v, dof, joint_frames(v, v.dof_joint[dof], v.body_q));
+  v.dof_coord[dof] = c.value;
+  store6(v.dof_coord_jac + 12 * dof, c.jac_child);
+  store6(v.dof_coord_jac + 12 * dof + 6, c.jac_parent);
+}
+
+// The DOF's coordinate at q+ from dof_evaluate.
+AXION_HD AxisCoordinate dof_coordinate_at_iterate(const BatchView& v, int dof) {
+  return {v.dof_coord[dof], load6(v.dof_coord_jac + 12 * dof),
+          load6(v.dof_coord_jac + 12 * dof + 6)};
+}
+
 AXION_HD void joint_bilateral_row(const BatchView& v, int row, const WorldParams& p) {
   int joint = v.row_joint[row];
   int axis = v.row_axis[row];
@@ -222,8 +238,9 @@ AXION_HD void joint_bilateral_row(const BatchView& v, int row, const WorldParams
       case kRowLinearLock:
       case kRowAngularLock: {
         /// Locked joint-frame axis: c = coordinate along the axis (see joint_axis_coordinate).
-        c = joint_axis_coordinate(v, joint, axis, fc).value;
-        store_coordinate_row(v, row, joint, Real(1), joint_axis_coordinate(v, joint, axis, fj));
+        AxisCoordinate coord = joint_axis_coordinate(v, joint, axis, fc);
+        c = coord.value;
+        store_coordinate_row(v, row, joint, Real(1), coord);
         bool linear = axis < 3 && !velocity_level;  // velocity-level J is fixed at q-
         store_row_levers(v, row, linear ? fj.lever_child : Vec3{},
                          linear ? fj.lever_parent + (fj.anchor_child - fj.anchor_parent) : Vec3{});
@@ -257,8 +274,9 @@ AXION_HD void joint_limit_row(const BatchView& v, int row, const WorldParams& p)
   bool lower = v.row_kind[row] == kRowLimitLower;
   Real sign = lower ? Real(1) : Real(-1);
   bool velocity_level = p.joint_formulation == static_cast<int32_t>(Formulation::kVelocity);
-  JointFrames f = joint_frames(v, joint, velocity_level ? v.body_q_prev : v.body_q);
-  AxisCoordinate coord = dof_coordinate(v, dof, f);
+  AxisCoordinate coord = velocity_level
+                             ? dof_coordinate(v, dof, joint_frames(v, joint, v.body_q_prev))
+                             : dof_coordinate_at_iterate(v, dof);
   Real c = lower ? coord.value - v.dof_lower[dof] : v.dof_upper[dof] - coord.value;
   store_coordinate_row(v, row, joint, sign, coord);
   store_row_levers(v, row, {}, {});
@@ -275,6 +293,17 @@ AXION_HD void joint_limit_row(const BatchView& v, int row, const WorldParams& p)
   store_unilateral_row(v, row, c_velocity, Real(1) / inv_mass, p.fb_epsilon);
 }
 
+/// Per drive row, as the step begins: its Jacobian, theta's at q-. The drive's force keeps the
+/// direction it has at the start of the step, so the row adds no geometric stiffness however
+/// stiff the gains (seed 000: the system matrices are evaluated at q-).
+AXION_HD void joint_drive_begin_step(const BatchView& v, int row) {
+  const int dof = v.row_dof[row];
+  const int joint = v.dof_joint[dof];
+  store_coordinate_row(v, row, joint, Real(1),
+                       dof_coordinate(v, dof, joint_frames(v, joint, v.body_q_prev)));
+  store_row_levers(v, row, {}, {});
+}
+
 /// Drive row: implicit PD drive, passive spring-damper and armature on a DOF. The impulse
 /// over the step is
 ///   lambda = -[h k (theta+ - theta*) + h d (thetadot+ - v*) + a (thetadot+ - thetadot-)]
@@ -284,7 +313,6 @@ AXION_HD void joint_limit_row(const BatchView& v, int row, const WorldParams& p)
 /// backward Euler in the gains, hence unconditionally stable however stiff.
 AXION_HD void joint_drive_row(const BatchView& v, int row, const WorldParams& p) {
   int dof = v.row_dof[row];
-  int joint = v.dof_joint[dof];
   Real h = p.timestep;
   Real k = v.dof_drive_stiffness[dof];
   Real d = v.dof_drive_damping[dof];
@@ -294,15 +322,10 @@ AXION_HD void joint_drive_row(const BatchView& v, int row, const WorldParams& p)
     disable_row(v, row);
     return;
   }
-  // theta at q+, its Jacobian at q-: the drive's force keeps the direction it has at the start
-  // of the step, so the row adds no geometric stiffness however stiff the gains (seed 000: the
-  // system matrices are evaluated at q-).
-  AxisCoordinate coord = dof_coordinate(v, dof, joint_frames(v, joint, v.body_q));
-  AxisCoordinate coord_prev = dof_coordinate(v, dof, joint_frames(v, joint, v.body_q_prev));
-  store_coordinate_row(v, row, joint, Real(1), coord_prev);
-  store_row_levers(v, row, {}, {});
+  // theta at q+; the Jacobian at q- was stored when the step began (joint_drive_begin_step)
+  Real theta = v.dof_coord[dof];
   Real rate = row_velocity(v, row, v.body_u);
-  Real force_impulse = h * k * (coord.value - v.dof_drive_position[dof]) +
+  Real force_impulse = h * k * (theta - v.dof_drive_position[dof]) +
                        h * d * (rate - v.dof_drive_velocity[dof]) +
                        a * (rate - v.dof_velocity_prev[dof]);
   v.row_compliance[row] = Real(1) / denom;

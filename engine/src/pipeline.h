@@ -62,14 +62,19 @@ AXION_HD bool in_mask(const BatchView& v, int w, Mask mask) {
   }
 }
 
-// Residuals at the current iterate (u, lambda) of the worlds in `mask`: q+ from u, every row's
-// J, h and C, the dynamics residual g, and each world's residual norm and merit.
+// Residuals at the current iterate (u, lambda) of the worlds in `mask`: q+ from u, the DOFs'
+// coordinates, every row's J, h and C, the dynamics residual g, and each world's residual norm and
+// merit.
 template <class Exec>
 void evaluate(Exec& ex, const BatchView& v, WorldRange wr, Mask mask) {
   ex.bodies(
       wr, AXION_LAMBDA(int i) {
         int w = v.body_world[i];
         if (in_mask(v, w, mask)) body_integrate(v, i, v.world_params[w]);
+      });
+  ex.dofs(
+      wr, AXION_LAMBDA(int d) {
+        if (in_mask(v, dof_world(v, d), mask)) dof_evaluate(v, d);
       });
   ex.rows(
       wr, AXION_LAMBDA(int r) {
@@ -169,11 +174,16 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
         world_apply_actuators(v, w);
       });
 
-  // predict: unconstrained velocity u~ (gravity, forces, efforts, gyroscopic term)
+  // predict: unconstrained velocity u~ (gravity, forces, efforts, gyroscopic term); drive
+  // rows take their Jacobian at q-
   ex.bodies(
       wr, AXION_LAMBDA(int i) {
         int w = v.body_world[i];
         if (stepping(v, w)) body_predict(v, i, v.world_params[w]);
+      });
+  ex.rows(
+      wr, AXION_LAMBDA(int r) {
+        if (stepping(v, v.row_world[r]) && v.row_kind[r] == kRowDrive) joint_drive_begin_step(v, r);
       });
 
   // build residuals at the initial iterate: u = u- with the last step's impulses (joints, and

@@ -164,7 +164,11 @@ struct BatchView {
   Real* dof_effort;                 // (dof_count) actuator force/torque along the DOF
   Real* dof_velocity;               // (dof_count) joint velocity, written back after the step
   Real* dof_velocity_prev;          // (dof_count) joint velocity at the start of the step
-  Real* qpos;                       // (qpos_count) joint positions, written back after the step
+  // The DOF's coordinate at the current iterate q+ (dof_evaluate), shared by its limit and
+  // drive rows: (dof_count) value; (dof_count x 12) Jacobian blocks, child then parent.
+  Real* dof_coord;
+  Real* dof_coord_jac;
+  Real* qpos;  // (qpos_count) joint positions, written back after the step
 
   // ---- actuators (actuator_count) ------------------------------------------------------------
   const int32_t* actuator_type;  // (actuator_count) ActuatorType
