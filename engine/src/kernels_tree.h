@@ -91,32 +91,39 @@ AXION_HD int tree_cholesky(Real* a, int n, int stride, bool drop_redundant) {
 // Replaces the factor from tree_cholesky (n x n, row stride `stride`, diagonal stored inverted)
 // by the full inverse (L L^T)^-1, with the rows and columns of `dropped` zero. The
 // preconditioner applies these inverses many times per factorisation; a matrix-vector product
-// pipelines where triangular solves wait on each previous entry. Column c solves L L^T x = e_c:
-// its forward pass starts at row c, since the entries above are exact zeros (the same result
-// as the full pass for a third of its work). The inverse L^-T L^-1 formed explicitly would
-// halve the work again but rounds differently, and the humanoid's ten-times-step drop, which
-// settles through runs of Newton solves at their iteration limit, depends on those last bits.
+// pipelines where triangular solves wait on each previous entry. Column c of the inverse solves
+// L L^T x = e_c. All columns advance together, row by row, so the chains of subtractions of
+// different columns overlap (and vectorise) while each column's sums keep their order; the
+// forward pass skips the entries above row c, exact zeros. The result is the same as n separate
+// solves to the last bit. (The inverse L^-T L^-1 formed explicitly would take half the work
+// again but rounds differently, and the humanoid's ten-times-step drop, which settles through
+// runs of Newton solves at their iteration limit, depends on those last bits.)
 AXION_HD void tree_invert(Real* a, int n, int stride, int dropped) {
-  Real inv[kTreeGroupRows * kTreeGroupRows];
-  for (int c = 0; c < n; ++c) {
-    Real x[kTreeGroupRows];
-    for (int i = 0; i < c; ++i) x[i] = 0;
-    for (int i = c; i < n; ++i) {
-      Real s = i == c ? Real(1) : Real(0);
-      for (int k = c; k < i; ++k) s -= a[i * stride + k] * x[k];
-      x[i] = s * a[i * stride + i];
+  Real x[kTreeGroupRows][kTreeGroupRows];  // x[i][c]: entry i of column c
+  Real s[kTreeGroupRows];
+  // forward, L y = e_c: y_i = (delta_ic - sum_{k=c}^{i-1} L_ik y_k) / L_ii
+  for (int i = 0; i < n; ++i) {
+    for (int c = 0; c <= i; ++c) s[c] = c == i ? Real(1) : Real(0);
+    for (int k = 0; k < i; ++k) {
+      const Real l = a[i * stride + k];
+      for (int c = 0; c <= k; ++c) s[c] -= l * x[k][c];
     }
-    for (int i = n - 1; i >= 0; --i) {
-      Real s = x[i];
-      for (int k = i + 1; k < n; ++k) s -= a[k * stride + i] * x[k];
-      x[i] = s * a[i * stride + i];
+    for (int c = 0; c <= i; ++c) x[i][c] = s[c] * a[i * stride + i];
+    for (int c = i + 1; c < n; ++c) x[i][c] = 0;
+  }
+  // backward, L^T x = y: x_i = (y_i - sum_{k=i+1}^{n-1} L_ki x_k) / L_ii
+  for (int i = n - 1; i >= 0; --i) {
+    for (int c = 0; c < n; ++c) s[c] = x[i][c];
+    for (int k = i + 1; k < n; ++k) {
+      const Real l = a[k * stride + i];
+      for (int c = 0; c < n; ++c) s[c] -= l * x[k][c];
     }
-    for (int i = 0; i < n; ++i) inv[i * n + c] = x[i];
+    for (int c = 0; c < n; ++c) x[i][c] = s[c] * a[i * stride + i];
   }
   for (int i = 0; i < n; ++i) {
     for (int c = 0; c < n; ++c) {
       bool zero = ((dropped >> i) & 1) || ((dropped >> c) & 1);
-      a[i * stride + c] = zero ? Real(0) : inv[i * n + c];
+      a[i * stride + c] = zero ? Real(0) : x[i][c];
     }
   }
 }
