@@ -5,7 +5,7 @@
 //
 //   gpu_bench [--backend=auto|cpu|cuda] [--max_worlds=N] [--worlds=N,N,...]
 //             [--scene=all|humanoid|ragdoll|stack] [--settle_steps=N] [--min_time=SECONDS]
-//             [--max_steps=N] [--threads=N] [--preconditioner=model|tree|jacobi]
+//             [--max_steps=N] [--threads=N] [--preconditioner=model|tree|jacobi] [--rl_loop]
 //
 // The first steps of each size (outside the timed loop) include the one-off costs: device
 // allocation and upload, and on CUDA the capture of the step into a graph; they are reported
@@ -44,13 +44,16 @@ struct Flags {
   int max_steps = 1000;                  // timed steps per batch size at most
   int threads = 0;                       // CPU worker threads; 0: all
   std::string preconditioner = "model";  // of the CR solve: the model's own, tree or jacobi
+  // Each timed step as a training loop drives it through the Simulator: new controls for every
+  // world, the step, every world's body state read back.
+  bool rl_loop = false;
 };
 
 [[noreturn]] void Usage(const char* message) {
   std::fprintf(stderr,
                "%s\nusage: gpu_bench [--backend=auto|cpu|cuda] [--max_worlds=N] [--worlds=N,N,...] "
                "[--scene=all|humanoid|ragdoll|stack] [--settle_steps=N] [--min_time=SECONDS] "
-               "[--max_steps=N] [--threads=N] [--preconditioner=model|tree|jacobi]\n",
+               "[--max_steps=N] [--threads=N] [--preconditioner=model|tree|jacobi] [--rl_loop]\n",
                message);
   std::exit(2);
 }
@@ -109,6 +112,8 @@ Flags ParseFlags(int argc, char** argv) {
     } else if (std::string_view v = value("max_steps"); !v.empty()) {
       if (!ParseInt(v, &f.max_steps) || f.max_steps < 1)
         Usage("--max_steps must be a positive integer");
+    } else if (arg == "--rl_loop") {
+      f.rl_loop = true;
     } else if (std::string_view v = value("preconditioner"); !v.empty()) {
       f.preconditioner = std::string(v);
       if (f.preconditioner != "model" && f.preconditioner != "tree" && f.preconditioner != "jacobi")
@@ -268,8 +273,23 @@ void Run(const Flags& flags, const Scene& scene, int worlds) {
   int steps = 0;
   start = std::chrono::steady_clock::now();
   double elapsed = 0;
+  const int actuators = scene.model->actuator_count();
+  std::vector<Real> ctrl(actuators);
   do {
+    if (flags.rl_loop) {
+      // small controls that vary by world and step (inside any control range that is not tiny)
+      for (size_t w = 0; w < ids->size(); ++w) {
+        for (int a = 0; a < actuators; ++a) {
+          ctrl[a] = Real(0.1) * std::sin(Real(0.37) * static_cast<Real>(steps + a) +
+                                         Real(0.11) * static_cast<Real>(w));
+        }
+        Check(sim.SetControls((*ids)[w], ctrl), "setting controls");
+      }
+    }
     Check(sim.StepAll(1), "step");
+    if (flags.rl_loop) {
+      for (WorldId id : *ids) Check(sim.GetBodyState(id).status(), "reading body states");
+    }
     ++steps;
     elapsed = Seconds(start);
   } while (steps < flags.max_steps && elapsed < flags.min_time);
@@ -316,10 +336,10 @@ int main(int argc, char** argv) {
 
   std::printf(
       "backend %s (CUDA device %s), preconditioner %s, worlds up to %d, %d settling steps, then "
-      ">= %.1f s or %d steps per size\n",
+      ">= %.1f s or %d steps per size%s\n",
       BackendName(flags.backend), CudaAvailable() ? "present" : "absent",
       flags.preconditioner.c_str(), flags.max_worlds, flags.settle_steps, flags.min_time,
-      flags.max_steps);
+      flags.max_steps, flags.rl_loop ? ", each step with controls set and body states read" : "");
   std::printf("%-9s %-5s %7s %6s %9s %9s %14s %8s %9s %9s %12s\n", "scene", "bknd", "worlds",
               "steps", "setup_s", "timed_s", "world_steps/s", "newton", "cr", "contacts",
               "bytes/world");

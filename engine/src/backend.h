@@ -17,8 +17,11 @@ class ExecutionBackend {
   virtual ~ExecutionBackend() = default;
   // The layout changed (worlds created or destroyed): (re)allocate and upload everything.
   virtual absl::Status Load(BatchStorage& host) = 0;
-  // The host wrote state (poses, controls, forces, resets): upload the state arrays.
+  // The host wrote state (poses, resets, restores): upload the state arrays.
   virtual absl::Status Upload(BatchStorage& host) = 0;
+  // The host wrote only the step's inputs, actuator_ctrl and body_wrench, which no step
+  // changes (the host's copy is always the current one): upload those two arrays alone.
+  virtual absl::Status UploadInputs(BatchStorage& host) = 0;
   // Bring the host's state arrays up to date with the backend's.
   virtual absl::Status Download(BatchStorage& host) = 0;
   // Runs up to `max_substeps` steps; world w takes host.world_step_pending[w] of them. On

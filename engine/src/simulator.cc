@@ -52,6 +52,10 @@ class Simulator::Impl {
   WorldId next_id = 1;
   bool host_current = true;    // host state arrays reflect the backend
   bool device_current = true;  // backend reflects host writes
+  // The step's inputs (controls, external forces) are the host's to write and no step changes
+  // them, so writing them needs no download, and a step after only they changed uploads them
+  // alone: an RL loop that sets controls every step moves a few bytes per world, not the state.
+  bool inputs_current = true;  // backend's actuator_ctrl and body_wrench reflect the host's
 
   absl::StatusOr<int> Find(WorldId id) const {
     auto it = index.find(id);
@@ -62,7 +66,10 @@ class Simulator::Impl {
 
   absl::Status EnsureHost() {
     if (host_current) return absl::OkStatus();
-    absl::Status s = backend->Download(host);
+    // the download carries the backend's inputs too: bring them up to the host's first
+    absl::Status s = EnsureInputs();
+    if (!s.ok()) return s;
+    s = backend->Download(host);
     if (s.ok()) host_current = true;
     return s;
   }
@@ -70,10 +77,20 @@ class Simulator::Impl {
     device_current = false;
     return absl::OkStatus();
   }
+  absl::Status MarkInputsWritten() {
+    inputs_current = false;
+    return absl::OkStatus();
+  }
+  absl::Status EnsureInputs() {
+    if (inputs_current) return absl::OkStatus();
+    absl::Status s = backend->UploadInputs(host);
+    if (s.ok()) inputs_current = true;
+    return s;
+  }
   absl::Status EnsureDevice() {
-    if (device_current) return absl::OkStatus();
+    if (device_current) return EnsureInputs();
     absl::Status s = backend->Upload(host);
-    if (s.ok()) device_current = true;
+    if (s.ok()) device_current = inputs_current = true;
     return s;
   }
 
@@ -95,7 +112,7 @@ class Simulator::Impl {
     worlds = std::move(next);
     index.clear();
     for (int w = 0; w < static_cast<int>(worlds.size()); ++w) index[worlds[w].id] = w;
-    host_current = device_current = true;
+    host_current = device_current = inputs_current = true;
     return absl::OkStatus();
   }
 };
@@ -285,19 +302,16 @@ absl::Status Simulator::SetControls(WorldId world, absl::Span<const Real> ctrl) 
                           static_cast<double>(act.ctrl_min), static_cast<double>(act.ctrl_max)));
     }
   }
-  absl::Status s = im.EnsureHost();
-  if (!s.ok()) return s;
   std::copy(ctrl.begin(), ctrl.end(),
             im.host.actuator_ctrl.begin() + im.host.world_actuator_offset[*w]);
-  return im.MarkHostWritten();
+  return im.MarkInputsWritten();
 }
 
 absl::StatusOr<std::vector<Real>> Simulator::GetControls(WorldId world) const {
   Impl& im = *impl_;
   absl::StatusOr<int> w = im.Find(world);
   if (!w.ok()) return w.status();
-  absl::Status s = im.EnsureHost();
-  if (!s.ok()) return s;
+  // the host's controls are always current (see inputs_current)
   return std::vector<Real>(im.host.actuator_ctrl.begin() + im.host.world_actuator_offset[*w],
                            im.host.actuator_ctrl.begin() + im.host.world_actuator_offset[*w + 1]);
 }
@@ -319,11 +333,9 @@ absl::Status Simulator::SetExternalForces(WorldId world, absl::Span<const Real> 
                                                      " is not finite"));
     }
   }
-  absl::Status s = im.EnsureHost();
-  if (!s.ok()) return s;
   std::copy(wrench.begin(), wrench.end(),
             im.host.body_wrench.begin() + 6 * im.host.world_body_offset[*w]);
-  return im.MarkHostWritten();
+  return im.MarkInputsWritten();
 }
 
 absl::StatusOr<BodyState> Simulator::GetBodyState(WorldId world) const {

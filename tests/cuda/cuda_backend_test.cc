@@ -412,6 +412,52 @@ TEST_F(CudaBackendTest, CreateAndDestroyWorldsBetweenSteps) {
   EXPECT_EQ(changing->GetStats(again)->step_count, 5u);
 }
 
+// Controls and external forces set between steps reach the device: uploaded alone when nothing
+// else was written, and still the ones the next step uses when the state is read back between
+// writing them and stepping (the read must not bring the device's older copy over them).
+TEST_F(CudaBackendTest, ControlsAndForcesMatchCpu) {
+  ModelDesc desc = Pendulum();
+  ActuatorDesc motor;
+  motor.joint = 0;
+  motor.gear = 2;
+  desc.actuators.push_back(motor);
+  auto model = MustCompile(desc);
+  auto gpu = MustCreate(Backend::kCuda);
+  auto cpu = MustCreate(Backend::kCpu);
+  ASSERT_TRUE(gpu && cpu);
+  constexpr int kWorlds = 3;
+  std::vector<WorldId> g = MustCreateWorlds(*gpu, model, kWorlds);
+  std::vector<WorldId> c = MustCreateWorlds(*cpu, model, kWorlds);
+  for (int step = 1; step <= 60; ++step) {
+    for (int w = 0; w < kWorlds; ++w) {
+      const std::vector<Real> ctrl = {Real(0.5) * std::sin(Real(0.1) * step + w)};
+      ASSERT_TRUE(gpu->SetControls(g[w], ctrl).ok());
+      ASSERT_TRUE(cpu->SetControls(c[w], ctrl).ok());
+      if (step % 7 == 0) {
+        const std::vector<Real> wrench = {0, 0, Real(2) * w, 0, Real(0.1) * w, 0};
+        ASSERT_TRUE(gpu->SetExternalForces(g[w], wrench).ok());
+        ASSERT_TRUE(cpu->SetExternalForces(c[w], wrench).ok());
+      }
+      if (step % 5 == w) {
+        ASSERT_TRUE(gpu->GetBodyState(g[w]).ok());  // a read in between
+      }
+      EXPECT_EQ(*gpu->GetControls(g[w]), ctrl) << "step " << step;
+    }
+    ASSERT_TRUE(gpu->StepAll(1).ok());
+    ASSERT_TRUE(cpu->StepAll(1).ok());
+  }
+  for (int w = 0; w < kWorlds; ++w) {
+    const std::string world = "world " + std::to_string(w);
+    BodyState sc = *cpu->GetBodyState(c[w]), sg = *gpu->GetBodyState(g[w]);
+    ExpectClose(sc.pose, sg.pose, 1e-6, world + " pose");
+    ExpectClose(sc.velocity, sg.velocity, 1e-5, world + " velocity");
+  }
+  // the controls moved the worlds apart: they did arrive
+  BodyState first = *gpu->GetBodyState(g[0]), last = *gpu->GetBodyState(g[kWorlds - 1]);
+  EXPECT_GT(std::fabs(first.pose[0] - last.pose[0]) + std::fabs(first.pose[2] - last.pose[2]),
+            1e-3);
+}
+
 // Statistics are current after every Step without reading the state back.
 TEST_F(CudaBackendTest, StatisticsAreCurrentAfterEachStep) {
   auto model = MustCompile(scenes::Stack(10));

@@ -557,6 +557,22 @@ class CudaBackend final : public ExecutionBackend {
     return absl::OkStatus();
   }
 
+  absl::Status UploadInputs(BatchStorage& host) override {
+    absl::Status s = CheckLayout(host);
+    if (!s.ok() || state_bytes_ == 0) return s;
+    AXION_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+    // two small arrays (actuators, and bodies x 6), straight from the host vectors
+    auto upload = [&](const std::vector<Real>& from, Real* to) {
+      return from.empty() ? cudaSuccess
+                          : cudaMemcpyAsync(to, from.data(), from.size() * sizeof(Real),
+                                            cudaMemcpyHostToDevice, stream_);
+    };
+    AXION_CUDA_RETURN_IF_ERROR(upload(host.actuator_ctrl, d_.actuator_ctrl));
+    AXION_CUDA_RETURN_IF_ERROR(upload(host.body_wrench, d_.body_wrench));
+    AXION_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    return absl::OkStatus();
+  }
+
   absl::Status Download(BatchStorage& host) override {
     absl::Status s = CheckLayout(host);
     if (!s.ok() || state_bytes_ == 0) return s;
