@@ -68,6 +68,7 @@ class CpuBackend final : public ExecutionBackend {
   absl::Status Upload(BatchStorage&) override { return absl::OkStatus(); }
   absl::Status UploadInputs(BatchStorage&) override { return absl::OkStatus(); }
   absl::Status Download(BatchStorage&) override { return absl::OkStatus(); }
+  absl::Status DownloadObservables(BatchStorage&) override { return absl::OkStatus(); }
   size_t device_bytes() const override { return 0; }
   size_t device_capacity_bytes() const override { return 0; }
 

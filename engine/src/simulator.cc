@@ -56,6 +56,8 @@ class Simulator::Impl {
   // them, so writing them needs no download, and a step after only they changed uploads them
   // alone: an RL loop that sets controls every step moves a few bytes per world, not the state.
   bool inputs_current = true;  // backend's actuator_ctrl and body_wrench reflect the host's
+  // Body and joint state reads download only what they read (DownloadObservables).
+  bool observables_current = true;  // host body_q, body_u, qpos, dof_velocity reflect backend
 
   absl::StatusOr<int> Find(WorldId id) const {
     auto it = index.find(id);
@@ -70,7 +72,13 @@ class Simulator::Impl {
     absl::Status s = EnsureInputs();
     if (!s.ok()) return s;
     s = backend->Download(host);
-    if (s.ok()) host_current = true;
+    if (s.ok()) host_current = observables_current = true;
+    return s;
+  }
+  absl::Status EnsureObservables() {
+    if (host_current || observables_current) return absl::OkStatus();
+    absl::Status s = backend->DownloadObservables(host);
+    if (s.ok()) observables_current = true;
     return s;
   }
   absl::Status MarkHostWritten() {
@@ -112,7 +120,7 @@ class Simulator::Impl {
     worlds = std::move(next);
     index.clear();
     for (int w = 0; w < static_cast<int>(worlds.size()); ++w) index[worlds[w].id] = w;
-    host_current = device_current = inputs_current = true;
+    host_current = device_current = inputs_current = observables_current = true;
     return absl::OkStatus();
   }
 };
@@ -265,7 +273,7 @@ absl::Status Simulator::Step(absl::Span<const WorldId> worlds, absl::Span<const 
     im.host.world_step_pending[targets[i]] = steps.empty() ? 1 : steps[i];
   }
   s = im.backend->Step(im.host, max_steps);
-  im.host_current = im.backend_kind == Backend::kCpu;
+  im.host_current = im.observables_current = im.backend_kind == Backend::kCpu;
   if (!s.ok()) return s;
   for (size_t i = 0; i < targets.size(); ++i) {
     im.worlds[targets[i]].step_count += steps.empty() ? 1 : steps[i];
@@ -342,7 +350,7 @@ absl::StatusOr<BodyState> Simulator::GetBodyState(WorldId world) const {
   Impl& im = *impl_;
   absl::StatusOr<int> w = im.Find(world);
   if (!w.ok()) return w.status();
-  absl::Status s = im.EnsureHost();
+  absl::Status s = im.EnsureObservables();
   if (!s.ok()) return s;
   const ModelDesc& d = im.worlds[*w].layout.model->desc();
   BodyState out;
@@ -416,7 +424,7 @@ absl::StatusOr<JointState> Simulator::GetJointState(WorldId world) const {
   Impl& im = *impl_;
   absl::StatusOr<int> w = im.Find(world);
   if (!w.ok()) return w.status();
-  absl::Status s = im.EnsureHost();
+  absl::Status s = im.EnsureObservables();
   if (!s.ok()) return s;
   JointState out;
   out.position.assign(im.host.qpos.begin() + im.host.world_qpos_offset[*w],

@@ -573,6 +573,23 @@ class CudaBackend final : public ExecutionBackend {
     return absl::OkStatus();
   }
 
+  absl::Status DownloadObservables(BatchStorage& host) override {
+    absl::Status s = CheckLayout(host);
+    if (!s.ok() || state_bytes_ == 0) return s;
+    AXION_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+    auto download = [&](const Real* from, std::vector<Real>& to) {
+      return to.empty() ? cudaSuccess
+                        : cudaMemcpyAsync(to.data(), from, to.size() * sizeof(Real),
+                                          cudaMemcpyDeviceToHost, stream_);
+    };
+    AXION_CUDA_RETURN_IF_ERROR(download(d_.body_q, host.body_q));
+    AXION_CUDA_RETURN_IF_ERROR(download(d_.body_u, host.body_u));
+    AXION_CUDA_RETURN_IF_ERROR(download(d_.qpos, host.qpos));
+    AXION_CUDA_RETURN_IF_ERROR(download(d_.dof_velocity, host.dof_velocity));
+    AXION_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    return absl::OkStatus();
+  }
+
   absl::Status Download(BatchStorage& host) override {
     absl::Status s = CheckLayout(host);
     if (!s.ok() || state_bytes_ == 0) return s;
