@@ -211,6 +211,7 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
         });
   };
   converge();
+  // Newton loop, while some world still iterates (each ends with the convergence test above)
   ex.loop_while(
       wr, bounds.newton_iterations + 1, AXION_LAMBDA(int w) { return iterating(v, w); },
       [&] {
