@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Every GPU check and measurement in one run, for a machine with a CUDA device: the GPU tests
+# (with the captured graph and with direct launches), a memcheck pass where compute-sanitizer is
+# installed, the batch-size sweeps of RESULTS.md, the training-loop sweep and the per-pass
+# profile at 8192 humanoids. Logs go to OUT_DIR; the tables are printed as they come.
+#
+# usage: bench/gpu/run_all.sh [BUILD_DIR (build/release)] [OUT_DIR (gpu-results)]
+set -uo pipefail
+build=${1:-build/release}
+out=${2:-gpu-results}
+mkdir -p "$out"
+tests="$build/tests/cuda/cuda_backend_test"
+bench="$build/bench/gpu/gpu_bench"
+for f in "$tests" "$bench"; do
+  [ -x "$f" ] || { echo "$f is missing: build with the CUDA backend first" >&2; exit 1; }
+done
+nvidia-smi -L 2>/dev/null || true
+
+echo "== GPU tests (graph, then direct launches)"
+"$tests" >"$out/cuda_test.log" 2>&1
+echo "graph: exit $? ($(grep -c '^\[       OK' "$out/cuda_test.log") passed)"
+AXION_CUDA_GRAPHS=0 "$tests" >"$out/cuda_test_direct.log" 2>&1
+echo "direct: exit $? ($(grep -c '^\[       OK' "$out/cuda_test_direct.log") passed)"
+grep -h -E "^\[  FAILED|Failure" "$out"/cuda_test*.log | head -20
+if command -v compute-sanitizer >/dev/null; then
+  compute-sanitizer --tool memcheck --print-limit 5 "$tests" \
+    --gtest_filter='*Pendulum*:*BoxStack*:*Chain*:*Controls*' >"$out/memcheck.log" 2>&1
+  grep -E "ERROR SUMMARY" "$out/memcheck.log"
+fi
+
+echo "== sweep, scenes at rest (RESULTS.md)"
+"$bench" --backend=cuda --settle_steps=150 --min_time=2 --max_steps=500 2>&1 | tee "$out/sweep.log"
+echo "== training loop: controls set and body states read every step"
+"$bench" --backend=cuda --scene=humanoid --worlds=64,1024,8192 --settle_steps=150 --min_time=2 \
+  --max_steps=500 --rl_loop 2>&1 | tee "$out/rl_loop.log"
+echo "== batch-wide Conjugate Residual instead of the per-world solve"
+AXION_CUDA_FUSED_CR=0 "$bench" --backend=cuda --scene=humanoid --worlds=1024,8192 \
+  --settle_steps=150 --min_time=2 --max_steps=500 2>&1 | tee "$out/unfused.log"
+echo "== per-pass profile, 8192 humanoids, the first 100 steps"
+AXION_CUDA_PROFILE=1 "$bench" --backend=cuda --scene=humanoid --worlds=8192 --min_time=1000 \
+  --max_steps=100 >"$out/profile.log" 2>&1
+head -20 "$out/profile.log"
