@@ -15,6 +15,11 @@ for f in "$tests" "$bench"; do
   [ -x "$f" ] || { echo "$f is missing: build with the CUDA backend first" >&2; exit 1; }
 done
 nvidia-smi -L 2>/dev/null || true
+if ! "$bench" --backend=cuda --scene=stack --worlds=1 --min_time=0 --max_steps=1 >/dev/null 2>&1; then
+  "$bench" --backend=cuda --scene=stack --worlds=1 --min_time=0 --max_steps=1 2>&1 | head -1 >&2
+  echo "no usable CUDA device: nothing to run" >&2
+  exit 1
+fi
 
 echo "== GPU tests (graph, then direct launches)"
 "$tests" >"$out/cuda_test.log" 2>&1
