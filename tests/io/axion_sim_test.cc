@@ -135,6 +135,26 @@ TEST(AxionSimTest, PreconditionerFlagIsAppliedAndReported) {
       << std::string(buffer, n);
 }
 
+// --contact_capacity caps each world's contacts; the humanoid lying on the floor has more than
+// two, so the surplus is reported as overflow, and the model's own capacity has none.
+TEST(AxionSimTest, ContactCapacityFlagCapsContactsAndReportsOverflow) {
+  const std::string humanoid = "/usr/share/mujoco/model/humanoid/humanoid.xml";
+  if (std::FILE* f = std::fopen(humanoid.c_str(), "r")) {
+    std::fclose(f);
+  } else {
+    GTEST_SKIP() << humanoid << " is not installed";
+  }
+  const std::string base =
+      kBinary + " --model=" + humanoid + " --steps=150 --backend=cpu --threads=1";
+  std::string out;
+  ASSERT_EQ(RunCommand(base, &out), 0) << out;
+  EXPECT_NE(out.find("contact overflow    : 0 world-steps"), std::string::npos) << out;
+  ASSERT_EQ(RunCommand(base + " --contact_capacity=2", &out), 0) << out;
+  EXPECT_EQ(out.find("contact overflow    : 0 world-steps"), std::string::npos) << out;
+  EXPECT_NE(out.find("contact overflow    : "), std::string::npos) << out;
+  EXPECT_NE(RunCommand(base + " --contact_capacity=-2", &out), 0);
+}
+
 TEST(AxionSimTest, RejectsBadInputWithAMessage) {
   std::string out;
   EXPECT_NE(RunCommand(kBinary + " --model=" + kModels + "/pendulum.txt", &out), 0);

@@ -4,7 +4,7 @@
 //   axion-sim --model=humanoid.xml --worlds=64 --steps=1000 --noise=0.01 --backend=cpu
 //             [--timestep=0.005] [--preconditioner=tree|jacobi] [--threads=2]
 //             [--friction_newton=true|false] [--speculative_contacts=true|false]
-//             [--newton_iterations=50]
+//             [--newton_iterations=50] [--contact_capacity=N]
 //             [--trajectory=out.csv|out.npy] [--progress]
 #include <unistd.h>
 
@@ -46,6 +46,9 @@ ABSL_FLAG(std::string, friction_newton, "",
 ABSL_FLAG(std::string, speculative_contacts, "",
           "true or false: contacts that close within the step join early (empty: the model's)");
 ABSL_FLAG(int, newton_iterations, 0, "maximum Newton iterations per step (0: the model's)");
+ABSL_FLAG(int, contact_capacity, -1,
+          "contacts per world (-1: the model's, derived from its shapes); contacts past it are "
+          "dropped and counted as overflow");
 ABSL_FLAG(int, threads, 0, "CPU worker threads (0: all hardware threads)");
 ABSL_FLAG(std::string, trajectory, "",
           "write world 0's body poses and joint positions per step to this .csv or .npy file");
@@ -233,7 +236,12 @@ absl::Status Run() {
   sim_options.threads = absl::GetFlag(FLAGS_threads);
   absl::StatusOr<std::unique_ptr<Simulator>> sim = Simulator::Create(sim_options);
   if (!sim.ok()) return sim.status();
-  absl::StatusOr<std::vector<WorldId>> worlds = (*sim)->CreateWorlds(*model, world_count);
+  WorldOptions world_options;
+  world_options.contact_capacity = absl::GetFlag(FLAGS_contact_capacity);
+  if (world_options.contact_capacity < -1)
+    return absl::InvalidArgumentError("--contact_capacity must be >= 0, or -1 for the model's");
+  absl::StatusOr<std::vector<WorldId>> worlds =
+      (*sim)->CreateWorlds(*model, world_count, world_options);
   if (!worlds.ok()) return worlds.status();
 
   std::unique_ptr<TrajectoryWriter> trajectory;
