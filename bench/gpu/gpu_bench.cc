@@ -6,6 +6,7 @@
 //   gpu_bench [--backend=auto|cpu|cuda] [--max_worlds=N] [--worlds=N,N,...]
 //             [--scene=all|humanoid|ragdoll|stack] [--settle_steps=N] [--min_time=SECONDS]
 //             [--max_steps=N] [--threads=N] [--preconditioner=model|tree|jacobi] [--rl_loop]
+//             [--contact_capacity=N]
 //
 // The first steps of each size (outside the timed loop) include the one-off costs: device
 // allocation and upload, and on CUDA the capture of the step into a graph; they are reported
@@ -47,13 +48,15 @@ struct Flags {
   // Each timed step as a training loop drives it through the Simulator: new controls for every
   // world, the step, every world's body state read back.
   bool rl_loop = false;
+  int contact_capacity = -1;  // contacts per world; -1: each model's own
 };
 
 [[noreturn]] void Usage(const char* message) {
   std::fprintf(stderr,
                "%s\nusage: gpu_bench [--backend=auto|cpu|cuda] [--max_worlds=N] [--worlds=N,N,...] "
                "[--scene=all|humanoid|ragdoll|stack] [--settle_steps=N] [--min_time=SECONDS] "
-               "[--max_steps=N] [--threads=N] [--preconditioner=model|tree|jacobi] [--rl_loop]\n",
+               "[--max_steps=N] [--threads=N] [--preconditioner=model|tree|jacobi] [--rl_loop] "
+               "[--contact_capacity=N]\n",
                message);
   std::exit(2);
 }
@@ -112,6 +115,9 @@ Flags ParseFlags(int argc, char** argv) {
     } else if (std::string_view v = value("max_steps"); !v.empty()) {
       if (!ParseInt(v, &f.max_steps) || f.max_steps < 1)
         Usage("--max_steps must be a positive integer");
+    } else if (std::string_view v = value("contact_capacity"); !v.empty()) {
+      if (!ParseInt(v, &f.contact_capacity))
+        Usage("--contact_capacity must be a non-negative integer");
     } else if (arg == "--rl_loop") {
       f.rl_loop = true;
     } else if (std::string_view v = value("preconditioner"); !v.empty()) {
@@ -262,7 +268,9 @@ void Run(const Flags& flags, const Scene& scene, int worlds) {
 
   // setup: creation, upload and the first steps (graph capture on CUDA)
   auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<std::vector<WorldId>> ids = sim.CreateWorlds(scene.model, worlds);
+  WorldOptions world_options;
+  world_options.contact_capacity = flags.contact_capacity;
+  absl::StatusOr<std::vector<WorldId>> ids = sim.CreateWorlds(scene.model, worlds, world_options);
   Check(ids.status(), "creating the worlds");
   constexpr int kWarmupSteps = 3;
   Check(sim.StepAll(kWarmupSteps), "warm-up steps");
