@@ -181,7 +181,6 @@ AXION_HD Real universal_row(const BatchView& v, int row, int joint, int axis, co
   return dot(x2 - y2, e);
 }
 
-// Evaluates bilateral joint row `row` at the current iterate: Jacobian, residual, compliance.
 /// Per DOF, at each evaluation of the iterate q+: the coordinate as users see it and its
 /// Jacobian (dof_coordinate), which the DOF's limit and drive rows then read instead of each
 /// evaluating the joint's frames and angles again.
@@ -198,6 +197,7 @@ AXION_HD AxisCoordinate dof_coordinate_at_iterate(const BatchView& v, int dof) {
           load6(v.dof_coord_jac + 12 * dof + 6)};
 }
 
+// Evaluates bilateral joint row `row` at the current iterate: Jacobian, residual, compliance.
 AXION_HD void joint_bilateral_row(const BatchView& v, int row, const WorldParams& p) {
   int joint = v.row_joint[row];
   int axis = v.row_axis[row];

@@ -562,13 +562,8 @@ class CudaBackend final : public ExecutionBackend {
     if (!s.ok() || state_bytes_ == 0) return s;
     AXION_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
     // two small arrays (actuators, and bodies x 6), straight from the host vectors
-    auto upload = [&](const std::vector<Real>& from, Real* to) {
-      return from.empty() ? cudaSuccess
-                          : cudaMemcpyAsync(to, from.data(), from.size() * sizeof(Real),
-                                            cudaMemcpyHostToDevice, stream_);
-    };
-    AXION_CUDA_RETURN_IF_ERROR(upload(host.actuator_ctrl, d_.actuator_ctrl));
-    AXION_CUDA_RETURN_IF_ERROR(upload(host.body_wrench, d_.body_wrench));
+    AXION_CUDA_RETURN_IF_ERROR(CopyArray(host.actuator_ctrl, d_.actuator_ctrl, kToDevice));
+    AXION_CUDA_RETURN_IF_ERROR(CopyArray(host.body_wrench, d_.body_wrench, kToDevice));
     AXION_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
     return absl::OkStatus();
   }
@@ -577,15 +572,10 @@ class CudaBackend final : public ExecutionBackend {
     absl::Status s = CheckLayout(host);
     if (!s.ok() || state_bytes_ == 0) return s;
     AXION_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
-    auto download = [&](const Real* from, std::vector<Real>& to) {
-      return to.empty() ? cudaSuccess
-                        : cudaMemcpyAsync(to.data(), from, to.size() * sizeof(Real),
-                                          cudaMemcpyDeviceToHost, stream_);
-    };
-    AXION_CUDA_RETURN_IF_ERROR(download(d_.body_q, host.body_q));
-    AXION_CUDA_RETURN_IF_ERROR(download(d_.body_u, host.body_u));
-    AXION_CUDA_RETURN_IF_ERROR(download(d_.qpos, host.qpos));
-    AXION_CUDA_RETURN_IF_ERROR(download(d_.dof_velocity, host.dof_velocity));
+    AXION_CUDA_RETURN_IF_ERROR(CopyArray(host.body_q, d_.body_q, kToHost));
+    AXION_CUDA_RETURN_IF_ERROR(CopyArray(host.body_u, d_.body_u, kToHost));
+    AXION_CUDA_RETURN_IF_ERROR(CopyArray(host.qpos, d_.qpos, kToHost));
+    AXION_CUDA_RETURN_IF_ERROR(CopyArray(host.dof_velocity, d_.dof_velocity, kToHost));
     AXION_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
     return absl::OkStatus();
   }
@@ -679,6 +669,16 @@ class CudaBackend final : public ExecutionBackend {
     }
     graph_bounds_ = bounds;
     return absl::OkStatus();
+  }
+
+  // One array between its host vector and its device copy (same length), on the stream.
+  enum Direction { kToDevice, kToHost };
+  cudaError_t CopyArray(std::vector<Real>& host, Real* device, Direction direction) {
+    if (host.empty()) return cudaSuccess;
+    const size_t bytes = host.size() * sizeof(Real);
+    return direction == kToDevice
+               ? cudaMemcpyAsync(device, host.data(), bytes, cudaMemcpyHostToDevice, stream_)
+               : cudaMemcpyAsync(host.data(), device, bytes, cudaMemcpyDeviceToHost, stream_);
   }
 
   // Frees the loaded batch: afterwards the backend holds no worlds.
