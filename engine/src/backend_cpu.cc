@@ -90,8 +90,7 @@ class CpuBackend final : public ExecutionBackend {
         std::min(spread, static_cast<int>(std::clamp<size_t>(kRangeBytes / world_bytes, 1, 1024)));
     const int range_count = (world_count + range_worlds - 1) / range_worlds;
     const int threads = std::min(threads_, range_count);
-    LoopBounds loop_bounds = BatchLoopBounds(host);
-    loop_bounds.fused_cr = true;
+    const LoopBounds loop_bounds = BatchLoopBounds(host);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
     for (int r = 0; r < range_count; ++r) {
       SerialExec ex{v};
@@ -111,7 +110,6 @@ LoopBounds BatchLoopBounds(const BatchStorage& host) {
   LoopBounds b;
   for (const WorldParams& p : host.world_params) {
     b.newton_iterations = std::max(b.newton_iterations, p.newton_iterations);
-    b.cr_iterations = std::max(b.cr_iterations, p.cr_iterations);
     // line_search_steps halvings after the full step, and one trial when it is disabled
     b.line_search_trials =
         std::max(b.line_search_trials, p.line_search ? p.line_search_steps + 1 : 1);

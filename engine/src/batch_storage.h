@@ -37,7 +37,7 @@ namespace axion {
   X(Real, world_merit_accepted, 1)                                            \
   X(Real, world_ls_step, 1)                                                   \
   X(int32_t, world_ls_trials, 1)                                              \
-  X(Real, world_cr_zaz, 1) X(Real, world_cr_apmap, 1) X(Real, world_cr_r0, 1) \
+  X(Real, world_cr_zaz, 1) X(Real, world_cr_r0, 1)                           \
       X(Real, world_merit_best, 1) X(int32_t, world_tree_built, 1) X(Real, world_residual_best, 1)
 #define AXION_BODY_MODEL(X) \
   X(int32_t, body_world, 1) \
@@ -124,10 +124,12 @@ namespace axion {
   X(Real, row_residual, 1)                                                                 \
   X(Real, row_error, 1)                                                                    \
   X(Real, row_compliance, 1)                                                               \
+  X(Real, row_coupling, 2)                                                                 \
   X(Real, row_precond, 1)                                                                  \
   X(Real, row_lambda_accepted, 1) X(Real, row_lambda_best, 1) X(Real, row_dlambda, 1)      \
       X(Real, row_cr_r, 1) X(Real, row_cr_z, 1) X(Real, row_cr_p, 1) X(Real, row_cr_az, 1) \
-          X(Real, row_cr_ap, 1) X(Real, row_cr_pap, 1) X(Real, row_tree_block, 12)         \
+          X(Real, row_cr_ap, 1) X(Real, row_cr_pap, 1) X(Real, row_gcr_p, 8) X(Real, row_gcr_q, 8) \
+              X(Real, row_tree_block, 12)                                                  \
               X(Real, row_tree_y, 6) X(Real, row_tree_t, 6) X(int32_t, row_tree_head, 1)   \
                   X(int32_t, row_tree_size, 1) X(int32_t, row_tree_parent, 1)              \
                       X(int32_t, row_tree_child, 1) X(int32_t, row_tree_dropped, 1)

@@ -12,12 +12,14 @@
 //     H = [ M~  J^T ]
 //         [ J   -C  ]
 // has no fill-in when eliminated leaves first (Baraff 1996, "Linear-time dynamics using
-// Lagrange multipliers"), so its block LDL^T costs O(bodies + rows) per world and solves the
-// tree's part of A exactly. The preconditioner is P = blockdiag(A_tree^-1, diag(A_rest)^-1):
-// symmetric positive definite, as preconditioned Conjugate Residual requires, and exact on an
-// articulated body, where CR then converges in one iteration instead of the hundreds a Jacobi
-// diagonal needs along a chain of light and heavy links. Contact groups between bodies are
-// often redundant (a box's four corners put twelve rows on six DOFs); the Newton matrix's
+// Lagrange multipliers"), so its block LU costs O(bodies + rows) per world and solves the
+// tree's part of A exactly. The preconditioner is P = blockdiag(A_tree^-1, diag(A_rest)^-1),
+// exact on an articulated body, where the linear solve then ends after one product with A
+// instead of the hundreds a Jacobi diagonal needs along a chain of light and heavy links. It
+// is symmetric positive definite, as preconditioned Conjugate Residual requires, until sliding
+// friction couples a contact's friction rows to its normal impulse (C_g unsymmetric); the
+// factor then stays exact and GCR takes over (kernels_solver.h). Contact groups between bodies
+// are often redundant (a box's four corners put twelve rows on six DOFs); the Newton matrix's
 // contact regularisation (kNewtonRegularization) keeps their blocks invertible, and rows that
 // are still nearly dependent leave the tree (below). Worlds without joints keep the Jacobi
 // diagonal alone: a tree of contacts only measured worse (the 100-sphere pile 27 instead of
@@ -28,8 +30,8 @@
 //
 // Layout: a body's Schur-updated 6x6 block D_b lives in body_tree_block, a group's m x m
 // block N_g = -D_g = C_g + sum J D_b^-1 J^T in row_tree_block (row k of the group holds row k
-// of N_g; a leaf's row k holds 1 / C_k); both are factored by Cholesky and then replaced by
-// their inverses. The elimination order is the leaves, then the bodies in reverse
+// of N_g; a leaf's is C_g); both are factored by LU and then replaced by their inverses.
+// The elimination order is the leaves, then the bodies in reverse
 // breadth-first order from each component's root (body_tree_order), each followed by the
 // group joining it to its parent; a root group goes last. Everything is per world and
 // sequential, so results are deterministic and the same on every backend.
@@ -50,6 +52,12 @@ inline constexpr int kTreeGroupRows = 12;
 inline constexpr Real kTreeRedundancy = Real(1e-6);
 // row_tree_child of a leaf group: contacts between one body and the static world (below).
 inline constexpr int kTreeLeaf = -2;
+// row_tree_child of the normal row of a contact outside the tree (closing a loop): its three rows
+// take the inverse of their 3 x 3 block of A instead of the Jacobi diagonal. Sliding friction
+// couples them by far more than their diagonal (contact_friction_newton), which a diagonal
+// preconditioner cannot see: measured on the lying humanoid, the linear solve then stalled at
+// 1e-3 after 30 iterations.
+inline constexpr int kTreeContactBlock = -3;
 // Whether contact groups to the world become leaves. Their elimination divides by the rows'
 // compliance, down to the Newton regularisation (1e-6 of the inverse effective mass): in double
 // precision that costs about six of sixteen digits of the rows' impulses in the preconditioner,
@@ -57,66 +65,73 @@ inline constexpr int kTreeLeaf = -2;
 // diagonal, apart from one per component as its root.
 inline constexpr bool kTreeContactLeaves = sizeof(Real) >= 8;
 
-// In-place Cholesky factor L (lower triangle) of the n x n symmetric block `a` (row stride
-// `stride`), reading only its lower triangle. The diagonal holds 1 / L_jj: the solves then
-// multiply, where divisions would serialise them. Redundant rows (see kTreeRedundancy) become unit
-// rows decoupled from the others; the returned mask has their bits set.
-// Bodies' blocks (drop_redundant false) are positive definite through their mass; a pivot lost
-// to round-off under huge contact stiffness is only kept positive.
-AXION_HD int tree_cholesky(Real* a, int n, int stride, bool drop_redundant) {
+// In-place LU factor of the n x n block `a` (row stride `stride`), without pivoting: L unit
+// lower (below the diagonal), U upper, the diagonal holding 1 / U_jj so that the solves
+// multiply where divisions would serialise them. The blocks are symmetric positive definite
+// but for sliding friction's coupling to the normal impulse (contact_friction_newton), which
+// leaves them diagonally dominant in the contact's rows, so the diagonal order serves as the
+// pivot order. Redundant rows (see kTreeRedundancy; the same test as a Cholesky factor's on a
+// symmetric block) become unit rows decoupled from the others; the returned mask has their bits
+// set. Bodies' blocks (drop_redundant false) are nonsingular through their mass; a pivot lost to
+// round-off under huge contact stiffness is only kept away from zero.
+AXION_HD int tree_lu(Real* a, int n, int stride, bool drop_redundant) {
   int dropped = 0;
-  for (int j = 0; j < n; ++j) {
-    Real diag = a[j * stride + j];
-    Real d = diag;
-    for (int k = 0; k < j; ++k) d -= a[j * stride + k] * a[j * stride + k];
-    if (!drop_redundant && !(d > Real(1e-14) * diag)) d = Real(1e-14) * diag;
-    if (drop_redundant && (!(d > kTreeRedundancy * diag) || !(d > 0))) {
-      dropped |= 1 << j;
-      for (int k = 0; k < j; ++k) a[j * stride + k] = 0;
-      for (int i = j + 1; i < n; ++i) a[i * stride + j] = 0;
-      a[j * stride + j] = 1;
+  for (int i = 0; i < n; ++i) {
+    Real* ai = a + i * stride;
+    // L_ij = (A_ij - sum_{k<j} L_ik U_kj) / U_jj
+    for (int j = 0; j < i; ++j) {
+      Real s = ai[j];
+      for (int k = 0; k < j; ++k) s -= ai[k] * a[k * stride + j];
+      ai[j] = ((dropped >> j) & 1) ? Real(0) : s * a[j * stride + j];
+    }
+    // U_ij = A_ij - sum_{k<i} L_ik U_kj for j >= i
+    const Real diag = ai[i];
+    for (int j = i; j < n; ++j) {
+      Real s = ai[j];
+      for (int k = 0; k < i; ++k) s -= ai[k] * a[k * stride + j];
+      ai[j] = s;
+    }
+    Real d = ai[i];
+    if (drop_redundant && !(std::fabs(d) > kTreeRedundancy * std::fabs(diag))) {
+      dropped |= 1 << i;
+      for (int j = 0; j < n; ++j) ai[j] = 0;
+      for (int k = 0; k < i; ++k) a[k * stride + i] = 0;
+      ai[i] = 1;
       continue;
     }
-    Real inv_l = Real(1) / std::sqrt(d);
-    a[j * stride + j] = inv_l;
-    for (int i = j + 1; i < n; ++i) {
-      Real s = a[i * stride + j];
-      for (int k = 0; k < j; ++k) s -= a[i * stride + k] * a[j * stride + k];
-      a[i * stride + j] = s * inv_l;
-    }
+    if (!drop_redundant && !(std::fabs(d) > Real(1e-14) * std::fabs(diag)))
+      d = Real(1e-14) * std::fabs(diag);
+    ai[i] = Real(1) / d;
   }
   return dropped;
 }
 
-// Replaces the factor from tree_cholesky (n x n, row stride `stride`, diagonal stored inverted)
-// by the full inverse (L L^T)^-1, with the rows and columns of `dropped` zero. The
-// preconditioner applies these inverses many times per factorisation; a matrix-vector product
-// pipelines where triangular solves wait on each previous entry. Column c of the inverse solves
-// L L^T x = e_c. All columns advance together, row by row, so the chains of subtractions of
-// different columns overlap (and vectorise) while each column's sums keep their order; the
-// forward pass skips the entries above row c, exact zeros. The result is the same as n separate
-// solves to the last bit. (The inverse L^-T L^-1 formed explicitly would take half the work
-// again but rounds differently, and the humanoid's ten-times-step drop, which settles through
-// runs of Newton solves at their iteration limit, depends on those last bits.)
-AXION_HD void tree_invert(Real* a, int n, int stride, int dropped) {
+// Replaces the factor from tree_lu (n x n, row stride `stride`) by the full inverse
+// (L U)^-1, with the rows and columns of `dropped` zero. The preconditioner applies these
+// inverses many times per factorisation; a matrix-vector product pipelines where triangular
+// solves wait on each previous entry. Column c of the inverse solves L U x = e_c. All columns
+// advance together, row by row, so the chains of subtractions of different columns overlap
+// (and vectorise) while each column's sums keep their order; the forward pass skips the
+// entries above row c, exact zeros.
+AXION_HD void tree_lu_invert(Real* a, int n, int stride, int dropped) {
   Real x[kTreeGroupRows][kTreeGroupRows];  // x[i][c]: entry i of column c
   Real s[kTreeGroupRows];
-  // forward, L y = e_c: y_i = (delta_ic - sum_{k=c}^{i-1} L_ik y_k) / L_ii
+  // forward, L y = e_c: y_i = delta_ic - sum_{k=c}^{i-1} L_ik y_k
   for (int i = 0; i < n; ++i) {
     for (int c = 0; c <= i; ++c) s[c] = c == i ? Real(1) : Real(0);
     for (int k = 0; k < i; ++k) {
       const Real l = a[i * stride + k];
       for (int c = 0; c <= k; ++c) s[c] -= l * x[k][c];
     }
-    for (int c = 0; c <= i; ++c) x[i][c] = s[c] * a[i * stride + i];
+    for (int c = 0; c <= i; ++c) x[i][c] = s[c];
     for (int c = i + 1; c < n; ++c) x[i][c] = 0;
   }
-  // backward, L^T x = y: x_i = (y_i - sum_{k=i+1}^{n-1} L_ki x_k) / L_ii
+  // backward, U x = y: x_i = (y_i - sum_{k=i+1}^{n-1} U_ik x_k) / U_ii
   for (int i = n - 1; i >= 0; --i) {
     for (int c = 0; c < n; ++c) s[c] = x[i][c];
     for (int k = i + 1; k < n; ++k) {
-      const Real l = a[k * stride + i];
-      for (int c = 0; c < n; ++c) s[c] -= l * x[k][c];
+      const Real u = a[i * stride + k];
+      for (int c = 0; c < n; ++c) s[c] -= u * x[k][c];
     }
     for (int c = 0; c < n; ++c) x[i][c] = s[c] * a[i * stride + i];
   }
@@ -223,6 +238,8 @@ AXION_HD void world_tree_build(const BatchView& v, int world) {
       v.row_tree_head[row + k] = keep ? row : -1;
       v.row_tree_size[row + k] = 0;
       v.row_tree_dropped[row + k] = 0;
+      const bool block = !keep && v.row_kind[row + k] == kRowContactNormal && k + 2 < m;
+      v.row_tree_child[row + k] = block ? kTreeContactBlock : -1;
     }
     if (keep) {
       v.row_tree_size[row] = m;
@@ -275,14 +292,14 @@ AXION_HD void world_tree_build(const BatchView& v, int world) {
   }
 }
 
-// Factors group g (Cholesky of N_g, marking redundant rows) and, unless it is a root,
-// eliminates it into its parent body p: D_p += J_gp^T N_g^-1 J_gp.
+// Factors group g (LU of N_g, marking redundant rows) and, unless it is a root, eliminates it
+// into its parent body p: D_p += J_gp^T N_g^-1 J_gp (a leaf's parent is its body).
 AXION_HD void tree_eliminate_group(const BatchView& v, int g) {
   const int m = v.row_tree_size[g];
   const int p = v.row_tree_parent[g];
   Real* n = v.row_tree_block + 12 * g;
-  const int dropped = tree_cholesky(n, m, kTreeGroupRows, true);
-  tree_invert(n, m, kTreeGroupRows, dropped);
+  const int dropped = tree_lu(n, m, kTreeGroupRows, true);
+  tree_lu_invert(n, m, kTreeGroupRows, dropped);
   for (int k = 0; k < m; ++k) v.row_tree_dropped[g + k] = (dropped >> k) & 1;
   if (p < 0) return;
   Real* d = v.body_tree_block + 36 * p;
@@ -295,12 +312,39 @@ AXION_HD void tree_eliminate_group(const BatchView& v, int g) {
   for (int c = 0; c < 6; ++c) {
     tree_matvec(n, m, kTreeGroupRows, jp[c], y);
     for (int k = 0; k < m; ++k) v.row_tree_y[6 * (g + k) + c] = y[k];
-    for (int r = c; r < 6; ++r) {
+    for (int r = 0; r < 6; ++r) {
       Real s = 0;
       for (int k = 0; k < m; ++k) s += jp[r][k] * y[k];
       d[6 * r + c] += s;
     }
   }
+}
+
+// The inverse of the 3 x 3 block of A = J M~^-1 J^T + C over the rows of the contact whose
+// normal row is `normal` (row k of it in row_tree_block of row normal + k).
+AXION_HD void tree_contact_block(const BatchView& v, int normal) {
+  Real* block = v.row_tree_block + 12 * normal;
+  const int a = v.row_body_a[normal], b = v.row_body_b[normal];
+  for (int k = 0; k < 3; ++k) {
+    const int row = normal + k;
+    Vec6 minv_a, minv_b;
+    if (a >= 0) minv_a = body_apply_newton_inv_mass(v, a, load6(v.row_jac_a + 6 * row));
+    if (b >= 0) minv_b = body_apply_newton_inv_mass(v, b, load6(v.row_jac_b + 6 * row));
+    for (int l = 0; l < 3; ++l) {
+      Real s = 0;
+      if (a >= 0) s += dot(load6(v.row_jac_a + 6 * (normal + l)), minv_a);
+      if (b >= 0) s += dot(load6(v.row_jac_b + 6 * (normal + l)), minv_b);
+      block[12 * l + k] = s;
+    }
+    block[12 * k + k] += v.row_compliance[row];
+    const int kind = v.row_kind[row];
+    if (kind == kRowFriction1 || kind == kRowFriction2) {
+      block[12 * k] += v.row_coupling[2 * row];
+      block[12 * k + (kind == kRowFriction1 ? 2 : 1)] += v.row_coupling[2 * row + 1];
+    }
+  }
+  tree_lu(block, 3, 12, false);
+  tree_lu_invert(block, 3, 12, 0);
 }
 
 /// Per world, each Newton iteration after the rows are evaluated: the block LDL^T of the tree
@@ -320,35 +364,36 @@ AXION_HD void world_tree_factor(const BatchView& v, int world) {
       for (int j = 0; j < 3; ++j) d[6 * (3 + i) + 3 + j] = inertia(i, j);
     }
   }
+  // groups start from their compliance block C_g (diagonal, and the friction rows' coupling
+  // within the group); leaves are eliminated into their body first, D_b += J_gb^T C_g^-1 J_gb
   for (int g = tree_next_group(v, row0, row_end); g < row_end;
        g = tree_next_group(v, g + v.row_tree_size[g], row_end)) {
     const int m = v.row_tree_size[g];
-    if (v.row_tree_child[g] == kTreeLeaf) {
-      // leaves first: D_b += J_gb^T C_g^-1 J_gb (C_g diagonal); row k keeps 1 / C_k
-      const int b = v.row_tree_parent[g];
-      Real* d = v.body_tree_block + 36 * b;
-      for (int k = 0; k < m; ++k) {
-        Real inv_c = Real(1) / v.row_compliance[g + k];
-        v.row_tree_block[12 * (g + k)] = inv_c;
-        const Real* j = tree_row_jacobian(v, g + k, b);
-        for (int r = 0; r < 6; ++r) {
-          for (int c = 0; c <= r; ++c) d[6 * r + c] += j[r] * inv_c * j[c];
-        }
-      }
-      continue;
-    }
     for (int k = 0; k < m; ++k) {
       Real* n = v.row_tree_block + 12 * (g + k);
       for (int l = 0; l < m; ++l) n[l] = 0;
       n[k] = v.row_compliance[g + k];
+      const int kind = v.row_kind[g + k];
+      if (kind != kRowFriction1 && kind != kRowFriction2) continue;
+      const int first = kind == kRowFriction1 ? g + k : g + k - 1;
+      const int columns[2] = {first - 1 - g, (kind == kRowFriction1 ? g + k + 1 : g + k - 1) - g};
+      for (int c = 0; c < 2; ++c) {
+        if (columns[c] >= 0 && columns[c] < m) n[columns[c]] += v.row_coupling[2 * (g + k) + c];
+      }
     }
+    if (v.row_tree_child[g] == kTreeLeaf) tree_eliminate_group(v, g);
+  }
+  // contacts outside the tree: the inverse of their 3 x 3 block of A
+  for (int row = row0; row < row_end; ++row) {
+    if (v.row_tree_head[row] < 0 && v.row_tree_child[row] == kTreeContactBlock)
+      tree_contact_block(v, row);
   }
   // bodies leaves first, each followed by the group above it: N_g += J_gb D_b^-1 J_gb^T
   for (int i = b1 - b0 - 1; i >= 0; --i) {
     const int b = v.body_tree_order[b0 + i];
     Real* d = v.body_tree_block + 36 * b;
-    tree_cholesky(d, 6, 6, false);
-    tree_invert(d, 6, 6, 0);
+    tree_lu(d, 6, 6, false);
+    tree_lu_invert(d, 6, 6, 0);
     const int g = v.body_tree_parent[b];
     if (g < 0) continue;
     const int m = v.row_tree_size[g];
@@ -358,16 +403,10 @@ AXION_HD void world_tree_factor(const BatchView& v, int world) {
     for (int k = 0; k < m; ++k) {
       Real* n = v.row_tree_block + 12 * (g + k);
       const Real* j = tree_row_jacobian(v, g + k, b);
-      for (int l = 0; l <= k; ++l) n[l] += dot6(j, v.row_tree_t + 6 * (g + l));
+      for (int l = 0; l < m; ++l) n[l] += dot6(j, v.row_tree_t + 6 * (g + l));
     }
     tree_eliminate_group(v, g);
   }
-}
-
-// The body a leaf row (a contact with the world, see world_tree_build) acts on, or -1.
-AXION_HD int tree_leaf_body(const BatchView& v, int row) {
-  const int head = v.row_tree_head[row];
-  return head >= 0 && v.row_tree_child[head] == kTreeLeaf ? v.row_tree_parent[head] : -1;
 }
 
 // y_g <- N_g^-1 e_g for group g, with e_g read from `e` (row-indexed).
@@ -385,17 +424,31 @@ AXION_HD void world_tree_apply(const BatchView& v, int world, const Real* in, Re
   const int row0 = v.world_row_offset[world];
   const int row_end = row0 + world_live_rows(v, world);
   for (int i = 6 * b0; i < 6 * b1; ++i) v.body_tree_x[i] = 0;
-  // Jacobi rows scaled, tree rows copied; leaves: f_b = J_gb^T C_g^-1 e_g
+  // Jacobi rows scaled, tree rows copied
   for (int r = row0; r < row_end; ++r) {
     bool tree = v.row_tree_head[r] >= 0 && !v.row_tree_dropped[r];
     out[r] = tree ? in[r] : v.row_precond[r] * in[r];
-    const int b = tree_leaf_body(v, r);
-    if (b < 0) continue;
-    const Real* j = tree_row_jacobian(v, r, b);
-    Real s = v.row_tree_block[12 * r] * in[r];
-    for (int c = 0; c < 6; ++c) v.body_tree_x[6 * b + c] += j[c] * s;
+  }
+  // contacts outside the tree: their 3 x 3 block's inverse
+  for (int r = row0; r < row_end; ++r) {
+    if (v.row_tree_head[r] >= 0 || v.row_tree_child[r] != kTreeContactBlock) continue;
+    tree_matvec(v.row_tree_block + 12 * r, 3, kTreeGroupRows, in + r, out + r);
   }
   Real y[kTreeGroupRows];
+  // leaves: w_g = C_g^-1 e_g, f_b = J_gb^T w_g
+  for (int g = tree_next_group(v, row0, row_end); g < row_end;
+       g = tree_next_group(v, g + v.row_tree_size[g], row_end)) {
+    if (v.row_tree_child[g] != kTreeLeaf) continue;
+    const int m = v.row_tree_size[g];
+    const int b = v.row_tree_parent[g];
+    tree_group_solve(v, g, out, y);
+    for (int k = 0; k < m; ++k) {
+      if (v.row_tree_dropped[g + k]) continue;
+      out[g + k] = y[k];
+      const Real* j = tree_row_jacobian(v, g + k, b);
+      for (int c = 0; c < 6; ++c) v.body_tree_x[6 * b + c] += j[c] * y[k];
+    }
+  }
   // forward, leaves to roots: t_b = D_b^-1 f_b, w_g = N_g^-1 (e_g - J_gb t_b),
   // f_p += J_gp^T w_g (t_b kept in body_tree_x, w_g in out)
   for (int i = b1 - b0 - 1; i >= 0; --i) {
@@ -438,12 +491,15 @@ AXION_HD void world_tree_apply(const BatchView& v, int world, const Real* in, Re
       for (int c = 0; c < 6; ++c) x[c] += t[c] * z;
     }
   }
-  // leaves: z_g = C_g^-1 (e_g - J_gb x_b)
-  for (int r = row0; r < row_end; ++r) {
-    const int b = tree_leaf_body(v, r);
-    if (b < 0) continue;
-    const Real* j = tree_row_jacobian(v, r, b);
-    out[r] = v.row_tree_block[12 * r] * (in[r] - dot6(j, v.body_tree_x + 6 * b));
+  // leaves: z_g = w_g - Y_g x_b = C_g^-1 (e_g - J_gb x_b)
+  for (int g = tree_next_group(v, row0, row_end); g < row_end;
+       g = tree_next_group(v, g + v.row_tree_size[g], row_end)) {
+    if (v.row_tree_child[g] != kTreeLeaf) continue;
+    const int m = v.row_tree_size[g];
+    const Real* x = v.body_tree_x + 6 * v.row_tree_parent[g];
+    for (int k = 0; k < m; ++k) {
+      if (!v.row_tree_dropped[g + k]) out[g + k] -= dot6(v.row_tree_y + 6 * (g + k), x);
+    }
   }
 }
 

@@ -25,11 +25,7 @@ struct WorldRange {
 // every loop terminates even where an executor cannot afford to test convergence each pass.
 struct LoopBounds {
   int newton_iterations = 0;
-  int cr_iterations = 0;
   int line_search_trials = 0;
-  // Run each world's CR solve in one per-world call (world_cr_solve) instead of batch-wide
-  // passes per CR iteration. Same results; the CPU backend uses it.
-  bool fused_cr = false;
 };
 
 namespace pipeline {
@@ -43,23 +39,13 @@ AXION_HD bool iterating(const BatchView& v, int w) { return v.world_active[w] ==
 AXION_HD bool searching(const BatchView& v, int w) {
   return v.world_active[w] == kPhaseNewton && v.world_ls_step[w] > 0;
 }
-AXION_HD bool solving(const BatchView& v, int w) {
-  return v.world_active[w] == kPhaseNewton && v.world_cr_active[w] > 0;
-}
 AXION_HD int dof_world(const BatchView& v, int dof) {
   return v.body_world[v.joint_child[v.dof_joint[dof]]];
 }
 
-enum class Mask { kIterating, kSearching, kSolving };
+enum class Mask { kIterating, kSearching };
 AXION_HD bool in_mask(const BatchView& v, int w, Mask mask) {
-  switch (mask) {
-    case Mask::kIterating:
-      return iterating(v, w);
-    case Mask::kSearching:
-      return searching(v, w);
-    default:
-      return solving(v, w);
-  }
+  return mask == Mask::kIterating ? iterating(v, w) : searching(v, w);
 }
 
 // Residuals at the current iterate (u, lambda) of the worlds in `mask`: q+ from u, the DOFs'
@@ -93,25 +79,6 @@ void evaluate(Exec& ex, const BatchView& v, WorldRange wr, Mask mask) {
         if (!in_mask(v, w, mask)) return;
         world_residual(v, w);
         world_newton_inertia(v, w);
-      });
-}
-
-// (A x) into row_cr_az for the worlds in `mask`, A = J M^-1 J^T + C, matrix-free.
-template <class Exec>
-void schur_product(Exec& ex, const BatchView& v, WorldRange wr, Mask mask, const Real* x) {
-  ex.worlds(
-      wr, AXION_LAMBDA(int w) {
-        if (in_mask(v, w, mask)) world_scatter_jt(v, w, x, v.body_jt);
-      });
-  ex.bodies(
-      wr, AXION_LAMBDA(int i) {
-        if (in_mask(v, v.body_world[i], mask))
-          body_apply_inv_mass_kernel(v, i, v.body_jt, v.body_minv_jt);
-      });
-  ex.rows(
-      wr, AXION_LAMBDA(int r) {
-        if (in_mask(v, v.row_world[r], mask) && row_is_live(v, r))
-          v.row_cr_az[r] = row_schur_product(v, r, x);
       });
 }
 
@@ -239,32 +206,11 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
               if (iterating(v, w) && world_uses_tree(v, w)) world_tree_precondition(v, w);
             });
 
-        // Conjugate Residual on (J M^-1 J^T + C) dlambda = J M^-1 g - h
-        if (bounds.fused_cr) {
-          ex.worlds(
-              wr, AXION_LAMBDA(int w) {
-                if (iterating(v, w)) world_cr_solve(v, w);
-              });
-        } else {
-          schur_product(ex, v, wr, Mask::kIterating, v.row_cr_z);
-          ex.worlds(
-              wr, AXION_LAMBDA(int w) {
-                if (iterating(v, w)) world_cr_begin(v, w);
-              });
-          ex.loop_while(
-              wr, bounds.cr_iterations, AXION_LAMBDA(int w) { return solving(v, w); },
-              [&] {
-                ex.worlds(
-                    wr, AXION_LAMBDA(int w) {
-                      if (solving(v, w)) world_cr_update_x(v, w);
-                    });
-                schur_product(ex, v, wr, Mask::kSolving, v.row_cr_z);
-                ex.worlds(
-                    wr, AXION_LAMBDA(int w) {
-                      if (solving(v, w)) world_cr_update_p(v, w);
-                    });
-              });
-        }
+        // solve (J M^-1 J^T + C) dlambda = J M^-1 g - h: CR, or GCR where unsymmetric
+        ex.worlds(
+            wr, AXION_LAMBDA(int w) {
+              if (iterating(v, w)) world_cr_solve(v, w);
+            });
 
         // recover du = M^-1 (J^T dlambda - g)
         ex.worlds(

@@ -180,7 +180,11 @@ struct SolverOptions {
                                      // (units of impulse per unit effective mass: m/s)
   Real cr_tolerance = 1e-5;          // relative CR tolerance (preconditioned residual); looser
                                      // forcing makes Newton linear on long chains
-  bool line_search = true;           // backtracking on the residual norm
+  bool line_search = false;          // backtracking on the merit 0.5 |residual|^2; off by
+                                     // default: with friction's exact Newton form full steps
+                                     // converge in fewer iterations (humanoid under control
+                                     // noise: 7.9 against 10.6 per step), and the merit, not
+                                     // smooth where contacts open or stick, refused good steps
   int line_search_steps = 4;         // maximum halvings of the Newton step
   Real fb_epsilon = 1e-10;           // smoothing of the Fischer-Burmeister function
   bool friction_newton = true;       // linearise friction along the slip with W's derivatives

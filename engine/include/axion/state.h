@@ -95,7 +95,6 @@ struct BatchView {
   Real* world_ls_step;         // (world_count) current line-search step length t
   int32_t* world_ls_trials;    // (world_count) line-search trials taken this iteration
   Real* world_cr_zaz;          // (world_count) CR: <z, A z>
-  Real* world_cr_apmap;        // (world_count) CR: <A p, P A p>
   Real* world_cr_r0;           // (world_count) CR: initial preconditioned residual norm^2
   Real* world_time;            // (world_count) simulated time (s)
 
@@ -242,6 +241,8 @@ struct BatchView {
   Real* row_error;            // (row slots) the same residual scaled for measuring
                               // convergence (m/s); differs from h on unilateral rows
   Real* row_compliance;       // (row slots) C: diagonal of the compliance block
+  Real* row_coupling;         // (row slots x 2) friction rows: C in the columns of the
+                              // contact's normal row and of its other friction row
   Real* row_precond;          // (row slots) Jacobi preconditioner 1/(J M^-1 J^T + C)
   Real* row_lambda;           // (row slots) impulse (N s)
   Real* row_lambda_accepted;  // (row slots) impulse accepted by the line search
@@ -253,6 +254,8 @@ struct BatchView {
   Real* row_cr_az;            // (row slots) A z
   Real* row_cr_ap;            // (row slots) A p
   Real* row_cr_pap;           // (row slots) P A p
+  Real* row_gcr_p;            // (row slots x 8) GCR directions p (kGcrDirections)
+  Real* row_gcr_q;            // (row slots x 8) their products A p
   // spanning-tree preconditioner: rows in groups on one body pair (kernels_tree.h)
   Real* row_tree_block;       // (row slots x 12) row k of the group's factored block
   Real* row_tree_y;           // (row slots x 6) row k of N_g^-1 J_gp (J of the parent body)

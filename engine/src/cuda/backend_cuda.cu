@@ -417,18 +417,7 @@ class PinnedBuffer {
 };
 
 bool SameBounds(const LoopBounds& a, const LoopBounds& b) {
-  return a.newton_iterations == b.newton_iterations && a.cr_iterations == b.cr_iterations &&
-         a.line_search_trials == b.line_search_trials && a.fused_cr == b.fused_cr;
-}
-
-// Each world's CR solve runs as one per-world pass (pipeline's world_cr_solve: one thread per
-// world, one launch per Newton iteration, stopping at the world's own tolerance) unless
-// AXION_CUDA_FUSED_CR=0, which restores the batch-wide passes (five launches per CR iteration,
-// all run to the batch's iteration bound, but row- and body-parallel). Both give bit-identical
-// results; which is faster for which batch is for a GPU measurement to say (bench/gpu).
-bool FusedCrEnabled() {
-  const char* env = std::getenv("AXION_CUDA_FUSED_CR");
-  return env == nullptr || std::string(env) != "0";
+  return a.newton_iterations == b.newton_iterations && a.line_search_trials == b.line_search_trials;
 }
 
 // Sub-steps are replayed from a CUDA graph unless AXION_CUDA_GRAPHS=0 (direct launches, the host
@@ -597,7 +586,6 @@ class CudaBackend final : public ExecutionBackend {
     if (!s.ok() || world_count_ == 0 || max_substeps <= 0) return s;
     AXION_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
     LoopBounds bounds = BatchLoopBounds(host);
-    bounds.fused_cr = FusedCrEnabled();
     if (use_graphs_ && profile_ == nullptr &&
         (graph_exec_ == nullptr || !SameBounds(bounds, graph_bounds_))) {
       absl::Status captured = CaptureGraph(bounds);

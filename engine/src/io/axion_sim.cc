@@ -4,6 +4,7 @@
 //   axion-sim --model=humanoid.xml --worlds=64 --steps=1000 --noise=0.01 --backend=cpu
 //             [--timestep=0.005] [--preconditioner=tree|jacobi] [--threads=2]
 //             [--friction_newton=true|false] [--speculative_contacts=true|false]
+//             [--line_search=true|false]
 //             [--newton_iterations=50] [--contact_capacity=N]
 //             [--trajectory=out.csv|out.npy] [--progress]
 #include <unistd.h>
@@ -41,6 +42,9 @@ ABSL_FLAG(std::string, backend, "auto", "cpu, cuda or auto");
 ABSL_FLAG(double, timestep, 0.0, "time step override in seconds (0: the model's)");
 ABSL_FLAG(std::string, preconditioner, "",
           "preconditioner of the linear solve: tree or jacobi (empty: the model's)");
+ABSL_FLAG(std::string, line_search, "",
+          "true or false: backtrack along each Newton step until the merit decreases (empty: the "
+          "model's)");
 ABSL_FLAG(std::string, friction_newton, "",
           "true or false: linearise friction along the slip (empty: the model's)");
 ABSL_FLAG(std::string, speculative_contacts, "",
@@ -205,7 +209,8 @@ absl::Status Run() {
   for (auto [flag, name, option] :
        {std::tuple{&FLAGS_friction_newton, "friction_newton", &desc.options.friction_newton},
         std::tuple{&FLAGS_speculative_contacts, "speculative_contacts",
-                   &desc.options.speculative_contacts}}) {
+                   &desc.options.speculative_contacts},
+        std::tuple{&FLAGS_line_search, "line_search", &desc.options.line_search}}) {
     std::string value = absl::GetFlag(*flag);
     if (value == "true") {
       *option = true;
