@@ -41,6 +41,7 @@ WorldParams MakeWorldParams(const SolverOptions& o) {
   p.cr_tolerance = o.cr_tolerance;
   p.line_search = o.line_search ? 1 : 0;
   p.line_search_steps = o.line_search_steps;
+  p.line_search_growth = o.line_search_growth;
   p.fb_epsilon = o.fb_epsilon;
   p.preconditioner = static_cast<int32_t>(o.preconditioner);
   return p;

@@ -221,6 +221,9 @@ absl::Status ValidateSolverOptions(SolverOptions* options) {
                    "must be positive, got " + Fmt(o.newton_tolerance));
   if (!(o.cr_tolerance > 0) || !Finite(o.cr_tolerance))
     return Invalid("options", "cr_tolerance", "must be positive, got " + Fmt(o.cr_tolerance));
+  if (!(o.line_search_growth >= 1))
+    return Invalid("options", "line_search_growth",
+                   absl::StrCat("must be >= 1, got ", o.line_search_growth));
   if (o.line_search_steps < 0)
     return Invalid("options", "line_search_steps",
                    absl::StrCat("must be >= 0, got ", o.line_search_steps));

@@ -222,7 +222,8 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
               if (iterating(v, v.body_world[i])) body_recover_du(v, i);
             });
 
-        // line search: halve t until the merit decreases (t = 1 when disabled)
+        // line search: halve t while the merit grows past line_search_growth times the
+        // accepted one (t = 1 when disabled)
         ex.worlds(
             wr, AXION_LAMBDA(int w) {
               if (!iterating(v, w)) return;
@@ -249,8 +250,11 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
                     if (!searching(v, w)) return;
                     const WorldParams& p = v.world_params[w];
                     Real t = v.world_ls_step[w];
-                    bool decreased =
-                        v.world_merit[w] < (Real(1) - Real(1e-4) * t) * v.world_merit_accepted[w];
+                    // worlds on the Jacobi diagonal (friction's symmetric form) keep strict
+                    // decrease: static friction there relies on it (boxes on an incline creep)
+                    Real growth = world_uses_tree(v, w) ? p.line_search_growth : Real(1);
+                    bool decreased = v.world_merit[w] < growth * (Real(1) - Real(1e-4) * t) *
+                                                            v.world_merit_accepted[w];
                     v.world_ls_trials[w] += 1;
                     if (!p.line_search || decreased || v.world_ls_trials[w] > p.line_search_steps) {
                       v.world_ls_step[w] = 0;  // accept this trial

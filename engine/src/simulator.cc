@@ -237,6 +237,7 @@ absl::StatusOr<SolverOptions> Simulator::GetOptions(WorldId world) const {
   o.cr_tolerance = p.cr_tolerance;
   o.line_search = p.line_search != 0;
   o.line_search_steps = p.line_search_steps;
+  o.line_search_growth = p.line_search_growth;
   o.fb_epsilon = p.fb_epsilon;
   o.preconditioner = static_cast<Preconditioner>(p.preconditioner);
   return o;

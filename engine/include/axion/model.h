@@ -180,12 +180,18 @@ struct SolverOptions {
                                      // (units of impulse per unit effective mass: m/s)
   Real cr_tolerance = 1e-5;          // relative CR tolerance (preconditioned residual); looser
                                      // forcing makes Newton linear on long chains
-  bool line_search = false;          // backtracking on the merit 0.5 |residual|^2; off by
-                                     // default: with friction's exact Newton form full steps
-                                     // converge in fewer iterations (humanoid under control
-                                     // noise: 7.9 against 10.6 per step), and the merit, not
-                                     // smooth where contacts open or stick, refused good steps
+  bool line_search = true;           // backtracking on the merit 0.5 |residual|^2
   int line_search_steps = 4;         // maximum halvings of the Newton step
+  Real line_search_growth = 1e3;     // a trial is taken once its merit is below this multiple
+                                     // of the accepted one (1: strict decrease). A safeguard
+                                     // against steps that blow up, not a descent test: the
+                                     // merit is not smooth where contacts open or stick, and
+                                     // strict decrease refused good full steps (humanoid under
+                                     // control noise: 10.6 Newton iterations per step against
+                                     // 7.6, 38 steps not converged against 6; no search at all
+                                     // 7.9 and 14, and a limb thrown at 0.16 s). Worlds on the
+                                     // Jacobi preconditioner keep strict decrease (1): their
+                                     // symmetric friction form needs it to hold static friction
   Real fb_epsilon = 1e-10;           // smoothing of the Fischer-Burmeister function
   bool friction_newton = true;       // linearise friction along the slip with W's derivatives
                                      // (see kernels_contact.h); off: W frozen, as in the seeds

@@ -45,6 +45,7 @@ struct WorldParams {
   Real cr_tolerance;
   int32_t line_search;
   int32_t line_search_steps;
+  Real line_search_growth;
   Real fb_epsilon;
   int32_t preconditioner;  // Preconditioner
 };
