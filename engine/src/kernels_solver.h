@@ -319,8 +319,8 @@ AXION_HD void world_cr_solve_symmetric(const BatchView& v, int world) {
 inline constexpr int kGcrDirections = 8;
 // GCR iterations per solve at most: where contacts close loops the solve can stall for hundreds
 // of iterations short of its tolerance, while Newton converges as well from the direction it
-// has after a few (the humanoid under control noise, 1000 steps: 7.9 Newton iterations and
-// 1659 steps/s capped at 10, 7.4 and 1344 at 20, 7.3 and 705 at 200).
+// has after a few (the humanoid under control noise, 1000 steps, line search off: 7.9 Newton
+// iterations and 1659 steps/s capped at 10, 7.4 and 1344 at 20, 7.3 and 705 at 200).
 inline constexpr int kGcrIterations = 10;
 AXION_HD void world_gcr_solve(const BatchView& v, int world) {
   const int row0 = v.world_row_offset[world];
@@ -338,12 +338,8 @@ AXION_HD void world_gcr_solve(const BatchView& v, int world) {
     Real* p = v.row_gcr_p + slot;
     Real* q = v.row_gcr_q + slot;
     // p = P r (the first from world_tree_precondition / row_precondition), q = A p
-    if (it == 0) {
-      for (int row = row0; row < row_end; ++row) p[kGcrDirections * row] = v.row_cr_z[row];
-    } else {
-      world_precondition_apply(v, world, v.row_cr_r, v.row_cr_z);
-      for (int row = row0; row < row_end; ++row) p[kGcrDirections * row] = v.row_cr_z[row];
-    }
+    if (it > 0) world_precondition_apply(v, world, v.row_cr_r, v.row_cr_z);
+    for (int row = row0; row < row_end; ++row) p[kGcrDirections * row] = v.row_cr_z[row];
     world_schur_product(v, world, v.row_cr_z, v.row_cr_az);
     for (int row = row0; row < row_end; ++row) q[kGcrDirections * row] = v.row_cr_az[row];
     // orthogonalise against the earlier directions kept, oldest first
