@@ -185,6 +185,27 @@ absl::Status ApplyPreconditioner(v1::Preconditioner proto, Preconditioner* out) 
   }
 }
 
+v1::FrictionCombine ToProto(FrictionCombine c) {
+  return c == FrictionCombine::kMax ? v1::FRICTION_COMBINE_MAX
+                                    : v1::FRICTION_COMBINE_GEOMETRIC_MEAN;
+}
+
+absl::Status ApplyFrictionCombine(v1::FrictionCombine proto, FrictionCombine* out) {
+  switch (proto) {
+    case v1::FRICTION_COMBINE_UNSPECIFIED:
+      return absl::OkStatus();
+    case v1::FRICTION_COMBINE_GEOMETRIC_MEAN:
+      *out = FrictionCombine::kGeometricMean;
+      return absl::OkStatus();
+    case v1::FRICTION_COMBINE_MAX:
+      *out = FrictionCombine::kMax;
+      return absl::OkStatus();
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("solver_options.friction_combine: unknown value ", static_cast<int>(proto)));
+  }
+}
+
 absl::StatusOr<BodyDesc> FromProto(const v1::Body& proto, int index) {
   BodyDesc body;
   body.name = proto.name();
@@ -233,6 +254,7 @@ absl::StatusOr<ShapeDesc> FromProto(const v1::Shape& proto, int index) {
   }
   if (proto.has_collision_group()) shape.collision_group = proto.collision_group().value();
   if (proto.has_collision_mask()) shape.collision_mask = proto.collision_mask().value();
+  if (proto.has_contact_dim()) shape.contact_dim = proto.contact_dim().value();
   return shape;
 }
 
@@ -386,6 +408,7 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
     out->mutable_material()->mutable_restitution()->set_value(shape.material.restitution);
     out->mutable_collision_group()->set_value(shape.collision_group);
     out->mutable_collision_mask()->set_value(shape.collision_mask);
+    out->mutable_contact_dim()->set_value(shape.contact_dim);
   }
   for (const JointDesc& joint : desc.joints) {
     v1::Joint* out = proto->add_joints();
@@ -439,6 +462,8 @@ absl::Status ApplySolverOverrides(const v1::SolverOptions& overrides, SolverOpti
   if (!status.ok()) return status;
   status = ApplyPreconditioner(overrides.preconditioner(), &options->preconditioner);
   if (!status.ok()) return status;
+  status = ApplyFrictionCombine(overrides.friction_combine(), &options->friction_combine);
+  if (!status.ok()) return status;
   if (overrides.has_baumgarte()) options->baumgarte = overrides.baumgarte().value();
   if (overrides.has_contact_margin()) options->contact_margin = overrides.contact_margin().value();
   if (overrides.has_newton_iterations()) {
@@ -452,6 +477,9 @@ absl::Status ApplySolverOverrides(const v1::SolverOptions& overrides, SolverOpti
   if (overrides.has_line_search()) options->line_search = overrides.line_search().value();
   if (overrides.has_line_search_steps()) {
     options->line_search_steps = overrides.line_search_steps().value();
+  }
+  if (overrides.has_line_search_growth()) {
+    options->line_search_growth = overrides.line_search_growth().value();
   }
   if (overrides.has_fb_epsilon()) options->fb_epsilon = overrides.fb_epsilon().value();
   if (overrides.has_speculative_contacts()) {
@@ -483,6 +511,8 @@ void SolverOptionsToProto(const SolverOptions& options, v1::SolverOptions* proto
   proto->mutable_speculative_contacts()->set_value(options.speculative_contacts);
   proto->mutable_contact_compliance()->set_value(options.contact_compliance);
   proto->mutable_friction_newton()->set_value(options.friction_newton);
+  proto->set_friction_combine(ToProto(options.friction_combine));
+  proto->mutable_line_search_growth()->set_value(options.line_search_growth);
   proto->set_preconditioner(ToProto(options.preconditioner));
 }
 

@@ -34,6 +34,7 @@ WorldParams MakeWorldParams(const SolverOptions& o) {
   p.contact_margin = o.contact_margin;
   p.speculative_contacts = o.speculative_contacts;
   p.friction_newton = o.friction_newton;
+  p.friction_combine = static_cast<int32_t>(o.friction_combine);
   p.contact_compliance = o.contact_compliance;
   p.newton_iterations = o.newton_iterations;
   p.cr_iterations = o.cr_iterations;
@@ -233,6 +234,7 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
       store3(&s.shape_size[3 * g], shape.size);
       s.shape_friction[g] = shape.material.friction;
       s.shape_restitution[g] = shape.material.restitution;
+      s.shape_contact_dim[g] = shape.contact_dim;
       s.shape_hull[g] = -1;
       if (shape.type == ShapeType::kConvexHull) {
         // Validated at compile time, so building again cannot fail.

@@ -52,6 +52,18 @@ AXION_HD Vec6 body_predicted_twist(const BatchView& v, int body, const WorldPara
   return u;
 }
 
+// Friction coefficient of a contact between shapes sa and sb: none when both are frictionless
+// (contact_dim 1; the larger dimension wins, MuJoCo's condim rule), else the shapes' coefficients
+// combined by the world's rule.
+AXION_HD Real contact_friction_coefficient(const BatchView& v, int sa, int sb,
+                                           const WorldParams& p) {
+  if (v.shape_contact_dim[sa] < 3 && v.shape_contact_dim[sb] < 3) return 0;
+  Real mu_a = v.shape_friction[sa], mu_b = v.shape_friction[sb];
+  if (p.friction_combine == static_cast<int32_t>(FrictionCombine::kMax))
+    return mu_a > mu_b ? mu_a : mu_b;
+  return std::sqrt(mu_a * mu_b);
+}
+
 // Per shape: bounding box at q-, grown by the contact margin and by the shape's sweep, the
 // distance any of its points can travel in one step, h (|v| + |w| R) with R the distance from
 // the body's centre of mass to the box's farthest corner. A step of 0.05 s moves a falling
@@ -143,7 +155,7 @@ AXION_HD void world_collide(const BatchView& v, int world) {
       store3(v.contact_tangent + 6 * k, t1);
       store3(v.contact_tangent + 6 * k + 3, t2);
       v.contact_gap[k] = points[i].gap;
-      v.contact_friction[k] = std::sqrt(v.shape_friction[sa] * v.shape_friction[sb]);
+      v.contact_friction[k] = contact_friction_coefficient(v, sa, sb, p);
       Real ea = v.shape_restitution[sa], eb = v.shape_restitution[sb];
       v.contact_restitution[k] = ea > eb ? ea : eb;
       // Relative normal velocity at the start of the step (restitution reference).

@@ -153,6 +153,11 @@ absl::Status ValidateShape(int index, int body_count, ShapeDesc* shape) {
     return Invalid(what, "material.friction",
                    "must be >= 0 and finite, got " + Fmt(shape->material.friction));
   }
+  if (shape->contact_dim != 1 && shape->contact_dim != 3) {
+    return Invalid(
+        what, "contact_dim",
+        absl::StrCat("must be 1 (frictionless) or 3 (friction), got ", shape->contact_dim));
+  }
   if (!Finite(shape->material.restitution) || shape->material.restitution < 0 ||
       shape->material.restitution > 1) {
     return Invalid(what, "material.restitution",
@@ -229,6 +234,10 @@ absl::Status ValidateSolverOptions(SolverOptions* options) {
                    absl::StrCat("must be >= 0, got ", o.line_search_steps));
   if (!(o.fb_epsilon >= 0) || !Finite(o.fb_epsilon))
     return Invalid("options", "fb_epsilon", "must be >= 0, got " + Fmt(o.fb_epsilon));
+  if (o.friction_combine != FrictionCombine::kGeometricMean &&
+      o.friction_combine != FrictionCombine::kMax)
+    return Invalid("options", "friction_combine",
+                   absl::StrCat("unknown value ", static_cast<int>(o.friction_combine)));
   if (o.preconditioner != Preconditioner::kJacobi && o.preconditioner != Preconditioner::kTree)
     return Invalid("options", "preconditioner",
                    absl::StrCat("unknown value ", static_cast<int>(o.preconditioner)));

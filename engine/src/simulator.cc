@@ -230,6 +230,7 @@ absl::StatusOr<SolverOptions> Simulator::GetOptions(WorldId world) const {
   o.contact_margin = p.contact_margin;
   o.speculative_contacts = p.speculative_contacts != 0;
   o.friction_newton = p.friction_newton != 0;
+  o.friction_combine = static_cast<FrictionCombine>(p.friction_combine);
   o.contact_compliance = p.contact_compliance;
   o.newton_iterations = p.newton_iterations;
   o.cr_iterations = p.cr_iterations;

@@ -94,6 +94,25 @@ def test_create_worlds_solver_options_contacts(client):
     assert default.contact_compliance.value == 0
 
 
+def test_friction_combine_line_search_growth_and_contact_dim(client):
+    created = client.create_worlds(
+        PENDULUM_MJCF,
+        solver_options={"friction_combine": "geometric_mean", "line_search_growth": 10.0})
+    options = client.get_model(created.world_ids[0]).options
+    assert options.friction_combine == axion.pb.FRICTION_COMBINE_GEOMETRIC_MEAN
+    assert options.line_search_growth.value == pytest.approx(10.0)
+    # MJCF keeps MuJoCo's rules: the larger friction, and each geom's condim.
+    mjcf = client.get_model(client.create_worlds(PENDULUM_MJCF.replace(
+        "<geom ", '<geom condim="1" ', 1)).world_ids[0])
+    assert mjcf.options.friction_combine == axion.pb.FRICTION_COMBINE_MAX
+    assert mjcf.options.line_search_growth.value == pytest.approx(1000.0)
+    assert [s.contact_dim.value for s in mjcf.shapes][0] == 1
+    with pytest.raises(ValueError, match="friction_combine"):
+        axion.solver_options({"friction_combine": "min"})
+    with pytest.raises(axion.AxionError, match="line_search_growth"):
+        client.create_worlds(PENDULUM_MJCF, solver_options={"line_search_growth": 0.5})
+
+
 def test_create_worlds_solver_options_preconditioner(client):
     jacobi = client.create_worlds(PENDULUM_MJCF, solver_options={"preconditioner": "jacobi"})
     tree = client.create_worlds(PENDULUM_MJCF, solver_options={"preconditioner": "TREE"})

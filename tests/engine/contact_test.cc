@@ -165,6 +165,49 @@ TEST(ContactTest, FrictionIsIsotropic) {
   EXPECT_NEAR(distances[0], 4 / (2 * 0.5 * kG), 0.05);
 }
 
+// Speed after 0.2 s of a box launched at 2 m/s along a floor of friction 0.8, the box's own
+// friction 0.2, each shape with the given contact dimension, combined by `combine`.
+Real LaunchedBoxSpeed(FrictionCombine combine, int floor_dim, int box_dim) {
+  ModelDesc d;
+  d.options.timestep = 0.01;
+  d.options.friction_combine = combine;
+  d.shapes.push_back(Ground(0.8));
+  d.shapes[0].contact_dim = floor_dim;
+  AddBox(d, {0, 0, 0.1}, {}, 0.1, 1, 0.2);
+  d.shapes[1].contact_dim = box_dim;
+  d.bodies[0].linear_velocity = {2, 0, 0};
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, MustCompile(d));
+  MustStep(*sim, w, 20);
+  test::ExpectHealthy(*sim, w);
+  return test::BodyVel(*sim, w, 0).x;
+}
+
+// The contact's coefficient is the geometric mean or the larger of the two, and a contact has
+// friction unless both shapes are frictionless (contact dimension 1), MuJoCo's condim rule.
+TEST(ContactTest, FrictionCombinesByTheWorldsRuleAndContactDimension) {
+  const Real t = 0.2;
+  Real mean = LaunchedBoxSpeed(FrictionCombine::kGeometricMean, 3, 3);
+  Real max = LaunchedBoxSpeed(FrictionCombine::kMax, 3, 3);
+  Real one_frictionless = LaunchedBoxSpeed(FrictionCombine::kMax, 3, 1);
+  Real both_frictionless = LaunchedBoxSpeed(FrictionCombine::kMax, 1, 1);
+  std::printf("speed after 0.2 s: geometric mean %.5f, max %.5f, box condim 1 %.5f, both %.5f\n",
+              mean, max, one_frictionless, both_frictionless);
+  EXPECT_NEAR(mean, 2 - std::sqrt(0.8 * 0.2) * kG * t, 1e-3);
+  EXPECT_NEAR(max, 2 - 0.8 * kG * t, 1e-3);
+  EXPECT_NEAR(one_frictionless, max, 1e-9);
+  EXPECT_NEAR(both_frictionless, 2, 1e-6);
+}
+
+TEST(ContactTest, ContactDimensionOtherThanOneOrThreeIsRejected) {
+  ModelDesc d;
+  d.shapes.push_back(Ground());
+  d.shapes[0].contact_dim = 4;
+  absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(d);
+  ASSERT_FALSE(model.ok());
+  EXPECT_NE(model.status().message().find("contact_dim"), std::string::npos) << model.status();
+}
+
 // A box launched along the floor slides for 0.35 s; returns the distance slid, the steps that
 // ended at the Newton limit and the mean Newton iterations per step.
 Real SlideBox(bool friction_newton, int* not_converged, double* mean_newton) {

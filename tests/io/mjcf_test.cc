@@ -353,15 +353,48 @@ TEST_F(HumanoidTest, JointsAndActuatorsMatchMuJoCo) {
   }
 }
 
+// Geoms keep MuJoCo's sliding friction and condim (the limbs 1, the floor 3), and contacts combine
+// friction as MuJoCo does: the larger coefficient.
+TEST_F(HumanoidTest, FrictionAndContactDimensionMatchMuJoCo) {
+  const ModelDesc& model = result_.model;
+  const mjModel* m = mj_.get();
+  EXPECT_EQ(model.options.friction_combine, FrictionCombine::kMax);
+  ASSERT_EQ(model.shapes.size(), static_cast<size_t>(m->ngeom));
+  int frictionless = 0;
+  for (int g = 0; g < m->ngeom; ++g) {
+    const ShapeDesc& shape = model.shapes[g];
+    EXPECT_EQ(shape.name, mj_id2name(m, mjOBJ_GEOM, g));
+    EXPECT_DOUBLE_EQ(shape.material.friction, m->geom_friction[3 * g]);
+    EXPECT_EQ(shape.contact_dim, m->geom_condim[g]) << shape.name;
+    frictionless += shape.contact_dim == 1;
+  }
+  EXPECT_EQ(frictionless, m->ngeom - 1);  // all but the floor
+}
+
+TEST(MjcfGeomTest, CondimFourAndSixWarnAndOthersAreErrors) {
+  auto load = [](const std::string& condim) {
+    return LoadMjcfString(absl::StrCat(R"(<mujoco><worldbody><body><freejoint/>
+        <geom type="sphere" size=".1" condim=")",
+                                       condim, R"("/></body></worldbody></mujoco>)"),
+                          "");
+  };
+  absl::StatusOr<ImportResult> six = load("6");
+  ASSERT_TRUE(six.ok()) << six.status();
+  EXPECT_EQ(six->model.shapes[0].contact_dim, 3);
+  EXPECT_TRUE(HasWarning(*six, "torsional and rolling friction are not supported"));
+  absl::StatusOr<ImportResult> two = load("2");
+  ASSERT_FALSE(two.ok());
+  EXPECT_NE(two.status().message().find("condim"), std::string::npos) << two.status();
+}
+
 TEST_F(HumanoidTest, CompilesAndWarnsAboutWhatItIgnores) {
   absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(result_.model);
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_TRUE(HasWarning(result_, "<light>"));
   EXPECT_TRUE(HasWarning(result_, "<camera>"));
   EXPECT_TRUE(HasWarning(result_, "'solimp'"));
-  EXPECT_TRUE(HasWarning(result_, "'condim'"));
+  EXPECT_FALSE(HasWarning(result_, "condim"));
   EXPECT_TRUE(HasWarning(result_, "<asset>"));
-  EXPECT_TRUE(HasWarning(result_, "geometric mean"));  // friction .7 against the floor's 1
   EXPECT_FALSE(HasWarning(result_, "light bodies"));
 }
 

@@ -35,6 +35,10 @@ _PRECONDITIONERS = {
     "jacobi": pb.PRECONDITIONER_JACOBI,
     "tree": pb.PRECONDITIONER_TREE,
 }
+_FRICTION_COMBINES = {
+    "geometric_mean": pb.FRICTION_COMBINE_GEOMETRIC_MEAN,
+    "max": pb.FRICTION_COMBINE_MAX,
+}
 # SolverOptions fields held in google.protobuf wrapper messages (set through `.value`).
 _WRAPPED_OPTIONS = (
     "timestep",
@@ -46,6 +50,7 @@ _WRAPPED_OPTIONS = (
     "cr_tolerance",
     "line_search",
     "line_search_steps",
+    "line_search_growth",
     "fb_epsilon",
     "speculative_contacts",
     "contact_compliance",
@@ -57,7 +62,8 @@ def solver_options(options):
     """An axion.v1.SolverOptions from a dict such as {"timestep": 0.005, "gravity": (0, 0, 0)}.
 
     Keys are the SolverOptions field names; the formulations take 'position' or 'velocity',
-    the preconditioner 'jacobi' or 'tree' (any case); enum values of the proto are accepted too.
+    the preconditioner 'jacobi' or 'tree', friction_combine 'geometric_mean' or 'max' (any
+    case); enum values of the proto are accepted too.
     An axion.v1.SolverOptions is returned as is; None gives an empty (all defaults) message.
     """
     if options is None:
@@ -82,6 +88,12 @@ def solver_options(options):
                 if value.lower() not in _PRECONDITIONERS:
                     raise ValueError(f"{key}: '{value}' is not 'jacobi' or 'tree'")
                 value = _PRECONDITIONERS[value.lower()]
+            setattr(message, key, value)
+        elif key == "friction_combine":
+            if isinstance(value, str):
+                if value.lower() not in _FRICTION_COMBINES:
+                    raise ValueError(f"{key}: '{value}' is not 'geometric_mean' or 'max'")
+                value = _FRICTION_COMBINES[value.lower()]
             setattr(message, key, value)
         else:
             raise ValueError(f"unknown solver option '{key}'")

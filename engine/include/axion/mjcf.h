@@ -3,12 +3,13 @@
 // Supported: <include>, <compiler> (angle, inertiafromgeom, eulerseq, coordinate="local",
 // autolimits), <option> (timestep, gravity), <default> classes with inheritance and `childclass`,
 // nested <body> (pos, quat, euler, axisangle, xyaxes, zaxis), <geom> (plane, sphere, capsule,
-// box, cylinder, ellipsoid; size, fromto, density, mass, friction, contype, conaffinity),
+// box, cylinder, ellipsoid; size, fromto, density, mass, friction, condim, contype,
+// conaffinity),
 // <inertial> (pos, orientation, mass, diaginertia, fullinertia), <joint> (hinge, slide, ball,
 // free; pos, axis, range, limited, stiffness, damping, armature, ref, springref), <freejoint>,
 // and <actuator> (motor, position, velocity on a joint: gear, ctrlrange, ctrllimited, kp, kv).
 // Everything else (visual elements, sites, cameras, lights, sensors, tendons, equality
-// constraints, solver-parameter attributes such as solref/solimp/condim, ...) is skipped with a
+// constraints, solver-parameter attributes such as solref/solimp, ...) is skipped with a
 // warning naming the element or attribute, so no difference from MuJoCo is silent. Malformed or
 // inconsistent files are errors that name the file and line, the element, its name and the
 // attribute.
@@ -80,12 +81,17 @@
 //     and inertia formulas per shape (a capsule is a cylinder plus two hemispheres); the geoms
 //     are combined about the body's centre of mass with the parallel-axis theorem. BodyDesc
 //     gets the full tensor in the body frame (MuJoCo diagonalises it; the eigenvalues agree).
-//  6. Geoms: friction = first value (sliding); contype -> ShapeDesc::collision_group and
+//  6. Geoms: friction = first value (sliding), combined as MuJoCo does for geoms of equal
+//     priority, the larger of the two (SolverOptions::friction_combine = kMax); condim ->
+//     ShapeDesc::contact_dim, 1 frictionless and 3 sliding friction, a contact taking the larger
+//     of its geoms' as in MuJoCo (the humanoid's limbs, condim 1, touch each other without
+//     friction and the floor, condim 3, with it); condim 4 and 6 keep sliding friction only
+//     (torsional and rolling friction are not supported: warning). contype ->
+//     ShapeDesc::collision_group and
 //     conaffinity -> collision_mask. MuJoCo collides a pair when (contype_a & conaffinity_b) ||
 //     (contype_b & conaffinity_a); Axion requires both terms. The two agree whenever the rule is
 //     symmetric for every pair (the usual case); a model whose geoms rely on the asymmetric
-//     case gets a warning naming a pair. MuJoCo combines friction with max(), Axion with the
-//     geometric mean: a warning is given when geoms with different friction can touch.
+//     case gets a warning naming a pair.
 //     Ellipsoids with unequal radii become a convex hull of points on their surface (warning);
 //     mass properties still use the exact ellipsoid. Finite planes become infinite (warning).
 //  7. Collision filtering: MuJoCo never collides two bodies of one weld group, nor a weld group

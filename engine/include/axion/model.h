@@ -48,9 +48,10 @@ enum class ShapeType : int32_t {
   kConvexHull = 5  // vertices (body-local, relative to the shape pose); size unused
 };
 
-// Surface material. Two materials in contact combine as friction = sqrt(mu_a * mu_b)
-// (geometric mean, as Bullet and PhysX do, so a frictionless surface stays frictionless) and
-// restitution = max(e_a, e_b) (the bouncier surface wins, as Box2D does).
+// Surface material. Two materials in contact combine their friction by
+// SolverOptions::friction_combine (by default the geometric mean sqrt(mu_a * mu_b), as Bullet and
+// PhysX do, so a frictionless surface stays frictionless) and restitution = max(e_a, e_b) (the
+// bouncier surface wins, as Box2D does).
 struct Material {
   Real friction = 0.5;   // Coulomb coefficient mu, >= 0
   Real restitution = 0;  // e in [0, 1]; used by the velocity-level contact formulation
@@ -67,6 +68,11 @@ struct ShapeDesc {
   // Two shapes collide when (group_a & mask_b) && (group_b & mask_a).
   uint32_t collision_group = 1;
   uint32_t collision_mask = 0xffffffffu;
+  // Contact dimension: 1 for frictionless contacts (a normal row only takes effect), 3 for
+  // normal and Coulomb friction. A contact takes the larger of its two shapes' (MuJoCo's condim
+  // rule), so a frictionless limb still grips a frictional floor while touching another
+  // frictionless limb without friction.
+  int contact_dim = 3;
 };
 
 enum class JointType : int32_t {
@@ -150,6 +156,12 @@ struct ActuatorDesc {
 
 enum class Formulation : int32_t { kPosition = 0, kVelocity = 1 };
 
+// How two shapes' friction coefficients combine into their contact's.
+enum class FrictionCombine : int32_t {
+  kGeometricMean = 0,  // sqrt(mu_a mu_b): a frictionless surface stays frictionless
+  kMax = 1,            // max(mu_a, mu_b): MuJoCo's rule (geoms of equal priority)
+};
+
 // Solver and integration options of a world; every field documented with its default and units.
 // Preconditioner of the Conjugate Residual solve of J M^-1 J^T + C.
 enum class Preconditioner : int {
@@ -193,8 +205,9 @@ struct SolverOptions {
                                      // Jacobi preconditioner keep strict decrease (1): their
                                      // symmetric friction form needs it to hold static friction
   Real fb_epsilon = 1e-10;           // smoothing of the Fischer-Burmeister function
-  bool friction_newton = true;       // linearise friction along the slip with W's derivatives
-                                     // (see kernels_contact.h); off: W frozen, as in the seeds
+  FrictionCombine friction_combine = FrictionCombine::kGeometricMean;  // see Material
+  bool friction_newton = true;  // linearise friction along the slip with W's derivatives
+                                // (see kernels_contact.h); off: W frozen, as in the seeds
   Preconditioner preconditioner = Preconditioner::kTree;  // of the Conjugate Residual solve
 };
 

@@ -38,6 +38,7 @@ struct WorldParams {
   Real contact_margin;
   int32_t speculative_contacts;
   int32_t friction_newton;
+  int32_t friction_combine;  // FrictionCombine
   Real contact_compliance;
   int32_t newton_iterations;
   int32_t cr_iterations;
@@ -179,17 +180,18 @@ struct BatchView {
   Real* actuator_ctrl;           // (actuator_count) control input
 
   // ---- shapes (shape_count) ------------------------------------------------------------------
-  const int32_t* shape_world;     // (shape_count)
-  const int32_t* shape_body;      // (shape_count) global body or -1
-  const int32_t* shape_type;      // (shape_count) ShapeType
-  const Real* shape_pos;          // (shape_count x 3) in the body COM frame (world if static)
-  const Real* shape_quat;         // (shape_count x 4)
-  const Real* shape_size;         // (shape_count x 3)
-  const Real* shape_friction;     // (shape_count)
-  const Real* shape_restitution;  // (shape_count)
-  const int32_t* shape_hull;      // (shape_count) hull index or -1
-  Real* shape_aabb;               // (shape_count x 6) lower xyz, upper xyz at q-
-  Real* shape_sweep;              // (shape_count) how far any point of the shape can move this step
+  const int32_t* shape_world;        // (shape_count)
+  const int32_t* shape_body;         // (shape_count) global body or -1
+  const int32_t* shape_type;         // (shape_count) ShapeType
+  const Real* shape_pos;             // (shape_count x 3) in the body COM frame (world if static)
+  const Real* shape_quat;            // (shape_count x 4)
+  const Real* shape_size;            // (shape_count x 3)
+  const Real* shape_friction;        // (shape_count)
+  const Real* shape_restitution;     // (shape_count)
+  const int32_t* shape_contact_dim;  // (shape_count) 1: frictionless, 3: with friction
+  const int32_t* shape_hull;         // (shape_count) hull index or -1
+  Real* shape_aabb;                  // (shape_count x 6) lower xyz, upper xyz at q-
+  Real* shape_sweep;  // (shape_count) how far any point of the shape can move this step
   // convex hulls (hull_count), flattened
   const int32_t* hull_vertex_offset;      // (hull_count + 1) into hull_vertices (in vertices)
   const int32_t* hull_face_offset;        // (hull_count + 1) into hull_face_start (in faces)

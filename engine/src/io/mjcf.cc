@@ -49,7 +49,7 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
       {"freejoint", {"name"}},
       {"geom",
        {"name", "class", "type", "size", "fromto", "pos", "quat", "axisangle", "euler", "xyaxes",
-        "zaxis", "density", "mass", "friction", "contype", "conaffinity"}},
+        "zaxis", "density", "mass", "friction", "condim", "contype", "conaffinity"}},
       {"motor", {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited"}},
       {"position", {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "kp", "kv"}},
       {"velocity", {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "kv"}},
@@ -162,6 +162,7 @@ struct MjGeom {
   Mat33 inertia;          // about the geom centre, in the body frame (kg m^2)
   bool has_mass = false;  // planes have none
   Real friction = 1;
+  int condim = 3;  // 1 frictionless, 3 sliding friction (4 and 6 are taken as 3, with a warning)
   int contype = 1, conaffinity = 1;
 };
 
@@ -575,6 +576,17 @@ absl::Status MjcfLoader::ParseGeom(const XMLElement* xml, const std::string& cla
   AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> friction, e.Reals("friction", 1, 3, {1}));
   if (friction[0] < 0) return e.Error("friction", "sliding friction is negative");
   geom->friction = friction[0];
+  AXION_IO_ASSIGN_OR_RETURN(geom->condim, e.Int("condim", 3));
+  if (geom->condim != 1 && geom->condim != 3 && geom->condim != 4 && geom->condim != 6) {
+    return e.Error("condim", absl::StrCat(geom->condim, " is not 1, 3, 4 or 6"));
+  }
+  if (geom->condim > 3) {
+    warnings_.Add("condim-torsional",
+                  absl::StrCat("condim ", geom->condim, " at ", geom->where,
+                               ": torsional and rolling friction are not supported; contacts "
+                               "keep sliding friction only (condim 3)"));
+    geom->condim = 3;
+  }
   AXION_IO_ASSIGN_OR_RETURN(geom->contype, e.Int("contype", 1));
   AXION_IO_ASSIGN_OR_RETURN(geom->conaffinity, e.Int("conaffinity", 1));
   return absl::OkStatus();
@@ -977,6 +989,7 @@ ShapeDesc MakeShape(const MjGeom& g, int body, const Pose& offset) {
   s.size = g.size;
   s.vertices = g.vertices;
   s.material.friction = g.friction;
+  s.contact_dim = g.condim;
   s.collision_group = static_cast<uint32_t>(g.contype);
   s.collision_mask = static_cast<uint32_t>(g.conaffinity);
   return s;
@@ -1282,7 +1295,6 @@ void MjcfLoader::ApplyCollisionRules() {
   std::string asymmetric;
   std::set<std::string> filter_mismatch;
   std::set<std::pair<int, int>> exclude;  // Axion body pairs MuJoCo filters and Axion would not
-  bool friction_mismatch = false;
   for (size_t i = 0; i < geoms.size(); ++i) {
     for (size_t k = i + 1; k < geoms.size(); ++k) {
       const GeomRef& a = geoms[i];
@@ -1304,7 +1316,6 @@ void MjcfLoader::ApplyCollisionRules() {
         auto name = [&](int body) { return body < 0 ? std::string("world") : bodies_[body].name; };
         filter_mismatch.insert(absl::StrCat(name(a.body), "-", name(b.body)));
       }
-      if (!mj_filtered && a.geom->friction != b.geom->friction) friction_mismatch = true;
     }
   }
   for (const auto& [a, b] : exclude) result_.model.exclude_body_pairs.push_back({a, b});
@@ -1320,11 +1331,6 @@ void MjcfLoader::ApplyCollisionRules() {
                   absl::StrCat("body pairs MuJoCo collides but Axion's joint filter skips: ",
                                absl::StrJoin(filter_mismatch, ", ")));
   }
-  if (friction_mismatch) {
-    warnings_.Add("friction-combine",
-                  "geoms with different friction can touch: MuJoCo uses the larger coefficient, "
-                  "Axion the geometric mean of the two");
-  }
 }
 
 absl::StatusOr<ImportResult> MjcfLoader::Load(std::string_view xml, const std::string& file,
@@ -1337,8 +1343,10 @@ absl::StatusOr<ImportResult> MjcfLoader::Load(std::string_view xml, const std::s
         absl::StrCat(file, ":", root ? root->GetLineNum() : 1, ": root element must be <mujoco>"));
   }
   result_.model.name = root->Attribute("model") ? root->Attribute("model") : "";
-  // MuJoCo's own default time step; <option> overrides it.
+  // MuJoCo's own default time step; <option> overrides it. Touching geoms of equal priority
+  // (the only kind: `priority` is not supported) take the larger friction coefficient.
   result_.model.options.timestep = Real(0.002);
+  result_.model.options.friction_combine = FrictionCombine::kMax;
   std::vector<const XMLElement*> sections;
   AXION_IO_RETURN_IF_ERROR(Children(root, &sections, 0));
   // Compiler settings and default classes apply to the whole file, wherever they appear.
