@@ -133,7 +133,8 @@ namespace axion {
               X(Real, row_tree_block, 12)                                                  \
               X(Real, row_tree_y, 6) X(Real, row_tree_t, 6) X(int32_t, row_tree_head, 1)   \
                   X(int32_t, row_tree_size, 1) X(int32_t, row_tree_parent, 1)              \
-                      X(int32_t, row_tree_child, 1) X(int32_t, row_tree_dropped, 1)
+                      X(int32_t, row_tree_child, 1) X(int32_t, row_tree_dropped, 1)        \
+                          X(int32_t, row_tree_rows, 1) X(int32_t, row_tree_count, 1)
 // Hull data (flattened over all worlds' hull shapes).
 #define AXION_HULL_ARRAYS(X)        \
   X(int32_t, hull_vertex_offset, 1) \

@@ -26,11 +26,18 @@
 // 145 steps/s).
 //
 // Within a group, rows that are (nearly) combinations of earlier ones are found while
-// factoring and take the Jacobi diagonal as well (kTreeRedundancy).
+// factoring and take the Jacobi diagonal as well (kTreeRedundancy), and so do, each Newton
+// iteration, the joint limits away from their stop, whose diagonal is all compliance
+// (kTreeInactive). Their impulse is decoupled from the rest (it goes to zero), the diagonal
+// solves for it to that accuracy, and the group factors only its other rows: on the humanoid
+// 95% of the limit rows are inactive, and a 3-DOF joint's 12 rows factor as 6 (16% more steps
+// per second under control noise, the same Newton and CR iterations). Contacts stay: a
+// separating normal row's friction rows can still be coupled to it, and measured no faster.
 //
 // Layout: a body's Schur-updated 6x6 block D_b lives in body_tree_block, a group's m x m
-// block N_g = -D_g = C_g + sum J D_b^-1 J^T in row_tree_block (row k of the group holds row k
-// of N_g; a leaf's is C_g); both are factored by LU and then replaced by their inverses.
+// block N_g = -D_g = C_g + sum J D_b^-1 J^T over its active rows in row_tree_block (the
+// group's k-th row slot holds row k of N_g, whose rows are the ones listed in row_tree_rows; a
+// leaf's is C_g); both are factored by LU and then replaced by their inverses.
 // The elimination order is the leaves, then the bodies in reverse
 // breadth-first order from each component's root (body_tree_order), each followed by the
 // group joining it to its parent; a root group goes last. Everything is per world and
@@ -50,6 +57,10 @@ inline constexpr int kTreeGroupRows = 12;
 // Such rows leave the tree for the Jacobi diagonal, since factoring them would put a huge
 // eigenvalue into the preconditioner along the redundant impulses and let CR move them freely.
 inline constexpr Real kTreeRedundancy = Real(1e-6);
+// A limit row whose diagonal entry of A is compliance but for this fraction (J M^-1 J^T below
+// it) is inactive: its Newton row reads lambda -> 0, which the Jacobi diagonal solves to this
+// accuracy.
+inline constexpr Real kTreeInactive = Real(1e-6);
 // row_tree_child of a leaf group: contacts between one body and the static world (below).
 inline constexpr int kTreeLeaf = -2;
 // row_tree_child of the normal row of a contact outside the tree (closing a loop): its three rows
@@ -292,26 +303,32 @@ AXION_HD void world_tree_build(const BatchView& v, int world) {
   }
 }
 
-// Factors group g (LU of N_g, marking redundant rows) and, unless it is a root, eliminates it
-// into its parent body p: D_p += J_gp^T N_g^-1 J_gp (a leaf's parent is its body).
+// Row i of the rows group g factors (see row_tree_rows).
+AXION_HD int tree_group_row(const BatchView& v, int g, int i) { return g + v.row_tree_rows[g + i]; }
+
+// Factors group g (LU of N_g over its active rows, marking redundant ones) and, unless it is a
+// root, eliminates it into its parent body p: D_p += J_gp^T N_g^-1 J_gp (a leaf's parent is its
+// body).
 AXION_HD void tree_eliminate_group(const BatchView& v, int g) {
-  const int m = v.row_tree_size[g];
+  const int m = v.row_tree_count[g];
   const int p = v.row_tree_parent[g];
   Real* n = v.row_tree_block + 12 * g;
   const int dropped = tree_lu(n, m, kTreeGroupRows, true);
   tree_lu_invert(n, m, kTreeGroupRows, dropped);
-  for (int k = 0; k < m; ++k) v.row_tree_dropped[g + k] = (dropped >> k) & 1;
+  for (int i = 0; i < m; ++i) {
+    if ((dropped >> i) & 1) v.row_tree_dropped[tree_group_row(v, g, i)] = 1;
+  }
   if (p < 0) return;
   Real* d = v.body_tree_block + 36 * p;
   Real jp[6][kTreeGroupRows];  // J_gp^T, column c of J_gp contiguous
-  for (int k = 0; k < m; ++k) {
-    const Real* j = tree_row_jacobian(v, g + k, p);
-    for (int c = 0; c < 6; ++c) jp[c][k] = j[c];
+  for (int i = 0; i < m; ++i) {
+    const Real* j = tree_row_jacobian(v, tree_group_row(v, g, i), p);
+    for (int c = 0; c < 6; ++c) jp[c][i] = j[c];
   }
   Real y[kTreeGroupRows];
   for (int c = 0; c < 6; ++c) {
     tree_matvec(n, m, kTreeGroupRows, jp[c], y);
-    for (int k = 0; k < m; ++k) v.row_tree_y[6 * (g + k) + c] = y[k];
+    for (int i = 0; i < m; ++i) v.row_tree_y[6 * tree_group_row(v, g, i) + c] = y[i];
     for (int r = 0; r < 6; ++r) {
       Real s = 0;
       for (int k = 0; k < m; ++k) s += jp[r][k] * y[k];
@@ -364,21 +381,36 @@ AXION_HD void world_tree_factor(const BatchView& v, int world) {
       for (int j = 0; j < 3; ++j) d[6 * (3 + i) + 3 + j] = inertia(i, j);
     }
   }
-  // groups start from their compliance block C_g (diagonal, and the friction rows' coupling
-  // within the group); leaves are eliminated into their body first, D_b += J_gb^T C_g^-1 J_gb
+  // groups pick their active rows and start from their compliance block C_g over them
+  // (diagonal, and the friction rows' coupling within the group); leaves are eliminated into
+  // their body first, D_b += J_gb^T C_g^-1 J_gb
   for (int g = tree_next_group(v, row0, row_end); g < row_end;
        g = tree_next_group(v, g + v.row_tree_size[g], row_end)) {
-    const int m = v.row_tree_size[g];
-    for (int k = 0; k < m; ++k) {
-      Real* n = v.row_tree_block + 12 * (g + k);
+    const int size = v.row_tree_size[g];
+    int compact[kTreeGroupRows];  // position among the factored rows, or -1
+    int m = 0;
+    for (int k = 0; k < size; ++k) {
+      const int row = g + k;
+      const int kind = v.row_kind[row];
+      const bool inactive = (kind == kRowLimitLower || kind == kRowLimitUpper) &&
+                            !(v.row_compliance[row] * v.row_precond[row] < Real(1) - kTreeInactive);
+      v.row_tree_dropped[row] = inactive;
+      compact[k] = inactive ? -1 : m;
+      if (!inactive) v.row_tree_rows[g + m++] = k;
+    }
+    v.row_tree_count[g] = m;
+    for (int i = 0; i < m; ++i) {
+      const int k = v.row_tree_rows[g + i], row = g + k;
+      Real* n = v.row_tree_block + 12 * (g + i);
       for (int l = 0; l < m; ++l) n[l] = 0;
-      n[k] = v.row_compliance[g + k];
-      const int kind = v.row_kind[g + k];
+      n[i] = v.row_compliance[row];
+      const int kind = v.row_kind[row];
       if (kind != kRowFriction1 && kind != kRowFriction2) continue;
-      const int first = kind == kRowFriction1 ? g + k : g + k - 1;
-      const int columns[2] = {first - 1 - g, (kind == kRowFriction1 ? g + k + 1 : g + k - 1) - g};
+      const int first = kind == kRowFriction1 ? k : k - 1;
+      const int columns[2] = {first - 1, kind == kRowFriction1 ? k + 1 : k - 1};
       for (int c = 0; c < 2; ++c) {
-        if (columns[c] >= 0 && columns[c] < m) n[columns[c]] += v.row_coupling[2 * (g + k) + c];
+        if (columns[c] < 0 || columns[c] >= size || compact[columns[c]] < 0) continue;
+        n[compact[columns[c]]] += v.row_coupling[2 * row + c];
       }
     }
     if (v.row_tree_child[g] == kTreeLeaf) tree_eliminate_group(v, g);
@@ -396,23 +428,26 @@ AXION_HD void world_tree_factor(const BatchView& v, int world) {
     tree_lu_invert(d, 6, 6, 0);
     const int g = v.body_tree_parent[b];
     if (g < 0) continue;
-    const int m = v.row_tree_size[g];
-    for (int k = 0; k < m; ++k) {
-      tree_matvec(d, 6, 6, tree_row_jacobian(v, g + k, b), v.row_tree_t + 6 * (g + k));
+    const int m = v.row_tree_count[g];
+    for (int i = 0; i < m; ++i) {
+      const int row = tree_group_row(v, g, i);
+      tree_matvec(d, 6, 6, tree_row_jacobian(v, row, b), v.row_tree_t + 6 * row);
     }
-    for (int k = 0; k < m; ++k) {
-      Real* n = v.row_tree_block + 12 * (g + k);
-      const Real* j = tree_row_jacobian(v, g + k, b);
-      for (int l = 0; l < m; ++l) n[l] += dot6(j, v.row_tree_t + 6 * (g + l));
+    for (int i = 0; i < m; ++i) {
+      Real* n = v.row_tree_block + 12 * (g + i);
+      const Real* j = tree_row_jacobian(v, tree_group_row(v, g, i), b);
+      for (int l = 0; l < m; ++l) n[l] += dot6(j, v.row_tree_t + 6 * tree_group_row(v, g, l));
     }
     tree_eliminate_group(v, g);
   }
 }
 
-// y_g <- N_g^-1 e_g for group g, with e_g read from `e` (row-indexed).
+// y_g <- N_g^-1 e_g for group g over its factored rows, with e_g read from `e` (row-indexed).
 AXION_HD void tree_group_solve(const BatchView& v, int g, const Real* e, Real* y) {
-  const int m = v.row_tree_size[g];
-  tree_matvec(v.row_tree_block + 12 * g, m, kTreeGroupRows, e + g, y);
+  const int m = v.row_tree_count[g];
+  Real e_g[kTreeGroupRows];
+  for (int i = 0; i < m; ++i) e_g[i] = e[tree_group_row(v, g, i)];
+  tree_matvec(v.row_tree_block + 12 * g, m, kTreeGroupRows, e_g, y);
 }
 
 /// Per world: out = P in over the live rows. Tree rows solve H [x; -z] = [0; in] by the
@@ -439,14 +474,15 @@ AXION_HD void world_tree_apply(const BatchView& v, int world, const Real* in, Re
   for (int g = tree_next_group(v, row0, row_end); g < row_end;
        g = tree_next_group(v, g + v.row_tree_size[g], row_end)) {
     if (v.row_tree_child[g] != kTreeLeaf) continue;
-    const int m = v.row_tree_size[g];
+    const int m = v.row_tree_count[g];
     const int b = v.row_tree_parent[g];
     tree_group_solve(v, g, out, y);
-    for (int k = 0; k < m; ++k) {
-      if (v.row_tree_dropped[g + k]) continue;
-      out[g + k] = y[k];
-      const Real* j = tree_row_jacobian(v, g + k, b);
-      for (int c = 0; c < 6; ++c) v.body_tree_x[6 * b + c] += j[c] * y[k];
+    for (int i = 0; i < m; ++i) {
+      const int row = tree_group_row(v, g, i);
+      if (v.row_tree_dropped[row]) continue;
+      out[row] = y[i];
+      const Real* j = tree_row_jacobian(v, row, b);
+      for (int c = 0; c < 6; ++c) v.body_tree_x[6 * b + c] += j[c] * y[i];
     }
   }
   // forward, leaves to roots: t_b = D_b^-1 f_b, w_g = N_g^-1 (e_g - J_gb t_b),
@@ -459,19 +495,21 @@ AXION_HD void world_tree_apply(const BatchView& v, int world, const Real* in, Re
     tree_matvec(v.body_tree_block + 36 * b, 6, 6, f_b, t);
     const int g = v.body_tree_parent[b];
     if (g < 0) continue;
-    const int m = v.row_tree_size[g];
-    for (int k = 0; k < m; ++k) {
-      if (!v.row_tree_dropped[g + k]) out[g + k] -= dot6(tree_row_jacobian(v, g + k, b), t);
+    const int m = v.row_tree_count[g];
+    for (int i = 0; i < m; ++i) {
+      const int row = tree_group_row(v, g, i);
+      if (!v.row_tree_dropped[row]) out[row] -= dot6(tree_row_jacobian(v, row, b), t);
     }
     tree_group_solve(v, g, out, y);
     const int p = v.row_tree_parent[g];
     Real* f = p >= 0 ? v.body_tree_x + 6 * p : nullptr;
-    for (int k = 0; k < m; ++k) {
-      if (v.row_tree_dropped[g + k]) continue;
-      out[g + k] = y[k];
+    for (int i = 0; i < m; ++i) {
+      const int row = tree_group_row(v, g, i);
+      if (v.row_tree_dropped[row]) continue;
+      out[row] = y[i];
       if (f == nullptr) continue;
-      const Real* j = tree_row_jacobian(v, g + k, p);
-      for (int c = 0; c < 6; ++c) f[c] += j[c] * y[k];
+      const Real* j = tree_row_jacobian(v, row, p);
+      for (int c = 0; c < 6; ++c) f[c] += j[c] * y[i];
     }
   }
   // backward, roots to leaves: z_g = w_g - Y_g x_p, x_b = t_b + T_b z_g
@@ -479,15 +517,16 @@ AXION_HD void world_tree_apply(const BatchView& v, int world, const Real* in, Re
     const int b = v.body_tree_order[b0 + i];
     const int g = v.body_tree_parent[b];
     if (g < 0) continue;
-    const int m = v.row_tree_size[g];
+    const int m = v.row_tree_count[g];
     const int p = v.row_tree_parent[g];
     Real* x = v.body_tree_x + 6 * b;
-    for (int k = 0; k < m; ++k) {
-      if (v.row_tree_dropped[g + k]) continue;
-      Real z = out[g + k];
-      if (p >= 0) z -= dot6(v.row_tree_y + 6 * (g + k), v.body_tree_x + 6 * p);
-      out[g + k] = z;
-      const Real* t = v.row_tree_t + 6 * (g + k);
+    for (int i = 0; i < m; ++i) {
+      const int row = tree_group_row(v, g, i);
+      if (v.row_tree_dropped[row]) continue;
+      Real z = out[row];
+      if (p >= 0) z -= dot6(v.row_tree_y + 6 * row, v.body_tree_x + 6 * p);
+      out[row] = z;
+      const Real* t = v.row_tree_t + 6 * row;
       for (int c = 0; c < 6; ++c) x[c] += t[c] * z;
     }
   }
@@ -495,10 +534,11 @@ AXION_HD void world_tree_apply(const BatchView& v, int world, const Real* in, Re
   for (int g = tree_next_group(v, row0, row_end); g < row_end;
        g = tree_next_group(v, g + v.row_tree_size[g], row_end)) {
     if (v.row_tree_child[g] != kTreeLeaf) continue;
-    const int m = v.row_tree_size[g];
+    const int m = v.row_tree_count[g];
     const Real* x = v.body_tree_x + 6 * v.row_tree_parent[g];
-    for (int k = 0; k < m; ++k) {
-      if (!v.row_tree_dropped[g + k]) out[g + k] -= dot6(v.row_tree_y + 6 * (g + k), x);
+    for (int i = 0; i < m; ++i) {
+      const int row = tree_group_row(v, g, i);
+      if (!v.row_tree_dropped[row]) out[row] -= dot6(v.row_tree_y + 6 * row, x);
     }
   }
 }

@@ -268,7 +268,11 @@ struct BatchView {
   int32_t* row_tree_parent;   // (row slots) at a group's first row: the parent body; -1: a
                               // group to the world, the root of its component
   int32_t* row_tree_child;    // (row slots) at a group's first row: the child body
-  int32_t* row_tree_dropped;  // (row slots) 1: redundant within its group, Jacobi instead
+  int32_t* row_tree_dropped;  // (row slots) 1: redundant or inactive this Newton iteration,
+                              // Jacobi instead
+  int32_t* row_tree_rows;     // (row slots) at a group's rows 0 .. count - 1: the offsets within
+                              // the group of the rows factored this iteration (the active ones)
+  int32_t* row_tree_count;    // (row slots) at a group's first row: how many rows it factors
 };
 
 }  // namespace axion
