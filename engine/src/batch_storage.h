@@ -129,7 +129,7 @@ namespace axion {
   X(Real, row_precond, 1)                                                                  \
   X(Real, row_lambda_accepted, 1) X(Real, row_lambda_best, 1) X(Real, row_dlambda, 1)      \
       X(Real, row_cr_r, 1) X(Real, row_cr_z, 1) X(Real, row_cr_p, 1) X(Real, row_cr_az, 1) \
-          X(Real, row_cr_ap, 1) X(Real, row_cr_pap, 1) X(Real, row_gcr_p, 8) X(Real, row_gcr_q, 8) \
+          X(Real, row_cr_ap, 1) X(Real, row_cr_pap, 1) X(Real, row_gcr_p, 12) X(Real, row_gcr_q, 12) \
               X(Real, row_tree_block, 12)                                                  \
               X(Real, row_tree_y, 6) X(Real, row_tree_t, 6) X(int32_t, row_tree_head, 1)   \
                   X(int32_t, row_tree_size, 1) X(int32_t, row_tree_parent, 1)              \

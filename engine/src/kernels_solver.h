@@ -315,13 +315,19 @@ AXION_HD void world_cr_solve_symmetric(const BatchView& v, int world) {
 /// Where the tree solve is exact (no loops) the first iteration ends it: x = P b. Contacts
 /// closing loops leave P exact up to their rows; BiCGStab measured worse there (its two-sided
 /// recurrence wandered), and so did GCR with 4 directions instead of 8 (1018 against 1659
-/// humanoid steps/s under control noise).
-inline constexpr int kGcrDirections = 8;
+/// humanoid steps/s under control noise). Each contact row closing a loop adds up to two to
+/// the rank of P A - I, so a handful of loop contacts (a lying figure's feet against its
+/// pelvis) needs about a dozen directions; 12 directions and 14 iterations against 8 and 10:
+/// humanoid under control noise, 16 seeds x 5 s, 8.04 against 9.10 s at 0.005 s (7.9 against
+/// 8.4 Newton iterations per step), 2.82 against 3.63 s at 0.04 s, the same at 0.16 s; 16 and 16
+/// measured slower again.
+inline constexpr int kGcrDirections = 12;
 // GCR iterations per solve at most: where contacts close loops the solve can stall for hundreds
 // of iterations short of its tolerance, while Newton converges as well from the direction it
-// has after a few (the humanoid under control noise, 1000 steps, line search off: 7.9 Newton
-// iterations and 1659 steps/s capped at 10, 7.4 and 1344 at 20, 7.3 and 705 at 200).
-inline constexpr int kGcrIterations = 10;
+// has after a few (the humanoid under control noise, 1000 steps, line search off, 8
+// directions: 7.9 Newton iterations and 1659 steps/s capped at 10, 7.4 and 1344 at 20, 7.3 and
+// 705 at 200).
+inline constexpr int kGcrIterations = 14;
 AXION_HD void world_gcr_solve(const BatchView& v, int world) {
   const int row0 = v.world_row_offset[world];
   const int row_end = row0 + world_live_rows(v, world);

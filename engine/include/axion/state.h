@@ -257,8 +257,8 @@ struct BatchView {
   Real* row_cr_az;            // (row slots) A z
   Real* row_cr_ap;            // (row slots) A p
   Real* row_cr_pap;           // (row slots) P A p
-  Real* row_gcr_p;            // (row slots x 8) GCR directions p (kGcrDirections)
-  Real* row_gcr_q;            // (row slots x 8) their products A p
+  Real* row_gcr_p;            // (row slots x 12) GCR directions p (kGcrDirections)
+  Real* row_gcr_q;            // (row slots x 12) their products A p
   // spanning-tree preconditioner: rows in groups on one body pair (kernels_tree.h)
   Real* row_tree_block;       // (row slots x 12) row k of the group's factored block
   Real* row_tree_y;           // (row slots x 6) row k of N_g^-1 J_gp (J of the parent body)
