@@ -30,8 +30,8 @@
 // iteration, the joint limits away from their stop, whose diagonal is all compliance
 // (kTreeInactive). Their impulse is decoupled from the rest (it goes to zero), the diagonal
 // solves for it to that accuracy, and the group factors only its other rows: on the humanoid
-// 95% of the limit rows are inactive, and a 3-DOF joint's 12 rows factor as 6 (16% more steps
-// per second under control noise, the same Newton and CR iterations). Contacts stay: a
+// 95% of the limit rows are inactive, and a 3-DOF joint's 12 rows factor as 6 (16% less time
+// under control noise, the same Newton and CR iterations). Contacts stay: a
 // separating normal row's friction rows can still be coupled to it, and measured no faster.
 //
 // Layout: a body's Schur-updated 6x6 block D_b lives in body_tree_block, a group's m x m
@@ -303,7 +303,7 @@ AXION_HD void world_tree_build(const BatchView& v, int world) {
   }
 }
 
-// Row i of the rows group g factors (see row_tree_rows).
+// The row that group g factors at position i (see row_tree_rows).
 AXION_HD int tree_group_row(const BatchView& v, int g, int i) { return g + v.row_tree_rows[g + i]; }
 
 // Factors group g (LU of N_g over its active rows, marking redundant ones) and, unless it is a
