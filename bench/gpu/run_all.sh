@@ -38,9 +38,6 @@ echo "== sweep, scenes at rest (RESULTS.md)"
 echo "== training loop: controls set and body states read every step"
 "$bench" --backend=cuda --scene=humanoid --worlds=64,1024,8192 --settle_steps=150 --min_time=2 \
   --max_steps=500 --rl_loop 2>&1 | tee "$out/rl_loop.log"
-echo "== batch-wide Conjugate Residual instead of the per-world solve"
-AXION_CUDA_FUSED_CR=0 "$bench" --backend=cuda --scene=humanoid --worlds=1024,8192 \
-  --settle_steps=150 --min_time=2 --max_steps=500 2>&1 | tee "$out/unfused.log"
 echo "== per-pass profile, 8192 humanoids, the first 100 steps"
 AXION_CUDA_PROFILE=1 "$bench" --backend=cuda --scene=humanoid --worlds=8192 --min_time=1000 \
   --max_steps=100 >"$out/profile.log" 2>&1
