@@ -26,6 +26,11 @@ struct SerialExec {
   void worlds(WorldRange r, F f) const {
     for (int w = r.begin; w < r.end; ++w) f(w);
   }
+  // One thread is each world's team.
+  template <class F>
+  void teams(WorldRange r, F f) const {
+    for (int w = r.begin; w < r.end; ++w) f(w, kernels::Team{});
+  }
   template <class F>
   void bodies(WorldRange r, F f) const {
     run(v.world_body_offset, r, f);

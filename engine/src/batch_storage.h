@@ -32,13 +32,11 @@ namespace axion {
 #define AXION_WORLD_SCRATCH(X)                                                \
   X(int32_t, world_active, 1)                                                 \
   X(int32_t, world_step_pending, 1)                                           \
-  X(int32_t, world_cr_active, 1)                                              \
   X(Real, world_merit, 1)                                                     \
   X(Real, world_merit_accepted, 1)                                            \
   X(Real, world_ls_step, 1)                                                   \
   X(int32_t, world_ls_trials, 1)                                              \
-  X(Real, world_cr_zaz, 1) X(Real, world_cr_r0, 1)                           \
-      X(Real, world_merit_best, 1) X(int32_t, world_tree_built, 1) X(Real, world_residual_best, 1)
+  X(Real, world_merit_best, 1) X(int32_t, world_tree_built, 1) X(Real, world_residual_best, 1)
 #define AXION_BODY_MODEL(X) \
   X(int32_t, body_world, 1) \
   X(Real, body_inv_mass, 1) X(Real, body_inertia, 9) X(Real, body_inv_inertia, 9)
@@ -54,7 +52,8 @@ namespace axion {
   X(Real, body_inv_inertia_newton, 9) X(Real, body_g, 6) X(Real, body_du, 6) X(Real, body_jt, 6) \
       X(Real, body_minv_jt, 6) X(Real, body_tree_block, 36) X(Real, body_tree_x, 6)              \
           X(int32_t, body_tree_parent, 1) X(int32_t, body_tree_order, 1)                         \
-              X(int32_t, body_tree_set, 1) X(int32_t, body_tree_grounded, 1)
+              X(int32_t, body_tree_set, 1) X(int32_t, body_tree_grounded, 1)             \
+                  X(int32_t, body_row_begin, 1) X(int32_t, body_row_count, 1)
 #define AXION_JOINT_MODEL(X)                                                                   \
   X(int32_t, joint_type, 1)                                                                    \
   X(int32_t, joint_parent, 1)                                                                  \
@@ -134,7 +133,8 @@ namespace axion {
               X(Real, row_tree_y, 6) X(Real, row_tree_t, 6) X(int32_t, row_tree_head, 1)   \
                   X(int32_t, row_tree_size, 1) X(int32_t, row_tree_parent, 1)              \
                       X(int32_t, row_tree_child, 1) X(int32_t, row_tree_dropped, 1)        \
-                          X(int32_t, row_tree_rows, 1) X(int32_t, row_tree_count, 1)
+                          X(int32_t, row_tree_rows, 1) X(int32_t, row_tree_count, 1)       \
+                              X(int32_t, row_body_list, 2)
 // Hull data (flattened over all worlds' hull shapes).
 #define AXION_HULL_ARRAYS(X)        \
   X(int32_t, hull_vertex_offset, 1) \

@@ -11,6 +11,61 @@
 
 namespace axion::kernels {
 
+// A world's team: the threads that run one per-world kernel together, lanes 0 .. size - 1.
+// On the CPU a team is one thread; on CUDA one warp, whose lanes take a world's rows and
+// bodies in turn (consecutive rows on consecutive lanes, so loads coalesce) where one thread
+// per world left most of the GPU idle and read every row alone.
+inline constexpr int kTeamWidth = 32;
+struct Team {
+  int lane = 0;
+  int size = 1;
+};
+
+// Orders the team's memory accesses: what a lane wrote before it, the others read after it.
+AXION_HD void team_sync(Team team) {
+#if defined(__CUDA_ARCH__)
+  if (team.size > 1) __syncwarp();
+#else
+  (void)team;
+#endif
+}
+
+/// Sums f(i, acc) (which adds element i's N terms to acc) over i in [begin, end) into out, in
+/// an order fixed by the data alone: element i goes to virtual lane (i - begin) % kTeamWidth,
+/// each lane adds its elements in order, and the lanes combine by a butterfly
+///   acc_l += acc_{l+k}, k = 16, 8, 4, 2, 1.
+/// A warp runs the lanes; one thread runs all of them in turn. Both give the same bits (and
+/// every lane of a warp gets them), so reductions are deterministic and CPU and GPU agree.
+template <int N, class F>
+AXION_HD void team_sum(Team team, int begin, int end, Real (&out)[N], F f) {
+#if defined(__CUDA_ARCH__)
+  if (team.size == kTeamWidth) {
+    Real acc[N];
+    for (int n = 0; n < N; ++n) acc[n] = 0;
+    for (int i = begin + team.lane; i < end; i += kTeamWidth) f(i, acc);
+    for (int k = kTeamWidth / 2; k >= 1; k /= 2) {
+      for (int n = 0; n < N; ++n) acc[n] += __shfl_xor_sync(0xffffffffu, acc[n], k);
+    }
+    for (int n = 0; n < N; ++n) out[n] = acc[n];
+    return;
+  }
+#endif
+  (void)team;
+  Real acc[kTeamWidth][N];
+  const int used = end - begin < kTeamWidth ? (end - begin > 0 ? end - begin : 0) : kTeamWidth;
+  for (int l = 0; l < kTeamWidth; ++l) {
+    for (int n = 0; n < N; ++n) acc[l][n] = 0;
+  }
+  for (int i = begin, l = 0; i < end; ++i, l = l + 1 == kTeamWidth ? 0 : l + 1) f(i, acc[l]);
+  for (int k = kTeamWidth / 2; k >= 1; k /= 2) {
+    if (k >= used) continue;  // lanes l + k >= used hold zeros: adding them changes no bits
+    for (int l = 0; l < k; ++l) {
+      for (int n = 0; n < N; ++n) acc[l][n] += acc[l + k][n];
+    }
+  }
+  for (int n = 0; n < N; ++n) out[n] = acc[0][n];
+}
+
 AXION_HD bool world_is_active(const BatchView& v, int world) { return v.world_active[world] != 0; }
 
 AXION_HD Vec3 body_position(const Real* q, int body) {

@@ -45,23 +45,54 @@ AXION_HD void row_evaluate(const BatchView& v, int row) {
   v.row_error[row] = v.row_residual[row];
 }
 
-// Per world: out_body = J^T x over the world's live rows (scatter in row order).
-AXION_HD void world_scatter_jt(const BatchView& v, int world, const Real* x, Real* out_body) {
-  for (int i = 6 * v.world_body_offset[world]; i < 6 * v.world_body_offset[world + 1]; ++i) {
-    out_body[i] = 0;
+/// Per world, once its rows are built for the step: each body's list of the live rows acting
+/// on it, in row order (entries 2 row + side, side 1 for body b), in row_body_list from the
+/// world's first row slot. Applying J^T then gathers per body (body_gather_jt): bodies run in
+/// parallel and each sums its rows in the same order a scatter over rows would.
+AXION_HD void world_build_row_adjacency(const BatchView& v, int world) {
+  const int b0 = v.world_body_offset[world], b1 = v.world_body_offset[world + 1];
+  const int row0 = v.world_row_offset[world];
+  const int row_end = row0 + world_live_rows(v, world);
+  for (int b = b0; b < b1; ++b) v.body_row_count[b] = 0;
+  for (int row = row0; row < row_end; ++row) {
+    if (v.row_body_a[row] >= 0) v.body_row_count[v.row_body_a[row]] += 1;
+    if (v.row_body_b[row] >= 0) v.body_row_count[v.row_body_b[row]] += 1;
   }
-  int row_end = v.world_row_offset[world] + world_live_rows(v, world);
-  for (int row = v.world_row_offset[world]; row < row_end; ++row) {
-    Real s = x[row];
-    if (s == 0) continue;
-    int a = v.row_body_a[row], b = v.row_body_b[row];
-    if (a >= 0) {
-      for (int i = 0; i < 6; ++i) out_body[6 * a + i] += v.row_jac_a[6 * row + i] * s;
-    }
-    if (b >= 0) {
-      for (int i = 0; i < 6; ++i) out_body[6 * b + i] += v.row_jac_b[6 * row + i] * s;
+  for (int b = b0, next = 2 * row0; b < b1; ++b) {
+    v.body_row_begin[b] = next;
+    next += v.body_row_count[b];
+    v.body_row_count[b] = 0;
+  }
+  for (int row = row0; row < row_end; ++row) {
+    for (int side = 0; side < 2; ++side) {
+      const int body = side == 0 ? v.row_body_a[row] : v.row_body_b[row];
+      if (body < 0) continue;
+      v.row_body_list[v.body_row_begin[body] + v.body_row_count[body]++] = 2 * row + side;
     }
   }
+}
+
+// Per body: (J^T x)_body over its rows, in row order.
+AXION_HD Vec6 body_gather_jt(const BatchView& v, int body, const Real* x) {
+  Real s[6] = {0, 0, 0, 0, 0, 0};
+  const int begin = v.body_row_begin[body], end = begin + v.body_row_count[body];
+  for (int k = begin; k < end; ++k) {
+    const int entry = v.row_body_list[k], row = entry >> 1;
+    const Real xr = x[row];
+    if (xr == 0) continue;
+    const Real* j = ((entry & 1) ? v.row_jac_b : v.row_jac_a) + 6 * row;
+    for (int i = 0; i < 6; ++i) s[i] += j[i] * xr;
+  }
+  return {{s[0], s[1], s[2]}, {s[3], s[4], s[5]}};
+}
+
+// Per world: out_body = J^T x over the world's live rows, the team's lanes taking bodies.
+AXION_HD void world_apply_jt(const BatchView& v, Team team, int world, const Real* x,
+                             Real* out_body) {
+  for (int body = v.world_body_offset[world] + team.lane; body < v.world_body_offset[world + 1];
+       body += team.size)
+    store6(out_body + 6 * body, body_gather_jt(v, body, x));
+  team_sync(team);
 }
 
 /// Dynamics residual (seed 000): g = M~ (u - u~) - J^T lambda, with J^T lambda in body_jt.
@@ -179,130 +210,122 @@ AXION_HD Real row_schur_product(const BatchView& v, int row, const Real* x) {
   return s;
 }
 
-// Per world, with the tree preconditioner: factor the tree and start CR from z = P r. The
-// tree is built at the step's first Newton iteration, so a world whose initial iterate already
-// converges (a resting stack) never pays for it.
+// Per world, with the tree preconditioner: build the tree (at the step's first Newton
+// iteration, so a world whose initial iterate already converges, a resting stack, never pays
+// for it) and factor it. Both follow the tree from the leaves, so one thread runs a world.
 AXION_HD void world_tree_precondition(const BatchView& v, int world) {
   if (!v.world_tree_built[world]) {
     world_tree_build(v, world);
     v.world_tree_built[world] = 1;
   }
   world_tree_factor(v, world);
-  world_tree_apply(v, world, v.row_cr_r, v.row_cr_z);
+}
+
+// Per world: out = (J M^-1 J^T + C) x over the world's live rows (x complete: synchronised).
+AXION_HD void world_schur_product(const BatchView& v, Team team, int world, const Real* x,
+                                  Real* out) {
+  for (int body = v.world_body_offset[world] + team.lane; body < v.world_body_offset[world + 1];
+       body += team.size) {
+    store6(v.body_minv_jt + 6 * body,
+           body_apply_newton_inv_mass(v, body, body_gather_jt(v, body, x)));
+  }
+  team_sync(team);
   int row_end = v.world_row_offset[world] + world_live_rows(v, world);
-  for (int row = v.world_row_offset[world]; row < row_end; ++row) v.row_cr_p[row] = v.row_cr_z[row];
-}
-
-// Per world: CR start, after A z is in row_cr_az: Ap = Az, <z, Az>, and the reference norm.
-AXION_HD void world_cr_begin(const BatchView& v, int world) {
-  Real zaz = 0, rz = 0;
-  int row_end = v.world_row_offset[world] + world_live_rows(v, world);
-  for (int row = v.world_row_offset[world]; row < row_end; ++row) {
-    v.row_cr_ap[row] = v.row_cr_az[row];
-    zaz += v.row_cr_z[row] * v.row_cr_az[row];
-    rz += v.row_cr_r[row] * v.row_cr_z[row];
-  }
-  v.world_cr_zaz[world] = zaz;
-  v.world_cr_r0[world] = rz;
-  v.world_cr_active[world] = (rz > 0 && zaz > 0) ? v.world_params[world].cr_iterations : 0;
-}
-
-/// Per world, one preconditioned Conjugate Residual update (Saad, Alg. 6.20 with
-/// preconditioner P, the Jacobi diagonal or the spanning-tree solve):
-///   alpha = <z, Az> / <Ap, P Ap>;  x += alpha p;  r -= alpha Ap;  z -= alpha P Ap
-/// and the stopping rule |r|_P small, tested here so that a converged solve skips the next
-/// product with A.
-AXION_HD void world_cr_update_x(const BatchView& v, int world) {
-  int row0 = v.world_row_offset[world];
-  int row_end = row0 + world_live_rows(v, world);
-  const bool tree = world_uses_tree(v, world);
-  if (tree) world_tree_apply(v, world, v.row_cr_ap, v.row_cr_pap);
-  Real apmap = 0;
-  for (int row = row0; row < row_end; ++row) {
-    Real pap = tree ? v.row_cr_pap[row] : v.row_precond[row] * v.row_cr_ap[row];
-    v.row_cr_pap[row] = pap;
-    apmap += v.row_cr_ap[row] * pap;
-  }
-  if (!(apmap > 0)) {
-    v.world_cr_active[world] = 0;
-    return;
-  }
-  Real alpha = v.world_cr_zaz[world] / apmap;
-  Real rz = 0;
-  for (int row = row0; row < row_end; ++row) {
-    v.row_dlambda[row] += alpha * v.row_cr_p[row];
-    v.row_cr_r[row] -= alpha * v.row_cr_ap[row];
-    v.row_cr_z[row] -= alpha * v.row_cr_pap[row];
-    rz += v.row_cr_r[row] * v.row_cr_z[row];
-  }
-  Real tol = v.world_params[world].cr_tolerance;
-  if (!(rz > tol * tol * v.world_cr_r0[world])) {
-    v.world_cr_iterations[world] += 1;
-    v.world_cr_active[world] = 0;
-  }
-}
-
-/// Per world, after A z is in row_cr_az:
-///   beta = <z+, Az+> / <z, Az>;  p = z + beta p;  Ap = Az + beta Ap.
-AXION_HD void world_cr_update_p(const BatchView& v, int world) {
-  int row0 = v.world_row_offset[world];
-  int row_end = row0 + world_live_rows(v, world);
-  Real zaz = 0;
-  for (int row = row0; row < row_end; ++row) zaz += v.row_cr_z[row] * v.row_cr_az[row];
-  Real beta = v.world_cr_zaz[world] > 0 ? zaz / v.world_cr_zaz[world] : Real(0);
-  v.world_cr_zaz[world] = zaz;
-  for (int row = row0; row < row_end; ++row) {
-    v.row_cr_p[row] = v.row_cr_z[row] + beta * v.row_cr_p[row];
-    v.row_cr_ap[row] = v.row_cr_az[row] + beta * v.row_cr_ap[row];
-  }
-  v.world_cr_iterations[world] += 1;
-  v.world_cr_active[world] = zaz > 0 ? v.world_cr_active[world] - 1 : 0;
-}
-
-// Per world: out = (J M^-1 J^T + C) x over the world's live rows.
-AXION_HD void world_schur_product(const BatchView& v, int world, const Real* x, Real* out) {
-  world_scatter_jt(v, world, x, v.body_jt);
-  for (int body = v.world_body_offset[world]; body < v.world_body_offset[world + 1]; ++body)
-    body_apply_inv_mass_kernel(v, body, v.body_jt, v.body_minv_jt);
-  int row_end = v.world_row_offset[world] + world_live_rows(v, world);
-  for (int row = v.world_row_offset[world]; row < row_end; ++row)
+  for (int row = v.world_row_offset[world] + team.lane; row < row_end; row += team.size)
     out[row] = row_schur_product(v, row, x);
+  team_sync(team);
 }
 
 // Per world: out = P in, the tree solve or the Jacobi diagonal.
-AXION_HD void world_precondition_apply(const BatchView& v, int world, const Real* in, Real* out) {
+AXION_HD void world_precondition_apply(const BatchView& v, Team team, int world, const Real* in,
+                                       Real* out) {
+  team_sync(team);
   if (world_uses_tree(v, world)) {
-    world_tree_apply(v, world, in, out);
-    return;
+    world_tree_apply(v, team, world, in, out);
+  } else {
+    int row_end = v.world_row_offset[world] + world_live_rows(v, world);
+    for (int row = v.world_row_offset[world] + team.lane; row < row_end; row += team.size)
+      out[row] = v.row_precond[row] * in[row];
   }
-  int row_end = v.world_row_offset[world] + world_live_rows(v, world);
-  for (int row = v.world_row_offset[world]; row < row_end; ++row)
-    out[row] = v.row_precond[row] * in[row];
+  team_sync(team);
 }
 
 // Whether the world's Newton matrix is unsymmetric: some friction row couples to its
 // contact's normal impulse (see contact_friction_newton).
-AXION_HD bool world_unsymmetric(const BatchView& v, int world) {
-  int row_end = v.world_row_offset[world] + world_live_rows(v, world);
-  for (int row = v.world_row_offset[world]; row < row_end; ++row) {
+AXION_HD bool world_unsymmetric(const BatchView& v, Team team, int world) {
+  int row0 = v.world_row_offset[world];
+  Real coupled[1];
+  team_sum(team, row0, row0 + world_live_rows(v, world), coupled, [&](int row, Real* acc) {
     const Real* c = v.row_coupling + 2 * row;
     int kind = v.row_kind[row];
-    if ((kind == kRowFriction1 || kind == kRowFriction2) && (c[0] != 0 || c[1] != 0)) return true;
-  }
-  return false;
+    if ((kind == kRowFriction1 || kind == kRowFriction2) && (c[0] != 0 || c[1] != 0)) acc[0] += 1;
+  });
+  return coupled[0] > 0;
 }
 
-/// Per world, Conjugate Residual on a symmetric A from z = P r (world_tree_precondition /
-/// row_precondition), to the world's own stopping rule.
-AXION_HD void world_cr_solve_symmetric(const BatchView& v, int world) {
-  world_schur_product(v, world, v.row_cr_z, v.row_cr_az);
-  world_cr_begin(v, world);
-  while (v.world_cr_active[world] > 0) {
-    world_cr_update_x(v, world);
-    if (v.world_cr_active[world] <= 0) break;
-    world_schur_product(v, world, v.row_cr_z, v.row_cr_az);
-    world_cr_update_p(v, world);
+/// Per world, preconditioned Conjugate Residual (Saad, Alg. 6.20 with preconditioner P, the
+/// Jacobi diagonal or the spanning-tree solve) on a symmetric A from z = P r
+/// (world_cr_solve / row_precondition), to the world's own stopping rule:
+///   alpha = <z, Az> / <Ap, P Ap>;  x += alpha p;  r -= alpha Ap;  z -= alpha P Ap
+///   beta = <z+, Az+> / <z, Az>;  p = z + beta p;  Ap = Az + beta Ap
+/// until |r|_P <= tol |r0|_P, tested after the update of x so that a converged solve skips the
+/// next product with A.
+AXION_HD void world_cr_solve_symmetric(const BatchView& v, Team team, int world) {
+  const int row0 = v.world_row_offset[world];
+  const int row_end = row0 + world_live_rows(v, world);
+  const bool tree = world_uses_tree(v, world);
+  const Real tol = v.world_params[world].cr_tolerance;
+  world_schur_product(v, team, world, v.row_cr_z, v.row_cr_az);
+  // start: Ap = Az, <z, Az> and the reference norm <r, z>
+  Real start[2];
+  team_sum(team, row0, row_end, start, [&](int row, Real* acc) {
+    v.row_cr_ap[row] = v.row_cr_az[row];
+    acc[0] += v.row_cr_z[row] * v.row_cr_az[row];
+    acc[1] += v.row_cr_r[row] * v.row_cr_z[row];
+  });
+  Real zaz = start[0];
+  const Real r0 = start[1];
+  int left = (r0 > 0 && zaz > 0) ? v.world_params[world].cr_iterations : 0;
+  int iterations = 0;
+  while (left > 0) {
+    // update x: P Ap, alpha, and the stopping rule
+    if (tree) world_precondition_apply(v, team, world, v.row_cr_ap, v.row_cr_pap);
+    Real apmap[1];
+    team_sum(team, row0, row_end, apmap, [&](int row, Real* acc) {
+      Real pap = tree ? v.row_cr_pap[row] : v.row_precond[row] * v.row_cr_ap[row];
+      v.row_cr_pap[row] = pap;
+      acc[0] += v.row_cr_ap[row] * pap;
+    });
+    if (!(apmap[0] > 0)) break;
+    const Real alpha = zaz / apmap[0];
+    Real rz[1];
+    team_sum(team, row0, row_end, rz, [&](int row, Real* acc) {
+      v.row_dlambda[row] += alpha * v.row_cr_p[row];
+      v.row_cr_r[row] -= alpha * v.row_cr_ap[row];
+      v.row_cr_z[row] -= alpha * v.row_cr_pap[row];
+      acc[0] += v.row_cr_r[row] * v.row_cr_z[row];
+    });
+    if (!(rz[0] > tol * tol * r0)) {
+      iterations += 1;
+      break;
+    }
+    // update p: A z, beta
+    team_sync(team);
+    world_schur_product(v, team, world, v.row_cr_z, v.row_cr_az);
+    Real zaz_next[1];
+    team_sum(team, row0, row_end, zaz_next,
+             [&](int row, Real* acc) { acc[0] += v.row_cr_z[row] * v.row_cr_az[row]; });
+    const Real beta = zaz > 0 ? zaz_next[0] / zaz : Real(0);
+    zaz = zaz_next[0];
+    for (int row = row0 + team.lane; row < row_end; row += team.size) {
+      v.row_cr_p[row] = v.row_cr_z[row] + beta * v.row_cr_p[row];
+      v.row_cr_ap[row] = v.row_cr_az[row] + beta * v.row_cr_ap[row];
+    }
+    iterations += 1;
+    left = zaz > 0 ? left - 1 : 0;
   }
+  team_sync(team);
+  if (team.lane == 0) v.world_cr_iterations[world] += iterations;
 }
 
 /// Per world, right-preconditioned Generalized Conjugate Residual (Eisenstat, Elman and
@@ -328,67 +351,88 @@ inline constexpr int kGcrDirections = 12;
 // directions: 7.9 Newton iterations and 1659 steps/s capped at 10, 7.4 and 1344 at 20, 7.3 and
 // 705 at 200).
 inline constexpr int kGcrIterations = 14;
-AXION_HD void world_gcr_solve(const BatchView& v, int world) {
+// Direction `slot` of GCR's p (or q) for the world's rows: a world's kGcrDirections x row slots
+// block of row_gcr_p (row_gcr_q) holds one direction after another, each over the world's row
+// slots, so a team's lanes read consecutive entries.
+AXION_HD Real* gcr_direction(const BatchView& v, Real* gcr, int world, int slot) {
+  const int row0 = v.world_row_offset[world];
+  const int slots = v.world_row_offset[world + 1] - row0;
+  return gcr + kGcrDirections * row0 + slot * slots - row0;  // indexed by row
+}
+AXION_HD void world_gcr_solve(const BatchView& v, Team team, int world) {
   const int row0 = v.world_row_offset[world];
   const int row_end = row0 + world_live_rows(v, world);
-  Real rr = 0;
-  for (int row = row0; row < row_end; ++row)
-    rr += v.row_cr_r[row] * v.row_precond[row] * v.row_cr_r[row];
+  Real rr[1];
+  team_sum(team, row0, row_end, rr, [&](int row, Real* acc) {
+    acc[0] += v.row_cr_r[row] * v.row_precond[row] * v.row_cr_r[row];
+  });
   const Real tol = v.world_params[world].cr_tolerance;
   const int max_iterations = v.world_params[world].cr_iterations;
-  const int iterations = max_iterations < kGcrIterations ? max_iterations : kGcrIterations;
-  const Real stop = tol * tol * rr;
+  const int limit = max_iterations < kGcrIterations ? max_iterations : kGcrIterations;
+  const Real stop = tol * tol * rr[0];
   Real qq[kGcrDirections];
-  for (int it = 0; it < iterations && rr > stop; ++it) {
+  int iterations = 0;
+  for (int it = 0; it < limit && rr[0] > stop; ++it) {
     const int slot = it % kGcrDirections;
-    Real* p = v.row_gcr_p + slot;
-    Real* q = v.row_gcr_q + slot;
-    // p = P r (the first from world_tree_precondition / row_precondition), q = A p
-    if (it > 0) world_precondition_apply(v, world, v.row_cr_r, v.row_cr_z);
-    for (int row = row0; row < row_end; ++row) p[kGcrDirections * row] = v.row_cr_z[row];
-    world_schur_product(v, world, v.row_cr_z, v.row_cr_az);
-    for (int row = row0; row < row_end; ++row) q[kGcrDirections * row] = v.row_cr_az[row];
+    Real* p = gcr_direction(v, v.row_gcr_p, world, slot);
+    Real* q = gcr_direction(v, v.row_gcr_q, world, slot);
+    // p = P r (the first from world_cr_solve / row_precondition), q = A p
+    if (it > 0) world_precondition_apply(v, team, world, v.row_cr_r, v.row_cr_z);
+    for (int row = row0 + team.lane; row < row_end; row += team.size) p[row] = v.row_cr_z[row];
+    world_schur_product(v, team, world, v.row_cr_z, v.row_cr_az);
+    for (int row = row0 + team.lane; row < row_end; row += team.size) q[row] = v.row_cr_az[row];
     // orthogonalise against the earlier directions kept, oldest first
     const int kept = it < kGcrDirections - 1 ? it : kGcrDirections - 1;
     for (int age = kept; age >= 1; --age) {
       const int j = (it - age) % kGcrDirections;
       if (!(qq[j] > 0)) continue;
-      Real qqj = 0;
-      for (int row = row0; row < row_end; ++row)
-        qqj += q[kGcrDirections * row] * v.row_precond[row] * v.row_gcr_q[kGcrDirections * row + j];
-      const Real beta = qqj / qq[j];
-      for (int row = row0; row < row_end; ++row) {
-        q[kGcrDirections * row] -= beta * v.row_gcr_q[kGcrDirections * row + j];
-        p[kGcrDirections * row] -= beta * v.row_gcr_p[kGcrDirections * row + j];
+      const Real* pj = gcr_direction(v, v.row_gcr_p, world, j);
+      const Real* qj = gcr_direction(v, v.row_gcr_q, world, j);
+      Real qqj[1];
+      team_sum(team, row0, row_end, qqj,
+               [&](int row, Real* acc) { acc[0] += q[row] * v.row_precond[row] * qj[row]; });
+      const Real beta = qqj[0] / qq[j];
+      for (int row = row0 + team.lane; row < row_end; row += team.size) {
+        q[row] -= beta * qj[row];
+        p[row] -= beta * pj[row];
       }
     }
-    Real rq = 0, norm_q = 0;
-    for (int row = row0; row < row_end; ++row) {
-      rq += v.row_cr_r[row] * v.row_precond[row] * q[kGcrDirections * row];
-      norm_q += q[kGcrDirections * row] * v.row_precond[row] * q[kGcrDirections * row];
-    }
-    qq[slot] = norm_q;
-    if (!(norm_q > 0)) break;
-    const Real alpha = rq / norm_q;
-    rr = 0;
-    for (int row = row0; row < row_end; ++row) {
-      v.row_dlambda[row] += alpha * p[kGcrDirections * row];
-      v.row_cr_r[row] -= alpha * q[kGcrDirections * row];
-      rr += v.row_cr_r[row] * v.row_precond[row] * v.row_cr_r[row];
-    }
-    v.world_cr_iterations[world] += 1;
+    Real s[2];
+    team_sum(team, row0, row_end, s, [&](int row, Real* acc) {
+      acc[0] += v.row_cr_r[row] * v.row_precond[row] * q[row];
+      acc[1] += q[row] * v.row_precond[row] * q[row];
+    });
+    qq[slot] = s[1];
+    if (!(s[1] > 0)) break;
+    const Real alpha = s[0] / s[1];
+    team_sum(team, row0, row_end, rr, [&](int row, Real* acc) {
+      v.row_dlambda[row] += alpha * p[row];
+      v.row_cr_r[row] -= alpha * q[row];
+      acc[0] += v.row_cr_r[row] * v.row_precond[row] * v.row_cr_r[row];
+    });
+    iterations += 1;
   }
+  team_sync(team);
+  if (team.lane == 0) v.world_cr_iterations[world] += iterations;
 }
 
-/// Per world, one Newton iteration's whole linear solve, from z = P r to the world's own
+/// Per world, one Newton iteration's whole linear solve, from r = b to the world's own
 /// stopping rule: Conjugate Residual while A is symmetric, GCR once sliding friction makes it
-/// unsymmetric. One thread runs a world on either backend; on the CPU it keeps that world's
-/// rows and bodies in cache for the whole solve.
-AXION_HD void world_cr_solve(const BatchView& v, int world) {
-  if (world_unsymmetric(v, world)) {
-    world_gcr_solve(v, world);
+/// unsymmetric. A team runs a world: one thread on the CPU, which keeps that world's rows and
+/// bodies in cache for the whole solve; a warp on CUDA.
+AXION_HD void world_cr_solve(const BatchView& v, Team team, int world) {
+  // z = P r, p = z with the tree (row_precondition has set them for the Jacobi diagonal)
+  if (world_uses_tree(v, world)) {
+    world_precondition_apply(v, team, world, v.row_cr_r, v.row_cr_z);
+    const int row_end = v.world_row_offset[world] + world_live_rows(v, world);
+    for (int row = v.world_row_offset[world] + team.lane; row < row_end; row += team.size)
+      v.row_cr_p[row] = v.row_cr_z[row];
+    team_sync(team);
+  }
+  if (world_unsymmetric(v, team, world)) {
+    world_gcr_solve(v, team, world);
   } else {
-    world_cr_solve_symmetric(v, world);
+    world_cr_solve_symmetric(v, team, world);
   }
 }
 

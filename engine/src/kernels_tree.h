@@ -454,93 +454,96 @@ AXION_HD void tree_group_solve(const BatchView& v, int g, const Real* e, Real* y
 /// factor (forward leaves to roots, then back roots to leaves; x = M~^-1 J^T z is the bodies'
 /// part), the other rows take the Jacobi diagonal. The factor keeps T = D_b^-1 J_gb^T and
 /// Y = N_g^-1 J_gp, so each body and group takes one triangular solve pair per application.
-AXION_HD void world_tree_apply(const BatchView& v, int world, const Real* in, Real* out) {
+/// The team's lanes share the rows that need no other row; one lane follows the tree.
+AXION_HD void world_tree_apply(const BatchView& v, Team team, int world, const Real* in,
+                               Real* out) {
   const int b0 = v.world_body_offset[world], b1 = v.world_body_offset[world + 1];
   const int row0 = v.world_row_offset[world];
   const int row_end = row0 + world_live_rows(v, world);
-  for (int i = 6 * b0; i < 6 * b1; ++i) v.body_tree_x[i] = 0;
+  for (int i = 6 * b0 + team.lane; i < 6 * b1; i += team.size) v.body_tree_x[i] = 0;
   // Jacobi rows scaled, tree rows copied
-  for (int r = row0; r < row_end; ++r) {
+  for (int r = row0 + team.lane; r < row_end; r += team.size) {
     bool tree = v.row_tree_head[r] >= 0 && !v.row_tree_dropped[r];
     out[r] = tree ? in[r] : v.row_precond[r] * in[r];
   }
+  team_sync(team);
   // contacts outside the tree: their 3 x 3 block's inverse
-  for (int r = row0; r < row_end; ++r) {
+  for (int r = row0 + team.lane; r < row_end; r += team.size) {
     if (v.row_tree_head[r] >= 0 || v.row_tree_child[r] != kTreeContactBlock) continue;
     tree_matvec(v.row_tree_block + 12 * r, 3, kTreeGroupRows, in + r, out + r);
   }
-  Real y[kTreeGroupRows];
-  // leaves: w_g = C_g^-1 e_g, f_b = J_gb^T w_g
-  for (int g = tree_next_group(v, row0, row_end); g < row_end;
-       g = tree_next_group(v, g + v.row_tree_size[g], row_end)) {
-    if (v.row_tree_child[g] != kTreeLeaf) continue;
-    const int m = v.row_tree_count[g];
-    const int b = v.row_tree_parent[g];
-    tree_group_solve(v, g, out, y);
-    for (int i = 0; i < m; ++i) {
-      const int row = tree_group_row(v, g, i);
-      if (v.row_tree_dropped[row]) continue;
-      out[row] = y[i];
-      const Real* j = tree_row_jacobian(v, row, b);
-      for (int c = 0; c < 6; ++c) v.body_tree_x[6 * b + c] += j[c] * y[i];
+  team_sync(team);
+  if (team.lane == 0) {
+    Real y[kTreeGroupRows];
+    // leaves: w_g = C_g^-1 e_g, f_b = J_gb^T w_g
+    for (int g = tree_next_group(v, row0, row_end); g < row_end;
+         g = tree_next_group(v, g + v.row_tree_size[g], row_end)) {
+      if (v.row_tree_child[g] != kTreeLeaf) continue;
+      const int m = v.row_tree_count[g];
+      const int b = v.row_tree_parent[g];
+      tree_group_solve(v, g, out, y);
+      for (int i = 0; i < m; ++i) {
+        const int row = tree_group_row(v, g, i);
+        if (v.row_tree_dropped[row]) continue;
+        out[row] = y[i];
+        const Real* j = tree_row_jacobian(v, row, b);
+        for (int c = 0; c < 6; ++c) v.body_tree_x[6 * b + c] += j[c] * y[i];
+      }
+    }
+    // forward, leaves to roots: t_b = D_b^-1 f_b, w_g = N_g^-1 (e_g - J_gb t_b),
+    // f_p += J_gp^T w_g (t_b kept in body_tree_x, w_g in out)
+    for (int i = b1 - b0 - 1; i >= 0; --i) {
+      const int b = v.body_tree_order[b0 + i];
+      Real* t = v.body_tree_x + 6 * b;
+      Real f_b[6];
+      for (int c = 0; c < 6; ++c) f_b[c] = t[c];
+      tree_matvec(v.body_tree_block + 36 * b, 6, 6, f_b, t);
+      const int g = v.body_tree_parent[b];
+      if (g < 0) continue;
+      const int m = v.row_tree_count[g];
+      for (int i = 0; i < m; ++i) {
+        const int row = tree_group_row(v, g, i);
+        if (!v.row_tree_dropped[row]) out[row] -= dot6(tree_row_jacobian(v, row, b), t);
+      }
+      tree_group_solve(v, g, out, y);
+      const int p = v.row_tree_parent[g];
+      Real* f = p >= 0 ? v.body_tree_x + 6 * p : nullptr;
+      for (int i = 0; i < m; ++i) {
+        const int row = tree_group_row(v, g, i);
+        if (v.row_tree_dropped[row]) continue;
+        out[row] = y[i];
+        if (f == nullptr) continue;
+        const Real* j = tree_row_jacobian(v, row, p);
+        for (int c = 0; c < 6; ++c) f[c] += j[c] * y[i];
+      }
+    }
+    // backward, roots to leaves: z_g = w_g - Y_g x_p, x_b = t_b + T_b z_g
+    for (int i = 0; i < b1 - b0; ++i) {
+      const int b = v.body_tree_order[b0 + i];
+      const int g = v.body_tree_parent[b];
+      if (g < 0) continue;
+      const int m = v.row_tree_count[g];
+      const int p = v.row_tree_parent[g];
+      Real* x = v.body_tree_x + 6 * b;
+      for (int i = 0; i < m; ++i) {
+        const int row = tree_group_row(v, g, i);
+        if (v.row_tree_dropped[row]) continue;
+        Real z = out[row];
+        if (p >= 0) z -= dot6(v.row_tree_y + 6 * row, v.body_tree_x + 6 * p);
+        out[row] = z;
+        const Real* t = v.row_tree_t + 6 * row;
+        for (int c = 0; c < 6; ++c) x[c] += t[c] * z;
+      }
     }
   }
-  // forward, leaves to roots: t_b = D_b^-1 f_b, w_g = N_g^-1 (e_g - J_gb t_b),
-  // f_p += J_gp^T w_g (t_b kept in body_tree_x, w_g in out)
-  for (int i = b1 - b0 - 1; i >= 0; --i) {
-    const int b = v.body_tree_order[b0 + i];
-    Real* t = v.body_tree_x + 6 * b;
-    Real f_b[6];
-    for (int c = 0; c < 6; ++c) f_b[c] = t[c];
-    tree_matvec(v.body_tree_block + 36 * b, 6, 6, f_b, t);
-    const int g = v.body_tree_parent[b];
-    if (g < 0) continue;
-    const int m = v.row_tree_count[g];
-    for (int i = 0; i < m; ++i) {
-      const int row = tree_group_row(v, g, i);
-      if (!v.row_tree_dropped[row]) out[row] -= dot6(tree_row_jacobian(v, row, b), t);
-    }
-    tree_group_solve(v, g, out, y);
-    const int p = v.row_tree_parent[g];
-    Real* f = p >= 0 ? v.body_tree_x + 6 * p : nullptr;
-    for (int i = 0; i < m; ++i) {
-      const int row = tree_group_row(v, g, i);
-      if (v.row_tree_dropped[row]) continue;
-      out[row] = y[i];
-      if (f == nullptr) continue;
-      const Real* j = tree_row_jacobian(v, row, p);
-      for (int c = 0; c < 6; ++c) f[c] += j[c] * y[i];
-    }
+  team_sync(team);
+  // leaves: z_g = w_g - Y_g x_b = C_g^-1 (e_g - J_gb x_b), each row on its own
+  for (int r = row0 + team.lane; r < row_end; r += team.size) {
+    const int g = v.row_tree_head[r];
+    if (g < 0 || v.row_tree_child[g] != kTreeLeaf || v.row_tree_dropped[r]) continue;
+    out[r] -= dot6(v.row_tree_y + 6 * r, v.body_tree_x + 6 * v.row_tree_parent[g]);
   }
-  // backward, roots to leaves: z_g = w_g - Y_g x_p, x_b = t_b + T_b z_g
-  for (int i = 0; i < b1 - b0; ++i) {
-    const int b = v.body_tree_order[b0 + i];
-    const int g = v.body_tree_parent[b];
-    if (g < 0) continue;
-    const int m = v.row_tree_count[g];
-    const int p = v.row_tree_parent[g];
-    Real* x = v.body_tree_x + 6 * b;
-    for (int i = 0; i < m; ++i) {
-      const int row = tree_group_row(v, g, i);
-      if (v.row_tree_dropped[row]) continue;
-      Real z = out[row];
-      if (p >= 0) z -= dot6(v.row_tree_y + 6 * row, v.body_tree_x + 6 * p);
-      out[row] = z;
-      const Real* t = v.row_tree_t + 6 * row;
-      for (int c = 0; c < 6; ++c) x[c] += t[c] * z;
-    }
-  }
-  // leaves: z_g = w_g - Y_g x_b = C_g^-1 (e_g - J_gb x_b)
-  for (int g = tree_next_group(v, row0, row_end); g < row_end;
-       g = tree_next_group(v, g + v.row_tree_size[g], row_end)) {
-    if (v.row_tree_child[g] != kTreeLeaf) continue;
-    const int m = v.row_tree_count[g];
-    const Real* x = v.body_tree_x + 6 * v.row_tree_parent[g];
-    for (int i = 0; i < m; ++i) {
-      const int row = tree_group_row(v, g, i);
-      if (!v.row_tree_dropped[row]) out[row] -= dot6(v.row_tree_y + 6 * row, x);
-    }
-  }
+  team_sync(team);
 }
 
 }  // namespace axion::kernels

@@ -3,8 +3,10 @@
 //   Residual, recover du, line search, update); write back.
 // Written once against an executor `Exec` that runs a per-element function over the elements
 // (bodies, rows, ...) of a world range: the CPU backend runs it serially on a chunk of worlds
-// per thread, the CUDA backend launches one kernel over the whole batch. Every kernel is masked
-// by its world's phase, so a world's result never depends on which other worlds share the batch.
+// per thread, the CUDA backend launches one kernel over the whole batch. Per-world passes that
+// loop over a world's rows run on a team per world (`teams`: one thread on the CPU, a warp on
+// CUDA; see Team). Every kernel is masked by its world's phase, so a world's result never
+// depends on which other worlds share the batch.
 #pragma once
 
 #include "kernels_solver.h"
@@ -66,9 +68,9 @@ void evaluate(Exec& ex, const BatchView& v, WorldRange wr, Mask mask) {
       wr, AXION_LAMBDA(int r) {
         if (in_mask(v, v.row_world[r], mask) && row_is_live(v, r)) row_evaluate(v, r);
       });
-  ex.worlds(
-      wr, AXION_LAMBDA(int w) {
-        if (in_mask(v, w, mask)) world_scatter_jt(v, w, v.row_lambda, v.body_jt);
+  ex.teams(
+      wr, AXION_LAMBDA(int w, Team team) {
+        if (in_mask(v, w, mask)) world_apply_jt(v, team, w, v.row_lambda, v.body_jt);
       });
   ex.bodies(
       wr, AXION_LAMBDA(int i) {
@@ -138,6 +140,7 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
         if (!stepping(v, w)) return;
         world_collide(v, w);
         world_build_contact_rows(v, w);
+        world_build_row_adjacency(v, w);
         world_apply_actuators(v, w);
       });
 
@@ -207,15 +210,15 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
             });
 
         // solve (J M^-1 J^T + C) dlambda = J M^-1 g - h: CR, or GCR where unsymmetric
-        ex.worlds(
-            wr, AXION_LAMBDA(int w) {
-              if (iterating(v, w)) world_cr_solve(v, w);
+        ex.teams(
+            wr, AXION_LAMBDA(int w, Team team) {
+              if (iterating(v, w)) world_cr_solve(v, team, w);
             });
 
         // recover du = M^-1 (J^T dlambda - g)
-        ex.worlds(
-            wr, AXION_LAMBDA(int w) {
-              if (iterating(v, w)) world_scatter_jt(v, w, v.row_dlambda, v.body_jt);
+        ex.teams(
+            wr, AXION_LAMBDA(int w, Team team) {
+              if (iterating(v, w)) world_apply_jt(v, team, w, v.row_dlambda, v.body_jt);
             });
         ex.bodies(
             wr, AXION_LAMBDA(int i) {

@@ -34,6 +34,10 @@ struct WholeBatchExec {
     run(world_count, f);
   }
   template <class F>
+  void teams(WorldRange, F f) const {
+    for (int w = 0; w < world_count; ++w) f(w, kernels::Team{});
+  }
+  template <class F>
   void bodies(WorldRange, F f) const {
     run(body_count, f);
   }

@@ -87,7 +87,6 @@ struct BatchView {
   uint32_t* world_flags;                 // (world_count) WorldFlag bits of the last step
   int32_t* world_newton_iterations;      // (world_count) of the last step
   int32_t* world_cr_iterations;          // (world_count) of the last step, summed over Newton
-  int32_t* world_cr_active;              // (world_count) CR iterations left (0: CR done)
   Real* world_residual;        // (world_count) residual max-norm after the last evaluation
   Real* world_merit;           // (world_count) 0.5 |residual|^2 after the last evaluation
   Real* world_merit_accepted;  // (world_count) merit of the accepted iterate
@@ -96,8 +95,6 @@ struct BatchView {
   Real* world_residual_best;   // (world_count) residual of that iterate
   Real* world_ls_step;         // (world_count) current line-search step length t
   int32_t* world_ls_trials;    // (world_count) line-search trials taken this iteration
-  Real* world_cr_zaz;          // (world_count) CR: <z, A z>
-  Real* world_cr_r0;           // (world_count) CR: initial preconditioned residual norm^2
   Real* world_time;            // (world_count) simulated time (s)
 
   // ---- bodies (body_count = world_body_offset[world_count]) ---------------------------------
@@ -128,6 +125,9 @@ struct BatchView {
   int32_t* body_tree_order;     // (body_count) the world's bodies breadth-first from the roots
   int32_t* body_tree_set;       // (body_count) union-find parent while the tree is built
   int32_t* body_tree_grounded;  // (body_count) union-find: the set has its group to the world
+  // the live rows acting on each body (kernels_solver.h), rebuilt every step
+  int32_t* body_row_begin;  // (body_count) first entry of the body's rows in row_body_list
+  int32_t* body_row_count;  // (body_count) how many
 
   // ---- joints (joint_count) ------------------------------------------------------------------
   const int32_t* joint_type;         // (joint_count) JointType
@@ -257,8 +257,10 @@ struct BatchView {
   Real* row_cr_az;            // (row slots) A z
   Real* row_cr_ap;            // (row slots) A p
   Real* row_cr_pap;           // (row slots) P A p
-  Real* row_gcr_p;            // (row slots x 12) GCR directions p (kGcrDirections)
-  Real* row_gcr_q;            // (row slots x 12) their products A p
+  Real* row_gcr_p;            // (row slots x 12) GCR directions p (kGcrDirections); a world's
+                              // block from 12 x its first slot holds them one after another,
+                              // each over the world's row slots
+  Real* row_gcr_q;            // (row slots x 12) their products A p, laid out alike
   // spanning-tree preconditioner: rows in groups on one body pair (kernels_tree.h)
   Real* row_tree_block;       // (row slots x 12) row k of the group's factored block
   Real* row_tree_y;           // (row slots x 6) row k of N_g^-1 J_gp (J of the parent body)
@@ -273,6 +275,8 @@ struct BatchView {
   int32_t* row_tree_rows;     // (row slots) at a group's rows 0 .. count - 1: the offsets within
                               // the group of the rows factored this iteration (the active ones)
   int32_t* row_tree_count;    // (row slots) at a group's first row: how many rows it factors
+  int32_t* row_body_list;     // (row slots x 2) per world from its first slot: each body's rows
+                              // in row order, as 2 row + side (1: the row's body b)
 };
 
 }  // namespace axion

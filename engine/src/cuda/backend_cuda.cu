@@ -64,6 +64,18 @@ __global__ void __launch_bounds__(kBlockSize) ForEachKernel(int count, F f) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += blockDim.x * gridDim.x) f(i);
 }
 
+// Runs f(w, team) for w in [0, count): one warp per world, grid-stride by warps, so a warp's
+// lanes always share their world (the team's reductions and synchronisations need all 32).
+template <class F>
+__global__ void __launch_bounds__(kBlockSize) ForEachTeamKernel(int count, F f) {
+  const kernels::Team team{static_cast<int>(threadIdx.x) % kernels::kTeamWidth,
+                           kernels::kTeamWidth};
+  const int warps = static_cast<int>(blockDim.x * gridDim.x) / kernels::kTeamWidth;
+  for (int w = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x) / kernels::kTeamWidth;
+       w < count; w += warps)
+    f(w, team);
+}
+
 // Loops of the step nest at most this deep (Newton, then line search or Conjugate Residual).
 constexpr int kMaxLoopDepth = 4;
 
@@ -184,22 +196,38 @@ struct CudaExec {
     if (e != cudaSuccess && *launch_error == cudaSuccess) *launch_error = e;
   }
 
-  template <class F>
-  void launch(int count, F f, const Where& where) const {
+  // Launches kernel over `threads` threads in blocks of `block` (grid-stride beyond
+  // max_blocks blocks).
+  template <class Kernel, class F>
+  void launch_kernel(Kernel kernel, int count, int threads, F f, const Where& where,
+                     int block = kBlockSize) const {
     if (count <= 0) return;
-    int blocks = std::min((count + kBlockSize - 1) / kBlockSize, max_blocks);
+    int blocks = std::min((threads + block - 1) / block, max_blocks);
     std::pair<cudaEvent_t, cudaEvent_t> bracket{nullptr, nullptr};
     if (profile != nullptr) {
       bracket = profile->Bracket(where);
       cudaEventRecord(bracket.first, stream);
     }
-    ForEachKernel<<<blocks, kBlockSize, 0, stream>>>(count, f);
+    kernel<<<blocks, block, 0, stream>>>(count, f);
     note(cudaGetLastError());
     if (profile != nullptr) cudaEventRecord(bracket.second, stream);
   }
   template <class F>
+  void launch(int count, F f, const Where& where) const {
+    launch_kernel(ForEachKernel<F>, count, count, f, where);
+  }
+  template <class F>
+  void teams(WorldRange, F f, const Where& where = Where::current()) const {
+    const int threads = world_count > INT32_MAX / kernels::kTeamWidth
+                            ? INT32_MAX
+                            : world_count * kernels::kTeamWidth;
+    launch_kernel(ForEachTeamKernel<F>, world_count, threads, f, where);
+  }
+  // Per-world passes run one world per thread in blocks of one warp: blocks of kBlockSize left
+  // most multiprocessors idle (8192 worlds filled 64 of the H100's 132).
+  template <class F>
   void worlds(WorldRange, F f, const Where& where = Where::current()) const {
-    launch(world_count, f, where);
+    launch_kernel(ForEachKernel<F>, world_count, world_count, f, where, kernels::kTeamWidth);
   }
   template <class F>
   void bodies(WorldRange, F f, const Where& where = Where::current()) const {
