@@ -36,7 +36,8 @@ namespace axion {
   X(Real, world_merit_accepted, 1)                                            \
   X(Real, world_ls_step, 1)                                                   \
   X(int32_t, world_ls_trials, 1)                                              \
-  X(Real, world_merit_best, 1) X(int32_t, world_tree_built, 1) X(Real, world_residual_best, 1)
+  X(Real, world_merit_best, 1) X(int32_t, world_tree_built, 1) X(Real, world_residual_best, 1) \
+      X(int32_t, world_tree_levels, 1)
 #define AXION_BODY_MODEL(X) \
   X(int32_t, body_world, 1) \
   X(Real, body_inv_mass, 1) X(Real, body_inertia, 9) X(Real, body_inv_inertia, 9)
@@ -53,7 +54,9 @@ namespace axion {
       X(Real, body_minv_jt, 6) X(Real, body_tree_block, 36) X(Real, body_tree_x, 6)              \
           X(int32_t, body_tree_parent, 1) X(int32_t, body_tree_order, 1)                         \
               X(int32_t, body_tree_set, 1) X(int32_t, body_tree_grounded, 1)             \
-                  X(int32_t, body_row_begin, 1) X(int32_t, body_row_count, 1)
+                  X(int32_t, body_row_begin, 1) X(int32_t, body_row_count, 1)                \
+                      X(int32_t, body_tree_level, 1) X(int32_t, body_tree_level_order, 1)    \
+                          X(int32_t, body_tree_level_start, 1)
 #define AXION_JOINT_MODEL(X)                                                                   \
   X(int32_t, joint_type, 1)                                                                    \
   X(int32_t, joint_parent, 1)                                                                  \

@@ -92,6 +92,7 @@ struct BatchView {
   Real* world_merit_accepted;  // (world_count) merit of the accepted iterate
   Real* world_merit_best;      // (world_count) lowest merit of an accepted iterate this step
   int32_t* world_tree_built;   // (world_count) tree preconditioner built for this step
+  int32_t* world_tree_levels;  // (world_count) levels of the tree (body_tree_level)
   Real* world_residual_best;   // (world_count) residual of that iterate
   Real* world_ls_step;         // (world_count) current line-search step length t
   int32_t* world_ls_trials;    // (world_count) line-search trials taken this iteration
@@ -125,6 +126,10 @@ struct BatchView {
   int32_t* body_tree_order;     // (body_count) the world's bodies breadth-first from the roots
   int32_t* body_tree_set;       // (body_count) union-find parent while the tree is built
   int32_t* body_tree_grounded;  // (body_count) union-find: the set has its group to the world
+  int32_t* body_tree_level;     // (body_count) height above the body's lowest descendant
+  int32_t* body_tree_level_order;  // (body_count) the world's bodies by level
+  int32_t* body_tree_level_start;  // (body_count) at the world's first body + l: where level l
+                                   // starts in body_tree_level_order
   // the live rows acting on each body (kernels_solver.h), rebuilt every step
   int32_t* body_row_begin;  // (body_count) first entry of the body's rows in row_body_list
   int32_t* body_row_count;  // (body_count) how many
