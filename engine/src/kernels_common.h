@@ -66,6 +66,21 @@ AXION_HD void team_sum(Team team, int begin, int end, Real (&out)[N], F f) {
   for (int n = 0; n < N; ++n) out[n] = acc[0][n];
 }
 
+// The largest of the lanes' values, NaN if any is NaN (a maximum is exact in any order).
+AXION_HD Real team_max(Team team, Real value) {
+#if defined(__CUDA_ARCH__)
+  if (team.size == kTeamWidth) {
+    for (int k = kTeamWidth / 2; k >= 1; k /= 2) {
+      const Real other = __shfl_xor_sync(0xffffffffu, value, k);
+      if (!(other <= value)) value = other;  // NaN propagates
+    }
+  }
+#else
+  (void)team;
+#endif
+  return value;
+}
+
 AXION_HD bool world_is_active(const BatchView& v, int world) { return v.world_active[world] != 0; }
 
 AXION_HD Vec3 body_position(const Real* q, int body) {

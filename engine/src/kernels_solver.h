@@ -105,32 +105,37 @@ AXION_HD void body_dynamics_residual(const BatchView& v, int body) {
 }
 
 // Per world: residual max-norm (rows, and M^-1 g for the dynamics) and merit 0.5 |h|^2.
-AXION_HD void world_residual(const BatchView& v, int world) {
-  Real max_abs = 0, merit = 0;
-  int row_end = v.world_row_offset[world] + world_live_rows(v, world);
-  for (int row = v.world_row_offset[world]; row < row_end; ++row) {
+AXION_HD void world_residual(const BatchView& v, Team team, int world) {
+  Real max_abs = 0;
+  const int row0 = v.world_row_offset[world];
+  Real rows[1];
+  team_sum(team, row0, row0 + world_live_rows(v, world), rows, [&](int row, Real* acc) {
     // The merit follows the rows as the Newton system sees them (friction unscaled), the
     // convergence test their error.
     int kind = v.row_kind[row];
     Real h =
         kind == kRowFriction1 || kind == kRowFriction2 ? v.row_residual[row] : v.row_error[row];
-    merit += h * h;
+    acc[0] += h * h;
     Real a = std::fabs(v.row_error[row]);
     if (!(a <= max_abs)) max_abs = a;  // NaN propagates
-  }
-  for (int body = v.world_body_offset[world]; body < v.world_body_offset[world + 1]; ++body) {
-    Vec6 g = load6(v.body_g + 6 * body);
-    Vec6 minv_g = body_apply_inv_mass(v, body, g);
-    merit += dot(g, minv_g);
-    Real comps[6] = {minv_g.lin.x, minv_g.lin.y, minv_g.lin.z,
-                     minv_g.ang.x, minv_g.ang.y, minv_g.ang.z};
-    for (int i = 0; i < 6; ++i) {
-      Real a = std::fabs(comps[i]);
-      if (!(a <= max_abs)) max_abs = a;
-    }
-  }
+  });
+  Real bodies[1];
+  team_sum(team, v.world_body_offset[world], v.world_body_offset[world + 1], bodies,
+           [&](int body, Real* acc) {
+             Vec6 g = load6(v.body_g + 6 * body);
+             Vec6 minv_g = body_apply_inv_mass(v, body, g);
+             acc[0] += dot(g, minv_g);
+             Real comps[6] = {minv_g.lin.x, minv_g.lin.y, minv_g.lin.z,
+                              minv_g.ang.x, minv_g.ang.y, minv_g.ang.z};
+             for (int i = 0; i < 6; ++i) {
+               Real a = std::fabs(comps[i]);
+               if (!(a <= max_abs)) max_abs = a;
+             }
+           });
+  max_abs = team_max(team, max_abs);
+  if (team.lane != 0) return;
   v.world_residual[world] = max_abs;
-  v.world_merit[world] = Real(0.5) * merit;
+  v.world_merit[world] = Real(0.5) * (rows[0] + bodies[0]);
 }
 
 /// Per world: Newton inverse inertia (R I R^T + K)^-1. A row whose force J^T lambda acts
@@ -139,34 +144,33 @@ AXION_HD void world_residual(const BatchView& v, int world) {
 /// tense chains. Its stabilising part, for a row pulling along l with lambda (l . r) > 0,
 ///   K = h lambda (l . r) (I - r r^T / |r|^2),
 /// is exact for tension along the lever and keeps M~ symmetric positive definite (compression
-/// terms are dropped, as in Tournier et al. 2015, "Stable Constrained Dynamics").
-AXION_HD void world_newton_inertia(const BatchView& v, int world) {
+/// terms are dropped, as in Tournier et al. 2015, "Stable Constrained Dynamics"). Each body
+/// gathers its joint rows, in row order.
+AXION_HD void world_newton_inertia(const BatchView& v, Team team, int world) {
   const Real h = v.world_params[world].timestep;
-  int b0 = v.world_body_offset[world], b1 = v.world_body_offset[world + 1];
-  for (int i = 9 * b0; i < 9 * b1; ++i) v.body_inv_inertia_newton[i] = v.body_inertia_world[i];
-  int row_end = v.world_row_offset[world] + v.world_joint_row_count[world];
-  for (int row = v.world_row_offset[world]; row < row_end; ++row) {
-    Real lambda = v.row_lambda[row];
-    if (lambda == 0) continue;
-    for (int side = 0; side < 2; ++side) {
-      int body = side == 0 ? v.row_body_a[row] : v.row_body_b[row];
-      if (body < 0) continue;
+  const int joint_row_end = v.world_row_offset[world] + v.world_joint_row_count[world];
+  for (int body = v.world_body_offset[world] + team.lane; body < v.world_body_offset[world + 1];
+       body += team.size) {
+    Real k[9];
+    for (int i = 0; i < 9; ++i) k[i] = v.body_inertia_world[9 * body + i];
+    const int list_end = v.body_row_begin[body] + v.body_row_count[body];
+    for (int e = v.body_row_begin[body]; e < list_end; ++e) {
+      const int entry = v.row_body_list[e], row = entry >> 1, side = entry & 1;
+      if (row >= joint_row_end) break;  // contact rows follow the joints'
+      Real lambda = v.row_lambda[row];
+      if (lambda == 0) continue;
       Vec3 l = load3((side == 0 ? v.row_jac_a : v.row_jac_b) + 6 * row);
       Vec3 r = load3(v.row_lever + 6 * row + 3 * side);
       Real rr = dot(r, r);
       Real s = lambda * dot(l, r);
       if (!(s > 0) || !(rr > 0)) continue;
-      Real* k = v.body_inv_inertia_newton + 9 * body;
       Real hs = h * s;
       for (int a = 0; a < 3; ++a) {
         for (int b = 0; b < 3; ++b)
           k[3 * a + b] += hs * ((a == b ? Real(1) : Real(0)) - r[a] * r[b] / rr);
       }
     }
-  }
-  for (int body = b0; body < b1; ++body) {
-    Real* k = v.body_inv_inertia_newton + 9 * body;
-    store33(k, inverse(load33(k)));
+    store33(v.body_inv_inertia_newton + 9 * body, inverse(load33(k)));
   }
 }
 

@@ -76,11 +76,11 @@ void evaluate(Exec& ex, const BatchView& v, WorldRange wr, Mask mask) {
       wr, AXION_LAMBDA(int i) {
         if (in_mask(v, v.body_world[i], mask)) body_dynamics_residual(v, i);
       });
-  ex.worlds(
-      wr, AXION_LAMBDA(int w) {
+  ex.teams(
+      wr, AXION_LAMBDA(int w, Team team) {
         if (!in_mask(v, w, mask)) return;
-        world_residual(v, w);
-        world_newton_inertia(v, w);
+        world_residual(v, team, w);
+        world_newton_inertia(v, team, w);
       });
 }
 
