@@ -154,6 +154,37 @@ AXION_HD void tree_lu_invert(Real* a, int n, int stride, int dropped) {
   }
 }
 
+// Replaces the 6 x 6 block `a` (a body's D_b) by its inverse: Gauss-Jordan elimination without
+// pivoting in the diagonal order, as tree_lu, with the same guard on a pivot lost to round-off.
+// Of fixed size and in place, it runs in registers on the GPU, where tree_lu and
+// tree_lu_invert kept their working arrays in local memory.
+AXION_HD void tree_invert6(Real* a) {
+  Real m[36], diag[6];
+  AXION_UNROLL
+  for (int k = 0; k < 36; ++k) m[k] = a[k];
+  AXION_UNROLL
+  for (int k = 0; k < 6; ++k) diag[k] = m[7 * k];
+  AXION_UNROLL
+  for (int k = 0; k < 6; ++k) {
+    Real d = m[7 * k];
+    if (!(std::fabs(d) > Real(1e-14) * std::fabs(diag[k]))) d = Real(1e-14) * std::fabs(diag[k]);
+    const Real pivot = Real(1) / d;
+    m[7 * k] = 1;
+    AXION_UNROLL
+    for (int j = 0; j < 6; ++j) m[6 * k + j] *= pivot;
+    AXION_UNROLL
+    for (int i = 0; i < 6; ++i) {
+      if (i == k) continue;
+      const Real f = m[6 * i + k];
+      m[6 * i + k] = 0;
+      AXION_UNROLL
+      for (int j = 0; j < 6; ++j) m[6 * i + j] -= f * m[6 * k + j];
+    }
+  }
+  AXION_UNROLL
+  for (int k = 0; k < 36; ++k) a[k] = m[k];
+}
+
 // y = A x for an n x n block with row stride `stride` (x and y distinct).
 AXION_HD void tree_matvec(const Real* a, int n, int stride, const Real* x, Real* y) {
   for (int i = 0; i < n; ++i) {
@@ -444,8 +475,7 @@ AXION_HD void world_tree_factor(const BatchView& v, int world) {
   for (int i = b1 - b0 - 1; i >= 0; --i) {
     const int b = v.body_tree_order[b0 + i];
     Real* d = v.body_tree_block + 36 * b;
-    tree_lu(d, 6, 6, false);
-    tree_lu_invert(d, 6, 6, 0);
+    tree_invert6(d);
     const int g = v.body_tree_parent[b];
     if (g < 0) continue;
     const int m = v.row_tree_count[g];

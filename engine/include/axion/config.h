@@ -7,6 +7,13 @@
 #else
 #define AXION_HD inline
 #endif
+// Full unrolling of a loop of fixed trip count in device code (host compilers unroll on their
+// own judgement).
+#if defined(__CUDA_ARCH__)
+#define AXION_UNROLL _Pragma("unroll")
+#else
+#define AXION_UNROLL
+#endif
 
 namespace axion {
 
