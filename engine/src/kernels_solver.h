@@ -1,8 +1,9 @@
 // The non-smooth Newton solver's kernels (seed 003): residual evaluation, the Schur complement
 // A = J M^-1 J^T + C applied matrix-free, preconditioned Conjugate Residual (the Jacobi
 // diagonal, or the joints' spanning tree of kernels_tree.h), recovery of du and the line search
-// bookkeeping. Per-world reductions loop over one world's rows in a fixed order, so results are
-// deterministic and independent of how worlds are batched.
+// bookkeeping. Per-world reductions go through team_sum, whose order is fixed by a world's rows
+// alone, so results are deterministic, the same on the CPU and the GPU, and independent of how
+// worlds are batched.
 #pragma once
 #include <cstdio>
 #include <cstdlib>

@@ -40,8 +40,10 @@
 // leaf's is C_g); both are factored by LU and then replaced by their inverses.
 // The elimination order is the leaves, then the bodies in reverse
 // breadth-first order from each component's root (body_tree_order), each followed by the
-// group joining it to its parent; a root group goes last. Everything is per world and
-// sequential, so results are deterministic and the same on every backend.
+// group joining it to its parent; a root group goes last. The factor runs one thread per
+// world; the solve runs the bodies of each level of the tree (body_tree_level) side by side on
+// a world's team, each gathering from the groups below it in row order, so both give the same
+// bits on every backend and every run.
 #pragma once
 
 #include "kernels_common.h"
