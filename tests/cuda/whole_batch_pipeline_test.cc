@@ -4,7 +4,11 @@
 // backend's loops end on the device once no world needs another trip, never later than the
 // bound). Because of the masks this must give bit-identical states to the CPU backend, whose
 // loops stop as soon as no world needs another pass, also in a batch whose worlds converge
-// after different numbers of iterations or do not step at all.
+// after different numbers of iterations or do not step at all. The teams that run per-world
+// passes (one thread here) reduce in the order a warp does, and build the per-body row lists
+// and tree levels the passes rely on.
+#include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -209,6 +213,103 @@ TEST(WholeBatchPipelineTest, BoundedLoopsOverTheWholeBatchMatchTheCpuBackend) {
   EXPECT_GT(converged_steps_differ, 0);
   // and the world that sat out did not advance on those steps
   EXPECT_DOUBLE_EQ(whole.world_time[1], 40 * layouts[1].params.timestep);
+}
+
+// team_sum's order is the documented one whatever the team: element i on virtual lane
+// (i - begin) % 32, each lane summing in order, lanes combined by the butterfly. A warp
+// computes exactly this, so the CPU's sums are the GPU's. Values of mixed magnitude make a
+// different order give different bits.
+TEST(TeamTest, TeamSumFollowsTheVirtualLanesAndTheButterfly) {
+  uint64_t state = 12345;
+  auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const double unit = static_cast<double>(state >> 11) / 9007199254740992.0;
+    return (unit - 0.5) * std::pow(10.0, static_cast<int>(state % 13) - 6);
+  };
+  for (int count : {0, 1, 7, 31, 32, 33, 64, 150, 1000}) {
+    std::vector<Real> x(count + 3);
+    for (Real& value : x) value = next();
+    const int begin = 3, end = count + 3;
+    Real lanes[kernels::kTeamWidth][2] = {};
+    for (int i = begin; i < end; ++i) {
+      lanes[(i - begin) % kernels::kTeamWidth][0] += x[i];
+      lanes[(i - begin) % kernels::kTeamWidth][1] += x[i] * x[i];
+    }
+    for (int k = kernels::kTeamWidth / 2; k >= 1; k /= 2) {
+      for (int l = 0; l < k; ++l) {
+        lanes[l][0] += lanes[l + k][0];
+        lanes[l][1] += lanes[l + k][1];
+      }
+    }
+    std::vector<int> visits(x.size(), 0);
+    Real sums[2];
+    kernels::team_sum(kernels::Team{}, begin, end, sums, [&](int i, Real* acc) {
+      visits[i] += 1;
+      acc[0] += x[i];
+      acc[1] += x[i] * x[i];
+    });
+    EXPECT_EQ(std::memcmp(&sums[0], &lanes[0][0], sizeof(Real)), 0) << count << " elements";
+    EXPECT_EQ(std::memcmp(&sums[1], &lanes[0][1], sizeof(Real)), 0) << count << " elements";
+    for (int i = 0; i < static_cast<int>(x.size()); ++i)
+      EXPECT_EQ(visits[i], i >= begin ? 1 : 0) << "element " << i;
+  }
+}
+
+// After a step, each body lists the live rows acting on it in row order (the J^T products
+// gather from these lists), and the tree's levels put every body above its children.
+TEST(TeamTest, BodyRowListsAndTreeLevels) {
+  std::vector<WorldLayout> layouts;
+  for (const auto& model : {MustCompile(Stack()), MustCompile(Chain())}) {
+    ASSERT_NE(model, nullptr);
+    WorldLayout layout;
+    layout.model = model;
+    layout.params = MakeWorldParams(model->desc().options);
+    layout.contact_capacity = model->contact_capacity();
+    layouts.push_back(layout);
+  }
+  BatchStorage batch = PackBatch(layouts);
+  for (int step = 0; step < 40; ++step) {
+    for (int w = 0; w < batch.world_count(); ++w) batch.world_step_pending[w] = 1;
+    StepWholeBatch(batch);
+  }
+  BatchView v = batch.view();
+  EXPECT_GT(v.world_contact_count[0], 0);  // the stack rests on contacts
+  for (int w = 0; w < batch.world_count(); ++w) {
+    const int b0 = v.world_body_offset[w], b1 = v.world_body_offset[w + 1];
+    const int row0 = v.world_row_offset[w];
+    const int row_end = row0 + kernels::world_live_rows(v, w);
+    for (int b = b0; b < b1; ++b) {
+      std::vector<int> expected, listed;
+      for (int row = row0; row < row_end; ++row) {
+        if (v.row_body_a[row] == b) expected.push_back(2 * row);
+        if (v.row_body_b[row] == b) expected.push_back(2 * row + 1);
+      }
+      for (int k = 0; k < v.body_row_count[b]; ++k)
+        listed.push_back(v.row_body_list[v.body_row_begin[b] + k]);
+      EXPECT_EQ(listed, expected) << "world " << w << ", body " << b;
+    }
+    if (!kernels::world_uses_tree(v, w)) continue;
+    // the levels: every body once, in level order, each above the body below its group
+    std::vector<int> seen(b1 - b0, 0);
+    const int levels = v.world_tree_levels[w];
+    ASSERT_GT(levels, 1) << "world " << w;
+    for (int level = 0; level < levels; ++level) {
+      const int begin = v.body_tree_level_start[b0 + level];
+      const int end = level + 1 < levels ? v.body_tree_level_start[b0 + level + 1] : b1;
+      EXPECT_LT(begin, end) << "level " << level << " is empty";
+      for (int k = begin; k < end; ++k) {
+        const int b = v.body_tree_level_order[k];
+        seen[b - b0] += 1;
+        EXPECT_EQ(v.body_tree_level[b], level);
+        const int g = v.body_tree_parent[b];
+        const int parent = g >= 0 ? v.row_tree_parent[g] : -1;
+        if (parent >= 0) {
+          EXPECT_GT(v.body_tree_level[parent], level) << "body " << b;
+        }
+      }
+    }
+    for (int i = 0; i < b1 - b0; ++i) EXPECT_EQ(seen[i], 1) << "body " << b0 + i;
+  }
 }
 
 }  // namespace
