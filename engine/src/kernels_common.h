@@ -66,14 +66,19 @@ AXION_HD void team_sum(Team team, int begin, int end, Real (&out)[N], F f) {
   for (int n = 0; n < N; ++n) out[n] = acc[0][n];
 }
 
-// The largest of the lanes' values, NaN if any is NaN (a maximum is exact in any order).
+// The larger of a and b, NaN if either is NaN.
+AXION_HD Real max_or_nan(Real a, Real b) {
+  if (a != a) return a;
+  return b <= a ? a : b;
+}
+
+// The largest of the lanes' values, NaN if any is NaN (a maximum is exact in any order, so
+// every lane gets the same bits).
 AXION_HD Real team_max(Team team, Real value) {
 #if defined(__CUDA_ARCH__)
   if (team.size == kTeamWidth) {
-    for (int k = kTeamWidth / 2; k >= 1; k /= 2) {
-      const Real other = __shfl_xor_sync(0xffffffffu, value, k);
-      if (!(other <= value)) value = other;  // NaN propagates
-    }
+    for (int k = kTeamWidth / 2; k >= 1; k /= 2)
+      value = max_or_nan(value, __shfl_xor_sync(0xffffffffu, value, k));
   }
 #else
   (void)team;

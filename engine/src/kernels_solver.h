@@ -117,8 +117,7 @@ AXION_HD void world_residual(const BatchView& v, Team team, int world) {
     Real h =
         kind == kRowFriction1 || kind == kRowFriction2 ? v.row_residual[row] : v.row_error[row];
     acc[0] += h * h;
-    Real a = std::fabs(v.row_error[row]);
-    if (!(a <= max_abs)) max_abs = a;  // NaN propagates
+    max_abs = max_or_nan(max_abs, std::fabs(v.row_error[row]));
   });
   Real bodies[1];
   team_sum(team, v.world_body_offset[world], v.world_body_offset[world + 1], bodies,
@@ -128,10 +127,7 @@ AXION_HD void world_residual(const BatchView& v, Team team, int world) {
              acc[0] += dot(g, minv_g);
              Real comps[6] = {minv_g.lin.x, minv_g.lin.y, minv_g.lin.z,
                               minv_g.ang.x, minv_g.ang.y, minv_g.ang.z};
-             for (int i = 0; i < 6; ++i) {
-               Real a = std::fabs(comps[i]);
-               if (!(a <= max_abs)) max_abs = a;
-             }
+             for (int i = 0; i < 6; ++i) max_abs = max_or_nan(max_abs, std::fabs(comps[i]));
            });
   max_abs = team_max(team, max_abs);
   if (team.lane != 0) return;

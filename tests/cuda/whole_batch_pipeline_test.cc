@@ -312,5 +312,33 @@ TEST(TeamTest, BodyRowListsAndTreeLevels) {
   }
 }
 
+// The residual's max-norm is NaN when any row's error is, wherever that row sits (a NaN
+// residual ends the world's Newton loop as not converged).
+TEST(TeamTest, ResidualNormPropagatesNaNFromAnyRow) {
+  std::vector<WorldLayout> layouts;
+  auto model = MustCompile(Chain());
+  ASSERT_NE(model, nullptr);
+  WorldLayout layout;
+  layout.model = model;
+  layout.params = MakeWorldParams(model->desc().options);
+  layout.contact_capacity = model->contact_capacity();
+  layouts.push_back(layout);
+  BatchStorage batch = PackBatch(layouts);
+  batch.world_step_pending[0] = 1;
+  StepWholeBatch(batch);
+  BatchView v = batch.view();
+  const int rows = kernels::world_live_rows(v, 0);
+  ASSERT_GT(rows, 3);
+  kernels::world_residual(v, kernels::Team{}, 0);
+  ASSERT_TRUE(std::isfinite(v.world_residual[0]));
+  for (int row : {0, rows / 2, rows - 1}) {
+    const Real saved = v.row_error[row];
+    v.row_error[row] = std::nan("");
+    kernels::world_residual(v, kernels::Team{}, 0);
+    EXPECT_TRUE(std::isnan(v.world_residual[0])) << "NaN in row " << row;
+    v.row_error[row] = saved;
+  }
+}
+
 }  // namespace
 }  // namespace axion
