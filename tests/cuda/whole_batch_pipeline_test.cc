@@ -142,6 +142,15 @@ std::shared_ptr<const Model> MustCompile(ModelDesc desc) {
   return m.ok() ? *m : nullptr;
 }
 
+// A world of `model` with its own options and contact capacity.
+WorldLayout LayoutOf(std::shared_ptr<const Model> model) {
+  WorldLayout layout;
+  layout.model = model;
+  layout.params = MakeWorldParams(model->desc().options);
+  layout.contact_capacity = model->contact_capacity();
+  return layout;
+}
+
 template <class T>
 void ExpectBitIdentical(const std::vector<T>& a, const std::vector<T>& b, const char* name,
                         int step) {
@@ -172,13 +181,7 @@ TEST(WholeBatchPipelineTest, BoundedLoopsOverTheWholeBatchMatchTheCpuBackend) {
   std::vector<WorldLayout> layouts;
   for (const auto& model : {MustCompile(Stack()), MustCompile(Chain()), MustCompile(Spinner())}) {
     ASSERT_NE(model, nullptr);
-    for (int copy = 0; copy < 2; ++copy) {
-      WorldLayout layout;
-      layout.model = model;
-      layout.params = MakeWorldParams(model->desc().options);
-      layout.contact_capacity = model->contact_capacity();
-      layouts.push_back(layout);
-    }
+    for (int copy = 0; copy < 2; ++copy) layouts.push_back(LayoutOf(model));
   }
   // One chain world runs velocity-level joints without line search, so the batch's worlds
   // differ in their loop limits too.
@@ -261,11 +264,7 @@ TEST(TeamTest, BodyRowListsAndTreeLevels) {
   std::vector<WorldLayout> layouts;
   for (const auto& model : {MustCompile(Stack()), MustCompile(Chain())}) {
     ASSERT_NE(model, nullptr);
-    WorldLayout layout;
-    layout.model = model;
-    layout.params = MakeWorldParams(model->desc().options);
-    layout.contact_capacity = model->contact_capacity();
-    layouts.push_back(layout);
+    layouts.push_back(LayoutOf(model));
   }
   BatchStorage batch = PackBatch(layouts);
   for (int step = 0; step < 40; ++step) {
@@ -315,15 +314,9 @@ TEST(TeamTest, BodyRowListsAndTreeLevels) {
 // The residual's max-norm is NaN when any row's error is, wherever that row sits (a NaN
 // residual ends the world's Newton loop as not converged).
 TEST(TeamTest, ResidualNormPropagatesNaNFromAnyRow) {
-  std::vector<WorldLayout> layouts;
   auto model = MustCompile(Chain());
   ASSERT_NE(model, nullptr);
-  WorldLayout layout;
-  layout.model = model;
-  layout.params = MakeWorldParams(model->desc().options);
-  layout.contact_capacity = model->contact_capacity();
-  layouts.push_back(layout);
-  BatchStorage batch = PackBatch(layouts);
+  BatchStorage batch = PackBatch({LayoutOf(model)});
   batch.world_step_pending[0] = 1;
   StepWholeBatch(batch);
   BatchView v = batch.view();
