@@ -469,6 +469,9 @@ absl::Status ApplySolverOverrides(const v1::SolverOptions& overrides, SolverOpti
   if (overrides.has_newton_iterations()) {
     options->newton_iterations = overrides.newton_iterations().value();
   }
+  if (overrides.has_newton_stall_iterations()) {
+    options->newton_stall_iterations = overrides.newton_stall_iterations().value();
+  }
   if (overrides.has_cr_iterations()) options->cr_iterations = overrides.cr_iterations().value();
   if (overrides.has_newton_tolerance()) {
     options->newton_tolerance = overrides.newton_tolerance().value();
@@ -502,6 +505,7 @@ void SolverOptionsToProto(const SolverOptions& options, v1::SolverOptions* proto
   proto->mutable_baumgarte()->set_value(options.baumgarte);
   proto->mutable_contact_margin()->set_value(options.contact_margin);
   proto->mutable_newton_iterations()->set_value(options.newton_iterations);
+  proto->mutable_newton_stall_iterations()->set_value(options.newton_stall_iterations);
   proto->mutable_cr_iterations()->set_value(options.cr_iterations);
   proto->mutable_newton_tolerance()->set_value(options.newton_tolerance);
   proto->mutable_cr_tolerance()->set_value(options.cr_tolerance);

@@ -45,6 +45,7 @@ WorldParams MakeWorldParams(const SolverOptions& o) {
   p.line_search_growth = o.line_search_growth;
   p.fb_epsilon = o.fb_epsilon;
   p.preconditioner = static_cast<int32_t>(o.preconditioner);
+  p.newton_stall_iterations = o.newton_stall_iterations;
   return p;
 }
 

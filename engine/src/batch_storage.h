@@ -37,7 +37,7 @@ namespace axion {
   X(Real, world_ls_step, 1)                                                   \
   X(int32_t, world_ls_trials, 1)                                              \
   X(Real, world_merit_best, 1) X(int32_t, world_tree_built, 1) X(Real, world_residual_best, 1) \
-      X(int32_t, world_tree_levels, 1)
+      X(int32_t, world_tree_levels, 1) X(int32_t, world_newton_best, 1)
 #define AXION_BODY_MODEL(X) \
   X(int32_t, body_world, 1) \
   X(Real, body_inv_mass, 1) X(Real, body_inertia, 9) X(Real, body_inv_inertia, 9)

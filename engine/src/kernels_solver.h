@@ -488,6 +488,7 @@ AXION_HD void world_keep_best(const BatchView& v, int world, bool first) {
   if (!first && !(v.world_merit[world] < v.world_merit_best[world])) return;
   v.world_merit_best[world] = v.world_merit[world];
   v.world_residual_best[world] = v.world_residual[world];
+  v.world_newton_best[world] = v.world_newton_iterations[world];
   world_copy_iterate(v, world, v.body_u, v.body_u_best, v.row_lambda, v.row_lambda_best);
 }
 

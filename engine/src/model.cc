@@ -219,6 +219,9 @@ absl::Status ValidateSolverOptions(SolverOptions* options) {
   if (o.newton_iterations < 1)
     return Invalid("options", "newton_iterations",
                    absl::StrCat("must be >= 1, got ", o.newton_iterations));
+  if (o.newton_stall_iterations < 0)
+    return Invalid("options", "newton_stall_iterations",
+                   absl::StrCat("must be >= 0, got ", o.newton_stall_iterations));
   if (o.cr_iterations < 1)
     return Invalid("options", "cr_iterations", absl::StrCat("must be >= 1, got ", o.cr_iterations));
   if (!(o.newton_tolerance > 0) || !Finite(o.newton_tolerance))

@@ -172,7 +172,10 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
           if (v.world_residual[w] <= p.newton_tolerance) {
             v.world_active[w] = kPhaseConverged;
           } else if (v.world_newton_iterations[w] >= p.newton_iterations ||
-                     !(v.world_residual[w] == v.world_residual[w])) {
+                     !(v.world_residual[w] == v.world_residual[w]) ||
+                     (p.newton_stall_iterations > 0 &&
+                      v.world_newton_iterations[w] - v.world_newton_best[w] >=
+                          p.newton_stall_iterations)) {
             v.world_active[w] = kPhaseConverged;
             v.world_flags[w] |= kWorldNotConverged;
           } else {

@@ -113,6 +113,15 @@ def test_friction_combine_line_search_growth_and_contact_dim(client):
         client.create_worlds(PENDULUM_MJCF, solver_options={"line_search_growth": 0.5})
 
 
+def test_newton_stall_iterations(client):
+    created = client.create_worlds(PENDULUM_MJCF, solver_options={"newton_stall_iterations": 15})
+    assert client.get_model(created.world_ids[0]).options.newton_stall_iterations.value == 15
+    default = client.create_worlds(PENDULUM_MJCF)
+    assert client.get_model(default.world_ids[0]).options.newton_stall_iterations.value == 0
+    with pytest.raises(axion.AxionError, match="newton_stall_iterations"):
+        client.create_worlds(PENDULUM_MJCF, solver_options={"newton_stall_iterations": -2})
+
+
 def test_create_worlds_solver_options_preconditioner(client):
     jacobi = client.create_worlds(PENDULUM_MJCF, solver_options={"preconditioner": "jacobi"})
     tree = client.create_worlds(PENDULUM_MJCF, solver_options={"preconditioner": "TREE"})

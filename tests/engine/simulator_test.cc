@@ -164,6 +164,36 @@ TEST(SimulatorTest, NonFiniteWorldIsFrozenAndOthersKeepRunning) {
   test::ExpectHealthy(*sim, ids[1]);
 }
 
+// newton_stall_iterations ends a solve whose best iterate has stopped improving: with a
+// tolerance no iterate reaches, every step runs to the Newton limit without it and stops a few
+// iterations after its best with it, both flagged not converged and at nearly the same state.
+TEST(SimulatorTest, NewtonStallEndsASolveThatStoppedImproving) {
+  ModelDesc d = Pendulum(1);
+  d.options.newton_tolerance = 1e-30;  // below round-off: no step converges
+  d.joints[0].drive.damping = 0;
+  ModelDesc stalled = d;
+  stalled.options.newton_stall_iterations = 4;
+  auto sim = MustCreateSimulator();
+  WorldId full = MustCreateWorld(*sim, MustCompile(d));
+  WorldId stall = MustCreateWorld(*sim, MustCompile(stalled));
+  for (int step = 0; step < 20; ++step) {
+    ASSERT_TRUE(sim->StepAll(1).ok());
+    WorldStats a = *sim->GetStats(full), b = *sim->GetStats(stall);
+    EXPECT_EQ(a.newton_iterations, d.options.newton_iterations) << "step " << step;
+    EXPECT_LT(b.newton_iterations, d.options.newton_iterations) << "step " << step;
+    EXPECT_NE(a.flags & kWorldNotConverged, 0u);
+    EXPECT_NE(b.flags & kWorldNotConverged, 0u);
+  }
+  BodyState a = *sim->GetBodyState(full), b = *sim->GetBodyState(stall);
+  for (size_t i = 0; i < a.pose.size(); ++i) EXPECT_NEAR(a.pose[i], b.pose[i], 1e-9) << i;
+
+  ModelDesc bad = d;
+  bad.options.newton_stall_iterations = -1;
+  absl::StatusOr<std::shared_ptr<const Model>> refused = Model::Compile(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("newton_stall_iterations"));
+}
+
 TEST(SimulatorTest, CudaBackendRequestIsClearWhenUnavailable) {
   if (CudaAvailable()) GTEST_SKIP() << "a CUDA device is present";
   SimulatorOptions o;

@@ -45,6 +45,7 @@ _WRAPPED_OPTIONS = (
     "baumgarte",
     "contact_margin",
     "newton_iterations",
+    "newton_stall_iterations",
     "cr_iterations",
     "newton_tolerance",
     "cr_tolerance",

@@ -187,6 +187,10 @@ struct SolverOptions {
                                      // four points) unique, so Newton converges fast; 0 is
                                      // perfectly rigid
   int newton_iterations = 50;        // maximum Newton iterations per step
+  int newton_stall_iterations = 0;   // > 0: Newton also stops (not converged, at its best
+                                     // iterate) once that iterate is this many iterations
+                                     // old: speed for robustness where a solve cycles
+                                     // between contact states (README, "Solver choices")
   int cr_iterations = 200;           // maximum Conjugate Residual iterations per Newton step
   Real newton_tolerance = 1e-6;      // stop when the residual's max-norm is below this
                                      // (units of impulse per unit effective mass: m/s)

@@ -49,6 +49,7 @@ struct WorldParams {
   Real line_search_growth;
   Real fb_epsilon;
   int32_t preconditioner;  // Preconditioner
+  int32_t newton_stall_iterations;  // 0: off (SolverOptions)
 };
 
 // Constraint row kinds.
@@ -93,6 +94,7 @@ struct BatchView {
   Real* world_merit_best;      // (world_count) lowest merit of an accepted iterate this step
   int32_t* world_tree_built;   // (world_count) tree preconditioner built for this step
   int32_t* world_tree_levels;  // (world_count) levels of the tree (body_tree_level)
+  int32_t* world_newton_best;  // (world_count) Newton iteration of the best iterate so far
   Real* world_residual_best;   // (world_count) residual of that iterate
   Real* world_ls_step;         // (world_count) current line-search step length t
   int32_t* world_ls_trials;    // (world_count) line-search trials taken this iteration

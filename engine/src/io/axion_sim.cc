@@ -5,7 +5,7 @@
 //             [--timestep=0.005] [--preconditioner=tree|jacobi] [--threads=2]
 //             [--friction_newton=true|false] [--speculative_contacts=true|false]
 //             [--line_search=true|false]
-//             [--newton_iterations=50] [--contact_capacity=N]
+//             [--newton_iterations=50] [--newton_stall_iterations=0] [--contact_capacity=N]
 //             [--trajectory=out.csv|out.npy] [--progress]
 #include <unistd.h>
 
@@ -50,6 +50,9 @@ ABSL_FLAG(std::string, friction_newton, "",
 ABSL_FLAG(std::string, speculative_contacts, "",
           "true or false: contacts that close within the step join early (empty: the model's)");
 ABSL_FLAG(int, newton_iterations, 0, "maximum Newton iterations per step (0: the model's)");
+ABSL_FLAG(int, newton_stall_iterations, -1,
+          "stop a step's Newton loop once its best iterate is this many iterations old (0: "
+          "never; -1: the model's)");
 ABSL_FLAG(int, contact_capacity, -1,
           "contacts per world (-1: the model's, derived from its shapes); contacts past it are "
           "dropped and counted as overflow");
@@ -224,6 +227,10 @@ absl::Status Run() {
   int newton_iterations = absl::GetFlag(FLAGS_newton_iterations);
   if (newton_iterations < 0) return absl::InvalidArgumentError("--newton_iterations must be >= 0");
   if (newton_iterations > 0) desc.options.newton_iterations = newton_iterations;
+  int newton_stall_iterations = absl::GetFlag(FLAGS_newton_stall_iterations);
+  if (newton_stall_iterations < -1)
+    return absl::InvalidArgumentError("--newton_stall_iterations must be >= -1");
+  if (newton_stall_iterations >= 0) desc.options.newton_stall_iterations = newton_stall_iterations;
   absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(std::move(desc));
   if (!model.ok()) return model.status();
 
