@@ -48,7 +48,7 @@ struct WorldParams {
   int32_t line_search_steps;
   Real line_search_growth;
   Real fb_epsilon;
-  int32_t preconditioner;  // Preconditioner
+  int32_t preconditioner;           // Preconditioner
   int32_t newton_stall_iterations;  // 0: off (SolverOptions)
 };
 
