@@ -5,10 +5,6 @@
 // alone, so results are deterministic, the same on the CPU and the GPU, and independent of how
 // worlds are batched.
 #pragma once
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
-
 #include "kernels_body.h"
 #include "kernels_contact.h"
 #include "kernels_tree.h"

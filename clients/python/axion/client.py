@@ -39,6 +39,13 @@ _FRICTION_COMBINES = {
     "geometric_mean": pb.FRICTION_COMBINE_GEOMETRIC_MEAN,
     "max": pb.FRICTION_COMBINE_MAX,
 }
+# SolverOptions enum fields given by name: the names, and whether any case is accepted.
+_ENUM_OPTIONS = {
+    "joint_formulation": (_FORMULATIONS, False),
+    "contact_formulation": (_FORMULATIONS, False),
+    "preconditioner": (_PRECONDITIONERS, True),
+    "friction_combine": (_FRICTION_COMBINES, True),
+}
 # SolverOptions fields held in google.protobuf wrapper messages (set through `.value`).
 _WRAPPED_OPTIONS = (
     "timestep",
@@ -78,23 +85,14 @@ def solver_options(options):
         elif key == "gravity":
             x, y, z = (float(v) for v in value)
             message.gravity.x, message.gravity.y, message.gravity.z = x, y, z
-        elif key in ("joint_formulation", "contact_formulation"):
+        elif key in _ENUM_OPTIONS:
+            names, any_case = _ENUM_OPTIONS[key]
             if isinstance(value, str):
-                if value not in _FORMULATIONS:
-                    raise ValueError(f"{key}: '{value}' is not 'position' or 'velocity'")
-                value = _FORMULATIONS[value]
-            setattr(message, key, value)
-        elif key == "preconditioner":
-            if isinstance(value, str):
-                if value.lower() not in _PRECONDITIONERS:
-                    raise ValueError(f"{key}: '{value}' is not 'jacobi' or 'tree'")
-                value = _PRECONDITIONERS[value.lower()]
-            setattr(message, key, value)
-        elif key == "friction_combine":
-            if isinstance(value, str):
-                if value.lower() not in _FRICTION_COMBINES:
-                    raise ValueError(f"{key}: '{value}' is not 'geometric_mean' or 'max'")
-                value = _FRICTION_COMBINES[value.lower()]
+                name = value.lower() if any_case else value
+                if name not in names:
+                    raise ValueError(f"{key}: '{value}' is not " + " or ".join(
+                        f"'{n}'" for n in names))
+                value = names[name]
             setattr(message, key, value)
         else:
             raise ValueError(f"unknown solver option '{key}'")
