@@ -156,23 +156,19 @@ AXION_HD void tree_lu_invert(Real* a, int n, int stride, int dropped) {
   }
 }
 
-// Replaces the N x N block `a` (row stride `stride`) by its inverse, for the sizes most blocks
-// have (a body's D_b; a joint's active rows; a contact's three): Gauss-Jordan elimination
-// without pivoting in the diagonal order, equivalent to tree_lu then tree_lu_invert, with the
-// same tests on each pivot (the Schur complement's diagonal entry, as U_kk): with
-// drop_redundant a redundant row and its column become zero and its bit is set in the returned
-// mask; otherwise a pivot lost to round-off is kept away from zero. Of fixed size and in
-// place, it runs in registers on the GPU, where tree_lu and tree_lu_invert kept their working
-// arrays in local memory (the factor took 7% less time with this for the bodies alone).
+// Replaces the N x N block `m` (row-major, in registers where N is a compile-time constant on
+// the GPU) by its inverse, for the sizes most blocks have (a body's D_b; a joint's active rows; a
+// contact's three): Gauss-Jordan elimination without pivoting in the diagonal order, equivalent to
+// tree_lu then tree_lu_invert, with the same tests on each pivot (the Schur complement's diagonal
+// entry, as U_kk): with drop_redundant a redundant row and its column become zero and its bit is
+// set in the returned mask; otherwise a pivot lost to round-off is kept away from zero. Of fixed
+// size, it runs in registers on the GPU, where tree_lu and tree_lu_invert kept their working arrays
+// in local memory (the factor took 7% less time with this for the bodies alone).
 template <int N>
-AXION_HD int tree_invert_fixed(Real* a, int stride, bool drop_redundant) {
-  Real m[N * N], diag[N];
+AXION_HD int tree_invert_registers(Real* m, bool drop_redundant) {
+  Real diag[N];
   AXION_UNROLL
-  for (int i = 0; i < N; ++i) {
-    AXION_UNROLL
-    for (int j = 0; j < N; ++j) m[N * i + j] = a[stride * i + j];
-    diag[i] = m[(N + 1) * i];
-  }
+  for (int i = 0; i < N; ++i) diag[i] = m[(N + 1) * i];
   int dropped = 0;
   AXION_UNROLL
   for (int k = 0; k < N; ++k) {
@@ -201,6 +197,19 @@ AXION_HD int tree_invert_fixed(Real* a, int stride, bool drop_redundant) {
       for (int j = 0; j < N; ++j) m[N * i + j] -= f * m[N * k + j];
     }
   }
+  return dropped;
+}
+
+// tree_invert_registers on the N x N block `a` in memory (row stride `stride`), in place.
+template <int N>
+AXION_HD int tree_invert_fixed(Real* a, int stride, bool drop_redundant) {
+  Real m[N * N];
+  AXION_UNROLL
+  for (int i = 0; i < N; ++i) {
+    AXION_UNROLL
+    for (int j = 0; j < N; ++j) m[N * i + j] = a[stride * i + j];
+  }
+  const int dropped = tree_invert_registers<N>(m, drop_redundant);
   AXION_UNROLL
   for (int i = 0; i < N; ++i) {
     AXION_UNROLL
@@ -407,8 +416,8 @@ AXION_HD int tree_group_row(const BatchView& v, int g, int i) { return g + v.row
 
 // Factors group g (LU of N_g over its active rows, marking redundant ones) and, unless it is a
 // root, eliminates it into its parent body p: D_p += J_gp^T N_g^-1 J_gp (a leaf's parent is its
-// body).
-AXION_HD void tree_eliminate_group(const BatchView& v, int g) {
+// body). Any number of rows, the blocks read from and written to memory as they are used.
+AXION_HD void tree_eliminate_group_any(const BatchView& v, int g) {
   const int m = v.row_tree_count[g];
   const int p = v.row_tree_parent[g];
   Real* n = v.row_tree_block + 12 * g;
@@ -432,6 +441,162 @@ AXION_HD void tree_eliminate_group(const BatchView& v, int g) {
       for (int k = 0; k < m; ++k) s += jp[r][k] * y[k];
       d[6 * r + c] += s;
     }
+  }
+}
+
+// The Jacobian blocks on `body` of the M rows `rows`, row-major (M x 6).
+template <int M>
+AXION_HD void tree_load_jacobians(const BatchView& v, const int* rows, int body, Real (*j)[6]) {
+  AXION_UNROLL
+  for (int i = 0; i < M; ++i) {
+    const Real* src = tree_row_jacobian(v, rows[i], body);
+    AXION_UNROLL
+    for (int c = 0; c < 6; ++c) j[i][c] = src[c];
+  }
+}
+
+// tree_eliminate_group_any for a group of M factored rows `rows` whose complete block N_g is `n`
+// (M x M, row-major): every block stays in registers from load to store, where the general form
+// reloads them for each product (on the GPU, one thread per world waits on each of those
+// loads). The same operations in the same order, so the same bits.
+template <int M>
+AXION_HD void tree_eliminate_group_fixed(const BatchView& v, int g, const int* rows, Real* n) {
+  const int dropped = tree_invert_registers<M>(n, true);
+  Real* block = v.row_tree_block + 12 * g;
+  AXION_UNROLL
+  for (int i = 0; i < M; ++i) {
+    AXION_UNROLL
+    for (int l = 0; l < M; ++l) block[kTreeGroupRows * i + l] = n[M * i + l];
+    if ((dropped >> i) & 1) v.row_tree_dropped[rows[i]] = 1;
+  }
+  const int p = v.row_tree_parent[g];
+  if (p < 0) return;
+  Real jp[M][6];
+  tree_load_jacobians<M>(v, rows, p, jp);
+  // Y = N_g^-1 J_gp, column by column, and D_p += J_gp^T Y
+  Real* d = v.body_tree_block + 36 * p;
+  AXION_UNROLL
+  for (int c = 0; c < 6; ++c) {
+    Real y[M];
+    AXION_UNROLL
+    for (int i = 0; i < M; ++i) {
+      Real s = 0;
+      AXION_UNROLL
+      for (int k = 0; k < M; ++k) s += n[M * i + k] * jp[k][c];
+      y[i] = s;
+      v.row_tree_y[6 * rows[i] + c] = s;
+    }
+    AXION_UNROLL
+    for (int r = 0; r < 6; ++r) {
+      Real s = 0;
+      AXION_UNROLL
+      for (int k = 0; k < M; ++k) s += jp[k][r] * y[k];
+      d[6 * r + c] += s;
+    }
+  }
+}
+
+// A leaf group of M factored rows: its block N_g = C_g from memory, then eliminated.
+template <int M>
+AXION_HD void tree_eliminate_leaf_fixed(const BatchView& v, int g) {
+  int rows[M];
+  Real n[M * M];
+  const Real* block = v.row_tree_block + 12 * g;
+  AXION_UNROLL
+  for (int i = 0; i < M; ++i) {
+    rows[i] = tree_group_row(v, g, i);
+    AXION_UNROLL
+    for (int l = 0; l < M; ++l) n[M * i + l] = block[kTreeGroupRows * i + l];
+  }
+  tree_eliminate_group_fixed<M>(v, g, rows, n);
+}
+
+// Eliminates the leaf group g: registers for the sizes contacts have (up to two points).
+AXION_HD void tree_eliminate_leaf(const BatchView& v, int g) {
+  switch (v.row_tree_count[g]) {
+    case 0:
+      return;
+    case 1:
+      return tree_eliminate_leaf_fixed<1>(v, g);
+    case 2:
+      return tree_eliminate_leaf_fixed<2>(v, g);
+    case 3:
+      return tree_eliminate_leaf_fixed<3>(v, g);
+    case 4:
+      return tree_eliminate_leaf_fixed<4>(v, g);
+    case 5:
+      return tree_eliminate_leaf_fixed<5>(v, g);
+    case 6:
+      return tree_eliminate_leaf_fixed<6>(v, g);
+    default:
+      return tree_eliminate_group_any(v, g);
+  }
+}
+
+// Body b, its block inverted (`dinv`, 6 x 6 row-major), into the group g above it of M
+// factored rows: T = D_b^-1 J_gb^T kept for the solve, N_g += J_gb T, and g eliminated.
+template <int M>
+AXION_HD void tree_body_into_group_fixed(const BatchView& v, int b, int g, const Real* dinv) {
+  int rows[M];
+  AXION_UNROLL
+  for (int i = 0; i < M; ++i) rows[i] = tree_group_row(v, g, i);
+  Real jb[M][6], t[M][6];
+  tree_load_jacobians<M>(v, rows, b, jb);
+  AXION_UNROLL
+  for (int i = 0; i < M; ++i) {
+    AXION_UNROLL
+    for (int r = 0; r < 6; ++r) {
+      Real s = 0;
+      AXION_UNROLL
+      for (int c = 0; c < 6; ++c) s += dinv[6 * r + c] * jb[i][c];
+      t[i][r] = s;
+      v.row_tree_t[6 * rows[i] + r] = s;
+    }
+  }
+  Real n[M * M];
+  const Real* block = v.row_tree_block + 12 * g;
+  AXION_UNROLL
+  for (int i = 0; i < M; ++i) {
+    AXION_UNROLL
+    for (int l = 0; l < M; ++l) n[M * i + l] = block[kTreeGroupRows * i + l] + dot6(jb[i], t[l]);
+  }
+  tree_eliminate_group_fixed<M>(v, g, rows, n);
+}
+
+// tree_body_into_group_fixed for any number of rows, through memory.
+AXION_HD void tree_body_into_group_any(const BatchView& v, int b, int g) {
+  const Real* d = v.body_tree_block + 36 * b;
+  const int m = v.row_tree_count[g];
+  for (int i = 0; i < m; ++i) {
+    const int row = tree_group_row(v, g, i);
+    tree_matvec(d, 6, 6, tree_row_jacobian(v, row, b), v.row_tree_t + 6 * row);
+  }
+  for (int i = 0; i < m; ++i) {
+    Real* n = v.row_tree_block + 12 * (g + i);
+    const Real* j = tree_row_jacobian(v, tree_group_row(v, g, i), b);
+    for (int l = 0; l < m; ++l) n[l] += dot6(j, v.row_tree_t + 6 * tree_group_row(v, g, l));
+  }
+  tree_eliminate_group_any(v, g);
+}
+
+AXION_HD void tree_body_into_group(const BatchView& v, int b, int g, const Real* dinv) {
+  switch (v.row_tree_count[g]) {
+    case 0:
+      return;
+    case 1:
+      return tree_body_into_group_fixed<1>(v, b, g, dinv);
+    case 2:
+      return tree_body_into_group_fixed<2>(v, b, g, dinv);
+    case 3:
+      return tree_body_into_group_fixed<3>(v, b, g, dinv);
+    case 4:
+      return tree_body_into_group_fixed<4>(v, b, g, dinv);
+    case 5:
+      return tree_body_into_group_fixed<5>(v, b, g, dinv);
+    case 6:
+      return tree_body_into_group_fixed<6>(v, b, g, dinv);
+    default:
+      return tree_body_into_group_any(v, b, g);
   }
 }
 
@@ -510,7 +675,7 @@ AXION_HD void world_tree_factor(const BatchView& v, int world) {
         n[compact[columns[c]]] += v.row_coupling[2 * row + c];
       }
     }
-    if (v.row_tree_child[g] == kTreeLeaf) tree_eliminate_group(v, g);
+    if (v.row_tree_child[g] == kTreeLeaf) tree_eliminate_leaf(v, g);
   }
   // contacts outside the tree: the inverse of their 3 x 3 block of A
   for (int row = row0; row < row_end; ++row) {
@@ -521,20 +686,14 @@ AXION_HD void world_tree_factor(const BatchView& v, int world) {
   for (int i = b1 - b0 - 1; i >= 0; --i) {
     const int b = v.body_tree_order[b0 + i];
     Real* d = v.body_tree_block + 36 * b;
-    tree_invert_fixed<6>(d, 6, false);
+    Real dinv[36];
+    AXION_UNROLL
+    for (int k = 0; k < 36; ++k) dinv[k] = d[k];
+    tree_invert_registers<6>(dinv, false);
+    AXION_UNROLL
+    for (int k = 0; k < 36; ++k) d[k] = dinv[k];
     const int g = v.body_tree_parent[b];
-    if (g < 0) continue;
-    const int m = v.row_tree_count[g];
-    for (int i = 0; i < m; ++i) {
-      const int row = tree_group_row(v, g, i);
-      tree_matvec(d, 6, 6, tree_row_jacobian(v, row, b), v.row_tree_t + 6 * row);
-    }
-    for (int i = 0; i < m; ++i) {
-      Real* n = v.row_tree_block + 12 * (g + i);
-      const Real* j = tree_row_jacobian(v, tree_group_row(v, g, i), b);
-      for (int l = 0; l < m; ++l) n[l] += dot6(j, v.row_tree_t + 6 * tree_group_row(v, g, l));
-    }
-    tree_eliminate_group(v, g);
+    if (g >= 0) tree_body_into_group(v, b, g, dinv);
   }
 }
 
