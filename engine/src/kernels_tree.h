@@ -705,6 +705,95 @@ AXION_HD void tree_group_solve(const BatchView& v, int g, const Real* e, Real* y
   tree_matvec(v.row_tree_block + 12 * g, m, kTreeGroupRows, e_g, y);
 }
 
+// The forward step of group g over its M factored rows: w_g = N_g^-1 (e_g - J_gb t_b) into
+// `out` (e_g read from it), for the group above body b with t_b = `t`, or w_g = N_g^-1 e_g for
+// a leaf (`t` null). The rows' indices, e_g and the block stay in registers; redundant rows
+// keep their entry of `out`.
+template <int M>
+AXION_HD void tree_forward_group_fixed(const BatchView& v, int b, int g, const Real* t, Real* out) {
+  int rows[M];
+  bool dropped[M];
+  Real e[M];
+  AXION_UNROLL
+  for (int i = 0; i < M; ++i) {
+    rows[i] = tree_group_row(v, g, i);
+    dropped[i] = v.row_tree_dropped[rows[i]] != 0;
+    e[i] = out[rows[i]];
+    if (t != nullptr && !dropped[i]) e[i] -= dot6(tree_row_jacobian(v, rows[i], b), t);
+  }
+  const Real* n = v.row_tree_block + 12 * g;
+  AXION_UNROLL
+  for (int i = 0; i < M; ++i) {
+    Real s = 0;
+    AXION_UNROLL
+    for (int k = 0; k < M; ++k) s += n[kTreeGroupRows * i + k] * e[k];
+    if (!dropped[i]) out[rows[i]] = s;
+  }
+}
+
+// tree_forward_group_fixed for any number of rows, through memory.
+AXION_HD void tree_forward_group_any(const BatchView& v, int b, int g, const Real* t, Real* out) {
+  const int m = v.row_tree_count[g];
+  if (t != nullptr) {
+    for (int i = 0; i < m; ++i) {
+      const int row = tree_group_row(v, g, i);
+      if (!v.row_tree_dropped[row]) out[row] -= dot6(tree_row_jacobian(v, row, b), t);
+    }
+  }
+  Real y[kTreeGroupRows];
+  tree_group_solve(v, g, out, y);
+  for (int i = 0; i < m; ++i) {
+    const int row = tree_group_row(v, g, i);
+    if (!v.row_tree_dropped[row]) out[row] = y[i];
+  }
+}
+
+AXION_HD void tree_forward_group(const BatchView& v, int b, int g, const Real* t, Real* out) {
+  switch (v.row_tree_count[g]) {
+    case 0:
+      return;
+    case 1:
+      return tree_forward_group_fixed<1>(v, b, g, t, out);
+    case 2:
+      return tree_forward_group_fixed<2>(v, b, g, t, out);
+    case 3:
+      return tree_forward_group_fixed<3>(v, b, g, t, out);
+    case 4:
+      return tree_forward_group_fixed<4>(v, b, g, t, out);
+    case 5:
+      return tree_forward_group_fixed<5>(v, b, g, t, out);
+    case 6:
+      return tree_forward_group_fixed<6>(v, b, g, t, out);
+    default:
+      return tree_forward_group_any(v, b, g, t, out);
+  }
+}
+
+// The backward step of the group g above body b, the parent's x_p known: z_g = w_g - Y_g x_p
+// into `out`, and x_b = t_b + T_b z_g in body_tree_x (x_b and x_p held in registers).
+AXION_HD void tree_backward_group(const BatchView& v, int b, int g, Real* out) {
+  const int m = v.row_tree_count[g];
+  const int p = v.row_tree_parent[g];
+  Real x[6], xp[6];
+  AXION_UNROLL
+  for (int c = 0; c < 6; ++c) {
+    x[c] = v.body_tree_x[6 * b + c];
+    xp[c] = p >= 0 ? v.body_tree_x[6 * p + c] : Real(0);
+  }
+  for (int i = 0; i < m; ++i) {
+    const int row = tree_group_row(v, g, i);
+    if (v.row_tree_dropped[row]) continue;
+    Real z = out[row];
+    if (p >= 0) z -= dot6(v.row_tree_y + 6 * row, xp);
+    out[row] = z;
+    const Real* t = v.row_tree_t + 6 * row;
+    AXION_UNROLL
+    for (int c = 0; c < 6; ++c) x[c] += t[c] * z;
+  }
+  AXION_UNROLL
+  for (int c = 0; c < 6; ++c) v.body_tree_x[6 * b + c] = x[c];
+}
+
 /// Per world: out = P in over the live rows. Tree rows solve H [x; -z] = [0; in] by the
 /// factor (forward leaves to roots, then back roots to leaves; x = M~^-1 J^T z is the bodies'
 /// part), the other rows take the Jacobi diagonal. The factor keeps T = D_b^-1 J_gb^T and
@@ -731,13 +820,8 @@ AXION_HD void world_tree_apply(const BatchView& v, Team team, int world, const R
   team_sync(team);
   // leaves: w_g = C_g^-1 e_g, each group on its own
   for (int g = row0 + team.lane; g < row_end; g += team.size) {
-    if (v.row_tree_head[g] != g || v.row_tree_child[g] != kTreeLeaf) continue;
-    Real y[kTreeGroupRows];
-    tree_group_solve(v, g, out, y);
-    for (int i = 0; i < v.row_tree_count[g]; ++i) {
-      const int row = tree_group_row(v, g, i);
-      if (!v.row_tree_dropped[row]) out[row] = y[i];
-    }
+    if (v.row_tree_head[g] == g && v.row_tree_child[g] == kTreeLeaf)
+      tree_forward_group(v, -1, g, nullptr, out);
   }
   // forward, leaves to roots, level by level (a level's bodies in parallel):
   // f_b = sum J_gb^T w_g over the groups below b (leaves and children, in row order),
@@ -759,21 +843,11 @@ AXION_HD void world_tree_apply(const BatchView& v, Team team, int world, const R
         const Real* j = ((entry & 1) ? v.row_jac_b : v.row_jac_a) + 6 * row;
         for (int c = 0; c < 6; ++c) f_b[c] += j[c] * out[row];
       }
-      Real* t = v.body_tree_x + 6 * b;
+      Real t[6];
       tree_matvec(v.body_tree_block + 36 * b, 6, 6, f_b, t);
+      for (int c = 0; c < 6; ++c) v.body_tree_x[6 * b + c] = t[c];
       const int g = v.body_tree_parent[b];
-      if (g < 0) continue;
-      const int m = v.row_tree_count[g];
-      for (int i = 0; i < m; ++i) {
-        const int row = tree_group_row(v, g, i);
-        if (!v.row_tree_dropped[row]) out[row] -= dot6(tree_row_jacobian(v, row, b), t);
-      }
-      Real y[kTreeGroupRows];
-      tree_group_solve(v, g, out, y);
-      for (int i = 0; i < m; ++i) {
-        const int row = tree_group_row(v, g, i);
-        if (!v.row_tree_dropped[row]) out[row] = y[i];
-      }
+      if (g >= 0) tree_forward_group(v, b, g, t, out);
     }
   }
   // backward, roots to leaves, level by level: z_g = w_g - Y_g x_p, x_b = t_b + T_b z_g
@@ -784,19 +858,7 @@ AXION_HD void world_tree_apply(const BatchView& v, Team team, int world, const R
     for (int k = begin + team.lane; k < end; k += team.size) {
       const int b = v.body_tree_level_order[k];
       const int g = v.body_tree_parent[b];
-      if (g < 0) continue;
-      const int m = v.row_tree_count[g];
-      const int p = v.row_tree_parent[g];
-      Real* x = v.body_tree_x + 6 * b;
-      for (int i = 0; i < m; ++i) {
-        const int row = tree_group_row(v, g, i);
-        if (v.row_tree_dropped[row]) continue;
-        Real z = out[row];
-        if (p >= 0) z -= dot6(v.row_tree_y + 6 * row, v.body_tree_x + 6 * p);
-        out[row] = z;
-        const Real* t = v.row_tree_t + 6 * row;
-        for (int c = 0; c < 6; ++c) x[c] += t[c] * z;
-      }
+      if (g >= 0) tree_backward_group(v, b, g, out);
     }
   }
   team_sync(team);
