@@ -56,7 +56,9 @@ namespace axion {
               X(int32_t, body_tree_set, 1) X(int32_t, body_tree_grounded, 1)             \
                   X(int32_t, body_row_begin, 1) X(int32_t, body_row_count, 1)                \
                       X(int32_t, body_tree_level, 1) X(int32_t, body_tree_level_order, 1)    \
-                          X(int32_t, body_tree_level_start, 1)
+                          X(int32_t, body_tree_level_start, 1)                       \
+                              X(int32_t, body_tree_child_begin, 1)                   \
+                                  X(int32_t, body_tree_child_count, 1)
 #define AXION_JOINT_MODEL(X)                                                                   \
   X(int32_t, joint_type, 1)                                                                    \
   X(int32_t, joint_parent, 1)                                                                  \
@@ -137,7 +139,8 @@ namespace axion {
                   X(int32_t, row_tree_size, 1) X(int32_t, row_tree_parent, 1)              \
                       X(int32_t, row_tree_child, 1) X(int32_t, row_tree_dropped, 1)        \
                           X(int32_t, row_tree_rows, 1) X(int32_t, row_tree_count, 1)       \
-                              X(int32_t, row_body_list, 2)
+                              X(int32_t, row_body_list, 2)                         \
+                                  X(int32_t, row_tree_child_group, 1) X(Real, row_tree_u, 6)
 // Hull data (flattened over all worlds' hull shapes).
 #define AXION_HULL_ARRAYS(X)        \
   X(int32_t, hull_vertex_offset, 1) \

@@ -376,11 +376,13 @@ AXION_HD void world_tree_build(const BatchView& v, int world) {
     }
     for (int head = count - 1; head < count; ++head) {
       int body = v.body_tree_order[b0 + head];
-      for (int g = tree_next_group(v, row0, row_end); g < row_end;
-           g = tree_next_group(v, g + v.row_tree_size[g], row_end)) {
+      // the groups on this body, in row order: the heads among its rows
+      const int list_end = v.body_row_begin[body] + v.body_row_count[body];
+      for (int e = v.body_row_begin[body]; e < list_end; ++e) {
+        const int g = v.row_body_list[e] >> 1;
+        if (v.row_tree_head[g] != g) continue;    // inside a group, or outside the tree
         if (v.row_tree_child[g] != -1) continue;  // to the world, or already placed
         int a = v.row_body_a[g], b = v.row_body_b[g];
-        if (a != body && b != body) continue;
         int other = a == body ? b : a;
         v.row_tree_parent[g] = body;
         v.row_tree_child[g] = other;
@@ -408,6 +410,22 @@ AXION_HD void world_tree_build(const BatchView& v, int world) {
       const int b = v.body_tree_order[b0 + i];
       if (v.body_tree_level[b] == level) v.body_tree_level_order[next++] = b;
     }
+  }
+  // the groups below each body (its leaves, its children's groups), in row order
+  for (int b = b0; b < b1; ++b) v.body_tree_child_count[b] = 0;
+  for (int g = row0; g < row_end; ++g) {
+    if (v.row_tree_head[g] == g && v.row_tree_parent[g] >= 0)
+      v.body_tree_child_count[v.row_tree_parent[g]] += 1;
+  }
+  for (int b = b0, next = row0; b < b1; ++b) {
+    v.body_tree_child_begin[b] = next;
+    next += v.body_tree_child_count[b];
+    v.body_tree_child_count[b] = 0;
+  }
+  for (int g = row0; g < row_end; ++g) {
+    if (v.row_tree_head[g] != g || v.row_tree_parent[g] < 0) continue;
+    const int p = v.row_tree_parent[g];
+    v.row_tree_child_group[v.body_tree_child_begin[p] + v.body_tree_child_count[p]++] = g;
   }
 }
 

@@ -132,6 +132,9 @@ struct BatchView {
   int32_t* body_tree_level_order;  // (body_count) the world's bodies by level
   int32_t* body_tree_level_start;  // (body_count) at the world's first body + l: where level l
                                    // starts in body_tree_level_order
+  int32_t* body_tree_child_begin;  // (body_count) first entry of the groups below the body (its
+                                   // children's and its leaves') in row_tree_child_group
+  int32_t* body_tree_child_count;  // (body_count) how many
   // the live rows acting on each body (kernels_solver.h), rebuilt every step
   int32_t* body_row_begin;  // (body_count) first entry of the body's rows in row_body_list
   int32_t* body_row_count;  // (body_count) how many
@@ -282,6 +285,10 @@ struct BatchView {
   int32_t* row_tree_rows;     // (row slots) at a group's rows 0 .. count - 1: the offsets within
                               // the group of the rows factored this iteration (the active ones)
   int32_t* row_tree_count;    // (row slots) at a group's first row: how many rows it factors
+  int32_t* row_tree_child_group;  // (row slots) per world from its first slot: each body's
+                                  // groups below it (head rows), in row order
+  Real* row_tree_u;               // (row slots x 6) at a group's first row: J_gp^T w_g, its
+                                  // forward solve's share of its parent's f_p
   int32_t* row_body_list;     // (row slots x 2) per world from its first slot: each body's rows
                               // in row order, as 2 row + side (1: the row's body b)
 };
