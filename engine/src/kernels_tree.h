@@ -740,13 +740,23 @@ AXION_HD void tree_forward_group_fixed(const BatchView& v, int b, int g, const R
     if (t != nullptr && !dropped[i]) e[i] -= dot6(tree_row_jacobian(v, rows[i], b), t);
   }
   const Real* n = v.row_tree_block + 12 * g;
+  const int p = v.row_tree_parent[g];
+  Real u[6] = {0, 0, 0, 0, 0, 0};
   AXION_UNROLL
   for (int i = 0; i < M; ++i) {
     Real s = 0;
     AXION_UNROLL
     for (int k = 0; k < M; ++k) s += n[kTreeGroupRows * i + k] * e[k];
-    if (!dropped[i]) out[rows[i]] = s;
+    if (dropped[i]) continue;
+    out[rows[i]] = s;
+    if (p < 0) continue;
+    const Real* j = tree_row_jacobian(v, rows[i], p);
+    AXION_UNROLL
+    for (int c = 0; c < 6; ++c) u[c] += j[c] * s;
   }
+  if (p < 0) return;
+  AXION_UNROLL
+  for (int c = 0; c < 6; ++c) v.row_tree_u[6 * g + c] = u[c];
 }
 
 // tree_forward_group_fixed for any number of rows, through memory.
@@ -760,15 +770,26 @@ AXION_HD void tree_forward_group_any(const BatchView& v, int b, int g, const Rea
   }
   Real y[kTreeGroupRows];
   tree_group_solve(v, g, out, y);
+  const int p = v.row_tree_parent[g];
+  Real u[6] = {0, 0, 0, 0, 0, 0};
   for (int i = 0; i < m; ++i) {
     const int row = tree_group_row(v, g, i);
-    if (!v.row_tree_dropped[row]) out[row] = y[i];
+    if (v.row_tree_dropped[row]) continue;
+    out[row] = y[i];
+    if (p < 0) continue;
+    const Real* j = tree_row_jacobian(v, row, p);
+    for (int c = 0; c < 6; ++c) u[c] += j[c] * y[i];
   }
+  if (p < 0) return;
+  for (int c = 0; c < 6; ++c) v.row_tree_u[6 * g + c] = u[c];
 }
 
 AXION_HD void tree_forward_group(const BatchView& v, int b, int g, const Real* t, Real* out) {
   switch (v.row_tree_count[g]) {
-    case 0:
+    case 0:  // every row inactive: nothing for the parent
+      if (v.row_tree_parent[g] >= 0) {
+        for (int c = 0; c < 6; ++c) v.row_tree_u[6 * g + c] = 0;
+      }
       return;
     case 1:
       return tree_forward_group_fixed<1>(v, b, g, t, out);
@@ -842,9 +863,10 @@ AXION_HD void world_tree_apply(const BatchView& v, Team team, int world, const R
       tree_forward_group(v, -1, g, nullptr, out);
   }
   // forward, leaves to roots, level by level (a level's bodies in parallel):
-  // f_b = sum J_gb^T w_g over the groups below b (leaves and children, in row order),
-  // t_b = D_b^-1 f_b, and for the group g above b, w_g = N_g^-1 (e_g - J_gb t_b) (t_b kept in
-  // body_tree_x, w_g in out)
+  // f_b = sum u_g over the groups below b (leaves and children, in row order), t_b = D_b^-1 f_b,
+  // and for the group g above b, w_g = N_g^-1 (e_g - J_gb t_b) and u_g = J_gp^T w_g (t_b kept in
+  // body_tree_x, w_g in out). Each group hands its parent u_g, computed on its own lane, so a
+  // body sums a few 6-vectors instead of walking its rows.
   const int levels = v.world_tree_levels[world];
   for (int level = 0; level < levels; ++level) {
     team_sync(team);
@@ -853,13 +875,10 @@ AXION_HD void world_tree_apply(const BatchView& v, Team team, int world, const R
     for (int k = begin + team.lane; k < end; k += team.size) {
       const int b = v.body_tree_level_order[k];
       Real f_b[6] = {0, 0, 0, 0, 0, 0};
-      const int list_end = v.body_row_begin[b] + v.body_row_count[b];
-      for (int e = v.body_row_begin[b]; e < list_end; ++e) {
-        const int entry = v.row_body_list[e], row = entry >> 1;
-        const int g = v.row_tree_head[row];
-        if (g < 0 || v.row_tree_parent[g] != b || v.row_tree_dropped[row]) continue;
-        const Real* j = ((entry & 1) ? v.row_jac_b : v.row_jac_a) + 6 * row;
-        for (int c = 0; c < 6; ++c) f_b[c] += j[c] * out[row];
+      const int list_end = v.body_tree_child_begin[b] + v.body_tree_child_count[b];
+      for (int e = v.body_tree_child_begin[b]; e < list_end; ++e) {
+        const Real* u = v.row_tree_u + 6 * v.row_tree_child_group[e];
+        for (int c = 0; c < 6; ++c) f_b[c] += u[c];
       }
       Real t[6];
       tree_matvec(v.body_tree_block + 36 * b, 6, 6, f_b, t);
