@@ -47,9 +47,13 @@ struct SerialExec {
   void shapes(WorldRange r, F f) const {
     run(v.world_shape_offset, r, f);
   }
+  // The live rows only: a world's row slots are sized for its contact capacity.
   template <class F>
   void rows(WorldRange r, F f) const {
-    run(v.world_row_offset, r, f);
+    for (int w = r.begin; w < r.end; ++w) {
+      const int end = v.world_row_offset[w] + kernels::world_live_rows(v, w);
+      for (int row = v.world_row_offset[w]; row < end; ++row) f(row);
+    }
   }
   template <class P>
   bool any(WorldRange r, P pred) const {

@@ -5,8 +5,10 @@
 // (bodies, rows, ...) of a world range: the CPU backend runs it serially on a chunk of worlds
 // per thread, the CUDA backend launches one kernel over the whole batch. Per-world passes that
 // loop over a world's rows run on a team per world (`teams`: one thread on the CPU, a warp on
-// CUDA; see Team). Every kernel is masked by its world's phase, so a world's result never
-// depends on which other worlds share the batch.
+// CUDA; see Team). Row passes visit at least each world's live rows (both backends skip the
+// unused slots of the contact capacity) and mask liveness themselves where it matters. Every
+// kernel is masked by its world's phase, so a world's result never depends on which other
+// worlds share the batch.
 #pragma once
 
 #include "kernels_solver.h"

@@ -76,6 +76,29 @@ __global__ void __launch_bounds__(kBlockSize) ForEachTeamKernel(int count, F f) 
     f(w, team);
 }
 
+// The live rows of each world (its joint rows, then three per contact): a world's row slots are
+// sized for its contact capacity, and a humanoid lives on about a quarter of them.
+struct LiveRows {
+  const int32_t* world_row_offset = nullptr;       // (world_count + 1)
+  const int32_t* world_joint_row_count = nullptr;  // (world_count)
+  const int32_t* world_contact_count = nullptr;    // (world_count)
+};
+
+// Runs f(row) for the live rows of the worlds in [0, count): one warp per world, its lanes on
+// consecutive rows, grid-stride by warps. Launching over every row slot instead spent most
+// threads on the mask of an unused slot.
+template <class F>
+__global__ void __launch_bounds__(kBlockSize) ForEachLiveRowKernel(int count, LiveRows live, F f) {
+  const int lane = static_cast<int>(threadIdx.x) % kernels::kTeamWidth;
+  const int warps = static_cast<int>(blockDim.x * gridDim.x) / kernels::kTeamWidth;
+  for (int w = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x) / kernels::kTeamWidth;
+       w < count; w += warps) {
+    const int begin = live.world_row_offset[w];
+    const int end = begin + live.world_joint_row_count[w] + 3 * live.world_contact_count[w];
+    for (int row = begin + lane; row < end; row += kernels::kTeamWidth) f(row);
+  }
+}
+
 // Loops of the step nest at most this deep (Newton, then line search or Conjugate Residual).
 constexpr int kMaxLoopDepth = 4;
 
@@ -182,6 +205,7 @@ struct CudaExec {
   int max_blocks = 1;
   int world_count = 0, body_count = 0, joint_count = 0, dof_count = 0, shape_count = 0,
       row_count = 0;
+  LiveRows live_rows;
   cudaError_t* launch_error = nullptr;  // first launch error, checked once the pass sequence ends
   PassProfile* profile = nullptr;       // set: every launch is timed
   // Loops: capture them as WHILE nodes (or decide each trip on the host), and the streams the
@@ -245,9 +269,22 @@ struct CudaExec {
   void shapes(WorldRange, F f, const Where& where = Where::current()) const {
     launch(shape_count, f, where);
   }
+  // The live rows only (the executor contract at the top of pipeline.h), a warp per world.
   template <class F>
   void rows(WorldRange, F f, const Where& where = Where::current()) const {
-    launch(row_count, f, where);
+    if (world_count <= 0) return;
+    const int threads = world_count > INT32_MAX / kernels::kTeamWidth
+                            ? INT32_MAX
+                            : world_count * kernels::kTeamWidth;
+    int blocks = std::min((threads + kBlockSize - 1) / kBlockSize, max_blocks);
+    std::pair<cudaEvent_t, cudaEvent_t> bracket{nullptr, nullptr};
+    if (profile != nullptr) {
+      bracket = profile->Bracket(where);
+      cudaEventRecord(bracket.first, stream);
+    }
+    ForEachLiveRowKernel<F><<<blocks, kBlockSize, 0, stream>>>(world_count, live_rows, f);
+    note(cudaGetLastError());
+    if (profile != nullptr) cudaEventRecord(bracket.second, stream);
   }
   // No synchronisation: every pass is masked per world and loops are bounded (see the top).
   template <class P>
@@ -554,6 +591,8 @@ class CudaBackend final : public ExecutionBackend {
     exec_.dof_count = static_cast<int>(host.dof_joint.size());
     exec_.shape_count = static_cast<int>(host.shape_world.size());
     exec_.row_count = static_cast<int>(host.row_world.size());
+    exec_.live_rows = {view_.world_row_offset, view_.world_joint_row_count,
+                       view_.world_contact_count};
     exec_.launch_error = &launch_error_;
     exec_.profile = profile_.get();
     exec_.loop_state = loop_state_;
