@@ -50,7 +50,7 @@ namespace axion {
   X(Real, body_u_best, 6)                                                                        \
   X(Real, body_inv_inertia_world, 9)                                                             \
   X(Real, body_inertia_world, 9)                                                                 \
-  X(Real, body_inv_inertia_newton, 9) X(Real, body_g, 6) X(Real, body_du, 6) X(Real, body_jt, 6) \
+  X(Real, body_inv_inertia_newton, 9) X(Real, body_inertia_newton, 9) X(Real, body_g, 6) X(Real, body_du, 6) X(Real, body_jt, 6) \
       X(Real, body_minv_jt, 6) X(Real, body_tree_block, 36) X(Real, body_tree_x, 6)              \
           X(int32_t, body_tree_parent, 1) X(int32_t, body_tree_order, 1)                         \
               X(int32_t, body_tree_set, 1) X(int32_t, body_tree_grounded, 1)             \

@@ -163,6 +163,7 @@ AXION_HD void world_newton_inertia(const BatchView& v, Team team, int world) {
           k[3 * a + b] += hs * ((a == b ? Real(1) : Real(0)) - r[a] * r[b] / rr);
       }
     }
+    for (int i = 0; i < 9; ++i) v.body_inertia_newton[9 * body + i] = k[i];
     store33(v.body_inv_inertia_newton + 9 * body, inverse(load33(k)));
   }
 }
@@ -418,10 +419,16 @@ AXION_HD void world_gcr_solve(const BatchView& v, Team team, int world) {
 /// unsymmetric. A team runs a world: one thread on the CPU, which keeps that world's rows and
 /// bodies in cache for the whole solve; a warp on CUDA.
 AXION_HD void world_cr_solve(const BatchView& v, Team team, int world) {
-  // z = P r, p = z with the tree (row_precondition has set them for the Jacobi diagonal)
+  // z = P r, p = z with the tree (row_precondition has set them for the Jacobi diagonal); the
+  // contacts outside the tree first take the inverse of their 3 x 3 block of A, here on the
+  // team rather than in the factor's chain on one thread, which does not need them
   if (world_uses_tree(v, world)) {
-    world_precondition_apply(v, team, world, v.row_cr_r, v.row_cr_z);
     const int row_end = v.world_row_offset[world] + world_live_rows(v, world);
+    for (int row = v.world_row_offset[world] + team.lane; row < row_end; row += team.size) {
+      if (v.row_tree_head[row] < 0 && v.row_tree_child[row] == kTreeContactBlock)
+        tree_contact_block(v, row);
+    }
+    world_precondition_apply(v, team, world, v.row_cr_r, v.row_cr_z);
     for (int row = v.world_row_offset[world] + team.lane; row < row_end; row += team.size)
       v.row_cr_p[row] = v.row_cr_z[row];
     team_sync(team);

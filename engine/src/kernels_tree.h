@@ -655,7 +655,7 @@ AXION_HD void world_tree_factor(const BatchView& v, int world) {
     Real* d = v.body_tree_block + 36 * b;
     for (int i = 0; i < 36; ++i) d[i] = 0;
     Real mass = Real(1) / v.body_inv_mass[b];
-    Mat33 inertia = inverse(load33(v.body_inv_inertia_newton + 9 * b));
+    Mat33 inertia = load33(v.body_inertia_newton + 9 * b);
     for (int i = 0; i < 3; ++i) {
       d[6 * i + i] = mass;
       for (int j = 0; j < 3; ++j) d[6 * (3 + i) + 3 + j] = inertia(i, j);
@@ -694,11 +694,6 @@ AXION_HD void world_tree_factor(const BatchView& v, int world) {
       }
     }
     if (v.row_tree_child[g] == kTreeLeaf) tree_eliminate_leaf(v, g);
-  }
-  // contacts outside the tree: the inverse of their 3 x 3 block of A
-  for (int row = row0; row < row_end; ++row) {
-    if (v.row_tree_head[row] < 0 && v.row_tree_child[row] == kTreeContactBlock)
-      tree_contact_block(v, row);
   }
   // bodies leaves first, each followed by the group above it: N_g += J_gb D_b^-1 J_gb^T
   for (int i = b1 - b0 - 1; i >= 0; --i) {

@@ -116,6 +116,8 @@ struct BatchView {
   Real* body_inertia_world;       // (body_count x 9) R I R^T at q-
   Real* body_inv_inertia_newton;  // (body_count x 9) (R I R^T + K)^-1: K the stabilising part of
                                   // the joints' geometric stiffness, used by the Newton matrix
+  Real* body_inertia_newton;      // (body_count x 9) R I R^T + K, the same in inertia form (the
+                                  // tree factor starts from it)
   Real* body_wrench;              // (body_count x 6) user force, torque at the COM (N, N m)
   Real* body_g;                   // (body_count x 6) dynamics residual g = M (u - u~) - J^T lambda
   Real* body_du;                  // (body_count x 6) Newton direction for u
@@ -289,8 +291,8 @@ struct BatchView {
                                   // groups below it (head rows), in row order
   Real* row_tree_u;               // (row slots x 6) at a group's first row: J_gp^T w_g, its
                                   // forward solve's share of its parent's f_p
-  int32_t* row_body_list;     // (row slots x 2) per world from its first slot: each body's rows
-                              // in row order, as 2 row + side (1: the row's body b)
+  int32_t* row_body_list;         // (row slots x 2) per world from its first slot: each body's rows
+                                  // in row order, as 2 row + side (1: the row's body b)
 };
 
 }  // namespace axion
