@@ -486,13 +486,23 @@ AXION_HD void world_copy_iterate(const BatchView& v, int world, const Real* u_fr
 /// Per world, after an iterate is accepted: remember it if its merit is the lowest so far
 /// (`first`: the step's initial iterate). A step that ends without converging keeps that
 /// iterate rather than the last one, so a Newton solve that wanders off cannot leave worse
-/// velocities than the best it found.
-AXION_HD void world_keep_best(const BatchView& v, int world, bool first) {
-  if (!first && !(v.world_merit[world] < v.world_merit_best[world])) return;
-  v.world_merit_best[world] = v.world_merit[world];
-  v.world_residual_best[world] = v.world_residual[world];
-  v.world_newton_best[world] = v.world_newton_iterations[world];
-  world_copy_iterate(v, world, v.body_u, v.body_u_best, v.row_lambda, v.row_lambda_best);
+/// velocities than the best it found. The team's lanes share the copy.
+AXION_HD void world_keep_best(const BatchView& v, Team team, int world, bool first) {
+  const bool keep = first || v.world_merit[world] < v.world_merit_best[world];
+  team_sync(team);  // every lane has decided before lane 0 moves the best merit
+  if (!keep) return;
+  if (team.lane == 0) {
+    v.world_merit_best[world] = v.world_merit[world];
+    v.world_residual_best[world] = v.world_residual[world];
+    v.world_newton_best[world] = v.world_newton_iterations[world];
+  }
+  for (int i = 6 * v.world_body_offset[world] + team.lane; i < 6 * v.world_body_offset[world + 1];
+       i += team.size)
+    v.body_u_best[i] = v.body_u[i];
+  const int row_end = v.world_row_offset[world] + world_live_rows(v, world);
+  for (int row = v.world_row_offset[world] + team.lane; row < row_end; row += team.size)
+    v.row_lambda_best[row] = v.row_lambda[row];
+  team_sync(team);
 }
 
 /// Per world, after Newton: a world that did not converge returns to its best iterate when

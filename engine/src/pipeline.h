@@ -98,9 +98,9 @@ void accept(Exec& ex, const BatchView& v, WorldRange wr, bool first) {
       wr, AXION_LAMBDA(int r) {
         if (iterating(v, v.row_world[r]) && row_is_live(v, r)) row_accept(v, r);
       });
-  ex.worlds(
-      wr, AXION_LAMBDA(int w) {
-        if (iterating(v, w)) world_keep_best(v, w, first);
+  ex.teams(
+      wr, AXION_LAMBDA(int w, Team team) {
+        if (iterating(v, w)) world_keep_best(v, team, w, first);
       });
 }
 
