@@ -6,7 +6,7 @@
 //   gpu_bench [--backend=auto|cpu|cuda] [--max_worlds=N] [--worlds=N,N,...]
 //             [--scene=all|humanoid|ragdoll|stack] [--settle_steps=N] [--min_time=SECONDS]
 //             [--max_steps=N] [--threads=N] [--preconditioner=model|tree|jacobi] [--rl_loop]
-//             [--contact_capacity=N]
+//             [--contact_capacity=N] [--newton_iterations=N] [--newton_stall_iterations=N]
 //
 // The first steps of each size (outside the timed loop) include the one-off costs: device
 // allocation and upload, and on CUDA the capture of the step into a graph; they are reported
@@ -49,6 +49,9 @@ struct Flags {
   // world, the step, every world's body state read back.
   bool rl_loop = false;
   int contact_capacity = -1;  // contacts per world; -1: each model's own
+  // Newton limits of every scene; 0 (iterations) or -1 (stall): each model's own
+  int newton_iterations = 0;
+  int newton_stall_iterations = -1;
 };
 
 [[noreturn]] void Usage(const char* message) {
@@ -56,7 +59,7 @@ struct Flags {
                "%s\nusage: gpu_bench [--backend=auto|cpu|cuda] [--max_worlds=N] [--worlds=N,N,...] "
                "[--scene=all|humanoid|ragdoll|stack] [--settle_steps=N] [--min_time=SECONDS] "
                "[--max_steps=N] [--threads=N] [--preconditioner=model|tree|jacobi] [--rl_loop] "
-               "[--contact_capacity=N]\n",
+               "[--contact_capacity=N] [--newton_iterations=N] [--newton_stall_iterations=N]\n",
                message);
   std::exit(2);
 }
@@ -118,6 +121,12 @@ Flags ParseFlags(int argc, char** argv) {
     } else if (std::string_view v = value("contact_capacity"); !v.empty()) {
       if (!ParseInt(v, &f.contact_capacity))
         Usage("--contact_capacity must be a non-negative integer");
+    } else if (std::string_view v = value("newton_iterations"); !v.empty()) {
+      if (!ParseInt(v, &f.newton_iterations) || f.newton_iterations < 1)
+        Usage("--newton_iterations must be a positive integer");
+    } else if (std::string_view v = value("newton_stall_iterations"); !v.empty()) {
+      if (!ParseInt(v, &f.newton_stall_iterations))
+        Usage("--newton_stall_iterations must be a non-negative integer");
     } else if (arg == "--rl_loop") {
       f.rl_loop = true;
     } else if (std::string_view v = value("preconditioner"); !v.empty()) {
@@ -214,12 +223,15 @@ struct Scene {
   std::shared_ptr<const Model> model;
 };
 
-// --preconditioner, applied to every scene as it is compiled.
+// --preconditioner and the Newton limits, applied to every scene as it is compiled.
 std::string g_preconditioner = "model";
+int g_newton_iterations = 0, g_newton_stall_iterations = -1;
 
 std::shared_ptr<const Model> Compile(ModelDesc d, const std::string& name) {
   if (g_preconditioner == "tree") d.options.preconditioner = Preconditioner::kTree;
   if (g_preconditioner == "jacobi") d.options.preconditioner = Preconditioner::kJacobi;
+  if (g_newton_iterations > 0) d.options.newton_iterations = g_newton_iterations;
+  if (g_newton_stall_iterations >= 0) d.options.newton_stall_iterations = g_newton_stall_iterations;
   absl::StatusOr<std::shared_ptr<const Model>> m = Model::Compile(std::move(d));
   if (!m.ok()) {
     std::fprintf(stderr, "scene %s does not compile: %s\n", name.c_str(),
@@ -304,6 +316,7 @@ void Run(const Flags& flags, const Scene& scene, int worlds) {
 
   // solver statistics of a few more steps, outside the timed loop
   double newton = 0, cr = 0, contacts = 0;
+  int newton_max = 0;  // the batch's slowest world sets how many Newton trips a step takes
   int64_t sampled = 0;
   for (int n = 0; n < 3; ++n) {
     Check(sim.StepAll(1), "step");
@@ -311,16 +324,17 @@ void Run(const Flags& flags, const Scene& scene, int worlds) {
       absl::StatusOr<WorldStats> st = sim.GetStats(id);
       Check(st.status(), "reading statistics");
       newton += st->newton_iterations;
+      newton_max = std::max(newton_max, static_cast<int>(st->newton_iterations));
       cr += st->cr_iterations;
       contacts += st->contact_count;
       ++sampled;
     }
   }
   const double n = static_cast<double>(sampled);
-  std::printf("%-9s %-5s %7d %6d %9.3f %9.3f %14.0f %8.2f %9.1f %9.1f %12.0f\n", scene.name.c_str(),
-              BackendName(sim.backend()), worlds, steps, setup, elapsed,
-              static_cast<double>(steps) * worlds / elapsed, newton / n, cr / n, contacts / n,
-              static_cast<double>(sim.memory_bytes()) / worlds);
+  std::printf("%-9s %-5s %7d %6d %9.3f %9.3f %14.0f %8.2f %10d %9.1f %9.1f %12.0f\n",
+              scene.name.c_str(), BackendName(sim.backend()), worlds, steps, setup, elapsed,
+              static_cast<double>(steps) * worlds / elapsed, newton / n, newton_max, cr / n,
+              contacts / n, static_cast<double>(sim.memory_bytes()) / worlds);
   std::fflush(stdout);
 }
 
@@ -335,6 +349,8 @@ int main(int argc, char** argv) {
       flags.backend == Backend::kCuda || (flags.backend == Backend::kAuto && CudaAvailable());
   if (flags.max_worlds < 0) flags.max_worlds = cuda ? 32768 : 1024;
   g_preconditioner = flags.preconditioner;
+  g_newton_iterations = flags.newton_iterations;
+  g_newton_stall_iterations = flags.newton_stall_iterations;
 
   std::vector<Scene> scenes;
   if (flags.scene == "all" || flags.scene == "humanoid") scenes.push_back(Humanoid());
@@ -348,9 +364,9 @@ int main(int argc, char** argv) {
       BackendName(flags.backend), CudaAvailable() ? "present" : "absent",
       flags.preconditioner.c_str(), flags.max_worlds, flags.settle_steps, flags.min_time,
       flags.max_steps, flags.rl_loop ? ", each step with controls set and body states read" : "");
-  std::printf("%-9s %-5s %7s %6s %9s %9s %14s %8s %9s %9s %12s\n", "scene", "bknd", "worlds",
-              "steps", "setup_s", "timed_s", "world_steps/s", "newton", "cr", "contacts",
-              "bytes/world");
+  std::printf("%-9s %-5s %7s %6s %9s %9s %14s %8s %10s %9s %9s %12s\n", "scene", "bknd", "worlds",
+              "steps", "setup_s", "timed_s", "world_steps/s", "newton", "newton_max", "cr",
+              "contacts", "bytes/world");
   for (const Scene& scene : scenes) {
     for (int worlds : flags.worlds) {
       if (worlds > flags.max_worlds) break;
