@@ -5,10 +5,10 @@
 // (bodies, rows, ...) of a world range: the CPU backend runs it serially on a chunk of worlds
 // per thread, the CUDA backend launches one kernel over the whole batch. Per-world passes that
 // loop over a world's rows run on a team per world (`teams`: one thread on the CPU, a warp on
-// CUDA; see Team). Row passes visit at least each world's live rows (both backends skip the
-// unused slots of the contact capacity) and mask liveness themselves where it matters. Every
-// kernel is masked by its world's phase, so a world's result never depends on which other
-// worlds share the batch.
+// CUDA; see Team). Row passes act on each world's live rows only: an executor may visit more
+// (the backends skip the unused slots of the contact capacity), and every row pass masks
+// liveness itself, or acts only on joint rows, which are always live. Every kernel is masked by
+// its world's phase, so a world's result never depends on which other worlds share the batch.
 #pragma once
 
 #include "kernels_solver.h"
@@ -194,7 +194,7 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
         ex.rows(
             wr, AXION_LAMBDA(int r) {
               int w = v.row_world[r];
-              if (iterating(v, w) && v.row_kind[r] == kRowFriction1 &&
+              if (iterating(v, w) && row_is_live(v, r) && v.row_kind[r] == kRowFriction1 &&
                   v.world_params[w].friction_newton)
                 contact_friction_newton(v, r, v.world_params[w]);
             });
