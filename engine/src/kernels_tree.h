@@ -38,12 +38,15 @@
 // block N_g = -D_g = C_g + sum J D_b^-1 J^T over its active rows in row_tree_block (the
 // group's k-th row slot holds row k of N_g, whose rows are the ones listed in row_tree_rows; a
 // leaf's is C_g); both are factored by LU and then replaced by their inverses.
-// The elimination order is the leaves, then the bodies in reverse
-// breadth-first order from each component's root (body_tree_order), each followed by the
-// group joining it to its parent; a root group goes last. The factor runs one thread per
-// world; the solve runs the bodies of each level of the tree (body_tree_level) side by side on
-// a world's team, each gathering from the groups below it in row order, so both give the same
-// bits on every backend and every run.
+// The elimination order is the leaves, then each body once every group below it is done,
+// followed by the group joining it to its parent; a root group goes last. A group eliminated
+// keeps Y_g = N_g^-1 J_gp, and its parent gathers J_gp^T Y_g from the groups below it in row
+// order, so the order in which bodies are taken changes no bits: the factor runs either on one
+// thread per world, bodies in reverse breadth-first order from each component's root
+// (body_tree_order), or on the world's team, the bodies of each level of the tree
+// (body_tree_level) side by side (world_factors_on_team picks). The solve runs level by level
+// on the team, each body summing what the groups below it hand up in row order, so it gives
+// the same bits on every backend and every run.
 #pragma once
 
 #include "kernels_common.h"
@@ -432,9 +435,10 @@ AXION_HD void world_tree_build(const BatchView& v, int world) {
 // The row that group g factors at position i (see row_tree_rows).
 AXION_HD int tree_group_row(const BatchView& v, int g, int i) { return g + v.row_tree_rows[g + i]; }
 
-// Factors group g (LU of N_g over its active rows, marking redundant ones) and, unless it is a
-// root, eliminates it into its parent body p: D_p += J_gp^T N_g^-1 J_gp (a leaf's parent is its
-// body). Any number of rows, the blocks read from and written to memory as they are used.
+// Factors group g (its inverse N_g^-1 over its active rows, marking redundant ones) and, unless
+// it is a root, keeps Y_g = N_g^-1 J_gp for its parent body p (a leaf's parent is its body),
+// which gathers J_gp^T Y_g into D_p (tree_body_gather). Any number of rows, the blocks read from
+// and written to memory as they are used.
 AXION_HD void tree_eliminate_group_any(const BatchView& v, int g) {
   const int m = v.row_tree_count[g];
   const int p = v.row_tree_parent[g];
@@ -444,7 +448,6 @@ AXION_HD void tree_eliminate_group_any(const BatchView& v, int g) {
     if ((dropped >> i) & 1) v.row_tree_dropped[tree_group_row(v, g, i)] = 1;
   }
   if (p < 0) return;
-  Real* d = v.body_tree_block + 36 * p;
   Real jp[6][kTreeGroupRows];  // J_gp^T, column c of J_gp contiguous
   for (int i = 0; i < m; ++i) {
     const Real* j = tree_row_jacobian(v, tree_group_row(v, g, i), p);
@@ -454,11 +457,6 @@ AXION_HD void tree_eliminate_group_any(const BatchView& v, int g) {
   for (int c = 0; c < 6; ++c) {
     tree_matvec(n, m, kTreeGroupRows, jp[c], y);
     for (int i = 0; i < m; ++i) v.row_tree_y[6 * tree_group_row(v, g, i) + c] = y[i];
-    for (int r = 0; r < 6; ++r) {
-      Real s = 0;
-      for (int k = 0; k < m; ++k) s += jp[r][k] * y[k];
-      d[6 * r + c] += s;
-    }
   }
 }
 
@@ -491,25 +489,15 @@ AXION_HD void tree_eliminate_group_fixed(const BatchView& v, int g, const int* r
   if (p < 0) return;
   Real jp[M][6];
   tree_load_jacobians<M>(v, rows, p, jp);
-  // Y = N_g^-1 J_gp, column by column, and D_p += J_gp^T Y
-  Real* d = v.body_tree_block + 36 * p;
+  // Y = N_g^-1 J_gp, column by column
   AXION_UNROLL
   for (int c = 0; c < 6; ++c) {
-    Real y[M];
     AXION_UNROLL
     for (int i = 0; i < M; ++i) {
       Real s = 0;
       AXION_UNROLL
       for (int k = 0; k < M; ++k) s += n[M * i + k] * jp[k][c];
-      y[i] = s;
       v.row_tree_y[6 * rows[i] + c] = s;
-    }
-    AXION_UNROLL
-    for (int r = 0; r < 6; ++r) {
-      Real s = 0;
-      AXION_UNROLL
-      for (int k = 0; k < M; ++k) s += jp[k][r] * y[k];
-      d[6 * r + c] += s;
     }
   }
 }
@@ -618,6 +606,53 @@ AXION_HD void tree_body_into_group(const BatchView& v, int b, int g, const Real*
   }
 }
 
+// D_b += sum J_gb^T Y_g over the groups below body b (its leaves, its children's groups), in
+// their list's row order, with D_b in `d` (6 x 6 row-major): the elimination of those groups
+// into b. Each group's sum over its rows is formed first, then added, as one product would.
+AXION_HD void tree_body_gather(const BatchView& v, int b, Real* d) {
+  const int list_end = v.body_tree_child_begin[b] + v.body_tree_child_count[b];
+  for (int e = v.body_tree_child_begin[b]; e < list_end; ++e) {
+    const int g = v.row_tree_child_group[e];
+    const int m = v.row_tree_count[g];
+    if (m == 0) continue;
+    Real sum[36];
+    AXION_UNROLL
+    for (int k = 0; k < 36; ++k) sum[k] = 0;
+    for (int i = 0; i < m; ++i) {
+      const int row = tree_group_row(v, g, i);
+      Real j[6], y[6];
+      const Real* jb = tree_row_jacobian(v, row, b);
+      AXION_UNROLL
+      for (int c = 0; c < 6; ++c) {
+        j[c] = jb[c];
+        y[c] = v.row_tree_y[6 * row + c];
+      }
+      AXION_UNROLL
+      for (int r = 0; r < 6; ++r) {
+        AXION_UNROLL
+        for (int c = 0; c < 6; ++c) sum[6 * r + c] += j[r] * y[c];
+      }
+    }
+    AXION_UNROLL
+    for (int k = 0; k < 36; ++k) d[k] += sum[k];
+  }
+}
+
+// Body b once every group below it is eliminated: D_b gathered and inverted, then the group
+// above it (if any) takes b's share and is eliminated in turn.
+AXION_HD void tree_factor_body(const BatchView& v, int b) {
+  Real* block = v.body_tree_block + 36 * b;
+  Real d[36];
+  AXION_UNROLL
+  for (int k = 0; k < 36; ++k) d[k] = block[k];
+  tree_body_gather(v, b, d);
+  tree_invert_registers<6>(d, false);
+  AXION_UNROLL
+  for (int k = 0; k < 36; ++k) block[k] = d[k];
+  const int g = v.body_tree_parent[b];
+  if (g >= 0) tree_body_into_group(v, b, g, d);
+}
+
 // The inverse of the 3 x 3 block of A = J M~^-1 J^T + C over the rows of the contact whose
 // normal row is `normal` (row k of it in row_tree_block of row normal + k).
 AXION_HD void tree_contact_block(const BatchView& v, int normal) {
@@ -644,70 +679,90 @@ AXION_HD void tree_contact_block(const BatchView& v, int normal) {
   tree_invert_fixed<3>(block, kTreeGroupRows, false);
 }
 
+// Body b's block starts from the Newton matrix's M~: mass, and inertia with the joints'
+// geometric stiffness.
+AXION_HD void tree_body_start(const BatchView& v, int b) {
+  Real* d = v.body_tree_block + 36 * b;
+  for (int i = 0; i < 36; ++i) d[i] = 0;
+  Real mass = Real(1) / v.body_inv_mass[b];
+  Mat33 inertia = load33(v.body_inertia_newton + 9 * b);
+  for (int i = 0; i < 3; ++i) {
+    d[6 * i + i] = mass;
+    for (int j = 0; j < 3; ++j) d[6 * (3 + i) + 3 + j] = inertia(i, j);
+  }
+}
+
+// Group g picks its active rows and starts from its compliance block C_g over them (diagonal,
+// and the friction rows' coupling within the group); a leaf is then eliminated (Y_g = C_g^-1
+// J_gb, gathered by its body).
+AXION_HD void tree_group_start(const BatchView& v, int g) {
+  const int size = v.row_tree_size[g];
+  int compact[kTreeGroupRows];  // position among the factored rows, or -1
+  int m = 0;
+  for (int k = 0; k < size; ++k) {
+    const int row = g + k;
+    const int kind = v.row_kind[row];
+    const bool inactive = (kind == kRowLimitLower || kind == kRowLimitUpper) &&
+                          !(v.row_compliance[row] * v.row_precond[row] < Real(1) - kTreeInactive);
+    v.row_tree_dropped[row] = inactive;
+    compact[k] = inactive ? -1 : m;
+    if (!inactive) v.row_tree_rows[g + m++] = k;
+  }
+  v.row_tree_count[g] = m;
+  for (int i = 0; i < m; ++i) {
+    const int k = v.row_tree_rows[g + i], row = g + k;
+    Real* n = v.row_tree_block + 12 * (g + i);
+    for (int l = 0; l < m; ++l) n[l] = 0;
+    n[i] = v.row_compliance[row];
+    const int kind = v.row_kind[row];
+    if (kind != kRowFriction1 && kind != kRowFriction2) continue;
+    const int first = kind == kRowFriction1 ? k : k - 1;
+    const int columns[2] = {first - 1, kind == kRowFriction1 ? k + 1 : k - 1};
+    for (int c = 0; c < 2; ++c) {
+      if (columns[c] < 0 || columns[c] >= size || compact[columns[c]] < 0) continue;
+      n[compact[columns[c]]] += v.row_coupling[2 * row + c];
+    }
+  }
+  if (v.row_tree_child[g] == kTreeLeaf) tree_eliminate_leaf(v, g);
+}
+
 /// Per world, each Newton iteration after the rows are evaluated: the block LDL^T of the tree
-/// part of H, leaves first. Bodies start from the Newton matrix's M~ (mass, and inertia with
-/// the joints' geometric stiffness), groups from their compliance.
+/// part of H, leaves first, on one thread: bodies and groups start, then the bodies in reverse
+/// breadth-first order. The thread keeps the blocks it has just written in L1 along the chain
+/// (a full batch runs fastest so).
 AXION_HD void world_tree_factor(const BatchView& v, int world) {
   const int b0 = v.world_body_offset[world], b1 = v.world_body_offset[world + 1];
   const int row0 = v.world_row_offset[world];
   const int row_end = row0 + world_live_rows(v, world);
-  for (int b = b0; b < b1; ++b) {
-    Real* d = v.body_tree_block + 36 * b;
-    for (int i = 0; i < 36; ++i) d[i] = 0;
-    Real mass = Real(1) / v.body_inv_mass[b];
-    Mat33 inertia = load33(v.body_inertia_newton + 9 * b);
-    for (int i = 0; i < 3; ++i) {
-      d[6 * i + i] = mass;
-      for (int j = 0; j < 3; ++j) d[6 * (3 + i) + 3 + j] = inertia(i, j);
-    }
-  }
-  // groups pick their active rows and start from their compliance block C_g over them
-  // (diagonal, and the friction rows' coupling within the group); leaves are eliminated into
-  // their body first, D_b += J_gb^T C_g^-1 J_gb
+  for (int b = b0; b < b1; ++b) tree_body_start(v, b);
   for (int g = tree_next_group(v, row0, row_end); g < row_end;
-       g = tree_next_group(v, g + v.row_tree_size[g], row_end)) {
-    const int size = v.row_tree_size[g];
-    int compact[kTreeGroupRows];  // position among the factored rows, or -1
-    int m = 0;
-    for (int k = 0; k < size; ++k) {
-      const int row = g + k;
-      const int kind = v.row_kind[row];
-      const bool inactive = (kind == kRowLimitLower || kind == kRowLimitUpper) &&
-                            !(v.row_compliance[row] * v.row_precond[row] < Real(1) - kTreeInactive);
-      v.row_tree_dropped[row] = inactive;
-      compact[k] = inactive ? -1 : m;
-      if (!inactive) v.row_tree_rows[g + m++] = k;
-    }
-    v.row_tree_count[g] = m;
-    for (int i = 0; i < m; ++i) {
-      const int k = v.row_tree_rows[g + i], row = g + k;
-      Real* n = v.row_tree_block + 12 * (g + i);
-      for (int l = 0; l < m; ++l) n[l] = 0;
-      n[i] = v.row_compliance[row];
-      const int kind = v.row_kind[row];
-      if (kind != kRowFriction1 && kind != kRowFriction2) continue;
-      const int first = kind == kRowFriction1 ? k : k - 1;
-      const int columns[2] = {first - 1, kind == kRowFriction1 ? k + 1 : k - 1};
-      for (int c = 0; c < 2; ++c) {
-        if (columns[c] < 0 || columns[c] >= size || compact[columns[c]] < 0) continue;
-        n[compact[columns[c]]] += v.row_coupling[2 * row + c];
-      }
-    }
-    if (v.row_tree_child[g] == kTreeLeaf) tree_eliminate_leaf(v, g);
+       g = tree_next_group(v, g + v.row_tree_size[g], row_end))
+    tree_group_start(v, g);
+  for (int i = b1 - b0 - 1; i >= 0; --i) tree_factor_body(v, v.body_tree_order[b0 + i]);
+}
+
+/// world_tree_factor on the world's team: bodies and groups start side by side, then the bodies
+/// level by level (a level's bodies depend on none of each other), each gathering from the
+/// groups below it. The same operations on every element in the same order, so the same bits:
+/// a world's chain is shorter (a humanoid's 16 bodies take 6 levels) but a warp carries one
+/// world instead of 32, which pays where few worlds iterate (see kTreeTeamFactorWorlds).
+AXION_HD void world_tree_factor_team(const BatchView& v, Team team, int world) {
+  const int b0 = v.world_body_offset[world], b1 = v.world_body_offset[world + 1];
+  const int row0 = v.world_row_offset[world];
+  const int row_end = row0 + world_live_rows(v, world);
+  for (int b = b0 + team.lane; b < b1; b += team.size) tree_body_start(v, b);
+  for (int g = row0 + team.lane; g < row_end; g += team.size) {
+    if (v.row_tree_head[g] == g) tree_group_start(v, g);
   }
-  // bodies leaves first, each followed by the group above it: N_g += J_gb D_b^-1 J_gb^T
-  for (int i = b1 - b0 - 1; i >= 0; --i) {
-    const int b = v.body_tree_order[b0 + i];
-    Real* d = v.body_tree_block + 36 * b;
-    Real dinv[36];
-    AXION_UNROLL
-    for (int k = 0; k < 36; ++k) dinv[k] = d[k];
-    tree_invert_registers<6>(dinv, false);
-    AXION_UNROLL
-    for (int k = 0; k < 36; ++k) d[k] = dinv[k];
-    const int g = v.body_tree_parent[b];
-    if (g >= 0) tree_body_into_group(v, b, g, dinv);
+  const int levels = v.world_tree_levels[world];
+  for (int level = 0; level < levels; ++level) {
+    team_sync(team);
+    const int begin = v.body_tree_level_start[b0 + level];
+    const int end = level + 1 < levels ? v.body_tree_level_start[b0 + level + 1] : b1;
+    for (int k = begin + team.lane; k < end; k += team.size)
+      tree_factor_body(v, v.body_tree_level_order[k]);
   }
+  team_sync(team);
 }
 
 // y_g <- N_g^-1 e_g for group g over its factored rows, with e_g read from `e` (row-indexed).

@@ -209,9 +209,18 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
             wr, AXION_LAMBDA(int r) {
               if (iterating(v, v.row_world[r]) && row_is_live(v, r)) row_precondition(v, r);
             });
+        // ... and the tree's factor: on one thread per world, or on its team where few worlds
+        // iterate
         ex.worlds(
             wr, AXION_LAMBDA(int w) {
-              if (iterating(v, w) && world_uses_tree(v, w)) world_tree_precondition(v, w);
+              if (!iterating(v, w) || !world_uses_tree(v, w)) return;
+              world_tree_build_once(v, w);
+              if (!world_factors_on_team(v, w)) world_tree_factor(v, w);
+            });
+        ex.teams(
+            wr, AXION_LAMBDA(int w, Team team) {
+              if (iterating(v, w) && world_uses_tree(v, w) && world_factors_on_team(v, w))
+                world_tree_factor_team(v, team, w);
             });
 
         // solve (J M^-1 J^T + C) dlambda = J M^-1 g - h: CR, or GCR where unsymmetric

@@ -333,5 +333,85 @@ TEST(TeamTest, ResidualNormPropagatesNaNFromAnyRow) {
   }
 }
 
+// A box with three legs of two hinged links, dropped on a plane: a tree of three levels whose
+// bodies have contact leaves below them, joint limits, and several children on one body.
+ModelDesc Tripod() {
+  ModelDesc d;
+  ShapeDesc ground;
+  ground.type = ShapeType::kPlane;
+  ground.collision_group = 2;
+  ground.collision_mask = 1;
+  d.shapes.push_back(ground);
+  auto add_body = [&](Vec3 pos, Vec3 half) {
+    BodyDesc b;
+    b.mass = 1;
+    b.inertia = BoxInertia(1, half);
+    b.pose.pos = pos;
+    d.bodies.push_back(b);
+    ShapeDesc s;
+    s.body = static_cast<int>(d.bodies.size()) - 1;
+    s.type = ShapeType::kBox;
+    s.size = half;
+    s.collision_group = 1;  // the links touch the ground, not each other
+    s.collision_mask = 2;
+    d.shapes.push_back(s);
+    return s.body;
+  };
+  const int torso = add_body({0, 0, 0.3}, {0.15, 0.15, 0.05});
+  for (int leg = 0; leg < 3; ++leg) {
+    const Real angle = Real(2.0943951023931953) * leg;
+    const Vec3 dir = {std::cos(angle), std::sin(angle), 0};
+    int parent = torso;
+    for (int link = 0; link < 2; ++link) {
+      const Real reach = Real(0.15) + Real(0.2) * link + Real(0.1);
+      const int body = add_body({reach * dir.x, reach * dir.y, Real(0.3)}, {0.1, 0.03, 0.03});
+      d.bodies[body].pose.quat = {std::cos(angle / 2), 0, 0, std::sin(angle / 2)};
+      JointDesc j;
+      j.parent = parent;
+      j.child = body;
+      j.child_frame.pos = {-0.1, 0, 0};
+      j.axis = Vec3{0, 1, 0};
+      j.limited = link == 1;
+      j.lower = {-0.4};
+      j.upper = {0.4};
+      d.joints.push_back(j);
+      parent = body;
+    }
+  }
+  return d;
+}
+
+// The tree factor on one thread (world_tree_factor) and on a team (world_tree_factor_team, level
+// by level) give the same bits: which one a world takes is a matter of speed alone.
+TEST(TeamTest, TeamFactorMatchesTheThreadFactor) {
+  auto model = MustCompile(Tripod());
+  ASSERT_NE(model, nullptr);
+  BatchStorage batch = PackBatch({LayoutOf(model), LayoutOf(MustCompile(Chain()))});
+  for (int step = 0; step < 60; ++step) {
+    for (int w = 0; w < batch.world_count(); ++w) batch.world_step_pending[w] = 1;
+    StepWholeBatch(batch);
+  }
+  BatchStorage thread = batch, team = batch;
+  BatchView vt = thread.view(), vm = team.view();
+  ASSERT_GT(vt.world_contact_count[0], 2);  // the legs rest on the ground
+  ASSERT_GE(vt.world_tree_levels[0], 3);
+  int leaves = 0;
+  for (int row = vt.world_row_offset[0]; row < vt.world_row_offset[1]; ++row)
+    leaves += vt.row_tree_head[row] == row && vt.row_tree_child[row] == kernels::kTreeLeaf;
+  ASSERT_GT(leaves, 0);
+  for (int w = 0; w < batch.world_count(); ++w) {
+    ASSERT_TRUE(kernels::world_uses_tree(vt, w));
+    kernels::world_tree_factor(vt, w);
+    kernels::world_tree_factor_team(vm, kernels::Team{}, w);
+  }
+  const int step = 60;
+  ExpectBitIdentical(thread.body_tree_block, team.body_tree_block, "body_tree_block", step);
+  ExpectBitIdentical(thread.row_tree_block, team.row_tree_block, "row_tree_block", step);
+  ExpectBitIdentical(thread.row_tree_y, team.row_tree_y, "row_tree_y", step);
+  ExpectBitIdentical(thread.row_tree_t, team.row_tree_t, "row_tree_t", step);
+  ExpectBitIdentical(thread.row_tree_dropped, team.row_tree_dropped, "row_tree_dropped", step);
+  ExpectBitIdentical(thread.row_tree_count, team.row_tree_count, "row_tree_count", step);
+}
+
 }  // namespace
 }  // namespace axion
