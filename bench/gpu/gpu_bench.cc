@@ -289,13 +289,17 @@ void Run(const Flags& flags, const Scene& scene, int worlds) {
   const double setup = Seconds(start);
   if (flags.settle_steps > 0) Check(sim.StepAll(flags.settle_steps), "settling steps");
 
-  // timed: single steps, as a training loop calls them
+  // timed: single steps, as a training loop calls them; after each, outside the timing, the
+  // statistics of that step (Step returns them current, with no state read back)
   int steps = 0;
-  start = std::chrono::steady_clock::now();
   double elapsed = 0;
+  double newton = 0, cr = 0, contacts = 0;
+  int newton_max = 0;  // the batch's slowest world sets how many Newton trips a step takes
+  int64_t sampled = 0;
   const int actuators = scene.model->actuator_count();
   std::vector<Real> ctrl(actuators);
   do {
+    start = std::chrono::steady_clock::now();
     if (flags.rl_loop) {
       // small controls that vary by world and step (inside any control range that is not tiny)
       for (size_t w = 0; w < ids->size(); ++w) {
@@ -310,16 +314,8 @@ void Run(const Flags& flags, const Scene& scene, int worlds) {
     if (flags.rl_loop) {
       for (WorldId id : *ids) Check(sim.GetBodyState(id).status(), "reading body states");
     }
+    elapsed += Seconds(start);
     ++steps;
-    elapsed = Seconds(start);
-  } while (steps < flags.max_steps && elapsed < flags.min_time);
-
-  // solver statistics of a few more steps, outside the timed loop
-  double newton = 0, cr = 0, contacts = 0;
-  int newton_max = 0;  // the batch's slowest world sets how many Newton trips a step takes
-  int64_t sampled = 0;
-  for (int n = 0; n < 3; ++n) {
-    Check(sim.StepAll(1), "step");
     for (WorldId id : *ids) {
       absl::StatusOr<WorldStats> st = sim.GetStats(id);
       Check(st.status(), "reading statistics");
@@ -329,7 +325,8 @@ void Run(const Flags& flags, const Scene& scene, int worlds) {
       contacts += st->contact_count;
       ++sampled;
     }
-  }
+  } while (steps < flags.max_steps && elapsed < flags.min_time);
+
   const double n = static_cast<double>(sampled);
   std::printf("%-9s %-5s %7d %6d %9.3f %9.3f %14.0f %8.2f %10d %9.1f %9.1f %12.0f\n",
               scene.name.c_str(), BackendName(sim.backend()), worlds, steps, setup, elapsed,
