@@ -221,28 +221,46 @@ AXION_HD int tree_invert_fixed(Real* a, int stride, bool drop_redundant) {
   return dropped;
 }
 
+// Groups of up to this many factored rows (every joint group and two-point contact group of the
+// humanoid) take forms of fixed size, their blocks in registers; larger ones the general forms.
+inline constexpr int kTreeFixedRows = 6;
+template <int M>
+struct TreeRows {
+  static constexpr int value = M;
+};
+// fixed(TreeRows<m>{}) for 1 <= m <= kTreeFixedRows, any() otherwise.
+template <class Fixed, class Any>
+AXION_HD auto tree_by_rows(int m, Fixed fixed, Any any) {
+  static_assert(kTreeFixedRows == 6, "one case per fixed size");
+  switch (m) {
+    case 1:
+      return fixed(TreeRows<1>{});
+    case 2:
+      return fixed(TreeRows<2>{});
+    case 3:
+      return fixed(TreeRows<3>{});
+    case 4:
+      return fixed(TreeRows<4>{});
+    case 5:
+      return fixed(TreeRows<5>{});
+    case 6:
+      return fixed(TreeRows<6>{});
+    default:
+      return any();
+  }
+}
+
 // The inverse of a group's m x m block N_g (row stride kTreeGroupRows), redundant rows
 // dropped; returns their mask.
 AXION_HD int tree_invert_group(Real* n, int m) {
-  switch (m) {
-    case 1:
-      return tree_invert_fixed<1>(n, kTreeGroupRows, true);
-    case 2:
-      return tree_invert_fixed<2>(n, kTreeGroupRows, true);
-    case 3:
-      return tree_invert_fixed<3>(n, kTreeGroupRows, true);
-    case 4:
-      return tree_invert_fixed<4>(n, kTreeGroupRows, true);
-    case 5:
-      return tree_invert_fixed<5>(n, kTreeGroupRows, true);
-    case 6:
-      return tree_invert_fixed<6>(n, kTreeGroupRows, true);
-    default: {
-      const int dropped = tree_lu(n, m, kTreeGroupRows, true);
-      tree_lu_invert(n, m, kTreeGroupRows, dropped);
-      return dropped;
-    }
-  }
+  return tree_by_rows(
+      m,
+      [&](auto rows) { return tree_invert_fixed<decltype(rows)::value>(n, kTreeGroupRows, true); },
+      [&] {
+        const int dropped = tree_lu(n, m, kTreeGroupRows, true);
+        tree_lu_invert(n, m, kTreeGroupRows, dropped);
+        return dropped;
+      });
 }
 
 // y = A x for an n x n block with row stride `stride` (x and y distinct).
@@ -519,24 +537,11 @@ AXION_HD void tree_eliminate_leaf_fixed(const BatchView& v, int g) {
 
 // Eliminates the leaf group g: registers for the sizes contacts have (up to two points).
 AXION_HD void tree_eliminate_leaf(const BatchView& v, int g) {
-  switch (v.row_tree_count[g]) {
-    case 0:
-      return;
-    case 1:
-      return tree_eliminate_leaf_fixed<1>(v, g);
-    case 2:
-      return tree_eliminate_leaf_fixed<2>(v, g);
-    case 3:
-      return tree_eliminate_leaf_fixed<3>(v, g);
-    case 4:
-      return tree_eliminate_leaf_fixed<4>(v, g);
-    case 5:
-      return tree_eliminate_leaf_fixed<5>(v, g);
-    case 6:
-      return tree_eliminate_leaf_fixed<6>(v, g);
-    default:
-      return tree_eliminate_group_any(v, g);
-  }
+  const int m = v.row_tree_count[g];
+  if (m == 0) return;
+  tree_by_rows(
+      m, [&](auto rows) { tree_eliminate_leaf_fixed<decltype(rows)::value>(v, g); },
+      [&] { tree_eliminate_group_any(v, g); });
 }
 
 // Body b, its block inverted (`dinv`, 6 x 6 row-major), into the group g above it of M
@@ -586,24 +591,11 @@ AXION_HD void tree_body_into_group_any(const BatchView& v, int b, int g) {
 }
 
 AXION_HD void tree_body_into_group(const BatchView& v, int b, int g, const Real* dinv) {
-  switch (v.row_tree_count[g]) {
-    case 0:
-      return;
-    case 1:
-      return tree_body_into_group_fixed<1>(v, b, g, dinv);
-    case 2:
-      return tree_body_into_group_fixed<2>(v, b, g, dinv);
-    case 3:
-      return tree_body_into_group_fixed<3>(v, b, g, dinv);
-    case 4:
-      return tree_body_into_group_fixed<4>(v, b, g, dinv);
-    case 5:
-      return tree_body_into_group_fixed<5>(v, b, g, dinv);
-    case 6:
-      return tree_body_into_group_fixed<6>(v, b, g, dinv);
-    default:
-      return tree_body_into_group_any(v, b, g);
-  }
+  const int m = v.row_tree_count[g];
+  if (m == 0) return;
+  tree_by_rows(
+      m, [&](auto rows) { tree_body_into_group_fixed<decltype(rows)::value>(v, b, g, dinv); },
+      [&] { tree_body_into_group_any(v, b, g); });
 }
 
 // D_b += sum J_gb^T Y_g over the groups below body b (its leaves, its children's groups), in
@@ -835,27 +827,16 @@ AXION_HD void tree_forward_group_any(const BatchView& v, int b, int g, const Rea
 }
 
 AXION_HD void tree_forward_group(const BatchView& v, int b, int g, const Real* t, Real* out) {
-  switch (v.row_tree_count[g]) {
-    case 0:  // every row inactive: nothing for the parent
-      if (v.row_tree_parent[g] >= 0) {
-        for (int c = 0; c < 6; ++c) v.row_tree_u[6 * g + c] = 0;
-      }
-      return;
-    case 1:
-      return tree_forward_group_fixed<1>(v, b, g, t, out);
-    case 2:
-      return tree_forward_group_fixed<2>(v, b, g, t, out);
-    case 3:
-      return tree_forward_group_fixed<3>(v, b, g, t, out);
-    case 4:
-      return tree_forward_group_fixed<4>(v, b, g, t, out);
-    case 5:
-      return tree_forward_group_fixed<5>(v, b, g, t, out);
-    case 6:
-      return tree_forward_group_fixed<6>(v, b, g, t, out);
-    default:
-      return tree_forward_group_any(v, b, g, t, out);
+  const int m = v.row_tree_count[g];
+  if (m == 0) {  // every row inactive: nothing for the parent
+    if (v.row_tree_parent[g] >= 0) {
+      for (int c = 0; c < 6; ++c) v.row_tree_u[6 * g + c] = 0;
+    }
+    return;
   }
+  tree_by_rows(
+      m, [&](auto rows) { tree_forward_group_fixed<decltype(rows)::value>(v, b, g, t, out); },
+      [&] { tree_forward_group_any(v, b, g, t, out); });
 }
 
 // The backward step of the group g above body b, the parent's x_p known: z_g = w_g - Y_g x_p

@@ -84,20 +84,19 @@ struct LiveRows {
   const int32_t* world_contact_count = nullptr;    // (world_count)
 };
 
-// Runs f(row) for the live rows of the worlds in [0, count): one warp per world, its lanes on
-// consecutive rows, grid-stride by warps. Launching over every row slot instead spent most
-// threads on the mask of an unused slot.
+// f(row) for the live rows of world w, run by the world's warp (ForEachTeamKernel), its lanes on
+// consecutive rows. Launching over every row slot instead spent most threads on the mask of an
+// unused slot.
 template <class F>
-__global__ void __launch_bounds__(kBlockSize) ForEachLiveRowKernel(int count, LiveRows live, F f) {
-  const int lane = static_cast<int>(threadIdx.x) % kernels::kTeamWidth;
-  const int warps = static_cast<int>(blockDim.x * gridDim.x) / kernels::kTeamWidth;
-  for (int w = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x) / kernels::kTeamWidth;
-       w < count; w += warps) {
+struct LiveRowLoop {
+  LiveRows live;
+  F f;
+  __device__ void operator()(int w, kernels::Team team) const {
     const int begin = live.world_row_offset[w];
     const int end = begin + live.world_joint_row_count[w] + 3 * live.world_contact_count[w];
-    for (int row = begin + lane; row < end; row += kernels::kTeamWidth) f(row);
+    for (int row = begin + team.lane; row < end; row += team.size) f(row);
   }
-}
+};
 
 // Loops of the step nest at most this deep (Newton, then line search or Conjugate Residual).
 constexpr int kMaxLoopDepth = 4;
@@ -271,20 +270,8 @@ struct CudaExec {
   }
   // The live rows only (the executor contract at the top of pipeline.h), a warp per world.
   template <class F>
-  void rows(WorldRange, F f, const Where& where = Where::current()) const {
-    if (world_count <= 0) return;
-    const int threads = world_count > INT32_MAX / kernels::kTeamWidth
-                            ? INT32_MAX
-                            : world_count * kernels::kTeamWidth;
-    int blocks = std::min((threads + kBlockSize - 1) / kBlockSize, max_blocks);
-    std::pair<cudaEvent_t, cudaEvent_t> bracket{nullptr, nullptr};
-    if (profile != nullptr) {
-      bracket = profile->Bracket(where);
-      cudaEventRecord(bracket.first, stream);
-    }
-    ForEachLiveRowKernel<F><<<blocks, kBlockSize, 0, stream>>>(world_count, live_rows, f);
-    note(cudaGetLastError());
-    if (profile != nullptr) cudaEventRecord(bracket.second, stream);
+  void rows(WorldRange wr, F f, const Where& where = Where::current()) const {
+    teams(wr, LiveRowLoop<F>{live_rows, f}, where);
   }
   // No synchronisation: every pass is masked per world and loops are bounded (see the top).
   template <class P>
