@@ -69,6 +69,7 @@ namespace axion {
   X(Real, joint_child_quat, 4)                                                                 \
   X(int32_t, joint_axis_mode, 6) X(int32_t, joint_qpos_offset, 1) X(Real, joint_compliance, 1) \
       X(Real, joint_reference, 1) X(Real, joint_second_axis, 3) X(Real, joint_second_offset, 3)
+#define AXION_JOINT_SCRATCH(X) X(Real, joint_frame, 34)
 #define AXION_DOF_MODEL(X)   \
   X(int32_t, dof_joint, 1)   \
   X(int32_t, dof_axis, 1)    \
@@ -157,7 +158,7 @@ namespace axion {
   AXION_WORLD_SCRATCH(X)                                                                         \
   AXION_BODY_MODEL(X)                                                                            \
   AXION_BODY_STATE(X)                                                                            \
-  AXION_BODY_SCRATCH(X) AXION_JOINT_MODEL(X) AXION_DOF_MODEL(X) AXION_DOF_STATE(X)               \
+  AXION_BODY_SCRATCH(X) AXION_JOINT_MODEL(X) AXION_JOINT_SCRATCH(X) AXION_DOF_MODEL(X) AXION_DOF_STATE(X)               \
       AXION_DOF_SCRATCH(X) AXION_QPOS_STATE(X) AXION_ACTUATOR_MODEL(X) AXION_ACTUATOR_STATE(X)   \
           AXION_SHAPE_MODEL(X) AXION_SHAPE_SCRATCH(X) AXION_PAIR_MODEL(X) AXION_CONTACT_STATE(X) \
               AXION_ROW_MODEL(X) AXION_ROW_STATE(X) AXION_ROW_SCRATCH(X) AXION_HULL_ARRAYS(X)

@@ -6,26 +6,6 @@
 
 namespace axion::kernels {
 
-// World-frame joint frames of joint j at configuration q (a body_q-shaped array).
-struct JointFrames {
-  Vec3 anchor_parent, anchor_child;  // joint frame origins, world (m)
-  Vec3 lever_parent, lever_child;    // from each body's COM to its anchor, world (m)
-  Quat frame_parent, frame_child;    // joint frame rotations, world
-};
-
-AXION_HD JointFrames joint_frames(const BatchView& v, int joint, const Real* q) {
-  JointFrames f;
-  int parent = v.joint_parent[joint], child = v.joint_child[joint];
-  Quat rot_p = body_rotation(q, parent), rot_c = body_rotation(q, child);
-  f.lever_parent = rotate(rot_p, load3(v.joint_parent_pos + 3 * joint));
-  f.lever_child = rotate(rot_c, load3(v.joint_child_pos + 3 * joint));
-  f.anchor_parent = body_position(q, parent) + f.lever_parent;
-  f.anchor_child = body_position(q, child) + f.lever_child;
-  f.frame_parent = rot_p * load_quat(v.joint_parent_quat + 4 * joint);
-  f.frame_child = rot_c * load_quat(v.joint_child_quat + 4 * joint);
-  return f;
-}
-
 AXION_HD Vec3 unit_axis(int k) {
   return {k == 0 ? Real(1) : Real(0), k == 1 ? Real(1) : Real(0), k == 2 ? Real(1) : Real(0)};
 }
@@ -44,15 +24,17 @@ struct UniversalAngles {
   Vec3 rate1, rate2;  // k1, k2 (world)
 };
 
-AXION_HD UniversalAngles universal_angles(const BatchView& v, int joint, const JointFrames& f) {
+// Of joint `joint` with world-frame joint frames frame_parent and frame_child.
+AXION_HD UniversalAngles universal_angles(const BatchView& v, int joint, Quat frame_parent,
+                                          Quat frame_child) {
   UniversalAngles u;
   const Vec3 a2_local = load3(v.joint_second_axis + 3 * joint);
-  u.axis1 = rotate(f.frame_parent, unit_axis(0));
-  u.axis2 = rotate(f.frame_child, a2_local);
-  const Vec3 w = rotate_inv(f.frame_parent, u.axis2);  // R(x, theta1) a2_local
+  u.axis1 = rotate(frame_parent, unit_axis(0));
+  u.axis2 = rotate(frame_child, a2_local);
+  const Vec3 w = rotate_inv(frame_parent, u.axis2);  // R(x, theta1) a2_local
   u.theta1 = std::atan2(a2_local.y * w.z - a2_local.z * w.y, a2_local.y * w.y + a2_local.z * w.z);
   const Quat second =
-      quat_from_axis_angle(unit_axis(0), -u.theta1) * (conjugate(f.frame_parent) * f.frame_child);
+      quat_from_axis_angle(unit_axis(0), -u.theta1) * (conjugate(frame_parent) * frame_child);
   const Vec3 b = normalized(cross(a2_local, unit_axis(0)));  // any direction normal to a2
   const Vec3 b_turned = rotate(second, b);
   u.theta2 = std::atan2(dot(a2_local, cross(b, b_turned)), dot(b, b_turned));
@@ -61,6 +43,79 @@ AXION_HD UniversalAngles universal_angles(const BatchView& v, int joint, const J
   u.rate1 = inv * (u.axis1 - d * u.axis2);
   u.rate2 = inv * (u.axis2 - d * u.axis1);
   return u;
+}
+
+// World-frame joint frames of joint j at configuration q (a body_q-shaped array).
+struct JointFrames {
+  Vec3 anchor_parent, anchor_child;  // joint frame origins, world (m)
+  Vec3 lever_parent, lever_child;    // from each body's COM to its anchor, world (m)
+  Quat frame_parent, frame_child;    // joint frame rotations, world
+  UniversalAngles universal{};       // kUniversal joints only
+};
+
+AXION_HD JointFrames joint_frames(const BatchView& v, int joint, const Real* q) {
+  JointFrames f;
+  int parent = v.joint_parent[joint], child = v.joint_child[joint];
+  Quat rot_p = body_rotation(q, parent), rot_c = body_rotation(q, child);
+  f.lever_parent = rotate(rot_p, load3(v.joint_parent_pos + 3 * joint));
+  f.lever_child = rotate(rot_c, load3(v.joint_child_pos + 3 * joint));
+  f.anchor_parent = body_position(q, parent) + f.lever_parent;
+  f.anchor_child = body_position(q, child) + f.lever_child;
+  f.frame_parent = rot_p * load_quat(v.joint_parent_quat + 4 * joint);
+  f.frame_child = rot_c * load_quat(v.joint_child_quat + 4 * joint);
+  if (v.joint_type[joint] == static_cast<int32_t>(JointType::kUniversal))
+    f.universal = universal_angles(v, joint, f.frame_parent, f.frame_child);
+  return f;
+}
+
+// joint_frame's layout: anchor_parent, anchor_child, lever_parent, lever_child (3 each),
+// frame_parent, frame_child (w, x, y, z each), then a universal joint's theta1, theta2, axis1,
+// axis2, rate1, rate2.
+inline constexpr int kJointFrameWidth = 34;
+AXION_HD void store_joint_frames(const BatchView& v, int joint, const JointFrames& f) {
+  Real* out = v.joint_frame + kJointFrameWidth * joint;
+  store3(out, f.anchor_parent);
+  store3(out + 3, f.anchor_child);
+  store3(out + 6, f.lever_parent);
+  store3(out + 9, f.lever_child);
+  store_quat(out + 12, f.frame_parent);
+  store_quat(out + 16, f.frame_child);
+  if (v.joint_type[joint] != static_cast<int32_t>(JointType::kUniversal)) return;
+  const UniversalAngles& u = f.universal;
+  out[20] = u.theta1;
+  out[21] = u.theta2;
+  store3(out + 22, u.axis1);
+  store3(out + 25, u.axis2);
+  store3(out + 28, u.rate1);
+  store3(out + 31, u.rate2);
+}
+
+/// Per joint, at each evaluation of the iterate q+: its frames (and a universal joint's angles),
+/// which the DOFs' coordinates and the joint's rows then read instead of each building them
+/// again (a universal joint's 2 DOFs and 4 rows took its two atan2 six times).
+AXION_HD void joint_evaluate_frames(const BatchView& v, int joint) {
+  store_joint_frames(v, joint, joint_frames(v, joint, v.body_q));
+}
+
+// The joint's frames at q+ from joint_evaluate_frames.
+AXION_HD JointFrames joint_frames_at_iterate(const BatchView& v, int joint) {
+  const Real* in = v.joint_frame + kJointFrameWidth * joint;
+  JointFrames f;
+  f.anchor_parent = load3(in);
+  f.anchor_child = load3(in + 3);
+  f.lever_parent = load3(in + 6);
+  f.lever_child = load3(in + 9);
+  f.frame_parent = load_quat(in + 12);
+  f.frame_child = load_quat(in + 16);
+  if (v.joint_type[joint] != static_cast<int32_t>(JointType::kUniversal)) return f;
+  UniversalAngles& u = f.universal;
+  u.theta1 = in[20];
+  u.theta2 = in[21];
+  u.axis1 = load3(in + 22);
+  u.axis2 = load3(in + 25);
+  u.rate1 = load3(in + 28);
+  u.rate2 = load3(in + 31);
+  return f;
 }
 
 // A scalar joint coordinate (displacement or angle along joint-frame axis 0..5), its value
@@ -91,7 +146,7 @@ AXION_HD AxisCoordinate joint_axis_coordinate(const BatchView& v, int joint, int
   }
   if (v.joint_type[joint] == static_cast<int32_t>(JointType::kUniversal)) {
     // axis 3: the first hinge's angle, axis 4: the second's
-    UniversalAngles u = universal_angles(v, joint, f);
+    const UniversalAngles& u = f.universal;
     Vec3 rate = axis == 3 ? u.rate1 : u.rate2;
     out.value = wrap_angle(axis == 3 ? u.theta1 : u.theta2);
     out.jac_child = {{}, rate};
@@ -159,7 +214,7 @@ AXION_HD void universal_second_anchors(const BatchView& v, int joint, const Join
 ///   c = a1 . a2 - x . a2_local,  J = [ 0, a2 x a1 | 0, a1 x a2 ].
 AXION_HD Real universal_row(const BatchView& v, int row, int joint, int axis, const JointFrames& f,
                             bool velocity_level) {
-  const UniversalAngles u = universal_angles(v, joint, f);
+  const UniversalAngles& u = f.universal;
   if (v.row_kind[row] == kRowAxisAlign) {
     Vec3 a2xa1 = cross(u.axis2, u.axis1);
     store_row_jacobian(v, row, {}, a2xa1, {}, -a2xa1);
@@ -185,7 +240,7 @@ AXION_HD Real universal_row(const BatchView& v, int row, int joint, int axis, co
 /// Jacobian (dof_coordinate), which the DOF's limit and drive rows then read instead of each
 /// evaluating the joint's frames and angles again.
 AXION_HD void dof_evaluate(const BatchView& v, int dof) {
-  AxisCoordinate c = dof_coordinate(v, dof, joint_frames(v, v.dof_joint[dof], v.body_q));
+  AxisCoordinate c = dof_coordinate(v, dof, joint_frames_at_iterate(v, v.dof_joint[dof]));
   v.dof_coord[dof] = c.value;
   store6(v.dof_coord_jac + 12 * dof, c.jac_child);
   store6(v.dof_coord_jac + 12 * dof + 6, c.jac_parent);
@@ -204,7 +259,8 @@ AXION_HD void joint_bilateral_row(const BatchView& v, int row, const WorldParams
   bool velocity_level = p.joint_formulation == static_cast<int32_t>(Formulation::kVelocity);
   // Position level evaluates c and J at the iterate q+ (J is then the exact derivative of
   // c(q+(u))/h up to the quaternion map); velocity level at q- (seed 000).
-  JointFrames fc = joint_frames(v, joint, velocity_level ? v.body_q_prev : v.body_q);
+  JointFrames fc =
+      velocity_level ? joint_frames(v, joint, v.body_q_prev) : joint_frames_at_iterate(v, joint);
   const JointFrames& fj = fc;
   Real c = 0;
   if (v.joint_type[joint] == static_cast<int32_t>(JointType::kUniversal)) {

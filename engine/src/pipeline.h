@@ -52,15 +52,19 @@ AXION_HD bool in_mask(const BatchView& v, int w, Mask mask) {
   return mask == Mask::kIterating ? iterating(v, w) : searching(v, w);
 }
 
-// Residuals at the current iterate (u, lambda) of the worlds in `mask`: q+ from u, the DOFs'
-// coordinates, every row's J, h and C, the dynamics residual g, and each world's residual norm and
-// merit.
+// Residuals at the current iterate (u, lambda) of the worlds in `mask`: q+ from u, the joints'
+// frames and the DOFs' coordinates, every row's J, h and C, the dynamics residual g, and each
+// world's residual norm and merit.
 template <class Exec>
 void evaluate(Exec& ex, const BatchView& v, WorldRange wr, Mask mask) {
   ex.bodies(
       wr, AXION_LAMBDA(int i) {
         int w = v.body_world[i];
         if (in_mask(v, w, mask)) body_integrate(v, i, v.world_params[w]);
+      });
+  ex.joints(
+      wr, AXION_LAMBDA(int j) {
+        if (in_mask(v, v.body_world[v.joint_child[j]], mask)) joint_evaluate_frames(v, j);
       });
   ex.dofs(
       wr, AXION_LAMBDA(int d) {

@@ -158,6 +158,9 @@ struct BatchView {
                                      //   child joint frame
   const Real* joint_second_offset;   // (joint_count x 3) kUniversal: second hinge anchor minus
                                      //   the first, child joint frame
+  Real* joint_frame;  // (joint_count x 34) JointFrames at the current iterate q+: anchors and
+                      //   levers of parent and child (4 x 3), frame rotations (2 x 4), and a
+                      //   universal joint's two angles and world axes and rates (2 + 4 x 3)
 
   // ---- joint DOFs (dof_count) ----------------------------------------------------------------
   const int32_t* dof_joint;         // (dof_count) owning joint
