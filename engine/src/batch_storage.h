@@ -158,7 +158,8 @@ namespace axion {
   AXION_WORLD_SCRATCH(X)                                                                         \
   AXION_BODY_MODEL(X)                                                                            \
   AXION_BODY_STATE(X)                                                                            \
-  AXION_BODY_SCRATCH(X) AXION_JOINT_MODEL(X) AXION_JOINT_SCRATCH(X) AXION_DOF_MODEL(X) AXION_DOF_STATE(X)               \
+  AXION_BODY_SCRATCH(X) AXION_JOINT_MODEL(X) AXION_JOINT_SCRATCH(X) AXION_DOF_MODEL(X)         \
+      AXION_DOF_STATE(X)                                                                         \
       AXION_DOF_SCRATCH(X) AXION_QPOS_STATE(X) AXION_ACTUATOR_MODEL(X) AXION_ACTUATOR_STATE(X)   \
           AXION_SHAPE_MODEL(X) AXION_SHAPE_SCRATCH(X) AXION_PAIR_MODEL(X) AXION_CONTACT_STATE(X) \
               AXION_ROW_MODEL(X) AXION_ROW_STATE(X) AXION_ROW_SCRATCH(X) AXION_HULL_ARRAYS(X)
