@@ -489,13 +489,15 @@ AXION_HD void row_trial(const BatchView& v, int row, Real t) {
   v.row_lambda[row] = lambda;
 }
 // Per world: copies an iterate's velocities and impulses (u_from -> u_to, lambda_from ->
-// lambda_to) over the world's bodies and live rows.
-AXION_HD void world_copy_iterate(const BatchView& v, int world, const Real* u_from, Real* u_to,
-                                 const Real* lambda_from, Real* lambda_to) {
-  for (int i = 6 * v.world_body_offset[world]; i < 6 * v.world_body_offset[world + 1]; ++i)
+// lambda_to) over the world's bodies and live rows, the team's lanes sharing them.
+AXION_HD void world_copy_iterate(const BatchView& v, Team team, int world, const Real* u_from,
+                                 Real* u_to, const Real* lambda_from, Real* lambda_to) {
+  for (int i = 6 * v.world_body_offset[world] + team.lane; i < 6 * v.world_body_offset[world + 1];
+       i += team.size)
     u_to[i] = u_from[i];
-  int row_end = v.world_row_offset[world] + world_live_rows(v, world);
-  for (int row = v.world_row_offset[world]; row < row_end; ++row) lambda_to[row] = lambda_from[row];
+  const int row_end = v.world_row_offset[world] + world_live_rows(v, world);
+  for (int row = v.world_row_offset[world] + team.lane; row < row_end; row += team.size)
+    lambda_to[row] = lambda_from[row];
 }
 
 /// Per world, after an iterate is accepted: remember it if its merit is the lowest so far
@@ -511,12 +513,7 @@ AXION_HD void world_keep_best(const BatchView& v, Team team, int world, bool fir
     v.world_residual_best[world] = v.world_residual[world];
     v.world_newton_best[world] = v.world_newton_iterations[world];
   }
-  for (int i = 6 * v.world_body_offset[world] + team.lane; i < 6 * v.world_body_offset[world + 1];
-       i += team.size)
-    v.body_u_best[i] = v.body_u[i];
-  const int row_end = v.world_row_offset[world] + world_live_rows(v, world);
-  for (int row = v.world_row_offset[world] + team.lane; row < row_end; row += team.size)
-    v.row_lambda_best[row] = v.row_lambda[row];
+  world_copy_iterate(v, team, world, v.body_u, v.body_u_best, v.row_lambda, v.row_lambda_best);
   team_sync(team);
 }
 
@@ -527,7 +524,7 @@ AXION_HD void world_restore_best(const BatchView& v, int world) {
   if (v.world_merit[world] <= v.world_merit_best[world]) return;  // a NaN merit restores
   v.world_merit[world] = v.world_merit_best[world];
   v.world_residual[world] = v.world_residual_best[world];
-  world_copy_iterate(v, world, v.body_u_best, v.body_u, v.row_lambda_best, v.row_lambda);
+  world_copy_iterate(v, Team{}, world, v.body_u_best, v.body_u, v.row_lambda_best, v.row_lambda);
   for (int body = v.world_body_offset[world]; body < v.world_body_offset[world + 1]; ++body)
     body_integrate(v, body, v.world_params[world]);
 }
