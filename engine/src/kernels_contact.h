@@ -330,11 +330,13 @@ AXION_HD FrictionW friction_w(Real a, Real b, Real cone, bool corner) {
   if (!(cone > 0)) return f;  // no normal impulse: no friction
   if (corner && a < kFrictionCornerZone * cone && std::fabs(b) < kFrictionCornerZone * cone) {
     f.smooth = true;
-    if (b >= a) {
-      f.w = 0, f.dw_da = 0, f.dw_db = 0;  // the sticking piece
-    } else {
-      f.w = (a - b) / cone, f.dw_da = Real(1) / cone, f.dw_db = Real(-1) / cone;
+    if (b >= a) {  // the sticking piece: W = 0, flat
+      f.w = 0;
+      return f;
     }
+    f.w = (a - b) / cone;  // the sliding piece
+    f.dw_da = Real(1) / cone;
+    f.dw_db = Real(-1) / cone;
     return f;
   }
   Real r = std::sqrt(a * a + b * b);
