@@ -21,11 +21,9 @@
 // factor then stays exact and GCR takes over (kernels_solver.h). Contact groups between bodies
 // are often redundant (a box's four corners put twelve rows on six DOFs); the Newton matrix's
 // contact regularisation (kNewtonRegularization) keeps their blocks invertible, and rows that
-// are still nearly dependent leave the tree (below). Worlds of contacts only are factored the
-// same way, their contact groups hanging from the bodies: with the friction rows' exact Newton
-// form this settles piles the Jacobi diagonal never solves (80 spheres in a box, 700 steps: 11
-// at the Newton limit against 568, 0.45 against 16.6 s; RESULTS.md). An early tree of contacts,
-// before that form, measured worse (the 100-sphere pile 27 instead of 145 steps/s).
+// are still nearly dependent leave the tree (below). Worlds without joints keep the Jacobi
+// diagonal alone: a tree of contacts only measured worse (the 100-sphere pile 27 instead of
+// 145 steps/s).
 //
 // Within a group, rows that are (nearly) combinations of earlier ones are found while
 // factoring and take the Jacobi diagonal as well (kTreeRedundancy), and so do, each Newton
@@ -274,9 +272,11 @@ AXION_HD void tree_matvec(const Real* a, int n, int stride, const Real* x, Real*
   }
 }
 
-// Whether world `world` preconditions with the tree (and so takes friction's exact Newton form).
+// Whether world `world` preconditions with the tree: asked for, and it has joints (see above
+// for worlds of contacts only).
 AXION_HD bool world_uses_tree(const BatchView& v, int world) {
-  return v.world_params[world].preconditioner == int32_t(Preconditioner::kTree);
+  return v.world_params[world].preconditioner == int32_t(Preconditioner::kTree) &&
+         v.world_joint_row_count[world] > 0;
 }
 
 // The Jacobian block of `row` for `body` (one of its two bodies).
