@@ -72,16 +72,46 @@ TEST(PreconditionerTest, TreeIsExactOnAChain) {
   ExpectTreeExact("30-link chain", d, 100, 1e-6);
 }
 
-// A world without joints keeps the Jacobi diagonal (a tree of contacts alone measured worse),
-// so a stack steps exactly as with the Jacobi preconditioner.
-TEST(PreconditionerTest, WorldsWithoutJointsKeepTheDiagonal) {
+// Worlds of contacts only are factored too, their contact groups hanging from the bodies. A
+// stack of five boxes dropped onto each other reaches the same poses with both preconditioners
+// and fewer CR iterations on the tree; a pile of 80 spheres in a box settles on the tree with
+// few steps at the Newton limit (9 of 700; on the Jacobi diagonal, with friction's symmetric
+// form, 93).
+TEST(PreconditionerTest, WorldsOfContactsOnlyFactorTheTree) {
   ModelDesc d = scenes::Stack(5);
   for (size_t i = 0; i < d.bodies.size(); ++i) d.bodies[i].pose.pos.z += Real(0.05) * (i + 1);
   RunStats tree = Simulate(WithPreconditioner(d, Preconditioner::kTree), 150);
   RunStats jacobi = Simulate(WithPreconditioner(d, Preconditioner::kJacobi), 150);
-  EXPECT_EQ(tree.newton, jacobi.newton);
-  EXPECT_EQ(tree.cr, jacobi.cr);
-  EXPECT_EQ(MaxPoseDifference(tree, jacobi), 0);
+  std::printf("5-box stack dropped, 150 steps: tree %ld Newton / %ld CR, Jacobi %ld / %ld\n",
+              tree.newton, tree.cr, jacobi.newton, jacobi.cr);
+  EXPECT_GT(tree.newton, 0);
+  EXPECT_LT(tree.cr, jacobi.cr);
+  EXPECT_LT(MaxPoseDifference(tree, jacobi), 1e-5);
+
+  ModelDesc pile = WithPreconditioner(scenes::SpheresInBox(80), Preconditioner::kTree);
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, MustCompile(pile));
+  int at_limit = 0, at_limit_late = 0;
+  const int steps = 700;
+  for (int s = 0; s < steps; ++s) {
+    MustStep(*sim, w);
+    const uint32_t flags = sim->GetStats(w)->flags;
+    ASSERT_EQ(flags & kWorldNonFinite, 0u) << "step " << s;
+    const bool limit = (flags & kWorldNotConverged) != 0;
+    at_limit += limit;
+    at_limit_late += limit && s >= 400;
+  }
+  Real fastest = 0;
+  std::vector<Real> velocity = sim->GetBodyState(w)->velocity;
+  for (size_t i = 0; i < velocity.size(); i += 6)
+    fastest = std::max(fastest, std::hypot(velocity[i], velocity[i + 1], velocity[i + 2]));
+  std::printf(
+      "80 spheres in a box on the tree: %d of %d steps at the Newton limit (%d of the last "
+      "300), fastest sphere %.3g m/s\n",
+      at_limit, steps, at_limit_late, fastest);
+  EXPECT_LT(at_limit, 35);  // 9 measured; 93 on the Jacobi diagonal
+  EXPECT_EQ(at_limit_late, 0);
+  EXPECT_LT(fastest, 1e-4);  // at rest
 }
 
 // A free 12-link chain of alternating heavy and light capsules dropped flat onto the ground:

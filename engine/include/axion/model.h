@@ -166,8 +166,8 @@ enum class FrictionCombine : int32_t {
 // Preconditioner of the Conjugate Residual solve of J M^-1 J^T + C.
 enum class Preconditioner : int {
   kJacobi = 0,  // the diagonal: cheapest per iteration, slow on chains of unequal links
-  kTree = 1,    // exact on a spanning tree of joints and contacts (block LDL^T, linear in the
-                // bodies), the diagonal on rows closing loops; worlds without joints: kJacobi
+  kTree = 1,    // exact on a spanning tree of joints and contacts (block LU, linear in the
+                // bodies), the diagonal on rows closing loops
 };
 
 struct SolverOptions {
