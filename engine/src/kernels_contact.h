@@ -490,9 +490,10 @@ AXION_HD void contact_friction_newton(const BatchView& v, int first, const World
   store3(v.contact_tangent + 6 * k, d);
   store3(v.contact_tangent + 6 * k + 3, e);
   // derivatives zero where W is not smooth
-  FrictionW fw = friction_w(a, b, cone, world_uses_tree(v, v.row_world[first]));
+  const bool tree = world_uses_tree(v, v.row_world[first]);
+  FrictionW fw = friction_w(a, b, cone, tree);
   Vec3 basis[2] = {d, e};
-  if (!world_uses_tree(v, v.row_world[first])) {
+  if (!tree) {
     // Symmetric form for a world on the Jacobi diagonal (see above), the rows' couplings zero:
     // each row divided by its own dR_i/dv_i, and an iterate whose impulse overshoots the cone
     // kept frozen (linearising those too threw the humanoid's limbs 2-3x as often when the

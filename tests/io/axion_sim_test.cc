@@ -1,7 +1,4 @@
 // axion-sim run as a user runs it: a process with flags, its report and the files it writes.
-#include <sys/wait.h>
-
-#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -14,6 +11,7 @@
 #include "axion/model.h"
 #include "axion/simulator.h"
 #include "gtest/gtest.h"
+#include "run_command.h"
 
 namespace axion {
 namespace {
@@ -21,17 +19,9 @@ namespace {
 const std::string kModels = AXION_TEST_MODELS;
 const std::string kBinary = AXION_SIM_BINARY;
 
-// Runs a shell command; returns its exit status and stdout.
+// Runs a shell command; returns its exit status and stdout (stderr discarded).
 int RunCommand(const std::string& command, std::string* output) {
-  FILE* pipe = ::popen((command + " 2>/dev/null").c_str(), "r");
-  if (!pipe) return -1;
-  std::array<char, 4096> buffer;
-  output->clear();
-  size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    output->append(buffer.data(), n);
-  int status = ::pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return test::RunCommand(command + " 2>/dev/null", output);
 }
 
 TEST(AxionSimTest, ReportsThroughputAndWritesACsvTrajectory) {
@@ -125,14 +115,8 @@ TEST(AxionSimTest, PreconditionerFlagIsAppliedAndReported) {
   EXPECT_NE(out.find("preconditioner = tree"), std::string::npos) << out;
 
   EXPECT_NE(RunCommand(base + " --preconditioner=ilu", &out), 0);
-  FILE* pipe = ::popen((base + " --preconditioner=ilu 2>&1").c_str(), "r");
-  ASSERT_TRUE(pipe);
-  char buffer[512] = {0};
-  size_t n = std::fread(buffer, 1, sizeof(buffer) - 1, pipe);
-  ::pclose(pipe);
-  EXPECT_NE(std::string(buffer, n).find("--preconditioner='ilu': expected tree or jacobi"),
-            std::string::npos)
-      << std::string(buffer, n);
+  test::RunCommand(base + " --preconditioner=ilu 2>&1", &out);
+  EXPECT_NE(out.find("--preconditioner='ilu': expected tree or jacobi"), std::string::npos) << out;
 }
 
 // --contact_capacity caps each world's contacts; the humanoid lying on the floor has more than
@@ -160,12 +144,8 @@ TEST(AxionSimTest, RejectsBadInputWithAMessage) {
   EXPECT_NE(RunCommand(kBinary + " --model=" + kModels + "/pendulum.txt", &out), 0);
   EXPECT_NE(RunCommand(kBinary + " --model=/nonexistent/model.xml", &out), 0);
   EXPECT_NE(RunCommand(kBinary + " --model=" + kModels + "/pendulum.xml --backend=gpu", &out), 0);
-  FILE* pipe = ::popen((kBinary + " --model=/nonexistent/model.xml 2>&1").c_str(), "r");
-  ASSERT_TRUE(pipe);
-  char buffer[512] = {0};
-  size_t n = std::fread(buffer, 1, sizeof(buffer) - 1, pipe);
-  ::pclose(pipe);
-  EXPECT_NE(std::string(buffer, n).find("/nonexistent/model.xml"), std::string::npos);
+  test::RunCommand(kBinary + " --model=/nonexistent/model.xml 2>&1", &out);
+  EXPECT_NE(out.find("/nonexistent/model.xml"), std::string::npos);
 }
 
 }  // namespace

@@ -1,14 +1,11 @@
 // solver_pairs run as a process: two sides given the same solver options solve every step
 // bit-identically (each step starts B from A's snapshot), different options are told apart,
 // and bad options are refused by name.
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <sstream>
 #include <string>
 
 #include "gtest/gtest.h"
+#include "run_command.h"
 
 namespace {
 
@@ -17,15 +14,7 @@ const std::string kBinary = AXION_SOLVER_PAIRS_BINARY;
 
 // Runs solver_pairs with `flags`; returns its exit status, stdout and stderr in `output`.
 int RunPairs(const std::string& flags, std::string* output) {
-  FILE* pipe = ::popen((kBinary + " " + flags + " 2>&1").c_str(), "r");
-  if (!pipe) return -1;
-  std::array<char, 4096> buffer;
-  output->clear();
-  size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    output->append(buffer.data(), n);
-  int status = ::pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return axion::test::RunCommand(kBinary + " " + flags + " 2>&1", output);
 }
 
 // The Newton iterations per step of side `side` ("A" or "B"): the first number after the label.
