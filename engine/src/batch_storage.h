@@ -114,7 +114,7 @@ namespace axion {
   X(Real, contact_tangent, 6) X(Real, contact_gap, 1) X(Real, contact_friction, 1) \
       X(Real, contact_restitution, 1) X(Real, contact_normal_velocity, 1)          \
           X(int32_t, contact_prev_shape_a, 1) X(int32_t, contact_prev_shape_b, 1)  \
-              X(Real, contact_prev_points, 6) X(Real, contact_prev_lambda, 3)
+              X(Real, contact_prev_local_a, 3) X(Real, contact_prev_lambda, 3)
 #define AXION_ROW_MODEL(X) X(int32_t, row_world, 1)
 #define AXION_ROW_STATE(X)   \
   X(int32_t, row_kind, 1)    \

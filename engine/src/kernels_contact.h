@@ -173,12 +173,7 @@ AXION_HD void world_collide(const BatchView& v, int world) {
 
 // Per world: lays out the three rows of each live contact after the joint rows, warm-starting
 // their impulses from the previous step's contact between the same shapes at (nearly) the same
-// point, on a in a's frame or on b in b's (the static world's frame being the world's): resting
-// contacts then start Newton at their support force instead of at zero, and a body sliding or
-// rolling over the floor keeps its warm start through the point that stays put. Matched on a's
-// point alone (the floor's for the floor's contacts, which slides away with the body), a box
-// sliding 2 cm per step started every step cold: 4.6 Newton iterations per step against 1.2
-// (ContactTest.SlidingFrictionConvergesWithItsNewtonForm).
+// point on a: resting contacts then start Newton at their support force instead of at zero.
 AXION_HD void world_build_contact_rows(const BatchView& v, int world) {
   // Contact points of one feature move by less than this between steps (m).
   const Real kMatchDistance = Real(0.01);
@@ -187,8 +182,7 @@ AXION_HD void world_build_contact_rows(const BatchView& v, int world) {
   int prev_count = v.world_prev_contact_count[world];
   for (int i = 0; i < v.world_contact_count[world]; ++i) {
     int k = slot0 + i;
-    const Vec3 local_a = load3(v.contact_local_a + 3 * k),
-               local_b = load3(v.contact_local_b + 3 * k);
+    Vec3 local_a = load3(v.contact_local_a + 3 * k);
     int match = -1;
     Real best = kMatchDistance * kMatchDistance;
     for (int j = 0; j < prev_count; ++j) {
@@ -197,9 +191,8 @@ AXION_HD void world_build_contact_rows(const BatchView& v, int world) {
           v.contact_prev_shape_b[p] != v.contact_shape_b[k]) {
         continue;
       }
-      Vec3 da = load3(v.contact_prev_points + 6 * p) - local_a;
-      Vec3 db = load3(v.contact_prev_points + 6 * p + 3) - local_b;
-      Real d2 = dot(da, da) < dot(db, db) ? dot(da, da) : dot(db, db);
+      Vec3 d = load3(v.contact_prev_local_a + 3 * p) - local_a;
+      Real d2 = dot(d, d);
       if (d2 < best) {
         best = d2;
         match = p;
@@ -231,8 +224,7 @@ AXION_HD void world_store_contacts(const BatchView& v, int world) {
     int k = slot0 + i;
     v.contact_prev_shape_a[k] = v.contact_shape_a[k];
     v.contact_prev_shape_b[k] = v.contact_shape_b[k];
-    store3(v.contact_prev_points + 6 * k, load3(v.contact_local_a + 3 * k));
-    store3(v.contact_prev_points + 6 * k + 3, load3(v.contact_local_b + 3 * k));
+    store3(v.contact_prev_local_a + 3 * k, load3(v.contact_local_a + 3 * k));
     // Friction impulses are kept in the normal's canonical tangent basis (the rows' basis may
     // have turned with the slip), which the next step's matching contact starts from.
     const Real* lambda = v.row_lambda + row0 + 3 * i;
@@ -435,9 +427,6 @@ AXION_HD void contact_friction_row(const BatchView& v, int row, const WorldParam
 ///   dR/dv_t      = I + W_a lambda_f v^T               (v: unit slip direction)
 ///   dR/dlambda_f = (W I - W_b lambda_f l^T) / s       (l: unit impulse direction)
 ///   dR/dlambda_n = mu W_b lambda_f / s
-/// (W_b holds the cone fixed, so this leaves out W's own dependence on the cone through its
-/// denominator, -mu W / D: exact, it took the humanoid at 0.005 s from 7.38 to 5.82 Newton
-/// iterations per step but made Newton diverge in landing steps at 0.06 s; RESULTS.md.)
 /// Multiplied by (dR/dv_t)^-1 (Sherman-Morrison; its determinant 1 + W_a lambda_f . v vanishes
 /// at a sliding solution, where the slip row turns into lambda_f = -cone v, Coulomb's law) the
 /// rows keep the Jacobian J_f of the Schur complement's symmetric part J M^-1 J^T, and their

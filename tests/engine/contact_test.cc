@@ -343,9 +343,6 @@ TEST(ContactTest, SlidingFrictionConvergesWithItsNewtonForm) {
       "W frozen %.1f (%d at the limit); slid %.6f vs %.6f m\n",
       newton_per_step, not_converged_newton, fixed_per_step, not_converged_fixed, slid, slid_fixed);
   EXPECT_EQ(not_converged_newton, 0);
-  // Its contacts warm-start from the last step's (matched by their point on the box): 4.6
-  // iterations per step when matched by the floor's point, which slides away 2 cm per step.
-  EXPECT_LT(newton_per_step, 2.0);
   // Same law, same solution (up to the Newton tolerance).
   EXPECT_NEAR(slid, slid_fixed, 1e-5);
   // Backward Euler: v_k = v0 - k h mu g, x_n = h sum v_k = v0 t - mu g h^2 n (n + 1) / 2.

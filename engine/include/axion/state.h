@@ -238,8 +238,7 @@ struct BatchView {
   int32_t* world_prev_contact_count;  // (world_count)
   int32_t* contact_prev_shape_a;      // (contact slots) global shape
   int32_t* contact_prev_shape_b;      // (contact slots)
-  Real* contact_prev_points;          // (contact slots x 6) point on a in a's COM frame (the
-                                      // world frame for the static world), then point on b
+  Real* contact_prev_local_a;         // (contact slots x 3) point on a, a's COM frame
   Real* contact_prev_lambda;          // (contact slots x 3) normal, tangent 1, tangent 2 (N s)
 
   // ---- constraint rows (row slots = world_row_offset[world_count]) ---------------------------
