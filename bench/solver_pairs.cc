@@ -89,6 +89,12 @@ absl::Status ApplyOverrides(absl::string_view text, SolverOptions* options) {
       status = ParseNumber(key, value, &options->line_search_steps);
     } else if (key == "newton_iterations") {
       status = ParseNumber(key, value, &options->newton_iterations);
+    } else if (key == "step_halvings") {
+      status = ParseNumber(key, value, &options->step_halvings);
+    } else if (key == "halving_iterations") {
+      status = ParseNumber(key, value, &options->halving_iterations);
+    } else if (key == "halving_residual") {
+      status = ParseNumber(key, value, &options->halving_residual);
     } else if (key == "newton_stall_iterations") {
       status = ParseNumber(key, value, &options->newton_stall_iterations);
     } else if (key == "newton_tolerance") {

@@ -46,6 +46,9 @@ WorldParams MakeWorldParams(const SolverOptions& o) {
   p.fb_epsilon = o.fb_epsilon;
   p.preconditioner = static_cast<int32_t>(o.preconditioner);
   p.newton_stall_iterations = o.newton_stall_iterations;
+  p.step_halvings = o.step_halvings;
+  p.halving_iterations = o.halving_iterations;
+  p.halving_residual = o.halving_residual;
   return p;
 }
 
@@ -301,6 +304,8 @@ void ResetWorldState(const WorldLayout& layout, int w, BatchStorage& s) {
   s.world_cr_iterations[w] = 0;
   s.world_residual[w] = 0;
   s.world_time[w] = 0;
+  s.world_substeps[w] = 0;
+  s.world_step_length[w] = s.world_params[w].timestep;
 }
 
 void CopyWorldState(const BatchStorage& src, int from, BatchStorage& dst, int to) {

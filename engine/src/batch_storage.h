@@ -28,7 +28,8 @@ namespace axion {
   X(uint32_t, world_flags, 1)             \
   X(int32_t, world_prev_contact_count, 1) \
   X(int32_t, world_newton_iterations, 1)  \
-  X(int32_t, world_cr_iterations, 1) X(Real, world_residual, 1) X(Real, world_time, 1)
+  X(int32_t, world_cr_iterations, 1) X(Real, world_residual, 1) X(Real, world_time, 1) \
+      X(int32_t, world_substeps, 1) X(Real, world_step_length, 1)
 #define AXION_WORLD_SCRATCH(X)                                                \
   X(int32_t, world_active, 1)                                                 \
   X(int32_t, world_step_pending, 1)                                           \
@@ -37,7 +38,9 @@ namespace axion {
   X(Real, world_ls_step, 1)                                                   \
   X(int32_t, world_ls_trials, 1)                                              \
   X(Real, world_merit_best, 1) X(int32_t, world_tree_built, 1) X(Real, world_residual_best, 1) \
-      X(int32_t, world_tree_levels, 1) X(int32_t, world_newton_best, 1)
+      X(int32_t, world_tree_levels, 1) X(int32_t, world_newton_best, 1)     \
+          X(int32_t, world_newton_attempt, 1) X(int32_t, world_halves_left, 1)                  \
+              X(int32_t, world_halvings, 1)
 #define AXION_BODY_MODEL(X) \
   X(int32_t, body_world, 1) \
   X(Real, body_inv_mass, 1) X(Real, body_inertia, 9) X(Real, body_inv_inertia, 9)

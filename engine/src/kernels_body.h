@@ -77,7 +77,7 @@ AXION_HD void world_apply_actuators(const BatchView& v, int world) {
 /// O(h^2) per step; the midpoint rule conserves both kinetic energy and |L| of a torque-free
 /// body, and stays stable at any step size.
 AXION_HD void body_predict(const BatchView& v, int body, const WorldParams& p) {
-  Real h = p.timestep;
+  Real h = v.world_step_length[v.body_world[body]];
   Vec6 u = load6(v.body_u_prev + 6 * body);
   Vec6 wrench = load6(v.body_wrench + 6 * body);
   Vec6 effort = load6(v.body_jt + 6 * body);
@@ -105,7 +105,7 @@ AXION_HD void body_predict(const BatchView& v, int body, const WorldParams& p) {
 /// Kinematics, q+ = q- + h G(q-) u+ with the quaternion renormalised:
 ///   x+ = x- + h v+,   theta+ = normalize(theta- + h/2 [0, w+] theta-)
 AXION_HD void body_integrate(const BatchView& v, int body, const WorldParams& p) {
-  Real h = p.timestep;
+  Real h = v.world_step_length[v.body_world[body]];
   const Real* q0 = v.body_q_prev + 7 * body;
   Vec6 u = load6(v.body_u + 6 * body);
   store3(v.body_q + 7 * body, load3(q0) + h * u.lin);

@@ -47,7 +47,8 @@ AXION_HD void shape_world_pose(const BatchView& v, int shape, const Real* q, Vec
 AXION_HD Vec6 body_predicted_twist(const BatchView& v, int body, const WorldParams& p) {
   Vec6 u = body_twist(v.body_u_prev, body);
   if (body >= 0 && v.body_inv_mass[body] > 0) {
-    u.lin = u.lin + p.timestep * Vec3{p.gravity[0], p.gravity[1], p.gravity[2]};
+    u.lin = u.lin + v.world_step_length[v.body_world[body]] *
+                        Vec3{p.gravity[0], p.gravity[1], p.gravity[2]};
   }
   return u;
 }
@@ -80,7 +81,7 @@ AXION_HD void shape_update_aabb(const BatchView& v, int shape, const WorldParams
     Vec3 center = Real(0.5) * (lower + upper), half = Real(0.5) * (upper - lower);
     Real reach = norm(center - body_position(v.body_q_prev, body)) + norm(half);
     Vec6 u = body_predicted_twist(v, body, p);
-    sweep = p.timestep * (norm(u.lin) + norm(u.ang) * reach);
+    sweep = v.world_step_length[v.body_world[body]] * (norm(u.lin) + norm(u.ang) * reach);
   }
   v.shape_sweep[shape] = sweep;
   Real grow = p.contact_margin + sweep;
@@ -125,7 +126,7 @@ AXION_HD void world_collide(const BatchView& v, int world) {
         Vec3 rb = points[i].point_b - body_position(v.body_q_prev, body_b);
         Vec6 ua = body_predicted_twist(v, body_a, p), ub = body_predicted_twist(v, body_b, p);
         Real rate = dot(ua.lin + cross(ua.ang, ra) - ub.lin - cross(ub.ang, rb), points[i].normal);
-        if (!(points[i].gap + p.timestep * rate < p.contact_margin)) continue;
+        if (!(points[i].gap + v.world_step_length[world] * rate < p.contact_margin)) continue;
       }
       if (count >= capacity) {
         overflow = true;
@@ -268,7 +269,7 @@ AXION_HD void contact_normal_row(const BatchView& v, int row, const WorldParams&
   contact_levers(v, k, &lever_a, &lever_b);
   store_row_jacobian(v, row, n, cross(lever_a, n), -n, -cross(lever_b, n));
   store_row_levers(v, row, {}, {});  // contacts push: their geometric stiffness destabilises
-  Real h = p.timestep;
+  Real h = v.world_step_length[v.row_world[row]];
   Real c_velocity;
   if (p.contact_formulation == static_cast<int32_t>(Formulation::kVelocity)) {
     Real gap = v.contact_gap[k];

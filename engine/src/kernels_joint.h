@@ -306,7 +306,7 @@ AXION_HD void joint_bilateral_row(const BatchView& v, int row, const WorldParams
         break;
     }
   }
-  Real h = p.timestep;
+  Real h = v.world_step_length[v.row_world[row]];
   Real compliance = v.joint_compliance[joint] / (h * h);
   Real lambda = v.row_lambda[row];
   v.row_compliance[row] = compliance;
@@ -336,7 +336,7 @@ AXION_HD void joint_limit_row(const BatchView& v, int row, const WorldParams& p)
   Real c = lower ? coord.value - v.dof_lower[dof] : v.dof_upper[dof] - coord.value;
   store_coordinate_row(v, row, joint, sign, coord);
   store_row_levers(v, row, {}, {});
-  Real h = p.timestep;
+  Real h = v.world_step_length[v.row_world[row]];
   Real c_velocity;
   if (velocity_level) {
     Real correction = c > 0 ? c / h : p.baumgarte * c / h;
@@ -369,7 +369,7 @@ AXION_HD void joint_drive_begin_step(const BatchView& v, int row) {
 /// backward Euler in the gains, hence unconditionally stable however stiff.
 AXION_HD void joint_drive_row(const BatchView& v, int row, const WorldParams& p) {
   int dof = v.row_dof[row];
-  Real h = p.timestep;
+  Real h = v.world_step_length[v.row_world[row]];
   Real k = v.dof_drive_stiffness[dof];
   Real d = v.dof_drive_damping[dof];
   Real a = v.dof_armature[dof];

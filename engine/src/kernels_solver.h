@@ -140,7 +140,7 @@ AXION_HD void world_residual(const BatchView& v, Team team, int world) {
 /// terms are dropped, as in Tournier et al. 2015, "Stable Constrained Dynamics"). Each body
 /// gathers its joint rows, in row order.
 AXION_HD void world_newton_inertia(const BatchView& v, Team team, int world) {
-  const Real h = v.world_params[world].timestep;
+  const Real h = v.world_step_length[world];
   const int joint_row_end = v.world_row_offset[world] + v.world_joint_row_count[world];
   for (int body = v.world_body_offset[world] + team.lane; body < v.world_body_offset[world + 1];
        body += team.size) {
@@ -511,7 +511,7 @@ AXION_HD void world_keep_best(const BatchView& v, Team team, int world, bool fir
   if (team.lane == 0) {
     v.world_merit_best[world] = v.world_merit[world];
     v.world_residual_best[world] = v.world_residual[world];
-    v.world_newton_best[world] = v.world_newton_iterations[world];
+    v.world_newton_best[world] = v.world_newton_attempt[world];
   }
   world_copy_iterate(v, team, world, v.body_u, v.body_u_best, v.row_lambda, v.row_lambda_best);
   team_sync(team);

@@ -222,6 +222,15 @@ absl::Status ValidateSolverOptions(SolverOptions* options) {
   if (o.newton_stall_iterations < 0)
     return Invalid("options", "newton_stall_iterations",
                    absl::StrCat("must be >= 0, got ", o.newton_stall_iterations));
+  if (o.step_halvings < 0 || o.step_halvings > 10)
+    return Invalid("options", "step_halvings",
+                   absl::StrCat("must be in [0, 10], got ", o.step_halvings));
+  if (o.halving_iterations < 1)
+    return Invalid("options", "halving_iterations",
+                   absl::StrCat("must be >= 1, got ", o.halving_iterations));
+  if (!(o.halving_residual > 0) || !Finite(o.halving_residual))
+    return Invalid("options", "halving_residual",
+                   "must be positive, got " + Fmt(o.halving_residual));
   if (o.cr_iterations < 1)
     return Invalid("options", "cr_iterations", absl::StrCat("must be >= 1, got ", o.cr_iterations));
   if (!(o.newton_tolerance > 0) || !Finite(o.newton_tolerance))

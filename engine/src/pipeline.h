@@ -1,6 +1,7 @@
 // The step, as a linear pipeline over the batch (seeds 000 and 003):
 //   collide; predict; evaluate residuals; Newton loop (assemble, precondition, Conjugate
-//   Residual, recover du, line search, update); write back.
+//   Residual, recover du, line search, update); write back; a failed solve goes again from the
+//   step's start as two steps of half the length (SolverOptions::step_halvings).
 // Written once against an executor `Exec` that runs a per-element function over the elements
 // (bodies, rows, ...) of a world range: the CPU backend runs it serially on a chunk of worlds
 // per thread, the CUDA backend launches one kernel over the whole batch. Per-world passes that
@@ -30,6 +31,7 @@ struct WorldRange {
 struct LoopBounds {
   int newton_iterations = 0;
   int line_search_trials = 0;
+  int attempts = 1;  // solves per step: every halving retried down to the last level
 };
 
 namespace pipeline {
@@ -108,19 +110,61 @@ void accept(Exec& ex, const BatchView& v, WorldRange wr, bool first) {
       });
 }
 
-// One time step of every world in `wr` that has a step pending.
+// Whether the world's q+ and u+ are finite and bounded (NaN fails the comparison; magnitudes
+// past kDivergedMagnitude count as diverged), and its residual a number.
+AXION_HD bool world_state_finite(const BatchView& v, int w) {
+  bool finite = v.world_residual[w] == v.world_residual[w];
+  for (int i = 7 * v.world_body_offset[w]; finite && i < 7 * v.world_body_offset[w + 1]; ++i)
+    finite = std::fabs(v.body_q[i]) < kDivergedMagnitude;
+  for (int i = 6 * v.world_body_offset[w]; finite && i < 6 * v.world_body_offset[w + 1]; ++i)
+    finite = std::fabs(v.body_u[i]) < kDivergedMagnitude;
+  return finite;
+}
+
+// Impulses that warm-start the next solve (the joint rows', the last step's contacts'),
+// scaled by `factor`: they are impulses over a step, and follow its length as it halves.
+AXION_HD void world_scale_warm_start(const BatchView& v, int w, Real factor) {
+  const int row0 = v.world_row_offset[w];
+  for (int row = row0; row < row0 + v.world_joint_row_count[w]; ++row) v.row_lambda[row] *= factor;
+  const int slot0 = v.world_contact_offset[w];
+  for (int i = 3 * slot0; i < 3 * (slot0 + v.world_prev_contact_count[w]); ++i)
+    v.contact_prev_lambda[i] *= factor;
+}
+
+// A failed attempt is undone: the state returns to q-, u- (the DOFs' coordinates and the last
+// step's contacts were not yet written), and what is left of the step is taken in twice as
+// many steps of half the length. Its solver figures stay counted.
+AXION_HD void world_halve_step(const BatchView& v, int w) {
+  for (int i = 7 * v.world_body_offset[w]; i < 7 * v.world_body_offset[w + 1]; ++i)
+    v.body_q[i] = v.body_q_prev[i];
+  for (int i = 6 * v.world_body_offset[w]; i < 6 * v.world_body_offset[w + 1]; ++i)
+    v.body_u[i] = v.body_u_prev[i];
+  world_scale_warm_start(v, w, Real(0.5));
+  v.world_flags[w] &= ~static_cast<uint32_t>(kWorldNotConverged);
+  v.world_halvings[w] += 1;
+  v.world_halves_left[w] *= 2;
+  v.world_step_length[w] *= Real(0.5);
+}
+
+// The step is covered: its pending count falls, and warm starts return to the full length.
+AXION_HD void world_end_step(const BatchView& v, int w) {
+  if (v.world_halvings[w] > 0)
+    world_scale_warm_start(v, w, Real(1) * static_cast<Real>(1 << v.world_halvings[w]));
+  v.world_step_pending[w] -= 1;
+}
+
+// One attempt of every world in `wr` with part of its step left: a step of
+// world_step_length from the current state, kept, or (a failed solve with halvings left)
+// undone and halved.
 template <class Exec>
-void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds) {
-  // begin: worlds with a pending step (and a finite state) take part
+void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds) {
+  // begin: worlds with part of their step left take part
   ex.worlds(
       wr, AXION_LAMBDA(int w) {
-        bool frozen = (v.world_flags[w] & kWorldNonFinite) != 0;
-        bool take = v.world_step_pending[w] > 0 && !frozen;
+        bool take = v.world_halves_left[w] > 0;
         v.world_active[w] = take ? kPhaseNewton : kPhaseIdle;
         if (!take) return;
-        v.world_flags[w] = 0;
-        v.world_newton_iterations[w] = 0;
-        v.world_cr_iterations[w] = 0;
+        v.world_newton_attempt[w] = 0;
         v.world_tree_built[w] = 0;
       });
   if (!ex.any(
@@ -175,16 +219,21 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
         wr, AXION_LAMBDA(int w) {
           if (!iterating(v, w)) return;
           const WorldParams& p = v.world_params[w];
+          const int iterations = v.world_newton_attempt[w];
+          // with a halving left, a solve still far off after halving_iterations gives up early
+          const bool halve_early = v.world_halvings[w] < p.step_halvings &&
+                                   iterations >= p.halving_iterations &&
+                                   !(v.world_residual_best[w] <= p.halving_residual);
           if (v.world_residual[w] <= p.newton_tolerance) {
             v.world_active[w] = kPhaseConverged;
-          } else if (v.world_newton_iterations[w] >= p.newton_iterations ||
+          } else if (iterations >= p.newton_iterations || halve_early ||
                      !(v.world_residual[w] == v.world_residual[w]) ||
                      (p.newton_stall_iterations > 0 &&
-                      v.world_newton_iterations[w] - v.world_newton_best[w] >=
-                          p.newton_stall_iterations)) {
+                      iterations - v.world_newton_best[w] >= p.newton_stall_iterations)) {
             v.world_active[w] = kPhaseConverged;
             v.world_flags[w] |= kWorldNotConverged;
           } else {
+            v.world_newton_attempt[w] += 1;
             v.world_newton_iterations[w] += 1;
           }
         });
@@ -296,8 +345,21 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
         if (stepping(v, w)) world_restore_best(v, w);
       });
 
+  // halve: a solve that failed (its best residual above halving_residual, or a state that is
+  // not finite) with a halving left is undone, and the rest of the step is taken in twice as
+  // many steps of half the length
+  ex.worlds(
+      wr, AXION_LAMBDA(int w) {
+        if (!stepping(v, w) || v.world_halvings[w] >= v.world_params[w].step_halvings) return;
+        const WorldParams& p = v.world_params[w];
+        const Real accepted =
+            p.halving_residual > p.newton_tolerance ? p.halving_residual : p.newton_tolerance;
+        if (world_state_finite(v, w) && v.world_residual[w] <= accepted) return;
+        world_halve_step(v, w);
+        v.world_active[w] = kPhaseIdle;
+      });
+
   // write back: joint coordinates, time, and a finite-state check that freezes a broken world
-  // (NaN fails the comparison; magnitudes past kDivergedMagnitude count as diverged)
   ex.joints(
       wr, AXION_LAMBDA(int j) {
         if (stepping(v, v.body_world[v.joint_child[j]])) joint_write_coordinates(v, j);
@@ -305,16 +367,7 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
   ex.worlds(
       wr, AXION_LAMBDA(int w) {
         if (!stepping(v, w)) return;
-        bool finite = v.world_residual[w] == v.world_residual[w];
-        for (int i = 7 * v.world_body_offset[w]; finite && i < 7 * v.world_body_offset[w + 1];
-             ++i) {
-          finite = std::fabs(v.body_q[i]) < kDivergedMagnitude;
-        }
-        for (int i = 6 * v.world_body_offset[w]; finite && i < 6 * v.world_body_offset[w + 1];
-             ++i) {
-          finite = std::fabs(v.body_u[i]) < kDivergedMagnitude;
-        }
-        if (!finite) {
+        if (!world_state_finite(v, w)) {
           for (int i = 7 * v.world_body_offset[w]; i < 7 * v.world_body_offset[w + 1]; ++i) {
             v.body_q[i] = v.body_q_prev[i];
           }
@@ -324,10 +377,35 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
           v.world_flags[w] |= kWorldNonFinite;
         }
         world_store_contacts(v, w);
-        v.world_time[w] += v.world_params[w].timestep;
-        v.world_step_pending[w] -= 1;
+        v.world_time[w] += v.world_step_length[w];
+        v.world_substeps[w] += 1;
+        v.world_halves_left[w] -= 1;
+        if (v.world_flags[w] & kWorldNonFinite) v.world_halves_left[w] = 0;
+        if (v.world_halves_left[w] == 0) world_end_step(v, w);
         v.world_active[w] = kPhaseIdle;
       });
+}
+
+// One time step of every world in `wr` that has a step pending (and a finite state): attempts
+// until each has covered its step, halving where a solve fails.
+template <class Exec>
+void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds) {
+  ex.worlds(
+      wr, AXION_LAMBDA(int w) {
+        bool frozen = (v.world_flags[w] & kWorldNonFinite) != 0;
+        bool take = v.world_step_pending[w] > 0 && !frozen;
+        v.world_halves_left[w] = take ? 1 : 0;
+        if (!take) return;
+        v.world_halvings[w] = 0;
+        v.world_step_length[w] = v.world_params[w].timestep;
+        v.world_flags[w] = 0;
+        v.world_newton_iterations[w] = 0;
+        v.world_cr_iterations[w] = 0;
+        v.world_substeps[w] = 0;
+      });
+  ex.loop_while(
+      wr, bounds.attempts, AXION_LAMBDA(int w) { return v.world_halves_left[w] > 0; },
+      [&] { attempt(ex, v, wr, bounds); });
 }
 
 }  // namespace pipeline

@@ -241,6 +241,10 @@ absl::StatusOr<SolverOptions> Simulator::GetOptions(WorldId world) const {
   o.line_search_growth = p.line_search_growth;
   o.fb_epsilon = p.fb_epsilon;
   o.preconditioner = static_cast<Preconditioner>(p.preconditioner);
+  o.newton_stall_iterations = p.newton_stall_iterations;
+  o.step_halvings = p.step_halvings;
+  o.halving_iterations = p.halving_iterations;
+  o.halving_residual = p.halving_residual;
   return o;
 }
 
@@ -444,6 +448,7 @@ absl::StatusOr<WorldStats> Simulator::GetStats(WorldId world) const {
   WorldStats st;
   st.newton_iterations = h.world_newton_iterations[*w];
   st.cr_iterations = h.world_cr_iterations[*w];
+  st.substeps = h.world_substeps[*w];
   st.residual = h.world_residual[*w];
   st.contact_count = h.world_contact_count[*w];
   st.constraint_rows = h.world_joint_row_count[*w] + 3 * h.world_contact_count[*w];
@@ -462,7 +467,7 @@ absl::StatusOr<std::vector<ContactReport>> Simulator::GetContacts(WorldId world)
   const BatchStorage& h = im.host;
   const int b0 = h.world_body_offset[*w], s0 = h.world_shape_offset[*w];
   const int row0 = h.world_row_offset[*w] + h.world_joint_row_count[*w];
-  const Real dt = h.world_params[*w].timestep;
+  const Real dt = h.world_step_length[*w];  // the contacts are the last (halved) step's
   std::vector<ContactReport> out;
   for (int i = 0; i < h.world_contact_count[*w]; ++i) {
     const int k = h.world_contact_offset[*w] + i;

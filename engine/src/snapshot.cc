@@ -146,6 +146,7 @@ absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& mod
   std::copy(lambda.begin(), lambda.end(), h.row_lambda.begin() + h.world_row_offset[w]);
   h.world_time[w] = time;
   h.world_flags[w] = flags;
+  h.world_step_length[w] = h.world_params[w].timestep;
   h.world_contact_count[w] = 0;
   const int32_t slot0 = h.world_contact_offset[w], shape0 = h.world_shape_offset[w];
   for (int32_t i = 0; i < contacts; ++i) {

@@ -1,6 +1,9 @@
 // The Simulator's world management: creation and destruction keep other worlds' state,
 // snapshots restore bit-exactly, bad input leaves worlds untouched, broken worlds are isolated.
+#include <cstdio>
+#include <initializer_list>
 #include <limits>
+#include <utility>
 
 #include "scenes.h"
 
@@ -192,6 +195,63 @@ TEST(SimulatorTest, NewtonStallEndsASolveThatStoppedImproving) {
   absl::StatusOr<std::shared_ptr<const Model>> refused = Model::Compile(bad);
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("newton_stall_iterations"));
+}
+
+// step_halvings: a step whose solve fails (still above halving_residual when its Newton
+// iterations run out) is taken again from its start as two halves, down to h / 2^step_halvings.
+// A pendulum released horizontally at h = 0.2 s with 3 Newton iterations a step fails whole
+// and solves in halves and quarters (2 to 6 attempts kept per step); the world's time still
+// advances by exactly h per step, the statistics count every attempt, and without halving the same
+// steps end unsolved.
+TEST(SimulatorTest, FailedStepIsTakenAgainInHalves) {
+  ModelDesc d = Pendulum(1);
+  d.options.timestep = 0.2;
+  d.options.newton_iterations = 3;
+  d.options.halving_iterations = 3;
+  d.options.halving_residual = 1e-6;
+  ModelDesc whole = d;
+  whole.options.step_halvings = 0;
+  auto sim = MustCreateSimulator();
+  WorldId halved = MustCreateWorld(*sim, MustCompile(d));
+  WorldId unhalved = MustCreateWorld(*sim, MustCompile(whole));
+  int halved_steps = 0, unsolved_whole = 0;
+  for (int step = 0; step < 10; ++step) {
+    ASSERT_TRUE(sim->StepAll(1).ok());
+    WorldStats a = *sim->GetStats(halved), b = *sim->GetStats(unhalved);
+    std::printf(
+        "step %d: halving %d substeps, %d Newton, residual %.3g; whole %d Newton, "
+        "residual %.3g\n",
+        step, a.substeps, a.newton_iterations, a.residual, b.newton_iterations, b.residual);
+    EXPECT_GE(a.substeps, 1);
+    EXPECT_LE(a.substeps, 1 << d.options.step_halvings);
+    EXPECT_EQ(b.substeps, 1);
+    halved_steps += a.substeps > 1;
+    unsolved_whole += (b.flags & kWorldNotConverged) != 0;
+    EXPECT_EQ(a.flags & kWorldNotConverged, 0u) << "step " << step;
+    EXPECT_NEAR(a.time, (step + 1) * d.options.timestep, 1e-12);
+    EXPECT_EQ(a.step_count, static_cast<uint64_t>(step + 1));
+  }
+  EXPECT_GT(halved_steps, 0);
+  EXPECT_GT(unsolved_whole, 0);
+  test::ExpectHealthy(*sim, halved);
+
+  absl::StatusOr<SolverOptions> options = sim->GetOptions(halved);
+  ASSERT_TRUE(options.ok());
+  EXPECT_EQ(options->step_halvings, d.options.step_halvings);
+  EXPECT_EQ(options->halving_iterations, 3);
+  EXPECT_EQ(options->halving_residual, Real(1e-6));
+  for (auto [field, edit] : std::initializer_list<std::pair<const char*, void (*)(SolverOptions&)>>{
+           {"step_halvings", [](SolverOptions& o) { o.step_halvings = -1; }},
+           {"step_halvings", [](SolverOptions& o) { o.step_halvings = 11; }},
+           {"halving_iterations", [](SolverOptions& o) { o.halving_iterations = 0; }},
+           {"halving_residual", [](SolverOptions& o) { o.halving_residual = -1; }},
+       }) {
+    ModelDesc bad = d;
+    edit(bad.options);
+    absl::StatusOr<std::shared_ptr<const Model>> refused = Model::Compile(bad);
+    ASSERT_FALSE(refused.ok()) << field;
+    EXPECT_THAT(std::string(refused.status().message()), HasSubstr(field));
+  }
 }
 
 TEST(SimulatorTest, CudaBackendRequestIsClearWhenUnavailable) {

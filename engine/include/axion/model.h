@@ -210,8 +210,17 @@ struct SolverOptions {
                                      // symmetric friction form needs it to hold static friction
   Real fb_epsilon = 1e-10;           // smoothing of the Fischer-Burmeister function
   FrictionCombine friction_combine = FrictionCombine::kGeometricMean;  // see Material
-  bool friction_newton = true;  // linearise friction along the slip with W's derivatives
-                                // (see kernels_contact.h); off: W frozen, as in the seeds
+  int step_halvings = 3;         // a step whose Newton solve fails is taken again from its
+                                 // start as two steps of half its length, down to h / 2^this
+                                 // (0: never). Fails: the residual is still above
+                                 // halving_residual after halving_iterations iterations (or at
+                                 // the limit, where no further halving is left). Large steps
+                                 // then stay solved where a landing or a deep contact leaves
+                                 // Newton without a basin (README, "Solver choices")
+  int halving_iterations = 20;   // Newton iterations before a step above halving_residual halves
+  Real halving_residual = 1e-2;  // (m/s) a step ending above this residual has failed
+  bool friction_newton = true;   // linearise friction along the slip with W's derivatives
+                                 // (see kernels_contact.h); off: W frozen, as in the seeds
   Preconditioner preconditioner = Preconditioner::kTree;  // of the Conjugate Residual solve
 };
 

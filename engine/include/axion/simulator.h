@@ -41,6 +41,8 @@ enum WorldFlag : uint32_t {
 struct WorldStats {
   int newton_iterations = 0;  // Newton iterations in the last step
   int cr_iterations = 0;      // Conjugate Residual iterations, summed over Newton iterations
+  int substeps = 0;           // 1, or more where a failed solve halved the step
+                              // (SolverOptions::step_halvings)
   Real residual = 0;          // final residual max-norm
   int contact_count = 0;      // active contacts after collision detection
   int constraint_rows = 0;    // active constraint rows (joints + 3 per contact)

@@ -50,6 +50,9 @@ struct WorldParams {
   Real fb_epsilon;
   int32_t preconditioner;           // Preconditioner
   int32_t newton_stall_iterations;  // 0: off (SolverOptions)
+  int32_t step_halvings;            // SolverOptions: a failed step is redone as two halves
+  int32_t halving_iterations;
+  Real halving_residual;
 };
 
 // Constraint row kinds.
@@ -86,7 +89,13 @@ struct BatchView {
   int32_t* world_step_pending;           // (world_count) sub-steps still to take in this Step call
   int32_t* world_contact_count;          // (world_count) live contacts
   uint32_t* world_flags;                 // (world_count) WorldFlag bits of the last step
-  int32_t* world_newton_iterations;      // (world_count) of the last step
+  int32_t* world_newton_iterations;      // (world_count) of the last step, over its attempts
+  int32_t* world_substeps;               // (world_count) steps of h / 2^k the last step took
+  Real* world_step_length;               // (world_count) length of the last one taken (s)
+  int32_t* world_newton_attempt;         // (world_count) Newton iterations of this attempt
+  int32_t* world_halves_left;            // (world_count) steps of world_step_length still to
+                                         // take within the current step (0: done)
+  int32_t* world_halvings;               // (world_count) halvings of the current step so far
   int32_t* world_cr_iterations;          // (world_count) of the last step, summed over Newton
   Real* world_residual;        // (world_count) residual max-norm after the last evaluation
   Real* world_merit;           // (world_count) 0.5 |residual|^2 after the last evaluation
@@ -94,7 +103,8 @@ struct BatchView {
   Real* world_merit_best;      // (world_count) lowest merit of an accepted iterate this step
   int32_t* world_tree_built;   // (world_count) tree preconditioner built for this step
   int32_t* world_tree_levels;  // (world_count) levels of the tree (body_tree_level)
-  int32_t* world_newton_best;  // (world_count) Newton iteration of the best iterate so far
+  int32_t* world_newton_best;  // (world_count) Newton iteration (of this attempt) of the best
+                               // iterate so far
   Real* world_residual_best;   // (world_count) residual of that iterate
   Real* world_ls_step;         // (world_count) current line-search step length t
   int32_t* world_ls_trials;    // (world_count) line-search trials taken this iteration

@@ -5,7 +5,8 @@
 //             [--timestep=0.005] [--preconditioner=tree|jacobi] [--threads=2]
 //             [--friction_newton=true|false] [--speculative_contacts=true|false]
 //             [--line_search=true|false]
-//             [--newton_iterations=50] [--newton_stall_iterations=0] [--contact_capacity=N]
+//             [--newton_iterations=50] [--newton_stall_iterations=0] [--step_halvings=3]
+//             [--halving_iterations=20] [--halving_residual=1e-2] [--contact_capacity=N]
 //             [--trajectory=out.csv|out.npy] [--progress]
 #include <unistd.h>
 
@@ -53,6 +54,13 @@ ABSL_FLAG(int, newton_iterations, 0, "maximum Newton iterations per step (0: the
 ABSL_FLAG(int, newton_stall_iterations, -1,
           "stop a step's Newton loop once its best iterate is this many iterations old (0: "
           "never; -1: the model's)");
+ABSL_FLAG(int, step_halvings, -1,
+          "halve a step whose Newton solve fails, down to dt / 2^this (0: never; -1: the "
+          "model's)");
+ABSL_FLAG(int, halving_iterations, 0,
+          "Newton iterations before a step still above halving_residual halves (0: the model's)");
+ABSL_FLAG(double, halving_residual, 0.0,
+          "residual (m/s) above which a step's solve has failed (0: the model's)");
 ABSL_FLAG(int, contact_capacity, -1,
           "contacts per world (-1: the model's, derived from its shapes); contacts past it are "
           "dropped and counted as overflow");
@@ -231,6 +239,17 @@ absl::Status Run() {
   if (newton_stall_iterations < -1)
     return absl::InvalidArgumentError("--newton_stall_iterations must be >= -1");
   if (newton_stall_iterations >= 0) desc.options.newton_stall_iterations = newton_stall_iterations;
+  int step_halvings = absl::GetFlag(FLAGS_step_halvings);
+  if (step_halvings < -1) return absl::InvalidArgumentError("--step_halvings must be >= -1");
+  if (step_halvings >= 0) desc.options.step_halvings = step_halvings;
+  int halving_iterations = absl::GetFlag(FLAGS_halving_iterations);
+  if (halving_iterations < 0)
+    return absl::InvalidArgumentError("--halving_iterations must be >= 0");
+  if (halving_iterations > 0) desc.options.halving_iterations = halving_iterations;
+  double halving_residual = absl::GetFlag(FLAGS_halving_residual);
+  if (!(halving_residual >= 0))
+    return absl::InvalidArgumentError("--halving_residual must be >= 0");
+  if (halving_residual > 0) desc.options.halving_residual = static_cast<Real>(halving_residual);
   absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(std::move(desc));
   if (!model.ok()) return model.status();
 
@@ -285,7 +304,7 @@ absl::Status Run() {
   int progress_every = std::max(1, steps / 100);
 
   double newton = 0, cr = 0, contacts = 0, rows = 0;
-  int64_t not_converged = 0, non_finite = 0, overflow = 0;
+  int64_t not_converged = 0, non_finite = 0, overflow = 0, halved = 0, substeps = 0;
   double step_seconds = 0;
   bool report_speed = absl::GetFlag(FLAGS_report_speed);
   double max_speed = 0;
@@ -316,6 +335,8 @@ absl::Status Run() {
       contacts += stats->contact_count;
       rows += stats->constraint_rows;
       not_converged += (stats->flags & kWorldNotConverged) != 0;
+      halved += stats->substeps > 1;
+      substeps += stats->substeps;
       non_finite += (stats->flags & kWorldNonFinite) != 0;
       overflow += (stats->flags & kWorldContactOverflow) != 0;
       if (report_speed) {
@@ -359,6 +380,8 @@ absl::Status Run() {
   std::printf("contacts            : %.2f per step\n", contacts * per_step);
   std::printf("constraint rows     : %.2f per step\n", rows * per_step);
   std::printf("not converged       : %lld world-steps\n", static_cast<long long>(not_converged));
+  std::printf("halved              : %lld world-steps (%.3f steps of dt / 2^k per step)\n",
+              static_cast<long long>(halved), substeps * per_step);
   std::printf("non-finite          : %lld world-steps\n", static_cast<long long>(non_finite));
   std::printf("contact overflow    : %lld world-steps\n", static_cast<long long>(overflow));
   if (report_speed) std::printf("max body speed      : %g m/s\n", max_speed);
