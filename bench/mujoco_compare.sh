@@ -12,7 +12,9 @@
 #      simulated seconds per wall second of each engine at its own largest stable step.
 #      Axion's cells also give the share of its steps whose Newton solve ended at its iteration
 #      limit (summed over the seeds): such a step keeps its best iterate, so a step that stays
-#      bounded is not always a step that was solved (at 0.16 s on the humanoid most are not).
+#      bounded is not always a step that was solved. Axion's throughput figures (1. and 2.) are
+#      the SEEDS seeds' runs taken together (total steps over total wall time), since one
+#      trajectory under noise is chaotic; mujoco-testspeed takes no seed and runs its own.
 #
 # usage: bench/mujoco_compare.sh [--model=FILE] [--steps=N] [--threads=T] [--noise=X]
 #                                [--axion-sim=PATH] [--max-speed=V] [--sweep-seconds=S]
@@ -135,19 +137,30 @@ mj_rate() {  # steps/s and realtime factor from mujoco-testspeed
   out="$(mujoco-testspeed "$1" "$steps" "$threads" "$noise")"
   echo "$(echo "$out" | sed -n 's/.*Steps per second *: *\([0-9.]*\).*/\1/p') $(echo "$out" | sed -n 's/.*Realtime factor *: *\([0-9.]*\).*/\1/p')"
 }
-axion_rate() {  # world-steps/s and realtime factor from axion-sim
-  local out
-  out="$("$axion_sim" --model="$model" --steps="$steps" --worlds="$threads" --threads="$threads" \
-         --noise="$noise" --backend=cpu --timestep="$1" 2>/dev/null)"
-  echo "$(echo "$out" | sed -n 's/^steps per second *: *\([0-9.]*\).*/\1/p') $(echo "$out" | sed -n 's/^realtime factor *: *\([0-9.]*\).*/\1/p')"
+# world-steps/s, realtime factor and the share of steps not converged from axion-sim, over
+# the SEEDS noise seeds together (total steps over total wall time): one trajectory under noise
+# is chaotic, and at large steps where it ends up lying decides its speed by 3x either way.
+axion_rate() {
+  local out wall=0 not_converged=0 seed
+  for seed in $(seq 1 "$seeds"); do
+    out="$("$axion_sim" --model="$model" --steps="$steps" --worlds="$threads" \
+           --threads="$threads" --noise="$noise" --backend=cpu --timestep="$1" --seed="$seed" \
+           2>/dev/null)" || return 0
+    wall="$(python3 -c "print($wall + $(echo "$out" | sed -n 's/^wall time *: *\([0-9.]*\).*/\1/p'))")"
+    not_converged=$((not_converged + $(echo "$out" | sed -n 's/^not converged *: *\([0-9]*\).*/\1/p')))
+  done
+  python3 -c "
+n = $steps * $threads * $seeds
+print(f'{n / $wall:.0f} {n * $1 / $wall:.2f} {100 * $not_converged / n:.1f}%')"
 }
 
 echo "== throughput at the model's time step ($base_dt s) =="
 read -r mj_sps mj_rtf <<<"$(mj_rate "$model")"
-read -r ax_sps ax_rtf <<<"$(axion_rate "$base_dt")"
+read -r ax_sps ax_rtf ax_nc <<<"$(axion_rate "$base_dt")"
 printf "%-8s %14s %18s\n" engine "steps/s" "sim s per wall s"
 printf "%-8s %14s %18s\n" mujoco "$mj_sps" "$mj_rtf"
-printf "%-8s %14s %18s\n" axion "${ax_sps:-failed}" "${ax_rtf:-failed}"
+printf "%-8s %14s %18s   (seeds 1-%s together; %s of steps not converged)\n" axion \
+  "${ax_sps:-failed}" "${ax_rtf:-failed}" "$seeds" "${ax_nc:-?}"
 if [ -n "$ax_sps" ] && [ -n "$mj_sps" ]; then
   echo "axion / mujoco steps per second: $(python3 -c "print(f'{$ax_sps / $mj_sps:.3f}')")"
 fi
@@ -208,8 +221,8 @@ else
   echo "mujoco: no stable time step in the sweep"
 fi
 if [ -n "$ax_best" ]; then
-  read -r sps rtf <<<"$(axion_rate "$ax_best")"
-  echo "axion:  dt = $ax_best s: $rtf sim s per wall s ($sps world-steps/s)"
+  read -r sps rtf nc <<<"$(axion_rate "$ax_best")"
+  echo "axion:  dt = $ax_best s: $rtf sim s per wall s ($sps world-steps/s; seeds 1-$seeds together, $nc of steps not converged)"
 else
   echo "axion:  no stable time step in the sweep"
 fi
