@@ -40,7 +40,7 @@ namespace axion {
   X(Real, world_merit_best, 1) X(int32_t, world_tree_built, 1) X(Real, world_residual_best, 1) \
       X(int32_t, world_tree_levels, 1) X(int32_t, world_newton_best, 1)     \
           X(int32_t, world_newton_attempt, 1) X(int32_t, world_halves_left, 1)                  \
-              X(int32_t, world_halvings, 1)
+              X(int32_t, world_halvings, 1) X(int32_t, world_friction_cone, 1)
 #define AXION_BODY_MODEL(X) \
   X(int32_t, body_world, 1) \
   X(Real, body_inv_mass, 1) X(Real, body_inertia, 9) X(Real, body_inv_inertia, 9)
@@ -117,7 +117,7 @@ namespace axion {
   X(Real, contact_tangent, 6) X(Real, contact_gap, 1) X(Real, contact_friction, 1) \
       X(Real, contact_restitution, 1) X(Real, contact_normal_velocity, 1)          \
           X(int32_t, contact_prev_shape_a, 1) X(int32_t, contact_prev_shape_b, 1)  \
-              X(Real, contact_prev_local_a, 3) X(Real, contact_prev_lambda, 3)
+              X(Real, contact_prev_points, 6) X(Real, contact_prev_lambda, 3)
 #define AXION_ROW_MODEL(X) X(int32_t, row_world, 1)
 #define AXION_ROW_STATE(X)   \
   X(int32_t, row_kind, 1)    \

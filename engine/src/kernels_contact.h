@@ -174,7 +174,12 @@ AXION_HD void world_collide(const BatchView& v, int world) {
 
 // Per world: lays out the three rows of each live contact after the joint rows, warm-starting
 // their impulses from the previous step's contact between the same shapes at (nearly) the same
-// point on a: resting contacts then start Newton at their support force instead of at zero.
+// point, on a in a's frame or on b in b's (the static world's frame being the world's): resting
+// contacts then start Newton at their support force instead of at zero, and a body sliding or
+// rolling over the floor keeps its warm start through the point that stays put. Matched on a's
+// point alone (the floor's for the floor's contacts, which slides away with the body), a box
+// sliding under a changing load started every step cold: 5.0 Newton iterations per step
+// against 1.0 (ContactTest.SlidingUnderAChangingLoadFollowsCoulomb).
 AXION_HD void world_build_contact_rows(const BatchView& v, int world) {
   // Contact points of one feature move by less than this between steps (m).
   const Real kMatchDistance = Real(0.01);
@@ -183,7 +188,8 @@ AXION_HD void world_build_contact_rows(const BatchView& v, int world) {
   int prev_count = v.world_prev_contact_count[world];
   for (int i = 0; i < v.world_contact_count[world]; ++i) {
     int k = slot0 + i;
-    Vec3 local_a = load3(v.contact_local_a + 3 * k);
+    const Vec3 local_a = load3(v.contact_local_a + 3 * k),
+               local_b = load3(v.contact_local_b + 3 * k);
     int match = -1;
     Real best = kMatchDistance * kMatchDistance;
     for (int j = 0; j < prev_count; ++j) {
@@ -192,8 +198,9 @@ AXION_HD void world_build_contact_rows(const BatchView& v, int world) {
           v.contact_prev_shape_b[p] != v.contact_shape_b[k]) {
         continue;
       }
-      Vec3 d = load3(v.contact_prev_local_a + 3 * p) - local_a;
-      Real d2 = dot(d, d);
+      Vec3 da = load3(v.contact_prev_points + 6 * p) - local_a;
+      Vec3 db = load3(v.contact_prev_points + 6 * p + 3) - local_b;
+      Real d2 = dot(da, da) < dot(db, db) ? dot(da, da) : dot(db, db);
       if (d2 < best) {
         best = d2;
         match = p;
@@ -225,7 +232,8 @@ AXION_HD void world_store_contacts(const BatchView& v, int world) {
     int k = slot0 + i;
     v.contact_prev_shape_a[k] = v.contact_shape_a[k];
     v.contact_prev_shape_b[k] = v.contact_shape_b[k];
-    store3(v.contact_prev_local_a + 3 * k, load3(v.contact_local_a + 3 * k));
+    store3(v.contact_prev_points + 6 * k, load3(v.contact_local_a + 3 * k));
+    store3(v.contact_prev_points + 6 * k + 3, load3(v.contact_local_b + 3 * k));
     // Friction impulses are kept in the normal's canonical tangent basis (the rows' basis may
     // have turned with the slip), which the next step's matching contact starts from.
     const Real* lambda = v.row_lambda + row0 + 3 * i;
@@ -304,9 +312,10 @@ AXION_HD void contact_normal_row(const BatchView& v, int row, const WorldParams&
 /// change of lambda_n by mu (W_b + W_cone) dlambda_n: at fixed |lambda_f| both b and D move.
 /// Without W_cone a foot sliding on the edge of its cone converged linearly, b changing sign
 /// and falling 4x per iteration. With it, the humanoid under control noise (32 seeds x 5 s)
-/// takes 14-15% less time at 0.005 and 0.02 s and 5% less at 0.12-0.16 s. It came in once
-/// failed steps were halved (SolverOptions::step_halvings): on its own, landing steps at 0.06 s
-/// diverged from it and 5 of 32 runs threw a limb (RESULTS.md). The corner's pieces (below)
+/// takes 10-15% less time at 0.005-0.12 s. It came in with two globalisations: failed steps
+/// halve (SolverOptions::step_halvings; on its own, landing steps at 0.06 s diverged from it and
+/// 5 of 32 runs threw a limb), and an attempt whose merit runs away drops it (pipeline.h,
+/// kFrictionConeMeritGrowth; RESULTS.md). The corner's pieces (below)
 /// leave it out: there W <= 0.04 and W_cone changes W's derivative by as little, and with it a
 /// humanoid resting at 0.05 s ended 4 of its last 20 steps at 1.8e-6, above the tolerance.
 /// N and r - a are evaluated without cancellation (r - b = a^2 / (r + b) when b > 0). W is
@@ -550,10 +559,12 @@ AXION_HD void contact_friction_newton(const BatchView& v, int first, const World
     for (int j = 0; j < 2; ++j)
       inv_dv[i][j] = (i == j ? Real(1) : Real(0)) - fw.dw_da * lambda[i] * slip_dir[j] / det;
   }
-  // [dR/dlambda_n | dR/dlambda_f]: columns (normal, friction 1, friction 2)
+  // [dR/dlambda_n | dR/dlambda_f]: columns (normal, friction 1, friction 2); W_cone while the
+  // attempt's merit has not run away (see world_friction_cone)
+  const Real dw_dcone = v.world_friction_cone[v.row_world[first]] ? fw.dw_dcone : Real(0);
   Real dr[2][3];
   for (int i = 0; i < 2; ++i) {
-    dr[i][0] = mu * (fw.dw_db + fw.dw_dcone) * lambda[i] / s;
+    dr[i][0] = mu * (fw.dw_db + dw_dcone) * lambda[i] / s;
     for (int j = 0; j < 2; ++j)
       dr[i][1 + j] = ((i == j ? fw.w : Real(0)) - fw.dw_db * lambda[i] * impulse_dir[j]) / s;
   }

@@ -1,11 +1,11 @@
 // Layout (native byte order, which every supported platform shares: little-endian):
-//   "AXSNAP01" | u32 sizeof(Real) | i32 bodies, joints, dofs, qpos, actuators, joint rows |
+//   "AXSNAP02" | u32 sizeof(Real) | i32 bodies, joints, dofs, qpos, actuators, joint rows |
 //   u64 model fingerprint |
 //   u64 step_count | Real time | u32 flags |
 //   body_q (bodies x 7) | body_u (bodies x 6) | body_wrench (bodies x 6) |
 //   dof_velocity (dofs) | qpos (qpos) | actuator_ctrl (actuators) | joint-row lambda (rows) |
-//   i32 previous contact count n | n x (i32 shape a, i32 shape b (world-local), Real local a[3],
-//   Real lambda[3])
+//   i32 previous contact count n | n x (i32 shape a, i32 shape b (world-local), Real point on a[3],
+//   Real point on b[3], Real lambda[3])   (AXSNAP01 had the point on a only)
 // The joint-row impulses and the last step's contacts are part of the state because they
 // warm-start the next Newton solve.
 #include "snapshot.h"
@@ -18,7 +18,7 @@
 namespace axion {
 namespace {
 
-constexpr char kMagic[8] = {'A', 'X', 'S', 'N', 'A', 'P', '0', '1'};
+constexpr char kMagic[8] = {'A', 'X', 'S', 'N', 'A', 'P', '0', '2'};
 
 template <class T>
 void Put(std::string& out, const T* data, size_t count) {
@@ -77,7 +77,7 @@ std::string EncodeSnapshot(const BatchStorage& h, int w, const Model& model, uin
     int32_t shapes[2] = {h.contact_prev_shape_a[slot0 + i] - shape0,
                          h.contact_prev_shape_b[slot0 + i] - shape0};
     Put(out, shapes, 2);
-    Put(out, &h.contact_prev_local_a[3 * (slot0 + i)], 3);
+    Put(out, &h.contact_prev_points[6 * (slot0 + i)], 6);
     Put(out, &h.contact_prev_lambda[3 * (slot0 + i)], 3);
   }
   return out;
@@ -123,10 +123,10 @@ absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& mod
         absl::StrCat("snapshot holds ", contacts, " contacts; this world has room for ", capacity));
   }
   std::vector<int32_t> contact_shapes(2 * std::max(contacts, 0));
-  std::vector<Real> contact_local(3 * std::max(contacts, 0)),
+  std::vector<Real> contact_points(6 * std::max(contacts, 0)),
       contact_lambda(3 * std::max(contacts, 0));
   for (int32_t i = 0; ok && i < contacts; ++i) {
-    ok = r.Get(&contact_shapes[2 * i], 2) && r.Get(&contact_local[3 * i], 3) &&
+    ok = r.Get(&contact_shapes[2 * i], 2) && r.Get(&contact_points[6 * i], 6) &&
          r.Get(&contact_lambda[3 * i], 3);
     ok = ok && contact_shapes[2 * i] >= 0 && contact_shapes[2 * i] < shape_count &&
          contact_shapes[2 * i + 1] >= 0 && contact_shapes[2 * i + 1] < shape_count;
@@ -152,7 +152,7 @@ absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& mod
   for (int32_t i = 0; i < contacts; ++i) {
     h.contact_prev_shape_a[slot0 + i] = contact_shapes[2 * i] + shape0;
     h.contact_prev_shape_b[slot0 + i] = contact_shapes[2 * i + 1] + shape0;
-    std::copy_n(&contact_local[3 * i], 3, &h.contact_prev_local_a[3 * (slot0 + i)]);
+    std::copy_n(&contact_points[6 * i], 6, &h.contact_prev_points[6 * (slot0 + i)]);
     std::copy_n(&contact_lambda[3 * i], 3, &h.contact_prev_lambda[3 * (slot0 + i)]);
   }
   h.world_prev_contact_count[w] = contacts;

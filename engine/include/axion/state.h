@@ -95,6 +95,8 @@ struct BatchView {
   int32_t* world_newton_attempt;         // (world_count) Newton iterations of this attempt
   int32_t* world_halves_left;            // (world_count) steps of world_step_length still to
                                          // take within the current step (0: done)
+  int32_t* world_friction_cone;          // (world_count) friction rows take W_cone in this
+                                         // attempt (until a trial's merit runs away)
   int32_t* world_halvings;               // (world_count) halvings of the current step so far
   int32_t* world_cr_iterations;          // (world_count) of the last step, summed over Newton
   Real* world_residual;        // (world_count) residual max-norm after the last evaluation
@@ -248,7 +250,8 @@ struct BatchView {
   int32_t* world_prev_contact_count;  // (world_count)
   int32_t* contact_prev_shape_a;      // (contact slots) global shape
   int32_t* contact_prev_shape_b;      // (contact slots)
-  Real* contact_prev_local_a;         // (contact slots x 3) point on a, a's COM frame
+  Real* contact_prev_points;          // (contact slots x 6) point on a in a's COM frame (the
+                                      // world frame for the static world), then point on b
   Real* contact_prev_lambda;          // (contact slots x 3) normal, tangent 1, tangent 2 (N s)
 
   // ---- constraint rows (row slots = world_row_offset[world_count]) ---------------------------
