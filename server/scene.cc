@@ -494,6 +494,13 @@ absl::Status ApplySolverOverrides(const v1::SolverOptions& overrides, SolverOpti
   if (overrides.has_friction_newton()) {
     options->friction_newton = overrides.friction_newton().value();
   }
+  if (overrides.has_step_halvings()) options->step_halvings = overrides.step_halvings().value();
+  if (overrides.has_halving_iterations()) {
+    options->halving_iterations = overrides.halving_iterations().value();
+  }
+  if (overrides.has_halving_residual()) {
+    options->halving_residual = overrides.halving_residual().value();
+  }
   return absl::OkStatus();
 }
 
@@ -517,6 +524,9 @@ void SolverOptionsToProto(const SolverOptions& options, v1::SolverOptions* proto
   proto->mutable_friction_newton()->set_value(options.friction_newton);
   proto->set_friction_combine(ToProto(options.friction_combine));
   proto->mutable_line_search_growth()->set_value(options.line_search_growth);
+  proto->mutable_step_halvings()->set_value(options.step_halvings);
+  proto->mutable_halving_iterations()->set_value(options.halving_iterations);
+  proto->mutable_halving_residual()->set_value(options.halving_residual);
   proto->set_preconditioner(ToProto(options.preconditioner));
 }
 

@@ -655,6 +655,7 @@ absl::Status SimulationCore::Observe(absl::Span<const World* const> worlds,
       stats->add_flags(s->flags);
       stats->add_step_count(s->step_count);
       stats->add_time(s->time);
+      stats->add_substeps(s->substeps);
     }
   }
   if (observe.controls()) {

@@ -122,6 +122,33 @@ def test_newton_stall_iterations(client):
         client.create_worlds(PENDULUM_MJCF, solver_options={"newton_stall_iterations": -2})
 
 
+def test_step_halvings(client):
+    # The pendulum released horizontally at 0.2 s, 3 Newton iterations per attempt: whole steps
+    # fail, halves and quarters solve; the stats say how many steps each call's step took.
+    horizontal = PENDULUM_MJCF.replace('pos="0 0 -1"', 'pos="1 0 0"')
+    options = {"timestep": 0.2, "newton_iterations": 3, "halving_iterations": 3,
+               "halving_residual": 1e-6}
+    halving = client.create_worlds(horizontal, solver_options=options).world_ids
+    whole = client.create_worlds(
+        horizontal, solver_options=dict(options, step_halvings=0)).world_ids
+    model = client.get_model(halving[0])
+    assert model.options.step_halvings.value == 3
+    assert model.options.halving_iterations.value == 3
+    assert model.options.halving_residual.value == pytest.approx(1e-6)
+    substeps = []
+    for _ in range(5):
+        obs = client.step(halving + whole, observe=["stats"])
+        substeps.append(obs.stats.substeps.tolist())
+    assert max(s[0] for s in substeps) > 1
+    assert all(s[1] == 1 for s in substeps)
+    np.testing.assert_allclose(obs.stats.time, [1.0, 1.0])
+    assert obs.stats.flags[0] & axion.WorldStats.FLAG_NOT_CONVERGED == 0
+    assert obs.stats.flags[1] & axion.WorldStats.FLAG_NOT_CONVERGED != 0
+    for bad in ({"step_halvings": 11}, {"halving_iterations": 0}, {"halving_residual": -1.0}):
+        with pytest.raises(axion.AxionError, match=next(iter(bad))):
+            client.create_worlds(PENDULUM_MJCF, solver_options=bad)
+
+
 def test_create_worlds_solver_options_preconditioner(client):
     jacobi = client.create_worlds(PENDULUM_MJCF, solver_options={"preconditioner": "jacobi"})
     tree = client.create_worlds(PENDULUM_MJCF, solver_options={"preconditioner": "TREE"})

@@ -63,6 +63,9 @@ _WRAPPED_OPTIONS = (
     "speculative_contacts",
     "contact_compliance",
     "friction_newton",
+    "step_halvings",
+    "halving_iterations",
+    "halving_residual",
 )
 
 

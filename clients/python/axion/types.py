@@ -212,6 +212,7 @@ class WorldStats:
     flags: np.ndarray  # uint32: 1 not converged, 2 contact overflow, 4 non-finite (frozen)
     step_count: np.ndarray  # uint64
     time: np.ndarray  # float64, s
+    substeps: np.ndarray  # int32: 1, or more where a failed solve halved the step
 
     FLAG_NOT_CONVERGED = 1
     FLAG_CONTACT_OVERFLOW = 2
@@ -228,6 +229,7 @@ class WorldStats:
             flags=np.asarray(message.flags, dtype=np.uint32),
             step_count=np.asarray(message.step_count, dtype=np.uint64),
             time=np.asarray(message.time, dtype=np.float64),
+            substeps=np.asarray(message.substeps, dtype=np.int32),
         )
 
 
