@@ -54,6 +54,14 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                                    .Help("World step calls whose Newton solve hit its limit")
                                    .Register(r)
                                    .Add({});
+  halved_world_steps_ =
+      &prometheus::BuildCounter()
+           .Name("axion_halved_world_steps_total")
+           .Help(
+               "World step calls whose last step had a failed Newton solve taken again in "
+               "steps of half the length (SolverOptions.step_halvings)")
+           .Register(r)
+           .Add({});
   contacts_per_world_ = AddHistogram(&r, "axion_contacts_per_world",
                                      "Active contacts per world after a step", contacts_bounds_);
   device_memory_bytes_ = &prometheus::BuildGauge()
@@ -105,7 +113,8 @@ void Metrics::WorldStepAccumulator::Observe(const std::vector<double>& bounds, d
 }
 
 void Metrics::WorldStepAccumulator::Add(int steps, int newton_iterations, int cr_iterations,
-                                        double residual, int contact_count, bool converged) {
+                                        double residual, int contact_count, bool converged,
+                                        bool halved) {
   if (steps <= 0) return;
   // Engine statistics are sums over the steps of one call; the histograms are per world-step.
   const double per_step = 1.0 / steps;
@@ -114,6 +123,7 @@ void Metrics::WorldStepAccumulator::Add(int steps, int newton_iterations, int cr
   Observe(metrics_.residual_bounds_, residual, &residual_);
   Observe(metrics_.contacts_bounds_, contact_count, &contacts_);
   if (!converged) nonconverged_ += 1;
+  if (halved) halved_ += 1;
   world_steps_ += steps;
 }
 
@@ -123,6 +133,7 @@ void Metrics::WorldStepAccumulator::Commit(Metrics* metrics) {
   metrics->solver_residual_->ObserveMultiple(residual_.buckets, residual_.sum);
   metrics->contacts_per_world_->ObserveMultiple(contacts_.buckets, contacts_.sum);
   metrics->nonconverged_world_steps_->Increment(nonconverged_);
+  metrics->halved_world_steps_->Increment(halved_);
   metrics->world_steps_->Increment(world_steps_);
 }
 

@@ -31,7 +31,7 @@ class Metrics {
     explicit WorldStepAccumulator(const Metrics& metrics);
     // Values of one world for one engine call that took `steps` steps.
     void Add(int steps, int newton_iterations, int cr_iterations, double residual,
-             int contact_count, bool converged);
+             int contact_count, bool converged, bool halved);
     void Commit(Metrics* metrics);
 
    private:
@@ -43,6 +43,7 @@ class Metrics {
     const Metrics& metrics_;
     Accumulated newton_, cr_, residual_, contacts_;
     double nonconverged_ = 0;
+    double halved_ = 0;
     double world_steps_ = 0;
   };
 
@@ -68,6 +69,7 @@ class Metrics {
   prometheus::Histogram* cr_iterations_;
   prometheus::Histogram* solver_residual_;
   prometheus::Counter* nonconverged_world_steps_;
+  prometheus::Counter* halved_world_steps_;
   prometheus::Histogram* contacts_per_world_;
   prometheus::Gauge* device_memory_bytes_;
   prometheus::Gauge* device_memory_capacity_bytes_;

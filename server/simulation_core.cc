@@ -572,7 +572,8 @@ absl::Status SimulationCore::StepWorlds(absl::Span<const World* const> worlds,
     absl::StatusOr<WorldStats> stats = simulator_->GetStats(worlds[i]->engine_id);
     if (!stats.ok()) return ForWorld(*worlds[i], stats.status());
     accumulator.Add(steps[i], stats->newton_iterations, stats->cr_iterations, stats->residual,
-                    stats->contact_count, (stats->flags & kWorldNotConverged) == 0);
+                    stats->contact_count, (stats->flags & kWorldNotConverged) == 0,
+                    stats->substeps > 1);
   }
   accumulator.Commit(metrics_);
   metrics_->device_memory_bytes().Set(static_cast<double>(simulator_->memory_bytes()));
