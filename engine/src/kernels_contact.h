@@ -315,9 +315,9 @@ AXION_HD void contact_normal_row(const BatchView& v, int row, const WorldParams&
 /// takes 10-15% less time at 0.005-0.12 s. It came in with two globalisations: failed steps
 /// halve (SolverOptions::step_halvings; on its own, landing steps at 0.06 s diverged from it and
 /// 5 of 32 runs threw a limb), and an attempt whose merit runs away drops it (pipeline.h,
-/// kFrictionConeMeritGrowth; RESULTS.md). The corner's pieces (below)
-/// leave it out: there W <= 0.04 and W_cone changes W's derivative by as little, and with it a
-/// humanoid resting at 0.05 s ended 4 of its last 20 steps at 1.8e-6, above the tolerance.
+/// kFrictionConeMeritGrowth; RESULTS.md). The corner's pieces (below) leave it out: there
+/// W <= 0.04 and W_cone changes W's derivative by as little, and with it a humanoid resting at
+/// 0.05 s ended 4 of its last 20 steps at 1.8e-6, above the tolerance.
 /// N and r - a are evaluated without cancellation (r - b = a^2 / (r + b) when b > 0). W is
 /// capped at kMaxFrictionW (no normal impulse, or |lambda_f| past twice the cone where D
 /// changes sign); `smooth` is false there and at a = b = 0, where W has no derivative.

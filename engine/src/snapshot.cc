@@ -89,8 +89,13 @@ absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& mod
   char magic[8];
   uint32_t real_size = 0;
   Counts c{};
-  if (!r.Get(magic, 8) || std::memcmp(magic, kMagic, 8) != 0) {
+  if (!r.Get(magic, 8) || std::memcmp(magic, kMagic, 6) != 0) {
     return absl::InvalidArgumentError("snapshot is not an Axion world snapshot (bad header)");
+  }
+  if (std::memcmp(magic, kMagic, 8) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("snapshot format ", absl::string_view(magic, 8), " is not this build's ",
+                     absl::string_view(kMagic, 8), " (snapshots do not carry across versions)"));
   }
   if (!r.Get(&real_size, 1) || real_size != sizeof(Real)) {
     return absl::InvalidArgumentError(absl::StrCat("snapshot scalar size ", real_size,

@@ -93,6 +93,11 @@ TEST(SimulatorTest, MalformedSnapshotsAreRefusedAndLeaveTheWorldUntouched) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("not an Axion world snapshot"));
   s = sim->Restore(a, snap.substr(0, snap.size() - 3));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  std::string older = snap;
+  older[7] = '1';  // an AXSNAP01 header: the format before contacts kept their point on b
+  s = sim->Restore(a, older);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("snapshot format AXSNAP01"));
   s = sim->Restore(a, *sim->Snapshot(other));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_EQ(Bytes(*sim, a), before);
