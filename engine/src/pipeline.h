@@ -143,14 +143,19 @@ AXION_HD void world_scale_warm_start(const BatchView& v, int w, Real factor) {
     v.contact_prev_lambda[i] *= factor;
 }
 
-// A failed attempt is undone: the state returns to q-, u- (the DOFs' coordinates and the last
-// step's contacts were not yet written), and what is left of the step is taken in twice as
-// many steps of half the length. Its solver figures stay counted.
-AXION_HD void world_halve_step(const BatchView& v, int w) {
+// The bodies return to the attempt's start, q- and u-.
+AXION_HD void world_restore_start(const BatchView& v, int w) {
   for (int i = 7 * v.world_body_offset[w]; i < 7 * v.world_body_offset[w + 1]; ++i)
     v.body_q[i] = v.body_q_prev[i];
   for (int i = 6 * v.world_body_offset[w]; i < 6 * v.world_body_offset[w + 1]; ++i)
     v.body_u[i] = v.body_u_prev[i];
+}
+
+// A failed attempt is undone: the state returns to q-, u- (the DOFs' coordinates and the last
+// step's contacts were not yet written), and what is left of the step is taken in twice as
+// many steps of half the length. Its solver figures stay counted.
+AXION_HD void world_halve_step(const BatchView& v, int w) {
+  world_restore_start(v, w);
   world_scale_warm_start(v, w, Real(0.5));
   v.world_flags[w] &= ~static_cast<uint32_t>(kWorldNotConverged);
   v.world_halvings[w] += 1;
@@ -161,7 +166,7 @@ AXION_HD void world_halve_step(const BatchView& v, int w) {
 // The step is covered: its pending count falls, and warm starts return to the full length.
 AXION_HD void world_end_step(const BatchView& v, int w) {
   if (v.world_halvings[w] > 0)
-    world_scale_warm_start(v, w, Real(1) * static_cast<Real>(1 << v.world_halvings[w]));
+    world_scale_warm_start(v, w, static_cast<Real>(1 << v.world_halvings[w]));
   v.world_step_pending[w] -= 1;
 }
 
@@ -385,12 +390,7 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
       wr, AXION_LAMBDA(int w) {
         if (!stepping(v, w)) return;
         if (!world_state_finite(v, w)) {
-          for (int i = 7 * v.world_body_offset[w]; i < 7 * v.world_body_offset[w + 1]; ++i) {
-            v.body_q[i] = v.body_q_prev[i];
-          }
-          for (int i = 6 * v.world_body_offset[w]; i < 6 * v.world_body_offset[w + 1]; ++i) {
-            v.body_u[i] = v.body_u_prev[i];
-          }
+          world_restore_start(v, w);
           v.world_flags[w] |= kWorldNonFinite;
         }
         world_store_contacts(v, w);
