@@ -40,7 +40,9 @@ namespace axion {
   X(Real, world_merit_best, 1) X(int32_t, world_tree_built, 1) X(Real, world_residual_best, 1) \
       X(int32_t, world_tree_levels, 1) X(int32_t, world_newton_best, 1)     \
           X(int32_t, world_newton_attempt, 1) X(int32_t, world_halves_left, 1)                  \
-              X(int32_t, world_halvings, 1) X(int32_t, world_friction_cone, 1)
+              X(int32_t, world_halvings, 1) X(int32_t, world_friction_cone, 1) \
+                  X(int32_t, world_loop_count, 1) X(int32_t, world_loop_rows, 16) \
+                      X(Real, world_loop_lu, 256) X(int32_t, world_loop_dropped, 16)
 #define AXION_BODY_MODEL(X) \
   X(int32_t, body_world, 1) \
   X(Real, body_inv_mass, 1) X(Real, body_inertia, 9) X(Real, body_inv_inertia, 9)
@@ -138,6 +140,7 @@ namespace axion {
   X(Real, row_lambda_accepted, 1) X(Real, row_lambda_best, 1) X(Real, row_dlambda, 1)      \
       X(Real, row_cr_r, 1) X(Real, row_cr_z, 1) X(Real, row_cr_p, 1) X(Real, row_cr_az, 1) \
           X(Real, row_cr_ap, 1) X(Real, row_cr_pap, 1) X(Real, row_gcr_p, 12) X(Real, row_gcr_q, 12) \
+              X(Real, row_loop_a, 1) X(Real, row_loop_x, 16) \
               X(Real, row_tree_block, 12)                                                  \
               X(Real, row_tree_y, 6) X(Real, row_tree_t, 6) X(int32_t, row_tree_head, 1)   \
                   X(int32_t, row_tree_size, 1) X(int32_t, row_tree_parent, 1)              \

@@ -192,10 +192,9 @@ AXION_HD void body_apply_inv_mass_kernel(const BatchView& v, int body, const Rea
   store6(out + 6 * body, body_apply_newton_inv_mass(v, body, load6(in + 6 * body)));
 }
 
-// Per row: (A x)_r = J_r (M^-1 J^T x) + (C x)_r, with M^-1 J^T x in body_minv_jt. C is
-// diagonal but for the friction rows' coupling to their contact's other rows.
-AXION_HD Real row_schur_product(const BatchView& v, int row, const Real* x) {
-  int a = v.row_body_a[row], b = v.row_body_b[row];
+// Per row: (C x)_r. C is diagonal but for the friction rows' coupling to their contact's other
+// rows.
+AXION_HD Real row_compliance_product(const BatchView& v, int row, const Real* x) {
   Real s = v.row_compliance[row] * x[row];
   const int kind = v.row_kind[row];
   if (kind == kRowFriction1 || kind == kRowFriction2) {
@@ -203,6 +202,12 @@ AXION_HD Real row_schur_product(const BatchView& v, int row, const Real* x) {
     const int other = kind == kRowFriction1 ? row + 1 : row - 1;
     s += v.row_coupling[2 * row] * x[first - 1] + v.row_coupling[2 * row + 1] * x[other];
   }
+  return s;
+}
+// Per row: (A x)_r = J_r (M^-1 J^T x) + (C x)_r, with M^-1 J^T x in body_minv_jt.
+AXION_HD Real row_schur_product(const BatchView& v, int row, const Real* x) {
+  int a = v.row_body_a[row], b = v.row_body_b[row];
+  Real s = row_compliance_product(v, row, x);
   if (a >= 0) s += dot(load6(v.row_jac_a + 6 * row), load6(v.body_minv_jt + 6 * a));
   if (b >= 0) s += dot(load6(v.row_jac_b + 6 * row), load6(v.body_minv_jt + 6 * b));
   return s;
@@ -249,12 +254,215 @@ AXION_HD void world_schur_product(const BatchView& v, Team team, int world, cons
   team_sync(team);
 }
 
+/// Loop closures. The tree solve P_R is exact on the rows it spans and leaves the rows that
+/// close loops (L: a lying figure's hand on its thigh, a linkage's last joint) to their own
+/// blocks, so P A - I keeps a rank of about twice their count, which GCR then pays for with as
+/// many products, tree solves and orthogonalisations each Newton iteration. Eliminating L
+/// exactly instead (block elimination with P_R for A_RR^-1; Woodbury's capacitance matrix):
+///   X = P_R A_RL,  S = A_LL - A_LR X             (X: n_L columns; S: n_L x n_L, dense)
+///   P b:  z = P_R b_R;  x_L = S^-1 (b_L - A_LR z);  x_R = z - X x_L
+/// is the exact inverse of A wherever P_R is exact on A_RR. Forming X and S takes n_L tree
+/// solves each Newton iteration, an application one, as before. Within S, a row whose pivot
+/// falls below kTreeRedundancy of its diagonal is (nearly) a combination of the earlier ones
+/// (four corners of a box on another box) and takes its diagonal alone, as redundant rows do
+/// in the tree. The humanoid under control noise, lying with five contacts closing loops, took
+/// 8.5 GCR iterations per Newton iteration before and 3.1 with it; 32 seeds x 5 s at 0.005 s,
+/// 9.7 s against 11.8 (RESULTS.md).
+inline constexpr int kLoopRows = 16;  // rows of a loop factor at most (world_loop_rows' width)
+
+// Whether a row closes a loop: outside the tree, and not a frictionless contact's friction row
+// (disabled: it couples to nothing).
+AXION_HD bool row_closes_loop(const BatchView& v, int row) {
+  if (v.row_tree_head[row] >= 0) return false;
+  const int kind = v.row_kind[row];
+  if (kind == kRowFriction1 || kind == kRowFriction2)
+    return v.contact_friction[v.row_contact[row]] > 0;
+  return kind != kRowDisabled;
+}
+
+// Per world: x = S^-1 s by the loop factor (n rows), in place.
+AXION_HD void loop_lu_solve(const Real* lu, const int32_t* dropped, int n, Real* x) {
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < i; ++j) x[i] -= lu[i * kLoopRows + j] * x[j];
+  }
+  for (int i = n - 1; i >= 0; --i) {
+    if (!dropped[i]) {
+      for (int j = i + 1; j < n; ++j) x[i] -= lu[i * kLoopRows + j] * x[j];
+    }
+    x[i] /= lu[i * kLoopRows + i];
+  }
+}
+
+// Column c of X = P_R A_RL for the world's rows (a world's kLoopRows x row slots block of
+// row_loop_x, one column after another).
+AXION_HD Real* loop_column(const BatchView& v, int world, int c) {
+  const int row0 = v.world_row_offset[world];
+  const int slots = v.world_row_offset[world + 1] - row0;
+  return v.row_loop_x + kLoopRows * row0 + c * slots - row0;  // indexed by row
+}
+
+// Per loop row c: out += scale (A e_c) over the rows sharing a body with c (J M^-1 J_c^T through
+// each body's row list, and C's column c).
+AXION_HD void loop_row_spread(const BatchView& v, int c, Real scale, Real* out) {
+  for (int side = 0; side < 2; ++side) {
+    const int body = side == 0 ? v.row_body_a[c] : v.row_body_b[c];
+    if (body < 0) continue;
+    const Vec6 j = load6((side == 0 ? v.row_jac_a : v.row_jac_b) + 6 * c);
+    const Vec6 m = body_apply_newton_inv_mass(v, body, {scale * j.lin, scale * j.ang});
+    const int begin = v.body_row_begin[body], end = begin + v.body_row_count[body];
+    for (int k = begin; k < end; ++k) {
+      const int entry = v.row_body_list[k], row = entry >> 1;
+      out[row] += dot(load6(((entry & 1) ? v.row_jac_b : v.row_jac_a) + 6 * row), m);
+    }
+  }
+  // C's column c: the diagonal, and a contact's friction rows coupled to its other rows
+  out[c] += scale * v.row_compliance[c];
+  const int kind = v.row_kind[c];
+  if (kind == kRowContactNormal) {
+    for (int r = c + 1; r <= c + 2; ++r) {
+      if (v.row_kind[r] == kRowFriction1 || v.row_kind[r] == kRowFriction2)
+        out[r] += scale * v.row_coupling[2 * r];
+    }
+  } else if (kind == kRowFriction1) {
+    out[c + 1] += scale * v.row_coupling[2 * (c + 1) + 1];
+  } else if (kind == kRowFriction2) {
+    out[c - 1] += scale * v.row_coupling[2 * (c - 1) + 1];
+  }
+}
+
+// Per loop row l: (A x)_l, gathering J^T x on its own bodies.
+AXION_HD Real loop_row_product(const BatchView& v, int l, const Real* x) {
+  Real s = row_compliance_product(v, l, x);
+  for (int side = 0; side < 2; ++side) {
+    const int body = side == 0 ? v.row_body_a[l] : v.row_body_b[l];
+    if (body < 0) continue;
+    const Vec6 m = body_apply_newton_inv_mass(v, body, body_gather_jt(v, body, x));
+    s += dot(load6((side == 0 ? v.row_jac_a : v.row_jac_b) + 6 * l), m);
+  }
+  return s;
+}
+
+/// Per world, each Newton iteration with the tree preconditioner (after the tree's factor and
+/// the loop contacts' 3 x 3 blocks): collects L and factors S column by column,
+///   S e_c = (A e_c)_L - (A P_R (A e_c)_R)_L,
+/// a tree solve each, the products with A only over the rows that share a body with L.
+/// Past kLoopRows such rows (a pile) the world stays on P_R: eliminating the first kLoopRows
+/// there measured slower (contacts_bench, 100 spheres: 792 against 335 us per step; GCR
+/// converges in a few iterations on a settled pile, and the factor adds 16 tree solves to each
+/// Newton iteration).
+AXION_HD void world_loop_factor(const BatchView& v, Team team, int world) {
+  const int row0 = v.world_row_offset[world];
+  const int row_end = row0 + world_live_rows(v, world);
+  int32_t* loop_rows = v.world_loop_rows + kLoopRows * world;
+  if (team.lane == 0) {
+    int n = 0;
+    for (int row = row0; row < row_end && n <= kLoopRows; ++row) {
+      if (!row_closes_loop(v, row)) continue;
+      if (n < kLoopRows) loop_rows[n] = row;
+      ++n;
+    }
+    v.world_loop_count[world] = n <= kLoopRows ? n : 0;
+  }
+  team_sync(team);
+  const int n = v.world_loop_count[world];
+  if (n == 0) return;
+  Real* lu = v.world_loop_lu + kLoopRows * kLoopRows * world;
+  Real a_diag[kLoopRows];  // A's diagonal on L, which the pivots are measured against (lane 0)
+  for (int c = 0; c < n; ++c) {
+    // A e_c: its L part is S's column before the correction, its R part A_RL e_c
+    for (int row = row0 + team.lane; row < row_end; row += team.size) v.row_loop_a[row] = 0;
+    team_sync(team);
+    if (team.lane == 0) {
+      loop_row_spread(v, loop_rows[c], Real(1), v.row_loop_a);
+      a_diag[c] = v.row_loop_a[loop_rows[c]];
+      for (int i = 0; i < n; ++i) {
+        lu[i * kLoopRows + c] = v.row_loop_a[loop_rows[i]];
+        v.row_loop_a[loop_rows[i]] = 0;
+      }
+    }
+    team_sync(team);
+    // - A_LR P_R A_RL e_c (P_R of a vector without L entries has none either)
+    Real* x_c = loop_column(v, world, c);
+    world_tree_apply(v, team, world, v.row_loop_a, x_c);
+    if (team.lane == 0) {
+      for (int i = 0; i < n; ++i) lu[i * kLoopRows + c] -= loop_row_product(v, loop_rows[i], x_c);
+    }
+    team_sync(team);
+  }
+  // LU in row order without pivoting; (nearly) dependent rows keep their diagonal alone
+  if (team.lane == 0) {
+    int32_t* dropped = v.world_loop_dropped + kLoopRows * world;
+    for (int k = 0; k < n; ++k) {
+      Real* row_k = lu + k * kLoopRows;
+      dropped[k] = !(row_k[k] > kTreeRedundancy * a_diag[k]);
+      if (dropped[k]) {
+        row_k[k] = a_diag[k];
+        for (int j = k + 1; j < n; ++j) row_k[j] = 0;
+        for (int i = k + 1; i < n; ++i) lu[i * kLoopRows + k] = 0;
+        continue;
+      }
+      for (int i = k + 1; i < n; ++i) {
+        Real* row_i = lu + i * kLoopRows;
+        const Real m = row_i[k] / row_k[k];
+        row_i[k] = m;
+        for (int j = k + 1; j < n; ++j) row_i[j] -= m * row_k[j];
+      }
+    }
+  }
+  team_sync(team);
+}
+
+/// Per world: out = P in with the loop factor (see world_loop_factor), X = P_R A_RL kept:
+///   z = P_R in_R;  x_L = S^-1 (in_L - (A z)_L);  out_R = z - X x_L;  out_L = x_L
+AXION_HD void world_loop_apply(const BatchView& v, Team team, int world, const Real* in,
+                               Real* out) {
+  const int row0 = v.world_row_offset[world];
+  const int row_end = row0 + world_live_rows(v, world);
+  const int n = v.world_loop_count[world];
+  const int32_t* loop_rows = v.world_loop_rows + kLoopRows * world;
+  // z = P_R in_R (into out; its L entries come out 0)
+  for (int row = row0 + team.lane; row < row_end; row += team.size) v.row_loop_a[row] = in[row];
+  team_sync(team);
+  if (team.lane == 0) {
+    for (int i = 0; i < n; ++i) v.row_loop_a[loop_rows[i]] = 0;
+  }
+  team_sync(team);
+  world_tree_apply(v, team, world, v.row_loop_a, out);
+  // x_L = S^-1 (in_L - (A z)_L), handed to the team in row_loop_a's first n entries (free
+  // once the tree solve has read them)
+  if (team.lane == 0) {
+    Real x[kLoopRows];
+    for (int i = 0; i < n; ++i) x[i] = in[loop_rows[i]] - loop_row_product(v, loop_rows[i], out);
+    loop_lu_solve(v.world_loop_lu + kLoopRows * kLoopRows * world,
+                  v.world_loop_dropped + kLoopRows * world, n, x);
+    for (int i = 0; i < n; ++i) v.row_loop_a[row0 + i] = x[i];
+  }
+  team_sync(team);
+  // out_R -= X x_L (X has no L entries); out_L = x_L
+  Real x[kLoopRows];
+  for (int i = 0; i < n; ++i) x[i] = v.row_loop_a[row0 + i];
+  team_sync(team);
+  for (int c = 0; c < n; ++c) {
+    const Real* x_c = loop_column(v, world, c);
+    for (int row = row0 + team.lane; row < row_end; row += team.size) out[row] -= x[c] * x_c[row];
+  }
+  team_sync(team);
+  if (team.lane == 0) {
+    for (int i = 0; i < n; ++i) out[loop_rows[i]] = x[i];
+  }
+  team_sync(team);
+}
+
 // Per world: out = P in, the tree solve or the Jacobi diagonal.
 AXION_HD void world_precondition_apply(const BatchView& v, Team team, int world, const Real* in,
                                        Real* out) {
   team_sync(team);
   if (world_uses_tree(v, world)) {
-    world_tree_apply(v, team, world, in, out);
+    if (v.world_loop_count[world] > 0) {
+      world_loop_apply(v, team, world, in, out);
+    } else {
+      world_tree_apply(v, team, world, in, out);
+    }
   } else {
     int row_end = v.world_row_offset[world] + world_live_rows(v, world);
     for (int row = v.world_row_offset[world] + team.lane; row < row_end; row += team.size)
@@ -356,7 +564,10 @@ AXION_HD void world_cr_solve_symmetric(const BatchView& v, Team team, int world)
 /// pelvis) needs about a dozen directions; 12 directions and 14 iterations against 8 and 10:
 /// humanoid under control noise, 16 seeds x 5 s, 8.04 against 9.10 s at 0.005 s (7.9 against
 /// 8.4 Newton iterations per step), 2.82 against 3.63 s at 0.04 s, the same at 0.16 s; 16 and 16
-/// measured slower again.
+/// measured slower again. Those figures predate the loop factor (world_loop_factor), which now
+/// eliminates such rows up to kLoopRows; with it 6 directions ran as fast as 12 (32 seeds x 5 s:
+/// 9.65-10.04 against 9.64-9.73 s at 0.005 s, 3.22-3.34 against 3.33-3.40 s at 0.04 s), and 12
+/// stay for worlds past kLoopRows.
 inline constexpr int kGcrDirections = 12;
 // GCR iterations per solve at most: where contacts close loops the solve can stall for hundreds
 // of iterations short of its tolerance, while Newton converges as well from the direction it
@@ -443,6 +654,8 @@ AXION_HD void world_cr_solve(const BatchView& v, Team team, int world) {
       if (v.row_tree_head[row] < 0 && v.row_tree_child[row] == kTreeContactBlock)
         tree_contact_block(v, row);
     }
+    team_sync(team);
+    world_loop_factor(v, team, world);
     world_precondition_apply(v, team, world, v.row_cr_r, v.row_cr_z);
     for (int row = v.world_row_offset[world] + team.lane; row < row_end; row += team.size)
       v.row_cr_p[row] = v.row_cr_z[row];

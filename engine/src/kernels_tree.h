@@ -8,7 +8,8 @@
 // connected; at most one rigid group to the world per component (a fixed base), which becomes
 // the component's root; and every contact group to the world (both feet, each limb of a lying
 // figure) as a leaf below its body. Groups closing a loop (a hand touching its own thigh, a
-// second fixed base) stay on the Jacobi diagonal. On the tree the augmented matrix
+// second fixed base) stay on the Jacobi diagonal here; the loop factor (kernels_solver.h,
+// world_loop_factor) then eliminates them exactly on top of this solve. On the tree the augmented matrix
 //     H = [ M~  J^T ]
 //         [ J   -C  ]
 // has no fill-in when eliminated leaves first (Baraff 1996, "Linear-time dynamics using

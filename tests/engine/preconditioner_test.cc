@@ -75,11 +75,39 @@ TEST(PreconditionerTest, TreeIsExactOnAChain) {
 // Worlds of contacts only are factored too, their contact groups hanging from the bodies. A
 // stack of five boxes dropped onto each other reaches the same poses with both preconditioners
 // and fewer CR iterations on the tree; a pile of 80 spheres in a box settles on the tree with
-// few steps at the Newton limit (9-32 of 700 as the settling path changes; on the Jacobi
+// few steps at the Newton limit (4-32 of 700 as the settling path changes; on the Jacobi
 // diagonal, with friction's symmetric form, 93). Once settled (the last 300 steps) a step may
 // still end a hair above the tolerance: the pile's redundant rigid contacts make its impulses
-// non-unique, and which of its chaotic settling paths it takes (the step halvings change it)
-// decides whether 0, 1 or 2 steps end at 1.1e-6 against 1e-6. Those must stay within 10x.
+// non-unique, and which of its chaotic settling paths it takes decides how often. Moving one
+// sphere by 1e-9 m picks another path: of ten such paths, one of the code before the loop
+// factor (kernels_solver.h) ended 53 of its last 300 steps at up to 4.9e-6 m/s, the nine others
+// none, and the loop factor's ten gave 20, 1 and eight times 0. So four paths are run, each
+// must settle with its late residuals within 10x the tolerance, and three of them with at
+// most 3 late steps at the limit.
+struct PileRun {
+  int at_limit = 0, at_limit_late = 0;
+  Real worst_late = 0, fastest = 0;
+};
+PileRun SettlePile(const ModelDesc& pile, int steps) {
+  PileRun run;
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, MustCompile(pile));
+  for (int s = 0; s < steps; ++s) {
+    MustStep(*sim, w);
+    const uint32_t flags = sim->GetStats(w)->flags;
+    EXPECT_EQ(flags & kWorldNonFinite, 0u) << "step " << s;
+    if (flags & kWorldNonFinite) break;
+    const bool limit = (flags & kWorldNotConverged) != 0;
+    run.at_limit += limit;
+    run.at_limit_late += limit && s >= steps - 300;
+    if (s >= steps - 300) run.worst_late = std::max(run.worst_late, sim->GetStats(w)->residual);
+  }
+  std::vector<Real> velocity = sim->GetBodyState(w)->velocity;
+  for (size_t i = 0; i < velocity.size(); i += 6)
+    run.fastest = std::max(run.fastest, std::hypot(velocity[i], velocity[i + 1], velocity[i + 2]));
+  return run;
+}
+
 TEST(PreconditionerTest, WorldsOfContactsOnlyFactorTheTree) {
   ModelDesc d = scenes::Stack(5);
   for (size_t i = 0; i < d.bodies.size(); ++i) d.bodies[i].pose.pos.z += Real(0.05) * (i + 1);
@@ -91,33 +119,22 @@ TEST(PreconditionerTest, WorldsOfContactsOnlyFactorTheTree) {
   EXPECT_LT(tree.cr, jacobi.cr);
   EXPECT_LT(MaxPoseDifference(tree, jacobi), 1e-5);
 
-  ModelDesc pile = WithPreconditioner(scenes::SpheresInBox(80), Preconditioner::kTree);
-  auto sim = MustCreateSimulator();
-  WorldId w = MustCreateWorld(*sim, MustCompile(pile));
-  int at_limit = 0, at_limit_late = 0;
-  Real worst_late = 0;
-  const int steps = 700;
-  for (int s = 0; s < steps; ++s) {
-    MustStep(*sim, w);
-    const uint32_t flags = sim->GetStats(w)->flags;
-    ASSERT_EQ(flags & kWorldNonFinite, 0u) << "step " << s;
-    const bool limit = (flags & kWorldNotConverged) != 0;
-    at_limit += limit;
-    at_limit_late += limit && s >= 400;
-    if (s >= 400) worst_late = std::max(worst_late, sim->GetStats(w)->residual);
+  const int steps = 700, paths = 4;
+  int quiet_paths = 0;
+  for (int path = 0; path < paths; ++path) {
+    ModelDesc pile = WithPreconditioner(scenes::SpheresInBox(80), Preconditioner::kTree);
+    pile.bodies[3].pose.pos.x += Real(1e-9) * path;
+    const PileRun run = SettlePile(pile, steps);
+    std::printf(
+        "80 spheres in a box on the tree, path %d: %d of %d steps at the Newton limit (%d of the "
+        "last 300, worst residual %.3g m/s), fastest sphere %.3g m/s\n",
+        path, run.at_limit, steps, run.at_limit_late, run.worst_late, run.fastest);
+    EXPECT_LT(run.at_limit, 40);  // 4-26 measured; 93 on the Jacobi diagonal
+    EXPECT_LT(run.worst_late, 10 * pile.options.newton_tolerance);
+    EXPECT_LT(run.fastest, 1e-4);  // at rest
+    quiet_paths += run.at_limit_late <= 3;
   }
-  Real fastest = 0;
-  std::vector<Real> velocity = sim->GetBodyState(w)->velocity;
-  for (size_t i = 0; i < velocity.size(); i += 6)
-    fastest = std::max(fastest, std::hypot(velocity[i], velocity[i + 1], velocity[i + 2]));
-  std::printf(
-      "80 spheres in a box on the tree: %d of %d steps at the Newton limit (%d of the last "
-      "300, worst residual %.3g m/s), fastest sphere %.3g m/s\n",
-      at_limit, steps, at_limit_late, worst_late, fastest);
-  EXPECT_LT(at_limit, 40);  // 15 measured; 93 on the Jacobi diagonal
-  EXPECT_LE(at_limit_late, 3);
-  EXPECT_LT(worst_late, 10 * pile.options.newton_tolerance);
-  EXPECT_LT(fastest, 1e-4);  // at rest
+  EXPECT_GE(quiet_paths, paths - 1);
 }
 
 // A free 12-link chain of alternating heavy and light capsules dropped flat onto the ground:

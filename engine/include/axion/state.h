@@ -105,12 +105,20 @@ struct BatchView {
   Real* world_merit_best;      // (world_count) lowest merit of an accepted iterate this step
   int32_t* world_tree_built;   // (world_count) tree preconditioner built for this step
   int32_t* world_tree_levels;  // (world_count) levels of the tree (body_tree_level)
-  int32_t* world_newton_best;  // (world_count) Newton iteration (of this attempt) of the best
-                               // iterate so far
-  Real* world_residual_best;   // (world_count) residual of that iterate
-  Real* world_ls_step;         // (world_count) current line-search step length t
-  int32_t* world_ls_trials;    // (world_count) line-search trials taken this iteration
-  Real* world_time;            // (world_count) simulated time (s)
+  // loop closures: the rows outside the tree that close loops, and their Schur complement
+  // (kernels_solver.h, world_loop_factor)
+  int32_t* world_loop_count;    // (world_count) rows in the loop factor (0: none)
+  int32_t* world_loop_rows;     // (world_count x 16) those rows (kLoopRows), in row order
+  Real* world_loop_lu;          // (world_count x 256) LU factors of their Schur complement S,
+                                // row-major 16 x 16
+  int32_t* world_loop_dropped;  // (world_count x 16) 1 where a row of S was left out of the
+                                // factor as (nearly) dependent on the earlier ones
+  int32_t* world_newton_best;   // (world_count) Newton iteration (of this attempt) of the best
+                                // iterate so far
+  Real* world_residual_best;    // (world_count) residual of that iterate
+  Real* world_ls_step;          // (world_count) current line-search step length t
+  int32_t* world_ls_trials;     // (world_count) line-search trials taken this iteration
+  Real* world_time;             // (world_count) simulated time (s)
 
   // ---- bodies (body_count = world_body_offset[world_count]) ---------------------------------
   const int32_t* body_world;      // (body_count)
@@ -289,6 +297,9 @@ struct BatchView {
                               // block from 12 x its first slot holds them one after another,
                               // each over the world's row slots
   Real* row_gcr_q;            // (row slots x 12) their products A p, laid out alike
+  Real* row_loop_a;           // (row slots) the loop closures' work vector
+  Real* row_loop_x;           // (row slots x 16) P_R A_RL e_c of the loop rows c, laid out as
+                              // row_gcr_p
   // spanning-tree preconditioner: rows in groups on one body pair (kernels_tree.h)
   Real* row_tree_block;       // (row slots x 12) row k of the group's factored block
   Real* row_tree_y;           // (row slots x 6) row k of N_g^-1 J_gp (J of the parent body)
