@@ -166,9 +166,46 @@ TEST(PreconditionerTest, ArticulatedBodyOnTheGroundMatchesJacobi) {
   for (size_t i = 0; i < d.bodies.size(); ++i) EXPECT_NEAR(tree.pose[7 * i + 2], 0.02, 1e-3);
 }
 
+// Two boxes side by side with a plank across them: the three contact groups (box-box, and the
+// plank on each box) form a cycle, so the last closes a loop, four frictional contact points
+// whose twelve rows the loop factor eliminates on top of the tree. The pile settles to the same
+// poses on both preconditioners, the tree's solves taking about one CR iteration each (14
+// Newton / 15 CR; 163 CR on the tree alone).
+TEST(PreconditionerTest, FrictionalContactLoopIsEliminated) {
+  ModelDesc d;
+  ShapeDesc ground;
+  ground.type = ShapeType::kPlane;
+  d.shapes.push_back(ground);
+  auto add_box = [&](Vec3 pos, Vec3 half, Real mass) {
+    BodyDesc b;
+    b.mass = mass;
+    b.inertia = scenes::BoxInertia(mass, half);
+    b.pose.pos = pos;
+    d.bodies.push_back(b);
+    ShapeDesc s;
+    s.body = static_cast<int>(d.bodies.size()) - 1;
+    s.type = ShapeType::kBox;
+    s.size = half;
+    d.shapes.push_back(s);
+  };
+  add_box({-0.1, 0, 0.1}, {0.1, 0.1, 0.1}, 1);
+  add_box({0.1, 0, 0.1}, {0.1, 0.1, 0.1}, 1);
+  add_box({0, 0, 0.25}, {0.2, 0.1, 0.05}, 2);
+  RunStats tree = Simulate(WithPreconditioner(d, Preconditioner::kTree), 100);
+  RunStats jacobi = Simulate(WithPreconditioner(d, Preconditioner::kJacobi), 100);
+  std::printf("plank on two boxes, 100 steps: tree %ld Newton / %ld CR, Jacobi %ld / %ld\n",
+              tree.newton, tree.cr, jacobi.newton, jacobi.cr);
+  EXPECT_GT(tree.newton, 0);
+  EXPECT_LT(tree.cr, jacobi.cr);
+  EXPECT_LE(tree.cr, 2 * tree.newton);
+  EXPECT_LT(MaxPoseDifference(tree, jacobi), 1e-5);
+  EXPECT_NEAR(tree.pose[7 * 2 + 2], 0.25, 1e-3);  // the plank rests on the boxes
+}
+
 // A parallelogram four-bar linkage hanging from two pivots: the second pivot closes a loop
-// through the world, so its joint stays on the diagonal while the other three are factored. Its
-// planar loop is also redundant in 3D (five rows per hinge), which CR has to live with.
+// through the world, so its joint stays off the tree while the other three are factored, and the
+// loop factor eliminates it on top. Its planar loop is also redundant in 3D (five rows per
+// hinge): the redundant rows keep their diagonal.
 TEST(PreconditionerTest, ClosedLoopLinkageMatchesJacobi) {
   ModelDesc d;
   auto add_link = [&](Vec3 com, Vec3 half) {
@@ -203,6 +240,10 @@ TEST(PreconditionerTest, ClosedLoopLinkageMatchesJacobi) {
   std::printf("four-bar linkage, 200 steps: tree %ld Newton / %ld CR, Jacobi %ld / %ld\n",
               tree.newton, tree.cr, jacobi.newton, jacobi.cr);
   EXPECT_LT(tree.cr, jacobi.cr);
+  // the loop factor eliminates the closing joint's rows exactly (their redundant ones keep their
+  // diagonal): one CR iteration per Newton iteration (376 of 376; 2234 CR for 379 Newton on the
+  // tree alone)
+  EXPECT_LE(tree.cr, tree.newton + tree.newton / 10);
   EXPECT_LT(MaxPoseDifference(tree, jacobi), 1e-5);
   // the coupler stays horizontal in a parallelogram
   Quat coupler = load_quat(&tree.pose[7 * 1 + 3]);
