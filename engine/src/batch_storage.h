@@ -42,7 +42,7 @@ namespace axion {
           X(int32_t, world_newton_attempt, 1) X(int32_t, world_halves_left, 1)                  \
               X(int32_t, world_halvings, 1) X(int32_t, world_friction_cone, 1) \
                   X(int32_t, world_loop_count, 1) X(int32_t, world_loop_rows, 16) \
-                      X(Real, world_loop_lu, 256) X(int32_t, world_loop_dropped, 16)
+                      X(Real, world_loop_lu, 256)
 #define AXION_BODY_MODEL(X) \
   X(int32_t, body_world, 1) \
   X(Real, body_inv_mass, 1) X(Real, body_inertia, 9) X(Real, body_inv_inertia, 9)

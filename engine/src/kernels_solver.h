@@ -280,15 +280,14 @@ AXION_HD bool row_closes_loop(const BatchView& v, int row) {
   return kind != kRowDisabled;
 }
 
-// Per world: x = S^-1 s by the loop factor (n rows), in place.
-AXION_HD void loop_lu_solve(const Real* lu, const int32_t* dropped, int n, Real* x) {
+// Per world: x = S^-1 s by the loop factor (n rows), in place. A dropped row's off-diagonal
+// entries are zero in both factors, so it solves on its diagonal alone.
+AXION_HD void loop_lu_solve(const Real* lu, int n, Real* x) {
   for (int i = 0; i < n; ++i) {
     for (int j = 0; j < i; ++j) x[i] -= lu[i * kLoopRows + j] * x[j];
   }
   for (int i = n - 1; i >= 0; --i) {
-    if (!dropped[i]) {
-      for (int j = i + 1; j < n; ++j) x[i] -= lu[i * kLoopRows + j] * x[j];
-    }
+    for (int j = i + 1; j < n; ++j) x[i] -= lu[i * kLoopRows + j] * x[j];
     x[i] /= lu[i * kLoopRows + i];
   }
 }
@@ -391,11 +390,9 @@ AXION_HD void world_loop_factor(const BatchView& v, Team team, int world) {
   }
   // LU in row order without pivoting; (nearly) dependent rows keep their diagonal alone
   if (team.lane == 0) {
-    int32_t* dropped = v.world_loop_dropped + kLoopRows * world;
     for (int k = 0; k < n; ++k) {
       Real* row_k = lu + k * kLoopRows;
-      dropped[k] = !(row_k[k] > kTreeRedundancy * a_diag[k]);
-      if (dropped[k]) {
+      if (!(row_k[k] > kTreeRedundancy * a_diag[k])) {
         row_k[k] = a_diag[k];
         for (int j = k + 1; j < n; ++j) row_k[j] = 0;
         for (int i = k + 1; i < n; ++i) lu[i * kLoopRows + k] = 0;
@@ -433,8 +430,7 @@ AXION_HD void world_loop_apply(const BatchView& v, Team team, int world, const R
   if (team.lane == 0) {
     Real x[kLoopRows];
     for (int i = 0; i < n; ++i) x[i] = in[loop_rows[i]] - loop_row_product(v, loop_rows[i], out);
-    loop_lu_solve(v.world_loop_lu + kLoopRows * kLoopRows * world,
-                  v.world_loop_dropped + kLoopRows * world, n, x);
+    loop_lu_solve(v.world_loop_lu + kLoopRows * kLoopRows * world, n, x);
     for (int i = 0; i < n; ++i) v.row_loop_a[row0 + i] = x[i];
   }
   team_sync(team);

@@ -343,19 +343,10 @@ ModelDesc Tripod() {
   ground.collision_mask = 1;
   d.shapes.push_back(ground);
   auto add_body = [&](Vec3 pos, Vec3 half) {
-    BodyDesc b;
-    b.mass = 1;
-    b.inertia = BoxInertia(1, half);
-    b.pose.pos = pos;
-    d.bodies.push_back(b);
-    ShapeDesc s;
-    s.body = static_cast<int>(d.bodies.size()) - 1;
-    s.type = ShapeType::kBox;
-    s.size = half;
-    s.collision_group = 1;  // the links touch the ground, not each other
-    s.collision_mask = 2;
-    d.shapes.push_back(s);
-    return s.body;
+    const int body = scenes::AddBox(d, pos, half);
+    d.shapes.back().collision_group = 1;  // the links touch the ground, not each other
+    d.shapes.back().collision_mask = 2;
+    return body;
   };
   const int torso = add_body({0, 0, 0.3}, {0.15, 0.15, 0.05});
   for (int leg = 0; leg < 3; ++leg) {

@@ -48,14 +48,24 @@ Real MaxPoseDifference(const RunStats& a, const RunStats& b) {
   return diff;
 }
 
+// Runs `d` on the tree preconditioner and on the Jacobi diagonal, and prints both runs'
+// iteration counts.
+struct TreeAndJacobi {
+  RunStats tree, jacobi;
+};
+TreeAndJacobi SimulateBoth(const char* scene, const ModelDesc& d, int steps) {
+  TreeAndJacobi runs{Simulate(WithPreconditioner(d, Preconditioner::kTree), steps),
+                     Simulate(WithPreconditioner(d, Preconditioner::kJacobi), steps)};
+  std::printf("%s, %d steps: tree %ld Newton / %ld CR, Jacobi %ld Newton / %ld CR\n", scene, steps,
+              runs.tree.newton, runs.tree.cr, runs.jacobi.newton, runs.jacobi.cr);
+  return runs;
+}
+
 // Runs `d` with both preconditioners and expects the tree to be exact on it (one CR iteration
 // per Newton iteration, where the diagonal needs more than ten) and both to reach the same
 // poses. Returns the tree's run.
 RunStats ExpectTreeExact(const char* scene, const ModelDesc& d, int steps, Real pose_tolerance) {
-  RunStats tree = Simulate(WithPreconditioner(d, Preconditioner::kTree), steps);
-  RunStats jacobi = Simulate(WithPreconditioner(d, Preconditioner::kJacobi), steps);
-  std::printf("%s, %d steps: tree %ld Newton / %ld CR, Jacobi %ld Newton / %ld CR\n", scene, steps,
-              tree.newton, tree.cr, jacobi.newton, jacobi.cr);
+  auto [tree, jacobi] = SimulateBoth(scene, d, steps);
   EXPECT_GT(tree.newton, 0);
   EXPECT_EQ(tree.cr, tree.newton);
   EXPECT_GT(jacobi.cr, 10 * jacobi.newton);
@@ -111,10 +121,7 @@ PileRun SettlePile(const ModelDesc& pile, int steps) {
 TEST(PreconditionerTest, WorldsOfContactsOnlyFactorTheTree) {
   ModelDesc d = scenes::Stack(5);
   for (size_t i = 0; i < d.bodies.size(); ++i) d.bodies[i].pose.pos.z += Real(0.05) * (i + 1);
-  RunStats tree = Simulate(WithPreconditioner(d, Preconditioner::kTree), 150);
-  RunStats jacobi = Simulate(WithPreconditioner(d, Preconditioner::kJacobi), 150);
-  std::printf("5-box stack dropped, 150 steps: tree %ld Newton / %ld CR, Jacobi %ld / %ld\n",
-              tree.newton, tree.cr, jacobi.newton, jacobi.cr);
+  auto [tree, jacobi] = SimulateBoth("5-box stack dropped", d, 150);
   EXPECT_GT(tree.newton, 0);
   EXPECT_LT(tree.cr, jacobi.cr);
   EXPECT_LT(MaxPoseDifference(tree, jacobi), 1e-5);
@@ -176,25 +183,10 @@ TEST(PreconditionerTest, FrictionalContactLoopIsEliminated) {
   ShapeDesc ground;
   ground.type = ShapeType::kPlane;
   d.shapes.push_back(ground);
-  auto add_box = [&](Vec3 pos, Vec3 half, Real mass) {
-    BodyDesc b;
-    b.mass = mass;
-    b.inertia = scenes::BoxInertia(mass, half);
-    b.pose.pos = pos;
-    d.bodies.push_back(b);
-    ShapeDesc s;
-    s.body = static_cast<int>(d.bodies.size()) - 1;
-    s.type = ShapeType::kBox;
-    s.size = half;
-    d.shapes.push_back(s);
-  };
-  add_box({-0.1, 0, 0.1}, {0.1, 0.1, 0.1}, 1);
-  add_box({0.1, 0, 0.1}, {0.1, 0.1, 0.1}, 1);
-  add_box({0, 0, 0.25}, {0.2, 0.1, 0.05}, 2);
-  RunStats tree = Simulate(WithPreconditioner(d, Preconditioner::kTree), 100);
-  RunStats jacobi = Simulate(WithPreconditioner(d, Preconditioner::kJacobi), 100);
-  std::printf("plank on two boxes, 100 steps: tree %ld Newton / %ld CR, Jacobi %ld / %ld\n",
-              tree.newton, tree.cr, jacobi.newton, jacobi.cr);
+  scenes::AddBox(d, {-0.1, 0, 0.1}, {0.1, 0.1, 0.1});
+  scenes::AddBox(d, {0.1, 0, 0.1}, {0.1, 0.1, 0.1});
+  scenes::AddBox(d, {0, 0, 0.25}, {0.2, 0.1, 0.05}, 2);
+  auto [tree, jacobi] = SimulateBoth("plank on two boxes", d, 100);
   EXPECT_GT(tree.newton, 0);
   EXPECT_LT(tree.cr, jacobi.cr);
   EXPECT_LE(tree.cr, 2 * tree.newton);
@@ -235,10 +227,7 @@ TEST(PreconditionerTest, ClosedLoopLinkageMatchesJacobi) {
   hinge(0, 1, {-0.5, 0, 0});
   hinge(1, 2, {0, 0, -0.25});
   hinge(kWorldBody, 2, {0, 0, 0.25});
-  RunStats tree = Simulate(WithPreconditioner(d, Preconditioner::kTree), 200);
-  RunStats jacobi = Simulate(WithPreconditioner(d, Preconditioner::kJacobi), 200);
-  std::printf("four-bar linkage, 200 steps: tree %ld Newton / %ld CR, Jacobi %ld / %ld\n",
-              tree.newton, tree.cr, jacobi.newton, jacobi.cr);
+  auto [tree, jacobi] = SimulateBoth("four-bar linkage", d, 200);
   EXPECT_LT(tree.cr, jacobi.cr);
   // the loop factor eliminates the closing joint's rows exactly (their redundant ones keep their
   // diagonal): one CR iteration per Newton iteration (376 of 376; 2234 CR for 379 Newton on the

@@ -52,24 +52,28 @@ inline ModelDesc Chain(int links) {
   return d;
 }
 
+// Adds a solid box body of half extents `half` at `pos` with its box shape; returns the body.
+inline int AddBox(ModelDesc& d, Vec3 pos, Vec3 half, Real mass = 1) {
+  BodyDesc b;
+  b.mass = mass;
+  b.inertia = BoxInertia(mass, half);
+  b.pose.pos = pos;
+  d.bodies.push_back(b);
+  ShapeDesc s;
+  s.body = static_cast<int>(d.bodies.size()) - 1;
+  s.type = ShapeType::kBox;
+  s.size = half;
+  d.shapes.push_back(s);
+  return s.body;
+}
+
 // `count` 0.2 m boxes stacked on a ground plane, touching.
 inline ModelDesc Stack(int count) {
   ModelDesc d;
   ShapeDesc ground;
   ground.type = ShapeType::kPlane;
   d.shapes.push_back(ground);
-  for (int i = 0; i < count; ++i) {
-    BodyDesc b;
-    b.mass = 1;
-    b.inertia = BoxInertia(1, {0.1, 0.1, 0.1});
-    b.pose.pos = {0, 0, Real(0.1) + Real(0.2) * i};
-    d.bodies.push_back(b);
-    ShapeDesc s;
-    s.body = i;
-    s.type = ShapeType::kBox;
-    s.size = {0.1, 0.1, 0.1};
-    d.shapes.push_back(s);
-  }
+  for (int i = 0; i < count; ++i) AddBox(d, {0, 0, Real(0.1) + Real(0.2) * i}, {0.1, 0.1, 0.1});
   return d;
 }
 

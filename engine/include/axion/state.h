@@ -107,18 +107,16 @@ struct BatchView {
   int32_t* world_tree_levels;  // (world_count) levels of the tree (body_tree_level)
   // loop closures: the rows outside the tree that close loops, and their Schur complement
   // (kernels_solver.h, world_loop_factor)
-  int32_t* world_loop_count;    // (world_count) rows in the loop factor (0: none)
-  int32_t* world_loop_rows;     // (world_count x 16) those rows (kLoopRows), in row order
-  Real* world_loop_lu;          // (world_count x 256) LU factors of their Schur complement S,
-                                // row-major 16 x 16
-  int32_t* world_loop_dropped;  // (world_count x 16) 1 where a row of S was left out of the
-                                // factor as (nearly) dependent on the earlier ones
-  int32_t* world_newton_best;   // (world_count) Newton iteration (of this attempt) of the best
-                                // iterate so far
-  Real* world_residual_best;    // (world_count) residual of that iterate
-  Real* world_ls_step;          // (world_count) current line-search step length t
-  int32_t* world_ls_trials;     // (world_count) line-search trials taken this iteration
-  Real* world_time;             // (world_count) simulated time (s)
+  int32_t* world_loop_count;   // (world_count) rows in the loop factor (0: none)
+  int32_t* world_loop_rows;    // (world_count x 16) those rows (kLoopRows), in row order
+  Real* world_loop_lu;         // (world_count x 256) LU factors of their Schur complement S,
+                               // row-major 16 x 16
+  int32_t* world_newton_best;  // (world_count) Newton iteration (of this attempt) of the best
+                               // iterate so far
+  Real* world_residual_best;   // (world_count) residual of that iterate
+  Real* world_ls_step;         // (world_count) current line-search step length t
+  int32_t* world_ls_trials;    // (world_count) line-search trials taken this iteration
+  Real* world_time;            // (world_count) simulated time (s)
 
   // ---- bodies (body_count = world_body_offset[world_count]) ---------------------------------
   const int32_t* body_world;      // (body_count)
