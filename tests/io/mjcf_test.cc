@@ -115,10 +115,13 @@ void ExpectBodiesMatchMuJoCo(const std::string& path, const ModelDesc& model) {
   int compared = 0;
   for (int b = 1; b < m->nbody; ++b) {
     if (m->body_weldid[b] == 0) continue;  // static: folded into the world
-    const char* name = mj_id2name(m.get(), mjOBJ_BODY, b);
-    ASSERT_TRUE(name) << "test models name every body";
-    int i = FindBody(model, name);
+    // A body MuJoCo leaves unnamed is matched by its place (the model then has no extra
+    // bodies from joint conversion).
+    const char* mj_name = mj_id2name(m.get(), mjOBJ_BODY, b);
+    const std::string name = mj_name ? mj_name : absl::StrCat("body #", b);
+    int i = mj_name ? FindBody(model, name) : b - 1;
     ASSERT_GE(i, 0) << name;
+    ASSERT_LT(i, static_cast<int>(model.bodies.size())) << name;
     const BodyDesc& body = model.bodies[i];
     EXPECT_NEAR(body.mass, m->body_mass[b], 1e-6 * m->body_mass[b]) << name;
     std::array<double, 3> ours = SymmetricEigenvalues(body.inertia);
@@ -656,6 +659,57 @@ TEST(MjcfJointTest, DefaultClassesChildclassAndSpringsFollowMuJoCo) {
   }
 }
 
+// Every top-level <default> is MuJoCo's main class: a second one adds to it (humanoid100.xml
+// includes humanoid_body.xml, whose defaults come first), and classes nested in either start
+// from main as it stands where they are defined.
+TEST(MjcfJointTest, RepeatedTopLevelDefaultsAddToTheMainClass) {
+  std::string path = WriteTemp("two_defaults.xml", R"(
+<mujoco>
+  <default>
+    <geom density="500"/>
+    <default class="early"><geom size="0.1"/></default>
+  </default>
+  <default>
+    <geom density="2000" type="box"/>
+    <default class="late"><geom size="0.2 0.1 0.1"/></default>
+  </default>
+  <worldbody>
+    <body name="plain"><freejoint/><geom type="sphere" size="0.1"/></body>
+    <body name="early"><freejoint/><geom class="early" type="sphere"/></body>
+    <body name="late"><freejoint/><geom class="late"/></body>
+  </worldbody>
+</mujoco>)");
+  absl::StatusOr<ImportResult> r = LoadMjcfFile(path);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectBodiesMatchMuJoCo(path, r->model);
+  const double sphere = 4.0 / 3.0 * M_PI * 0.001;
+  EXPECT_NEAR(r->model.bodies[FindBody(r->model, "plain")].mass, 2000 * sphere, 1e-12);
+  EXPECT_NEAR(r->model.bodies[FindBody(r->model, "early")].mass, 500 * sphere, 1e-12);
+  EXPECT_NEAR(r->model.bodies[FindBody(r->model, "late")].mass, 2000 * 0.016, 1e-12);
+  // A nested class may still not be defined twice.
+  absl::StatusOr<ImportResult> twice = LoadMjcfString(R"(<mujoco><default>
+    <default class="a"/><default class="a"/></default><worldbody/></mujoco>)",
+                                                      "");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find("'a' is defined twice"), std::string::npos)
+      << twice.status();
+}
+
+// MuJoCo's humanoid100.xml (the humanoid and 100 free objects: capsules, ellipsoids, boxes and
+// cylinders) loads, with every body's mass and inertia MuJoCo's.
+TEST(MjcfSampleTest, HumanoidWithHundredObjectsMatchesMuJoCo) {
+  const std::string path = "/usr/share/mujoco/model/humanoid100/humanoid100.xml";
+  if (!std::ifstream(path)) GTEST_SKIP() << "MuJoCo's sample " << path << " is not installed";
+  absl::StatusOr<ImportResult> r = LoadMjcfFile(path);
+  ASSERT_TRUE(r.ok()) << r.status();
+  MjModelPtr m = LoadMuJoCo(path);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(r->model.bodies.size(), static_cast<size_t>(m->nbody - 1));
+  EXPECT_EQ(r->model.shapes.size(), static_cast<size_t>(m->ngeom));
+  EXPECT_EQ(r->model.actuators.size(), static_cast<size_t>(m->nu));
+  ExpectBodiesMatchMuJoCo(path, r->model);
+}
+
 TEST(MjcfActuatorTest, PositionAndVelocityServos) {
   std::string xml = R"(
 <mujoco><compiler autolimits="true"/><worldbody><body name="b"><joint name="j" axis="0 1 0" damping="0.5"/>
@@ -718,6 +772,27 @@ TEST(MjcfErrorTest, MissingIncludeNamesTheFile) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(r.status().message().find("no_such_part.xml"), std::string::npos) << r.status();
   EXPECT_NE(r.status().message().find(":2:"), std::string::npos) << r.status();
+}
+
+// MuJoCo's composite/rope.xml: the <composite> generating the rope's bodies is not supported, so
+// its free body is left without mass. The error names the element left out, which is the cause.
+TEST(MjcfErrorTest, ErrorsNameTheUnsupportedElementsIgnoredBeforeThem) {
+  absl::StatusOr<ImportResult> r = LoadMjcfString(R"(<mujoco>
+  <worldbody>
+    <body name="rope" pos="0 0 1">
+      <freejoint/>
+      <composite type="rope" count="21 1 1" spacing="0.04">
+        <geom type="capsule" size=".01 .015"/>
+      </composite>
+    </body>
+  </worldbody>
+</mujoco>)",
+                                                  "");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("body 'rope': mass is zero"), std::string::npos)
+      << r.status();
+  EXPECT_NE(r.status().message().find("<composite> in <body> (<string>:5)"), std::string::npos)
+      << r.status();
 }
 
 TEST(MjcfErrorTest, BadValuesNameElementNameAndAttribute) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "io/io_util.h"
@@ -190,10 +191,14 @@ class MjcfLoader {
  public:
   explicit MjcfLoader(const MjcfOptions& options) : options_(options) {}
 
+  // The model, or the first error; an error names the unsupported elements ignored before it
+  // (a <composite> left out leaves its body without mass, which is the error then reported).
   absl::StatusOr<ImportResult> Load(std::string_view xml, const std::string& file,
                                     const std::string& base_dir);
 
  private:
+  absl::StatusOr<ImportResult> LoadModel(std::string_view xml, const std::string& file,
+                                         const std::string& base_dir);
   // --- XML and includes ---
   absl::StatusOr<XMLDocument*> Parse(std::string_view xml, const std::string& file);
   std::string Where(const XMLElement* e) const;
@@ -225,6 +230,7 @@ class MjcfLoader {
 
   const MjcfOptions& options_;
   io::Warnings warnings_;
+  std::vector<std::string> unsupported_elements_;  // "<tag> in <context>", first occurrences
   std::string base_dir_;
   std::vector<std::unique_ptr<XMLDocument>> docs_;
   std::map<const XMLDocument*, std::string> doc_file_;
@@ -336,6 +342,13 @@ void MjcfLoader::WarnUnsupportedAttributes(const Elem& e) {
 void MjcfLoader::WarnElement(const XMLElement* e, const std::string& context,
                              const std::string& reason) {
   std::string tag = e->Name();
+  if (absl::StrContains(reason, "not supported")) {
+    std::string what = absl::StrCat("<", tag, "> in <", context, "> (", Where(e), ")");
+    const std::string prefix = absl::StrCat("<", tag, "> in <", context, ">");
+    bool seen = false;
+    for (const std::string& u : unsupported_elements_) seen = seen || absl::StartsWith(u, prefix);
+    if (!seen) unsupported_elements_.push_back(what);
+  }
   warnings_.Add(absl::StrCat("elem:", context, ":", tag),
                 absl::StrCat("element <", tag, "> in <", context, "> ", reason, " (first at ",
                              Where(e), ")"));
@@ -380,12 +393,19 @@ absl::Status MjcfLoader::ParseOption(const XMLElement* xml) {
 
 absl::Status MjcfLoader::ParseDefault(const XMLElement* e, const std::string& class_name,
                                       const std::string& parent_class) {
-  if (classes_.count(class_name)) {
+  // Every top-level <default> is the main class (MuJoCo's rule): a later one adds to it, and
+  // its nested classes start from main as it stands then.
+  const bool top_level = parent_class.empty();
+  if (classes_.count(class_name) && !top_level) {
     return absl::InvalidArgumentError(absl::StrCat(Where(e), ": default: attribute 'class': '",
                                                    class_name, "' is defined twice"));
   }
   DefaultClass cls;
-  if (!parent_class.empty()) cls = classes_.at(parent_class);
+  if (top_level) {
+    cls = classes_[class_name];
+  } else {
+    cls = classes_.at(parent_class);
+  }
   std::vector<const XMLElement*> children;
   AXION_IO_RETURN_IF_ERROR(Children(e, &children, 0));
   std::vector<const XMLElement*> nested;
@@ -1335,6 +1355,16 @@ void MjcfLoader::ApplyCollisionRules() {
 
 absl::StatusOr<ImportResult> MjcfLoader::Load(std::string_view xml, const std::string& file,
                                               const std::string& base_dir) {
+  absl::StatusOr<ImportResult> result = LoadModel(xml, file, base_dir);
+  if (result.ok() || unsupported_elements_.empty()) return result;
+  return absl::Status(result.status().code(),
+                      absl::StrCat(result.status().message(),
+                                   " (unsupported elements were ignored before this error: ",
+                                   absl::StrJoin(unsupported_elements_, ", "), ")"));
+}
+
+absl::StatusOr<ImportResult> MjcfLoader::LoadModel(std::string_view xml, const std::string& file,
+                                                   const std::string& base_dir) {
   base_dir_ = base_dir;
   AXION_IO_ASSIGN_OR_RETURN(XMLDocument * doc, Parse(xml, file));
   const XMLElement* root = doc->RootElement();
@@ -1354,14 +1384,11 @@ absl::StatusOr<ImportResult> MjcfLoader::Load(std::string_view xml, const std::s
     if (std::string(s->Name()) == "compiler") AXION_IO_RETURN_IF_ERROR(ParseCompiler(s));
   }
   classes_["main"] = DefaultClass{};
-  bool main_defined = false;
   for (const XMLElement* s : sections) {
     if (std::string(s->Name()) != "default") continue;
     const char* cls = s->Attribute("class");
     std::string name = cls ? cls : "main";
-    if (name == "main" && !main_defined) {
-      classes_.erase("main");
-      main_defined = true;
+    if (name == "main") {
       AXION_IO_RETURN_IF_ERROR(ParseDefault(s, "main", ""));
     } else {
       AXION_IO_RETURN_IF_ERROR(ParseDefault(s, name, "main"));
