@@ -416,6 +416,40 @@ TEST(HumanoidDropTest, ComesToRestAtItsOwnTimeStep) { DropHumanoid(1); }
 // some steps, but nothing sinks in and the figure comes to rest with every step converging.
 TEST(HumanoidDropTest, ComesToRestAtTenTimesItsTimeStep) { DropHumanoid(10); }
 
+// A box given as a mesh asset (its eight corners; MuJoCo takes the faces of their hull) and
+// tilted by 30 degrees about z, dropped onto the floor: it collides as the hull of its vertices,
+// lands flat on a face and rests there at its half height with the mass MuJoCo gives it.
+TEST(MeshDropTest, MeshBoxLandsAndRestsOnItsFace) {
+  absl::StatusOr<ImportResult> imported = LoadMjcfString(R"(
+<mujoco>
+  <option timestep="0.005"/>
+  <asset>
+    <mesh name="box" vertex="-1 -1 -1  1 -1 -1  -1 1 -1  1 1 -1  -1 -1 1  1 -1 1  -1 1 1  1 1 1"
+          scale="0.2 0.1 0.05"/>
+  </asset>
+  <worldbody>
+    <geom type="plane" size="1 1 0.1"/>
+    <body name="box" pos="0 0 0.3" euler="0 0 30"><freejoint/>
+      <geom type="mesh" mesh="box" density="800"/>
+    </body>
+  </worldbody>
+</mujoco>)",
+                                                         "");
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  EXPECT_NEAR(imported->model.bodies[0].mass, 800 * 0.4 * 0.2 * 0.1, 1e-9);
+  World w = MakeWorld(imported->model);
+  ASSERT_TRUE(w.sim);
+  std::vector<std::vector<Real>> poses = Trajectory(w, 400);
+  const std::vector<Real>& rest = poses.back();
+  EXPECT_NEAR(rest[2], 0.05, 1e-3);  // the bottom face on the floor
+  absl::StatusOr<BodyState> state = w.sim->GetBodyState(w.id);
+  ASSERT_TRUE(state.ok());
+  for (int k = 0; k < 6; ++k) EXPECT_NEAR(state->velocity[k], 0, 1e-3) << k;
+  // Still turned 30 degrees about z: w = cos(15 deg), z = sin(15 deg).
+  EXPECT_NEAR(std::abs(rest[3]), std::cos(kPi / 12), 1e-3);
+  EXPECT_NEAR(std::abs(rest[6]), std::sin(kPi / 12), 1e-3);
+}
+
 // One humanoid run under control noise (axion-sim's: every step each control is drawn from the
 // middle `noise` fraction of its range) and what its steps did.
 struct NoisyRun {

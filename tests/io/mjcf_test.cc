@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -107,7 +109,10 @@ bool HasWarning(const ImportResult& r, const std::string& needle) {
 
 // Each MuJoCo body's mass, centre of mass, principal inertia and qpos0 pose match the imported
 // body of the same name.
-void ExpectBodiesMatchMuJoCo(const std::string& path, const ModelDesc& model) {
+// MuJoCo keeps mesh vertices in single precision, which moves a mesh body's centre by up to
+// 1e-8 m: `com_tolerance` (m) allows for that.
+void ExpectBodiesMatchMuJoCo(const std::string& path, const ModelDesc& model,
+                             double com_tolerance = 1e-9) {
   MjModelPtr m = LoadMuJoCo(path);
   ASSERT_TRUE(m);
   mjData* d = mj_makeData(m.get());
@@ -132,7 +137,7 @@ void ExpectBodiesMatchMuJoCo(const std::string& path, const ModelDesc& model) {
       EXPECT_NEAR(ours[k], theirs[k], 1e-6 * theirs[2]) << name << " principal moment " << k;
     }
     for (int k = 0; k < 3; ++k) {
-      EXPECT_NEAR(body.com[k], m->body_ipos[3 * b + k], 1e-9) << name << " com " << k;
+      EXPECT_NEAR(body.com[k], m->body_ipos[3 * b + k], com_tolerance) << name << " com " << k;
       EXPECT_NEAR(body.pose.pos[k], d->xpos[3 * b + k], 1e-9) << name << " position " << k;
     }
     double q_dot = body.pose.quat.w * d->xquat[4 * b] + body.pose.quat.x * d->xquat[4 * b + 1] +
@@ -710,6 +715,155 @@ TEST(MjcfSampleTest, HumanoidWithHundredObjectsMatchesMuJoCo) {
   ExpectBodiesMatchMuJoCo(path, r->model);
 }
 
+// Mesh geoms take MuJoCo 2.2's mass properties (a pyramid per triangle, then the box of equal
+// principal moments) wherever the geom sits, and collide as the hull of their vertices: a cube
+// from an OBJ file (quads), an L-shaped prism from a binary STL (not convex: MuJoCo's mass is
+// the box's, 3.4157 m^3 of density for 3 m^3 of solid), and a tetrahedron given by its
+// vertices alone (faces from their hull), under meshdir, scale, a geom pose and a mass.
+TEST(MjcfMeshTest, MassPropertiesMatchMuJoCo) {
+  const std::string dir = ::testing::TempDir() + "mesh_assets";
+  ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
+  std::ofstream(dir + "/cube.obj") << R"(# unit cube, quads
+v 0 0 0
+v 0 0 1
+v 0 1 0
+v 0 1 1
+v 1 0 0
+v 1 0 1
+v 1 1 0
+v 1 1 1
+vt 0 0
+vn 0 0 -1
+f 1/1/1 3/1/1 7/1/1 5/1/1
+f 2 6 8 4
+f 1//1 5//1 6//1 2//1
+f 3 4 8 7
+f 1 2 4 3
+f -4 -2 -1 -3
+)";
+  {
+    // L-shaped profile in x-y extruded along z
+    const double profile[6][2] = {{0, 0}, {2, 0}, {2, 1}, {1, 1}, {1, 2}, {0, 2}};
+    std::vector<std::array<double, 3>> v;
+    for (double z : {0.0, 1.0}) {
+      for (const auto& p : profile) v.push_back({p[0], p[1], z});
+    }
+    std::vector<std::array<int, 3>> tris;
+    const int fan[4][3] = {{0, 1, 2}, {0, 2, 3}, {0, 3, 4}, {0, 4, 5}};
+    for (const auto& t : fan) {
+      tris.push_back({t[0], t[2], t[1]});
+      tris.push_back({t[0] + 6, t[1] + 6, t[2] + 6});
+    }
+    for (int i = 0; i < 6; ++i) {
+      int j = (i + 1) % 6;
+      tris.push_back({i, j, j + 6});
+      tris.push_back({i, j + 6, i + 6});
+    }
+    // binary STL (MuJoCo reads no other): header, count, then normal, corners and attribute
+    std::ofstream stl(dir + "/ell.stl", std::ios::binary);
+    const std::string header(80, ' ');
+    stl.write(header.data(), 80);
+    const uint32_t count = static_cast<uint32_t>(tris.size());
+    stl.write(reinterpret_cast<const char*>(&count), 4);
+    for (const auto& t : tris) {
+      float facet[12] = {0, 0, 0};
+      for (int c = 0; c < 3; ++c) {
+        for (int k = 0; k < 3; ++k) facet[3 + 3 * c + k] = static_cast<float>(v[t[c]][k]);
+      }
+      const uint16_t attribute = 0;
+      stl.write(reinterpret_cast<const char*>(facet), sizeof(facet));
+      stl.write(reinterpret_cast<const char*>(&attribute), 2);
+    }
+  }
+  std::string path = WriteTemp("meshes.xml", R"(
+<mujoco>
+  <compiler meshdir="mesh_assets"/>
+  <worldbody>
+    <body name="cube" pos="0 0 1"><freejoint/>
+      <geom type="mesh" mesh="cube" pos="0.1 0.2 0.3" euler="30 20 10" density="500"/>
+    </body>
+    <body name="ell" pos="3 0 1"><freejoint/>
+      <geom type="mesh" mesh="ell" euler="0 90 0"/>
+      <geom type="sphere" size="0.2" pos="0 0 2"/>
+    </body>
+    <body name="tetra" pos="6 0 1"><freejoint/>
+      <geom type="mesh" mesh="tetra" mass="2" pos="0 0 0.5"/>
+    </body>
+  </worldbody>
+  <asset>
+    <mesh file="cube.obj" scale="0.5 1 2"/>
+    <mesh name="ell" file="ell.stl" scale="0.1 0.1 0.1"/>
+    <mesh name="tetra" vertex="0 0 0  1 0 0  0 1 0  0 0 1"/>
+  </asset>
+</mujoco>)");
+  absl::StatusOr<ImportResult> r = LoadMjcfFile(path);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectBodiesMatchMuJoCo(path, r->model, 1e-7);
+  EXPECT_NEAR(r->model.bodies[FindBody(r->model, "cube")].mass, 500 * 0.5 * 1 * 2, 1e-9);
+  EXPECT_TRUE(HasWarning(*r, "collides as the convex hull of its vertices")) << r->warnings[0];
+  // The cube's hull: its 8 corners, in the geom frame.
+  int cube_shapes = 0;
+  for (const ShapeDesc& shape : r->model.shapes) {
+    if (shape.body != FindBody(r->model, "cube")) continue;
+    ++cube_shapes;
+    EXPECT_EQ(shape.type, ShapeType::kConvexHull);
+    EXPECT_EQ(shape.vertices.size(), 8u);
+  }
+  EXPECT_EQ(cube_shapes, 1);
+}
+
+// MuJoCo's sample mug.xml: a visual mesh of 24544 triangles (which carries the mug's mass) and
+// boxes that collide. Its mass is MuJoCo's, and the mug rests on the floor.
+TEST(MjcfSampleTest, MugMatchesMuJoCoAndRests) {
+  const std::string path = "/usr/share/mujoco/model/mug/mug.xml";
+  if (!std::ifstream(path)) GTEST_SKIP() << "MuJoCo's sample " << path << " is not installed";
+  absl::StatusOr<ImportResult> r = LoadMjcfFile(path);
+  ASSERT_TRUE(r.ok()) << r.status();
+  MjModelPtr m = LoadMuJoCo(path);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(r->model.shapes.size(), static_cast<size_t>(m->ngeom));
+  ExpectBodiesMatchMuJoCo(path, r->model, 1e-7);
+}
+
+// MuJoCo's slider_crank.xml drives its cranks through slider-crank transmissions, which Axion
+// does not have: the model loads without those actuators, and the warning names them.
+TEST(MjcfSampleTest, SliderCrankLoadsWithoutItsActuatorsAndSaysSo) {
+  const std::string path = "/usr/share/mujoco/model/slider_crank/slider_crank.xml";
+  if (!std::ifstream(path)) GTEST_SKIP() << "MuJoCo's sample " << path << " is not installed";
+  absl::StatusOr<ImportResult> r = LoadMjcfFile(path);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->model.actuators.empty());
+  EXPECT_TRUE(HasWarning(*r, "transmission 'cranksite' are not supported and were skipped"));
+  ExpectBodiesMatchMuJoCo(path, r->model);
+}
+
+// Mesh errors name the geom or asset and what is wrong.
+TEST(MjcfMeshTest, BadMeshesAreErrors) {
+  auto load = [](const std::string& body, const std::string& asset) {
+    return LoadMjcfString(
+        absl::StrCat("<mujoco><asset>", asset, "</asset><worldbody><body><freejoint/>", body,
+                     "</body></worldbody></mujoco>"),
+        "/nonexistent");
+  };
+  auto expect_error = [](const absl::StatusOr<ImportResult>& r, const std::string& needle) {
+    ASSERT_FALSE(r.ok()) << needle;
+    EXPECT_NE(r.status().message().find(needle), std::string::npos) << r.status();
+  };
+  expect_error(load(R"(<geom type="mesh"/>)", ""), "a mesh geom needs it");
+  expect_error(load(R"(<geom type="mesh" mesh="m"/>)", ""), "no <mesh> asset is named 'm'");
+  expect_error(load(R"(<geom type="mesh" mesh="m"/>)", R"(<mesh name="m" file="m.obj"/>)"),
+               "m.obj");
+  expect_error(load(R"(<geom type="mesh" mesh="m"/>)",
+                    R"(<mesh name="m" vertex="0 0 0 1 0 0 0 1 0 1 1 0"/>)"),
+               "mesh");  // flat: no hull
+  expect_error(load(R"(<geom type="mesh" mesh="m"/>)",
+                    R"(<mesh name="m" vertex="0 0 0 1 0 0 0 1 0 0 0 1" face="0 1 7"/>)"),
+               "7 is not a vertex index (4 vertices)");
+  expect_error(load("", R"(<mesh name="m" vertex="0 0 0 1 0 0 0 1 0 0 0 1"/>
+                           <mesh name="m" vertex="0 0 0 1 0 0 0 1 0 0 0 1"/>)"),
+               "mesh 'm' is defined twice");
+}
+
 TEST(MjcfActuatorTest, PositionAndVelocityServos) {
   std::string xml = R"(
 <mujoco><compiler autolimits="true"/><worldbody><body name="b"><joint name="j" axis="0 1 0" damping="0.5"/>
@@ -817,8 +971,8 @@ TEST(MjcfErrorTest, BadValuesNameElementNameAndAttribute) {
       {R"(<mujoco><worldbody><body name="b"><joint/><geom size="1"/></body></worldbody>
            <actuator><motor name="m" joint="nope"/></actuator></mujoco>)",
        {"motor 'm'", "'joint'", "nope"}},
-      {R"(<mujoco><worldbody><body name="b"><geom name="g" type="mesh" mesh="m"/></body></worldbody></mujoco>)",
-       {"geom 'g'", "'type'", "mesh"}},
+      {R"(<mujoco><worldbody><body name="b"><geom name="g" type="hfield" hfield="terrain"/></body></worldbody></mujoco>)",
+       {"geom 'g'", "'type'", "hfield"}},
       {R"(<mujoco><compiler coordinate="global"/></mujoco>)", {"compiler", "'coordinate'"}},
       {R"(<robot/>)", {"<mujoco>"}},
   };

@@ -1,10 +1,12 @@
 // MJCF (MuJoCo XML, version 2.2 semantics) importer: reads a model file into an axion::ModelDesc.
 //
 // Supported: <include>, <compiler> (angle, inertiafromgeom, eulerseq, coordinate="local",
-// autolimits), <option> (timestep, gravity), <default> classes with inheritance and `childclass`,
-// nested <body> (pos, quat, euler, axisangle, xyaxes, zaxis), <geom> (plane, sphere, capsule,
-// box, cylinder, ellipsoid; size, fromto, density, mass, friction, condim, contype,
-// conaffinity),
+// autolimits, meshdir, assetdir), <option> (timestep, gravity), <default> classes with
+// inheritance and `childclass` (every top-level <default> is the main class), <asset> <mesh>
+// (file: OBJ or binary / ASCII STL; or vertex and face; scale), nested <body> (pos, quat,
+// euler, axisangle, xyaxes, zaxis), <geom> (plane, sphere, capsule, box, cylinder, ellipsoid,
+// mesh; size, fromto, density, mass, friction, condim, contype, conaffinity; an ellipsoid and a
+// mesh collide as convex hulls, a mesh with MuJoCo 2.2's mass properties for it),
 // <inertial> (pos, orientation, mass, diaginertia, fullinertia), <joint> (hinge, slide, ball,
 // free; pos, axis, range, limited, stiffness, damping, armature, ref, springref), <freejoint>,
 // and <actuator> (motor, position, velocity on a joint: gear, ctrlrange, ctrllimited, kp, kv).

@@ -214,8 +214,13 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-absl::StatusOr<std::vector<Vec3>> ParseStl(const std::string& path, const std::string& bytes) {
-  std::vector<Vec3> points;
+// STL: every facet's three corners as vertices of their own (STL shares none).
+absl::StatusOr<TriangleMesh> ParseStl(const std::string& path, const std::string& bytes) {
+  TriangleMesh mesh;
+  auto add_facet = [&mesh] {
+    const int first = static_cast<int>(mesh.vertices.size()) - 3;
+    mesh.triangles.push_back({first, first + 1, first + 2});
+  };
   bool binary = false;
   if (bytes.size() >= 84) {
     uint32_t count = 0;
@@ -230,10 +235,11 @@ absl::StatusOr<std::vector<Vec3>> ParseStl(const std::string& path, const std::s
       for (int v = 0; v < 3; ++v) {
         float xyz[3];
         std::memcpy(xyz, tri + 12 + 12 * v, 12);  // after the facet normal
-        points.push_back({xyz[0], xyz[1], xyz[2]});
+        mesh.vertices.push_back({xyz[0], xyz[1], xyz[2]});
       }
+      add_facet();
     }
-    return points;
+    return mesh;
   }
   if (bytes.compare(0, 5, "solid") != 0) {
     return absl::InvalidArgumentError(
@@ -244,43 +250,94 @@ absl::StatusOr<std::vector<Vec3>> ParseStl(const std::string& path, const std::s
   std::istringstream in(bytes);
   std::string line;
   int line_number = 0;
+  int corners = 0;  // of the current facet
   while (std::getline(in, line)) {
     ++line_number;
     absl::string_view text = absl::StripAsciiWhitespace(line);
+    if (text.substr(0, 8) == "endfacet") {
+      if (corners != 3) {
+        return absl::InvalidArgumentError(absl::StrCat("mesh '", path, "' line ", line_number,
+                                                       ": facet with ", corners,
+                                                       " vertices (3 expected)"));
+      }
+      add_facet();
+      corners = 0;
+      continue;
+    }
     if (text.substr(0, 6) != "vertex") continue;
     std::vector<Real> xyz;
     if (!ParseReals(std::string(text.substr(6)), &xyz) || xyz.size() != 3) {
       return absl::InvalidArgumentError(
           absl::StrCat("mesh '", path, "' line ", line_number, ": bad vertex '", text, "'"));
     }
-    points.push_back({xyz[0], xyz[1], xyz[2]});
+    mesh.vertices.push_back({xyz[0], xyz[1], xyz[2]});
+    ++corners;
   }
-  return points;
+  return mesh;
 }
 
-absl::StatusOr<std::vector<Vec3>> ParseObj(const std::string& path, const std::string& bytes) {
-  std::vector<Vec3> points;
+// OBJ: "v x y z [w]" vertices and "f a b c ..." faces (a, a/t, a//n or a/t/n; negative indices
+// count back from the last vertex), polygons split into a fan of triangles.
+absl::StatusOr<TriangleMesh> ParseObj(const std::string& path, const std::string& bytes) {
+  TriangleMesh mesh;
+  std::vector<std::pair<int, std::vector<int>>> faces;  // (line, 1-based or negative indices)
   std::istringstream in(bytes);
   std::string line;
   int line_number = 0;
   while (std::getline(in, line)) {
     ++line_number;
     absl::string_view text = absl::StripAsciiWhitespace(line);
-    if (text.size() < 2 || text[0] != 'v' || (text[1] != ' ' && text[1] != '\t')) continue;
-    std::vector<Real> xyz;
-    // "v x y z [w]" or "v x y z r g b": the first three numbers are the position.
-    if (!ParseReals(std::string(text.substr(2)), &xyz) || xyz.size() < 3) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("mesh '", path, "' line ", line_number, ": bad vertex '", text, "'"));
+    if (text.size() < 2 || (text[1] != ' ' && text[1] != '\t')) continue;
+    if (text[0] == 'v') {
+      std::vector<Real> xyz;
+      // "v x y z [w]" or "v x y z r g b": the first three numbers are the position.
+      if (!ParseReals(std::string(text.substr(2)), &xyz) || xyz.size() < 3) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("mesh '", path, "' line ", line_number, ": bad vertex '", text, "'"));
+      }
+      mesh.vertices.push_back({xyz[0], xyz[1], xyz[2]});
+    } else if (text[0] == 'f') {
+      std::vector<int> corners;
+      std::istringstream tokens{std::string(text.substr(2))};
+      std::string token;
+      while (tokens >> token) {
+        const std::string index = token.substr(0, token.find('/'));
+        int value = 0;
+        auto [end, ec] = std::from_chars(index.data(), index.data() + index.size(), value);
+        if (ec != std::errc() || end != index.data() + index.size() || value == 0) {
+          return absl::InvalidArgumentError(absl::StrCat("mesh '", path, "' line ", line_number,
+                                                         ": bad face corner '", token, "'"));
+        }
+        corners.push_back(value);
+      }
+      if (corners.size() < 3) {
+        return absl::InvalidArgumentError(absl::StrCat("mesh '", path, "' line ", line_number,
+                                                       ": a face needs at least 3 corners"));
+      }
+      faces.push_back({line_number, std::move(corners)});
     }
-    points.push_back({xyz[0], xyz[1], xyz[2]});
   }
-  return points;
+  const int count = static_cast<int>(mesh.vertices.size());
+  for (const auto& [face_line, corners] : faces) {
+    std::vector<int> index;
+    for (int c : corners) {
+      int i = c > 0 ? c - 1 : count + c;  // negative: relative to the end of the vertex list
+      if (i < 0 || i >= count) {
+        return absl::InvalidArgumentError(absl::StrCat("mesh '", path, "' line ", face_line,
+                                                       ": vertex ", c, " does not exist (", count,
+                                                       " vertices)"));
+      }
+      index.push_back(i);
+    }
+    for (size_t k = 1; k + 1 < index.size(); ++k)
+      mesh.triangles.push_back({index[0], index[k], index[k + 1]});
+  }
+  return mesh;
 }
 
 }  // namespace
 
-absl::StatusOr<std::vector<Vec3>> LoadMeshVertices(const std::string& path, Vec3 scale) {
+absl::StatusOr<TriangleMesh> LoadTriangleMesh(const std::string& path, Vec3 scale) {
   std::string lower = Lower(path);
   if (!EndsWith(lower, ".stl") && !EndsWith(lower, ".obj")) {
     return absl::InvalidArgumentError(
@@ -288,17 +345,27 @@ absl::StatusOr<std::vector<Vec3>> LoadMeshVertices(const std::string& path, Vec3
   }
   absl::StatusOr<std::string> bytes = ReadFile(path);
   if (!bytes.ok()) return bytes.status();
-  absl::StatusOr<std::vector<Vec3>> raw =
+  absl::StatusOr<TriangleMesh> mesh =
       EndsWith(lower, ".stl") ? ParseStl(path, *bytes) : ParseObj(path, *bytes);
-  if (!raw.ok()) return raw.status();
+  if (!mesh.ok()) return mesh.status();
+  if (mesh->vertices.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("mesh '", path, "' has no vertices"));
+  }
+  for (Vec3& v : mesh->vertices) v = cwise_mul(v, scale);
+  return mesh;
+}
+
+absl::StatusOr<std::vector<Vec3>> LoadMeshVertices(const std::string& path, Vec3 scale) {
+  absl::StatusOr<TriangleMesh> mesh = LoadTriangleMesh(path, scale);
+  if (!mesh.ok()) return mesh.status();
+  return UniqueVertices(mesh->vertices);
+}
+
+std::vector<Vec3> UniqueVertices(const std::vector<Vec3>& vertices) {
   std::set<std::tuple<Real, Real, Real>> seen;
   std::vector<Vec3> points;
-  for (Vec3 p : *raw) {
-    Vec3 s = cwise_mul(p, scale);
-    if (seen.insert({s.x, s.y, s.z}).second) points.push_back(s);
-  }
-  if (points.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("mesh '", path, "' has no vertices"));
+  for (Vec3 p : vertices) {
+    if (seen.insert({p.x, p.y, p.z}).second) points.push_back(p);
   }
   return points;
 }

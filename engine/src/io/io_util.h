@@ -2,6 +2,7 @@
 // math, MuJoCo's shape mass formulas and mesh loading.
 #pragma once
 
+#include <array>
 #include <map>
 #include <string>
 #include <string_view>
@@ -54,9 +55,19 @@ Vec3 ShapeUnitInertia(MassShape shape, Vec3 size);
 // Points on an ellipsoid's surface (rings x segments grid plus poles), for its hull.
 std::vector<Vec3> EllipsoidHullPoints(Vec3 radii, int rings, int segments);
 
-// Vertices of an STL (binary or ASCII) or OBJ mesh file, multiplied by `scale`, duplicates
-// removed. Errors name the file and what is wrong with it.
+// A triangle mesh: vertices and the triangles' corner indices (counter-clockwise seen from
+// outside, as the file gives them).
+struct TriangleMesh {
+  std::vector<Vec3> vertices;
+  std::vector<std::array<int, 3>> triangles;
+};
+// An STL (binary or ASCII) or OBJ mesh file (polygons as fans of triangles), its vertices
+// multiplied by `scale`. Errors name the file and what is wrong with it.
+absl::StatusOr<TriangleMesh> LoadTriangleMesh(const std::string& path, Vec3 scale);
+// The mesh file's vertices alone, duplicates removed.
 absl::StatusOr<std::vector<Vec3>> LoadMeshVertices(const std::string& path, Vec3 scale);
+// `vertices` without repeats, in first-seen order.
+std::vector<Vec3> UniqueVertices(const std::vector<Vec3>& vertices);
 // True when the points span a volume (at least 4 points, not all coplanar).
 bool PointsSpanVolume(const std::vector<Vec3>& points);
 

@@ -5,6 +5,7 @@
 #include "axion/mjcf.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -18,6 +19,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "collision/hull.h"
 #include "io/io_util.h"
 #include "tinyxml2.h"
 
@@ -38,7 +40,9 @@ constexpr Real kUniversalMinSine = Real(0.1);
 // Attributes each element understands; anything else is reported once per (element, name).
 const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
   static const auto* table = new std::map<std::string, std::set<std::string>>{
-      {"compiler", {"angle", "inertiafromgeom", "eulerseq", "coordinate", "autolimits"}},
+      {"compiler",
+       {"angle", "inertiafromgeom", "eulerseq", "coordinate", "autolimits", "meshdir", "assetdir"}},
+      {"mesh", {"name", "class", "file", "scale", "vertex", "face"}},
       {"option", {"timestep", "gravity"}},
       {"body", {"name", "childclass", "pos", "quat", "axisangle", "euler", "xyaxes", "zaxis"}},
       {"inertial",
@@ -50,7 +54,7 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
       {"freejoint", {"name"}},
       {"geom",
        {"name", "class", "type", "size", "fromto", "pos", "quat", "axisangle", "euler", "xyaxes",
-        "zaxis", "density", "mass", "friction", "condim", "contype", "conaffinity"}},
+        "zaxis", "density", "mass", "friction", "condim", "contype", "conaffinity", "mesh"}},
       {"motor", {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited"}},
       {"position", {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "kp", "kv"}},
       {"velocity", {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "kv"}},
@@ -157,15 +161,97 @@ struct MjGeom {
   std::string where;
   ShapeType type = ShapeType::kSphere;
   Vec3 size;                   // Axion convention
-  std::vector<Vec3> vertices;  // ellipsoid hull
+  std::vector<Vec3> vertices;  // ellipsoid and mesh hulls
   Pose pose;                   // in the owning body's frame
   Real mass = 0;
-  Mat33 inertia;          // about the geom centre, in the body frame (kg m^2)
+  Vec3 mass_center;       // in the body frame: pose.pos but for meshes
+  Mat33 inertia;          // about mass_center, in the body frame (kg m^2)
   bool has_mass = false;  // planes have none
   Real friction = 1;
   int condim = 3;  // 1 frictionless, 3 sliding friction (4 and 6 are taken as 3, with a warning)
   int contype = 1, conaffinity = 1;
 };
+
+// A <mesh> asset: its triangles, scaled, in the mesh file's frame.
+struct MjMesh {
+  std::string where;
+  io::TriangleMesh mesh;
+};
+
+// Mass properties of a mesh geom as MuJoCo 2.2 computes them (user_mesh.cc without
+// compiler/exactmeshinertia, MuJoCo's default then), in the mesh's own frame: pyramids from
+// the faces' area-weighted centre P to each triangle, volumes taken positive, give the centre
+// of mass c; pyramids from c to each triangle, again positive, give the second moment C about
+// c and the volume V. The geom is then the box of the same principal moments per unit mass,
+// half sizes b_i = sqrt(3 c_i / V) for C's eigenvalues c_i, so its volume is
+// 8 b_1 b_2 b_3 = sqrt(1728 det C / V^3), and its inertia per unit mass (tr C I - C) / V. For a
+// convex mesh that is the solid's exact centre and inertia per unit mass, with the volume of
+// the box; for a mesh that is not star-shaped from P the positive volumes count some regions
+// more than once (MuJoCo's sample mug.xml: 0.3785 kg against 0.1333 kg of solid at its density).
+struct MeshMass {
+  Real volume = 0;     // of the equivalent box (m^3)
+  Vec3 com;            // mesh frame (m)
+  Mat33 unit_inertia;  // about com, mesh frame, per unit mass (m^2)
+};
+absl::StatusOr<MeshMass> MuJoCoMeshMass(const io::TriangleMesh& mesh) {
+  struct Face {
+    Vec3 a, b, c, center, normal;
+    Real area;
+  };
+  std::vector<Face> faces;
+  Real area_sum = 0;
+  Vec3 area_moment;
+  for (const std::array<int, 3>& t : mesh.triangles) {
+    Face f{mesh.vertices[t[0]], mesh.vertices[t[1]], mesh.vertices[t[2]], {}, {}, 0};
+    Vec3 n = cross(f.b - f.a, f.c - f.a);
+    Real twice_area = norm(n);
+    if (!(twice_area > 0)) continue;  // degenerate: no area, no volume
+    f.area = Real(0.5) * twice_area;
+    f.normal = (Real(1) / twice_area) * n;
+    f.center = (Real(1) / 3) * (f.a + f.b + f.c);
+    area_sum += f.area;
+    area_moment += f.area * f.center;
+    faces.push_back(f);
+  }
+  if (!(area_sum > 0)) return absl::InvalidArgumentError("has no triangle of positive area");
+  const Vec3 p = (Real(1) / area_sum) * area_moment;
+  Real volume = 0;
+  Vec3 moment;
+  for (const Face& f : faces) {
+    Real v = std::fabs(dot(f.center - p, f.normal)) * f.area / 3;
+    volume += v;
+    moment += v * (Real(0.75) * f.center + Real(0.25) * p);
+  }
+  if (!(volume > 0)) return absl::InvalidArgumentError("encloses no volume");
+  MeshMass out;
+  out.com = (Real(1) / volume) * moment;
+  Real v2 = 0;
+  Mat33 second;
+  for (const Face& f : faces) {
+    Real v = std::fabs(dot(f.center - out.com, f.normal)) * f.area / 3;
+    v2 += v;
+    const Vec3 corners[3] = {f.a - out.com, f.b - out.com, f.c - out.com};
+    const Vec3 sum = corners[0] + corners[1] + corners[2];
+    for (int i = 0; i < 3; ++i) {
+      for (int j = 0; j < 3; ++j) {
+        Real s = sum[i] * sum[j];
+        for (const Vec3& x : corners) s += x[i] * x[j];
+        second(i, j) += v * s / 20;
+      }
+    }
+  }
+  const Real det = second(0, 0) * (second(1, 1) * second(2, 2) - second(1, 2) * second(2, 1)) -
+                   second(0, 1) * (second(1, 0) * second(2, 2) - second(1, 2) * second(2, 0)) +
+                   second(0, 2) * (second(1, 0) * second(2, 1) - second(1, 1) * second(2, 0));
+  if (!(v2 > 0) || !(det > 0)) return absl::InvalidArgumentError("is flat (spans no volume)");
+  out.volume = std::sqrt(1728 * det / (v2 * v2 * v2));
+  const Real trace = second(0, 0) + second(1, 1) + second(2, 2);
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j)
+      out.unit_inertia(i, j) = ((i == j ? trace : Real(0)) - second(i, j)) / v2;
+  }
+  return out;
+}
 
 struct MjBody {
   std::string name;
@@ -213,6 +299,8 @@ class MjcfLoader {
   absl::Status ParseDefault(const XMLElement* e, const std::string& class_name,
                             const std::string& parent_class);
   absl::Status ParseWorld(const XMLElement* e);
+  absl::Status ParseAssets(const XMLElement* e);
+  absl::Status ParseMesh(const XMLElement* e);
   absl::Status ParseBody(const XMLElement* e, int parent, const std::string& childclass);
   absl::Status ParseGeom(const XMLElement* e, const std::string& class_name, MjGeom* geom);
   absl::Status ParseJoint(const XMLElement* e, const std::string& class_name, int body,
@@ -240,6 +328,9 @@ class MjcfLoader {
   std::string eulerseq_ = "xyz";
   std::string inertiafromgeom_ = "auto";
   bool autolimits_ = false;
+  std::string meshdir_;  // of <compiler meshdir> (else assetdir), relative to the model's file
+
+  std::map<std::string, MjMesh> meshes_;  // <asset><mesh> by name
 
   std::map<std::string, DefaultClass> classes_;
   std::vector<MjGeom> world_geoms_;
@@ -375,6 +466,89 @@ absl::Status MjcfLoader::ParseCompiler(const XMLElement* xml) {
                    absl::StrCat("'", coordinate, "' is not supported (only 'local')"));
   }
   AXION_IO_ASSIGN_OR_RETURN(autolimits_, e.Bool("autolimits", autolimits_));
+  meshdir_ = e.Str("meshdir", e.Str("assetdir", meshdir_));
+  return absl::OkStatus();
+}
+
+absl::Status MjcfLoader::ParseAssets(const XMLElement* xml) {
+  for (const XMLElement* c = xml->FirstChildElement(); c; c = c->NextSiblingElement()) {
+    std::string tag = c->Name();
+    if (tag == "mesh") {
+      AXION_IO_RETURN_IF_ERROR(ParseMesh(c));
+    } else if (tag == "texture" || tag == "material" || tag == "skin") {
+      WarnElement(c, "asset", "only affects rendering and was ignored");
+    } else {
+      WarnElement(c, "asset", "is not supported and was ignored");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MjcfLoader::ParseMesh(const XMLElement* xml) {
+  Elem e = Resolve(xml, "main");
+  WarnUnsupportedAttributes(e);
+  MjMesh mesh;
+  mesh.where = e.Describe();
+  AXION_IO_ASSIGN_OR_RETURN(Vec3 scale, e.Vec("scale", Vec3{1, 1, 1}));
+  std::string name = e.Str("name");
+  if (e.Has("file")) {
+    const std::string file = e.Str("file");
+    if (name.empty()) {
+      name = file.substr(file.find_last_of('/') + 1);
+      name = name.substr(0, name.find_last_of('.'));
+    }
+    std::string dir =
+        meshdir_.empty() || meshdir_[0] == '/' ? meshdir_ : io::JoinPath(base_dir_, meshdir_);
+    if (dir.empty()) dir = base_dir_;
+    const std::string path = file[0] == '/' ? file : io::JoinPath(dir, file);
+    absl::StatusOr<io::TriangleMesh> loaded = io::LoadTriangleMesh(path, scale);
+    if (!loaded.ok()) return e.Error("file", std::string(loaded.status().message()));
+    mesh.mesh = std::move(*loaded);
+  } else if (e.Has("vertex")) {
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> xyz,
+                              e.Reals("vertex", 12, std::numeric_limits<size_t>::max()));
+    if (xyz.size() % 3 != 0) return e.Error("vertex", "needs a multiple of 3 numbers");
+    for (size_t i = 0; i < xyz.size(); i += 3)
+      mesh.mesh.vertices.push_back(cwise_mul(Vec3{xyz[i], xyz[i + 1], xyz[i + 2]}, scale));
+  } else {
+    return e.Error("file", "a mesh needs a file or its vertices");
+  }
+  const int vertex_count = static_cast<int>(mesh.mesh.vertices.size());
+  if (e.Has("face")) {
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> index,
+                              e.Reals("face", 3, std::numeric_limits<size_t>::max()));
+    if (index.size() % 3 != 0) return e.Error("face", "needs a multiple of 3 vertex indices");
+    mesh.mesh.triangles.clear();
+    for (size_t i = 0; i < index.size(); i += 3) {
+      std::array<int, 3> t;
+      for (int k = 0; k < 3; ++k) {
+        Real v = index[i + k];
+        if (v != std::floor(v) || v < 0 || v >= vertex_count) {
+          return e.Error("face",
+                         absl::StrCat(v, " is not a vertex index (", vertex_count, " vertices)"));
+        }
+        t[k] = static_cast<int>(v);
+      }
+      mesh.mesh.triangles.push_back(t);
+    }
+  }
+  if (mesh.mesh.triangles.empty()) {
+    // Vertices alone: MuJoCo takes the faces of their convex hull.
+    absl::StatusOr<HullData> hull = BuildHull(io::UniqueVertices(mesh.mesh.vertices));
+    if (!hull.ok()) return e.Error("vertex", std::string(hull.status().message()));
+    mesh.mesh.vertices.clear();
+    for (int i = 0; i < hull->vertex_count(); ++i) mesh.mesh.vertices.push_back(hull->vertex(i));
+    for (int f = 0; f + 1 < static_cast<int>(hull->face_offset.size()); ++f) {
+      const int begin = hull->face_offset[f], end = hull->face_offset[f + 1];
+      for (int k = begin + 1; k + 1 < end; ++k)
+        mesh.mesh.triangles.push_back({hull->faces[begin], hull->faces[k], hull->faces[k + 1]});
+    }
+  }
+  if (name.empty()) return e.Error("name", "a mesh without a file needs a name");
+  if (meshes_.count(name)) {
+    return e.Error("name", absl::StrCat("mesh '", name, "' is defined twice"));
+  }
+  meshes_[name] = std::move(mesh);
   return absl::OkStatus();
 }
 
@@ -573,13 +747,42 @@ absl::Status MjcfLoader::ParseGeom(const XMLElement* xml, const std::string& cla
           absl::StrCat("ellipsoid ", geom->where, " collides as a convex hull of ",
                        geom->vertices.size(), " surface points (mass properties are exact)"));
     }
+  } else if (type == "mesh") {
+    const std::string mesh_name = e.Str("mesh");
+    if (mesh_name.empty()) return e.Error("mesh", "a mesh geom needs it");
+    auto mesh = meshes_.find(mesh_name);
+    if (mesh == meshes_.end()) {
+      return e.Error("mesh", absl::StrCat("no <mesh> asset is named '", mesh_name, "'"));
+    }
+    absl::StatusOr<MeshMass> mass = MuJoCoMeshMass(mesh->second.mesh);
+    if (!mass.ok()) {
+      return e.Error("mesh", absl::StrCat("mesh '", mesh_name, "' ", mass.status().message()));
+    }
+    geom->type = ShapeType::kConvexHull;
+    geom->vertices = io::UniqueVertices(mesh->second.mesh.vertices);
+    warnings_.Add("mesh-hull",
+                  absl::StrCat("mesh ", geom->where,
+                               " collides as the convex hull of its vertices (its mass "
+                               "properties are MuJoCo 2.2's for the mesh)"));
+    if (e.Has("mass")) {
+      AXION_IO_ASSIGN_OR_RETURN(geom->mass, e.Real1("mass", 0));
+      if (geom->mass < 0) return e.Error("mass", absl::StrCat(geom->mass, " is negative"));
+    } else {
+      AXION_IO_ASSIGN_OR_RETURN(Real density, e.Real1("density", 1000));
+      if (density < 0) return e.Error("density", absl::StrCat(density, " is negative"));
+      geom->mass = density * mass->volume;
+    }
+    geom->mass_center = pos + rotate(quat, mass->com);
+    geom->inertia = io::RotateTensor(quat, geom->mass * mass->unit_inertia);
+    geom->has_mass = true;
   } else {
     return e.Error("type", absl::StrCat("geom type '", type,
                                         "' is not supported (plane, sphere, capsule, cylinder, "
-                                        "box, ellipsoid are)"));
+                                        "box, ellipsoid, mesh are)"));
   }
 
-  if (geom->type != ShapeType::kPlane) {
+  if (geom->type != ShapeType::kPlane && type != "mesh") {
+    geom->mass_center = pos;
     Real volume = io::ShapeVolume(mass_shape, s);
     if (e.Has("mass")) {
       AXION_IO_ASSIGN_OR_RETURN(geom->mass, e.Real1("mass", 0));
@@ -871,7 +1074,7 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
     }
     if (!e.own.count("joint")) {
       if (e.own.count("tendon") || e.own.count("site") || e.own.count("body") ||
-          e.own.count("jointinparent"))
+          e.own.count("jointinparent") || e.own.count("cranksite"))
         continue;
       return e.Error("joint", "is required (the only supported transmission)");
     }
@@ -985,7 +1188,7 @@ absl::Status MjcfLoader::ComputeMass() {
     for (const MjGeom& g : b.geoms) {
       if (!g.has_mass) continue;
       mass += g.mass;
-      moment += g.mass * g.pose.pos;
+      moment += g.mass * g.mass_center;
     }
     b.mass = mass;
     if (mass <= 0) continue;
@@ -993,7 +1196,7 @@ absl::Status MjcfLoader::ComputeMass() {
     Mat33 inertia;
     for (const MjGeom& g : b.geoms) {
       if (!g.has_mass) continue;
-      inertia = inertia + g.inertia + io::PointMassTensor(g.mass, g.pose.pos - b.com);
+      inertia = inertia + g.inertia + io::PointMassTensor(g.mass, g.mass_center - b.com);
     }
     b.inertia = inertia;
   }
@@ -1383,6 +1586,10 @@ absl::StatusOr<ImportResult> MjcfLoader::LoadModel(std::string_view xml, const s
   for (const XMLElement* s : sections) {
     if (std::string(s->Name()) == "compiler") AXION_IO_RETURN_IF_ERROR(ParseCompiler(s));
   }
+  // Assets too: geoms name meshes defined anywhere in the file.
+  for (const XMLElement* s : sections) {
+    if (std::string(s->Name()) == "asset") AXION_IO_RETURN_IF_ERROR(ParseAssets(s));
+  }
   classes_["main"] = DefaultClass{};
   for (const XMLElement* s : sections) {
     if (std::string(s->Name()) != "default") continue;
@@ -1396,14 +1603,14 @@ absl::StatusOr<ImportResult> MjcfLoader::LoadModel(std::string_view xml, const s
   }
   for (const XMLElement* s : sections) {
     std::string tag = s->Name();
-    if (tag == "compiler" || tag == "default") continue;
+    if (tag == "compiler" || tag == "default" || tag == "asset") continue;
     if (tag == "option") {
       AXION_IO_RETURN_IF_ERROR(ParseOption(s));
     } else if (tag == "worldbody") {
       AXION_IO_RETURN_IF_ERROR(ParseWorld(s));
     } else if (tag == "actuator") {
       actuator_sections_.push_back(s);
-    } else if (tag == "asset" || tag == "visual" || tag == "statistic") {
+    } else if (tag == "visual" || tag == "statistic") {
       WarnElement(s, "mujoco", "only affects rendering and was ignored");
     } else {
       WarnElement(s, "mujoco", "is not supported and was ignored");
