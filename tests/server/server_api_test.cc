@@ -575,6 +575,30 @@ TEST_F(ServerApiTest, FileReferencesNeedAnAssetDir) {
   EXPECT_THAT(status.message(), HasSubstr("asset_dir"));
 }
 
+// A mesh given by its vertices needs no file, so a server without an asset directory takes it;
+// a mesh file is refused like any other file reference.
+TEST_F(ServerApiTest, MeshAssetsByVerticesNeedNoAssetDir) {
+  const char* kTetrahedron = R"(
+    <mujoco model="tetra">
+      <asset><mesh name="tetra" vertex="0 0 0  0.1 0 0  0 0.1 0  0 0 0.1"/></asset>
+      <worldbody>
+        <body name="tetra" pos="0 0 1"><freejoint/><geom type="mesh" mesh="tetra"/></body>
+      </worldbody>
+    </mujoco>)";
+  absl::StatusOr<v1::CreateWorldsResponse> created =
+      client_->CreateWorlds(client::MjcfScene(kTetrahedron), 1);
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_THAT(created->description().body_names(), ElementsAre("tetra"));
+  absl::Status status =
+      client_
+          ->CreateWorlds(client::MjcfScene(R"(<mujoco><asset><mesh file="part.stl"/></asset>
+                                              </mujoco>)"),
+                         1)
+          .status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("asset_dir"));
+}
+
 TEST_F(ServerApiTest, UrdfSceneIsImported) {
   const char* kArm = R"(
     <robot name="arm">

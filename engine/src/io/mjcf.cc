@@ -497,10 +497,8 @@ absl::Status MjcfLoader::ParseMesh(const XMLElement* xml) {
       name = file.substr(file.find_last_of('/') + 1);
       name = name.substr(0, name.find_last_of('.'));
     }
-    std::string dir =
-        meshdir_.empty() || meshdir_[0] == '/' ? meshdir_ : io::JoinPath(base_dir_, meshdir_);
-    if (dir.empty()) dir = base_dir_;
-    const std::string path = file[0] == '/' ? file : io::JoinPath(dir, file);
+    // as <include> paths: relative to the model's directory (and meshdir), absolute as given
+    const std::string path = io::JoinPath(io::JoinPath(base_dir_, meshdir_), file);
     absl::StatusOr<io::TriangleMesh> loaded = io::LoadTriangleMesh(path, scale);
     if (!loaded.ok()) return e.Error("file", std::string(loaded.status().message()));
     mesh.mesh = std::move(*loaded);
