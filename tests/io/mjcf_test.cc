@@ -33,6 +33,8 @@ struct MjModelDeleter {
 };
 using MjModelPtr = std::unique_ptr<mjModel, MjModelDeleter>;
 
+const std::string kModels = AXION_TEST_MODELS;
+
 MjModelPtr LoadMuJoCo(const std::string& path) {
   char error[1000] = "";
   MjModelPtr m(mj_loadXML(path.c_str(), nullptr, error, sizeof(error)));
@@ -837,6 +839,55 @@ TEST(MjcfSampleTest, SliderCrankLoadsWithoutItsActuatorsAndSaysSo) {
   ExpectBodiesMatchMuJoCo(path, r->model);
 }
 
+// <connect> and <weld> become joints closing loops: a ball joint at the connect's anchor (given
+// in body1's frame), a fixed joint for a weld, both holding the file's configuration, and
+// neither filtering contacts (MuJoCo does not). Other equality kinds and inactive ones are
+// skipped with a warning.
+TEST(MjcfEqualityTest, ConnectAndWeldBecomeLoopJoints) {
+  absl::StatusOr<ImportResult> r = LoadMjcfFile(kModels + "/four_bar.xml");
+  ASSERT_TRUE(r.ok()) << r.status();
+  const ModelDesc& model = r->model;
+  ASSERT_EQ(model.joints.size(), 4u);
+  const JointDesc& pivot = model.joints.back();
+  EXPECT_EQ(pivot.name, "pivot");
+  EXPECT_EQ(pivot.type, JointType::kBall);
+  EXPECT_EQ(pivot.parent, kWorldBody);
+  EXPECT_EQ(pivot.child, FindBody(model, "rocker"));
+  EXPECT_TRUE(pivot.collide_connected);
+  for (int k = 0; k < 3; ++k) EXPECT_NEAR(pivot.child_frame.pos[k], (Vec3{0.2, 0, 0.5})[k], 1e-12);
+  MjModelPtr m = LoadMuJoCo(kModels + "/four_bar.xml");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->neq, 1);
+  ExpectBodiesMatchMuJoCo(kModels + "/four_bar.xml", model);
+
+  absl::StatusOr<ImportResult> welded = LoadMjcfString(R"(<mujoco><worldbody>
+    <body name="a" pos="0 0 1"><freejoint/><geom size="0.1"/></body>
+    <body name="b" pos="0.5 0 1" euler="0 0 90"><freejoint/><geom size="0.1"/></body>
+  </worldbody><equality>
+    <weld body1="a" body2="b"/>
+    <weld body1="a" active="false"/>
+    <joint joint1="x" joint2="y"/>
+  </equality></mujoco>)",
+                                                       "");
+  ASSERT_TRUE(welded.ok()) << welded.status();
+  ASSERT_EQ(welded->model.joints.size(), 1u);
+  const JointDesc& weld = welded->model.joints[0];
+  EXPECT_EQ(weld.type, JointType::kFixed);
+  EXPECT_EQ(weld.parent, FindBody(welded->model, "a"));
+  EXPECT_EQ(weld.child, FindBody(welded->model, "b"));
+  // the joint frame is body a's, seen from b: 0.5 m along b's -y (b is turned 90 degrees)
+  EXPECT_NEAR(weld.child_frame.pos.y, 0.5, 1e-12);
+  EXPECT_TRUE(HasWarning(*welded, "inactive"));
+  EXPECT_TRUE(HasWarning(*welded, "element <joint> in <equality> is not supported"));
+
+  absl::StatusOr<ImportResult> unknown = LoadMjcfString(
+      R"(<mujoco><worldbody/><equality><connect body1="nope" anchor="0 0 0"/></equality></mujoco>)",
+      "");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("unknown body 'nope'"), std::string::npos)
+      << unknown.status();
+}
+
 // Mesh errors name the geom or asset and what is wrong.
 TEST(MjcfMeshTest, BadMeshesAreErrors) {
   auto load = [](const std::string& body, const std::string& asset) {
@@ -998,12 +1049,13 @@ TEST(MjcfWarningTest, UnsupportedElementsAndAttributesAreNamed) {
       <site name="s"/>
     </body>
   </worldbody>
-  <tendon/><sensor/><equality/><contact/><keyframe/>
+  <tendon/><sensor/><equality><tendon tendon1="t"/></equality><contact/><keyframe/>
 </mujoco>)";
   absl::StatusOr<ImportResult> r = LoadMjcfString(xml, "");
   ASSERT_TRUE(r.ok()) << r.status();
-  for (const char* needle : {"<size>", "'integrator'", "<flag>", "'solref'", "'rgba'", "<site>",
-                             "<tendon>", "<sensor>", "<equality>", "<contact>", "<keyframe>"}) {
+  for (const char* needle :
+       {"<size>", "'integrator'", "<flag>", "'solref'", "'rgba'", "<site>", "<tendon>", "<sensor>",
+        "<tendon> in <equality>", "<contact>", "<keyframe>"}) {
     EXPECT_TRUE(HasWarning(*r, needle)) << needle;
   }
   // Repeats are counted on one line.

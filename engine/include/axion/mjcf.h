@@ -9,9 +9,11 @@
 // mesh collide as convex hulls, a mesh with MuJoCo 2.2's mass properties for it),
 // <inertial> (pos, orientation, mass, diaginertia, fullinertia), <joint> (hinge, slide, ball,
 // free; pos, axis, range, limited, stiffness, damping, armature, ref, springref), <freejoint>,
-// and <actuator> (motor, position, velocity on a joint: gear, ctrlrange, ctrllimited, kp, kv).
-// Everything else (visual elements, sites, cameras, lights, sensors, tendons, equality
-// constraints, solver-parameter attributes such as solref/solimp, ...) is skipped with a
+// <actuator> (motor, position, velocity on a joint: gear, ctrlrange, ctrllimited, kp, kv), and
+// <equality> <connect> and <weld> (body1, body2, anchor, active), which become joints closing
+// loops (a ball joint at the anchor, a fixed joint), held exactly where MuJoCo's are soft.
+// Everything else (visual elements, sites, cameras, lights, sensors, tendons, joint and tendon
+// equalities, solver-parameter attributes such as solref/solimp, ...) is skipped with a
 // warning naming the element or attribute, so no difference from MuJoCo is silent. Malformed or
 // inconsistent files are errors that name the file and line, the element, its name and the
 // attribute.

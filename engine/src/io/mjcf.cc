@@ -56,6 +56,8 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
        {"name", "class", "type", "size", "fromto", "pos", "quat", "axisangle", "euler", "xyaxes",
         "zaxis", "density", "mass", "friction", "condim", "contype", "conaffinity", "mesh"}},
       {"motor", {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited"}},
+      {"connect", {"name", "class", "body1", "body2", "anchor", "active"}},
+      {"weld", {"name", "class", "body1", "body2", "active"}},
       {"position", {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "kp", "kv"}},
       {"velocity", {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "kv"}},
   };
@@ -307,6 +309,7 @@ class MjcfLoader {
                           MjJoint* joint);
   absl::Status ParseInertial(const XMLElement* e, MjBody* body);
   absl::Status ParseActuators(const XMLElement* e);
+  absl::Status ParseEquality(const XMLElement* e);
   absl::StatusOr<Quat> Orientation(const Elem& e);
   Real Angle(Real value) const { return degrees_ ? value * kPi / 180 : value; }
 
@@ -336,6 +339,7 @@ class MjcfLoader {
   std::vector<MjGeom> world_geoms_;
   std::vector<MjBody> bodies_;
   std::vector<const XMLElement*> actuator_sections_;
+  std::vector<const XMLElement*> equality_sections_;
 
   ImportResult result_;
   std::vector<int> axion_body_;  // per MJCF body: its Axion body, or kWorldBody
@@ -1044,6 +1048,72 @@ absl::Status MjcfLoader::ParseWorld(const XMLElement* xml) {
   return absl::OkStatus();
 }
 
+// <connect> and <weld> hold in the configuration the file defines, as in MuJoCo. They become
+// joints that close loops, which the maximal-coordinate engine solves as it does any other
+// joint, exactly (MuJoCo's are soft, by solref and solimp): a connect is a ball joint at its
+// anchor, a weld a fixed joint. MuJoCo does not filter contacts between bodies joined this way,
+// so neither do these joints (collide_connected).
+absl::Status MjcfLoader::ParseEquality(const XMLElement* section) {
+  std::vector<const XMLElement*> children;
+  AXION_IO_RETURN_IF_ERROR(Children(section, &children, 0));
+  for (const XMLElement* c : children) {
+    const std::string tag = c->Name();
+    if (tag != "connect" && tag != "weld") {
+      WarnElement(c, "equality", "is not supported and was ignored (no constraint created)");
+      continue;
+    }
+    Elem e = Resolve(c, "main");
+    WarnUnsupportedAttributes(e);
+    AXION_IO_ASSIGN_OR_RETURN(bool active, e.Bool("active", true));
+    if (!active) {
+      warnings_.Add(absl::StrCat("inactive-equality:", e.Describe()),
+                    absl::StrCat(e.Describe(), " is inactive (active=\"false\") and was skipped"));
+      continue;
+    }
+    // MJCF bodies by name; body2 absent: the world
+    auto find_body = [&](const char* key, bool required) -> absl::StatusOr<int> {
+      const std::string name = e.Str(key);
+      if (name.empty()) {
+        if (required) return e.Error(key, "is required");
+        return -1;
+      }
+      for (size_t b = 0; b < bodies_.size(); ++b) {
+        if (bodies_[b].name == name) return static_cast<int>(b);
+      }
+      return e.Error(key, absl::StrCat("unknown body '", name, "'"));
+    };
+    AXION_IO_ASSIGN_OR_RETURN(int body1, find_body("body1", true));
+    AXION_IO_ASSIGN_OR_RETURN(int body2, find_body("body2", false));
+    const Pose frame1 = bodies_[body1].world;
+    JointDesc joint;
+    joint.name = e.name.empty() ? absl::StrCat(tag, "_", bodies_[body1].name) : e.name;
+    joint.collide_connected = true;
+    joint.parent = axion_body_[body1];
+    joint.child = body2 < 0 ? kWorldBody : axion_body_[body2];
+    if (joint.child == kWorldBody) std::swap(joint.parent, joint.child);
+    if (joint.child == kWorldBody || joint.parent == joint.child) {
+      warnings_.Add(absl::StrCat("static-equality:", e.Describe()),
+                    absl::StrCat(e.Describe(),
+                                 " joins a body to itself or two static bodies and was skipped"));
+      continue;
+    }
+    const Pose child_pose = result_.model.bodies[joint.child].pose;
+    Vec3 anchor_world = frame1.pos;  // a weld's joint frame: body1's origin
+    if (tag == "connect") {
+      AXION_IO_ASSIGN_OR_RETURN(Vec3 anchor, e.Vec("anchor", Vec3{}));
+      if (!e.Has("anchor")) return e.Error("anchor", "is required");
+      anchor_world = frame1.pos + rotate(frame1.quat, anchor);
+      joint.type = JointType::kBall;
+    } else {
+      joint.type = JointType::kFixed;
+    }
+    joint.child_frame.pos = rotate_inv(child_pose.quat, anchor_world - child_pose.pos);
+    joint.child_frame.quat = conjugate(child_pose.quat) * frame1.quat;
+    result_.model.joints.push_back(std::move(joint));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
   std::vector<const XMLElement*> children;
   AXION_IO_RETURN_IF_ERROR(Children(section, &children, 0));
@@ -1608,6 +1678,8 @@ absl::StatusOr<ImportResult> MjcfLoader::LoadModel(std::string_view xml, const s
       AXION_IO_RETURN_IF_ERROR(ParseWorld(s));
     } else if (tag == "actuator") {
       actuator_sections_.push_back(s);
+    } else if (tag == "equality") {
+      equality_sections_.push_back(s);
     } else if (tag == "visual" || tag == "statistic") {
       WarnElement(s, "mujoco", "only affects rendering and was ignored");
     } else {
@@ -1616,6 +1688,7 @@ absl::StatusOr<ImportResult> MjcfLoader::LoadModel(std::string_view xml, const s
   }
   AXION_IO_RETURN_IF_ERROR(ComputeMass());
   AXION_IO_RETURN_IF_ERROR(Convert());
+  for (const XMLElement* s : equality_sections_) AXION_IO_RETURN_IF_ERROR(ParseEquality(s));
   for (const XMLElement* s : actuator_sections_) AXION_IO_RETURN_IF_ERROR(ParseActuators(s));
   ApplyCollisionRules();
   result_.warnings = warnings_.Lines();
