@@ -123,8 +123,15 @@ class TriangleHull {
     return it == edge_tri_.end() ? -1 : it->second;
   }
 
+  // Quickhull (Barber, Dobkin and Huhdanpaa 1996): every point outside the current hull waits
+  // on one face that sees it, and the farthest point of some face is added next. Taking the
+  // farthest point keeps each step well conditioned, where adding points in input order left
+  // real robot meshes (thousands of vertices, many nearly coplanar) with visible regions that
+  // were not discs, and the hull failed; it also tests each point only against the faces
+  // around it rather than all of them.
   void Build(const std::array<int, 4>& simplex) {
     const auto [i0, i1, i2, i3] = simplex;
+    interior_ = Real(0.25) * (p_[i0] + p_[i1] + p_[i2] + p_[i3]);
     // orient the first face away from the fourth point
     if (dot(cross(p_[i1] - p_[i0], p_[i2] - p_[i0]), p_[i3] - p_[i0]) > 0) {
       AddTriangle(i0, i2, i1);
@@ -137,29 +144,60 @@ class TriangleHull {
       AddTriangle(i1, i3, i2);
       AddTriangle(i2, i3, i0);
     }
+    outside_.assign(tris_.size(), {});
+    const std::vector<int> first{0, 1, 2, 3};
     for (int i = 0; i < static_cast<int>(p_.size()); ++i) {
       if (i == i0 || i == i1 || i == i2 || i == i3) continue;
-      AddPoint(i);
+      Assign(i, first);
+    }
+    // faces are taken in index order, each until it has no outside point left
+    for (int t = 0; t < static_cast<int>(tris_.size()); ++t) {
+      while (tris_[t].alive && !outside_[t].empty()) {
+        // the farthest of its points (the first of equals: deterministic)
+        int best = 0;
+        Real best_d = -1;
+        for (int k = 0; k < static_cast<int>(outside_[t].size()); ++k) {
+          Real d = Distance(t, outside_[t][k]);
+          if (d > best_d) {
+            best_d = d;
+            best = k;
+          }
+        }
+        const int point = outside_[t][best];
+        if (!AddPoint(t, point)) {
+          // within round-off of the surface after all: left out
+          outside_[t].erase(outside_[t].begin() + best);
+        }
+      }
     }
   }
 
   const std::vector<Triangle>& triangles() const { return tris_; }
 
  private:
-  void AddPoint(int i) {
-    const Vec3 x = p_[i];
-    int seed = -1;
-    Real seed_d = eps_;
-    for (int t = 0; t < static_cast<int>(tris_.size()); ++t) {
-      if (!tris_[t].alive) continue;
-      Real d = dot(tris_[t].n, x) - tris_[t].d;
-      if (d > seed_d) {
-        seed_d = d;
-        seed = t;
+  Real Distance(int t, int i) const { return dot(tris_[t].n, p_[i]) - tris_[t].d; }
+
+  // Puts point i on the candidate face it is farthest outside of; inside them all, it is dropped.
+  void Assign(int i, const std::vector<int>& candidates) {
+    int best = -1;
+    Real best_d = eps_;
+    for (int t : candidates) {
+      Real d = Distance(t, i);
+      if (d > best_d) {
+        best_d = d;
+        best = t;
       }
     }
-    if (seed < 0) return;  // inside, or on the surface within eps
-    // faces seen from x, grown from the most visible one so the set stays connected
+    if (best >= 0) outside_[best].push_back(i);
+  }
+
+  // Adds point i, outside face `seed`: the faces it sees are replaced by a fan from their
+  // boundary to it. Returns false, changing nothing, where the faces seen within the tolerance
+  // do not form a disc or a new face would not face away from the hull's interior (the point
+  // lies within round-off of the surface).
+  bool AddPoint(int seed, int i) {
+    const Vec3 x = p_[i];
+    // faces seen from x, grown from the seed so the set stays connected
     std::vector<int> visible{seed};
     std::vector<char> is_visible(tris_.size(), 0);
     is_visible[seed] = 1;
@@ -168,28 +206,62 @@ class TriangleHull {
       for (int e = 0; e < 3; ++e) {
         int g = EdgeTriangle(t.v[(e + 1) % 3], t.v[e]);
         if (g < 0 || is_visible[g]) continue;
-        if (dot(tris_[g].n, x) - tris_[g].d > eps_) {
+        if (Distance(g, i) > eps_) {
           is_visible[g] = 1;
           visible.push_back(g);
         }
       }
     }
-    std::vector<Edge> horizon;
     std::sort(visible.begin(), visible.end());
+    // its boundary, which must be one simple loop
+    std::vector<Edge> horizon;
+    std::map<int, int> next;
     for (int t : visible) {
       for (int e = 0; e < 3; ++e) {
         int a = tris_[t].v[e], b = tris_[t].v[(e + 1) % 3];
         int g = EdgeTriangle(b, a);
-        if (g < 0 || !is_visible[g]) horizon.push_back({a, b});
+        if (g >= 0 && is_visible[g]) continue;
+        if (!next.emplace(a, b).second) return false;  // pinched
+        horizon.push_back({a, b});
       }
     }
-    for (int t : visible) RemoveTriangle(t);
-    for (const Edge& e : horizon) AddTriangle(e.first, e.second, i);
+    if (horizon.size() < 3) return false;
+    size_t loop = 0;
+    int v = horizon.front().first;
+    do {
+      auto it = next.find(v);
+      if (it == next.end()) return false;
+      v = it->second;
+      ++loop;
+    } while (v != horizon.front().first && loop <= horizon.size());
+    if (loop != horizon.size()) return false;  // several loops: the faces seen are no disc
+    for (const Edge& e : horizon) {
+      Vec3 n = cross(p_[e.second] - p_[e.first], x - p_[e.first]);
+      if (!(dot(n, x - interior_) > 0) || !(norm(n) > 0)) return false;
+    }
+    std::vector<int> orphans;
+    for (int t : visible) {
+      for (int q : outside_[t]) {
+        if (q != i) orphans.push_back(q);
+      }
+      outside_[t].clear();
+      RemoveTriangle(t);
+    }
+    std::vector<int> fan;
+    for (const Edge& e : horizon) {
+      fan.push_back(static_cast<int>(tris_.size()));
+      AddTriangle(e.first, e.second, i);
+    }
+    outside_.resize(tris_.size());
+    for (int q : orphans) Assign(q, fan);
+    return true;
   }
 
   const std::vector<Vec3>& p_;
   Real eps_;
+  Vec3 interior_;  // strictly inside every hull built: the first tetrahedron's centre
   std::vector<Triangle> tris_;
+  std::vector<std::vector<int>> outside_;  // per triangle: points outside it waiting
   std::map<Edge, int> edge_tri_;
 };
 
