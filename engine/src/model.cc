@@ -34,29 +34,6 @@ std::string Fmt(Vec3 v) {
                          static_cast<double>(v.z));
 }
 
-// Eigenvalues of a symmetric 3x3 matrix (closed form, Smith 1961), ascending.
-void SymmetricEigenvalues(const Mat33& a, Real out[3]) {
-  Real p1 = a(0, 1) * a(0, 1) + a(0, 2) * a(0, 2) + a(1, 2) * a(1, 2);
-  if (p1 == 0) {
-    out[0] = a(0, 0);
-    out[1] = a(1, 1);
-    out[2] = a(2, 2);
-  } else {
-    Real q = (a(0, 0) + a(1, 1) + a(2, 2)) / 3;
-    Real p2 = (a(0, 0) - q) * (a(0, 0) - q) + (a(1, 1) - q) * (a(1, 1) - q) +
-              (a(2, 2) - q) * (a(2, 2) - q) + 2 * p1;
-    Real p = std::sqrt(p2 / 6);
-    Mat33 b = (Real(1) / p) * (a + Real(-q) * mat33_identity());
-    Real r = std::clamp(det(b) / 2, Real(-1), Real(1));
-    Real phi = std::acos(r) / 3;
-    const Real kPi = Real(3.14159265358979323846);
-    out[2] = q + 2 * p * std::cos(phi);
-    out[0] = q + 2 * p * std::cos(phi + 2 * kPi / 3);
-    out[1] = 3 * q - out[0] - out[2];
-  }
-  std::sort(out, out + 3);
-}
-
 absl::Status ValidatePose(const std::string& what, const char* field, Pose* pose) {
   if (!Finite(pose->pos))
     return Invalid(what, absl::StrCat(field, ".pos"), "is not finite: " + Fmt(pose->pos));
@@ -89,10 +66,19 @@ absl::Status ValidateBody(int index, BodyDesc* body) {
     }
   }
   Real eig[3];
-  SymmetricEigenvalues(I, eig);
+  symmetric_eigenvalues(I, eig);
   if (!(eig[0] > 0)) {
     return Invalid(what, "inertia",
                    "is not positive definite (smallest principal moment " + Fmt(eig[0]) + ")");
+  }
+  // A rod or a point mass (no moment about some axis) would take any torque about it at no
+  // cost: its inverse inertia, 1e17 in one such robot file, wrecks the Newton solve.
+  if (!(eig[0] > Real(1e-9) * eig[2])) {
+    return Invalid(what, "inertia",
+                   absl::StrFormat("is nearly singular: principal moments %g, %g, %g (the "
+                                   "smallest below 1e-9 of the largest: a rod or a point mass)",
+                                   static_cast<double>(eig[0]), static_cast<double>(eig[1]),
+                                   static_cast<double>(eig[2])));
   }
   // Principal moments of a real mass distribution satisfy I1 + I2 >= I3.
   if (eig[0] + eig[1] < eig[2] * (1 - Real(1e-6))) {

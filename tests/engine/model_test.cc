@@ -45,6 +45,15 @@ TEST(ModelTest, RejectsBadBodies) {
   d = OneBody();
   d.bodies[0].inertia = mat33_diag({0.1, 0.1, 0.5});
   EXPECT_THAT(CompileError(d), HasSubstr("triangle inequality"));
+  // a rod: positive moments in floating point, 2e-18 about its axis (a robot file's link)
+  d = OneBody();
+  d.bodies[0].inertia(0, 0) = 0.2125;
+  d.bodies[0].inertia(1, 1) = 0.205;
+  d.bodies[0].inertia(2, 2) = 0.0125;
+  d.bodies[0].inertia(0, 1) = d.bodies[0].inertia(1, 0) = -0.005;
+  d.bodies[0].inertia(0, 2) = d.bodies[0].inertia(2, 0) = 0.0225;
+  d.bodies[0].inertia(1, 2) = d.bodies[0].inertia(2, 1) = 0.045;
+  EXPECT_THAT(CompileError(d), HasSubstr("nearly singular"));
   d = OneBody();
   d.bodies[0].pose.quat = {0, 0, 0, 0};
   EXPECT_THAT(CompileError(d), HasSubstr("pose.quat is zero"));

@@ -888,6 +888,25 @@ TEST(MjcfEqualityTest, ConnectAndWeldBecomeLoopJoints) {
       << unknown.status();
 }
 
+// Principal moments that break the triangle inequality: an error, as in MuJoCo, unless
+// <compiler balanceinertia="true">, which sets them to their mean exactly as MuJoCo does.
+TEST(MjcfMassTest, BalanceInertiaMatchesMuJoCo) {
+  const std::string body = R"(<worldbody><body name="b"><freejoint/>
+      <inertial pos="0 0 0" mass="1.7" diaginertia="0.0031 0.0236 0.0269"/></body></worldbody>)";
+  absl::StatusOr<ImportResult> refused =
+      LoadMjcfString(absl::StrCat("<mujoco>", body, "</mujoco>"), "");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("triangle inequality"), std::string::npos)
+      << refused.status();
+  std::string path =
+      WriteTemp("balanced.xml",
+                absl::StrCat("<mujoco><compiler balanceinertia=\"true\"/>", body, "</mujoco>"));
+  absl::StatusOr<ImportResult> balanced = LoadMjcfFile(path);
+  ASSERT_TRUE(balanced.ok()) << balanced.status();
+  ExpectBodiesMatchMuJoCo(path, balanced->model);
+  EXPECT_TRUE(HasWarning(*balanced, "each moment set to their mean"));
+}
+
 // Mesh errors name the geom or asset and what is wrong.
 TEST(MjcfMeshTest, BadMeshesAreErrors) {
   auto load = [](const std::string& body, const std::string& asset) {

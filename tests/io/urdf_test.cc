@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -170,6 +171,130 @@ void WriteCubeMeshes(const std::string& dir) {
   obj << "# cube\n";
   for (auto& c : corners) obj << "v " << c[0] << " " << c[1] << " " << c[2] << "\n";
   for (auto& t : tris) obj << "f " << t[0] + 1 << " " << t[1] + 1 << " " << t[2] + 1 << "\n";
+}
+
+// A link on a fixed joint is one rigid body with its parent: the total mass, the combined
+// centre of mass and the inertia about it (parallel-axis theorem), with no joint of its own.
+// Its child joints hang from the merged body at the right place.
+TEST(UrdfTest, FixedLinksMergeIntoTheirParentWithTheirMass) {
+  std::string xml = R"(<robot name="r">
+    <link name="trunk"><inertial><mass value="4"/><inertia ixx="0.1" iyy="0.2" izz="0.3"/></inertial></link>
+    <link name="imu"><inertial><origin xyz="0 0 0.05"/><mass value="1"/>
+      <inertia ixx="0.01" iyy="0.01" izz="0.01"/></inertial></link>
+    <link name="leg"><inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01"/></inertial></link>
+    <joint name="imu_joint" type="fixed"><origin xyz="0.5 0 0"/><parent link="trunk"/><child link="imu"/>
+      <axis xyz="0 0 0"/></joint>
+    <joint name="hip" type="continuous"><origin xyz="0 0.2 0"/><parent link="imu"/><child link="leg"/></joint>
+  </robot>)";
+  UrdfOptions options;
+  options.floating_base = true;
+  absl::StatusOr<ImportResult> r = LoadUrdfString(xml, "", options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const ModelDesc& m = r->model;
+  ASSERT_EQ(m.bodies.size(), 2u);
+  const BodyDesc& trunk = m.bodies[0];
+  EXPECT_EQ(trunk.name, "trunk");
+  EXPECT_DOUBLE_EQ(trunk.mass, 5);
+  // centre: (4 * 0 + 1 * (0.5, 0, 0.05)) / 5
+  EXPECT_NEAR(trunk.com.x, 0.1, 1e-15);
+  EXPECT_NEAR(trunk.com.z, 0.01, 1e-15);
+  // Ixx = 0.1 + 0.01 + 4 * 0.01^2 + 1 * 0.04^2; Iyy adds the x and z offsets; Ixz couples them
+  EXPECT_NEAR(trunk.inertia(0, 0), 0.1 + 0.01 + 4 * 1e-4 + 0.04 * 0.04, 1e-15);
+  EXPECT_NEAR(trunk.inertia(1, 1), 0.2 + 0.01 + 4 * (0.01 + 1e-4) + (0.4 * 0.4 + 0.04 * 0.04),
+              1e-15);
+  EXPECT_NEAR(trunk.inertia(0, 2), -(4 * (-0.1) * (-0.01) + 1 * 0.4 * 0.04), 1e-15);
+  ASSERT_EQ(m.joints.size(), 1u);
+  EXPECT_EQ(m.joints[0].name, "hip");
+  EXPECT_EQ(m.joints[0].parent, 0);
+  EXPECT_NEAR(m.bodies[1].pose.pos.x, 0.5, 1e-15);
+  EXPECT_NEAR(m.bodies[1].pose.pos.y, 0.2, 1e-15);
+  EXPECT_TRUE(HasWarning(*r, "link 'imu' into link 'trunk'"));
+  // The fixed joint is accounted for, without an Axion joint.
+  ASSERT_EQ(r->source_joints.size(), 2u);
+  EXPECT_EQ(r->source_joints[0].name, "imu_joint");
+  EXPECT_EQ(r->source_joints[0].joint, -1);
+}
+
+// Conventions of robot files in the wild: pybullet's spherical joints become ball joints, a
+// limit whose lower is above its upper leaves the joint unlimited (pybullet's reading), and a
+// root link named "world" is the world even with a floating base. Each says so in a warning.
+TEST(UrdfTest, ConventionsOfRobotFilesInTheWild) {
+  std::string xml = R"(<robot name="r">
+    <link name="world"/>
+    <link name="slider"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1"/></inertial></link>
+    <link name="head"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1"/></inertial></link>
+    <joint name="rail" type="prismatic"><parent link="world"/><child link="slider"/><axis xyz="1 0 0"/>
+      <limit effort="0" lower="1" upper="-1" velocity="10"/></joint>
+    <joint name="neck" type="spherical"><origin xyz="0 0 0.3"/><parent link="slider"/><child link="head"/>
+      <limit lower="-1" upper="1" effort="0" velocity="0"/></joint>
+  </robot>)";
+  UrdfOptions options;
+  options.floating_base = true;
+  absl::StatusOr<ImportResult> r = LoadUrdfString(xml, "", options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const ModelDesc& m = r->model;
+  ASSERT_EQ(m.bodies.size(), 2u);
+  ASSERT_EQ(m.joints.size(), 2u);
+  EXPECT_EQ(m.joints[0].type, JointType::kPrismatic);
+  EXPECT_EQ(m.joints[0].parent, kWorldBody);
+  EXPECT_FALSE(m.joints[0].limited);
+  EXPECT_EQ(m.joints[1].type, JointType::kBall);
+  EXPECT_NEAR(m.bodies[1].pose.pos.z, 0.3, 1e-15);
+  EXPECT_TRUE(HasWarning(*r, "lower 1 is above upper -1: the joint is left unlimited"));
+  EXPECT_TRUE(HasWarning(*r, "'spherical' (pybullet's, not URDF's) becomes a ball joint"));
+  EXPECT_TRUE(HasWarning(*r, "limits of spherical joints are not supported"));
+}
+
+// Principal moments that break the triangle inequality (a vendor's arm link) are an error that
+// names the link and the way out; with balance_inertia they take their mean, with a warning.
+TEST(UrdfTest, InertiaBreakingTheTriangleInequalityIsRefusedOrBalanced) {
+  std::string xml = R"(<robot name="r">
+    <link name="base"/>
+    <link name="link2"><inertial><mass value="1.7"/>
+      <inertia ixx="0.0031" iyy="0.0236" izz="0.0269" ixy="0" ixz="0" iyz="0"/></inertial></link>
+    <joint name="j" type="continuous"><parent link="base"/><child link="link2"/></joint>
+  </robot>)";
+  absl::StatusOr<ImportResult> refused = LoadUrdfString(xml, "");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("link 'link2'"), std::string::npos);
+  EXPECT_NE(refused.status().message().find("triangle inequality"), std::string::npos);
+  EXPECT_NE(refused.status().message().find("balance_inertia"), std::string::npos);
+  UrdfOptions options;
+  options.balance_inertia = true;
+  absl::StatusOr<ImportResult> balanced = LoadUrdfString(xml, "", options);
+  ASSERT_TRUE(balanced.ok()) << balanced.status();
+  const Real mean = (0.0031 + 0.0236 + 0.0269) / 3;
+  for (int k = 0; k < 3; ++k) EXPECT_NEAR(balanced->model.bodies[0].inertia(k, k), mean, 1e-15);
+  EXPECT_TRUE(HasWarning(*balanced, "each moment set to their mean"));
+}
+
+// The robot's links do not collide with each other unless self_collision is on (those joined by
+// a joint never do): coarse collision geometry often overlaps in the file's own pose.
+TEST(UrdfTest, SelfCollisionIsAnOption) {
+  std::string xml = R"(<robot name="r">
+    <link name="a"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1"/></inertial>
+      <collision><geometry><box size="0.4 0.4 0.4"/></geometry></collision></link>
+    <link name="b"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1"/></inertial>
+      <collision><geometry><sphere radius="0.1"/></geometry></collision></link>
+    <link name="c"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1"/></inertial>
+      <collision><geometry><sphere radius="0.1"/></geometry></collision></link>
+    <joint name="ab" type="continuous"><origin xyz="0.3 0 0"/><parent link="a"/><child link="b"/></joint>
+    <joint name="bc" type="continuous"><origin xyz="-0.2 0 0"/><parent link="b"/><child link="c"/></joint>
+  </robot>)";
+  UrdfOptions options;
+  options.floating_base = true;
+  for (bool self : {false, true}) {
+    options.self_collision = self;
+    absl::StatusOr<ImportResult> r = LoadUrdfString(xml, "", options);
+    ASSERT_TRUE(r.ok()) << r.status();
+    absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(r->model);
+    ASSERT_TRUE(model.ok()) << model.status();
+    // a and c overlap (c's sphere sits inside a's box) but are not joined
+    EXPECT_EQ((*model)->collision_pairs().size(), self ? 1u : 0u) << "self_collision " << self;
+    for (const ShapeDesc& shape : r->model.shapes) {
+      EXPECT_EQ(shape.collision_group, self ? 1u : kUrdfRobotGroup);
+    }
+  }
 }
 
 TEST(UrdfMeshTest, StlAndObjMeshesBecomeConvexHulls) {

@@ -2,6 +2,7 @@
 // Quaternions are (w, x, y, z) and rotate body-frame vectors into the world frame.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 
 #include "axion/config.h"
@@ -234,5 +235,28 @@ AXION_HD void store6(Real* p, Vec6 v) {
   p[5] = v.ang.z;
 }
 AXION_HD Real dot(Vec6 a, Vec6 b) { return dot(a.lin, b.lin) + dot(a.ang, b.ang); }
+
+// Eigenvalues of a symmetric 3x3 matrix (closed form, Smith 1961), ascending (host only).
+inline void symmetric_eigenvalues(const Mat33& a, Real out[3]) {
+  Real p1 = a(0, 1) * a(0, 1) + a(0, 2) * a(0, 2) + a(1, 2) * a(1, 2);
+  if (p1 == 0) {
+    out[0] = a(0, 0);
+    out[1] = a(1, 1);
+    out[2] = a(2, 2);
+  } else {
+    Real q = (a(0, 0) + a(1, 1) + a(2, 2)) / 3;
+    Real p2 = (a(0, 0) - q) * (a(0, 0) - q) + (a(1, 1) - q) * (a(1, 1) - q) +
+              (a(2, 2) - q) * (a(2, 2) - q) + 2 * p1;
+    Real p = std::sqrt(p2 / 6);
+    Mat33 b = (Real(1) / p) * (a + Real(-q) * mat33_identity());
+    Real r = std::clamp(det(b) / 2, Real(-1), Real(1));
+    Real phi = std::acos(r) / 3;
+    const Real kPi = Real(3.14159265358979323846);
+    out[2] = q + 2 * p * std::cos(phi);
+    out[0] = q + 2 * p * std::cos(phi + 2 * kPi / 3);
+    out[1] = 3 * q - out[0] - out[2];
+  }
+  std::sort(out, out + 3);
+}
 
 }  // namespace axion

@@ -1,8 +1,8 @@
 // MJCF (MuJoCo XML, version 2.2 semantics) importer: reads a model file into an axion::ModelDesc.
 //
 // Supported: <include>, <compiler> (angle, inertiafromgeom, eulerseq, coordinate="local",
-// autolimits, meshdir, assetdir), <option> (timestep, gravity), <default> classes with
-// inheritance and `childclass` (every top-level <default> is the main class), <asset> <mesh>
+// autolimits, meshdir, assetdir, balanceinertia), <option> (timestep, gravity), <default> classes
+// with inheritance and `childclass` (every top-level <default> is the main class), <asset> <mesh>
 // (file: OBJ or binary / ASCII STL; or vertex and face; scale), nested <body> (pos, quat,
 // euler, axisangle, xyaxes, zaxis), <geom> (plane, sphere, capsule, box, cylinder, ellipsoid,
 // mesh; size, fromto, density, mass, friction, condim, contype, conaffinity; an ellipsoid and a
@@ -138,6 +138,10 @@ struct MjcfOptions {
   // hinges become a kUniversal joint, more joints a chain through light bodies, both of which
   // reproduce MuJoCo's kinematics exactly.
   bool merge_joints = true;
+  // Body inertias whose principal moments break the triangle inequality take their mean, as
+  // with <compiler balanceinertia="true"> (which also turns this on); false: such a body is an
+  // error, as in MuJoCo.
+  bool balance_inertia = false;
 };
 
 // Reads an MJCF file; <include> paths are relative to the file's directory.

@@ -70,6 +70,11 @@ ABSL_FLAG(std::string, trajectory, "",
 ABSL_FLAG(bool, progress, false, "show a progress bar even when stderr is not a terminal");
 ABSL_FLAG(uint32_t, seed, 1, "seed of the control noise");
 ABSL_FLAG(bool, floating_base, false, "URDF: make the root link a free body");
+ABSL_FLAG(bool, self_collision, false,
+          "URDF: let the robot's links collide with each other (not those joined by a joint)");
+ABSL_FLAG(bool, balance_inertia, false,
+          "set the principal moments of an inertia that breaks the triangle inequality to "
+          "their mean (MuJoCo's balanceinertia) instead of refusing the model");
 ABSL_FLAG(bool, report_speed, false,
           "also report the largest body speed seen in any world (a stability check; reads every "
           "world's state each step, outside the timed region)");
@@ -86,9 +91,15 @@ absl::StatusOr<ImportResult> LoadModel(const std::string& path) {
   if (EndsWith(path, ".urdf")) {
     UrdfOptions options;
     options.floating_base = absl::GetFlag(FLAGS_floating_base);
+    options.balance_inertia = absl::GetFlag(FLAGS_balance_inertia);
+    options.self_collision = absl::GetFlag(FLAGS_self_collision);
     return LoadUrdfFile(path, options);
   }
-  if (EndsWith(path, ".xml") || EndsWith(path, ".mjcf")) return LoadMjcfFile(path);
+  if (EndsWith(path, ".xml") || EndsWith(path, ".mjcf")) {
+    MjcfOptions options;
+    options.balance_inertia = absl::GetFlag(FLAGS_balance_inertia);
+    return LoadMjcfFile(path, options);
+  }
   return absl::InvalidArgumentError(
       absl::StrCat("--model='", path, "': unknown extension (expected .xml, .mjcf or .urdf)"));
 }

@@ -310,11 +310,8 @@ absl::StatusOr<TriangleMesh> ParseObj(const std::string& path, const std::string
         }
         corners.push_back(value);
       }
-      if (corners.size() < 3) {
-        return absl::InvalidArgumentError(absl::StrCat("mesh '", path, "' line ", line_number,
-                                                       ": a face needs at least 3 corners"));
-      }
-      faces.push_back({line_number, std::move(corners)});
+      // a "face" of one or two corners (some exporters write them) encloses nothing: skipped
+      if (corners.size() >= 3) faces.push_back({line_number, std::move(corners)});
     }
   }
   const int count = static_cast<int>(mesh.vertices.size());
@@ -402,6 +399,24 @@ bool PointsSpanVolume(const std::vector<Vec3>& points) {
     if (std::abs(dot(p - p0, n)) > eps) return true;
   }
   return false;
+}
+
+bool BreaksTriangleInequality(const Mat33& inertia, Real moments[3]) {
+  symmetric_eigenvalues(inertia, moments);
+  return moments[0] + moments[1] < moments[2] * (1 - Real(1e-6));
+}
+
+std::string TriangleInequalityMessage(const Real moments[3], bool balanced) {
+  std::string moments_text =
+      absl::StrCat("principal moments ", moments[0], " + ", moments[1], " < ", moments[2]);
+  if (balanced) {
+    return absl::StrCat("inertia breaks the triangle inequality (", moments_text,
+                        "): each moment set to their mean, ",
+                        (moments[0] + moments[1] + moments[2]) / 3, " (balance_inertia)");
+  }
+  return absl::StrCat("inertia breaks the triangle inequality (", moments_text,
+                      "); balance_inertia (axion-sim --balance_inertia, MJCF <compiler "
+                      "balanceinertia=\"true\">) sets each to their mean, as MuJoCo does");
 }
 
 std::string JoinPath(const std::string& dir, const std::string& file) {

@@ -46,6 +46,13 @@ Mat33 RotateTensor(Quat q, const Mat33& inertia);
 // Inertia of a point mass m at offset d about the origin: m (|d|^2 I - d d^T).
 Mat33 PointMassTensor(Real mass, Vec3 d);
 
+// Whether the principal moments of `inertia` (returned ascending in `moments`) break the
+// triangle inequality I1 + I2 >= I3 beyond the engine's tolerance (1e-6 relative): no real mass
+// distribution has them. Vendor URDFs sometimes do.
+bool BreaksTriangleInequality(const Mat33& inertia, Real moments[3]);
+// What the importers say of such a tensor: the moments, and what balance_inertia would do.
+std::string TriangleInequalityMessage(const Real moments[3], bool balanced);
+
 // Volume and principal inertia (about the centre, per unit mass, in the shape frame) of a
 // MuJoCo geom, by MuJoCo's formulas. `size` follows MuJoCo's geom size convention.
 enum class MassShape { kSphere, kCapsule, kCylinder, kBox, kEllipsoid };

@@ -41,7 +41,8 @@ constexpr Real kUniversalMinSine = Real(0.1);
 const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
   static const auto* table = new std::map<std::string, std::set<std::string>>{
       {"compiler",
-       {"angle", "inertiafromgeom", "eulerseq", "coordinate", "autolimits", "meshdir", "assetdir"}},
+       {"angle", "inertiafromgeom", "eulerseq", "coordinate", "autolimits", "meshdir", "assetdir",
+        "balanceinertia"}},
       {"mesh", {"name", "class", "file", "scale", "vertex", "face"}},
       {"option", {"timestep", "gravity"}},
       {"body", {"name", "childclass", "pos", "quat", "axisangle", "euler", "xyaxes", "zaxis"}},
@@ -277,7 +278,8 @@ struct MjBody {
 
 class MjcfLoader {
  public:
-  explicit MjcfLoader(const MjcfOptions& options) : options_(options) {}
+  explicit MjcfLoader(const MjcfOptions& options)
+      : options_(options), balance_inertia_(options.balance_inertia) {}
 
   // The model, or the first error; an error names the unsupported elements ignored before it
   // (a <composite> left out leaves its body without mass, which is the error then reported).
@@ -315,6 +317,7 @@ class MjcfLoader {
 
   // --- conversion ---
   absl::Status ComputeMass();
+  absl::Status ResolveMass();
   absl::Status Convert();
   absl::Status ConvertJoints(int b, int parent_body);
   void ApplyCollisionRules();
@@ -331,6 +334,7 @@ class MjcfLoader {
   std::string eulerseq_ = "xyz";
   std::string inertiafromgeom_ = "auto";
   bool autolimits_ = false;
+  bool balance_inertia_ = false;  // <compiler balanceinertia>, or MjcfOptions::balance_inertia
   std::string meshdir_;  // of <compiler meshdir> (else assetdir), relative to the model's file
 
   std::map<std::string, MjMesh> meshes_;  // <asset><mesh> by name
@@ -471,6 +475,7 @@ absl::Status MjcfLoader::ParseCompiler(const XMLElement* xml) {
   }
   AXION_IO_ASSIGN_OR_RETURN(autolimits_, e.Bool("autolimits", autolimits_));
   meshdir_ = e.Str("meshdir", e.Str("assetdir", meshdir_));
+  AXION_IO_ASSIGN_OR_RETURN(balance_inertia_, e.Bool("balanceinertia", balance_inertia_));
   return absl::OkStatus();
 }
 
@@ -910,12 +915,9 @@ absl::Status MjcfLoader::ParseInertial(const XMLElement* xml, MjBody* body) {
   if (e.Has("diaginertia")) {
     AXION_IO_ASSIGN_OR_RETURN(Quat quat, Orientation(e));
     AXION_IO_ASSIGN_OR_RETURN(Vec3 d, e.Vec("diaginertia", Vec3{}));
+    // (the triangle inequality is checked on the body's resolved inertia, ComputeMass)
     for (int i = 0; i < 3; ++i) {
       if (d[i] < 0) return e.Error("diaginertia", "has a negative moment");
-      // The triangle inequality every physical inertia obeys (MuJoCo checks it too).
-      if (d[i] + d[(i + 1) % 3] < d[(i + 2) % 3] * (1 - Real(1e-10))) {
-        return e.Error("diaginertia", "violates A + B >= C");
-      }
     }
     body->inertial_tensor = io::RotateTensor(quat, mat33_diag(d));
   } else {
@@ -1240,6 +1242,23 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
 }
 
 absl::Status MjcfLoader::ComputeMass() {
+  AXION_IO_RETURN_IF_ERROR(ResolveMass());
+  // Inertias no real body has: refused as MuJoCo does, or balanced as its balanceinertia does.
+  for (MjBody& b : bodies_) {
+    Real moments[3];
+    if (!(b.mass > 0) || !io::BreaksTriangleInequality(b.inertia, moments)) continue;
+    if (!balance_inertia_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(b.where, ": ", io::TriangleInequalityMessage(moments, false)));
+    }
+    warnings_.Add(absl::StrCat("balanced:", b.where),
+                  absl::StrCat(b.where, ": ", io::TriangleInequalityMessage(moments, true)));
+    b.inertia = mat33_diag(Vec3{1, 1, 1} * ((moments[0] + moments[1] + moments[2]) / 3));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MjcfLoader::ResolveMass() {
   for (MjBody& b : bodies_) {
     bool from_geoms = inertiafromgeom_ == "true" || (inertiafromgeom_ == "auto" && !b.has_inertial);
     if (!from_geoms) {

@@ -45,6 +45,7 @@ struct UrdfJoint {
   Vec3 axis{1, 0, 0};
   bool has_limit = false;
   Real lower = 0, upper = 0, effort = 0, velocity = 0;
+  bool unlimited = false;  // lower above upper in the file: no limits (pybullet's convention)
   Real damping = 0, friction = 0;
 };
 
@@ -272,6 +273,17 @@ absl::Status UrdfLoader::ParseLink(const XMLElement* e) {
       if (!(t(0, 0) > 0 && minor > 0 && det(t) > 0)) {
         return Error(inertia, "link", link.name, "ixx", "inertia tensor is not positive definite");
       }
+      Real moments[3];
+      if (io::BreaksTriangleInequality(t, moments)) {
+        if (!options_.balance_inertia) {
+          return Error(inertia, "link", link.name, "ixx",
+                       io::TriangleInequalityMessage(moments, false));
+        }
+        warnings_.Add(absl::StrCat("balanced:", link.name),
+                      absl::StrCat(Where(inertia), ": link '", link.name,
+                                   "': ", io::TriangleInequalityMessage(moments, true)));
+        t = mat33_diag(Vec3{1, 1, 1} * ((moments[0] + moments[1] + moments[2]) / 3));
+      }
     }
     link.inertia = io::RotateTensor(origin.quat, t);
   }
@@ -307,11 +319,17 @@ absl::Status UrdfLoader::ParseJoint(const XMLElement* e) {
   const char* type = e->Attribute("type");
   if (!type) return Error(e, "joint", joint.name, "type", "is required");
   joint.type = type;
-  static const std::set<std::string> kTypes = {"revolute", "continuous", "prismatic",
-                                               "fixed",    "floating",   "planar"};
+  static const std::set<std::string> kTypes = {"revolute", "continuous", "prismatic", "fixed",
+                                               "floating", "planar",     "spherical"};
   if (!kTypes.count(joint.type)) {
     return Error(e, "joint", joint.name, "type",
                  absl::StrCat("unknown joint type '", joint.type, "'"));
+  }
+  if (joint.type == "spherical") {
+    warnings_.Add("spherical",
+                  absl::StrCat("joint type 'spherical' (pybullet's, not URDF's) becomes a ball "
+                               "joint (first at ",
+                               joint.where, ")"));
   }
   WarnUnknownChildren(e, "joint", {"origin", "parent", "child", "axis", "limit", "dynamics"});
   for (const char* side : {"parent", "child"}) {
@@ -330,10 +348,15 @@ absl::Status UrdfLoader::ParseJoint(const XMLElement* e) {
   if (const XMLElement* axis = e->FirstChildElement("axis")) {
     AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> a,
                               Reals(axis, "joint", joint.name, "xyz", 3, {1, 0, 0}));
-    joint.axis = {a[0], a[1], a[2]};
-    if (norm(joint.axis) < Real(1e-12))
-      return Error(axis, "joint", joint.name, "xyz", "axis is zero");
-    joint.axis = normalized(joint.axis);
+    // fixed, floating and spherical joints have no axis: URDF says to ignore it
+    const bool uses_axis = joint.type == "revolute" || joint.type == "continuous" ||
+                           joint.type == "prismatic" || joint.type == "planar";
+    if (uses_axis) {
+      joint.axis = {a[0], a[1], a[2]};
+      if (norm(joint.axis) < Real(1e-12))
+        return Error(axis, "joint", joint.name, "xyz", "axis is zero");
+      joint.axis = normalized(joint.axis);
+    }
   }
   if (const XMLElement* limit = e->FirstChildElement("limit")) {
     joint.has_limit = true;
@@ -351,8 +374,21 @@ absl::Status UrdfLoader::ParseJoint(const XMLElement* e) {
     joint.velocity = velocity[0];
     if (joint.effort < 0) return Error(limit, "joint", joint.name, "effort", "is negative");
     if ((joint.type == "revolute" || joint.type == "prismatic") && !(joint.lower <= joint.upper)) {
-      return Error(limit, "joint", joint.name, "lower",
-                   absl::StrCat("lower ", joint.lower, " is above upper ", joint.upper));
+      if (!(std::isfinite(joint.lower) && std::isfinite(joint.upper))) {
+        return Error(limit, "joint", joint.name, "lower", "limits must be finite");
+      }
+      // pybullet's convention for a joint without limits
+      joint.unlimited = true;
+      warnings_.Add(absl::StrCat("reversed-limits:", joint.name),
+                    absl::StrCat(Where(limit), ": joint '", joint.name, "': lower ", joint.lower,
+                                 " is above upper ", joint.upper,
+                                 ": the joint is left unlimited, as pybullet does"));
+    }
+    if (joint.type == "spherical") {
+      warnings_.Add("spherical-limit",
+                    absl::StrCat("limits of spherical joints are not supported and were ignored "
+                                 "(first at ",
+                                 Where(limit), ")"));
     }
     if (joint.velocity > 0) {
       warnings_.Add(
@@ -418,9 +454,12 @@ absl::Status UrdfLoader::Build() {
     const UrdfJoint* joint = link.parent_joint >= 0 ? &joints_[link.parent_joint] : nullptr;
     const UrdfLink* parent = joint ? &links_[joint->parent] : nullptr;
     link.world = parent ? io::ComposePose(parent->world, joint->origin) : Pose{};
-    bool fixed = joint ? joint->type == "fixed" : !options_.floating_base;
-    if (fixed && (!parent || link.mass <= 0)) {
-      // Welded to the world (fixed base) or a massless frame: its shapes join the parent body.
+    // a root link named "world" is the world frame (ROS and Gazebo's convention)
+    bool fixed = joint ? joint->type == "fixed" : !options_.floating_base || link.name == "world";
+    if (fixed) {
+      // Welded to the world (fixed base), or fixed to its parent: one rigid body with it, the
+      // link's mass added to the parent's. Exact, and cheaper and better conditioned than a
+      // body of its own held by six rows: robot files hang 1 g sensor frames on 5 kg trunks.
       link.body = parent ? parent->body : kWorldBody;
       link.offset = parent ? io::ComposePose(parent->offset, joint->origin) : Pose{};
       if (joint) result_.source_joints.push_back({joint->name, -1, 0});
@@ -428,6 +467,20 @@ absl::Status UrdfLoader::Build() {
         warnings_.Add(absl::StrCat("merged:", link.name),
                       absl::StrCat("link '", link.name, "' has no mass: merged into link '",
                                    parent->name, "'"));
+      } else if (parent && link.body != kWorldBody) {
+        BodyDesc& body = model.bodies[link.body];
+        const Vec3 com = link.offset.pos + rotate(link.offset.quat, link.com);
+        const Real mass = body.mass + link.mass;
+        const Vec3 merged_com = (Real(1) / mass) * (body.mass * body.com + link.mass * com);
+        body.inertia = body.inertia + io::PointMassTensor(body.mass, body.com - merged_com) +
+                       io::RotateTensor(link.offset.quat, link.inertia) +
+                       io::PointMassTensor(link.mass, com - merged_com);
+        body.com = merged_com;
+        body.mass = mass;
+        warnings_.Add("merged-fixed",
+                      absl::StrCat("links on fixed joints are merged into their parent's body, "
+                                   "mass and inertia included (first: link '",
+                                   link.name, "' into link '", parent->name, "')"));
       }
     } else {
       if (!(link.mass > 0)) {
@@ -455,7 +508,7 @@ absl::Status UrdfLoader::Build() {
         if (joint->type == "revolute" || joint->type == "continuous" ||
             joint->type == "prismatic") {
           d.type = joint->type == "prismatic" ? JointType::kPrismatic : JointType::kRevolute;
-          if (joint->type != "continuous") {
+          if (joint->type != "continuous" && !joint->unlimited) {
             d.limited = true;
             d.lower = {joint->lower};
             d.upper = {joint->upper};
@@ -472,6 +525,10 @@ absl::Status UrdfLoader::Build() {
             a.ctrl_max = joint->effort;
           }
           model.actuators.push_back(std::move(a));
+        } else if (joint->type == "spherical") {
+          d.type = JointType::kBall;
+          d.child_frame = Pose{};
+          d.drive.damping = joint->damping;
         } else if (joint->type == "planar") {
           // Frame x along the plane normal: the two in-plane translations and the rotation
           // about the normal are free.
@@ -492,6 +549,10 @@ absl::Status UrdfLoader::Build() {
     for (const ShapeDesc& s : link.shapes) {
       ShapeDesc shape = s;
       shape.body = link.body;
+      if (!options_.self_collision) {
+        shape.collision_group = kUrdfRobotGroup;
+        shape.collision_mask = ~kUrdfRobotGroup;
+      }
       shape.pose = io::ComposePose(link.body == kWorldBody ? link.world : link.offset, s.pose);
       model.shapes.push_back(std::move(shape));
     }
