@@ -907,6 +907,20 @@ TEST(MjcfMassTest, BalanceInertiaMatchesMuJoCo) {
   EXPECT_TRUE(HasWarning(*balanced, "each moment set to their mean"));
 }
 
+// Some exporters write "faces" of one or two corners; they enclose nothing and are skipped.
+TEST(MjcfMeshTest, ObjFacesOfTwoCornersAreSkipped) {
+  const std::string dir = ::testing::TempDir();
+  std::ofstream(dir + "/two_corner_faces.obj") << "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\n"
+                                                  "f 1 3 2\nf 1 2 4\nf 2 3 4\nf 1 4 3\nf 1 2\n";
+  absl::StatusOr<ImportResult> r = LoadMjcfString(R"(<mujoco>
+    <asset><mesh file="two_corner_faces.obj"/></asset>
+    <worldbody><body name="t"><freejoint/><geom type="mesh" mesh="two_corner_faces"/></body>
+    </worldbody></mujoco>)",
+                                                  dir);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GT(r->model.bodies[0].mass, 0);
+}
+
 // Mesh errors name the geom or asset and what is wrong.
 TEST(MjcfMeshTest, BadMeshesAreErrors) {
   auto load = [](const std::string& body, const std::string& asset) {
