@@ -554,10 +554,13 @@ absl::StatusOr<ImportedScene> ImportScene(const v1::Scene& scene, const std::str
         if (scene.has_mjcf_light_body_mass_fraction()) {
           options.light_body_mass_fraction = scene.mjcf_light_body_mass_fraction().value();
         }
+        options.balance_inertia = scene.balance_inertia();
         return FromImport(LoadMjcfString(xml, asset_dir, options), field);
       }
       UrdfOptions options;
       options.floating_base = scene.urdf_floating_base();
+      options.self_collision = scene.urdf_self_collision();
+      options.balance_inertia = scene.balance_inertia();
       if (!asset_dir.empty()) options.package_dirs.push_back(asset_dir);
       return FromImport(LoadUrdfString(xml, asset_dir, options), field);
 #else

@@ -66,6 +66,23 @@ def test_create_worlds_from_urdf_path_detects_format(client):
     assert [(a.ctrl_min, a.ctrl_max) for a in d.actuators] == [(-50, 50), (-50, 50), (-30, 30)]
 
 
+UNBALANCED_ARM = """<robot name="arm">
+  <link name="base"/>
+  <link name="link2"><inertial><mass value="1.7"/>
+    <inertia ixx="0.0031" iyy="0.0236" izz="0.0269" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="j" type="continuous"><parent link="base"/><child link="link2"/></joint>
+</robot>"""
+
+
+def test_urdf_inertia_is_refused_or_balanced_on_request(client):
+    # Principal moments 0.0031 + 0.0236 < 0.0269: no real body has them.
+    with pytest.raises(axion.AxionError, match="balance_inertia"):
+        client.create_worlds(UNBALANCED_ARM)
+    created = client.create_worlds(axion.make_scene(UNBALANCED_ARM, balance_inertia=True))
+    assert created.description.body_count == 1
+    assert any("their mean" in w for w in created.warnings)
+
+
 def test_create_worlds_from_model_description(client):
     created = client.create_worlds(free_sphere_model(), count=2)
     assert created.description.model_name == "free_sphere"

@@ -34,6 +34,12 @@ def test_make_scene_detects_formats():
     assert axion.make_scene(PENDULUM_MJCF).WhichOneof("source") == "mjcf"
     urdf = axion.make_scene(MODELS_DIR / "three_link_arm.urdf", floating_base=True)
     assert urdf.WhichOneof("source") == "urdf" and urdf.urdf_floating_base
+    assert not urdf.urdf_self_collision and not urdf.balance_inertia
+    urdf = axion.make_scene(
+        MODELS_DIR / "three_link_arm.urdf", self_collision=True, balance_inertia=True
+    )
+    assert urdf.urdf_self_collision and urdf.balance_inertia
+    assert axion.make_scene(PENDULUM_MJCF, balance_inertia=True).balance_inertia
     # A comment and prolog before the root element.
     assert axion.make_scene("<?xml version='1.0'?><!-- c --><robot name='r'/>").urdf
     scene = axion.make_scene(PENDULUM_MJCF, light_body_mass_fraction=0.05)

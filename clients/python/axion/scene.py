@@ -25,7 +25,15 @@ def xml_format(text):
     return None
 
 
-def make_scene(source, *, format=None, floating_base=False, light_body_mass_fraction=None):
+def make_scene(
+    source,
+    *,
+    format=None,
+    floating_base=False,
+    light_body_mass_fraction=None,
+    self_collision=False,
+    balance_inertia=False,
+):
     """An axion.v1.Scene from any of:
 
     - an axion.v1.Scene (returned as is) or an axion.v1.ModelDescription;
@@ -35,8 +43,11 @@ def make_scene(source, *, format=None, floating_base=False, light_body_mass_frac
     - MJCF or URDF XML text.
 
     `format` ('mjcf' or 'urdf') overrides detection, which looks at the root element
-    (<mujoco> or <robot>). `floating_base` makes a URDF's root link a free body.
-    `light_body_mass_fraction` is the MJCF importer's mass fraction for inserted bodies.
+    (<mujoco> or <robot>). `floating_base` makes a URDF's root link a free body, and
+    `self_collision` lets its links collide with each other. `light_body_mass_fraction` is the
+    MJCF importer's mass fraction for inserted bodies. `balance_inertia` sets principal moments
+    that break the triangle inequality to their mean (MuJoCo's balanceinertia) instead of
+    refusing the file.
     """
     if isinstance(source, pb.Scene):
         return source
@@ -68,10 +79,15 @@ def make_scene(source, *, format=None, floating_base=False, light_body_mass_frac
                 "<robot> (URDF); pass format='mjcf' or format='urdf'"
             )
     if format == "mjcf":
-        scene = pb.Scene(mjcf=text)
+        scene = pb.Scene(mjcf=text, balance_inertia=balance_inertia)
         if light_body_mass_fraction is not None:
             scene.mjcf_light_body_mass_fraction.value = light_body_mass_fraction
         return scene
     if format == "urdf":
-        return pb.Scene(urdf=text, urdf_floating_base=floating_base)
+        return pb.Scene(
+            urdf=text,
+            urdf_floating_base=floating_base,
+            urdf_self_collision=self_collision,
+            balance_inertia=balance_inertia,
+        )
     raise ValueError(f"unknown model format '{format}' (expected 'mjcf' or 'urdf')")
