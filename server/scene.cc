@@ -560,6 +560,7 @@ absl::StatusOr<ImportedScene> ImportScene(const v1::Scene& scene, const std::str
       UrdfOptions options;
       options.floating_base = scene.urdf_floating_base();
       options.self_collision = scene.urdf_self_collision();
+      options.inertia_from_collision = scene.urdf_inertia_from_collision();
       options.balance_inertia = scene.balance_inertia();
       if (!asset_dir.empty()) options.package_dirs.push_back(asset_dir);
       return FromImport(LoadUrdfString(xml, asset_dir, options), field);

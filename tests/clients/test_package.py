@@ -39,6 +39,9 @@ def test_make_scene_detects_formats():
         MODELS_DIR / "three_link_arm.urdf", self_collision=True, balance_inertia=True
     )
     assert urdf.urdf_self_collision and urdf.balance_inertia
+    assert axion.make_scene(
+        MODELS_DIR / "three_link_arm.urdf", inertia_from_collision=True
+    ).urdf_inertia_from_collision
     assert axion.make_scene(PENDULUM_MJCF, balance_inertia=True).balance_inertia
     # A comment and prolog before the root element.
     assert axion.make_scene("<?xml version='1.0'?><!-- c --><robot name='r'/>").urdf

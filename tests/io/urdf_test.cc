@@ -268,6 +268,35 @@ TEST(UrdfTest, InertiaBreakingTheTriangleInequalityIsRefusedOrBalanced) {
   EXPECT_TRUE(HasWarning(*balanced, "each moment set to their mean"));
 }
 
+// Files written for pybullet often leave <inertia> zero, since pybullet takes it from the
+// collision geometry by default: an error that names the option, which does the same (a box
+// offset from the file's centre of mass: its own inertia scaled to the link's mass, moved to
+// that centre).
+TEST(UrdfTest, InertiaFromCollisionGeometry) {
+  std::string xml = R"(<robot name="r">
+    <link name="blob"><inertial><origin xyz="0 0 0.01"/><mass value="2"/>
+      <inertia ixx="1" iyy="1" izz="0" ixy="0" ixz="0" iyz="0"/></inertial>
+      <collision><origin xyz="0 0 0.05"/><geometry><box size="0.2 0.4 0.1"/></geometry></collision></link>
+  </robot>)";
+  UrdfOptions options;
+  options.floating_base = true;
+  absl::StatusOr<ImportResult> refused = LoadUrdfString(xml, "", options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("inertia_from_collision"), std::string::npos)
+      << refused.status();
+  options.inertia_from_collision = true;
+  absl::StatusOr<ImportResult> r = LoadUrdfString(xml, "", options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const BodyDesc& blob = r->model.bodies[0];
+  EXPECT_DOUBLE_EQ(blob.mass, 2);
+  EXPECT_NEAR(blob.com.z, 0.01, 1e-15);
+  const double d = 0.04;  // box centre above the centre of mass
+  EXPECT_NEAR(blob.inertia(0, 0), 2 * (0.4 * 0.4 + 0.1 * 0.1) / 12 + 2 * d * d, 1e-12);
+  EXPECT_NEAR(blob.inertia(1, 1), 2 * (0.2 * 0.2 + 0.1 * 0.1) / 12 + 2 * d * d, 1e-12);
+  EXPECT_NEAR(blob.inertia(2, 2), 2 * (0.2 * 0.2 + 0.4 * 0.4) / 12, 1e-12);
+  EXPECT_TRUE(HasWarning(*r, "taken from their collision geometry"));
+}
+
 // The robot's links do not collide with each other unless self_collision is on (those joined by
 // a joint never do): coarse collision geometry often overlaps in the file's own pose.
 TEST(UrdfTest, SelfCollisionIsAnOption) {

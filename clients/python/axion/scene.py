@@ -33,6 +33,7 @@ def make_scene(
     light_body_mass_fraction=None,
     self_collision=False,
     balance_inertia=False,
+    inertia_from_collision=False,
 ):
     """An axion.v1.Scene from any of:
 
@@ -47,7 +48,8 @@ def make_scene(
     `self_collision` lets its links collide with each other. `light_body_mass_fraction` is the
     MJCF importer's mass fraction for inserted bodies. `balance_inertia` sets principal moments
     that break the triangle inequality to their mean (MuJoCo's balanceinertia) instead of
-    refusing the file.
+    refusing the file; `inertia_from_collision` takes a URDF's link inertias from their
+    collision geometry, as pybullet does by default.
     """
     if isinstance(source, pb.Scene):
         return source
@@ -88,6 +90,7 @@ def make_scene(
             urdf=text,
             urdf_floating_base=floating_base,
             urdf_self_collision=self_collision,
+            urdf_inertia_from_collision=inertia_from_collision,
             balance_inertia=balance_inertia,
         )
     raise ValueError(f"unknown model format '{format}' (expected 'mjcf' or 'urdf')")

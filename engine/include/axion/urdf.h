@@ -14,6 +14,7 @@
 //    system. A link without mass behind a moving joint is an error.
 //  - Inertias: not positive definite is an error; principal moments that break the triangle
 //    inequality are an error too, or (UrdfOptions::balance_inertia) take their mean.
+//    UrdfOptions::inertia_from_collision takes them from the collision geometry instead.
 //  - <collision> geometry: box, sphere, cylinder (along z, as in Axion), and mesh: an STL
 //    (binary or ASCII) or OBJ file whose (scaled) vertices become a ShapeType::kConvexHull.
 //    Mesh paths are relative to the URDF's directory; "package://NAME/REST" is looked up as
@@ -63,6 +64,10 @@ struct UrdfOptions {
   // (convex hulls of concave meshes), and links that overlap in the file's own pose would be
   // thrown apart at the first step.
   bool self_collision = false;
+  // Every link's inertia from its collision geometry (a solid of uniform density carrying the
+  // link's mass, about the file's centre of mass) instead of <inertia>, as pybullet does by
+  // default: files written for it often leave <inertia> zero.
+  bool inertia_from_collision = false;
 };
 
 absl::StatusOr<ImportResult> LoadUrdfFile(const std::string& path, const UrdfOptions& options = {});

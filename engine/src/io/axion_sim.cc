@@ -72,6 +72,8 @@ ABSL_FLAG(uint32_t, seed, 1, "seed of the control noise");
 ABSL_FLAG(bool, floating_base, false, "URDF: make the root link a free body");
 ABSL_FLAG(bool, self_collision, false,
           "URDF: let the robot's links collide with each other (not those joined by a joint)");
+ABSL_FLAG(bool, inertia_from_collision, false,
+          "URDF: take each link's inertia from its collision geometry (pybullet's default)");
 ABSL_FLAG(bool, balance_inertia, false,
           "set the principal moments of an inertia that breaks the triangle inequality to "
           "their mean (MuJoCo's balanceinertia) instead of refusing the model");
@@ -93,6 +95,7 @@ absl::StatusOr<ImportResult> LoadModel(const std::string& path) {
     options.floating_base = absl::GetFlag(FLAGS_floating_base);
     options.balance_inertia = absl::GetFlag(FLAGS_balance_inertia);
     options.self_collision = absl::GetFlag(FLAGS_self_collision);
+    options.inertia_from_collision = absl::GetFlag(FLAGS_inertia_from_collision);
     return LoadUrdfFile(path, options);
   }
   if (EndsWith(path, ".xml") || EndsWith(path, ".mjcf")) {

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "collision/mass.h"
 #include "io/io_util.h"
 #include "tinyxml2.h"
 
@@ -82,6 +83,7 @@ class UrdfLoader {
   void WarnUnknownChildren(const XMLElement* e, const std::string& context,
                            const std::set<std::string>& known);
   absl::Status Build();
+  absl::Status InertiaFromCollision(const XMLElement* e, UrdfLink* link);
 
   const UrdfOptions& options_;
   io::Warnings warnings_;
@@ -234,6 +236,34 @@ absl::StatusOr<bool> UrdfLoader::ParseGeometry(const XMLElement* collision, cons
   return true;
 }
 
+// The link's collision geometry as a solid of uniform density carrying the link's mass: its
+// inertia about the link's centre of mass (the file's, kept). Planes and shapes without volume
+// are an error, as is a link with mass and no geometry to spread it over.
+absl::Status UrdfLoader::InertiaFromCollision(const XMLElement* e, UrdfLink* link) {
+  MassProperties solid;
+  for (const ShapeDesc& shape : link->shapes) {
+    absl::StatusOr<MassProperties> unit =
+        ShapeMassProperties(shape.type, shape.size, shape.vertices, 1);
+    if (!unit.ok()) {
+      return Error(e, "link", link->name, "",
+                   absl::StrCat("inertia_from_collision: ", unit.status().message()));
+    }
+    MassProperties placed = TransformMassProperties(*unit, shape.pose.pos, shape.pose.quat);
+    solid = solid.mass > 0 ? CombineMassProperties(solid, placed) : placed;
+  }
+  if (!(solid.mass > 0)) {
+    return Error(e, "link", link->name, "",
+                 "inertia_from_collision: the link has mass but no collision geometry");
+  }
+  const Real scale = link->mass / solid.mass;
+  link->inertia = scale * solid.inertia + io::PointMassTensor(link->mass, solid.com - link->com);
+  warnings_.Add("inertia-from-collision",
+                absl::StrCat("link inertias are taken from their collision geometry at uniform "
+                             "density (first at ",
+                             link->where, ")"));
+  return absl::OkStatus();
+}
+
 absl::Status UrdfLoader::ParseLink(const XMLElement* e) {
   UrdfLink link;
   const char* name = e->Attribute("name");
@@ -268,10 +298,13 @@ absl::Status UrdfLoader::ParseLink(const XMLElement* e) {
     t(0, 1) = t(1, 0) = v[3];
     t(0, 2) = t(2, 0) = v[4];
     t(1, 2) = t(2, 1) = v[5];
-    if (link.mass > 0) {
+    if (link.mass > 0 && !options_.inertia_from_collision) {
       Real minor = t(0, 0) * t(1, 1) - t(0, 1) * t(0, 1);
       if (!(t(0, 0) > 0 && minor > 0 && det(t) > 0)) {
-        return Error(inertia, "link", link.name, "ixx", "inertia tensor is not positive definite");
+        return Error(inertia, "link", link.name, "ixx",
+                     "inertia tensor is not positive definite (inertia_from_collision, axion-sim "
+                     "--inertia_from_collision, takes it from the collision geometry instead, as "
+                     "pybullet does by default)");
       }
       Real moments[3];
       if (io::BreaksTriangleInequality(t, moments)) {
@@ -304,6 +337,9 @@ absl::Status UrdfLoader::ParseLink(const XMLElement* e) {
     AXION_IO_ASSIGN_OR_RETURN(shape.pose, Origin(c, "link", link.name));
     AXION_IO_ASSIGN_OR_RETURN(bool supported, ParseGeometry(c, link.name, &shape));
     if (supported) link.shapes.push_back(std::move(shape));
+  }
+  if (options_.inertia_from_collision && link.mass > 0) {
+    AXION_IO_RETURN_IF_ERROR(InertiaFromCollision(e, &link));
   }
   link_index_[link.name] = static_cast<int>(links_.size());
   links_.push_back(std::move(link));
