@@ -480,7 +480,9 @@ absl::Status MjcfLoader::ParseCompiler(const XMLElement* xml) {
 }
 
 absl::Status MjcfLoader::ParseAssets(const XMLElement* xml) {
-  for (const XMLElement* c = xml->FirstChildElement(); c; c = c->NextSiblingElement()) {
+  std::vector<const XMLElement*> children;
+  AXION_IO_RETURN_IF_ERROR(Children(xml, &children, 0));
+  for (const XMLElement* c : children) {
     std::string tag = c->Name();
     if (tag == "mesh") {
       AXION_IO_RETURN_IF_ERROR(ParseMesh(c));
@@ -1102,8 +1104,8 @@ absl::Status MjcfLoader::ParseEquality(const XMLElement* section) {
     const Pose child_pose = result_.model.bodies[joint.child].pose;
     Vec3 anchor_world = frame1.pos;  // a weld's joint frame: body1's origin
     if (tag == "connect") {
-      AXION_IO_ASSIGN_OR_RETURN(Vec3 anchor, e.Vec("anchor", Vec3{}));
       if (!e.Has("anchor")) return e.Error("anchor", "is required");
+      AXION_IO_ASSIGN_OR_RETURN(Vec3 anchor, e.Vec("anchor", Vec3{}));
       anchor_world = frame1.pos + rotate(frame1.quat, anchor);
       joint.type = JointType::kBall;
     } else {
