@@ -19,6 +19,12 @@ namespace {
 
 const std::string kModels = AXION_TEST_MODELS;
 
+// The robot of `xml` with a floating base, on top of `options`.
+absl::StatusOr<ImportResult> LoadFloating(const std::string& xml, UrdfOptions options = {}) {
+  options.floating_base = true;
+  return LoadUrdfString(xml, "", options);
+}
+
 bool HasWarning(const ImportResult& r, const std::string& needle) {
   for (const std::string& w : r.warnings) {
     if (w.find(needle) != std::string::npos) return true;
@@ -186,9 +192,7 @@ TEST(UrdfTest, FixedLinksMergeIntoTheirParentWithTheirMass) {
       <axis xyz="0 0 0"/></joint>
     <joint name="hip" type="continuous"><origin xyz="0 0.2 0"/><parent link="imu"/><child link="leg"/></joint>
   </robot>)";
-  UrdfOptions options;
-  options.floating_base = true;
-  absl::StatusOr<ImportResult> r = LoadUrdfString(xml, "", options);
+  absl::StatusOr<ImportResult> r = LoadFloating(xml);
   ASSERT_TRUE(r.ok()) << r.status();
   const ModelDesc& m = r->model;
   ASSERT_EQ(m.bodies.size(), 2u);
@@ -228,9 +232,7 @@ TEST(UrdfTest, ConventionsOfRobotFilesInTheWild) {
     <joint name="neck" type="spherical"><origin xyz="0 0 0.3"/><parent link="slider"/><child link="head"/>
       <limit lower="-1" upper="1" effort="0" velocity="0"/></joint>
   </robot>)";
-  UrdfOptions options;
-  options.floating_base = true;
-  absl::StatusOr<ImportResult> r = LoadUrdfString(xml, "", options);
+  absl::StatusOr<ImportResult> r = LoadFloating(xml);
   ASSERT_TRUE(r.ok()) << r.status();
   const ModelDesc& m = r->model;
   ASSERT_EQ(m.bodies.size(), 2u);
@@ -278,14 +280,13 @@ TEST(UrdfTest, InertiaFromCollisionGeometry) {
       <inertia ixx="1" iyy="1" izz="0" ixy="0" ixz="0" iyz="0"/></inertial>
       <collision><origin xyz="0 0 0.05"/><geometry><box size="0.2 0.4 0.1"/></geometry></collision></link>
   </robot>)";
-  UrdfOptions options;
-  options.floating_base = true;
-  absl::StatusOr<ImportResult> refused = LoadUrdfString(xml, "", options);
+  absl::StatusOr<ImportResult> refused = LoadFloating(xml);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("inertia_from_collision"), std::string::npos)
       << refused.status();
+  UrdfOptions options;
   options.inertia_from_collision = true;
-  absl::StatusOr<ImportResult> r = LoadUrdfString(xml, "", options);
+  absl::StatusOr<ImportResult> r = LoadFloating(xml, options);
   ASSERT_TRUE(r.ok()) << r.status();
   const BodyDesc& blob = r->model.bodies[0];
   EXPECT_DOUBLE_EQ(blob.mass, 2);
@@ -311,10 +312,9 @@ TEST(UrdfTest, SelfCollisionIsAnOption) {
     <joint name="bc" type="continuous"><origin xyz="-0.2 0 0"/><parent link="b"/><child link="c"/></joint>
   </robot>)";
   UrdfOptions options;
-  options.floating_base = true;
   for (bool self : {false, true}) {
     options.self_collision = self;
-    absl::StatusOr<ImportResult> r = LoadUrdfString(xml, "", options);
+    absl::StatusOr<ImportResult> r = LoadFloating(xml, options);
     ASSERT_TRUE(r.ok()) << r.status();
     absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(r->model);
     ASSERT_TRUE(model.ok()) << model.status();
