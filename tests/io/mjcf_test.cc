@@ -172,6 +172,14 @@ std::set<std::pair<std::string, std::string>> MuJoCoCollisionPairs(const mjModel
           !(m->geom_contype[k] & m->geom_conaffinity[i])) {
         continue;
       }
+      // <contact><exclude>: ((body1 + 1) << 16) + body2 + 1 by body id (MuJoCo 2.2)
+      const int body_i = m->geom_bodyid[i] + 1, body_k = m->geom_bodyid[k] + 1;
+      bool excluded = false;
+      for (int e = 0; e < m->nexclude; ++e) {
+        excluded |= m->exclude_signature[e] == (body_i << 16) + body_k ||
+                    m->exclude_signature[e] == (body_k << 16) + body_i;
+      }
+      if (excluded) continue;
       std::string a = mj_id2name(m, mjOBJ_GEOM, i), b = mj_id2name(m, mjOBJ_GEOM, k);
       pairs.insert({std::min(a, b), std::max(a, b)});
     }
@@ -921,6 +929,33 @@ TEST(MjcfMeshTest, ObjFacesOfTwoCornersAreSkipped) {
   EXPECT_GT(r->model.bodies[0].mass, 0);
 }
 
+// <contact><exclude> keeps two bodies' geoms apart, whatever their contype and conaffinity:
+// the pairs that collide are MuJoCo's. <pair> is not supported and says so.
+TEST(MjcfCollisionTest, ExcludedBodyPairsMatchMuJoCo) {
+  std::string path = WriteTemp("exclude.xml", R"(
+<mujoco>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 0.1"/>
+    <body name="a" pos="0 0 1"><freejoint/><geom name="ga" size="0.1"/></body>
+    <body name="b" pos="0.1 0 1"><freejoint/><geom name="gb" size="0.1"/></body>
+    <body name="c" pos="0.2 0 1"><freejoint/><geom name="gc" size="0.1"/></body>
+  </worldbody>
+  <contact>
+    <exclude body1="a" body2="b"/>
+    <exclude body1="world" body2="c"/>
+    <pair geom1="ga" geom2="gc"/>
+  </contact>
+</mujoco>)");
+  absl::StatusOr<ImportResult> r = LoadMjcfFile(path);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectCollisionPairsMatchMuJoCo(path, r->model);
+  EXPECT_TRUE(HasWarning(*r, "element <pair> in <contact> is not supported"));
+  absl::StatusOr<ImportResult> unknown = LoadMjcfString(
+      R"(<mujoco><worldbody/><contact><exclude body1="a" body2="world"/></contact></mujoco>)", "");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("unknown body 'a'"), std::string::npos);
+}
+
 // Mesh errors name the geom or asset and what is wrong.
 TEST(MjcfMeshTest, BadMeshesAreErrors) {
   auto load = [](const std::string& body, const std::string& asset) {
@@ -1082,13 +1117,13 @@ TEST(MjcfWarningTest, UnsupportedElementsAndAttributesAreNamed) {
       <site name="s"/>
     </body>
   </worldbody>
-  <tendon/><sensor/><equality><tendon tendon1="t"/></equality><contact/><keyframe/>
+  <tendon/><sensor/><equality><tendon tendon1="t"/></equality><contact><pair/></contact><keyframe/>
 </mujoco>)";
   absl::StatusOr<ImportResult> r = LoadMjcfString(xml, "");
   ASSERT_TRUE(r.ok()) << r.status();
   for (const char* needle :
        {"<size>", "'integrator'", "<flag>", "'solref'", "'rgba'", "<site>", "<tendon>", "<sensor>",
-        "<tendon> in <equality>", "<contact>", "<keyframe>"}) {
+        "<tendon> in <equality>", "<pair> in <contact>", "<keyframe>"}) {
     EXPECT_TRUE(HasWarning(*r, needle)) << needle;
   }
   // Repeats are counted on one line.

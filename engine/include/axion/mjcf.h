@@ -11,7 +11,8 @@
 // free; pos, axis, range, limited, stiffness, damping, armature, ref, springref), <freejoint>,
 // <actuator> (motor, position, velocity on a joint: gear, ctrlrange, ctrllimited, kp, kv), and
 // <equality> <connect> and <weld> (body1, body2, anchor, active), which become joints closing
-// loops (a ball joint at the anchor, a fixed joint), held exactly where MuJoCo's are soft.
+// loops (a ball joint at the anchor, a fixed joint), held exactly where MuJoCo's are soft, and
+// <contact> <exclude> (body1, body2).
 // Everything else (visual elements, sites, cameras, lights, sensors, tendons, joint and tendon
 // equalities, solver-parameter attributes such as solref/solimp, ...) is skipped with a
 // warning naming the element or attribute, so no difference from MuJoCo is silent. Malformed or

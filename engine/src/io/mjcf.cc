@@ -59,6 +59,7 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
       {"motor", {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited"}},
       {"connect", {"name", "class", "body1", "body2", "anchor", "active"}},
       {"weld", {"name", "class", "body1", "body2", "active"}},
+      {"exclude", {"name", "body1", "body2"}},
       {"position", {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "kp", "kv"}},
       {"velocity", {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "kv"}},
   };
@@ -312,6 +313,7 @@ class MjcfLoader {
   absl::Status ParseInertial(const XMLElement* e, MjBody* body);
   absl::Status ParseActuators(const XMLElement* e);
   absl::Status ParseEquality(const XMLElement* e);
+  absl::Status ParseContact(const XMLElement* e);
   absl::StatusOr<Quat> Orientation(const Elem& e);
   Real Angle(Real value) const { return degrees_ ? value * kPi / 180 : value; }
 
@@ -344,6 +346,8 @@ class MjcfLoader {
   std::vector<MjBody> bodies_;
   std::vector<const XMLElement*> actuator_sections_;
   std::vector<const XMLElement*> equality_sections_;
+  std::vector<const XMLElement*> contact_sections_;
+  std::set<std::pair<int, int>> excluded_bodies_;  // <contact><exclude>: MJCF bodies (-1 world)
 
   ImportResult result_;
   std::vector<int> axion_body_;  // per MJCF body: its Axion body, or kWorldBody
@@ -1118,6 +1122,34 @@ absl::Status MjcfLoader::ParseEquality(const XMLElement* section) {
   return absl::OkStatus();
 }
 
+// <contact><exclude body1 body2>: the two bodies' geoms never collide (ApplyCollisionRules turns
+// that into Axion's excluded body pairs). Explicit <pair>s are not supported.
+absl::Status MjcfLoader::ParseContact(const XMLElement* section) {
+  std::vector<const XMLElement*> children;
+  AXION_IO_RETURN_IF_ERROR(Children(section, &children, 0));
+  for (const XMLElement* c : children) {
+    if (std::string(c->Name()) != "exclude") {
+      WarnElement(c, "contact", "is not supported and was ignored");
+      continue;
+    }
+    Elem e = Resolve(c, "main");
+    WarnUnsupportedAttributes(e);
+    int body[2];
+    for (int k = 0; k < 2; ++k) {
+      const char* key = k == 0 ? "body1" : "body2";
+      const std::string name = e.Str(key);
+      if (name.empty()) return e.Error(key, "is required");
+      body[k] = name == "world" ? -1 : -2;
+      for (size_t b = 0; b < bodies_.size() && body[k] == -2; ++b) {
+        if (bodies_[b].name == name) body[k] = static_cast<int>(b);
+      }
+      if (body[k] == -2) return e.Error(key, absl::StrCat("unknown body '", name, "'"));
+    }
+    excluded_bodies_.insert({std::min(body[0], body[1]), std::max(body[0], body[1])});
+  }
+  return absl::OkStatus();
+}
+
 absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
   std::vector<const XMLElement*> children;
   AXION_IO_RETURN_IF_ERROR(Children(section, &children, 0));
@@ -1567,7 +1599,8 @@ absl::Status MjcfLoader::Convert() {
 // collide_connected = false. The pairs MuJoCo filters and Axion would not (a body and its parent
 // across a light-body chain; a welded body and its parent's other children, e.g. the humanoid's
 // head and upper arms) go into ModelDesc::exclude_body_pairs, so contype/conaffinity keep their
-// meaning as collision groups and masks. Warns where the rules still differ.
+// meaning as collision groups and masks, and so do the pairs of <contact><exclude>. Warns where
+// the rules still differ.
 void MjcfLoader::ApplyCollisionRules() {
   // Geoms per MJCF body (-1: the world's own), to reason about body pairs.
   struct GeomRef {
@@ -1613,7 +1646,8 @@ void MjcfLoader::ApplyCollisionRules() {
       const GeomRef& b = geoms[k];
       int wa = weld_of(a.body), wb = weld_of(b.body);
       bool mj_filtered =
-          wa == wb || (wa != 0 && wb != 0 && (wa == weld_parent(wb) || wb == weld_parent(wa)));
+          wa == wb || (wa != 0 && wb != 0 && (wa == weld_parent(wb) || wb == weld_parent(wa))) ||
+          excluded_bodies_.count({std::min(a.body, b.body), std::max(a.body, b.body)}) > 0;
       int ba = a.body < 0 ? kWorldBody : axion_body_[a.body];
       int bb = b.body < 0 ? kWorldBody : axion_body_[b.body];
       bool ax_filtered = ba == bb || joined.count({std::min(ba, bb), std::max(ba, bb)}) > 0;
@@ -1701,6 +1735,8 @@ absl::StatusOr<ImportResult> MjcfLoader::LoadModel(std::string_view xml, const s
       actuator_sections_.push_back(s);
     } else if (tag == "equality") {
       equality_sections_.push_back(s);
+    } else if (tag == "contact") {
+      contact_sections_.push_back(s);
     } else if (tag == "visual" || tag == "statistic") {
       WarnElement(s, "mujoco", "only affects rendering and was ignored");
     } else {
@@ -1710,6 +1746,7 @@ absl::StatusOr<ImportResult> MjcfLoader::LoadModel(std::string_view xml, const s
   AXION_IO_RETURN_IF_ERROR(ComputeMass());
   AXION_IO_RETURN_IF_ERROR(Convert());
   for (const XMLElement* s : equality_sections_) AXION_IO_RETURN_IF_ERROR(ParseEquality(s));
+  for (const XMLElement* s : contact_sections_) AXION_IO_RETURN_IF_ERROR(ParseContact(s));
   for (const XMLElement* s : actuator_sections_) AXION_IO_RETURN_IF_ERROR(ParseActuators(s));
   ApplyCollisionRules();
   result_.warnings = warnings_.Lines();
