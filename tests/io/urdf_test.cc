@@ -299,7 +299,8 @@ TEST(UrdfTest, InertiaFromCollisionGeometry) {
 }
 
 // The robot's links do not collide with each other unless self_collision is on (those joined by
-// a joint never do): coarse collision geometry often overlaps in the file's own pose.
+// a joint never do): coarse collision geometry often overlaps in the file's own pose. With it
+// on, pairs that touch or overlap there (c's sphere inside a's box) never collide either.
 TEST(UrdfTest, SelfCollisionIsAnOption) {
   std::string xml = R"(<robot name="r">
     <link name="a"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1"/></inertial>
@@ -308,8 +309,11 @@ TEST(UrdfTest, SelfCollisionIsAnOption) {
       <collision><geometry><sphere radius="0.1"/></geometry></collision></link>
     <link name="c"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1"/></inertial>
       <collision><geometry><sphere radius="0.1"/></geometry></collision></link>
+    <link name="d"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1"/></inertial>
+      <collision><geometry><sphere radius="0.1"/></geometry></collision></link>
     <joint name="ab" type="continuous"><origin xyz="0.3 0 0"/><parent link="a"/><child link="b"/></joint>
     <joint name="bc" type="continuous"><origin xyz="-0.2 0 0"/><parent link="b"/><child link="c"/></joint>
+    <joint name="cd" type="continuous"><origin xyz="0.9 0 0"/><parent link="c"/><child link="d"/></joint>
   </robot>)";
   UrdfOptions options;
   for (bool self : {false, true}) {
@@ -318,11 +322,13 @@ TEST(UrdfTest, SelfCollisionIsAnOption) {
     ASSERT_TRUE(r.ok()) << r.status();
     absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(r->model);
     ASSERT_TRUE(model.ok()) << model.status();
-    // a and c overlap (c's sphere sits inside a's box) but are not joined
-    EXPECT_EQ((*model)->collision_pairs().size(), self ? 1u : 0u) << "self_collision " << self;
+    // a-d and b-d may meet; a-c overlap from the start
+    EXPECT_EQ((*model)->collision_pairs().size(), self ? 2u : 0u) << "self_collision " << self;
     for (const ShapeDesc& shape : r->model.shapes) {
       EXPECT_EQ(shape.collision_group, self ? 1u : kUrdfRobotGroup);
     }
+    EXPECT_EQ(HasWarning(*r, "1 link pairs touch or overlap in the file's pose"), self);
+    EXPECT_EQ(HasWarning(*r, "'a' and 'c'"), self);
   }
 }
 

@@ -61,8 +61,9 @@ struct UrdfOptions {
   bool balance_inertia = false;
   // Whether the robot's links collide with each other (those joined directly by a joint never
   // do). Off, as in pybullet and Gazebo: collision geometry is often coarser than the links
-  // (convex hulls of concave meshes), and links that overlap in the file's own pose would be
-  // thrown apart at the first step.
+  // (convex hulls of concave meshes). On, pairs that touch or overlap in the file's own pose
+  // (within the contact margin) never collide either (MoveIt's rule; a warning counts them):
+  // no motion of the chain separates them, and they would be thrown apart at the first step.
   bool self_collision = false;
   // Every link's inertia from its collision geometry (a solid of uniform density carrying the
   // link's mass, about the file's centre of mass) instead of <inertia>, as pybullet does by

@@ -1,6 +1,7 @@
 // URDF importer: links and joints into bodies and joints by the rules in axion/urdf.h.
 #include "axion/urdf.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -13,6 +14,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "collision/collision.h"
+#include "collision/hull.h"
 #include "collision/mass.h"
 #include "io/io_util.h"
 #include "tinyxml2.h"
@@ -84,6 +87,7 @@ class UrdfLoader {
                            const std::set<std::string>& known);
   absl::Status Build();
   absl::Status InertiaFromCollision(const XMLElement* e, UrdfLink* link);
+  absl::Status ExcludeOverlappingLinks();
 
   const UrdfOptions& options_;
   io::Warnings warnings_;
@@ -261,6 +265,70 @@ absl::Status UrdfLoader::InertiaFromCollision(const XMLElement* e, UrdfLink* lin
                 absl::StrCat("link inertias are taken from their collision geometry at uniform "
                              "density (first at ",
                              link->where, ")"));
+  return absl::OkStatus();
+}
+
+// With self-collision on, body pairs whose shapes already touch or overlap in the file's pose
+// (within the contact margin) never collide (MoveIt's rule for the default pose): coarse
+// collision geometry (hulls of concave
+// links) of a joint chain overlaps there, no motion of the chain can separate it, and
+// colliding it from the first step threw the xArm's links apart.
+absl::Status UrdfLoader::ExcludeOverlappingLinks() {
+  ModelDesc& model = result_.model;
+  std::vector<HullData> hulls(model.shapes.size());
+  std::vector<ShapeGeom> geoms(model.shapes.size());
+  std::vector<Pose> world(model.shapes.size());
+  for (size_t s = 0; s < model.shapes.size(); ++s) {
+    const ShapeDesc& shape = model.shapes[s];
+    if (shape.type == ShapeType::kConvexHull) {
+      absl::StatusOr<HullData> hull = BuildHull(shape.vertices);
+      if (!hull.ok()) return hull.status();
+      hulls[s] = std::move(*hull);
+      geoms[s] = HullShapeGeom(hulls[s]);
+    } else {
+      geoms[s].type = static_cast<int32_t>(shape.type);
+      geoms[s].size = shape.size;
+    }
+    world[s] = shape.body == kWorldBody
+                   ? shape.pose
+                   : io::ComposePose(model.bodies[shape.body].pose, shape.pose);
+  }
+  // within the contact margin counts: such a pair is a contact from the first step
+  const Real margin = model.options.contact_margin;
+  std::set<std::pair<int, int>> joined, overlapping;
+  // the pairs the engine filters already: bodies joined directly, but for a moving joint to the
+  // world (a fixed base's first links still meet the base's shapes)
+  for (const JointDesc& j : model.joints) {
+    if (j.collide_connected || (j.parent == kWorldBody && j.type != JointType::kFixed)) continue;
+    joined.insert({std::min(j.parent, j.child), std::max(j.parent, j.child)});
+  }
+  std::string first;
+  for (size_t s = 0; s < model.shapes.size(); ++s) {
+    for (size_t t = s + 1; t < model.shapes.size(); ++t) {
+      const int a = model.shapes[s].body, b = model.shapes[t].body;
+      const std::pair<int, int> pair{std::min(a, b), std::max(a, b)};
+      if (a == b || joined.count(pair) || overlapping.count(pair)) continue;
+      ContactPoint points[kMaxPairContacts];
+      const int count = collide_shapes(geoms[s], world[s].pos, world[s].quat, geoms[t],
+                                       world[t].pos, world[t].quat, margin, points);
+      if (count == 0) continue;
+      overlapping.insert(pair);
+      if (first.empty()) {
+        auto name = [&](int body) {
+          return body == kWorldBody ? std::string("the base") : model.bodies[body].name;
+        };
+        first = absl::StrCat("'", name(a), "' and '", name(b), "'");
+      }
+    }
+  }
+  for (const auto& [a, b] : overlapping) model.exclude_body_pairs.push_back({a, b});
+  if (!overlapping.empty()) {
+    warnings_.Add("overlapping-links",
+                  absl::StrCat("self_collision: ", overlapping.size(),
+                               " link pairs touch or overlap in the file's pose and never collide "
+                               "(first: ",
+                               first, ")"));
+  }
   return absl::OkStatus();
 }
 
@@ -626,6 +694,7 @@ absl::StatusOr<ImportResult> UrdfLoader::Load(std::string_view xml, const std::s
     AXION_IO_RETURN_IF_ERROR(ParseJoint(e));
   }
   AXION_IO_RETURN_IF_ERROR(Build());
+  if (options_.self_collision) AXION_IO_RETURN_IF_ERROR(ExcludeOverlappingLinks());
   result_.warnings = warnings_.Lines();
   return std::move(result_);
 }
