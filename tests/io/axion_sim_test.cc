@@ -102,6 +102,34 @@ TEST(AxionSimTest, WritesANpyTrajectoryWithNoiseOnAUrdf) {
   EXPECT_EQ(last_step, 20);
 }
 
+// A robot file has no ground: --floor adds one. The two-link arm with a floating base, which
+// otherwise falls 44 m in 3 s, lands on a floor 1 m below it and comes to rest there.
+TEST(AxionSimTest, FloorCatchesAFloatingBaseRobot) {
+  std::string csv = ::testing::TempDir() + "arm_on_floor.csv";
+  std::string out;
+  ASSERT_EQ(RunCommand(kBinary + " --model=" + kModels +
+                           "/two_link_arm.urdf --floating_base --floor=-1 --steps=300 "
+                           "--backend=cpu --threads=1 --trajectory=" +
+                           csv,
+                       &out),
+            0)
+      << out;
+  // z of the first body (column 4 after step, time, x, y) at steps 200 and 300
+  std::ifstream in(csv);
+  std::vector<double> z;
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> fields;
+    std::stringstream stream(line);
+    for (std::string field; std::getline(stream, field, ',');) fields.push_back(field);
+    if (fields.size() > 4 && fields[0] != "step") z.push_back(std::stod(fields[4]));
+  }
+  ASSERT_EQ(z.size(), 301u);
+  EXPECT_GT(z[300], -3) << "fell through the floor";
+  EXPECT_NEAR(z[300], z[200], 1e-6) << "not at rest";
+  EXPECT_NE(RunCommand(kBinary + " --model=" + kModels + "/two_link_arm.urdf --floor=low", &out),
+            0);
+}
+
 TEST(AxionSimTest, PreconditionerFlagIsAppliedAndReported) {
   std::string out;
   const std::string base =

@@ -7,7 +7,9 @@
 //             [--line_search=true|false]
 //             [--newton_iterations=50] [--newton_stall_iterations=0] [--step_halvings=3]
 //             [--halving_iterations=20] [--halving_residual=1e-2] [--contact_capacity=N]
-//             [--trajectory=out.csv|out.npy] [--progress]
+//             [--trajectory=out.csv|out.npy] [--progress] [--floor=HEIGHT]
+//             [--floating_base] [--self_collision] [--inertia_from_collision] (URDF)
+//             [--balance_inertia]
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,6 +29,7 @@
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "axion/mjcf.h"
 #include "axion/model.h"
@@ -70,6 +73,9 @@ ABSL_FLAG(std::string, trajectory, "",
 ABSL_FLAG(bool, progress, false, "show a progress bar even when stderr is not a terminal");
 ABSL_FLAG(uint32_t, seed, 1, "seed of the control noise");
 ABSL_FLAG(bool, floating_base, false, "URDF: make the root link a free body");
+ABSL_FLAG(std::string, floor, "",
+          "add a floor: an infinite ground plane at this height (m), normal +z (robot files have "
+          "none; a floating-base robot then lands on it)");
 ABSL_FLAG(bool, self_collision, false,
           "URDF: let the robot's links collide with each other (not those joined by a joint)");
 ABSL_FLAG(bool, inertia_from_collision, false,
@@ -264,6 +270,18 @@ absl::Status Run() {
   if (!(halving_residual >= 0))
     return absl::InvalidArgumentError("--halving_residual must be >= 0");
   if (halving_residual > 0) desc.options.halving_residual = static_cast<Real>(halving_residual);
+  if (const std::string floor = absl::GetFlag(FLAGS_floor); !floor.empty()) {
+    double height = 0;
+    if (!absl::SimpleAtod(floor, &height) || !std::isfinite(height)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--floor='", floor, "': expected a height in metres"));
+    }
+    ShapeDesc plane;
+    plane.name = "floor";
+    plane.type = ShapeType::kPlane;
+    plane.pose.pos = {0, 0, static_cast<Real>(height)};
+    desc.shapes.push_back(std::move(plane));
+  }
   absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(std::move(desc));
   if (!model.ok()) return model.status();
 
