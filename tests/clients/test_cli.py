@@ -95,6 +95,22 @@ def test_create_json_and_warnings(axion, tmp_path):
     assert "warning" in result.stderr  # the importer's note about the ignored <light>
 
 
+def test_create_balances_an_inertia_on_request(axion, tmp_path):
+    # Principal moments 0.0031 + 0.0236 < 0.0269: refused unless --balance-inertia.
+    model = tmp_path / "unbalanced_arm.urdf"
+    model.write_text("""<robot name="arm"><link name="base"/>
+      <link name="link2"><inertial><mass value="1.7"/>
+        <inertia ixx="0.0031" iyy="0.0236" izz="0.0269" ixy="0" ixz="0" iyz="0"/></inertial>
+        <collision><geometry><sphere radius="0.05"/></geometry></collision></link>
+      <joint name="j" type="continuous"><parent link="base"/><child link="link2"/></joint>
+    </robot>""")
+    refused = axion("create", model, check=False)
+    assert refused.returncode != 0 and "balance_inertia" in refused.stderr
+    result = axion("create", model, "--balance-inertia", "--self-collision")
+    assert len(result.stdout.split()) == 1
+    assert "their mean" in result.stderr
+
+
 def test_create_with_preconditioner(axion):
     ids = [int(line) for line in
            axion("create", PENDULUM_XML, "--preconditioner", "Jacobi").stdout.split()]

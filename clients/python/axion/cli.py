@@ -23,6 +23,7 @@ from axion import errors
 from axion._proto import axion_pb2 as pb
 from axion.client import DEFAULT_TARGET, Client
 from axion.progress import Progress
+from axion.scene import make_scene
 
 # Largest step count sent in one request: the server's default --max_steps_per_request.
 MAX_STEPS_PER_REQUEST = 10000
@@ -110,13 +111,15 @@ def cmd_create(client, args):
         options["timestep"] = args.timestep
     if args.preconditioner is not None:
         options["preconditioner"] = args.preconditioner
-    created = client.create_worlds(
+    scene = make_scene(
         args.model,
-        args.count,
-        solver_options=options or None,
         format=args.format,
         floating_base=args.floating_base,
+        self_collision=args.self_collision,
+        inertia_from_collision=args.inertia_from_collision,
+        balance_inertia=args.balance_inertia,
     )
+    created = client.create_worlds(scene, args.count, solver_options=options or None)
     for warning in created.warnings:
         print(f"axion: warning: {warning}", file=sys.stderr)
     if args.json:
@@ -338,6 +341,14 @@ def build_parser():
     sub.add_argument("--format", choices=["mjcf", "urdf"], help="model format (default: detect)")
     sub.add_argument("--floating-base", action="store_true",
                      help="URDF: make the root link a free body")
+    sub.add_argument("--self-collision", action="store_true",
+                     help="URDF: let the robot's links collide with each other")
+    sub.add_argument("--inertia-from-collision", action="store_true",
+                     help="URDF: take link inertias from the collision geometry (pybullet's "
+                          "default)")
+    sub.add_argument("--balance-inertia", action="store_true",
+                     help="set principal moments that break the triangle inequality to their "
+                          "mean (MuJoCo's balanceinertia) instead of refusing the model")
     sub.add_argument("--timestep", type=float, help="override the time step (s)")
     sub.add_argument("--preconditioner", type=str.lower, choices=["jacobi", "tree"],
                      help="override the preconditioner of the linear solve (default: the model's)")
