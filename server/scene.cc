@@ -561,6 +561,8 @@ absl::StatusOr<ImportedScene> ImportScene(const v1::Scene& scene, const std::str
       options.floating_base = scene.urdf_floating_base();
       options.self_collision = scene.urdf_self_collision();
       options.inertia_from_collision = scene.urdf_inertia_from_collision();
+      options.position_kp = scene.urdf_position_kp();
+      options.position_kv = scene.urdf_position_kv();
       options.balance_inertia = scene.balance_inertia();
       if (!asset_dir.empty()) options.package_dirs.push_back(asset_dir);
       return FromImport(LoadUrdfString(xml, asset_dir, options), field);

@@ -493,6 +493,43 @@ TEST(FourBarTest, ConnectClosesTheLoopAndSwingsLikeMuJoCo) {
   EXPECT_LT(largest_difference, 0.06);
 }
 
+// UrdfOptions::position_kp turns each joint's actuator into a position servo whose control range
+// is the joint's limits: a turntable (a revolute joint about the vertical, so gravity exerts no
+// torque about it) sent to 0.5 rad settles there. Without the option it is an effort actuator;
+// negative gains are refused.
+TEST(UrdfServoTest, PositionServosReachTheirTargets) {
+  const std::string xml = R"(<robot name="turntable">
+    <link name="base"/>
+    <link name="table"><inertial><mass value="2"/><inertia ixx="0.1" iyy="0.1" izz="0.1"/></inertial></link>
+    <joint name="turn" type="revolute"><parent link="base"/><child link="table"/><axis xyz="0 0 1"/>
+      <limit lower="-1" upper="1" effort="10" velocity="5"/></joint>
+  </robot>)";
+  UrdfOptions options;
+  options.position_kp = 40;
+  options.position_kv = 4;
+  absl::StatusOr<ImportResult> servo = LoadUrdfString(xml, "", options);
+  ASSERT_TRUE(servo.ok()) << servo.status();
+  const ActuatorDesc& actuator = servo->model.actuators.at(0);
+  EXPECT_EQ(actuator.type, ActuatorType::kPosition);
+  EXPECT_TRUE(actuator.ctrl_limited);
+  EXPECT_EQ(actuator.ctrl_min, -1);
+  EXPECT_EQ(actuator.ctrl_max, 1);
+  World w = MakeWorld(servo->model);
+  ASSERT_TRUE(w.sim);
+  ASSERT_TRUE(w.sim->SetControls(w.id, std::vector<Real>{0.5}).ok());
+  ASSERT_TRUE(
+      w.sim->StepAll(static_cast<int>(std::lround(3.0 / servo->model.options.timestep))).ok());
+  absl::StatusOr<JointState> joints = w.sim->GetJointState(w.id);
+  ASSERT_TRUE(joints.ok());
+  EXPECT_NEAR(joints->position[0], 0.5, 1e-3);
+
+  absl::StatusOr<ImportResult> effort = LoadUrdfString(xml, "");
+  ASSERT_TRUE(effort.ok());
+  EXPECT_EQ(effort->model.actuators.at(0).type, ActuatorType::kEffort);
+  options.position_kv = -1;
+  EXPECT_FALSE(LoadUrdfString(xml, "", options).ok());
+}
+
 // One humanoid run under control noise (axion-sim's: every step each control is drawn from the
 // middle `noise` fraction of its range) and what its steps did.
 struct NoisyRun {

@@ -34,6 +34,7 @@ def make_scene(
     self_collision=False,
     balance_inertia=False,
     inertia_from_collision=False,
+    position_gains=None,
 ):
     """An axion.v1.Scene from any of:
 
@@ -49,7 +50,8 @@ def make_scene(
     MJCF importer's mass fraction for inserted bodies. `balance_inertia` sets principal moments
     that break the triangle inequality to their mean (MuJoCo's balanceinertia) instead of
     refusing the file; `inertia_from_collision` takes a URDF's link inertias from their
-    collision geometry, as pybullet does by default.
+    collision geometry, as pybullet does by default. `position_gains=(kp, kv)` makes a URDF's
+    joint actuators position servos (their controls are target positions).
     """
     if isinstance(source, pb.Scene):
         return source
@@ -91,6 +93,8 @@ def make_scene(
             urdf_floating_base=floating_base,
             urdf_self_collision=self_collision,
             urdf_inertia_from_collision=inertia_from_collision,
+            urdf_position_kp=position_gains[0] if position_gains else 0.0,
+            urdf_position_kv=position_gains[1] if position_gains else 0.0,
             balance_inertia=balance_inertia,
         )
     raise ValueError(f"unknown model format '{format}' (expected 'mjcf' or 'urdf')")

@@ -30,7 +30,7 @@
 //    not enforced (warnings).
 //  - Actuators: one kEffort actuator (gear 1) per revolute, continuous and prismatic joint,
 //    named after the joint, with ctrl range [-effort, effort] when <limit effort> is positive
-//    (unbounded otherwise).
+//    (unbounded otherwise); kPosition servos instead with UrdfOptions::position_kp.
 //  - Shapes of the robot's links do not collide with each other (UrdfOptions::self_collision
 //    turns that on, links joined directly by a joint excepted); they collide with everything
 //    else (collision group kUrdfRobotGroup, masked out of their own mask). Friction is
@@ -69,6 +69,13 @@ struct UrdfOptions {
   // link's mass, about the file's centre of mass) instead of <inertia>, as pybullet does by
   // default: files written for it often leave <inertia> zero.
   bool inertia_from_collision = false;
+  // > 0: each revolute, continuous and prismatic joint gets a position servo with these gains
+  // (N m / rad and N m s / rad, or N / m and N s / m) instead of an effort actuator; its ctrl
+  // is the target position, within the joint's limits where it has them. Learning to walk in
+  // joint targets is the usual way to drive a legged robot. The servo's effort is not bounded
+  // by <limit effort>.
+  Real position_kp = 0;
+  Real position_kv = 0;
 };
 
 absl::StatusOr<ImportResult> LoadUrdfFile(const std::string& path, const UrdfOptions& options = {});

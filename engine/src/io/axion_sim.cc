@@ -8,7 +8,8 @@
 //             [--newton_iterations=50] [--newton_stall_iterations=0] [--step_halvings=3]
 //             [--halving_iterations=20] [--halving_residual=1e-2] [--contact_capacity=N]
 //             [--trajectory=out.csv|out.npy] [--progress] [--floor=HEIGHT]
-//             [--floating_base] [--self_collision] [--inertia_from_collision] (URDF)
+//             [--floating_base] [--self_collision] [--inertia_from_collision]
+//             [--position_kp=KP --position_kv=KV] (URDF)
 //             [--balance_inertia]
 #include <unistd.h>
 
@@ -80,6 +81,10 @@ ABSL_FLAG(bool, self_collision, false,
           "URDF: let the robot's links collide with each other (not those joined by a joint)");
 ABSL_FLAG(bool, inertia_from_collision, false,
           "URDF: take each link's inertia from its collision geometry (pybullet's default)");
+ABSL_FLAG(double, position_kp, 0,
+          "URDF: > 0 makes each joint's actuator a position servo with this stiffness (its "
+          "control is the target position)");
+ABSL_FLAG(double, position_kv, 0, "URDF: the position servos' damping");
 ABSL_FLAG(bool, balance_inertia, false,
           "set the principal moments of an inertia that breaks the triangle inequality to "
           "their mean (MuJoCo's balanceinertia) instead of refusing the model");
@@ -102,6 +107,8 @@ absl::StatusOr<ImportResult> LoadModel(const std::string& path) {
     options.balance_inertia = absl::GetFlag(FLAGS_balance_inertia);
     options.self_collision = absl::GetFlag(FLAGS_self_collision);
     options.inertia_from_collision = absl::GetFlag(FLAGS_inertia_from_collision);
+    options.position_kp = absl::GetFlag(FLAGS_position_kp);
+    options.position_kv = absl::GetFlag(FLAGS_position_kv);
     return LoadUrdfFile(path, options);
   }
   if (EndsWith(path, ".xml") || EndsWith(path, ".mjcf")) {

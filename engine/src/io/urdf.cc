@@ -623,7 +623,17 @@ absl::Status UrdfLoader::Build() {
           a.type = ActuatorType::kEffort;
           a.joint = static_cast<int>(model.joints.size());
           a.gear = 1;
-          if (joint->effort > 0) {
+          if (options_.position_kp > 0) {
+            // a position servo: ctrl is the target, within the joint's limits where it has them
+            a.type = ActuatorType::kPosition;
+            a.kp = options_.position_kp;
+            a.kv = options_.position_kv;
+            a.ctrl_limited = d.limited;
+            if (d.limited) {
+              a.ctrl_min = joint->lower;
+              a.ctrl_max = joint->upper;
+            }
+          } else if (joint->effort > 0) {
             a.ctrl_limited = true;
             a.ctrl_min = -joint->effort;
             a.ctrl_max = joint->effort;
@@ -669,6 +679,12 @@ absl::Status UrdfLoader::Build() {
 
 absl::StatusOr<ImportResult> UrdfLoader::Load(std::string_view xml, const std::string& file,
                                               const std::string& base_dir) {
+  if (!(std::isfinite(options_.position_kp) && options_.position_kp >= 0) ||
+      !(std::isfinite(options_.position_kv) && options_.position_kv >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("position_kp and position_kv must be finite and >= 0, got ",
+                     options_.position_kp, " and ", options_.position_kv));
+  }
   file_ = file;
   base_dir_ = base_dir;
   XMLDocument doc;
