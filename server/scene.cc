@@ -339,10 +339,23 @@ absl::Status CheckNoFileReferences(const std::string& xml, const char* field) {
 }
 
 #if defined(AXION_SERVER_HAS_IO)
-absl::StatusOr<ImportedScene> FromImport(absl::StatusOr<ImportResult> result, const char* field) {
+absl::StatusOr<ImportedScene> FromImport(absl::StatusOr<ImportResult> result, const char* field,
+                                         const v1::Scene& scene) {
   if (!result.ok()) {
     return absl::Status(result.status().code(),
                         absl::StrCat("scene.", field, ": ", result.status().message()));
+  }
+  if (scene.has_floor_height()) {
+    const double height = scene.floor_height().value();
+    if (!std::isfinite(height)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("scene.floor_height: ", height, " is not finite"));
+    }
+    ShapeDesc floor;
+    floor.name = "floor";
+    floor.type = ShapeType::kPlane;
+    floor.pose.pos = {0, 0, static_cast<Real>(height)};
+    result->model.shapes.push_back(std::move(floor));
   }
   return ImportedScene{std::move(result->model), std::move(result->warnings)};
 }
@@ -555,7 +568,7 @@ absl::StatusOr<ImportedScene> ImportScene(const v1::Scene& scene, const std::str
           options.light_body_mass_fraction = scene.mjcf_light_body_mass_fraction().value();
         }
         options.balance_inertia = scene.balance_inertia();
-        return FromImport(LoadMjcfString(xml, asset_dir, options), field);
+        return FromImport(LoadMjcfString(xml, asset_dir, options), field, scene);
       }
       UrdfOptions options;
       options.floating_base = scene.urdf_floating_base();
@@ -565,7 +578,7 @@ absl::StatusOr<ImportedScene> ImportScene(const v1::Scene& scene, const std::str
       options.position_kv = scene.urdf_position_kv();
       options.balance_inertia = scene.balance_inertia();
       if (!asset_dir.empty()) options.package_dirs.push_back(asset_dir);
-      return FromImport(LoadUrdfString(xml, asset_dir, options), field);
+      return FromImport(LoadUrdfString(xml, asset_dir, options), field, scene);
 #else
       return absl::UnimplementedError(
           absl::StrCat("scene.", field, ": this server was built without the axion_io importers"));

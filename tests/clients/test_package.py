@@ -44,6 +44,8 @@ def test_make_scene_detects_formats():
     ).urdf_inertia_from_collision
     servo = axion.make_scene(MODELS_DIR / "three_link_arm.urdf", position_gains=(40.0, 4.0))
     assert (servo.urdf_position_kp, servo.urdf_position_kv) == (40.0, 4.0)
+    assert not servo.HasField("floor_height")
+    assert axion.make_scene(PENDULUM_MJCF, floor=-0.5).floor_height.value == -0.5
     assert axion.make_scene(PENDULUM_MJCF, balance_inertia=True).balance_inertia
     # A comment and prolog before the root element.
     assert axion.make_scene("<?xml version='1.0'?><!-- c --><robot name='r'/>").urdf

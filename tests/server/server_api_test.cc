@@ -621,6 +621,35 @@ TEST_F(ServerApiTest, UrdfSceneIsImported) {
   EXPECT_EQ(created->description().actuators(0).ctrl_max(), 5);
 }
 
+// A robot file has no ground: scene.floor_height adds one. A free sphere robot dropped 1 m
+// above it comes to rest on it, its radius above the plane; a non-finite height is refused.
+TEST_F(ServerApiTest, FloorHeightAddsAGroundPlane) {
+  const char* kBall = R"(
+    <robot name="ball">
+      <link name="ball">
+        <inertial><mass value="1"/><inertia ixx="0.004" iyy="0.004" izz="0.004" ixy="0" ixz="0" iyz="0"/></inertial>
+        <collision><geometry><sphere radius="0.1"/></geometry></collision>
+      </link>
+    </robot>)";
+  v1::Scene scene = client::UrdfScene(kBall, /*floating_base=*/true);
+  scene.mutable_floor_height()->set_value(-1.0);
+  absl::StatusOr<v1::CreateWorldsResponse> created = client_->CreateWorlds(scene, 1);
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_THAT(created->description().shape_names(), ::testing::Contains("floor"));
+  const std::vector<uint64_t> ids(created->world_ids().begin(), created->world_ids().end());
+  v1::StepRequest step = StepRequestFor(ids, 200);
+  step.mutable_observe()->set_body_pose(true);
+  absl::StatusOr<v1::StepResponse> stepped = client_->Step(step);
+  ASSERT_TRUE(stepped.ok()) << stepped.status();
+  const std::vector<float> pose = client::UnpackFloat32(stepped->observations().body_pose());
+  ASSERT_EQ(pose.size(), 7u);
+  EXPECT_NEAR(pose[2], -0.9, 1e-3);
+  scene.mutable_floor_height()->set_value(std::numeric_limits<double>::infinity());
+  absl::Status refused = client_->CreateWorlds(scene, 1).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.message(), HasSubstr("floor_height"));
+}
+
 // ---- persistence ----------------------------------------------------------------------------
 
 TEST(ServerPersistenceTest, WorldsSurviveARestartWithIdsOwnersAndState) {

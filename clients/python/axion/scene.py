@@ -35,6 +35,7 @@ def make_scene(
     balance_inertia=False,
     inertia_from_collision=False,
     position_gains=None,
+    floor=None,
 ):
     """An axion.v1.Scene from any of:
 
@@ -51,7 +52,8 @@ def make_scene(
     that break the triangle inequality to their mean (MuJoCo's balanceinertia) instead of
     refusing the file; `inertia_from_collision` takes a URDF's link inertias from their
     collision geometry, as pybullet does by default. `position_gains=(kp, kv)` makes a URDF's
-    joint actuators position servos (their controls are target positions).
+    joint actuators position servos (their controls are target positions). `floor` adds a
+    ground plane at that height (m) to an MJCF or URDF scene.
     """
     if isinstance(source, pb.Scene):
         return source
@@ -86,9 +88,8 @@ def make_scene(
         scene = pb.Scene(mjcf=text, balance_inertia=balance_inertia)
         if light_body_mass_fraction is not None:
             scene.mjcf_light_body_mass_fraction.value = light_body_mass_fraction
-        return scene
-    if format == "urdf":
-        return pb.Scene(
+    elif format == "urdf":
+        scene = pb.Scene(
             urdf=text,
             urdf_floating_base=floating_base,
             urdf_self_collision=self_collision,
@@ -97,4 +98,9 @@ def make_scene(
             urdf_position_kv=position_gains[1] if position_gains else 0.0,
             balance_inertia=balance_inertia,
         )
-    raise ValueError(f"unknown model format '{format}' (expected 'mjcf' or 'urdf')")
+    else:
+        raise ValueError(f"unknown model format '{format}' (expected 'mjcf' or 'urdf')")
+    if floor is not None:
+        scene.floor_height.value = floor
+    return scene
+
