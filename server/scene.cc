@@ -351,11 +351,7 @@ absl::StatusOr<ImportedScene> FromImport(absl::StatusOr<ImportResult> result, co
       return absl::InvalidArgumentError(
           absl::StrCat("scene.floor_height: ", height, " is not finite"));
     }
-    ShapeDesc floor;
-    floor.name = "floor";
-    floor.type = ShapeType::kPlane;
-    floor.pose.pos = {0, 0, static_cast<Real>(height)};
-    result->model.shapes.push_back(std::move(floor));
+    result->model.shapes.push_back(FloorShape(static_cast<Real>(height)));
   }
   return ImportedScene{std::move(result->model), std::move(result->warnings)};
 }

@@ -554,6 +554,14 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
   return std::shared_ptr<const Model>(std::move(model));
 }
 
+ShapeDesc FloorShape(Real height) {
+  ShapeDesc floor;
+  floor.name = "floor";
+  floor.type = ShapeType::kPlane;
+  floor.pose.pos = {0, 0, height};
+  return floor;
+}
+
 bool JointHasDrive(const ModelDesc& desc, int joint_index) {
   const JointDesc& joint = desc.joints[joint_index];
   if (joint.drive.stiffness > 0 || joint.drive.damping > 0 || joint.armature > 0) return true;

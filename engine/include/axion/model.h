@@ -237,6 +237,10 @@ struct ModelDesc {
   std::vector<std::array<int, 2>> exclude_body_pairs;
 };
 
+// A floor: an infinite ground plane named "floor" at `height` (m), normal +z, for scenes from
+// robot files, which have none.
+ShapeDesc FloorShape(Real height);
+
 // Number of constraint rows and coordinates a joint type contributes.
 int JointBilateralRows(const JointDesc& joint);
 int JointDofCount(const JointDesc& joint);       // joint velocity coordinates

@@ -283,11 +283,7 @@ absl::Status Run() {
       return absl::InvalidArgumentError(
           absl::StrCat("--floor='", floor, "': expected a height in metres"));
     }
-    ShapeDesc plane;
-    plane.name = "floor";
-    plane.type = ShapeType::kPlane;
-    plane.pose.pos = {0, 0, static_cast<Real>(height)};
-    desc.shapes.push_back(std::move(plane));
+    desc.shapes.push_back(FloorShape(static_cast<Real>(height)));
   }
   absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(std::move(desc));
   if (!model.ok()) return model.status();
