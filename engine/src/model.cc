@@ -81,7 +81,7 @@ absl::Status ValidateBody(int index, BodyDesc* body) {
                                    static_cast<double>(eig[2])));
   }
   // Principal moments of a real mass distribution satisfy I1 + I2 >= I3.
-  if (eig[0] + eig[1] < eig[2] * (1 - Real(1e-6))) {
+  if (breaks_triangle_inequality(eig)) {
     return Invalid(what, "inertia",
                    absl::StrFormat("breaks the triangle inequality: principal moments %g + %g < %g",
                                    static_cast<double>(eig[0]), static_cast<double>(eig[1]),

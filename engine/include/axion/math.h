@@ -259,4 +259,10 @@ inline void symmetric_eigenvalues(const Mat33& a, Real out[3]) {
   std::sort(out, out + 3);
 }
 
+// Whether ascending principal moments break the triangle inequality I1 + I2 >= I3 (beyond
+// 1e-6 relative): no real mass distribution has them (host only).
+inline bool breaks_triangle_inequality(const Real moments[3]) {
+  return moments[0] + moments[1] < moments[2] * (1 - Real(1e-6));
+}
+
 }  // namespace axion

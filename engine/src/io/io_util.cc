@@ -403,7 +403,11 @@ bool PointsSpanVolume(const std::vector<Vec3>& points) {
 
 bool BreaksTriangleInequality(const Mat33& inertia, Real moments[3]) {
   symmetric_eigenvalues(inertia, moments);
-  return moments[0] + moments[1] < moments[2] * (1 - Real(1e-6));
+  return breaks_triangle_inequality(moments);
+}
+
+Mat33 BalancedInertia(const Real moments[3]) {
+  return mat33_diag(Vec3{1, 1, 1} * ((moments[0] + moments[1] + moments[2]) / 3));
 }
 
 std::string TriangleInequalityMessage(const Real moments[3], bool balanced) {

@@ -50,6 +50,8 @@ Mat33 PointMassTensor(Real mass, Vec3 d);
 // triangle inequality I1 + I2 >= I3 beyond the engine's tolerance (1e-6 relative): no real mass
 // distribution has them. Vendor URDFs sometimes do.
 bool BreaksTriangleInequality(const Mat33& inertia, Real moments[3]);
+// MuJoCo's balanceinertia: the three moments set to their mean.
+Mat33 BalancedInertia(const Real moments[3]);
 // What the importers say of such a tensor: the moments, and what balance_inertia would do.
 std::string TriangleInequalityMessage(const Real moments[3], bool balanced);
 

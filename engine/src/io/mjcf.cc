@@ -176,12 +176,6 @@ struct MjGeom {
   int contype = 1, conaffinity = 1;
 };
 
-// A <mesh> asset: its triangles, scaled, in the mesh file's frame.
-struct MjMesh {
-  std::string where;
-  io::TriangleMesh mesh;
-};
-
 // Mass properties of a mesh geom as MuJoCo 2.2 computes them (user_mesh.cc without
 // compiler/exactmeshinertia, MuJoCo's default then), in the mesh's own frame: pyramids from
 // the faces' area-weighted centre P to each triangle, volumes taken positive, give the centre
@@ -339,7 +333,8 @@ class MjcfLoader {
   bool balance_inertia_ = false;  // <compiler balanceinertia>, or MjcfOptions::balance_inertia
   std::string meshdir_;  // of <compiler meshdir> (else assetdir), relative to the model's file
 
-  std::map<std::string, MjMesh> meshes_;  // <asset><mesh> by name
+  // <asset><mesh> by name: its triangles, scaled, in the mesh file's frame
+  std::map<std::string, io::TriangleMesh> meshes_;
 
   std::map<std::string, DefaultClass> classes_;
   std::vector<MjGeom> world_geoms_;
@@ -502,8 +497,7 @@ absl::Status MjcfLoader::ParseAssets(const XMLElement* xml) {
 absl::Status MjcfLoader::ParseMesh(const XMLElement* xml) {
   Elem e = Resolve(xml, "main");
   WarnUnsupportedAttributes(e);
-  MjMesh mesh;
-  mesh.where = e.Describe();
+  io::TriangleMesh mesh;
   AXION_IO_ASSIGN_OR_RETURN(Vec3 scale, e.Vec("scale", Vec3{1, 1, 1}));
   std::string name = e.Str("name");
   if (e.Has("file")) {
@@ -516,22 +510,22 @@ absl::Status MjcfLoader::ParseMesh(const XMLElement* xml) {
     const std::string path = io::JoinPath(io::JoinPath(base_dir_, meshdir_), file);
     absl::StatusOr<io::TriangleMesh> loaded = io::LoadTriangleMesh(path, scale);
     if (!loaded.ok()) return e.Error("file", std::string(loaded.status().message()));
-    mesh.mesh = std::move(*loaded);
+    mesh = std::move(*loaded);
   } else if (e.Has("vertex")) {
     AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> xyz,
                               e.Reals("vertex", 12, std::numeric_limits<size_t>::max()));
     if (xyz.size() % 3 != 0) return e.Error("vertex", "needs a multiple of 3 numbers");
     for (size_t i = 0; i < xyz.size(); i += 3)
-      mesh.mesh.vertices.push_back(cwise_mul(Vec3{xyz[i], xyz[i + 1], xyz[i + 2]}, scale));
+      mesh.vertices.push_back(cwise_mul(Vec3{xyz[i], xyz[i + 1], xyz[i + 2]}, scale));
   } else {
     return e.Error("file", "a mesh needs a file or its vertices");
   }
-  const int vertex_count = static_cast<int>(mesh.mesh.vertices.size());
+  const int vertex_count = static_cast<int>(mesh.vertices.size());
   if (e.Has("face")) {
     AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> index,
                               e.Reals("face", 3, std::numeric_limits<size_t>::max()));
     if (index.size() % 3 != 0) return e.Error("face", "needs a multiple of 3 vertex indices");
-    mesh.mesh.triangles.clear();
+    mesh.triangles.clear();
     for (size_t i = 0; i < index.size(); i += 3) {
       std::array<int, 3> t;
       for (int k = 0; k < 3; ++k) {
@@ -542,19 +536,19 @@ absl::Status MjcfLoader::ParseMesh(const XMLElement* xml) {
         }
         t[k] = static_cast<int>(v);
       }
-      mesh.mesh.triangles.push_back(t);
+      mesh.triangles.push_back(t);
     }
   }
-  if (mesh.mesh.triangles.empty()) {
+  if (mesh.triangles.empty()) {
     // Vertices alone: MuJoCo takes the faces of their convex hull.
-    absl::StatusOr<HullData> hull = BuildHull(io::UniqueVertices(mesh.mesh.vertices));
+    absl::StatusOr<HullData> hull = BuildHull(io::UniqueVertices(mesh.vertices));
     if (!hull.ok()) return e.Error("vertex", std::string(hull.status().message()));
-    mesh.mesh.vertices.clear();
-    for (int i = 0; i < hull->vertex_count(); ++i) mesh.mesh.vertices.push_back(hull->vertex(i));
+    mesh.vertices.clear();
+    for (int i = 0; i < hull->vertex_count(); ++i) mesh.vertices.push_back(hull->vertex(i));
     for (int f = 0; f + 1 < static_cast<int>(hull->face_offset.size()); ++f) {
       const int begin = hull->face_offset[f], end = hull->face_offset[f + 1];
       for (int k = begin + 1; k + 1 < end; ++k)
-        mesh.mesh.triangles.push_back({hull->faces[begin], hull->faces[k], hull->faces[k + 1]});
+        mesh.triangles.push_back({hull->faces[begin], hull->faces[k], hull->faces[k + 1]});
     }
   }
   if (name.empty()) return e.Error("name", "a mesh without a file needs a name");
@@ -767,12 +761,12 @@ absl::Status MjcfLoader::ParseGeom(const XMLElement* xml, const std::string& cla
     if (mesh == meshes_.end()) {
       return e.Error("mesh", absl::StrCat("no <mesh> asset is named '", mesh_name, "'"));
     }
-    absl::StatusOr<MeshMass> mass = MuJoCoMeshMass(mesh->second.mesh);
+    absl::StatusOr<MeshMass> mass = MuJoCoMeshMass(mesh->second);
     if (!mass.ok()) {
       return e.Error("mesh", absl::StrCat("mesh '", mesh_name, "' ", mass.status().message()));
     }
     geom->type = ShapeType::kConvexHull;
-    geom->vertices = io::UniqueVertices(mesh->second.mesh.vertices);
+    geom->vertices = io::UniqueVertices(mesh->second.vertices);
     warnings_.Add("mesh-hull",
                   absl::StrCat("mesh ", geom->where,
                                " collides as the convex hull of its vertices (its mass "
@@ -1287,7 +1281,7 @@ absl::Status MjcfLoader::ComputeMass() {
     }
     warnings_.Add(absl::StrCat("balanced:", b.where),
                   absl::StrCat(b.where, ": ", io::TriangleInequalityMessage(moments, true)));
-    b.inertia = mat33_diag(Vec3{1, 1, 1} * ((moments[0] + moments[1] + moments[2]) / 3));
+    b.inertia = io::BalancedInertia(moments);
   }
   return absl::OkStatus();
 }

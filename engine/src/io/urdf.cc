@@ -270,9 +270,8 @@ absl::Status UrdfLoader::InertiaFromCollision(const XMLElement* e, UrdfLink* lin
 
 // With self-collision on, body pairs whose shapes already touch or overlap in the file's pose
 // (within the contact margin) never collide (MoveIt's rule for the default pose): coarse
-// collision geometry (hulls of concave
-// links) of a joint chain overlaps there, no motion of the chain can separate it, and
-// colliding it from the first step threw the xArm's links apart.
+// collision geometry (hulls of concave links) of a joint chain overlaps there, no motion of the
+// chain can separate it, and colliding it from the first step threw the xArm's links apart.
 absl::Status UrdfLoader::ExcludeOverlappingLinks() {
   ModelDesc& model = result_.model;
   std::vector<HullData> hulls(model.shapes.size());
@@ -383,7 +382,7 @@ absl::Status UrdfLoader::ParseLink(const XMLElement* e) {
         warnings_.Add(absl::StrCat("balanced:", link.name),
                       absl::StrCat(Where(inertia), ": link '", link.name,
                                    "': ", io::TriangleInequalityMessage(moments, true)));
-        t = mat33_diag(Vec3{1, 1, 1} * ((moments[0] + moments[1] + moments[2]) / 3));
+        t = io::BalancedInertia(moments);
       }
     }
     link.inertia = io::RotateTensor(origin.quat, t);
