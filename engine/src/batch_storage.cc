@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "collision/hull.h"
+#include "kernels_joint.h"
 #include "model_internal.h"
 
 namespace axion {
@@ -187,6 +188,7 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
           rotate_inv(joint.child_frame.quat, joint.second_anchor - joint.child_frame.pos);
       store3(&s.joint_second_axis[3 * g], second_axis);
       store3(&s.joint_second_offset[3 * g], second_offset);
+      s.joint_cone_limit[g] = JointConeLimit(joint);
       std::vector<int> axes = JointDofAxes(joint);
       for (int k = 0; k < static_cast<int>(axes.size()); ++k) {
         int dof = s.joint_dof_offset[g] + k;
@@ -267,6 +269,12 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
   return s;
 }
 
+void WriteJointCoordinates(int w, BatchStorage& s) {
+  const BatchView v = s.view();
+  for (int j = s.world_joint_offset[w]; j < s.world_joint_offset[w + 1]; ++j)
+    kernels::joint_write_coordinates(v, j);
+}
+
 void ResetWorldState(const WorldLayout& layout, int w, BatchStorage& s) {
   const ModelDesc& d = layout.model->desc();
   const Model& m = *layout.model;
@@ -282,6 +290,9 @@ void ResetWorldState(const WorldLayout& layout, int w, BatchStorage& s) {
            {body.linear_velocity + cross(body.angular_velocity, lever), body.angular_velocity});
     for (int k = 0; k < 6; ++k) s.body_wrench[6 * (b0 + i) + k] = 0;
   }
+  // joint velocities from the bodies' (a drive's armature term reads them as the last step's);
+  // the positions are the initial configuration's by definition, exactly
+  WriteJointCoordinates(w, s);
   for (int j = 0; j < m.joint_count(); ++j) {
     const JointDesc& joint = d.joints[j];
     Real* q = &s.qpos[s.world_qpos_offset[w] + m.joint_position_offset()[j]];
@@ -291,8 +302,6 @@ void ResetWorldState(const WorldLayout& layout, int w, BatchStorage& s) {
       for (int k = 0; k < JointPositionCount(joint); ++k) q[k] = joint.reference;
     }
   }
-  std::fill(s.dof_velocity.begin() + s.world_dof_offset[w],
-            s.dof_velocity.begin() + s.world_dof_offset[w + 1], 0);
   std::fill(s.actuator_ctrl.begin() + s.world_actuator_offset[w],
             s.actuator_ctrl.begin() + s.world_actuator_offset[w + 1], 0);
   std::fill(s.row_lambda.begin() + s.world_row_offset[w],

@@ -73,7 +73,8 @@ namespace axion {
   X(Real, joint_child_pos, 3)                                                                  \
   X(Real, joint_child_quat, 4)                                                                 \
   X(int32_t, joint_axis_mode, 6) X(int32_t, joint_qpos_offset, 1) X(Real, joint_compliance, 1) \
-      X(Real, joint_reference, 1) X(Real, joint_second_axis, 3) X(Real, joint_second_offset, 3)
+      X(Real, joint_reference, 1) X(Real, joint_second_axis, 3) X(Real, joint_second_offset, 3) \
+          X(Real, joint_cone_limit, 1)
 #define AXION_JOINT_SCRATCH(X) X(Real, joint_frame, 34)
 #define AXION_DOF_MODEL(X)   \
   X(int32_t, dof_joint, 1)   \
@@ -199,6 +200,10 @@ void CopyWorldState(const BatchStorage& src, int from, BatchStorage& dst, int to
 // Writes the model's initial state into world `w` (bodies, joint coordinates, cleared
 // controls, forces, impulses and statistics).
 void ResetWorldState(const WorldLayout& layout, int w, BatchStorage& dst);
+
+// World `w`'s joint coordinates (positions and velocities) from its bodies' state, the angles
+// unwrapped from the coordinates held.
+void WriteJointCoordinates(int w, BatchStorage& s);
 
 WorldParams MakeWorldParams(const SolverOptions& options);
 

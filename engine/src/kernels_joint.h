@@ -181,7 +181,8 @@ AXION_HD AxisCoordinate dof_coordinate(const BatchView& v, int dof, const JointF
   int axis = v.dof_axis[dof];
   AxisCoordinate c = joint_axis_coordinate(v, joint, axis, f);
   c.value += v.joint_reference[joint];
-  if (axis >= 3) {
+  // a ball joint's rotation vector lies in the ball |phi| <= pi; its positions are a quaternion
+  if (axis >= 3 && v.joint_type[joint] != static_cast<int32_t>(JointType::kBall)) {
     Real previous = v.qpos[dof_qpos_index(v, dof)];
     c.value = previous + wrap_angle(c.value - previous);
   }
@@ -349,14 +350,54 @@ AXION_HD void joint_limit_row(const BatchView& v, int row, const WorldParams& p)
   store_unilateral_row(v, row, c_velocity, Real(1) / inv_mass, p.fb_epsilon);
 }
 
+/// Ball joint cone limit (unilateral, like joint_limit_row): the relative rotation
+/// q_rel = frame_p^-1 frame_c, of rotation vector phi = log(q_rel), turns by at most phi_max:
+///   c = phi_max - |phi| >= 0,   J = [ 0, -e | 0, e ],   e = frame_p n,  n = phi / |phi|
+/// since d|phi|/dt = n . J_l^-1(phi) w_rel = n . w_rel (n is J_l^-1's fixed axis), and n is
+/// the same read in either joint frame. At |phi| = 0 the axis is undefined, and the row far
+/// from its stop: any axis serves.
+AXION_HD void joint_cone_limit_row(const BatchView& v, int row, const WorldParams& p) {
+  const int joint = v.row_joint[row];
+  const bool velocity_level = p.joint_formulation == static_cast<int32_t>(Formulation::kVelocity);
+  const JointFrames f =
+      velocity_level ? joint_frames(v, joint, v.body_q_prev) : joint_frames_at_iterate(v, joint);
+  const Vec3 phi = quat_log(conjugate(f.frame_parent) * f.frame_child);
+  const Real angle = norm(phi);
+  const Vec3 axis = angle > Real(1e-12) ? (Real(1) / angle) * phi : unit_axis(0);
+  const Vec3 e = rotate(f.frame_parent, axis);
+  const Real c = v.joint_cone_limit[joint] - angle;
+  store_row_jacobian(v, row, {}, -e, {}, e);
+  store_row_levers(v, row, {}, {});
+  const Real h = v.world_step_length[v.row_world[row]];
+  Real c_velocity;
+  if (velocity_level) {
+    const Real correction = c > 0 ? c / h : p.baumgarte * c / h;
+    c_velocity = row_velocity(v, row, v.body_u) + correction;
+  } else {
+    c_velocity = c / h;
+  }
+  const Real inv_mass = row_inv_effective_mass(v, v.row_body_a[row], load6(v.row_jac_a + 6 * row),
+                                               v.row_body_b[row], load6(v.row_jac_b + 6 * row));
+  store_unilateral_row(v, row, c_velocity, Real(1) / inv_mass, p.fb_epsilon);
+}
+
 /// Per drive row, as the step begins: its Jacobian, theta's at q-. The drive's force keeps the
 /// direction it has at the start of the step, so the row adds no geometric stiffness however
 /// stiff the gains (seed 000: the system matrices are evaluated at q-).
+/// A ball joint's drive rows act along the parent joint frame's axes e_k instead: their rates are
+/// the components of w_rel (the joint velocities users read), and the spring's torque is
+/// -k phi, MuJoCo's for ball joints.
 AXION_HD void joint_drive_begin_step(const BatchView& v, int row) {
   const int dof = v.row_dof[row];
   const int joint = v.dof_joint[dof];
-  store_coordinate_row(v, row, joint, Real(1),
-                       dof_coordinate(v, dof, joint_frames(v, joint, v.body_q_prev)));
+  const JointFrames f = joint_frames(v, joint, v.body_q_prev);
+  AxisCoordinate c = dof_coordinate(v, dof, f);
+  if (v.joint_type[joint] == static_cast<int32_t>(JointType::kBall)) {
+    const Vec3 e = rotate(f.frame_parent, unit_axis(v.dof_axis[dof] - 3));
+    c.jac_child = {{}, e};
+    c.jac_parent = {{}, -e};
+  }
+  store_coordinate_row(v, row, joint, Real(1), c);
   store_row_levers(v, row, {}, {});
 }
 

@@ -25,6 +25,9 @@ AXION_HD void row_evaluate(const BatchView& v, int row) {
     case kRowLimitUpper:
       joint_limit_row(v, row, p);
       return;  // unilateral: wrote its own error
+    case kRowLimitCone:
+      joint_cone_limit_row(v, row, p);
+      return;  // unilateral: wrote its own error
     case kRowDrive:
       joint_drive_row(v, row, p);
       break;

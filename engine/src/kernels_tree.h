@@ -9,7 +9,8 @@
 // the component's root; and every contact group to the world (both feet, each limb of a lying
 // figure) as a leaf below its body. Groups closing a loop (a hand touching its own thigh, a
 // second fixed base) stay on the Jacobi diagonal here; the loop factor (kernels_solver.h,
-// world_loop_factor) then eliminates them exactly on top of this solve. On the tree the augmented matrix
+// world_loop_factor) then eliminates them exactly on top of this solve. On the tree the augmented
+// matrix
 //     H = [ M~  J^T ]
 //         [ J   -C  ]
 // has no fill-in when eliminated leaves first (Baraff 1996, "Linear-time dynamics using
@@ -696,8 +697,9 @@ AXION_HD void tree_group_start(const BatchView& v, int g) {
   for (int k = 0; k < size; ++k) {
     const int row = g + k;
     const int kind = v.row_kind[row];
-    const bool inactive = (kind == kRowLimitLower || kind == kRowLimitUpper) &&
-                          !(v.row_compliance[row] * v.row_precond[row] < Real(1) - kTreeInactive);
+    const bool inactive =
+        (kind == kRowLimitLower || kind == kRowLimitUpper || kind == kRowLimitCone) &&
+        !(v.row_compliance[row] * v.row_precond[row] < Real(1) - kTreeInactive);
     v.row_tree_dropped[row] = inactive;
     compact[k] = inactive ? -1 : m;
     if (!inactive) v.row_tree_rows[g + m++] = k;

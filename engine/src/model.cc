@@ -317,9 +317,15 @@ std::vector<JointRowLayout> JointRows(const JointDesc& joint, bool has_drive) {
         rows.push_back({k < 3 ? kRowLinearLock : kRowAngularLock, k, -1});
     }
   }
-  if (joint.type == JointType::kBall) return rows;
-  std::array<AxisMode, 6> modes = JointAxisModes(joint);
   std::vector<int> axes = JointDofAxes(joint);
+  if (joint.type == JointType::kBall) {
+    if (JointConeLimit(joint) > 0) rows.push_back({kRowLimitCone, 3, -1});
+    if (has_drive) {
+      for (int d = 0; d < 3; ++d) rows.push_back({kRowDrive, axes[d], d});
+    }
+    return rows;
+  }
+  std::array<AxisMode, 6> modes = JointAxisModes(joint);
   for (int d = 0; d < static_cast<int>(axes.size()); ++d) {
     if (modes[axes[d]] == AxisMode::kLimited) {
       rows.push_back({kRowLimitLower, axes[d], d});
@@ -330,6 +336,11 @@ std::vector<JointRowLayout> JointRows(const JointDesc& joint, bool has_drive) {
     for (int d = 0; d < static_cast<int>(axes.size()); ++d) rows.push_back({kRowDrive, axes[d], d});
   }
   return rows;
+}
+
+Real JointConeLimit(const JointDesc& joint) {
+  if (joint.type != JointType::kBall || !joint.limited || joint.upper.empty()) return 0;
+  return joint.upper[0];
 }
 
 absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
@@ -401,6 +412,22 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
         joint.limited ||
         ((joint.type == JointType::kGeneric || joint.type == JointType::kUniversal) &&
          std::count(joint.axis_mode.begin(), joint.axis_mode.end(), AxisMode::kLimited) > 0);
+    if (joint.limited && joint.type == JointType::kBall) {
+      // one angle, the cone's half-angle; a turn of pi is any orientation
+      if (joint.upper.size() != 1 || joint.lower.size() > 1)
+        return Invalid(what, "lower/upper",
+                       absl::StrCat("of a limited ball joint are upper = {largest turn (rad)} "
+                                    "and lower empty or {0}; got ",
+                                    joint.lower.size(), " and ", joint.upper.size(), " entries"));
+      if (!joint.lower.empty() && joint.lower[0] != 0)
+        return Invalid(what, "lower",
+                       "of a ball joint must be empty or 0, got " + Fmt(joint.lower[0]));
+      if (!Finite(joint.upper[0]) || !(joint.upper[0] > 0) ||
+          joint.upper[0] > Real(3.14159265358979323846))
+        return Invalid(
+            what, "upper",
+            "of a ball joint (its largest turn) must lie in (0, pi], got " + Fmt(joint.upper[0]));
+    }
     if (limited && joint.type != JointType::kBall && joint.type != JointType::kFixed) {
       if (static_cast<int>(joint.lower.size()) != dofs ||
           static_cast<int>(joint.upper.size()) != dofs) {

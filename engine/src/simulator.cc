@@ -422,6 +422,7 @@ absl::Status Simulator::SetBodyState(WorldId world, const BodyState& state) {
     store6(&im.host.body_u[6 * (b0 + i)],
            {load3(&state.velocity[6 * i]) + cross(omega, lever), omega});
   }
+  WriteJointCoordinates(*w, im.host);
   im.host.world_flags[*w] &= ~static_cast<uint32_t>(kWorldNonFinite);
   return im.MarkHostWritten();
 }

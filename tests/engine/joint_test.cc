@@ -324,6 +324,75 @@ TEST(JointTest, BallFixedAndGenericJointsKeepTheirConstraints) {
   test::ExpectHealthy(*sim, w);
 }
 
+// A limited ball joint's child turns at most its cone angle from its initial configuration,
+// about any axis: a rod hanging from the world, thrown sideways and spun about its own axis,
+// reaches the stop (the limit binds), stays within it to the solver's tolerance at both
+// formulations, and keeps its anchor. The stop holds against the swing's kinetic energy, so the
+// rod rebounds rather than passing it.
+TEST(JointTest, BallConeLimitHoldsEveryTurn) {
+  for (Formulation formulation : {Formulation::kPosition, Formulation::kVelocity}) {
+    SCOPED_TRACE(formulation == Formulation::kPosition ? "position level" : "velocity level");
+    const Real cone = 0.5;  // rad
+    ModelDesc d;
+    d.options.timestep = 0.005;
+    d.options.joint_formulation = formulation;
+    BodyDesc b;
+    b.mass = 1;
+    b.inertia = test::BoxInertia(1, {0.1, 0.1, 0.6});
+    b.pose.pos = {0, 0, -0.3};
+    b.angular_velocity = {4, 0, 3};  // a swing about x and a spin about the rod's axis z
+    b.linear_velocity = cross(b.angular_velocity, b.pose.pos);
+    d.bodies.push_back(b);
+    JointDesc ball;
+    ball.type = JointType::kBall;
+    ball.child = 0;
+    ball.child_frame.pos = {0, 0, 0.3};
+    ball.limited = true;
+    ball.upper = {cone};
+    d.joints.push_back(ball);
+    auto sim = MustCreateSimulator();
+    WorldId w = MustCreateWorld(*sim, MustCompile(d));
+    Real largest = 0;
+    for (int n = 0; n < 400; ++n) {
+      MustStep(*sim, w);
+      const Quat q = test::BodyQuat(*sim, w, 0);
+      const Real turn = norm(quat_log(q));
+      largest = std::max(largest, turn);
+      // the slack a converged row leaves: |c| / h below the tolerance of 1e-6 m/s, and the
+      // velocity level's Baumgarte drift
+      ASSERT_LT(turn, cone + (formulation == Formulation::kPosition ? 1e-6 : 2e-2)) << "step " << n;
+      const Vec3 anchor = test::BodyPos(*sim, w, 0) + rotate(q, {0, 0, 0.3});
+      ASSERT_LT(norm(anchor), formulation == Formulation::kPosition ? 1e-6 : 1e-3) << "step " << n;
+    }
+    std::printf("largest turn %.9f rad against the cone's %.3f\n", largest, cone);
+    EXPECT_GT(largest, cone - 1e-3);  // the throw reaches the stop
+    test::ExpectHealthy(*sim, w);
+  }
+}
+
+// A ball joint's limit is one angle in (0, pi]; anything else is refused by name.
+TEST(JointTest, BallConeLimitIsValidated) {
+  ModelDesc d;
+  BodyDesc b;
+  b.mass = 1;
+  b.inertia = test::BoxInertia(1, {0.1, 0.1, 0.6});
+  d.bodies.push_back(b);
+  JointDesc ball;
+  ball.type = JointType::kBall;
+  ball.name = "shoulder";
+  ball.limited = true;
+  d.joints.push_back(ball);
+  for (std::vector<Real> upper : {std::vector<Real>{}, {0.5, 0.5}, {-0.1}, {4.0}, {NAN}}) {
+    d.joints[0].upper = upper;
+    auto model = Model::Compile(d);
+    ASSERT_FALSE(model.ok());
+    EXPECT_NE(model.status().message().find("shoulder"), std::string::npos)
+        << model.status().message();
+  }
+  d.joints[0].upper = {kPi};
+  EXPECT_TRUE(Model::Compile(d).ok());
+}
+
 // A generic joint's angular coordinates are the components of the rotation vector phi =
 // log(q_rel); their rates are J_l^-1(phi) w_rel, not w_rel itself. The reported joint velocities
 // are those rates (they match the change of the reported positions over a step), and the rows'

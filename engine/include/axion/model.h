@@ -121,11 +121,16 @@ struct JointDesc {
   std::array<AxisMode, 6> axis_mode{AxisMode::kLocked, AxisMode::kLocked, AxisMode::kLocked,
                                     AxisMode::kLocked, AxisMode::kLocked, AxisMode::kLocked};
   // Limits per DOF (revolute/prismatic: index 0; generic: one per free or limited axis, in axis
-  // order; universal: one per hinge). Only used where `limited`.
+  // order; universal: one per hinge). Only used where `limited`. A limited kBall joint turns at
+  // most upper[0] (rad, in (0, pi]) from its initial configuration, about any axis (MuJoCo's
+  // ball range: one cone on the rotation angle, twist included); its lower is empty or {0}.
   bool limited = false;
   std::vector<Real> lower;  // rad or m
   std::vector<Real> upper;  // rad or m
-  DriveDesc drive;          // applied to every DOF of the joint (revolute, prismatic, generic)
+  // Applied to every DOF of the joint. A ball joint's three DOFs are the parent joint frame's
+  // axes: its spring pulls by -stiffness phi (phi the rotation vector from the initial
+  // configuration, targets its components), its damper by -damping w_rel (MuJoCo's ball spring).
+  DriveDesc drive;
   // Per-DOF overrides (generic joints whose axes differ): when non-empty, one entry per DOF,
   // replacing `drive` and `armature` for that DOF.
   std::vector<DriveDesc> dof_drive;

@@ -68,6 +68,7 @@ enum RowKind : int32_t {
   kRowContactNormal = 8,  // contact `row_contact` non-penetration (unilateral)
   kRowFriction1 = 9,      // contact tangent 1 (Coulomb, with the friction-2 row)
   kRowFriction2 = 10,     // contact tangent 2
+  kRowLimitCone = 11,     // ball joint `row_joint` turned at most its cone limit (unilateral)
 };
 
 struct BatchView {
@@ -176,6 +177,8 @@ struct BatchView {
                                      //   child joint frame
   const Real* joint_second_offset;   // (joint_count x 3) kUniversal: second hinge anchor minus
                                      //   the first, child joint frame
+  const Real* joint_cone_limit;      // (joint_count) kBall: largest turn from the joint's zero
+                                     //   (rad), 0 where unlimited
   Real* joint_frame;  // (joint_count x 34) JointFrames at the current iterate q+: anchors and
                       //   levers of parent and child (4 x 3), frame rotations (2 x 4), and a
                       //   universal joint's two angles and world axes and rates (2 + 4 x 3)

@@ -884,17 +884,24 @@ absl::Status MjcfLoader::ParseJoint(const XMLElement* xml, const std::string& cl
   joint->ref = convert(ref);
   joint->springref = convert(springref);
   if (joint->kind == JointKind::kBall) {
-    if (joint->limited) {
-      warnings_.Add("ball-limit", absl::StrCat("ball joint limits are not supported and were "
-                                               "ignored (first at ",
-                                               joint->where, ")"));
-    }
-    if (joint->stiffness > 0 || joint->damping > 0 || e.Has("ref") || e.Has("springref")) {
-      warnings_.Add("ball-spring",
-                    absl::StrCat("ball joint stiffness/damping/ref are not supported and were "
-                                 "ignored (first at ",
+    // MuJoCo limits the rotation angle by the larger range entry (mj_instantiateLimit)
+    const Real cone = std::max(joint->range[0], joint->range[1]);
+    if (joint->limited && !(cone > 0))
+      return e.Error("range", absl::StrCat("of a ball joint must have a positive entry (the "
+                                           "largest turn), got ",
+                                           range[0], " ", range[1]));
+    if (joint->limited && cone >= Real(3.14159265358979323846)) {
+      warnings_.Add("ball-limit-wide",
+                    absl::StrCat("ball joint ranges of pi or more never bind and were dropped "
+                                 "(first at ",
                                  joint->where, ")"));
+      joint->limited = false;
     }
+    joint->range[0] = 0;
+    joint->range[1] = cone;
+    // MuJoCo's ball springs pull toward the initial configuration, whatever ref and springref
+    joint->ref = 0;
+    joint->springref = 0;
   }
   return absl::OkStatus();
 }
@@ -1352,18 +1359,16 @@ JointDesc SingleJoint(const MjJoint& j, int parent, int child) {
       d.type = JointType::kBall;
       break;
   }
-  if (j.kind != JointKind::kBall) {
-    d.limited = j.limited;
-    if (j.limited) {
-      d.lower = {j.range[0]};
-      d.upper = {j.range[1]};
-    }
-    d.reference = j.ref;
-    d.drive.stiffness = j.stiffness;
-    d.drive.damping = j.damping;
-    d.drive.target_position = j.springref;
-    d.armature = j.armature;
+  d.limited = j.limited;
+  if (j.limited) {
+    if (j.kind != JointKind::kBall) d.lower = {j.range[0]};
+    d.upper = {j.range[1]};  // a ball joint's cone
   }
+  d.reference = j.ref;
+  d.drive.stiffness = j.stiffness;
+  d.drive.damping = j.damping;
+  d.drive.target_position = j.springref;
+  d.armature = j.armature;
   // MuJoCo filters parent-child contacts except with the world.
   d.collide_connected = parent == kWorldBody;
   return d;
