@@ -310,6 +310,9 @@ absl::StatusOr<ActuatorDesc> FromProto(const v1::Actuator& proto, int index) {
   actuator.ctrl_max = proto.ctrl_max();
   actuator.kp = proto.kp();
   actuator.kv = proto.kv();
+  actuator.force_limited = proto.force_limited();
+  actuator.force_min = proto.force_min();
+  actuator.force_max = proto.force_max();
   return actuator;
 }
 
@@ -455,6 +458,9 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
     out->set_ctrl_max(actuator.ctrl_max);
     out->set_kp(actuator.kp);
     out->set_kv(actuator.kv);
+    out->set_force_limited(actuator.force_limited);
+    out->set_force_min(actuator.force_min);
+    out->set_force_max(actuator.force_max);
   }
   SolverOptionsToProto(desc.options, proto->mutable_options());
   proto->mutable_contact_capacity()->set_value(desc.contact_capacity);
@@ -609,6 +615,9 @@ void DescribeModel(const Model& model, const SolverOptions& options, int contact
     info->set_ctrl_limited(actuator.ctrl_limited);
     info->set_ctrl_min(actuator.ctrl_min);
     info->set_ctrl_max(actuator.ctrl_max);
+    info->set_force_limited(actuator.force_limited);
+    info->set_force_min(actuator.force_min);
+    info->set_force_max(actuator.force_max);
   }
   description->set_body_count(model.body_count());
   description->set_joint_position_count(model.joint_position_count());

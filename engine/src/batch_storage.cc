@@ -228,6 +228,9 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
       s.actuator_gear[a0 + a] = act.gear;
       s.actuator_kp[a0 + a] = act.kp;
       s.actuator_kv[a0 + a] = act.kv;
+      s.actuator_force_limited[a0 + a] = act.force_limited;
+      s.actuator_force_min[a0 + a] = act.force_limited ? act.force_min : Real(0);
+      s.actuator_force_max[a0 + a] = act.force_limited ? act.force_max : Real(0);
     }
     for (int i = 0; i < m.shape_count(); ++i) {
       const ShapeDesc& shape = d.shapes[i];

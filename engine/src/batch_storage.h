@@ -91,12 +91,17 @@ namespace axion {
   X(Real, dof_drive_damping, 1)   \
   X(Real, dof_drive_position, 1)  \
   X(Real, dof_drive_velocity, 1) X(Real, dof_effort, 1) X(Real, dof_velocity_prev, 1) \
-      X(Real, dof_coord, 1) X(Real, dof_coord_jac, 12)
+      X(Real, dof_coord, 1) X(Real, dof_coord_jac, 12) X(Real, dof_servo_stiffness, 1)  \
+          X(Real, dof_servo_damping, 1) X(Real, dof_servo_kp_target, 1)                   \
+              X(Real, dof_servo_kv_target, 1) X(Real, dof_servo_force_min, 1)             \
+                  X(Real, dof_servo_force_max, 1)
 #define AXION_QPOS_STATE(X) X(Real, qpos, 1)
 #define AXION_ACTUATOR_MODEL(X) \
   X(int32_t, actuator_type, 1)  \
   X(int32_t, actuator_dof, 1)   \
-  X(Real, actuator_gear, 1) X(Real, actuator_kp, 1) X(Real, actuator_kv, 1)
+  X(Real, actuator_gear, 1) X(Real, actuator_kp, 1) X(Real, actuator_kv, 1) \
+      X(int32_t, actuator_force_limited, 1) X(Real, actuator_force_min, 1)   \
+          X(Real, actuator_force_max, 1)
 #define AXION_ACTUATOR_STATE(X) X(Real, actuator_ctrl, 1)
 #define AXION_SHAPE_MODEL(X) \
   X(int32_t, shape_world, 1) \

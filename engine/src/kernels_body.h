@@ -25,30 +25,45 @@ AXION_HD void dof_begin_step(const BatchView& v, int dof) {
   v.dof_drive_velocity[dof] = v.dof_target_velocity[dof];
   v.dof_effort[dof] = 0;
   v.dof_velocity_prev[dof] = v.dof_velocity[dof];
+  v.dof_servo_stiffness[dof] = 0;
+  v.dof_servo_damping[dof] = 0;
+  v.dof_servo_kp_target[dof] = 0;
+  v.dof_servo_kv_target[dof] = 0;
+  v.dof_servo_force_min[dof] = -kUnboundedForce;
+  v.dof_servo_force_max[dof] = kUnboundedForce;
 }
 
-// Per world: actuators write the DOFs' drive parameters and efforts, then efforts become body
-// wrenches J^T tau (equal and opposite on child and parent) accumulated in body_jt.
+// Per world: actuators write the DOFs' efforts and servo drives (summed over a DOF's
+// actuators, each effort clamped to its force range), then efforts become body wrenches J^T tau
+// (equal and opposite on child and parent) accumulated in body_jt.
 AXION_HD void world_apply_actuators(const BatchView& v, int world) {
   for (int act = v.world_actuator_offset[world]; act < v.world_actuator_offset[world + 1]; ++act) {
-    int dof = v.actuator_dof[act];
-    Real ctrl = v.actuator_ctrl[act];
+    const int dof = v.actuator_dof[act];
+    const Real ctrl = v.actuator_ctrl[act];
+    const bool limited = v.actuator_force_limited[act] != 0;
     switch (v.actuator_type[act]) {
-      case static_cast<int32_t>(ActuatorType::kEffort):
-        v.dof_effort[dof] += v.actuator_gear[act] * ctrl;
+      case static_cast<int32_t>(ActuatorType::kEffort): {
+        Real tau = v.actuator_gear[act] * ctrl;
+        if (limited) tau = clamp_to(tau, v.actuator_force_min[act], v.actuator_force_max[act]);
+        v.dof_effort[dof] += tau;
         break;
+      }
       case static_cast<int32_t>(ActuatorType::kPosition):
-        v.dof_drive_stiffness[dof] = v.actuator_kp[act];
-        v.dof_drive_damping[dof] = v.actuator_kv[act];
-        v.dof_drive_position[dof] = ctrl;
-        v.dof_drive_velocity[dof] = 0;
+        v.dof_servo_stiffness[dof] += v.actuator_kp[act];
+        v.dof_servo_damping[dof] += v.actuator_kv[act];
+        v.dof_servo_kp_target[dof] += v.actuator_kp[act] * ctrl;
         break;
       case static_cast<int32_t>(ActuatorType::kVelocity):
-        v.dof_drive_damping[dof] = v.actuator_kv[act];
-        v.dof_drive_velocity[dof] = ctrl;
+        v.dof_servo_damping[dof] += v.actuator_kv[act];
+        v.dof_servo_kv_target[dof] += v.actuator_kv[act] * ctrl;
         break;
       default:
         break;
+    }
+    // the model allows a force range only on a DOF's one servo
+    if (limited && v.actuator_type[act] != static_cast<int32_t>(ActuatorType::kEffort)) {
+      v.dof_servo_force_min[dof] = v.actuator_force_min[act];
+      v.dof_servo_force_max[dof] = v.actuator_force_max[act];
     }
   }
   for (int dof = v.world_dof_offset[world]; dof < v.world_dof_offset[world + 1]; ++dof) {

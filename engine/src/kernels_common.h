@@ -164,6 +164,12 @@ AXION_HD void store_row_levers(const BatchView& v, int row, Vec3 lever_a, Vec3 l
   store6(v.row_lever + 6 * row, {lever_a, lever_b});
 }
 
+// The force bound of a servo without a force range (N or N m): beyond any real force, and
+// within float's range.
+inline constexpr Real kUnboundedForce = Real(1e30);
+
+AXION_HD Real clamp_to(Real x, Real lo, Real hi) { return x < lo ? lo : (x > hi ? hi : x); }
+
 AXION_HD void disable_row(const BatchView& v, int row) {
   // lambda -> 0: residual h = lambda with unit compliance and no coupling to the bodies.
   store_row_jacobian(v, row, {}, {}, {}, {});

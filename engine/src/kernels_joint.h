@@ -401,32 +401,50 @@ AXION_HD void joint_drive_begin_step(const BatchView& v, int row) {
   store_row_levers(v, row, {}, {});
 }
 
-/// Drive row: implicit PD drive, passive spring-damper and armature on a DOF. The impulse
-/// over the step is
-///   lambda = -[h k (theta+ - theta*) + h d (thetadot+ - v*) + a (thetadot+ - thetadot-)]
-/// with theta+ = theta(q+), thetadot+ = J u. Dividing by D = h^2 k + h d + a gives a row with
-///   dR/du = J,  C = 1/D,  R = [h k (theta+ - theta*) + h d (thetadot+ - v*)
-///                              + a (thetadot+ - thetadot-)] / D + C lambda,
-/// backward Euler in the gains, hence unconditionally stable however stiff.
+/// Drive row: the model's spring-damper (or PD drive) and armature on a DOF, and its servo
+/// actuators' PD drive bounded by their force range. Over the step the model's part applies
+///   lambda_m = -[h k (theta+ - theta*) + h d (thetadot+ - v*) + a (thetadot+ - thetadot-)]
+/// and the servos' part lambda_s = clamp(-[h ks theta+ - h P + h ds thetadot+ - h V], h f_min,
+/// h f_max) (P, V: the servos' gain-weighted targets), with theta+ = theta(q+), thetadot+ = J u.
+/// The row is phi = lambda - lambda_m - lambda_s = 0. Its derivative in u is D J, with
+/// D = h^2 k + h d + a, plus h^2 ks + h ds while the servo is within its bound; dividing by D
+/// gives a row with
+///   dR/du = J,  C = 1/D,  R = phi / D,
+/// backward Euler in the gains, hence unconditionally stable however stiff. A servo at its
+/// bound with no model part left (D = 0) pins lambda to the bound: D is kept above 1e-9 of its
+/// unbounded value, and the row degrades into Newton on lambda alone.
 AXION_HD void joint_drive_row(const BatchView& v, int row, const WorldParams& p) {
-  int dof = v.row_dof[row];
-  Real h = v.world_step_length[v.row_world[row]];
-  Real k = v.dof_drive_stiffness[dof];
-  Real d = v.dof_drive_damping[dof];
-  Real a = v.dof_armature[dof];
-  Real denom = h * h * k + h * d + a;
-  if (!(denom > 0)) {
+  const int dof = v.row_dof[row];
+  const Real h = v.world_step_length[v.row_world[row]];
+  const Real k = v.dof_drive_stiffness[dof];
+  const Real d = v.dof_drive_damping[dof];
+  const Real a = v.dof_armature[dof];
+  const Real ks = v.dof_servo_stiffness[dof];
+  const Real ds = v.dof_servo_damping[dof];
+  const Real model_slope = h * h * k + h * d + a;
+  const Real servo_slope = h * h * ks + h * ds;
+  const Real full_slope = model_slope + servo_slope;
+  if (!(full_slope > 0)) {
     disable_row(v, row);
     return;
   }
   // theta at q+; the Jacobian at q- was stored when the step began (joint_drive_begin_step)
-  Real theta = v.dof_coord[dof];
-  Real rate = row_velocity(v, row, v.body_u);
-  Real force_impulse = h * k * (theta - v.dof_drive_position[dof]) +
-                       h * d * (rate - v.dof_drive_velocity[dof]) +
-                       a * (rate - v.dof_velocity_prev[dof]);
-  v.row_compliance[row] = Real(1) / denom;
-  v.row_residual[row] = (force_impulse + v.row_lambda[row]) / denom;
+  const Real theta = v.dof_coord[dof];
+  const Real rate = row_velocity(v, row, v.body_u);
+  const Real model_impulse =
+      -(h * k * (theta - v.dof_drive_position[dof]) + h * d * (rate - v.dof_drive_velocity[dof]) +
+        a * (rate - v.dof_velocity_prev[dof]));
+  const Real servo_free = -(h * (ks * theta - v.dof_servo_kp_target[dof]) +
+                            h * (ds * rate - v.dof_servo_kv_target[dof]));
+  const Real servo_impulse =
+      clamp_to(servo_free, h * v.dof_servo_force_min[dof], h * v.dof_servo_force_max[dof]);
+  const bool saturated = servo_impulse != servo_free;
+  const Real phi = v.row_lambda[row] - model_impulse - servo_impulse;
+  Real slope = saturated ? model_slope : full_slope;
+  if (!(slope > Real(1e-9) * full_slope)) slope = Real(1e-9) * full_slope;
+  v.row_compliance[row] = Real(1) / slope;
+  v.row_residual[row] = phi / slope;
+  v.row_error[row] = phi / full_slope;
 }
 
 // Joint coordinates (positions and velocities) of joint j from the body state.

@@ -30,7 +30,7 @@ AXION_HD void row_evaluate(const BatchView& v, int row) {
       return;  // unilateral: wrote its own error
     case kRowDrive:
       joint_drive_row(v, row, p);
-      break;
+      return;  // wrote its own error
     case kRowContactNormal:
       contact_normal_row(v, row, p);
       return;  // unilateral: wrote its own error

@@ -511,6 +511,22 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
     if (static_cast<int>(act.type) < 0 || static_cast<int>(act.type) > 2) {
       return Invalid(what, "type", absl::StrCat("is unknown (", static_cast<int>(act.type), ")"));
     }
+    if (act.force_limited) {
+      if (!Finite(act.force_min) || !Finite(act.force_max) || !(act.force_min < act.force_max))
+        return Invalid(what, "force range",
+                       absl::StrCat("must be finite with min < max, got [", Fmt(act.force_min),
+                                    ", ", Fmt(act.force_max), "]"));
+      // one servo's bound holds in its DOF's row; a sum of bounded servos would not
+      for (int other = 0; other < static_cast<int>(desc.actuators.size()); ++other) {
+        const ActuatorDesc& o = desc.actuators[other];
+        if (other != a && act.type != ActuatorType::kEffort && o.type != ActuatorType::kEffort &&
+            o.joint == act.joint && o.dof == act.dof)
+          return Invalid(
+              what, "force range",
+              absl::StrCat("bounds a servo that shares its DOF with servo actuator ", other, " ('",
+                           o.name, "'): a force-limited servo must be its DOF's only one"));
+      }
+    }
   }
 
   // compile: offsets, parent-side joint frames, row counts

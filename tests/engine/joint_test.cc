@@ -253,6 +253,75 @@ TEST(JointTest, PositionDriveReachesTargetWithoutOscillatingAtHighGains) {
   }
 }
 
+// A force range caps what an actuator applies. A stiff position servo sent far off, and a motor
+// asked for more than its range, both turn the turntable (inertia I about its spin axis) at
+// exactly f_max / I while they are at their bound: the joint's velocity after n steps is
+// n h f_max / I (to 1e-9 rad/s at a Newton tolerance of 1e-13), where the unbounded servo is at its
+// target within 0.2 s. Once the servo nears its target it leaves the bound and settles there; the
+// joint's own damper acts beside it, unbounded.
+TEST(JointTest, ForceRangeCapsServosAndMotors) {
+  const Real force_max = 0.5;  // N m
+  for (ActuatorType type :
+       {ActuatorType::kPosition, ActuatorType::kVelocity, ActuatorType::kEffort}) {
+    SCOPED_TRACE(static_cast<int>(type));
+    ModelDesc d = Turntable();
+    d.options.newton_tolerance = 1e-13;  // the row's bound, not the solver's tolerance, is tested
+    const Real inertia = d.bodies[0].inertia(2, 2);
+    const Real h = d.options.timestep;
+    ActuatorDesc act;
+    act.joint = 0;
+    act.type = type;
+    act.kp = type == ActuatorType::kPosition ? 1e4 : 0;
+    act.kv = type == ActuatorType::kEffort ? 0 : 2 * std::sqrt(1e4 * inertia);
+    act.force_limited = true;
+    act.force_min = -force_max;
+    act.force_max = force_max;
+    d.actuators.push_back(act);
+    auto sim = MustCreateSimulator();
+    WorldId w = MustCreateWorld(*sim, MustCompile(d));
+    // target 1 rad; speed 100 rad/s; torque 100 N m: each asks for far more than f_max
+    std::vector<Real> ctrl{type == ActuatorType::kPosition ? Real(1) : Real(100)};
+    ASSERT_TRUE(sim->SetControls(w, ctrl).ok());
+    for (int n = 1; n <= 50; ++n) {
+      MustStep(*sim, w);
+      ASSERT_NEAR(sim->GetJointState(w)->velocity[0], n * h * force_max / inertia, 1e-9)
+          << "step " << n;
+    }
+    test::ExpectHealthy(*sim, w);
+  }
+  // a bounded servo soft enough to brake in time (kp 1 rad = 10 f_max) still reaches its
+  // target, with the joint's damper beside it (a stiff one arrives too fast to stop within its
+  // bound, and swings about its target as a real one would)
+  ModelDesc d = Turntable();
+  d.joints[0].drive.damping = 0.05;
+  ActuatorDesc servo;
+  servo.joint = 0;
+  servo.type = ActuatorType::kPosition;
+  servo.kp = 5;
+  servo.kv = 2 * std::sqrt(5 * d.bodies[0].inertia(2, 2));
+  servo.force_limited = true;
+  servo.force_min = -force_max;
+  servo.force_max = force_max;
+  d.actuators.push_back(servo);
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, MustCompile(d));
+  ASSERT_TRUE(sim->SetControls(w, std::vector<Real>{1}).ok());
+  MustStep(*sim, w, 300);
+  EXPECT_NEAR(sim->GetJointState(w)->position[0], 1, 1e-4);
+  EXPECT_NEAR(sim->GetJointState(w)->velocity[0], 0, 1e-4);
+  test::ExpectHealthy(*sim, w);
+
+  // a force range must be ordered, and bound its DOF's only servo
+  servo.force_min = 1;
+  d.actuators = {servo};
+  EXPECT_FALSE(Model::Compile(d).ok());
+  servo.force_min = -force_max;
+  d.actuators = {servo, servo};
+  auto twice = Model::Compile(d);
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find("only one"), std::string::npos) << twice.status();
+}
+
 TEST(JointTest, PrismaticSlidesWithAnalyticAcceleration) {
   // A slider on a 30 degree incline in the xz plane: a = g sin(30).
   ModelDesc d;

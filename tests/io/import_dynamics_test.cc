@@ -598,10 +598,48 @@ TEST(BallSpringTest, StiffnessDampingAndArmatureMatchMuJoCo) {
   EXPECT_LT(largest_difference, 0.05 * largest_turn);
 }
 
+// A position servo's forcerange bounds its force, as in MuJoCo: servo_arm.xml's arm, held out
+// by a servo weaker than gravity's torque, sags to where the saturated servo holds it, and the
+// hinge angle follows MuJoCo's over 2 s (the joint's damper acts beside the servo, unbounded).
+// Without the bound the arm would stop 0.13 rad down.
+TEST(ServoForceRangeTest, SaturatedServoSagsLikeMuJoCo) {
+  const std::string path = kModels + "/servo_arm.xml";
+  absl::StatusOr<ImportResult> imported = LoadMjcfFile(path);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  EXPECT_TRUE(imported->warnings.empty()) << imported->warnings.front();
+  World w = MakeWorld(imported->model);
+  ASSERT_TRUE(w.sim);
+  char error[1000] = "";
+  mjModel* m = mj_loadXML(path.c_str(), nullptr, error, sizeof(error));
+  ASSERT_TRUE(m) << error;
+  mjData* d = mj_makeData(m);
+  const double h = imported->model.options.timestep;
+  double largest_difference = 0, axion_angle = 0, mujoco_angle = 0;
+  for (int s = 1; s <= static_cast<int>(std::lround(2.0 / h)); ++s) {
+    ASSERT_TRUE(w.sim->StepAll(1).ok());
+    mj_step(m, d);
+    absl::StatusOr<JointState> joints = w.sim->GetJointState(w.id);
+    ASSERT_TRUE(joints.ok());
+    axion_angle = joints->position[0];
+    mujoco_angle = d->qpos[0];
+    largest_difference = std::max(largest_difference, std::abs(axion_angle - mujoco_angle));
+  }
+  const double mujoco_force = d->actuator_force[0];
+  mj_deleteData(d);
+  mj_deleteModel(m);
+  std::printf(
+      "after 2 s: Axion %.5f rad, MuJoCo %.5f rad (its servo at %.4f N m); largest "
+      "difference %.5f rad\n",
+      axion_angle, mujoco_angle, mujoco_force, largest_difference);
+  // at rest, gravity's torque 2.45 cos(theta) N m (rod COM 0.25 m out) meets the bound, 2 N m
+  EXPECT_NEAR(axion_angle, std::acos(2 / (9.81 * 0.25)), 0.005);
+  EXPECT_LT(largest_difference, 0.01);
+}
+
 // UrdfOptions::position_kp turns each joint's actuator into a position servo whose control range
-// is the joint's limits: a turntable (a revolute joint about the vertical, so gravity exerts no
-// torque about it) sent to 0.5 rad settles there. Without the option it is an effort actuator;
-// negative gains are refused.
+// is the joint's limits and whose force its effort limit bounds: a turntable (a revolute joint
+// about the vertical, so gravity exerts no torque about it) sent to 0.5 rad settles there. Without
+// the option it is an effort actuator; negative gains are refused.
 TEST(UrdfServoTest, PositionServosReachTheirTargets) {
   const std::string xml = R"(<robot name="turntable">
     <link name="base"/>
@@ -619,11 +657,17 @@ TEST(UrdfServoTest, PositionServosReachTheirTargets) {
   EXPECT_TRUE(actuator.ctrl_limited);
   EXPECT_EQ(actuator.ctrl_min, -1);
   EXPECT_EQ(actuator.ctrl_max, 1);
+  // the joint's effort limit bounds the servo: its first push (40 x 0.5 = 20 N m asked) is 10
+  EXPECT_TRUE(actuator.force_limited);
+  EXPECT_EQ(actuator.force_min, -10);
+  EXPECT_EQ(actuator.force_max, 10);
   World w = MakeWorld(servo->model);
   ASSERT_TRUE(w.sim);
   ASSERT_TRUE(w.sim->SetControls(w.id, std::vector<Real>{0.5}).ok());
-  ASSERT_TRUE(
-      w.sim->StepAll(static_cast<int>(std::lround(3.0 / servo->model.options.timestep))).ok());
+  const Real h = servo->model.options.timestep;
+  ASSERT_TRUE(w.sim->StepAll(1).ok());
+  EXPECT_NEAR(w.sim->GetJointState(w.id)->velocity[0], h * 10 / 0.1, 1e-6);
+  ASSERT_TRUE(w.sim->StepAll(static_cast<int>(std::lround(3.0 / h))).ok());
   absl::StatusOr<JointState> joints = w.sim->GetJointState(w.id);
   ASSERT_TRUE(joints.ok());
   EXPECT_NEAR(joints->position[0], 0.5, 1e-3);

@@ -988,7 +988,7 @@ TEST(MjcfActuatorTest, PositionAndVelocityServos) {
 <mujoco><compiler autolimits="true"/><worldbody><body name="b"><joint name="j" axis="0 1 0" damping="0.5"/>
   <geom size="0.1"/></body></worldbody>
   <actuator>
-    <position name="servo" joint="j" kp="30" kv="2" ctrlrange="-1 1"/>
+    <position name="servo" joint="j" kp="30" kv="2" ctrlrange="-1 1" forcerange="-5 6"/>
     <velocity name="speed" joint="j" kv="4"/>
     <motor name="torque" joint="j" gear="7" ctrlrange="-2 3"/>
     <general name="gen" joint="j"/>
@@ -996,11 +996,15 @@ TEST(MjcfActuatorTest, PositionAndVelocityServos) {
   absl::StatusOr<ImportResult> r = LoadMjcfString(xml, "");
   ASSERT_TRUE(r.ok()) << r.status();
   const auto& a = r->model.actuators;
-  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(a.size(), 4u);
   EXPECT_EQ(a[0].type, ActuatorType::kPosition);
   EXPECT_EQ(a[0].kp, 30);
-  EXPECT_EQ(a[0].kv, 2.5);         // the servo's kv plus the joint damping it replaces
+  EXPECT_EQ(a[0].kv, 2);  // the joint's damping stays the joint's, as in MuJoCo
+  EXPECT_EQ(r->model.joints[0].drive.damping, 0.5);
   EXPECT_TRUE(a[0].ctrl_limited);  // autolimits: a ctrlrange implies ctrllimited
+  EXPECT_TRUE(a[0].force_limited);
+  EXPECT_EQ(a[0].force_min, -5);
+  EXPECT_EQ(a[0].force_max, 6);
   EXPECT_EQ(a[1].type, ActuatorType::kVelocity);
   EXPECT_EQ(a[1].kv, 4);
   EXPECT_FALSE(a[1].ctrl_limited);
@@ -1008,8 +1012,78 @@ TEST(MjcfActuatorTest, PositionAndVelocityServos) {
   EXPECT_EQ(a[2].gear, 7);
   EXPECT_EQ(a[2].ctrl_min, -2);
   EXPECT_EQ(a[2].ctrl_max, 3);
-  EXPECT_TRUE(HasWarning(*r, "<general>"));
-  EXPECT_TRUE(HasWarning(*r, "velocity actuator is replaced"));
+  EXPECT_FALSE(a[1].force_limited);
+  EXPECT_EQ(a[3].type, ActuatorType::kEffort);  // <general> without gain or bias: a motor
+  EXPECT_EQ(a[3].gear, 1);
+  EXPECT_TRUE(r->warnings.empty()) << r->warnings.front();
+
+  // forcerange follows ctrlrange's MuJoCo 2.2 rules
+  absl::StatusOr<ImportResult> unflagged = LoadMjcfString(R"(
+<mujoco><worldbody><body><joint name="j"/><geom size="0.1"/></body></worldbody>
+  <actuator><motor joint="j" forcerange="-1 1"/></actuator></mujoco>)",
+                                                          "");
+  ASSERT_FALSE(unflagged.ok());
+  EXPECT_NE(unflagged.status().message().find("'forcelimited'"), std::string::npos)
+      << unflagged.status();
+  absl::StatusOr<ImportResult> reversed = LoadMjcfString(R"(
+<mujoco><worldbody><body><joint name="j"/><geom size="0.1"/></body></worldbody>
+  <actuator><motor joint="j" forcelimited="true" forcerange="1 -1"/></actuator></mujoco>)",
+                                                         "");
+  ASSERT_FALSE(reversed.ok());
+  EXPECT_NE(reversed.status().message().find("forcerange"), std::string::npos) << reversed.status();
+}
+
+// <general> actuators become the motor or servo their gain and bias make, checked against
+// MuJoCo's own shortcuts: the same actuator written both ways moves MuJoCo's joint identically.
+// Activation dynamics and other biases are skipped with a warning naming them.
+TEST(MjcfActuatorTest, GeneralActuatorsAreMotorsOrServos) {
+  const std::string xml = R"(
+<mujoco><compiler autolimits="true"/><worldbody><body name="b"><joint name="j" axis="0 1 0"/>
+  <geom size="0.1"/></body></worldbody>
+  <actuator>
+    <general name="motor" joint="j" gear="2" gainprm="3"/>
+    <general name="servo" joint="j" gainprm="50" biasprm="0 -50 -5" biastype="affine"
+             forcerange="-4 4"/>
+    <general name="speed" joint="j" gainprm="7" biasprm="0 0 -7" biastype="affine"/>
+    <general name="filtered" joint="j" dyntype="filter" dynprm="0.1"/>
+    <general name="offset" joint="j" gainprm="50" biasprm="1 -50 0" biastype="affine"/>
+  </actuator></mujoco>)";
+  absl::StatusOr<ImportResult> r = LoadMjcfString(xml, "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  const auto& a = r->model.actuators;
+  ASSERT_EQ(a.size(), 3u);
+  EXPECT_EQ(a[0].type, ActuatorType::kEffort);
+  EXPECT_EQ(a[0].gear, 6);
+  EXPECT_EQ(a[1].type, ActuatorType::kPosition);
+  EXPECT_EQ(a[1].kp, 50);
+  EXPECT_EQ(a[1].kv, 5);
+  EXPECT_TRUE(a[1].force_limited);
+  EXPECT_EQ(a[1].force_max, 4);
+  EXPECT_EQ(a[2].type, ActuatorType::kVelocity);
+  EXPECT_EQ(a[2].kv, 7);
+  EXPECT_TRUE(HasWarning(*r, "activation dynamics (dyntype \"filter\")"));
+  EXPECT_TRUE(HasWarning(*r, "make no motor, position or velocity servo"));
+
+  // MuJoCo itself: a <general> servo and the <position> shortcut are the same actuator
+  const std::string general = WriteTemp("general_servo.xml", R"(
+<mujoco><worldbody><body name="b"><joint name="j" axis="0 1 0" damping="1"/>
+  <geom size="0.1" pos="0.3 0 0"/></body></worldbody>
+  <actuator><general joint="j" gainprm="50" biasprm="0 -50 0" biastype="affine"/></actuator>
+</mujoco>)");
+  const std::string shortcut = WriteTemp("position_servo.xml", R"(
+<mujoco><worldbody><body name="b"><joint name="j" axis="0 1 0" damping="1"/>
+  <geom size="0.1" pos="0.3 0 0"/></body></worldbody>
+  <actuator><position joint="j" kp="50"/></actuator>
+</mujoco>)");
+  MjModelPtr mg = LoadMuJoCo(general), ms = LoadMuJoCo(shortcut);
+  ASSERT_TRUE(mg && ms);
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(mg->actuator_biasprm[k], ms->actuator_biasprm[k]);
+  EXPECT_EQ(mg->actuator_gainprm[0], ms->actuator_gainprm[0]);
+  absl::StatusOr<ImportResult> g = LoadMjcfFile(general), s = LoadMjcfFile(shortcut);
+  ASSERT_TRUE(g.ok() && s.ok());
+  EXPECT_EQ(g->model.actuators[0].type, s->model.actuators[0].type);
+  EXPECT_EQ(g->model.actuators[0].kp, s->model.actuators[0].kp);
+  EXPECT_EQ(g->model.actuators[0].kv, s->model.actuators[0].kv);
 }
 
 TEST(MjcfIncludeTest, IncludedFilesAreSplicedInPlace) {

@@ -619,6 +619,18 @@ TEST_F(ServerApiTest, UrdfSceneIsImported) {
   ASSERT_EQ(created->description().actuators_size(), 1);
   EXPECT_EQ(created->description().actuators(0).name(), "shoulder");
   EXPECT_EQ(created->description().actuators(0).ctrl_max(), 5);
+  EXPECT_FALSE(created->description().actuators(0).force_limited());
+  // as position servos, the joint's effort limit bounds their force
+  v1::Scene servo_scene = client::UrdfScene(kArm);
+  servo_scene.set_urdf_position_kp(50);
+  created = client_->CreateWorlds(servo_scene, 1);
+  ASSERT_TRUE(created.ok()) << created.status();
+  ASSERT_EQ(created->description().actuators_size(), 1);
+  const v1::ActuatorInfo& servo = created->description().actuators(0);
+  EXPECT_EQ(servo.type(), v1::ACTUATOR_TYPE_POSITION);
+  EXPECT_TRUE(servo.force_limited());
+  EXPECT_EQ(servo.force_min(), -5);
+  EXPECT_EQ(servo.force_max(), 5);
 }
 
 // A robot file has no ground: scene.floor_height adds one. A free sphere robot dropped 1 m

@@ -162,11 +162,12 @@ def cmd_describe(client, args):
     ]
     print_table(["JOINT", "TYPE", "QPOS", "NQ", "QVEL", "NV"], rows)
     rows = [
-        [a.name, a.type, f"[{a.ctrl_min:g}, {a.ctrl_max:g}]" if a.ctrl_limited else "unlimited"]
+        [a.name, a.type, f"[{a.ctrl_min:g}, {a.ctrl_max:g}]" if a.ctrl_limited else "unlimited",
+         f"[{a.force_min:g}, {a.force_max:g}]" if a.force_limited else "unlimited"]
         for a in d.actuators
     ]
     if rows:
-        print_table(["ACTUATOR", "TYPE", "CTRL RANGE"], rows)
+        print_table(["ACTUATOR", "TYPE", "CTRL RANGE", "FORCE RANGE"], rows)
     return 0
 
 

@@ -90,6 +90,10 @@ class ActuatorInfo:
     ctrl_limited: bool
     ctrl_min: float
     ctrl_max: float
+    # the force (N or N m) the actuator applies stays within [force_min, force_max]
+    force_limited: bool = False
+    force_min: float = 0.0
+    force_max: float = 0.0
 
     @classmethod
     def from_proto(cls, message):
@@ -99,6 +103,9 @@ class ActuatorInfo:
             ctrl_limited=message.ctrl_limited,
             ctrl_min=message.ctrl_min,
             ctrl_max=message.ctrl_max,
+            force_limited=message.force_limited,
+            force_min=message.force_min,
+            force_max=message.force_max,
         )
 
 

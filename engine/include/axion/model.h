@@ -157,6 +157,12 @@ struct ActuatorDesc {
   Real ctrl_min = 0, ctrl_max = 0;
   Real kp = 0;  // kPosition stiffness
   Real kv = 0;  // kPosition / kVelocity damping
+  // The actuator's force (N or N m along the DOF) stays within [force_min, force_max] (MuJoCo's
+  // forcerange, URDF's effort): kEffort clamps gear * ctrl; a servo's drive is solved with the
+  // bound, so it pushes at most that hard however far from its target. A servo's gains add to
+  // the joint's own spring and damper (as in MuJoCo), which the bound leaves alone.
+  bool force_limited = false;
+  Real force_min = 0, force_max = 0;
 };
 
 enum class Formulation : int32_t { kPosition = 0, kVelocity = 1 };

@@ -194,13 +194,22 @@ struct BatchView {
   const Real* dof_damping;          // (dof_count)
   const Real* dof_target_position;  // (dof_count)
   const Real* dof_target_velocity;  // (dof_count)
-  Real* dof_drive_stiffness;        // (dof_count) effective this step (model + actuators)
+  Real* dof_drive_stiffness;        // (dof_count) the model's drive this step (spring, damper)
   Real* dof_drive_damping;          // (dof_count)
   Real* dof_drive_position;         // (dof_count)
   Real* dof_drive_velocity;         // (dof_count)
-  Real* dof_effort;                 // (dof_count) actuator force/torque along the DOF
-  Real* dof_velocity;               // (dof_count) joint velocity, written back after the step
-  Real* dof_velocity_prev;          // (dof_count) joint velocity at the start of the step
+  // Servo actuators' drive this step, added to the model's and solved in the same row, its
+  // force bounded by [force_min, force_max] (N or N m; unbounded: -+1e30). Several servos
+  // on a DOF sum: stiffness sum kp, damping sum kv, and the targets weighted by their gains.
+  Real* dof_servo_stiffness;  // (dof_count) sum of kp
+  Real* dof_servo_damping;    // (dof_count) sum of kv
+  Real* dof_servo_kp_target;  // (dof_count) sum of kp * target position
+  Real* dof_servo_kv_target;  // (dof_count) sum of kv * target velocity
+  Real* dof_servo_force_min;  // (dof_count)
+  Real* dof_servo_force_max;  // (dof_count)
+  Real* dof_effort;           // (dof_count) actuator force/torque along the DOF
+  Real* dof_velocity;         // (dof_count) joint velocity, written back after the step
+  Real* dof_velocity_prev;    // (dof_count) joint velocity at the start of the step
   // The DOF's coordinate at the current iterate q+ (dof_evaluate), shared by its limit and
   // drive rows: (dof_count) value; (dof_count x 12) Jacobian blocks, child then parent.
   Real* dof_coord;
@@ -208,12 +217,15 @@ struct BatchView {
   Real* qpos;  // (qpos_count) joint positions, written back after the step
 
   // ---- actuators (actuator_count) ------------------------------------------------------------
-  const int32_t* actuator_type;  // (actuator_count) ActuatorType
-  const int32_t* actuator_dof;   // (actuator_count) global DOF
-  const Real* actuator_gear;     // (actuator_count)
-  const Real* actuator_kp;       // (actuator_count)
-  const Real* actuator_kv;       // (actuator_count)
-  Real* actuator_ctrl;           // (actuator_count) control input
+  const int32_t* actuator_type;           // (actuator_count) ActuatorType
+  const int32_t* actuator_dof;            // (actuator_count) global DOF
+  const Real* actuator_gear;              // (actuator_count)
+  const Real* actuator_kp;                // (actuator_count)
+  const Real* actuator_kv;                // (actuator_count)
+  const int32_t* actuator_force_limited;  // (actuator_count) whether its force is clamped
+  const Real* actuator_force_min;         // (actuator_count) (N or N m)
+  const Real* actuator_force_max;         // (actuator_count)
+  Real* actuator_ctrl;                    // (actuator_count) control input
 
   // ---- shapes (shape_count) ------------------------------------------------------------------
   const int32_t* shape_world;        // (shape_count)

@@ -56,12 +56,21 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
       {"geom",
        {"name", "class", "type", "size", "fromto", "pos", "quat", "axisangle", "euler", "xyaxes",
         "zaxis", "density", "mass", "friction", "condim", "contype", "conaffinity", "mesh"}},
-      {"motor", {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited"}},
+      {"motor",
+       {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "forcerange",
+        "forcelimited"}},
       {"connect", {"name", "class", "body1", "body2", "anchor", "active"}},
       {"weld", {"name", "class", "body1", "body2", "active"}},
       {"exclude", {"name", "body1", "body2"}},
-      {"position", {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "kp", "kv"}},
-      {"velocity", {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "kv"}},
+      {"position",
+       {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited",
+        "kp", "kv"}},
+      {"velocity",
+       {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited",
+        "kv"}},
+      {"general",
+       {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited",
+        "dyntype", "gaintype", "biastype", "gainprm", "biasprm"}},
   };
   return *table;
 }
@@ -290,6 +299,7 @@ class MjcfLoader {
   absl::Status Children(const XMLElement* e, std::vector<const XMLElement*>* out, int depth);
   Elem Resolve(const XMLElement* e, const std::string& class_name);
   void WarnUnsupportedAttributes(const Elem& e);
+  absl::Status GeneralActuator(const Elem& e, Real gear, ActuatorDesc* a, std::string* skipped);
   void WarnElement(const XMLElement* e, const std::string& context, const std::string& reason);
 
   // --- sections ---
@@ -350,7 +360,6 @@ class MjcfLoader {
   std::map<std::string, std::pair<int, int>> joint_target_;  // MJCF joint -> (joint, dof)
   std::set<std::string> joint_names_;
   std::map<std::string, JointKind> joint_kind_;
-  std::map<std::string, const MjJoint*> joint_by_name_;
 };
 
 absl::StatusOr<XMLDocument*> MjcfLoader::Parse(std::string_view xml, const std::string& file) {
@@ -1151,12 +1160,60 @@ absl::Status MjcfLoader::ParseContact(const XMLElement* section) {
   return absl::OkStatus();
 }
 
+// A <general> actuator as the motor or servo it is: force = gain ctrl + b0 + b1 q + b2 qdot
+// (gaintype fixed, biastype none or affine, dyntype none). MuJoCo's own shortcuts are such
+// actuators: a motor has no bias, a position servo gain kp and bias (0, -kp, -kv), a velocity
+// servo gain kv and bias (0, 0, -kv). Other gains and biases (a servo's target would be an
+// affine function of ctrl) and activation dynamics set `skipped` to what was found.
+absl::Status MjcfLoader::GeneralActuator(const Elem& e, Real gear, ActuatorDesc* a,
+                                         std::string* skipped) {
+  const std::string dyntype = e.Str("dyntype", "none");
+  const std::string gaintype = e.Str("gaintype", "fixed");
+  const std::string biastype = e.Str("biastype", "none");
+  if (dyntype != "none") {
+    *skipped = absl::StrCat("with activation dynamics (dyntype \"", dyntype, "\")");
+    return absl::OkStatus();
+  }
+  if (gaintype != "fixed") {
+    *skipped = absl::StrCat("with gaintype \"", gaintype, "\"");
+    return absl::OkStatus();
+  }
+  if (biastype != "none" && biastype != "affine") {
+    *skipped = absl::StrCat("with biastype \"", biastype, "\"");
+    return absl::OkStatus();
+  }
+  AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> gain, e.Reals("gainprm", 1, 10, {1}));
+  AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> bias, e.Reals("biasprm", 1, 10, {0}));
+  bias.resize(3, 0);
+  if (biastype == "none") bias = {0, 0, 0};
+  const Real g = gain[0];
+  const auto same = [](Real x, Real y) { return std::abs(x - y) <= 1e-12 * std::abs(y); };
+  if (bias[0] == 0 && bias[1] == 0 && bias[2] == 0) {
+    a->type = ActuatorType::kEffort;
+    a->gear = gear * g;
+  } else if (bias[0] == 0 && bias[1] < 0 && same(-bias[1], g) && bias[2] <= 0) {
+    a->type = ActuatorType::kPosition;
+    a->kp = g;
+    a->kv = -bias[2];
+  } else if (bias[0] == 0 && bias[1] == 0 && bias[2] < 0 && same(-bias[2], g)) {
+    a->type = ActuatorType::kVelocity;
+    a->kv = g;
+  } else {
+    *skipped = "whose gain and affine bias make no motor, position or velocity servo";
+    return absl::OkStatus();
+  }
+  if (a->type != ActuatorType::kEffort && gear != 1) {
+    *skipped = "with a gear on a servo";
+  }
+  return absl::OkStatus();
+}
+
 absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
   std::vector<const XMLElement*> children;
   AXION_IO_RETURN_IF_ERROR(Children(section, &children, 0));
   for (const XMLElement* c : children) {
     std::string tag = c->Name();
-    if (tag != "motor" && tag != "position" && tag != "velocity") {
+    if (tag != "motor" && tag != "position" && tag != "velocity" && tag != "general") {
       WarnElement(c, "actuator", "is not supported and was ignored (no actuator created)");
       continue;
     }
@@ -1209,27 +1266,43 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
         break;
       }
     }
-    std::string limited = e.Str("ctrllimited", "auto");
-    if (limited == "auto") {
-      if (e.Has("ctrlrange") && !autolimits_) {
-        return e.Error("ctrlrange",
-                       "given without 'ctrllimited': set ctrllimited=\"true\" or \"false\", or "
-                       "<compiler autolimits=\"true\"/> (MuJoCo 2.2 rule)");
+    // ctrlrange and forcerange: the same MuJoCo 2.2 rules
+    auto read_range = [&](const char* name, const char* flag, bool* limited, Real* lower,
+                          Real* upper) -> absl::Status {
+      std::string mode = e.Str(flag, "auto");
+      if (mode == "auto") {
+        if (e.Has(name) && !autolimits_) {
+          return e.Error(name, absl::StrCat("given without '", flag, "': set ", flag,
+                                            "=\"true\" or \"false\", or <compiler "
+                                            "autolimits=\"true\"/> (MuJoCo 2.2 rule)"));
+        }
+        *limited = e.Has(name);
+      } else {
+        AXION_IO_ASSIGN_OR_RETURN(*limited, e.Bool(flag, false));
       }
-      a.ctrl_limited = e.Has("ctrlrange");
-    } else {
-      AXION_IO_ASSIGN_OR_RETURN(a.ctrl_limited, e.Bool("ctrllimited", false));
-    }
-    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> range, e.Reals("ctrlrange", 2, 2, {0, 0}));
-    if (a.ctrl_limited) {
-      if (!(range[0] < range[1])) {
-        return e.Error("ctrlrange",
-                       absl::StrCat("lower ", range[0], " must be below upper ", range[1]));
+      AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> range, e.Reals(name, 2, 2, {0, 0}));
+      if (!*limited) return absl::OkStatus();
+      if (!(range[0] < range[1]))
+        return e.Error(name, absl::StrCat("lower ", range[0], " must be below upper ", range[1]));
+      *lower = range[0];
+      *upper = range[1];
+      return absl::OkStatus();
+    };
+    AXION_IO_RETURN_IF_ERROR(
+        read_range("ctrlrange", "ctrllimited", &a.ctrl_limited, &a.ctrl_min, &a.ctrl_max));
+    AXION_IO_RETURN_IF_ERROR(
+        read_range("forcerange", "forcelimited", &a.force_limited, &a.force_min, &a.force_max));
+    if (tag == "general") {
+      std::string skipped;
+      AXION_IO_RETURN_IF_ERROR(GeneralActuator(e, gear[0], &a, &skipped));
+      if (!skipped.empty()) {
+        warnings_.Add(
+            absl::StrCat("general:", skipped),
+            absl::StrCat("<general> actuators ", skipped,
+                         " are not supported and were skipped (first at ", e.Describe(), ")"));
+        continue;
       }
-      a.ctrl_min = range[0];
-      a.ctrl_max = range[1];
-    }
-    if (tag == "motor") {
+    } else if (tag == "motor") {
       a.type = ActuatorType::kEffort;
       a.gear = gear[0];
     } else {
@@ -1252,24 +1325,6 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
       }
       if (a.kp < 0) return e.Error("kp", "is negative");
       if (a.kv < 0) return e.Error("kv", "is negative");
-      // Axion's servo actuators set the DOF's drive gains, replacing the joint's own spring
-      // and damper, where MuJoCo adds both. The joint damping folds into kv exactly when the
-      // servo leaves no other term: for a position servo it just adds to kv.
-      const MjJoint& mj = *joint_by_name_.at(joint);
-      if (a.type == ActuatorType::kPosition) {
-        a.kv += mj.damping;
-        if (mj.stiffness > 0) {
-          warnings_.Add("servo-stiffness",
-                        absl::StrCat("joint stiffness under a position actuator is replaced by "
-                                     "the actuator's kp (MuJoCo adds both; first at ",
-                                     e.Describe(), ")"));
-        }
-      } else if (mj.damping > 0) {
-        warnings_.Add("servo-damping",
-                      absl::StrCat("joint damping under a velocity actuator is replaced by the "
-                                   "actuator's kv (MuJoCo adds both; first at ",
-                                   e.Describe(), ")"));
-      }
     }
     result_.model.actuators.push_back(std::move(a));
   }
@@ -1586,7 +1641,6 @@ absl::Status MjcfLoader::Convert() {
   for (const MjBody& body : bodies_) {
     for (const MjJoint& j : body.joints) {
       joint_kind_[j.name] = j.kind;
-      joint_by_name_[j.name] = &j;
     }
   }
   return absl::OkStatus();

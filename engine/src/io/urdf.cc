@@ -632,6 +632,10 @@ absl::Status UrdfLoader::Build() {
               a.ctrl_min = joint->lower;
               a.ctrl_max = joint->upper;
             }
+            // the joint's effort limit bounds the servo's force
+            a.force_limited = joint->effort > 0;
+            a.force_min = -joint->effort;
+            a.force_max = joint->effort;
           } else if (joint->effort > 0) {
             a.ctrl_limited = true;
             a.ctrl_min = -joint->effort;
