@@ -220,6 +220,34 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
         ++row;
       }
     }
+    // couplings: the follower's row (its joint's child and parent), then the leader's slot
+    // (the leader joint's bodies that are not already the follower's: those fold into the row)
+    for (const JointCouplingDesc& c : d.couplings) {
+      const JointDesc& follower = d.joints[c.joint];
+      const int fa = global_body(follower.child), fb = global_body(follower.parent);
+      const int dof = s.joint_dof_offset[j0 + c.joint] + c.dof;
+      s.row_kind[row] = kRowCoupling;
+      s.row_joint[row] = j0 + c.joint;
+      s.row_axis[row] = 0;
+      s.row_dof[row] = dof;
+      s.row_contact[row] = -1;
+      s.row_body_a[row] = fa;
+      s.row_body_b[row] = fb;
+      ++row;
+      const bool leads = c.leader_joint >= 0;
+      const int la = leads ? global_body(d.joints[c.leader_joint].child) : -1;
+      const int lb = leads ? global_body(d.joints[c.leader_joint].parent) : -1;
+      s.row_kind[row] = kRowCouplingLeader;
+      s.row_joint[row] = leads ? j0 + c.leader_joint : -1;
+      s.row_axis[row] = 0;
+      s.row_dof[row] = leads ? s.joint_dof_offset[j0 + c.leader_joint] + c.leader_dof : -1;
+      s.row_contact[row] = -1;
+      s.row_body_a[row] = la == fa || la == fb ? -1 : la;
+      s.row_body_b[row] = lb == fa || lb == fb ? -1 : lb;
+      ++row;
+      for (int k = 0; k < 5; ++k) s.dof_coupling_poly[5 * dof + k] = c.polynomial[k];
+      s.dof_coupling_compliance[dof] = c.compliance;
+    }
     for (int r = r0; r < s.world_row_offset[w + 1]; ++r) s.row_world[r] = w;
     for (int a = 0; a < m.actuator_count(); ++a) {
       const ActuatorDesc& act = d.actuators[a];

@@ -135,12 +135,28 @@ AXION_HD Real row_inv_effective_mass(const BatchView& v, int body_a, Vec6 jac_a,
          dot(jac_b, body_apply_inv_mass(v, body_b, jac_b));
 }
 
+// The bodies a row acts on, by side: 0 and 1 its own (row_body_a, row_body_b); a coupling row
+// also acts through its leader slot's, sides 2 and 3 (the slot after it, which is no row of its
+// own). A row's sides are distinct bodies, or -1.
+AXION_HD int row_side_count(const BatchView& v, int row) {
+  return v.row_kind[row] == kRowCoupling ? 4 : 2;
+}
+AXION_HD int row_side_body(const BatchView& v, int row, int side) {
+  const int slot = row + (side >> 1);
+  return (side & 1) ? v.row_body_b[slot] : v.row_body_a[slot];
+}
+AXION_HD const Real* row_side_jacobian(const BatchView& v, int row, int side) {
+  const int slot = row + (side >> 1);
+  return ((side & 1) ? v.row_jac_b : v.row_jac_a) + 6 * slot;
+}
+
 // J_r u for a row whose Jacobian blocks are stored.
 AXION_HD Real row_velocity(const BatchView& v, int row, const Real* u) {
   Real s = 0;
-  int a = v.row_body_a[row], b = v.row_body_b[row];
-  if (a >= 0) s += dot(load6(v.row_jac_a + 6 * row), load6(u + 6 * a));
-  if (b >= 0) s += dot(load6(v.row_jac_b + 6 * row), load6(u + 6 * b));
+  for (int side = 0, sides = row_side_count(v, row); side < sides; ++side) {
+    const int body = row_side_body(v, row, side);
+    if (body >= 0) s += dot(load6(row_side_jacobian(v, row, side)), load6(u + 6 * body));
+  }
   return s;
 }
 

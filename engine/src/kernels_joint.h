@@ -381,6 +381,65 @@ AXION_HD void joint_cone_limit_row(const BatchView& v, int row, const WorldParam
   store_unilateral_row(v, row, c_velocity, Real(1) / inv_mass, p.fb_epsilon);
 }
 
+/// Joint coupling row (JointCouplingDesc): the follower's coordinate y = q_f - ref_f follows the
+/// polynomial p of the leader's x = q_l - ref_l (the leader's DOF is the leader slot's row_dof):
+///   c = y - p(x),   J = J_f - p'(x) J_l   (J_f, J_l: the coordinates' Jacobians, dof_evaluate)
+/// J_f's blocks (follower child | parent) are this row's, -p'(x) J_l's the leader slot's, except
+/// where a leader body is one of the follower joint's (a gripper's two fingers on one hand):
+/// that block adds to the follower's block of the same body, and the slot keeps -1 there.
+/// Position level takes c and J at q+ (c / h + C lambda), velocity level at q- (Baumgarte).
+AXION_HD void joint_coupling_row(const BatchView& v, int row, const WorldParams& p) {
+  const int slot = row + 1;
+  const int dof = v.row_dof[row], leader = v.row_dof[slot];
+  const bool velocity_level = p.joint_formulation == static_cast<int32_t>(Formulation::kVelocity);
+  auto coordinate = [&](int d) {
+    return velocity_level ? dof_coordinate(v, d, joint_frames(v, v.dof_joint[d], v.body_q_prev))
+                          : dof_coordinate_at_iterate(v, d);
+  };
+  const AxisCoordinate f = coordinate(dof);
+  const Real* c = v.dof_coupling_poly + 5 * dof;
+  Real value = c[0], slope = 0;
+  Vec6 jac[4] = {f.jac_child, f.jac_parent, {}, {}};
+  if (leader >= 0) {
+    const AxisCoordinate l = coordinate(leader);
+    const Real x = l.value - v.joint_reference[v.dof_joint[leader]];
+    value = c[0] + x * (c[1] + x * (c[2] + x * (c[3] + x * c[4])));
+    slope = c[1] + x * (2 * c[2] + x * (3 * c[3] + x * 4 * c[4]));
+    const int leader_joint = v.dof_joint[leader];
+    const int bodies[2] = {v.joint_child[leader_joint], v.joint_parent[leader_joint]};
+    const Vec6 blocks[2] = {l.jac_child, l.jac_parent};
+    for (int k = 0; k < 2; ++k) {
+      if (bodies[k] < 0) continue;  // the static world
+      const Vec6 b = {-slope * blocks[k].lin, -slope * blocks[k].ang};
+      const int side = bodies[k] == v.row_body_a[row]   ? 0
+                       : bodies[k] == v.row_body_b[row] ? 1
+                                                        : 2 + k;
+      jac[side] = {jac[side].lin + b.lin, jac[side].ang + b.ang};
+    }
+  }
+  store6(v.row_jac_a + 6 * row, jac[0]);
+  store6(v.row_jac_b + 6 * row, jac[1]);
+  store6(v.row_jac_a + 6 * slot, jac[2]);
+  store6(v.row_jac_b + 6 * slot, jac[3]);
+  store_row_levers(v, row, {}, {});
+  const Real error = f.value - v.joint_reference[v.dof_joint[dof]] - value;
+  const Real h = v.world_step_length[v.row_world[row]];
+  const Real compliance = v.dof_coupling_compliance[dof] / (h * h);
+  v.row_compliance[row] = compliance;
+  v.row_residual[row] =
+      (velocity_level ? row_velocity(v, row, v.body_u) + p.baumgarte * error / h : error / h) +
+      compliance * v.row_lambda[row];
+}
+
+/// A coupling's leader slot: no row of its own (its Jacobian blocks are its coupling's), so
+/// lambda -> 0 on a unit diagonal, as a disabled row.
+AXION_HD void joint_coupling_leader_slot(const BatchView& v, int row) {
+  store_row_levers(v, row, {}, {});
+  v.row_compliance[row] = 1;
+  v.row_residual[row] = v.row_lambda[row];
+  v.row_error[row] = 0;
+}
+
 /// Per drive row, as the step begins: its Jacobian, theta's at q-. The drive's force keeps the
 /// direction it has at the start of the step, so the row adds no geometric stiffness however
 /// stiff the gains (seed 000: the system matrices are evaluated at q-).

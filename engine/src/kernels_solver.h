@@ -28,6 +28,12 @@ AXION_HD void row_evaluate(const BatchView& v, int row) {
     case kRowLimitCone:
       joint_cone_limit_row(v, row, p);
       return;  // unilateral: wrote its own error
+    case kRowCoupling:
+      joint_coupling_row(v, row, p);
+      break;
+    case kRowCouplingLeader:
+      joint_coupling_leader_slot(v, row);
+      return;
     case kRowDrive:
       joint_drive_row(v, row, p);
       return;  // wrote its own error
@@ -46,7 +52,7 @@ AXION_HD void row_evaluate(const BatchView& v, int row) {
 }
 
 /// Per world, once its rows are built for the step: each body's list of the live rows acting
-/// on it, in row order (entries 2 row + side, side 1 for body b), in row_body_list from the
+/// on it, in row order (entries 4 row + side, see row_side_body), in row_body_list from the
 /// world's first row slot. Applying J^T then gathers per body (body_gather_jt): bodies run in
 /// parallel and each sums its rows in the same order a scatter over rows would.
 AXION_HD void world_build_row_adjacency(const BatchView& v, int world) {
@@ -54,9 +60,12 @@ AXION_HD void world_build_row_adjacency(const BatchView& v, int world) {
   const int row0 = v.world_row_offset[world];
   const int row_end = row0 + world_live_rows(v, world);
   for (int b = b0; b < b1; ++b) v.body_row_count[b] = 0;
+  // a coupling's leader slot holds as many entries as it has row slots: row_body_list's two
   for (int row = row0; row < row_end; ++row) {
-    if (v.row_body_a[row] >= 0) v.body_row_count[v.row_body_a[row]] += 1;
-    if (v.row_body_b[row] >= 0) v.body_row_count[v.row_body_b[row]] += 1;
+    for (int side = 0, sides = row_side_count(v, row); side < sides; ++side) {
+      const int body = row_side_body(v, row, side);
+      if (body >= 0) v.body_row_count[body] += 1;
+    }
   }
   for (int b = b0, next = 2 * row0; b < b1; ++b) {
     v.body_row_begin[b] = next;
@@ -64,10 +73,11 @@ AXION_HD void world_build_row_adjacency(const BatchView& v, int world) {
     v.body_row_count[b] = 0;
   }
   for (int row = row0; row < row_end; ++row) {
-    for (int side = 0; side < 2; ++side) {
-      const int body = side == 0 ? v.row_body_a[row] : v.row_body_b[row];
+    if (v.row_kind[row] == kRowCouplingLeader) continue;  // listed as its coupling's sides
+    for (int side = 0, sides = row_side_count(v, row); side < sides; ++side) {
+      const int body = row_side_body(v, row, side);
       if (body < 0) continue;
-      v.row_body_list[v.body_row_begin[body] + v.body_row_count[body]++] = 2 * row + side;
+      v.row_body_list[v.body_row_begin[body] + v.body_row_count[body]++] = 4 * row + side;
     }
   }
 }
@@ -77,10 +87,10 @@ AXION_HD Vec6 body_gather_jt(const BatchView& v, int body, const Real* x) {
   Real s[6] = {0, 0, 0, 0, 0, 0};
   const int begin = v.body_row_begin[body], end = begin + v.body_row_count[body];
   for (int k = begin; k < end; ++k) {
-    const int entry = v.row_body_list[k], row = entry >> 1;
+    const int entry = v.row_body_list[k], row = entry >> 2;
     const Real xr = x[row];
     if (xr == 0) continue;
-    const Real* j = ((entry & 1) ? v.row_jac_b : v.row_jac_a) + 6 * row;
+    const Real* j = row_side_jacobian(v, row, entry & 3);
     for (int i = 0; i < 6; ++i) s[i] += j[i] * xr;
   }
   return {{s[0], s[1], s[2]}, {s[3], s[4], s[5]}};
@@ -151,8 +161,9 @@ AXION_HD void world_newton_inertia(const BatchView& v, Team team, int world) {
     for (int i = 0; i < 9; ++i) k[i] = v.body_inertia_world[9 * body + i];
     const int list_end = v.body_row_begin[body] + v.body_row_count[body];
     for (int e = v.body_row_begin[body]; e < list_end; ++e) {
-      const int entry = v.row_body_list[e], row = entry >> 1, side = entry & 1;
+      const int entry = v.row_body_list[e], row = entry >> 2, side = entry & 3;
       if (row >= joint_row_end) break;  // contact rows follow the joints'
+      if (side > 1) continue;           // a coupling's leader blocks have no lever
       Real lambda = v.row_lambda[row];
       if (lambda == 0) continue;
       Vec3 l = load3((side == 0 ? v.row_jac_a : v.row_jac_b) + 6 * row);
@@ -174,15 +185,18 @@ AXION_HD void world_newton_inertia(const BatchView& v, Team team, int world) {
 // Per row: Jacobi preconditioner P = 1/(J M^-1 J^T + C) and the Schur right-hand side
 // b = J M^-1 g - h (M^-1 g is in body_minv_jt), which is also the CR residual at x = 0.
 AXION_HD void row_precondition(const BatchView& v, int row) {
-  int a = v.row_body_a[row], b = v.row_body_b[row];
-  Vec6 ja = load6(v.row_jac_a + 6 * row), jb = load6(v.row_jac_b + 6 * row);
   Real diag = v.row_compliance[row];
-  if (a >= 0) diag += dot(ja, body_apply_newton_inv_mass(v, a, ja));
-  if (b >= 0) diag += dot(jb, body_apply_newton_inv_mass(v, b, jb));
-  v.row_precond[row] = diag > 0 ? Real(1) / diag : Real(0);
   Real jminv_g = 0;
-  if (a >= 0) jminv_g += dot(ja, load6(v.body_minv_jt + 6 * a));
-  if (b >= 0) jminv_g += dot(jb, load6(v.body_minv_jt + 6 * b));
+  // a coupling's leader slot is no row: its blocks are its coupling's (its diagonal is 1)
+  const int sides = v.row_kind[row] == kRowCouplingLeader ? 0 : row_side_count(v, row);
+  for (int side = 0; side < sides; ++side) {
+    const int body = row_side_body(v, row, side);
+    if (body < 0) continue;
+    const Vec6 j = load6(row_side_jacobian(v, row, side));
+    diag += dot(j, body_apply_newton_inv_mass(v, body, j));
+    jminv_g += dot(j, load6(v.body_minv_jt + 6 * body));
+  }
+  v.row_precond[row] = diag > 0 ? Real(1) / diag : Real(0);
   Real rhs = jminv_g - v.row_residual[row];
   v.row_dlambda[row] = 0;
   v.row_cr_r[row] = rhs;
@@ -209,10 +223,13 @@ AXION_HD Real row_compliance_product(const BatchView& v, int row, const Real* x)
 }
 // Per row: (A x)_r = J_r (M^-1 J^T x) + (C x)_r, with M^-1 J^T x in body_minv_jt.
 AXION_HD Real row_schur_product(const BatchView& v, int row, const Real* x) {
-  int a = v.row_body_a[row], b = v.row_body_b[row];
   Real s = row_compliance_product(v, row, x);
-  if (a >= 0) s += dot(load6(v.row_jac_a + 6 * row), load6(v.body_minv_jt + 6 * a));
-  if (b >= 0) s += dot(load6(v.row_jac_b + 6 * row), load6(v.body_minv_jt + 6 * b));
+  const int sides = v.row_kind[row] == kRowCouplingLeader ? 0 : row_side_count(v, row);
+  for (int side = 0; side < sides; ++side) {
+    const int body = row_side_body(v, row, side);
+    if (body >= 0)
+      s += dot(load6(row_side_jacobian(v, row, side)), load6(v.body_minv_jt + 6 * body));
+  }
   return s;
 }
 
@@ -280,7 +297,7 @@ AXION_HD bool row_closes_loop(const BatchView& v, int row) {
   const int kind = v.row_kind[row];
   if (kind == kRowFriction1 || kind == kRowFriction2)
     return v.contact_friction[v.row_contact[row]] > 0;
-  return kind != kRowDisabled;
+  return kind != kRowDisabled && kind != kRowCouplingLeader;
 }
 
 // Per world: x = S^-1 s by the loop factor (n rows), in place. A dropped row's off-diagonal
@@ -306,15 +323,15 @@ AXION_HD Real* loop_column(const BatchView& v, int world, int c) {
 // Per loop row c: out += scale (A e_c) over the rows sharing a body with c (J M^-1 J_c^T through
 // each body's row list, and C's column c).
 AXION_HD void loop_row_spread(const BatchView& v, int c, Real scale, Real* out) {
-  for (int side = 0; side < 2; ++side) {
-    const int body = side == 0 ? v.row_body_a[c] : v.row_body_b[c];
+  for (int side = 0, sides = row_side_count(v, c); side < sides; ++side) {
+    const int body = row_side_body(v, c, side);
     if (body < 0) continue;
-    const Vec6 j = load6((side == 0 ? v.row_jac_a : v.row_jac_b) + 6 * c);
+    const Vec6 j = load6(row_side_jacobian(v, c, side));
     const Vec6 m = body_apply_newton_inv_mass(v, body, {scale * j.lin, scale * j.ang});
     const int begin = v.body_row_begin[body], end = begin + v.body_row_count[body];
     for (int k = begin; k < end; ++k) {
-      const int entry = v.row_body_list[k], row = entry >> 1;
-      out[row] += dot(load6(((entry & 1) ? v.row_jac_b : v.row_jac_a) + 6 * row), m);
+      const int entry = v.row_body_list[k], row = entry >> 2;
+      out[row] += dot(load6(row_side_jacobian(v, row, entry & 3)), m);
     }
   }
   // C's column c: the diagonal, and a contact's friction rows coupled to its other rows
@@ -335,11 +352,11 @@ AXION_HD void loop_row_spread(const BatchView& v, int c, Real scale, Real* out) 
 // Per loop row l: (A x)_l, gathering J^T x on its own bodies.
 AXION_HD Real loop_row_product(const BatchView& v, int l, const Real* x) {
   Real s = row_compliance_product(v, l, x);
-  for (int side = 0; side < 2; ++side) {
-    const int body = side == 0 ? v.row_body_a[l] : v.row_body_b[l];
+  for (int side = 0, sides = row_side_count(v, l); side < sides; ++side) {
+    const int body = row_side_body(v, l, side);
     if (body < 0) continue;
     const Vec6 m = body_apply_newton_inv_mass(v, body, body_gather_jt(v, body, x));
-    s += dot(load6((side == 0 ? v.row_jac_a : v.row_jac_b) + 6 * l), m);
+    s += dot(load6(row_side_jacobian(v, l, side)), m);
   }
   return s;
 }

@@ -335,16 +335,23 @@ AXION_HD void world_tree_build(const BatchView& v, int world) {
     v.body_tree_grounded[b] = 0;
   }
   // groups: runs of rows on one body pair; kept when they do not close a loop
+  // (a coupling row and its leader slot act on up to four bodies: a group of their own, never
+  // kept, the coupling row closing a loop)
+  auto coupling = [&](int r) {
+    return v.row_kind[r] == kRowCoupling || v.row_kind[r] == kRowCouplingLeader;
+  };
   for (int row = row0; row < row_end;) {
     int a = v.row_body_a[row], b = v.row_body_b[row];
     int m = 1;
-    while (row + m < row_end && m < kTreeGroupRows) {
+    while (!coupling(row) && row + m < row_end && m < kTreeGroupRows) {
       int ra = v.row_body_a[row + m], rb = v.row_body_b[row + m];
-      if (!((ra == a && rb == b) || (ra == b && rb == a))) break;
+      if (!((ra == a && rb == b) || (ra == b && rb == a)) || coupling(row + m)) break;
       ++m;
     }
     bool keep = false, leaf = false;
-    if (a >= 0 && b >= 0) {
+    if (coupling(row)) {
+      // outside the tree
+    } else if (a >= 0 && b >= 0) {
       int sa = tree_find(v, a), sb = tree_find(v, b);
       keep = sa != sb && !(v.body_tree_grounded[sa] && v.body_tree_grounded[sb]);
       if (keep) {
@@ -403,7 +410,7 @@ AXION_HD void world_tree_build(const BatchView& v, int world) {
       // the groups on this body, in row order: the heads among its rows
       const int list_end = v.body_row_begin[body] + v.body_row_count[body];
       for (int e = v.body_row_begin[body]; e < list_end; ++e) {
-        const int g = v.row_body_list[e] >> 1;
+        const int g = v.row_body_list[e] >> 2;
         if (v.row_tree_head[g] != g) continue;    // inside a group, or outside the tree
         if (v.row_tree_child[g] != -1) continue;  // to the world, or already placed
         int a = v.row_body_a[g], b = v.row_body_b[g];

@@ -185,6 +185,9 @@ uint64_t Fingerprint(const Model& m) {
   }
   for (const ShapeDesc& s : d.shapes) h.Add(s.type), h.Add(s.body), h.Add(s.pose), h.Add(s.size);
   for (const ActuatorDesc& a : d.actuators) h.Add(a.type), h.Add(a.joint), h.Add(a.dof);
+  h.Add(d.couplings.size());
+  for (const JointCouplingDesc& c : d.couplings)
+    h.Add(c.joint), h.Add(c.dof), h.Add(c.leader_joint), h.Add(c.leader_dof);
   return h.hash();
 }
 
@@ -529,6 +532,42 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
     }
   }
 
+  // couplings
+  std::set<std::pair<int, int>> followers;
+  for (int c = 0; c < static_cast<int>(desc.couplings.size()); ++c) {
+    JointCouplingDesc& coupling = desc.couplings[c];
+    std::string what = Describe("coupling", c, coupling.name);
+    auto check_dof = [&](int joint, int dof, const char* field) -> absl::Status {
+      if (joint < 0 || joint >= static_cast<int>(desc.joints.size()))
+        return Invalid(what, field, absl::StrCat("refers to missing joint ", joint));
+      const JointDesc& j = desc.joints[joint];
+      if (j.type == JointType::kBall)
+        return Invalid(what, field, "is a ball joint, which has no scalar coordinate");
+      if (dof < 0 || dof >= JointDofCount(j))
+        return Invalid(
+            what, field,
+            absl::StrCat("'s DOF ", dof, " is out of range [0, ", JointDofCount(j), ")"));
+      return absl::OkStatus();
+    };
+    absl::Status s = check_dof(coupling.joint, coupling.dof, "joint");
+    if (!s.ok()) return s;
+    if (coupling.leader_joint != -1) {
+      s = check_dof(coupling.leader_joint, coupling.leader_dof, "leader_joint");
+      if (!s.ok()) return s;
+      if (coupling.leader_joint == coupling.joint && coupling.leader_dof == coupling.dof)
+        return Invalid(what, "leader_joint", "is the follower itself");
+    }
+    for (Real x : coupling.polynomial) {
+      if (!Finite(x)) return Invalid(what, "polynomial", "is not finite");
+    }
+    if (!Finite(coupling.compliance) || coupling.compliance < 0)
+      return Invalid(what, "compliance", "must be >= 0, got " + Fmt(coupling.compliance));
+    if (!followers.insert({coupling.joint, coupling.dof}).second)
+      return Invalid(what, "joint",
+                     absl::StrCat("DOF ", coupling.dof, " of joint ", coupling.joint,
+                                  " already follows another coupling"));
+  }
+
   // compile: offsets, parent-side joint frames, row counts
   model->joint_position_offset_.clear();
   model->joint_dof_offset_.clear();
@@ -555,6 +594,8 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
   }
   model->joint_dof_count_ = dof_total;
   model->joint_position_count_ = qpos_total;
+  // a coupling takes two row slots: its own, and its leader's Jacobian blocks
+  rows_total += 2 * static_cast<int>(desc.couplings.size());
   model->joint_row_count_ = rows_total;
 
   // collision pairs: group/mask filter, no pairs within a body or between static shapes, none

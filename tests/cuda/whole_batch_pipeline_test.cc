@@ -280,8 +280,8 @@ TEST(TeamTest, BodyRowListsAndTreeLevels) {
     for (int b = b0; b < b1; ++b) {
       std::vector<int> expected, listed;
       for (int row = row0; row < row_end; ++row) {
-        if (v.row_body_a[row] == b) expected.push_back(2 * row);
-        if (v.row_body_b[row] == b) expected.push_back(2 * row + 1);
+        if (v.row_body_a[row] == b) expected.push_back(4 * row);
+        if (v.row_body_b[row] == b) expected.push_back(4 * row + 1);
       }
       for (int k = 0; k < v.body_row_count[b]; ++k)
         listed.push_back(v.row_body_list[v.body_row_begin[b] + k]);

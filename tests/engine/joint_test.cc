@@ -322,6 +322,155 @@ TEST(JointTest, ForceRangeCapsServosAndMotors) {
   EXPECT_NE(twice.status().message().find("only one"), std::string::npos) << twice.status();
 }
 
+// A hand welded to the world carries two fingers hinged about z (gravity exerts no torque about
+// them), 0.3 m apart; a motor turns the first. Fingers of pivot inertia I.
+ModelDesc Gripper(std::array<Real, 5> polynomial, Real* pivot_inertia) {
+  ModelDesc d;
+  d.options.timestep = 0.01;
+  BodyDesc hand;
+  hand.name = "hand";
+  hand.mass = 2;
+  hand.inertia = test::BoxInertia(2, {0.2, 0.05, 0.05});
+  d.bodies.push_back(hand);
+  for (int i = 0; i < 2; ++i) {
+    BodyDesc finger;
+    finger.name = i == 0 ? "leader" : "follower";
+    finger.mass = 0.5;
+    finger.inertia = test::BoxInertia(0.5, {0.1, 0.01, 0.01});
+    finger.pose.pos = {Real(-0.15 + 0.3 * i), 0.1, 0};
+    d.bodies.push_back(finger);
+  }
+  *pivot_inertia = d.bodies[1].inertia(2, 2) + 0.5 * 0.1 * 0.1;
+  JointDesc weld;
+  weld.type = JointType::kFixed;
+  weld.child = 0;
+  d.joints.push_back(weld);
+  for (int i = 0; i < 2; ++i) {
+    JointDesc hinge;
+    hinge.name = i == 0 ? "leader" : "follower";
+    hinge.parent = 0;
+    hinge.child = 1 + i;
+    hinge.child_frame.pos = {0, -0.1, 0};  // each finger pivots at its end on the hand
+    hinge.axis = Vec3{0, 0, 1};
+    d.joints.push_back(hinge);
+  }
+  ActuatorDesc motor;
+  motor.joint = 1;
+  d.actuators.push_back(motor);
+  JointCouplingDesc mimic;
+  mimic.name = "mimic";
+  mimic.joint = 2;
+  mimic.leader_joint = 1;
+  mimic.polynomial = polynomial;
+  d.couplings.push_back(mimic);
+  return d;
+}
+
+// A coupling holds the follower's angle on its polynomial of the leader's, on a row through
+// three bodies (the shared hand folds into one block). With y = -x the two fingers move as one
+// body of twice the inertia: under a torque tau the leader accelerates at tau / (2 I).
+// A curved polynomial holds too, and a load on the follower reaches the leader: a limit on the
+// follower stops the leader where the polynomial puts the limit.
+TEST(JointTest, CouplingMovesTheFollowerWithItsLeader) {
+  Real inertia = 0;
+  {
+    ModelDesc d = Gripper({0, -1, 0, 0, 0}, &inertia);
+    d.options.newton_tolerance = 1e-12;
+    // the same fingers uncoupled, each driven by half the torque, mirror each other too: the
+    // coupled leader must move exactly as these do, integrator included
+    ModelDesc halves = d;
+    halves.couplings.clear();
+    ActuatorDesc second;
+    second.joint = 2;
+    halves.actuators.push_back(second);
+    auto sim = MustCreateSimulator();
+    WorldId w = MustCreateWorld(*sim, MustCompile(d));
+    WorldId reference = MustCreateWorld(*sim, MustCompile(halves));
+    const Real tau = 0.2, h = d.options.timestep;
+    ASSERT_TRUE(sim->SetControls(w, std::vector<Real>{tau}).ok());
+    ASSERT_TRUE(sim->SetControls(reference, std::vector<Real>{tau / 2, -tau / 2}).ok());
+    for (int n = 1; n <= 50; ++n) {
+      MustStep(*sim, w);
+      MustStep(*sim, reference);
+      JointState js = *sim->GetJointState(w), ref = *sim->GetJointState(reference);
+      ASSERT_NEAR(js.velocity[0], ref.velocity[0], 1e-9) << "step " << n;
+      ASSERT_NEAR(js.position[1], -js.position[0], 1e-10) << "step " << n;
+      // and tau / (2 I), while the step's discretisation allows (a finger turning about its end
+      // at omega loses (omega h)^2 of its rate to backward Euler: 1e-3 by step 14)
+      const Real expected = n * h * tau / (2 * inertia);
+      if (n <= 10) {
+        ASSERT_NEAR(js.velocity[0], expected, 1e-3 * expected) << "step " << n;
+      }
+    }
+    test::ExpectHealthy(*sim, w);
+  }
+  for (int variant = 0; variant < 3; ++variant) {
+    // the tree preconditioner (the coupling row closing a loop on it), the Jacobi diagonal,
+    // and velocity-level joints
+    SCOPED_TRACE(variant);
+    const std::array<Real, 5> poly{0.1, 0.5, 0.2, 0, 0};
+    ModelDesc d = Gripper(poly, &inertia);
+    if (variant == 1) d.options.preconditioner = Preconditioner::kJacobi;
+    if (variant == 2) d.options.joint_formulation = Formulation::kVelocity;
+    d.bodies[2].pose.pos = {0.15 + 0.1 * std::sin(Real(0.1)), 0.1 - 0.1 * (1 - std::cos(Real(0.1))),
+                            0};
+    d.bodies[2].pose.quat = quat_from_axis_angle({0, 0, 1}, 0.1);  // y(0) = 0.1
+    d.joints[2].reference = 0.1;  // its coordinate there, so y = q - 0.1 starts at 0 ...
+    d.couplings[0].polynomial = {0, 0.5, 0.2, 0, 0};  // ... on y = 0.5 x + 0.2 x^2
+    auto sim = MustCreateSimulator();
+    WorldId w = MustCreateWorld(*sim, MustCompile(d));
+    ASSERT_TRUE(sim->SetControls(w, std::vector<Real>{0.3}).ok());
+    Real largest = 0;
+    for (int n = 0; n < 100; ++n) {
+      MustStep(*sim, w);
+      JointState js = *sim->GetJointState(w);
+      const Real x = js.position[0], y = js.position[1] - 0.1;
+      ASSERT_NEAR(y, 0.5 * x + 0.2 * x * x, variant == 2 ? 1e-2 : 1e-7) << "step " << n;
+      largest = std::max(largest, x);
+    }
+    EXPECT_GT(largest, 0.5);  // the leader did swing
+    test::ExpectHealthy(*sim, w);
+  }
+  {
+    ModelDesc d = Gripper({0, -1, 0, 0, 0}, &inertia);
+    d.joints[2].limited = true;
+    d.joints[2].lower = {-0.3};
+    d.joints[2].upper = {1};
+    auto sim = MustCreateSimulator();
+    WorldId w = MustCreateWorld(*sim, MustCompile(d));
+    ASSERT_TRUE(sim->SetControls(w, std::vector<Real>{0.5}).ok());
+    MustStep(*sim, w, 300);
+    JointState js = *sim->GetJointState(w);
+    EXPECT_NEAR(js.position[1], -0.3, 1e-5);
+    EXPECT_NEAR(js.position[0], 0.3, 1e-5);  // the leader stops where its follower does
+    test::ExpectHealthy(*sim, w);
+  }
+}
+
+// Couplings are validated by name: missing joints, ball joints, a DOF following twice.
+TEST(JointTest, CouplingIsValidated) {
+  Real inertia = 0;
+  ModelDesc d = Gripper({0, -1, 0, 0, 0}, &inertia);
+  ModelDesc bad = d;
+  bad.couplings[0].leader_joint = 7;
+  auto status = Model::Compile(bad).status();
+  EXPECT_NE(status.message().find("mimic"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("missing joint 7"), std::string::npos) << status;
+  bad = d;
+  bad.couplings.push_back(d.couplings[0]);
+  EXPECT_NE(Model::Compile(bad).status().message().find("already follows"), std::string::npos);
+  bad = d;
+  bad.couplings[0].leader_joint = 2;
+  EXPECT_FALSE(Model::Compile(bad).ok());
+  bad = d;
+  bad.couplings[0].polynomial[2] = NAN;
+  EXPECT_FALSE(Model::Compile(bad).ok());
+  bad = d;
+  bad.joints[1].type = JointType::kBall;
+  bad.actuators.clear();
+  EXPECT_NE(Model::Compile(bad).status().message().find("ball joint"), std::string::npos);
+}
+
 TEST(JointTest, PrismaticSlidesWithAnalyticAcceleration) {
   // A slider on a 30 degree incline in the xz plane: a = g sin(30).
   ModelDesc d;

@@ -165,6 +165,23 @@ struct ActuatorDesc {
   Real force_min = 0, force_max = 0;
 };
 
+// Couples two joint coordinates rigidly (MJCF <equality><joint>, URDF <mimic>): DOF `dof` of
+// `joint` (the follower) follows DOF `leader_dof` of `leader_joint`,
+//   y = c0 + c1 x + c2 x^2 + c3 x^3 + c4 x^4,   y = q - q_ref,  x = q_leader - q_leader_ref,
+// q_ref being each joint's `reference` (its coordinate in the initial configuration). Without
+// a leader (leader_joint = -1) the follower is held at q_ref + c0. One constraint row on the
+// bodies of both joints (up to four): its impulse acts on both, so a load on the follower is
+// felt by the leader. A DOF follows at most one coupling; ball joints have no scalar DOF.
+struct JointCouplingDesc {
+  std::string name;
+  int joint = 0;
+  int dof = 0;
+  int leader_joint = -1;
+  int leader_dof = 0;
+  std::array<Real, 5> polynomial{0, 1, 0, 0, 0};
+  Real compliance = 0;  // m/N or rad/(N m); 0 = rigid
+};
+
 enum class Formulation : int32_t { kPosition = 0, kVelocity = 1 };
 
 // How two shapes' friction coefficients combine into their contact's.
@@ -241,6 +258,7 @@ struct ModelDesc {
   std::vector<ShapeDesc> shapes;
   std::vector<JointDesc> joints;
   std::vector<ActuatorDesc> actuators;
+  std::vector<JointCouplingDesc> couplings;
   SolverOptions options;
   int contact_capacity = -1;  // contacts per world; -1: derived from the shapes (see Model)
   // Body pairs (body indices, kWorldBody allowed) whose shapes never collide, on top of the

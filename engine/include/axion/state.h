@@ -58,17 +58,19 @@ struct WorldParams {
 // Constraint row kinds.
 enum RowKind : int32_t {
   kRowDisabled = 0,
-  kRowAnchor = 1,         // joint anchor coincidence along world axis `row_axis`
-  kRowAxisAlign = 2,      // revolute axis alignment against parent perpendicular `row_axis`
-  kRowLinearLock = 3,     // joint-frame linear axis `row_axis` locked
-  kRowAngularLock = 4,    // joint-frame angular axis `row_axis` locked
-  kRowLimitLower = 5,     // DOF `row_dof` >= lower limit (unilateral)
-  kRowLimitUpper = 6,     // DOF `row_dof` <= upper limit (unilateral)
-  kRowDrive = 7,          // implicit PD drive / passive spring-damper / armature on `row_dof`
-  kRowContactNormal = 8,  // contact `row_contact` non-penetration (unilateral)
-  kRowFriction1 = 9,      // contact tangent 1 (Coulomb, with the friction-2 row)
-  kRowFriction2 = 10,     // contact tangent 2
-  kRowLimitCone = 11,     // ball joint `row_joint` turned at most its cone limit (unilateral)
+  kRowAnchor = 1,           // joint anchor coincidence along world axis `row_axis`
+  kRowAxisAlign = 2,        // revolute axis alignment against parent perpendicular `row_axis`
+  kRowLinearLock = 3,       // joint-frame linear axis `row_axis` locked
+  kRowAngularLock = 4,      // joint-frame angular axis `row_axis` locked
+  kRowLimitLower = 5,       // DOF `row_dof` >= lower limit (unilateral)
+  kRowLimitUpper = 6,       // DOF `row_dof` <= upper limit (unilateral)
+  kRowDrive = 7,            // implicit PD drive / passive spring-damper / armature on `row_dof`
+  kRowContactNormal = 8,    // contact `row_contact` non-penetration (unilateral)
+  kRowFriction1 = 9,        // contact tangent 1 (Coulomb, with the friction-2 row)
+  kRowFriction2 = 10,       // contact tangent 2
+  kRowLimitCone = 11,       // ball joint `row_joint` turned at most its cone limit (unilateral)
+  kRowCoupling = 12,        // DOF `row_dof` follows the DOF of the leader slot after it
+  kRowCouplingLeader = 13,  // a coupling row's second half: the leader's DOF and bodies
 };
 
 struct BatchView {
@@ -184,20 +186,22 @@ struct BatchView {
                       //   universal joint's two angles and world axes and rates (2 + 4 x 3)
 
   // ---- joint DOFs (dof_count) ----------------------------------------------------------------
-  const int32_t* dof_joint;         // (dof_count) owning joint
-  const int32_t* dof_axis;          // (dof_count) joint-frame axis 0..5 (lin x,y,z, ang x,y,z)
-  const int32_t* dof_limited;       // (dof_count)
-  const Real* dof_lower;            // (dof_count) (m or rad)
-  const Real* dof_upper;            // (dof_count)
-  const Real* dof_armature;         // (dof_count) (kg or kg m^2)
-  const Real* dof_stiffness;        // (dof_count) passive/drive stiffness from the model
-  const Real* dof_damping;          // (dof_count)
-  const Real* dof_target_position;  // (dof_count)
-  const Real* dof_target_velocity;  // (dof_count)
-  Real* dof_drive_stiffness;        // (dof_count) the model's drive this step (spring, damper)
-  Real* dof_drive_damping;          // (dof_count)
-  Real* dof_drive_position;         // (dof_count)
-  Real* dof_drive_velocity;         // (dof_count)
+  const int32_t* dof_joint;             // (dof_count) owning joint
+  const int32_t* dof_axis;              // (dof_count) joint-frame axis 0..5 (lin x,y,z, ang x,y,z)
+  const int32_t* dof_limited;           // (dof_count)
+  const Real* dof_lower;                // (dof_count) (m or rad)
+  const Real* dof_upper;                // (dof_count)
+  const Real* dof_armature;             // (dof_count) (kg or kg m^2)
+  const Real* dof_stiffness;            // (dof_count) passive/drive stiffness from the model
+  const Real* dof_damping;              // (dof_count)
+  const Real* dof_target_position;      // (dof_count)
+  const Real* dof_target_velocity;      // (dof_count)
+  const Real* dof_coupling_poly;        // (dof_count x 5) a follower's coupling polynomial c0..c4
+  const Real* dof_coupling_compliance;  // (dof_count) its compliance
+  Real* dof_drive_stiffness;            // (dof_count) the model's drive this step (spring, damper)
+  Real* dof_drive_damping;              // (dof_count)
+  Real* dof_drive_position;             // (dof_count)
+  Real* dof_drive_velocity;             // (dof_count)
   // Servo actuators' drive this step, added to the model's and solved in the same row, its
   // force bounded by [force_min, force_max] (N or N m; unbounded: -+1e30). Several servos
   // on a DOF sum: stiffness sum kp, damping sum kv, and the targets weighted by their gains.
