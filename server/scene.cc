@@ -385,6 +385,25 @@ absl::StatusOr<ModelDesc> ModelDescFromProto(const v1::ModelDescription& proto) 
     if (!actuator.ok()) return actuator.status();
     desc.actuators.push_back(std::move(*actuator));
   }
+  for (int i = 0; i < proto.couplings_size(); ++i) {
+    const v1::JointCoupling& c = proto.couplings(i);
+    if (c.polynomial_size() > 5)
+      return absl::InvalidArgumentError(absl::StrCat("coupling ", i, " ('", c.name(),
+                                                     "'): polynomial has ", c.polynomial_size(),
+                                                     " coefficients, at most 5"));
+    JointCouplingDesc coupling;
+    coupling.name = c.name();
+    coupling.joint = c.joint();
+    coupling.dof = c.dof();
+    coupling.leader_joint = c.has_leader_joint() ? c.leader_joint().value() : -1;
+    coupling.leader_dof = c.leader_dof();
+    if (c.polynomial_size() > 0) {
+      coupling.polynomial = {0, 0, 0, 0, 0};
+      for (int k = 0; k < c.polynomial_size(); ++k) coupling.polynomial[k] = c.polynomial(k);
+    }
+    coupling.compliance = c.compliance();
+    desc.couplings.push_back(coupling);
+  }
   absl::Status options = ApplySolverOverrides(proto.options(), &desc.options);
   if (!options.ok()) return options;
   if (proto.has_contact_capacity()) desc.contact_capacity = proto.contact_capacity().value();
@@ -461,6 +480,16 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
     out->set_force_limited(actuator.force_limited);
     out->set_force_min(actuator.force_min);
     out->set_force_max(actuator.force_max);
+  }
+  for (const JointCouplingDesc& coupling : desc.couplings) {
+    v1::JointCoupling* out = proto->add_couplings();
+    out->set_name(coupling.name);
+    out->set_joint(coupling.joint);
+    out->set_dof(coupling.dof);
+    if (coupling.leader_joint >= 0) out->mutable_leader_joint()->set_value(coupling.leader_joint);
+    out->set_leader_dof(coupling.leader_dof);
+    for (Real c : coupling.polynomial) out->add_polynomial(c);
+    out->set_compliance(coupling.compliance);
   }
   SolverOptionsToProto(desc.options, proto->mutable_options());
   proto->mutable_contact_capacity()->set_value(desc.contact_capacity);

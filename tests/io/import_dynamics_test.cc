@@ -636,6 +636,92 @@ TEST(ServoForceRangeTest, SaturatedServoSagsLikeMuJoCo) {
   EXPECT_LT(largest_difference, 0.01);
 }
 
+// <equality><joint> couples two joints as in MuJoCo: coupled_arms.xml's second arm follows half
+// the first's angle while a motor swings the first against gravity. Axion holds the coupling
+// exactly (to the solver's tolerance), MuJoCo's is soft; the shoulder angles agree to the two
+// integrators' difference, the coupled arm's load slowing the first in both.
+TEST(CouplingTest, JointEqualityHoldsLikeMuJoCo) {
+  const std::string path = kModels + "/coupled_arms.xml";
+  absl::StatusOr<ImportResult> imported = LoadMjcfFile(path);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  EXPECT_TRUE(imported->warnings.empty()) << imported->warnings.front();
+  ASSERT_EQ(imported->model.couplings.size(), 1u);
+  World w = MakeWorld(imported->model);
+  ASSERT_TRUE(w.sim);
+  ASSERT_TRUE(w.sim->SetControls(w.id, std::vector<Real>{0.6}).ok());
+  char error[1000] = "";
+  mjModel* m = mj_loadXML(path.c_str(), nullptr, error, sizeof(error));
+  ASSERT_TRUE(m) << error;
+  mjData* d = mj_makeData(m);
+  d->ctrl[0] = 0.6;
+  const double h = imported->model.options.timestep;
+  double largest_gap = 0, mujoco_gap = 0, largest_difference = 0, largest_angle = 0;
+  for (int s = 1; s <= static_cast<int>(std::lround(1.5 / h)); ++s) {
+    ASSERT_TRUE(w.sim->StepAll(1).ok());
+    mj_step(m, d);
+    absl::StatusOr<JointState> joints = w.sim->GetJointState(w.id);
+    ASSERT_TRUE(joints.ok());
+    const double shoulder = joints->position[0], elbow = joints->position[1];
+    largest_gap = std::max(largest_gap, std::abs(elbow - 0.5 * shoulder));
+    mujoco_gap = std::max(mujoco_gap, std::abs(d->qpos[1] - 0.5 * d->qpos[0]));
+    largest_difference = std::max(largest_difference, std::abs(shoulder - d->qpos[0]));
+    largest_angle = std::max(largest_angle, std::abs(shoulder));
+  }
+  mj_deleteData(d);
+  mj_deleteModel(m);
+  std::printf(
+      "coupling error: Axion %.2e rad, MuJoCo %.2e rad; shoulder up to %.3f rad, "
+      "largest difference from MuJoCo %.4f rad\n",
+      largest_gap, mujoco_gap, largest_angle, largest_difference);
+  EXPECT_LT(largest_gap, 1e-7);
+  EXPECT_GT(largest_angle, 0.5);
+  EXPECT_LT(largest_difference, 0.02 * largest_angle);
+}
+
+// URDF <mimic>: a parallel gripper's second finger mirrors the first (Franka's hand: both
+// fingers slide out along opposite axes, the second mimicking the first). Only the first is
+// actuated; a force on it opens both, the two moving as one mass: x'' = F / (m1 + m2).
+TEST(CouplingTest, UrdfMimicFingersMoveTogether) {
+  const std::string xml = R"(<robot name="gripper">
+    <link name="hand"/>
+    <link name="left"><inertial><mass value="0.1"/><inertia ixx="1e-4" iyy="1e-4" izz="1e-4"/></inertial></link>
+    <link name="right"><inertial><mass value="0.3"/><inertia ixx="1e-4" iyy="1e-4" izz="1e-4"/></inertial></link>
+    <joint name="finger1" type="prismatic"><parent link="hand"/><child link="left"/>
+      <origin xyz="0 0.05 0"/><axis xyz="0 1 0"/><limit lower="-0.01" upper="0.04" effort="20" velocity="0.2"/></joint>
+    <joint name="finger2" type="prismatic"><parent link="hand"/><child link="right"/>
+      <origin xyz="0 -0.05 0"/><axis xyz="0 -1 0"/><limit lower="-0.01" upper="0.04" effort="20" velocity="0.2"/>
+      <mimic joint="finger1" multiplier="1" offset="0"/></joint>
+  </robot>)";
+  absl::StatusOr<ImportResult> r = LoadUrdfString(xml, "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->model.actuators.size(), 1u);  // the mimic joint has none
+  ASSERT_EQ(r->model.couplings.size(), 1u);
+  EXPECT_EQ(r->model.couplings[0].leader_joint, 0);
+  EXPECT_EQ(r->model.couplings[0].joint, 1);
+  ModelDesc desc = r->model;
+  desc.options.gravity = {0, 0, 0};
+  desc.options.newton_tolerance = 1e-12;
+  World w = MakeWorld(desc);
+  ASSERT_TRUE(w.sim);
+  const Real force = 2, h = desc.options.timestep;
+  ASSERT_TRUE(w.sim->SetControls(w.id, std::vector<Real>{force}).ok());
+  for (int n = 1; n <= 10; ++n) {
+    ASSERT_TRUE(w.sim->StepAll(1).ok());
+    JointState js = *w.sim->GetJointState(w.id);
+    // (to the Fischer-Burmeister smoothing of the fingers' limit rows, 1 cm away: 1e-9 a step)
+    EXPECT_NEAR(js.velocity[0], n * h * force / 0.4, 1e-7) << "step " << n;
+    EXPECT_NEAR(js.position[1], js.position[0], 1e-12) << "step " << n;
+  }
+  // a mimic of an unknown joint is an error naming it
+  std::string bad = xml;
+  const std::string mimic = "<mimic joint=\"finger1\"";
+  bad.replace(bad.find(mimic), mimic.size(), "<mimic joint=\"nowhere\"");
+  absl::StatusOr<ImportResult> unknown = LoadUrdfString(bad, "");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("unknown joint 'nowhere'"), std::string::npos)
+      << unknown.status();
+}
+
 // UrdfOptions::position_kp turns each joint's actuator into a position servo whose control range
 // is the joint's limits and whose force its effort limit bounds: a turntable (a revolute joint
 // about the vertical, so gravity exerts no torque about it) sent to 0.5 rad settles there. Without

@@ -874,7 +874,7 @@ TEST(MjcfEqualityTest, ConnectAndWeldBecomeLoopJoints) {
   </worldbody><equality>
     <weld body1="a" body2="b"/>
     <weld body1="a" active="false"/>
-    <joint joint1="x" joint2="y"/>
+    <tendon tendon1="x"/>
   </equality></mujoco>)",
                                                        "");
   ASSERT_TRUE(welded.ok()) << welded.status();
@@ -886,7 +886,7 @@ TEST(MjcfEqualityTest, ConnectAndWeldBecomeLoopJoints) {
   // the joint frame is body a's, seen from b: 0.5 m along b's -y (b is turned 90 degrees)
   EXPECT_NEAR(weld.child_frame.pos.y, 0.5, 1e-12);
   EXPECT_TRUE(HasWarning(*welded, "inactive"));
-  EXPECT_TRUE(HasWarning(*welded, "element <joint> in <equality> is not supported"));
+  EXPECT_TRUE(HasWarning(*welded, "element <tendon> in <equality> is not supported"));
 
   absl::StatusOr<ImportResult> unknown = LoadMjcfString(
       R"(<mujoco><worldbody/><equality><connect body1="nope" anchor="0 0 0"/></equality></mujoco>)",

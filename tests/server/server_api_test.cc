@@ -115,6 +115,46 @@ TEST_F(ServerApiTest, DescribeWorldReportsNamesOrderAndShapes) {
   EXPECT_DOUBLE_EQ(described->model().options().timestep().value(), kTimestep);
 }
 
+// A scene's couplings: a second wheel geared to the first in reverse (q2 = -q1). The torque on
+// the first turns both, as one inertia of 0.2: omega = tau t / 0.2, the second the opposite.
+// The coupling comes back in the described model; a polynomial of six terms is refused.
+TEST_F(ServerApiTest, CoupledWheelsTurnTogether) {
+  v1::ModelDescription scene = WheelScene();
+  *scene.add_bodies() = scene.bodies(0);
+  scene.mutable_bodies(1)->set_name("wheel2");
+  SetVec(scene.mutable_bodies(1)->mutable_pose()->mutable_pos(), 1, 0, 1);
+  *scene.add_joints() = scene.joints(0);
+  scene.mutable_joints(1)->set_name("hinge2");
+  scene.mutable_joints(1)->set_child(1);
+  v1::JointCoupling* gear = scene.add_couplings();
+  gear->set_name("gear");
+  gear->set_joint(1);
+  gear->mutable_leader_joint()->set_value(0);
+  gear->add_polynomial(0);
+  gear->add_polynomial(-1);
+  const std::vector<uint64_t> ids = MustCreate(*client_, scene, 1);
+  v1::StepRequest step = StepRequestFor(ids, 20);
+  step.set_controls(client::PackFloat32(std::vector<float>{0.5f}));
+  step.mutable_observe()->set_joint_velocity(true);
+  absl::StatusOr<v1::StepResponse> stepped = client_->Step(step);
+  ASSERT_TRUE(stepped.ok()) << stepped.status();
+  const std::vector<float> qdot = client::UnpackFloat32(stepped->observations().joint_velocity());
+  ASSERT_EQ(qdot.size(), 2u);
+  EXPECT_NEAR(qdot[0], 0.5 * 20 * kTimestep / 0.2, 1e-5);
+  EXPECT_NEAR(qdot[1], -qdot[0], 1e-6);
+  absl::StatusOr<v1::DescribeWorldResponse> described =
+      client_->DescribeWorld(ids[0], /*include_model=*/true);
+  ASSERT_TRUE(described.ok()) << described.status();
+  ASSERT_EQ(described->model().couplings_size(), 1);
+  EXPECT_EQ(described->model().couplings(0).name(), "gear");
+  EXPECT_EQ(described->model().couplings(0).leader_joint().value(), 0);
+
+  for (int k = 0; k < 4; ++k) gear->add_polynomial(0);
+  absl::Status status = client_->CreateWorlds(client::ModelScene(scene), 1).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("at most 5"));
+}
+
 TEST_F(ServerApiTest, PreconditionerOverrideIsAppliedAndReported) {
   for (v1::Preconditioner preconditioner : {v1::PRECONDITIONER_JACOBI, v1::PRECONDITIONER_TREE}) {
     SCOPED_TRACE(v1::Preconditioner_Name(preconditioner));

@@ -317,6 +317,7 @@ class MjcfLoader {
   absl::Status ParseInertial(const XMLElement* e, MjBody* body);
   absl::Status ParseActuators(const XMLElement* e);
   absl::Status ParseEquality(const XMLElement* e);
+  absl::Status EqualityJoint(const Elem& e);
   absl::Status ParseContact(const XMLElement* e);
   absl::StatusOr<Quat> Orientation(const Elem& e);
   Real Angle(Real value) const { return degrees_ ? value * kPi / 180 : value; }
@@ -1076,16 +1077,33 @@ absl::Status MjcfLoader::ParseEquality(const XMLElement* section) {
   AXION_IO_RETURN_IF_ERROR(Children(section, &children, 0));
   for (const XMLElement* c : children) {
     const std::string tag = c->Name();
-    if (tag != "connect" && tag != "weld") {
+    if (tag != "connect" && tag != "weld" && tag != "joint") {
       WarnElement(c, "equality", "is not supported and was ignored (no constraint created)");
       continue;
     }
     Elem e = Resolve(c, "main");
-    WarnUnsupportedAttributes(e);
+    if (tag == "joint") {
+      // its own attributes only: a <joint> default class holds a body joint's
+      for (const std::string& key : e.own) {
+        if (key == "name" || key == "class" || key == "joint1" || key == "joint2" ||
+            key == "polycoef" || key == "active")
+          continue;
+        warnings_.Add(
+            absl::StrCat("attr:equality-joint:", key),
+            absl::StrCat("<equality><joint> attribute '", key,
+                         "' is not supported and was ignored (first at ", e.Describe(), ")"));
+      }
+    } else {
+      WarnUnsupportedAttributes(e);
+    }
     AXION_IO_ASSIGN_OR_RETURN(bool active, e.Bool("active", true));
     if (!active) {
       warnings_.Add(absl::StrCat("inactive-equality:", e.Describe()),
                     absl::StrCat(e.Describe(), " is inactive (active=\"false\") and was skipped"));
+      continue;
+    }
+    if (tag == "joint") {
+      AXION_IO_RETURN_IF_ERROR(EqualityJoint(e));
       continue;
     }
     // MJCF bodies by name; body2 absent: the world
@@ -1129,6 +1147,42 @@ absl::Status MjcfLoader::ParseEquality(const XMLElement* section) {
     joint.child_frame.quat = conjugate(child_pose.quat) * frame1.quat;
     result_.model.joints.push_back(std::move(joint));
   }
+  return absl::OkStatus();
+}
+
+// <equality><joint joint1 joint2 polycoef>: joint1's coordinate follows a quartic of joint2's,
+// both measured from their reference (qpos0), as in MuJoCo; without joint2, joint1 is held at
+// its reference plus polycoef's first entry. A rigid JointCouplingDesc (MuJoCo's is soft).
+absl::Status MjcfLoader::EqualityJoint(const Elem& e) {
+  auto find = [&](const char* key) -> absl::StatusOr<std::pair<int, int>> {
+    const std::string name = e.Str(key);
+    auto it = joint_target_.find(name);
+    if (it != joint_target_.end()) return it->second;
+    if (joint_kind_.count(name))
+      return e.Error(key, absl::StrCat("'", name,
+                                       "' is a free or ball joint, which has no "
+                                       "scalar coordinate to couple"));
+    return e.Error(key, absl::StrCat("unknown joint '", name, "'"));
+  };
+  if (!e.Has("joint1")) return e.Error("joint1", "is required");
+  JointCouplingDesc coupling;
+  AXION_IO_ASSIGN_OR_RETURN(auto follower, find("joint1"));
+  coupling.joint = follower.first;
+  coupling.dof = follower.second;
+  if (e.Has("joint2")) {
+    AXION_IO_ASSIGN_OR_RETURN(auto leader, find("joint2"));
+    coupling.leader_joint = leader.first;
+    coupling.leader_dof = leader.second;
+  }
+  AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> poly, e.Reals("polycoef", 1, 5, {0, 1, 0, 0, 0}));
+  for (size_t k = 0; k < 5; ++k) coupling.polynomial[k] = k < poly.size() ? poly[k] : 0;
+  coupling.name = e.name.empty() ? absl::StrCat("equality_", e.Str("joint1")) : e.name;
+  for (const JointCouplingDesc& other : result_.model.couplings) {
+    if (other.joint == coupling.joint && other.dof == coupling.dof)
+      return e.Error("joint1", absl::StrCat("'", e.Str("joint1"),
+                                            "' already follows another <joint> equality"));
+  }
+  result_.model.couplings.push_back(std::move(coupling));
   return absl::OkStatus();
 }
 

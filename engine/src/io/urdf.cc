@@ -51,6 +51,9 @@ struct UrdfJoint {
   Real lower = 0, upper = 0, effort = 0, velocity = 0;
   bool unlimited = false;  // lower above upper in the file: no limits (pybullet's convention)
   Real damping = 0, friction = 0;
+  // <mimic joint multiplier offset>: q = multiplier q_leader + offset
+  std::string mimic, mimic_where;
+  Real mimic_multiplier = 1, mimic_offset = 0;
 };
 
 class UrdfLoader {
@@ -86,6 +89,7 @@ class UrdfLoader {
   void WarnUnknownChildren(const XMLElement* e, const std::string& context,
                            const std::set<std::string>& known);
   absl::Status Build();
+  absl::Status Couple();
   absl::Status InertiaFromCollision(const XMLElement* e, UrdfLink* link);
   absl::Status ExcludeOverlappingLinks();
 
@@ -434,7 +438,8 @@ absl::Status UrdfLoader::ParseJoint(const XMLElement* e) {
                                "joint (first at ",
                                joint.where, ")"));
   }
-  WarnUnknownChildren(e, "joint", {"origin", "parent", "child", "axis", "limit", "dynamics"});
+  WarnUnknownChildren(e, "joint",
+                      {"origin", "parent", "child", "axis", "limit", "dynamics", "mimic"});
   for (const char* side : {"parent", "child"}) {
     const XMLElement* c = e->FirstChildElement(side);
     const char* link = c ? c->Attribute("link") : nullptr;
@@ -501,6 +506,19 @@ absl::Status UrdfLoader::ParseJoint(const XMLElement* e) {
   } else if (joint.type == "revolute" || joint.type == "prismatic") {
     return Error(e, "joint", joint.name, "",
                  absl::StrCat("a ", joint.type, " joint needs <limit>"));
+  }
+  if (const XMLElement* mimic = e->FirstChildElement("mimic")) {
+    const char* leader = mimic->Attribute("joint");
+    if (!leader || !*leader)
+      return Error(mimic, "joint", joint.name, "mimic", "<mimic joint=...> is required");
+    joint.mimic = leader;
+    joint.mimic_where = Where(mimic);
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> multiplier,
+                              Reals(mimic, "joint", joint.name, "multiplier", 1, {1}));
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> offset,
+                              Reals(mimic, "joint", joint.name, "offset", 1, {0}));
+    joint.mimic_multiplier = multiplier[0];
+    joint.mimic_offset = offset[0];
   }
   if (const XMLElement* dynamics = e->FirstChildElement("dynamics")) {
     AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> damping,
@@ -641,7 +659,8 @@ absl::Status UrdfLoader::Build() {
             a.ctrl_min = -joint->effort;
             a.ctrl_max = joint->effort;
           }
-          model.actuators.push_back(std::move(a));
+          // a mimic joint moves with its leader, without an actuator of its own (Couple)
+          if (joint->mimic.empty()) model.actuators.push_back(std::move(a));
         } else if (joint->type == "spherical") {
           d.type = JointType::kBall;
           d.child_frame = Pose{};
@@ -680,6 +699,44 @@ absl::Status UrdfLoader::Build() {
   return absl::OkStatus();
 }
 
+// <mimic>: each mimic joint's coordinate follows its leader's, q = multiplier q_leader +
+// offset, held exactly by a JointCouplingDesc (the leader feels the follower's load, as through
+// a real gear train or linkage).
+absl::Status UrdfLoader::Couple() {
+  std::map<std::string, int> axion_joint;  // URDF joint -> Axion joint (-1: merged or floating)
+  for (const auto& s : result_.source_joints) axion_joint[s.name] = s.joint;
+  std::map<std::string, const UrdfJoint*> by_name;
+  for (const UrdfJoint& j : joints_) by_name[j.name] = &j;
+  for (const UrdfJoint& joint : joints_) {
+    if (joint.mimic.empty()) continue;
+    auto leader = axion_joint.find(joint.mimic);
+    if (leader == axion_joint.end())
+      return absl::InvalidArgumentError(absl::StrCat(joint.mimic_where, ": joint '", joint.name,
+                                                     "': mimic: unknown joint '", joint.mimic,
+                                                     "'"));
+    const int follower = axion_joint.at(joint.name);
+    auto scalar = [](const std::string& type) {
+      return type == "revolute" || type == "continuous" || type == "prismatic";
+    };
+    const UrdfJoint& lead = *by_name.at(joint.mimic);
+    if (!scalar(joint.type) || !scalar(lead.type) || follower < 0 || leader->second < 0) {
+      warnings_.Add(absl::StrCat("mimic:", joint.name),
+                    absl::StrCat(joint.mimic_where, ": joint '", joint.name, "' (", joint.type,
+                                 ") mimics '", joint.mimic, "' (", lead.type,
+                                 "): only revolute, continuous and prismatic joints couple; "
+                                 "the mimic was ignored"));
+      continue;
+    }
+    JointCouplingDesc c;
+    c.name = absl::StrCat(joint.name, "_mimic");
+    c.joint = follower;
+    c.leader_joint = leader->second;
+    c.polynomial = {joint.mimic_offset, joint.mimic_multiplier, 0, 0, 0};
+    result_.model.couplings.push_back(c);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ImportResult> UrdfLoader::Load(std::string_view xml, const std::string& file,
                                               const std::string& base_dir) {
   if (!(std::isfinite(options_.position_kp) && options_.position_kp >= 0) ||
@@ -713,6 +770,7 @@ absl::StatusOr<ImportResult> UrdfLoader::Load(std::string_view xml, const std::s
     AXION_IO_RETURN_IF_ERROR(ParseJoint(e));
   }
   AXION_IO_RETURN_IF_ERROR(Build());
+  AXION_IO_RETURN_IF_ERROR(Couple());
   if (options_.self_collision) AXION_IO_RETURN_IF_ERROR(ExcludeOverlappingLinks());
   result_.warnings = warnings_.Lines();
   return std::move(result_);
