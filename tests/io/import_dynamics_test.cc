@@ -50,6 +50,28 @@ World MakeWorld(const ModelDesc& desc) {
   return w;
 }
 
+// MuJoCo's own model and data of an MJCF file, freed with it.
+struct MuJoCoRun {
+  explicit MuJoCoRun(const std::string& path) {
+    char error[1000] = "";
+    m = mj_loadXML(path.c_str(), nullptr, error, sizeof(error));
+    if (m) {
+      d = mj_makeData(m);
+    } else {
+      load_error = error;
+    }
+  }
+  ~MuJoCoRun() {
+    if (d) mj_deleteData(d);
+    if (m) mj_deleteModel(m);
+  }
+  MuJoCoRun(const MuJoCoRun&) = delete;
+  MuJoCoRun& operator=(const MuJoCoRun&) = delete;
+  mjModel* m = nullptr;
+  mjData* d = nullptr;
+  std::string load_error;
+};
+
 // Trajectory comparisons between an imported model and the same model built directly check the
 // models, not where Newton happened to stop: both are solved far below the default tolerance
 // (1e-7 m/s per step, which alone allows differences of ~1e-9 m over thousands of steps), so
@@ -463,10 +485,10 @@ TEST(FourBarTest, ConnectClosesTheLoopAndSwingsLikeMuJoCo) {
   ASSERT_TRUE(imported.ok()) << imported.status();
   World w = MakeWorld(imported->model);
   ASSERT_TRUE(w.sim);
-  char error[1000] = "";
-  mjModel* m = mj_loadXML(path.c_str(), nullptr, error, sizeof(error));
-  ASSERT_TRUE(m) << error;
-  mjData* d = mj_makeData(m);
+  MuJoCoRun mujoco(path);
+  ASSERT_TRUE(mujoco.m) << mujoco.load_error;
+  mjModel* m = mujoco.m;
+  mjData* d = mujoco.d;
   const int rocker = 2;
   const double h = imported->model.options.timestep;
   double largest_gap = 0, largest_angle = 0, largest_difference = 0;
@@ -486,8 +508,6 @@ TEST(FourBarTest, ConnectClosesTheLoopAndSwingsLikeMuJoCo) {
       largest_difference = std::max(largest_difference, std::abs(joints->position[0] - d->qpos[0]));
     }
   }
-  mj_deleteData(d);
-  mj_deleteModel(m);
   EXPECT_LT(largest_gap, 1e-8);
   EXPECT_GT(largest_angle, 1.9);
   EXPECT_LT(largest_difference, 0.06);
@@ -510,10 +530,10 @@ TEST(BallConeTest, RangeStopsTheSwingLikeMuJoCo) {
   EXPECT_NEAR(socket.upper[0], cone, 1e-12);
   World w = MakeWorld(imported->model);
   ASSERT_TRUE(w.sim);
-  char error[1000] = "";
-  mjModel* m = mj_loadXML(path.c_str(), nullptr, error, sizeof(error));
-  ASSERT_TRUE(m) << error;
-  mjData* d = mj_makeData(m);
+  MuJoCoRun mujoco(path);
+  ASSERT_TRUE(mujoco.m) << mujoco.load_error;
+  mjModel* m = mujoco.m;
+  mjData* d = mujoco.d;
   EXPECT_NEAR(m->jnt_range[1], cone, 1e-12);
   const double h = imported->model.options.timestep;
   double axion_largest = 0, mujoco_largest = 0, largest_difference = 0;
@@ -532,8 +552,6 @@ TEST(BallConeTest, RangeStopsTheSwingLikeMuJoCo) {
     if (!stopped)
       largest_difference = std::max(largest_difference, std::abs(axion_turn - mujoco_turn));
   }
-  mj_deleteData(d);
-  mj_deleteModel(m);
   std::printf(
       "largest turn: Axion %.6f, MuJoCo %.6f rad against the range's %.6f; before the "
       "stop the turns differ by %.4f rad at most\n",
@@ -564,10 +582,10 @@ TEST(BallSpringTest, StiffnessDampingAndArmatureMatchMuJoCo) {
   desc.bodies[0].linear_velocity = cross(spin, Vec3{0, 0, -0.1});
   World w = MakeWorld(desc);
   ASSERT_TRUE(w.sim);
-  char error[1000] = "";
-  mjModel* m = mj_loadXML(path.c_str(), nullptr, error, sizeof(error));
-  ASSERT_TRUE(m) << error;
-  mjData* d = mj_makeData(m);
+  MuJoCoRun mujoco(path);
+  ASSERT_TRUE(mujoco.m) << mujoco.load_error;
+  mjModel* m = mujoco.m;
+  mjData* d = mujoco.d;
   d->qvel[0] = spin.x;
   d->qvel[1] = spin.y;
   d->qvel[2] = spin.z;
@@ -587,8 +605,6 @@ TEST(BallSpringTest, StiffnessDampingAndArmatureMatchMuJoCo) {
     largest_difference =
         std::max(largest_difference, double(norm(quat_log(conjugate(mujoco) * axion))));
   }
-  mj_deleteData(d);
-  mj_deleteModel(m);
   std::printf(
       "largest turn %.4f rad, after 3 s %.4f rad; largest difference from MuJoCo %.5f "
       "rad\n",
@@ -609,10 +625,10 @@ TEST(ServoForceRangeTest, SaturatedServoSagsLikeMuJoCo) {
   EXPECT_TRUE(imported->warnings.empty()) << imported->warnings.front();
   World w = MakeWorld(imported->model);
   ASSERT_TRUE(w.sim);
-  char error[1000] = "";
-  mjModel* m = mj_loadXML(path.c_str(), nullptr, error, sizeof(error));
-  ASSERT_TRUE(m) << error;
-  mjData* d = mj_makeData(m);
+  MuJoCoRun mujoco(path);
+  ASSERT_TRUE(mujoco.m) << mujoco.load_error;
+  mjModel* m = mujoco.m;
+  mjData* d = mujoco.d;
   const double h = imported->model.options.timestep;
   double largest_difference = 0, axion_angle = 0, mujoco_angle = 0;
   for (int s = 1; s <= static_cast<int>(std::lround(2.0 / h)); ++s) {
@@ -625,8 +641,6 @@ TEST(ServoForceRangeTest, SaturatedServoSagsLikeMuJoCo) {
     largest_difference = std::max(largest_difference, std::abs(axion_angle - mujoco_angle));
   }
   const double mujoco_force = d->actuator_force[0];
-  mj_deleteData(d);
-  mj_deleteModel(m);
   std::printf(
       "after 2 s: Axion %.5f rad, MuJoCo %.5f rad (its servo at %.4f N m); largest "
       "difference %.5f rad\n",
@@ -649,10 +663,10 @@ TEST(CouplingTest, JointEqualityHoldsLikeMuJoCo) {
   World w = MakeWorld(imported->model);
   ASSERT_TRUE(w.sim);
   ASSERT_TRUE(w.sim->SetControls(w.id, std::vector<Real>{0.6}).ok());
-  char error[1000] = "";
-  mjModel* m = mj_loadXML(path.c_str(), nullptr, error, sizeof(error));
-  ASSERT_TRUE(m) << error;
-  mjData* d = mj_makeData(m);
+  MuJoCoRun mujoco(path);
+  ASSERT_TRUE(mujoco.m) << mujoco.load_error;
+  mjModel* m = mujoco.m;
+  mjData* d = mujoco.d;
   d->ctrl[0] = 0.6;
   const double h = imported->model.options.timestep;
   double largest_gap = 0, mujoco_gap = 0, largest_difference = 0, largest_angle = 0;
@@ -667,8 +681,6 @@ TEST(CouplingTest, JointEqualityHoldsLikeMuJoCo) {
     largest_difference = std::max(largest_difference, std::abs(shoulder - d->qpos[0]));
     largest_angle = std::max(largest_angle, std::abs(shoulder));
   }
-  mj_deleteData(d);
-  mj_deleteModel(m);
   std::printf(
       "coupling error: Axion %.2e rad, MuJoCo %.2e rad; shoulder up to %.3f rad, "
       "largest difference from MuJoCo %.4f rad\n",

@@ -78,6 +78,13 @@ class UrdfLoader {
                                           const std::string& owner_name, const char* key,
                                           size_t count, std::vector<Real> fallback,
                                           bool required = false) const;
+  // One optional number of joint `joint`'s element `e` into *out (`fallback` when absent).
+  absl::Status JointScalar(const XMLElement* e, const std::string& joint, const char* key,
+                           Real fallback, Real* out) const {
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> v, Reals(e, "joint", joint, key, 1, {fallback}));
+    *out = v[0];
+    return absl::OkStatus();
+  }
   absl::StatusOr<Pose> Origin(const XMLElement* parent, const std::string& owner,
                               const std::string& owner_name) const;
   absl::Status ParseLink(const XMLElement* e);
@@ -468,18 +475,10 @@ absl::Status UrdfLoader::ParseJoint(const XMLElement* e) {
   }
   if (const XMLElement* limit = e->FirstChildElement("limit")) {
     joint.has_limit = true;
-    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> lower,
-                              Reals(limit, "joint", joint.name, "lower", 1, {0}));
-    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> upper,
-                              Reals(limit, "joint", joint.name, "upper", 1, {0}));
-    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> effort,
-                              Reals(limit, "joint", joint.name, "effort", 1, {0}));
-    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> velocity,
-                              Reals(limit, "joint", joint.name, "velocity", 1, {0}));
-    joint.lower = lower[0];
-    joint.upper = upper[0];
-    joint.effort = effort[0];
-    joint.velocity = velocity[0];
+    AXION_IO_RETURN_IF_ERROR(JointScalar(limit, joint.name, "lower", 0, &joint.lower));
+    AXION_IO_RETURN_IF_ERROR(JointScalar(limit, joint.name, "upper", 0, &joint.upper));
+    AXION_IO_RETURN_IF_ERROR(JointScalar(limit, joint.name, "effort", 0, &joint.effort));
+    AXION_IO_RETURN_IF_ERROR(JointScalar(limit, joint.name, "velocity", 0, &joint.velocity));
     if (joint.effort < 0) return Error(limit, "joint", joint.name, "effort", "is negative");
     if ((joint.type == "revolute" || joint.type == "prismatic") && !(joint.lower <= joint.upper)) {
       if (!(std::isfinite(joint.lower) && std::isfinite(joint.upper))) {
@@ -513,20 +512,13 @@ absl::Status UrdfLoader::ParseJoint(const XMLElement* e) {
       return Error(mimic, "joint", joint.name, "mimic", "<mimic joint=...> is required");
     joint.mimic = leader;
     joint.mimic_where = Where(mimic);
-    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> multiplier,
-                              Reals(mimic, "joint", joint.name, "multiplier", 1, {1}));
-    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> offset,
-                              Reals(mimic, "joint", joint.name, "offset", 1, {0}));
-    joint.mimic_multiplier = multiplier[0];
-    joint.mimic_offset = offset[0];
+    AXION_IO_RETURN_IF_ERROR(
+        JointScalar(mimic, joint.name, "multiplier", 1, &joint.mimic_multiplier));
+    AXION_IO_RETURN_IF_ERROR(JointScalar(mimic, joint.name, "offset", 0, &joint.mimic_offset));
   }
   if (const XMLElement* dynamics = e->FirstChildElement("dynamics")) {
-    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> damping,
-                              Reals(dynamics, "joint", joint.name, "damping", 1, {0}));
-    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> friction,
-                              Reals(dynamics, "joint", joint.name, "friction", 1, {0}));
-    joint.damping = damping[0];
-    joint.friction = friction[0];
+    AXION_IO_RETURN_IF_ERROR(JointScalar(dynamics, joint.name, "damping", 0, &joint.damping));
+    AXION_IO_RETURN_IF_ERROR(JointScalar(dynamics, joint.name, "friction", 0, &joint.friction));
     if (joint.damping < 0) return Error(dynamics, "joint", joint.name, "damping", "is negative");
     if (joint.friction != 0) {
       warnings_.Add("joint-friction",
