@@ -1086,6 +1086,56 @@ TEST(MjcfActuatorTest, GeneralActuatorsAreMotorsOrServos) {
   EXPECT_EQ(g->model.actuators[0].kv, s->model.actuators[0].kv);
 }
 
+// <composite> rope, loop and particle expand into the bodies MuJoCo 2.2 compiles from them: the
+// same masses, inertias, positions and orientations body by body, the same joints; the loop
+// closes with a connect (a ball joint) between its ends. Other types warn; a rope whose holder
+// is not named B<k> is refused, as in MuJoCo.
+TEST(MjcfCompositeTest, RopeLoopAndParticlesExpandAsInMuJoCo) {
+  const std::string dir = "/usr/share/mujoco/model/composite/";
+  absl::StatusOr<ImportResult> rope = LoadMjcfFile(dir + "rope.xml");
+  ASSERT_TRUE(rope.ok()) << rope.status();
+  EXPECT_EQ(rope->model.bodies.size(), 21u);
+  EXPECT_EQ(rope->model.joints.size(), 20u);  // two hinges per element, one generic joint
+  ExpectBodiesMatchMuJoCo(dir + "rope.xml", rope->model);
+
+  absl::StatusOr<ImportResult> loop = LoadMjcfFile(dir + "loop.xml");
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  EXPECT_EQ(loop->model.bodies.size(), 20u);
+  ASSERT_EQ(loop->model.joints.size(), 20u);
+  const JointDesc& closure = loop->model.joints.back();
+  EXPECT_EQ(closure.type, JointType::kBall);
+  ExpectBodiesMatchMuJoCo(dir + "loop.xml", loop->model);
+  ASSERT_EQ(loop->model.exclude_body_pairs.size(), 1u);
+
+  absl::StatusOr<ImportResult> particles = LoadMjcfFile(dir + "particle.xml");
+  ASSERT_TRUE(particles.ok()) << particles.status();
+  ASSERT_EQ(particles->model.bodies.size(), 1000u);
+  MjModelPtr m = LoadMuJoCo(dir + "particle.xml");
+  ASSERT_TRUE(m);
+  ASSERT_EQ(m->nbody, 1002);  // the world, a static mocap box, then the particles in order
+  for (int i = 0; i < 1000; ++i) {
+    const BodyDesc& body = particles->model.bodies[i];
+    for (int k = 0; k < 3; ++k) ASSERT_NEAR(body.pose.pos[k], m->body_pos[3 * (i + 2) + k], 1e-12);
+    ASSERT_NEAR(body.mass, m->body_mass[i + 2], 1e-12);
+  }
+  EXPECT_EQ(particles->model.joints[0].type, JointType::kGeneric);  // three slides
+
+  absl::StatusOr<ImportResult> grid = LoadMjcfString(R"(<mujoco><worldbody>
+    <composite type="grid" count="3 3 1" spacing="0.1"><geom size="0.01"/></composite>
+    <body name="a" pos="0 0 1"><freejoint/><geom size="0.1"/></body></worldbody></mujoco>)",
+                                                     "");
+  ASSERT_TRUE(grid.ok()) << grid.status();
+  EXPECT_TRUE(HasWarning(*grid, "<composite type=\"grid\"> is not supported"));
+  absl::StatusOr<ImportResult> misnamed = LoadMjcfString(R"(<mujoco><worldbody>
+    <body name="holder" pos="0 0 1"><freejoint/>
+      <composite type="rope" count="5 1 1" spacing="0.1"><geom type="capsule" size="0.01 0.04"/></composite>
+    </body></worldbody></mujoco>)",
+                                                         "");
+  ASSERT_FALSE(misnamed.ok());
+  EXPECT_NE(misnamed.status().message().find("must be 'B<k>'"), std::string::npos)
+      << misnamed.status();
+}
+
 TEST(MjcfIncludeTest, IncludedFilesAreSplicedInPlace) {
   std::string dir = ::testing::TempDir();
   WriteTemp("inc_body.xml", R"(<mujoco><body name="ball" pos="0 0 1"><freejoint/>
@@ -1126,9 +1176,9 @@ TEST(MjcfErrorTest, MissingIncludeNamesTheFile) {
 TEST(MjcfErrorTest, ErrorsNameTheUnsupportedElementsIgnoredBeforeThem) {
   absl::StatusOr<ImportResult> r = LoadMjcfString(R"(<mujoco>
   <worldbody>
-    <body name="rope" pos="0 0 1">
+    <body name="net" pos="0 0 1">
       <freejoint/>
-      <composite type="rope" count="21 1 1" spacing="0.04">
+      <composite type="cloth" count="9 9 1" spacing="0.04">
         <geom type="capsule" size=".01 .015"/>
       </composite>
     </body>
@@ -1136,9 +1186,8 @@ TEST(MjcfErrorTest, ErrorsNameTheUnsupportedElementsIgnoredBeforeThem) {
 </mujoco>)",
                                                   "");
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("body 'rope': mass is zero"), std::string::npos)
-      << r.status();
-  EXPECT_NE(r.status().message().find("<composite> in <body> (<string>:5)"), std::string::npos)
+  EXPECT_NE(r.status().message().find("body 'net': mass is zero"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("<composite type=\"cloth\"> (<string>:5)"), std::string::npos)
       << r.status();
 }
 

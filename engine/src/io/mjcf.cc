@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "collision/hull.h"
 #include "io/io_util.h"
@@ -311,6 +312,7 @@ class MjcfLoader {
   absl::Status ParseAssets(const XMLElement* e);
   absl::Status ParseMesh(const XMLElement* e);
   absl::Status ParseBody(const XMLElement* e, int parent, const std::string& childclass);
+  absl::Status ExpandComposite(const XMLElement* e, int parent, const std::string& childclass);
   absl::Status ParseGeom(const XMLElement* e, const std::string& class_name, MjGeom* geom);
   absl::Status ParseJoint(const XMLElement* e, const std::string& class_name, int body,
                           MjJoint* joint);
@@ -361,6 +363,8 @@ class MjcfLoader {
   std::map<std::string, std::pair<int, int>> joint_target_;  // MJCF joint -> (joint, dof)
   std::set<std::string> joint_names_;
   std::map<std::string, JointKind> joint_kind_;
+  // Documents of elements a <composite> expands into, and where each composite is.
+  std::map<const XMLDocument*, std::string> generated_where_;
 };
 
 absl::StatusOr<XMLDocument*> MjcfLoader::Parse(std::string_view xml, const std::string& file) {
@@ -376,6 +380,8 @@ absl::StatusOr<XMLDocument*> MjcfLoader::Parse(std::string_view xml, const std::
 }
 
 std::string MjcfLoader::Where(const XMLElement* e) const {
+  auto generated = generated_where_.find(e->GetDocument());
+  if (generated != generated_where_.end()) return generated->second;
   auto it = doc_file_.find(e->GetDocument());
   return absl::StrCat(it == doc_file_.end() ? "<xml>" : it->second, ":", e->GetLineNum());
 }
@@ -1019,6 +1025,8 @@ absl::Status MjcfLoader::ParseBody(const XMLElement* xml, int parent,
       AXION_IO_RETURN_IF_ERROR(ParseInertial(c, &bodies_[index]));
     } else if (tag == "body") {
       AXION_IO_RETURN_IF_ERROR(ParseBody(c, index, childclass));
+    } else if (tag == "composite") {
+      AXION_IO_RETURN_IF_ERROR(ExpandComposite(c, index, childclass));
     } else if (tag == "site" || tag == "camera" || tag == "light") {
       WarnElement(c, "body", "has no physical effect and was ignored");
     } else {
@@ -1044,6 +1052,209 @@ absl::Status MjcfLoader::ParseBody(const XMLElement* xml, int parent,
   return absl::OkStatus();
 }
 
+// <composite> as MuJoCo 2.2 expands it, into the bodies, joints and geoms it stands for (probed
+// against libmujoco's compiled models), which are then parsed as if the file had them:
+//   particle: count[0] x count[1] x count[2] bodies at offset + spacing (i - count / 2) (integer
+//     division), z fastest, each on three slide joints, with the template geom;
+//   rope, loop: elements of length `spacing` along x; the body holding the composite is element
+//     k of its name prefix + "B<k>" and gets geom G<k> (the template, its long axis turned onto
+//     x). Elements k+1, ... chain on along +x, k-1, ..., 0 along -x, each on two hinges (y, then
+//     z: the joint kind "main") at its end toward the holder, named J0_<i>, J1_<i>. A rope runs
+//     straight; a loop turns by 2 pi / count at each joint and closes with a <connect> between
+//     B0 and its last element (its end, -spacing/2 along B0's x) whose bodies never collide.
+// Other types (grid, cloth, box, cylinder, ellipsoid) need tendons or soft equalities and are
+// skipped with a warning, as are skins, pins and the twist and stretch joint kinds.
+absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent,
+                                         const std::string& childclass) {
+  const std::string where = Where(xml);
+  auto error = [&](const std::string& what) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": composite: ", what));
+  };
+  const char* type_text = xml->Attribute("type");
+  const std::string type = type_text ? type_text : "";
+  if (type != "particle" && type != "rope" && type != "loop") {
+    // named by a later error too (its bodies missing, a holder may have no mass)
+    const std::string what = absl::StrCat("<composite type=\"", type, "\">");
+    bool seen = false;
+    for (const std::string& u : unsupported_elements_) seen = seen || absl::StartsWith(u, what);
+    if (!seen) unsupported_elements_.push_back(absl::StrCat(what, " (", where, ")"));
+    warnings_.Add(
+        absl::StrCat("composite-type:", type),
+        absl::StrCat("<composite type=\"", type, "\"> is not supported and was ignored (first at ",
+                     where, "): particle, rope and loop are"));
+    return absl::OkStatus();
+  }
+  std::vector<Real> count, spacing, offset;
+  if (!io::ParseReals(xml->Attribute("count") ? xml->Attribute("count") : "1 1 1", &count) ||
+      count.size() != 3)
+    return error("attribute 'count': expected 3 numbers");
+  int n[3];
+  for (int k = 0; k < 3; ++k) {
+    n[k] = static_cast<int>(count[k]);
+    if (n[k] != count[k] || n[k] < 1) return error("attribute 'count': expected positive integers");
+  }
+  if (!xml->Attribute("spacing") || !io::ParseReals(xml->Attribute("spacing"), &spacing) ||
+      spacing.size() != 1 || !(spacing[0] > 0))
+    return error("attribute 'spacing': expected one positive number");
+  if (!io::ParseReals(xml->Attribute("offset") ? xml->Attribute("offset") : "0 0 0", &offset) ||
+      offset.size() != 3)
+    return error("attribute 'offset': expected 3 numbers");
+  const std::string prefix = xml->Attribute("prefix") ? xml->Attribute("prefix") : "";
+  const Real s = spacing[0];
+  const XMLElement* geom_template = nullptr;
+  std::vector<const XMLElement*> joint_templates;
+  for (const XMLElement* c = xml->FirstChildElement(); c; c = c->NextSiblingElement()) {
+    const std::string tag = c->Name();
+    if (tag == "geom") {
+      geom_template = c;
+    } else if (tag == "joint") {
+      const char* kind = c->Attribute("kind");
+      if (kind && std::string(kind) == "main") {
+        joint_templates.push_back(c);
+      } else {
+        warnings_.Add(
+            absl::StrCat("composite-joint:", kind ? kind : ""),
+            absl::StrCat("composite joints of kind '", kind ? kind : "",
+                         "' are not supported and were not created (first at ", Where(c), ")"));
+      }
+    } else if (tag == "skin") {
+      WarnElement(c, "composite", "only affects rendering and was ignored");
+    } else {
+      WarnElement(c, "composite", "is not supported and was ignored");
+    }
+  }
+  auto num = [](Real x) { return absl::StrFormat("%.17g", x); };
+  auto vec = [&](Real x, Real y, Real z) { return absl::StrCat(num(x), " ", num(y), " ", num(z)); };
+  auto doc = std::make_unique<XMLDocument>();
+  XMLDocument* d = doc.get();
+  generated_where_[d] = absl::StrCat(where, " (generated by <composite type=\"", type, "\">)");
+  docs_.push_back(std::move(doc));
+  // the template geom, named and turned as asked
+  auto make_geom = [&](const std::string& name, const std::string& quat) {
+    XMLElement* g = d->NewElement("geom");
+    if (geom_template) {
+      for (const tinyxml2::XMLAttribute* a = geom_template->FirstAttribute(); a; a = a->Next())
+        g->SetAttribute(a->Name(), a->Value());
+    }
+    if (!name.empty()) g->SetAttribute("name", name.c_str());
+    if (!quat.empty()) g->SetAttribute("quat", quat.c_str());
+    return g;
+  };
+
+  if (type == "particle") {
+    for (int i = 0; i < n[0]; ++i) {
+      for (int j = 0; j < n[1]; ++j) {
+        for (int k = 0; k < n[2]; ++k) {
+          XMLElement* body = d->NewElement("body");
+          body->SetAttribute("pos",
+                             vec(offset[0] + s * (i - n[0] / 2), offset[1] + s * (j - n[1] / 2),
+                                 offset[2] + s * (k - n[2] / 2))
+                                 .c_str());
+          for (const char* axis : {"1 0 0", "0 1 0", "0 0 1"}) {
+            XMLElement* slide = d->NewElement("joint");
+            slide->SetAttribute("type", "slide");
+            slide->SetAttribute("axis", axis);
+            body->InsertEndChild(slide);
+          }
+          body->InsertEndChild(make_geom("", ""));
+          d->InsertEndChild(body);
+          AXION_IO_RETURN_IF_ERROR(ParseBody(body, parent, childclass));
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // rope and loop
+  if (n[1] != 1 || n[2] != 1) return error(absl::StrCat(type, ": count must be \"N 1 1\""));
+  if (parent < 0) return error(absl::StrCat(type, ": must be inside a <body>"));
+  const std::string holder = bodies_[parent].name;
+  const std::string head = prefix + "B";
+  int held = -1;
+  if (absl::StartsWith(holder, head)) {
+    std::vector<Real> k;
+    if (io::ParseReals(holder.substr(head.size()), &k) && k.size() == 1 && k[0] >= 0 &&
+        k[0] < n[0] && k[0] == static_cast<int>(k[0]))
+      held = static_cast<int>(k[0]);
+  }
+  if (held < 0)
+    return error(absl::StrCat(type, ": the body holding it is named '", holder, "', but must be '",
+                              head, "<k>' with k its element index below ", n[0],
+                              " (MuJoCo 2.2 rule)"));
+  const std::string along_x = "0.70710678118654757 0 0.70710678118654757 0";  // z onto x
+  const Real turn = type == "loop" ? 2 * 3.14159265358979323846 / n[0] : 0;
+  // the holder's geom
+  {
+    MjGeom geom;
+    AXION_IO_RETURN_IF_ERROR(ParseGeom(make_geom(absl::StrCat(prefix, "G", held), along_x),
+                                       childclass.empty() ? "main" : childclass, &geom));
+    bodies_[parent].geoms.push_back(std::move(geom));
+  }
+  // each chain from the holder: +x (side +1) then -x (side -1)
+  for (int side : {1, -1}) {
+    XMLElement* outer = nullptr;
+    XMLElement* inner = nullptr;
+    for (int i = held + side; i >= 0 && i < n[0]; i += side) {
+      XMLElement* body = d->NewElement("body");
+      body->SetAttribute("name", absl::StrCat(head, i).c_str());
+      body->SetAttribute(
+          "pos", vec(side * s / 2 * (1 + std::cos(turn)), s / 2 * std::sin(turn), 0).c_str());
+      body->SetAttribute(
+          "quat",
+          absl::StrCat(num(std::cos(turn / 2)), " 0 0 ", num(side * std::sin(turn / 2))).c_str());
+      for (int axis = 0; axis < 2; ++axis) {
+        XMLElement* hinge = d->NewElement("joint");
+        for (const XMLElement* t : joint_templates) {
+          for (const tinyxml2::XMLAttribute* a = t->FirstAttribute(); a; a = a->Next()) {
+            if (std::string(a->Name()) != "kind") hinge->SetAttribute(a->Name(), a->Value());
+          }
+        }
+        hinge->SetAttribute("name", absl::StrCat(prefix, "J", axis, "_", i).c_str());
+        hinge->SetAttribute("type", "hinge");
+        hinge->SetAttribute("pos", vec(-side * s / 2, 0, 0).c_str());
+        hinge->SetAttribute("axis", axis == 0 ? "0 1 0" : "0 0 1");
+        body->InsertEndChild(hinge);
+      }
+      body->InsertEndChild(make_geom(absl::StrCat(prefix, "G", i), along_x));
+      if (inner) {
+        inner->InsertEndChild(body);
+      } else {
+        outer = body;
+      }
+      inner = body;
+    }
+    if (!outer) continue;
+    // rope ends are straight: only a loop turns
+    if (type == "rope") {
+      for (XMLElement* b = outer; b; b = b->FirstChildElement("body")) {
+        b->SetAttribute("pos", vec(side * s, 0, 0).c_str());
+        b->DeleteAttribute("quat");
+      }
+    }
+    d->InsertEndChild(outer);
+    AXION_IO_RETURN_IF_ERROR(ParseBody(outer, parent, childclass));
+  }
+  if (type == "loop" && n[0] > 2) {
+    // closing the loop: B0's free end held to the last element's, the two never colliding
+    XMLElement* equality = d->NewElement("equality");
+    XMLElement* connect = d->NewElement("connect");
+    connect->SetAttribute("body1", (head + "0").c_str());
+    connect->SetAttribute("body2", absl::StrCat(head, n[0] - 1).c_str());
+    connect->SetAttribute("anchor", vec(-s / 2, 0, 0).c_str());
+    equality->InsertEndChild(connect);
+    d->InsertEndChild(equality);
+    equality_sections_.push_back(equality);
+    XMLElement* contact = d->NewElement("contact");
+    XMLElement* exclude = d->NewElement("exclude");
+    exclude->SetAttribute("body1", (head + "0").c_str());
+    exclude->SetAttribute("body2", absl::StrCat(head, n[0] - 1).c_str());
+    contact->InsertEndChild(exclude);
+    d->InsertEndChild(contact);
+    contact_sections_.push_back(contact);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status MjcfLoader::ParseWorld(const XMLElement* xml) {
   std::vector<const XMLElement*> children;
   AXION_IO_RETURN_IF_ERROR(Children(xml, &children, 0));
@@ -1055,6 +1266,8 @@ absl::Status MjcfLoader::ParseWorld(const XMLElement* xml) {
       world_geoms_.push_back(std::move(geom));
     } else if (tag == "body") {
       AXION_IO_RETURN_IF_ERROR(ParseBody(c, -1, ""));
+    } else if (tag == "composite") {
+      AXION_IO_RETURN_IF_ERROR(ExpandComposite(c, -1, ""));
     } else if (tag == "joint" || tag == "freejoint" || tag == "inertial") {
       return absl::InvalidArgumentError(
           absl::StrCat(Where(c), ": <", tag, "> is not allowed in <worldbody>"));
