@@ -60,7 +60,7 @@ AXION_HD void world_build_row_adjacency(const BatchView& v, int world) {
   const int row0 = v.world_row_offset[world];
   const int row_end = row0 + world_live_rows(v, world);
   for (int b = b0; b < b1; ++b) v.body_row_count[b] = 0;
-  // a coupling's leader slot holds as many entries as it has row slots: row_body_list's two
+  // (a coupling row's two extra entries take its leader slot's share of row_body_list)
   for (int row = row0; row < row_end; ++row) {
     for (int side = 0, sides = row_side_count(v, row); side < sides; ++side) {
       const int body = row_side_body(v, row, side);

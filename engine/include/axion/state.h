@@ -336,7 +336,8 @@ struct BatchView {
   Real* row_tree_u;               // (row slots x 6) at a group's first row: J_gp^T w_g, its
                                   // forward solve's share of its parent's f_p
   int32_t* row_body_list;         // (row slots x 2) per world from its first slot: each body's rows
-                                  // in row order, as 2 row + side (1: the row's body b)
+                                  // in row order, as 4 row + side (0: the row's body a, 1: its
+                                  // body b; 2, 3: a coupling's leader slot's a and b)
 };
 
 }  // namespace axion
