@@ -5,7 +5,8 @@
 //             [--timestep=0.005] [--preconditioner=tree|jacobi] [--threads=2]
 //             [--friction_newton=true|false] [--speculative_contacts=true|false]
 //             [--line_search=true|false]
-//             [--newton_iterations=50] [--newton_stall_iterations=0] [--step_halvings=3]
+//             [--newton_iterations=50] [--newton_tolerance=1e-6]
+//             [--newton_stall_iterations=0] [--step_halvings=3]
 //             [--halving_iterations=20] [--halving_residual=1e-2] [--contact_capacity=N]
 //             [--trajectory=out.csv|out.npy] [--progress] [--floor=HEIGHT]
 //             [--floating_base] [--self_collision] [--inertia_from_collision]
@@ -55,6 +56,9 @@ ABSL_FLAG(std::string, friction_newton, "",
 ABSL_FLAG(std::string, speculative_contacts, "",
           "true or false: contacts that close within the step join early (empty: the model's)");
 ABSL_FLAG(int, newton_iterations, 0, "maximum Newton iterations per step (0: the model's)");
+ABSL_FLAG(double, newton_tolerance, 0,
+          "residual max-norm (m/s) at which a step's Newton solve stops (0: the model's, 1e-6 by "
+          "default): larger trades accuracy for speed");
 ABSL_FLAG(int, newton_stall_iterations, -1,
           "stop a step's Newton loop once its best iterate is this many iterations old (0: "
           "never; -1: the model's)");
@@ -262,6 +266,10 @@ absl::Status Run() {
   int newton_iterations = absl::GetFlag(FLAGS_newton_iterations);
   if (newton_iterations < 0) return absl::InvalidArgumentError("--newton_iterations must be >= 0");
   if (newton_iterations > 0) desc.options.newton_iterations = newton_iterations;
+  const double newton_tolerance = absl::GetFlag(FLAGS_newton_tolerance);
+  if (!(newton_tolerance >= 0) || !std::isfinite(newton_tolerance))
+    return absl::InvalidArgumentError("--newton_tolerance must be finite and >= 0");
+  if (newton_tolerance > 0) desc.options.newton_tolerance = newton_tolerance;
   int newton_stall_iterations = absl::GetFlag(FLAGS_newton_stall_iterations);
   if (newton_stall_iterations < -1)
     return absl::InvalidArgumentError("--newton_stall_iterations must be >= -1");
