@@ -404,6 +404,15 @@ absl::StatusOr<ModelDesc> ModelDescFromProto(const v1::ModelDescription& proto) 
     coupling.compliance = c.compliance();
     desc.couplings.push_back(coupling);
   }
+  for (const v1::ContactPair& p : proto.contact_pairs()) {
+    ContactPairDesc pair;
+    pair.name = p.name();
+    pair.shape_a = p.shape_a();
+    pair.shape_b = p.shape_b();
+    if (p.has_friction()) pair.friction = p.friction().value();
+    if (p.contact_dim() != 0) pair.contact_dim = p.contact_dim();
+    desc.contact_pairs.push_back(pair);
+  }
   absl::Status options = ApplySolverOverrides(proto.options(), &desc.options);
   if (!options.ok()) return options;
   if (proto.has_contact_capacity()) desc.contact_capacity = proto.contact_capacity().value();
@@ -490,6 +499,14 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
     out->set_leader_dof(coupling.leader_dof);
     for (Real c : coupling.polynomial) out->add_polynomial(c);
     out->set_compliance(coupling.compliance);
+  }
+  for (const ContactPairDesc& pair : desc.contact_pairs) {
+    v1::ContactPair* out = proto->add_contact_pairs();
+    out->set_name(pair.name);
+    out->set_shape_a(pair.shape_a);
+    out->set_shape_b(pair.shape_b);
+    out->mutable_friction()->set_value(pair.friction);
+    out->set_contact_dim(pair.contact_dim);
   }
   SolverOptionsToProto(desc.options, proto->mutable_options());
   proto->mutable_contact_capacity()->set_value(desc.contact_capacity);

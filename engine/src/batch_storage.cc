@@ -294,6 +294,7 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
     for (int p = 0; p < static_cast<int>(model_pairs.size()); ++p) {
       s.pair_shape_a[p0 + p] = s0 + model_pairs[p][0];
       s.pair_shape_b[p0 + p] = s0 + model_pairs[p][1];
+      s.pair_friction[p0 + p] = m.collision_pair_friction()[p];
     }
     ResetWorldState(layout, w, s);
   }

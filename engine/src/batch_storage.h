@@ -114,7 +114,8 @@ namespace axion {
   X(Real, shape_friction, 1) \
   X(Real, shape_restitution, 1) X(int32_t, shape_contact_dim, 1) X(int32_t, shape_hull, 1)
 #define AXION_SHAPE_SCRATCH(X) X(Real, shape_aabb, 6) X(Real, shape_sweep, 1)
-#define AXION_PAIR_MODEL(X) X(int32_t, pair_shape_a, 1) X(int32_t, pair_shape_b, 1)
+#define AXION_PAIR_MODEL(X) \
+  X(int32_t, pair_shape_a, 1) X(int32_t, pair_shape_b, 1) X(Real, pair_friction, 1)
 #define AXION_CONTACT_STATE(X)                                                     \
   X(int32_t, contact_body_a, 1)                                                    \
   X(int32_t, contact_body_b, 1)                                                    \

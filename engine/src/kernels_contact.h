@@ -156,7 +156,9 @@ AXION_HD void world_collide(const BatchView& v, int world) {
       store3(v.contact_tangent + 6 * k, t1);
       store3(v.contact_tangent + 6 * k + 3, t2);
       v.contact_gap[k] = points[i].gap;
-      v.contact_friction[k] = contact_friction_coefficient(v, sa, sb, p);
+      v.contact_friction[k] = v.pair_friction[pair] >= 0
+                                  ? v.pair_friction[pair]
+                                  : contact_friction_coefficient(v, sa, sb, p);
       Real ea = v.shape_restitution[sa], eb = v.shape_restitution[sb];
       v.contact_restitution[k] = ea > eb ? ea : eb;
       // Relative normal velocity at the start of the step (restitution reference).

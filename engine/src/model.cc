@@ -185,6 +185,8 @@ uint64_t Fingerprint(const Model& m) {
   }
   for (const ShapeDesc& s : d.shapes) h.Add(s.type), h.Add(s.body), h.Add(s.pose), h.Add(s.size);
   for (const ActuatorDesc& a : d.actuators) h.Add(a.type), h.Add(a.joint), h.Add(a.dof);
+  h.Add(d.contact_pairs.size());
+  for (const ContactPairDesc& p : d.contact_pairs) h.Add(p.shape_a), h.Add(p.shape_b);
   h.Add(d.couplings.size());
   for (const JointCouplingDesc& c : d.couplings)
     h.Add(c.joint), h.Add(c.dof), h.Add(c.leader_joint), h.Add(c.leader_dof);
@@ -615,6 +617,31 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
     joined.insert({std::min(a, b), std::max(a, b)});
   }
   const int shape_count = static_cast<int>(desc.shapes.size());
+  // explicit pairs first: they replace what the filter would give the same two shapes
+  std::set<std::pair<int, int>> explicit_pairs;
+  for (int i = 0; i < static_cast<int>(desc.contact_pairs.size()); ++i) {
+    const ContactPairDesc& pair = desc.contact_pairs[i];
+    const std::string what = Describe("contact pair", i, pair.name);
+    if (pair.shape_a < 0 || pair.shape_a >= shape_count || pair.shape_b < 0 ||
+        pair.shape_b >= shape_count)
+      return Invalid(
+          what, "shapes",
+          absl::StrCat("refer to missing shapes (", pair.shape_a, ", ", pair.shape_b, ")"));
+    const ShapeDesc& sa = desc.shapes[pair.shape_a];
+    const ShapeDesc& sb = desc.shapes[pair.shape_b];
+    if (sa.body == sb.body)
+      return Invalid(what, "shapes", "are on the same body (or both static): they cannot touch");
+    if (!Finite(pair.friction) || pair.friction < 0)
+      return Invalid(what, "friction", "must be >= 0, got " + Fmt(pair.friction));
+    if (pair.contact_dim != 1 && pair.contact_dim != 3)
+      return Invalid(what, "contact_dim", absl::StrCat("must be 1 or 3, got ", pair.contact_dim));
+    const std::pair<int, int> key{std::min(pair.shape_a, pair.shape_b),
+                                  std::max(pair.shape_a, pair.shape_b)};
+    if (!explicit_pairs.insert(key).second)
+      return Invalid(what, "shapes", "are already an explicit pair");
+    model->collision_pairs_.push_back({key.first, key.second});
+    model->collision_pair_friction_.push_back(pair.contact_dim == 1 ? Real(0) : pair.friction);
+  }
   for (int a = 0; a < shape_count; ++a) {
     for (int b = a + 1; b < shape_count; ++b) {
       const ShapeDesc& sa = desc.shapes[a];
@@ -624,7 +651,9 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
       if (!((sa.collision_group & sb.collision_mask) && (sb.collision_group & sa.collision_mask)))
         continue;
       if (joined.count({std::min(sa.body, sb.body), std::max(sa.body, sb.body)})) continue;
+      if (explicit_pairs.count({a, b})) continue;
       model->collision_pairs_.push_back({a, b});
+      model->collision_pair_friction_.push_back(-1);
     }
   }
   const int pair_count = static_cast<int>(model->collision_pairs_.size());

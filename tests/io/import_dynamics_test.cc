@@ -72,6 +72,13 @@ struct MuJoCoRun {
   std::string load_error;
 };
 
+// Writes `text` to a file of the test's temporary directory; returns its path.
+std::string WriteTempModel(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
 // Trajectory comparisons between an imported model and the same model built directly check the
 // models, not where Newton happened to stop: both are solved far below the default tolerance
 // (1e-7 m/s per step, which alone allows differences of ~1e-9 m over thousands of steps), so
@@ -688,6 +695,58 @@ TEST(CouplingTest, JointEqualityHoldsLikeMuJoCo) {
   EXPECT_LT(largest_gap, 1e-7);
   EXPECT_GT(largest_angle, 0.5);
   EXPECT_LT(largest_difference, 0.02 * largest_angle);
+}
+
+// <contact><pair> replaces what the geoms' own materials give: pair_slide.xml's box slides on
+// the floor at the pair's friction 0.2, not the geoms' 1, slowing at 0.2 g as in MuJoCo; as a
+// condim 1 pair it slides on without friction; and a pair holds between geoms whose contype
+// and conaffinity would keep them apart.
+TEST(ContactPairTest, PairFrictionReplacesTheGeomsLikeMuJoCo) {
+  const std::string path = kModels + "/pair_slide.xml";
+  auto speed_after = [&](const std::string& file, double seconds, double* mujoco_speed) {
+    absl::StatusOr<ImportResult> imported = LoadMjcfFile(file);
+    EXPECT_TRUE(imported.ok()) << imported.status();
+    if (!imported.ok()) return -1.0;
+    EXPECT_EQ(imported->model.contact_pairs.size(), 1u);
+    ModelDesc desc = imported->model;
+    desc.bodies[0].linear_velocity = {2, 0, 0};
+    World w = MakeWorld(desc);
+    EXPECT_TRUE(w.sim);
+    if (!w.sim) return -1.0;
+    MuJoCoRun mujoco(file);
+    EXPECT_TRUE(mujoco.m) << mujoco.load_error;
+    if (!mujoco.m) return -1.0;
+    mujoco.d->qvel[0] = 2;
+    const int steps = static_cast<int>(std::lround(seconds / desc.options.timestep));
+    EXPECT_TRUE(w.sim->StepAll(steps).ok());
+    for (int s = 0; s < steps; ++s) mj_step(mujoco.m, mujoco.d);
+    *mujoco_speed = mujoco.d->qvel[0];
+    return double(w.sim->GetBodyState(w.id)->velocity[0]);
+  };
+  double mujoco = 0;
+  const double expected = 2 - 0.2 * 9.81 * 0.5;
+  const double axion = speed_after(path, 0.5, &mujoco);
+  std::printf("after 0.5 s: Axion %.5f m/s, MuJoCo %.5f m/s, Coulomb at 0.2: %.5f m/s\n", axion,
+              mujoco, expected);
+  EXPECT_NEAR(axion, expected, 2e-3);
+  EXPECT_NEAR(mujoco, expected, 2e-2);
+
+  std::ifstream in(path);
+  std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string out = xml;
+    out.replace(out.find(from), from.size(), to);
+    return out;
+  };
+  const std::string frictionless = replaced("friction=\"0.2 0.2\"", "condim=\"1\"");
+  const double slides =
+      speed_after(WriteTempModel("pair_frictionless.xml", frictionless), 0.5, &mujoco);
+  EXPECT_NEAR(slides, 2, 1e-6);
+  EXPECT_NEAR(mujoco, 2, 1e-3);
+  const std::string filtered = replaced("size=\"0.1 0.1 0.1\" friction=\"1\"",
+                                        "size=\"0.1 0.1 0.1\" contype=\"0\" conaffinity=\"0\"");
+  EXPECT_NEAR(speed_after(WriteTempModel("pair_filtered.xml", filtered), 0.5, &mujoco), expected,
+              2e-3);
 }
 
 // MuJoCo's composite loop sample: a ring of 20 capsules closed by a connect, dropped on the floor

@@ -930,7 +930,8 @@ TEST(MjcfMeshTest, ObjFacesOfTwoCornersAreSkipped) {
 }
 
 // <contact><exclude> keeps two bodies' geoms apart, whatever their contype and conaffinity:
-// the pairs that collide are MuJoCo's. <pair> is not supported and says so.
+// the pairs that collide are MuJoCo's. An explicit <pair> of two geoms the filter pairs anyway
+// adds no second pair.
 TEST(MjcfCollisionTest, ExcludedBodyPairsMatchMuJoCo) {
   std::string path = WriteTemp("exclude.xml", R"(
 <mujoco>
@@ -949,7 +950,7 @@ TEST(MjcfCollisionTest, ExcludedBodyPairsMatchMuJoCo) {
   absl::StatusOr<ImportResult> r = LoadMjcfFile(path);
   ASSERT_TRUE(r.ok()) << r.status();
   ExpectCollisionPairsMatchMuJoCo(path, r->model);
-  EXPECT_TRUE(HasWarning(*r, "element <pair> in <contact> is not supported"));
+  EXPECT_EQ(r->model.contact_pairs.size(), 1u);
   absl::StatusOr<ImportResult> unknown = LoadMjcfString(
       R"(<mujoco><worldbody/><contact><exclude body1="a" body2="world"/></contact></mujoco>)", "");
   ASSERT_FALSE(unknown.ok());
@@ -1136,6 +1137,45 @@ TEST(MjcfCompositeTest, RopeLoopAndParticlesExpandAsInMuJoCo) {
       << misnamed.status();
 }
 
+// <contact><pair>: geoms by name, MuJoCo's defaults (condim 3, friction 1 along both tangents);
+// a friction left at 1 along the second tangent is anisotropic, which is said; unknown geoms
+// are errors naming them.
+TEST(MjcfContactTest, PairsNameTheirGeomsAndKeepMuJoCoDefaults) {
+  const std::string body = R"(<worldbody><geom name="floor" type="plane" size="0 0 0.1"/>
+    <body name="b" pos="0 0 1"><freejoint/><geom name="ball" size="0.1"/></body></worldbody>)";
+  absl::StatusOr<ImportResult> r = LoadMjcfString(
+      absl::StrCat("<mujoco>", body, R"(<contact><pair name="p" geom1="ball" geom2="floor"/>
+        <pair geom1="floor" geom2="ball" condim="1"/></contact></mujoco>)"),
+      "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  auto twice = Model::Compile(r->model);  // the same two geoms twice
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find("already an explicit pair"), std::string::npos)
+      << twice.status();
+  r = LoadMjcfString(absl::StrCat("<mujoco>", body,
+                                  R"(<contact><pair name="p" geom1="ball" geom2="floor"/>
+        </contact></mujoco>)"),
+                     "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->model.contact_pairs.size(), 1u);
+  EXPECT_EQ(r->model.contact_pairs[0].friction, 1);
+  EXPECT_EQ(r->model.contact_pairs[0].contact_dim, 3);
+  EXPECT_TRUE(r->warnings.empty()) << r->warnings.front();
+  r = LoadMjcfString(absl::StrCat("<mujoco>", body,
+                                  R"(<contact><pair geom1="ball" geom2="floor" friction="0.3"/>
+        </contact></mujoco>)"),
+                     "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->model.contact_pairs[0].friction, Real(0.3));
+  EXPECT_TRUE(HasWarning(*r, "taken as isotropic"));
+  r = LoadMjcfString(absl::StrCat("<mujoco>", body,
+                                  R"(<contact><pair geom1="ball" geom2="nowhere"/>
+        </contact></mujoco>)"),
+                     "");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("unknown geom 'nowhere'"), std::string::npos) << r.status();
+}
+
 TEST(MjcfIncludeTest, IncludedFilesAreSplicedInPlace) {
   std::string dir = ::testing::TempDir();
   WriteTemp("inc_body.xml", R"(<mujoco><body name="ball" pos="0 0 1"><freejoint/>
@@ -1240,13 +1280,13 @@ TEST(MjcfWarningTest, UnsupportedElementsAndAttributesAreNamed) {
       <site name="s"/>
     </body>
   </worldbody>
-  <tendon/><sensor/><equality><tendon tendon1="t"/></equality><contact><pair/></contact><keyframe/>
+  <tendon/><sensor/><equality><tendon tendon1="t"/></equality><contact><tendon/></contact><keyframe/>
 </mujoco>)";
   absl::StatusOr<ImportResult> r = LoadMjcfString(xml, "");
   ASSERT_TRUE(r.ok()) << r.status();
   for (const char* needle :
        {"<size>", "'integrator'", "<flag>", "'solref'", "'rgba'", "<site>", "<tendon>", "<sensor>",
-        "<tendon> in <equality>", "<pair> in <contact>", "<keyframe>"}) {
+        "<tendon> in <equality>", "<tendon> in <contact>", "<keyframe>"}) {
     EXPECT_TRUE(HasWarning(*r, needle)) << needle;
   }
   // Repeats are counted on one line.

@@ -155,6 +155,28 @@ TEST_F(ServerApiTest, CoupledWheelsTurnTogether) {
   EXPECT_THAT(status.message(), HasSubstr("at most 5"));
 }
 
+// A scene's explicit contact pairs reach the engine and come back in the described model; a pair
+// naming a missing shape is refused by name.
+TEST_F(ServerApiTest, ContactPairsAreCarried) {
+  v1::ModelDescription scene = RestingBallScene();
+  v1::ContactPair* pair = scene.add_contact_pairs();
+  pair->set_name("grip");
+  pair->set_shape_a(0);
+  pair->set_shape_b(1);
+  pair->mutable_friction()->set_value(0.5);
+  const std::vector<uint64_t> ids = MustCreate(*client_, scene, 1);
+  absl::StatusOr<v1::DescribeWorldResponse> described =
+      client_->DescribeWorld(ids[0], /*include_model=*/true);
+  ASSERT_TRUE(described.ok()) << described.status();
+  ASSERT_EQ(described->model().contact_pairs_size(), 1);
+  EXPECT_EQ(described->model().contact_pairs(0).friction().value(), 0.5);
+  EXPECT_EQ(described->model().contact_pairs(0).contact_dim(), 3);
+  pair->set_shape_b(7);
+  absl::Status status = client_->CreateWorlds(client::ModelScene(scene), 1).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("contact pair 0 ('grip')"));
+}
+
 TEST_F(ServerApiTest, PreconditionerOverrideIsAppliedAndReported) {
   for (v1::Preconditioner preconditioner : {v1::PRECONDITIONER_JACOBI, v1::PRECONDITIONER_TREE}) {
     SCOPED_TRACE(v1::Preconditioner_Name(preconditioner));

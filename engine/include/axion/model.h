@@ -182,6 +182,17 @@ struct JointCouplingDesc {
   Real compliance = 0;  // m/N or rad/(N m); 0 = rigid
 };
 
+// An explicit contact pair (MJCF <contact><pair>): shapes `shape_a` and `shape_b` collide
+// whatever their groups, masks, bodies' joints and excluded pairs, with this pair's friction
+// (contact_dim 1: none) in place of what their own materials would give. MuJoCo's rule: the
+// pair replaces the contact the filter would have made between the two.
+struct ContactPairDesc {
+  std::string name;
+  int shape_a = 0, shape_b = 0;
+  Real friction = 1;
+  int contact_dim = 3;  // 1 or 3
+};
+
 enum class Formulation : int32_t { kPosition = 0, kVelocity = 1 };
 
 // How two shapes' friction coefficients combine into their contact's.
@@ -259,6 +270,7 @@ struct ModelDesc {
   std::vector<JointDesc> joints;
   std::vector<ActuatorDesc> actuators;
   std::vector<JointCouplingDesc> couplings;
+  std::vector<ContactPairDesc> contact_pairs;
   SolverOptions options;
   int contact_capacity = -1;  // contacts per world; -1: derived from the shapes (see Model)
   // Body pairs (body indices, kWorldBody allowed) whose shapes never collide, on top of the
@@ -304,6 +316,9 @@ class Model {
   const std::vector<Pose>& joint_parent_frame() const { return joint_parent_frame_; }
   // Shape pairs that may collide (filtered by group/mask and joints), as (a, b) shape indices.
   const std::vector<std::array<int, 2>>& collision_pairs() const { return collision_pairs_; }
+  // Per collision pair: an explicit pair's friction (0 when frictionless), or -1 where the two
+  // shapes' materials decide.
+  const std::vector<Real>& collision_pair_friction() const { return collision_pair_friction_; }
 
   int FindBody(const std::string& name) const;  // -1 when absent
   int FindJoint(const std::string& name) const;
@@ -321,6 +336,7 @@ class Model {
   std::vector<int> joint_dof_offset_;
   std::vector<Pose> joint_parent_frame_;
   std::vector<std::array<int, 2>> collision_pairs_;
+  std::vector<Real> collision_pair_friction_;
 };
 
 }  // namespace axion

@@ -257,6 +257,7 @@ struct BatchView {
   // ---- collision pairs (pair_count) ----------------------------------------------------------
   const int32_t* pair_shape_a;  // (pair_count) global shape
   const int32_t* pair_shape_b;  // (pair_count) global shape
+  const Real* pair_friction;    // (pair_count) an explicit pair's friction, or -1 (the shapes')
 
   // ---- contacts (contact slots = world_contact_offset[world_count]) --------------------------
   int32_t* contact_body_a;        // (contact slots) global body or -1

@@ -63,6 +63,7 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
       {"connect", {"name", "class", "body1", "body2", "anchor", "active"}},
       {"weld", {"name", "class", "body1", "body2", "active"}},
       {"exclude", {"name", "body1", "body2"}},
+      {"pair", {"name", "class", "geom1", "geom2", "condim", "friction"}},
       {"position",
        {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited",
         "kp", "kv"}},
@@ -320,6 +321,7 @@ class MjcfLoader {
   absl::Status ParseActuators(const XMLElement* e);
   absl::Status ParseEquality(const XMLElement* e);
   absl::Status EqualityJoint(const Elem& e);
+  absl::Status ContactPair(const Elem& e);
   absl::Status ParseContact(const XMLElement* e);
   absl::StatusOr<Quat> Orientation(const Elem& e);
   Real Angle(Real value) const { return degrees_ ? value * kPi / 180 : value; }
@@ -1405,12 +1407,17 @@ absl::Status MjcfLoader::ParseContact(const XMLElement* section) {
   std::vector<const XMLElement*> children;
   AXION_IO_RETURN_IF_ERROR(Children(section, &children, 0));
   for (const XMLElement* c : children) {
-    if (std::string(c->Name()) != "exclude") {
+    const std::string tag = c->Name();
+    if (tag != "exclude" && tag != "pair") {
       WarnElement(c, "contact", "is not supported and was ignored");
       continue;
     }
     Elem e = Resolve(c, "main");
     WarnUnsupportedAttributes(e);
+    if (tag == "pair") {
+      AXION_IO_RETURN_IF_ERROR(ContactPair(e));
+      continue;
+    }
     int body[2];
     for (int k = 0; k < 2; ++k) {
       const char* key = k == 0 ? "body1" : "body2";
@@ -1424,6 +1431,52 @@ absl::Status MjcfLoader::ParseContact(const XMLElement* section) {
     }
     excluded_bodies_.insert({std::min(body[0], body[1]), std::max(body[0], body[1])});
   }
+  return absl::OkStatus();
+}
+
+// <contact><pair geom1 geom2>: the two geoms collide whatever their filters, with the pair's own
+// condim and friction, whose defaults are MuJoCo 2.2's (3 and 1, not the geoms'), in place of the
+// contact the filter would give them. Friction's torsional and rolling terms are not modelled.
+absl::Status MjcfLoader::ContactPair(const Elem& e) {
+  ContactPairDesc pair;
+  pair.name = e.name;
+  int* shapes[2] = {&pair.shape_a, &pair.shape_b};
+  for (int k = 0; k < 2; ++k) {
+    const char* key = k == 0 ? "geom1" : "geom2";
+    const std::string name = e.Str(key);
+    if (name.empty()) return e.Error(key, "is required");
+    *shapes[k] = -1;
+    const std::vector<ShapeDesc>& all = result_.model.shapes;
+    for (int s = 0; s < static_cast<int>(all.size()) && *shapes[k] < 0; ++s) {
+      if (all[s].name == name) *shapes[k] = s;
+    }
+    if (*shapes[k] < 0) return e.Error(key, absl::StrCat("unknown geom '", name, "'"));
+  }
+  AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> condim, e.Reals("condim", 1, 1, {3}));
+  if (condim[0] == 4 || condim[0] == 6) {
+    warnings_.Add("pair-condim-torsional",
+                  absl::StrCat("pair condim 4 and 6 (torsional and rolling friction) are taken as "
+                               "3 (first at ",
+                               e.Describe(), ")"));
+    condim[0] = 3;
+  }
+  if (condim[0] != 1 && condim[0] != 3)
+    return e.Error("condim", absl::StrCat("must be 1, 3, 4 or 6, got ", condim[0]));
+  pair.contact_dim = static_cast<int>(condim[0]);
+  // values left out keep the defaults: friction="0.2" is 0.2 along one tangent, 1 along the other
+  AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> friction, e.Reals("friction", 1, 5, {1}));
+  const Real defaults[5] = {1, 1, 0.005, 0.0001, 0.0001};
+  for (size_t k = friction.size(); k < 5; ++k) friction.push_back(defaults[k]);
+  if (friction[0] < 0) return e.Error("friction", "is negative");
+  if (friction[1] != friction[0] && pair.contact_dim > 1) {
+    warnings_.Add(
+        "pair-anisotropic",
+        absl::StrCat("a pair's friction differs between its two tangents (", friction[0], " and ",
+                     friction[1], "; MuJoCo's default for a value left out is 1): it is taken as ",
+                     "isotropic, the first (first at ", e.Describe(), ")"));
+  }
+  pair.friction = friction[0];
+  result_.model.contact_pairs.push_back(std::move(pair));
   return absl::OkStatus();
 }
 
