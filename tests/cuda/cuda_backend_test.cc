@@ -222,6 +222,9 @@ TEST_F(CudaBackendTest, BoxStackMatchesCpu) {
 TEST_F(CudaBackendTest, BoxOnInclineMatchesCpu) {
   ExpectParity(MustCompile(Incline()), 3, 1e-6, 1e-5);
 }
+TEST_F(CudaBackendTest, RobotJointsMatchCpu) {
+  ExpectParity(MustCompile(scenes::RobotJoints()), 3, 1e-6, 1e-5);
+}
 
 TEST_F(CudaBackendTest, HumanoidMatchesCpu) {
 #if defined(AXION_TEST_HAVE_MJCF)

@@ -179,7 +179,8 @@ void ExpectSameState(const BatchStorage& a, const BatchStorage& b, int step) {
 
 TEST(WholeBatchPipelineTest, BoundedLoopsOverTheWholeBatchMatchTheCpuBackend) {
   std::vector<WorldLayout> layouts;
-  for (const auto& model : {MustCompile(Stack()), MustCompile(Chain()), MustCompile(Spinner())}) {
+  for (const auto& model : {MustCompile(Stack()), MustCompile(Chain()), MustCompile(Spinner()),
+                            MustCompile(scenes::RobotJoints())}) {
     ASSERT_NE(model, nullptr);
     for (int copy = 0; copy < 2; ++copy) layouts.push_back(LayoutOf(model));
   }

@@ -112,4 +112,60 @@ inline ModelDesc SpheresInBox(int count) {
   return d;
 }
 
+// A hand hung from the world by a ball joint that turns at most 0.4 rad (with damping), thrown
+// sideways so the cone binds; two fingers hinged on it, the second coupled to the first in
+// mirror (y = -x); a position servo on the first, bounded to 0.3 N m, sent to 0.8 rad. Every
+// row kind of a robot file's joints: cone limit, ball drive, coupling through three bodies,
+// saturating servo.
+inline ModelDesc RobotJoints() {
+  ModelDesc d;
+  d.options.timestep = 0.01;
+  BodyDesc hand;
+  hand.name = "hand";
+  hand.mass = 1;
+  hand.inertia = BoxInertia(1, {0.1, 0.05, 0.15});
+  hand.pose.pos = {0, 0, -0.15};
+  hand.angular_velocity = {3, 0, 1};
+  hand.linear_velocity = cross(hand.angular_velocity, hand.pose.pos);
+  d.bodies.push_back(hand);
+  for (int i = 0; i < 2; ++i) {
+    BodyDesc finger;
+    finger.mass = 0.2;
+    finger.inertia = BoxInertia(0.2, {0.01, 0.01, 0.05});
+    finger.pose.pos = {Real(i == 0 ? -0.05 : 0.05), 0, -0.35};
+    d.bodies.push_back(finger);
+  }
+  JointDesc wrist;
+  wrist.type = JointType::kBall;
+  wrist.child = 0;
+  wrist.child_frame.pos = {0, 0, 0.15};
+  wrist.limited = true;
+  wrist.upper = {0.4};
+  wrist.drive.damping = 0.05;
+  d.joints.push_back(wrist);
+  for (int i = 0; i < 2; ++i) {
+    JointDesc knuckle;
+    knuckle.parent = 0;
+    knuckle.child = 1 + i;
+    knuckle.child_frame.pos = {0, 0, 0.05};
+    knuckle.axis = Vec3{0, 1, 0};
+    d.joints.push_back(knuckle);
+  }
+  ActuatorDesc servo;
+  servo.joint = 1;
+  servo.type = ActuatorType::kPosition;
+  servo.kp = 20;
+  servo.kv = 1;
+  servo.force_limited = true;
+  servo.force_min = -0.3;
+  servo.force_max = 0.3;
+  d.actuators.push_back(servo);
+  JointCouplingDesc mirror;
+  mirror.joint = 2;
+  mirror.leader_joint = 1;
+  mirror.polynomial = {0, -1, 0, 0, 0};
+  d.couplings.push_back(mirror);
+  return d;
+}
+
 }  // namespace axion::scenes
