@@ -290,6 +290,7 @@ absl::StatusOr<JointDesc> FromProto(const v1::Joint& proto, int index) {
   joint.reference = proto.reference();
   joint.compliance = proto.compliance();
   joint.armature = proto.armature();
+  joint.friction_loss = proto.friction_loss();
   joint.collide_connected = proto.collide_connected();
   if (proto.has_second_axis()) joint.second_axis = FromProto(proto.second_axis());
   joint.second_anchor = FromProto(proto.second_anchor());
@@ -468,6 +469,7 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
     out->set_reference(joint.reference);
     out->set_compliance(joint.compliance);
     out->set_armature(joint.armature);
+    out->set_friction_loss(joint.friction_loss);
     out->set_collide_connected(joint.collide_connected);
     if (joint.type == JointType::kUniversal) {
       ToProto(joint.second_axis, out->mutable_second_axis());

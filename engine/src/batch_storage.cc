@@ -199,6 +199,7 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
         s.dof_upper[dof] = k < static_cast<int>(joint.upper.size()) ? joint.upper[k] : 0;
         const DriveDesc& drive = joint.dof_drive.empty() ? joint.drive : joint.dof_drive[k];
         s.dof_armature[dof] = joint.dof_armature.empty() ? joint.armature : joint.dof_armature[k];
+        s.dof_friction_loss[dof] = JointFrictionLoss(joint, k);
         s.dof_stiffness[dof] = drive.stiffness;
         s.dof_damping[dof] = drive.damping;
         s.dof_target_position[dof] = drive.target_position;

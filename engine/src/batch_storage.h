@@ -85,7 +85,8 @@ namespace axion {
   X(Real, dof_armature, 1)   \
   X(Real, dof_stiffness, 1)  \
   X(Real, dof_damping, 1) X(Real, dof_target_position, 1) X(Real, dof_target_velocity, 1) \
-      X(Real, dof_coupling_poly, 5) X(Real, dof_coupling_compliance, 1)
+      X(Real, dof_coupling_poly, 5) X(Real, dof_coupling_compliance, 1) \
+          X(Real, dof_friction_loss, 1)
 #define AXION_DOF_STATE(X) X(Real, dof_velocity, 1)
 #define AXION_DOF_SCRATCH(X)      \
   X(Real, dof_drive_stiffness, 1) \

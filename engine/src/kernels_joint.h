@@ -506,6 +506,36 @@ AXION_HD void joint_drive_row(const BatchView& v, int row, const WorldParams& p)
   v.row_error[row] = phi / full_slope;
 }
 
+/// Dry friction on a DOF (JointDesc::friction_loss f): its impulse stays in the box
+/// |lambda| <= h f, and the DOF sticks (thetadot+ = J u = 0) while the box holds the impulse
+/// that sticking takes; past it, the impulse is the box's edge and the DOF slides. As a
+/// semismooth equation, with s the row's effective mass, phi = lambda - clamp(lambda - s J u,
+/// -h f, h f) = 0: sticking, phi = s J u, and the row is J u = 0 (R = J u, C = 0); sliding,
+/// phi = lambda -+ h f depends on lambda alone, and the row degrades into Newton on lambda as
+/// a separated contact does (C, R scaled by 1 / (s 1e-9)). J is taken at q-, as a drive's.
+AXION_HD void joint_friction_loss_row(const BatchView& v, int row) {
+  const int dof = v.row_dof[row];
+  const Real h = v.world_step_length[v.row_world[row]];
+  const Real bound = h * v.dof_friction_loss[dof];
+  const Real rate = row_velocity(v, row, v.body_u);
+  const Real mass =
+      Real(1) / row_inv_effective_mass(v, v.row_body_a[row], load6(v.row_jac_a + 6 * row),
+                                       v.row_body_b[row], load6(v.row_jac_b + 6 * row));
+  const Real lambda = v.row_lambda[row];
+  const Real trial = lambda - mass * rate;
+  if (trial >= -bound && trial <= bound) {
+    v.row_compliance[row] = 0;
+    v.row_residual[row] = rate;
+    v.row_error[row] = rate;
+    return;
+  }
+  const Real phi = lambda - (trial > 0 ? bound : -bound);
+  const Real scale = mass * Real(1e-9);
+  v.row_compliance[row] = Real(1) / scale;
+  v.row_residual[row] = phi / scale;
+  v.row_error[row] = phi / mass;
+}
+
 // Joint coordinates (positions and velocities) of joint j from the body state.
 AXION_HD void joint_write_coordinates(const BatchView& v, int joint) {
   JointFrames f = joint_frames(v, joint, v.body_q);

@@ -34,6 +34,9 @@ AXION_HD void row_evaluate(const BatchView& v, int row) {
     case kRowCouplingLeader:
       joint_coupling_leader_slot(v, row);
       return;
+    case kRowFrictionLoss:
+      joint_friction_loss_row(v, row);
+      return;  // wrote its own error
     case kRowDrive:
       joint_drive_row(v, row, p);
       return;  // wrote its own error

@@ -704,9 +704,9 @@ AXION_HD void tree_group_start(const BatchView& v, int g) {
   for (int k = 0; k < size; ++k) {
     const int row = g + k;
     const int kind = v.row_kind[row];
-    const bool inactive =
-        (kind == kRowLimitLower || kind == kRowLimitUpper || kind == kRowLimitCone) &&
-        !(v.row_compliance[row] * v.row_precond[row] < Real(1) - kTreeInactive);
+    const bool inactive = (kind == kRowLimitLower || kind == kRowLimitUpper ||
+                           kind == kRowLimitCone || kind == kRowFrictionLoss) &&
+                          !(v.row_compliance[row] * v.row_precond[row] < Real(1) - kTreeInactive);
     v.row_tree_dropped[row] = inactive;
     compact[k] = inactive ? -1 : m;
     if (!inactive) v.row_tree_rows[g + m++] = k;

@@ -323,11 +323,17 @@ std::vector<JointRowLayout> JointRows(const JointDesc& joint, bool has_drive) {
     }
   }
   std::vector<int> axes = JointDofAxes(joint);
+  auto friction_rows = [&] {
+    for (int d = 0; d < static_cast<int>(axes.size()); ++d) {
+      if (JointFrictionLoss(joint, d) > 0) rows.push_back({kRowFrictionLoss, axes[d], d});
+    }
+  };
   if (joint.type == JointType::kBall) {
     if (JointConeLimit(joint) > 0) rows.push_back({kRowLimitCone, 3, -1});
     if (has_drive) {
       for (int d = 0; d < 3; ++d) rows.push_back({kRowDrive, axes[d], d});
     }
+    friction_rows();
     return rows;
   }
   std::array<AxisMode, 6> modes = JointAxisModes(joint);
@@ -340,7 +346,12 @@ std::vector<JointRowLayout> JointRows(const JointDesc& joint, bool has_drive) {
   if (has_drive) {
     for (int d = 0; d < static_cast<int>(axes.size()); ++d) rows.push_back({kRowDrive, axes[d], d});
   }
+  friction_rows();
   return rows;
+}
+
+Real JointFrictionLoss(const JointDesc& joint, int dof) {
+  return joint.dof_friction_loss.empty() ? joint.friction_loss : joint.dof_friction_loss[dof];
 }
 
 Real JointConeLimit(const JointDesc& joint) {
@@ -488,6 +499,18 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
       return Invalid(what, "compliance", "must be >= 0, got " + Fmt(joint.compliance));
     if (!Finite(joint.armature) || joint.armature < 0)
       return Invalid(what, "armature", "must be >= 0, got " + Fmt(joint.armature));
+    if (!Finite(joint.friction_loss) || joint.friction_loss < 0)
+      return Invalid(what, "friction_loss", "must be >= 0, got " + Fmt(joint.friction_loss));
+    if (!joint.dof_friction_loss.empty() &&
+        static_cast<int>(joint.dof_friction_loss.size()) != dofs)
+      return Invalid(what, "dof_friction_loss",
+                     absl::StrCat("must be empty or have one entry per DOF (", dofs, "), has ",
+                                  joint.dof_friction_loss.size()));
+    for (size_t d = 0; d < joint.dof_friction_loss.size(); ++d) {
+      if (!Finite(joint.dof_friction_loss[d]) || joint.dof_friction_loss[d] < 0)
+        return Invalid(what, absl::StrCat("dof_friction_loss[", d, "]"),
+                       "must be >= 0, got " + Fmt(joint.dof_friction_loss[d]));
+    }
   }
 
   // actuators

@@ -27,6 +27,8 @@ std::array<AxisMode, 6> JointAxisModes(const JointDesc& joint);
 // velocity actuator).
 bool JointHasDrive(const ModelDesc& desc, int joint_index);
 std::vector<JointRowLayout> JointRows(const JointDesc& joint, bool has_drive);
+// DOF `dof`'s dry friction (JointDesc::friction_loss or its per-DOF override).
+Real JointFrictionLoss(const JointDesc& joint, int dof);
 // A limited ball joint's cone limit (rad, upper[0]); 0 for every other joint.
 Real JointConeLimit(const JointDesc& joint);
 

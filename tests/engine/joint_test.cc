@@ -471,6 +471,38 @@ TEST(JointTest, CouplingIsValidated) {
   EXPECT_NE(Model::Compile(bad).status().message().find("ball joint"), std::string::npos);
 }
 
+// Dry friction f on a hinge: a torque below f leaves the turntable exactly at rest; above it,
+// the turntable accelerates at (tau - f) / I; let go, it slows at f / I and sticks once stopped.
+TEST(JointTest, FrictionLossSticksThenSlides) {
+  const Real f = 0.2;
+  ModelDesc d = Turntable();
+  d.joints[0].friction_loss = f;
+  d.options.newton_tolerance = 1e-12;
+  ActuatorDesc motor;
+  motor.joint = 0;
+  d.actuators.push_back(motor);
+  const Real inertia = d.bodies[0].inertia(2, 2), h = d.options.timestep;
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, MustCompile(d));
+  ASSERT_TRUE(sim->SetControls(w, std::vector<Real>{0.15}).ok());
+  MustStep(*sim, w, 20);
+  EXPECT_NEAR(sim->GetJointState(w)->velocity[0], 0, 1e-12);
+  EXPECT_NEAR(sim->GetJointState(w)->position[0], 0, 1e-12);
+  ASSERT_TRUE(sim->SetControls(w, std::vector<Real>{0.5}).ok());
+  for (int n = 1; n <= 20; ++n) {
+    MustStep(*sim, w);
+    ASSERT_NEAR(sim->GetJointState(w)->velocity[0], n * h * (0.5 - f) / inertia, 1e-9)
+        << "step " << n;
+  }
+  const Real top = sim->GetJointState(w)->velocity[0];
+  ASSERT_TRUE(sim->SetControls(w, std::vector<Real>{0}).ok());
+  MustStep(*sim, w);
+  EXPECT_NEAR(sim->GetJointState(w)->velocity[0], top - h * f / inertia, 1e-9);
+  MustStep(*sim, w, 100);  // it stops within top I / (f h) = 30 steps, and stays
+  EXPECT_NEAR(sim->GetJointState(w)->velocity[0], 0, 1e-12);
+  test::ExpectHealthy(*sim, w);
+}
+
 TEST(JointTest, PrismaticSlidesWithAnalyticAcceleration) {
   // A slider on a 30 degree incline in the xz plane: a = g sin(30).
   ModelDesc d;

@@ -657,6 +657,41 @@ TEST(ServoForceRangeTest, SaturatedServoSagsLikeMuJoCo) {
   EXPECT_LT(largest_difference, 0.01);
 }
 
+// A joint's frictionloss is dry friction, as in MuJoCo: friction_arm.xml's rod, released
+// horizontal, swings down against 1 N m of friction, loses energy at every swing and sticks
+// where gravity's torque no longer beats the friction. The swings follow MuJoCo's (whose
+// friction is soft, so it creeps where Axion's sticks).
+TEST(FrictionLossTest, DryFrictionStopsTheSwingLikeMuJoCo) {
+  const std::string path = kModels + "/friction_arm.xml";
+  absl::StatusOr<ImportResult> imported = LoadMjcfFile(path);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  EXPECT_TRUE(imported->warnings.empty()) << imported->warnings.front();
+  ASSERT_EQ(imported->model.joints[0].friction_loss, 1);
+  World w = MakeWorld(imported->model);
+  ASSERT_TRUE(w.sim);
+  MuJoCoRun mujoco(path);
+  ASSERT_TRUE(mujoco.m) << mujoco.load_error;
+  const double h = imported->model.options.timestep;
+  double largest_difference = 0, axion = 0, axion_speed = 0;
+  for (int s = 1; s <= static_cast<int>(std::lround(3.0 / h)); ++s) {
+    ASSERT_TRUE(w.sim->StepAll(1).ok());
+    mj_step(mujoco.m, mujoco.d);
+    absl::StatusOr<JointState> joints = w.sim->GetJointState(w.id);
+    ASSERT_TRUE(joints.ok());
+    axion = joints->position[0];
+    axion_speed = joints->velocity[0];
+    largest_difference = std::max(largest_difference, std::abs(axion - mujoco.d->qpos[0]));
+  }
+  std::printf(
+      "after 3 s: Axion %.5f rad (at %.1e rad/s), MuJoCo %.5f rad; largest difference "
+      "%.4f rad\n",
+      axion, axion_speed, mujoco.d->qpos[0], largest_difference);
+  // stuck: gravity's torque there, 2.45 |cos q| N m (q = pi/2 hanging), is at most 1 N m
+  EXPECT_LT(std::abs(axion_speed), 1e-12);
+  EXPECT_LE(9.81 * 0.25 * std::abs(std::cos(axion)), 1 + 1e-9);
+  EXPECT_LT(largest_difference, 0.05);
+}
+
 // <equality><joint> couples two joints as in MuJoCo: coupled_arms.xml's second arm follows half
 // the first's angle while a motor swings the first against gravity. Axion holds the coupling
 // exactly (to the solver's tolerance), MuJoCo's is soft; the shoulder angles agree to the two

@@ -155,6 +155,23 @@ TEST_F(ServerApiTest, CoupledWheelsTurnTogether) {
   EXPECT_THAT(status.message(), HasSubstr("at most 5"));
 }
 
+// A joint's dry friction reaches the engine: the wheel under 0.5 N m against 0.2 N m of friction
+// turns at (0.5 - 0.2) t / I; under 0.1 N m it does not move.
+TEST_F(ServerApiTest, JointFrictionLossIsCarried) {
+  v1::ModelDescription scene = WheelScene();
+  scene.mutable_joints(0)->set_friction_loss(0.2);
+  const std::vector<uint64_t> ids = MustCreate(*client_, scene, 2);
+  v1::StepRequest step = StepRequestFor(ids, 20);
+  step.set_controls(client::PackFloat32(std::vector<float>{0.5f, 0.1f}));
+  step.mutable_observe()->set_joint_velocity(true);
+  absl::StatusOr<v1::StepResponse> stepped = client_->Step(step);
+  ASSERT_TRUE(stepped.ok()) << stepped.status();
+  const std::vector<float> qdot = client::UnpackFloat32(stepped->observations().joint_velocity());
+  ASSERT_EQ(qdot.size(), 2u);
+  EXPECT_NEAR(qdot[0], (0.5 - 0.2) * 20 * kTimestep / 0.1, 1e-5);
+  EXPECT_NEAR(qdot[1], 0, 1e-6);
+}
+
 // A scene's explicit contact pairs reach the engine and come back in the described model; a pair
 // naming a missing shape is refused by name.
 TEST_F(ServerApiTest, ContactPairsAreCarried) {

@@ -138,6 +138,11 @@ struct JointDesc {
   Real reference = 0;   // joint coordinate of the initial configuration (rad or m)
   Real compliance = 0;  // inverse stiffness of the bilateral rows (m/N, rad/(N m)); 0 = rigid
   Real armature = 0;    // extra rotor inertia along the DOF (kg m^2 or kg)
+  // Dry friction along every DOF (N or N m): the joint sticks until pushed harder than this,
+  // then slides against it (MuJoCo's frictionloss, URDF's <dynamics friction>). Per-DOF values,
+  // when non-empty, replace it as dof_armature does armature.
+  Real friction_loss = 0;
+  std::vector<Real> dof_friction_loss;
   bool collide_connected = false;  // let the two joined bodies' shapes collide
 };
 

@@ -71,6 +71,7 @@ enum RowKind : int32_t {
   kRowLimitCone = 11,       // ball joint `row_joint` turned at most its cone limit (unilateral)
   kRowCoupling = 12,        // DOF `row_dof` follows the DOF of the leader slot after it
   kRowCouplingLeader = 13,  // a coupling row's second half: the leader's DOF and bodies
+  kRowFrictionLoss = 14,    // dry friction on DOF `row_dof` (a box on its impulse)
 };
 
 struct BatchView {
@@ -196,6 +197,7 @@ struct BatchView {
   const Real* dof_damping;              // (dof_count)
   const Real* dof_target_position;      // (dof_count)
   const Real* dof_target_velocity;      // (dof_count)
+  const Real* dof_friction_loss;        // (dof_count) dry friction (N or N m)
   const Real* dof_coupling_poly;        // (dof_count x 5) a follower's coupling polynomial c0..c4
   const Real* dof_coupling_compliance;  // (dof_count) its compliance
   Real* dof_drive_stiffness;            // (dof_count) the model's drive this step (spring, damper)

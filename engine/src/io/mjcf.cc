@@ -52,7 +52,7 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
         "fullinertia"}},
       {"joint",
        {"name", "class", "type", "pos", "axis", "range", "limited", "stiffness", "damping",
-        "armature", "ref", "springref"}},
+        "armature", "ref", "springref", "frictionloss"}},
       {"freejoint", {"name"}},
       {"geom",
        {"name", "class", "type", "size", "fromto", "pos", "quat", "axisangle", "euler", "xyaxes",
@@ -168,7 +168,7 @@ struct MjJoint {
   Vec3 axis{0, 0, 1};  // unit
   bool limited = false;
   Real range[2] = {0, 0};
-  Real stiffness = 0, damping = 0, armature = 0, ref = 0, springref = 0;
+  Real stiffness = 0, damping = 0, armature = 0, ref = 0, springref = 0, frictionloss = 0;
 };
 
 struct MjGeom {
@@ -894,6 +894,8 @@ absl::Status MjcfLoader::ParseJoint(const XMLElement* xml, const std::string& cl
   AXION_IO_ASSIGN_OR_RETURN(joint->stiffness, e.Real1("stiffness", 0));
   AXION_IO_ASSIGN_OR_RETURN(joint->damping, e.Real1("damping", 0));
   AXION_IO_ASSIGN_OR_RETURN(joint->armature, e.Real1("armature", 0));
+  AXION_IO_ASSIGN_OR_RETURN(joint->frictionloss, e.Real1("frictionloss", 0));
+  if (joint->frictionloss < 0) return e.Error("frictionloss", "is negative");
   if (joint->stiffness < 0) return e.Error("stiffness", "is negative");
   if (joint->damping < 0) return e.Error("damping", "is negative");
   if (joint->armature < 0) return e.Error("armature", "is negative");
@@ -1744,6 +1746,7 @@ JointDesc SingleJoint(const MjJoint& j, int parent, int child) {
   d.drive.damping = j.damping;
   d.drive.target_position = j.springref;
   d.armature = j.armature;
+  d.friction_loss = j.frictionloss;
   // MuJoCo filters parent-child contacts except with the world.
   d.collide_connected = parent == kWorldBody;
   return d;
@@ -1760,6 +1763,7 @@ void AppendMergedDof(const MjJoint& j, int frame_axis, JointDesc* d) {
   drive.target_position = j.springref;
   d->dof_drive.push_back(drive);
   d->dof_armature.push_back(j.armature);
+  d->dof_friction_loss.push_back(j.frictionloss);
   d->limited = d->limited || j.limited;
   d->lower.push_back(j.limited ? j.range[0] : -std::numeric_limits<Real>::max());
   d->upper.push_back(j.limited ? j.range[1] : std::numeric_limits<Real>::max());

@@ -520,11 +520,7 @@ absl::Status UrdfLoader::ParseJoint(const XMLElement* e) {
     AXION_IO_RETURN_IF_ERROR(JointScalar(dynamics, joint.name, "damping", 0, &joint.damping));
     AXION_IO_RETURN_IF_ERROR(JointScalar(dynamics, joint.name, "friction", 0, &joint.friction));
     if (joint.damping < 0) return Error(dynamics, "joint", joint.name, "damping", "is negative");
-    if (joint.friction != 0) {
-      warnings_.Add("joint-friction",
-                    absl::StrCat("joint friction is not supported and was ignored (first at ",
-                                 Where(dynamics), ")"));
-    }
+    if (joint.friction < 0) return Error(dynamics, "joint", joint.name, "friction", "is negative");
   }
   UrdfLink& child = links_[joint.child];
   if (child.parent_joint >= 0) {
@@ -627,6 +623,7 @@ absl::Status UrdfLoader::Build() {
             d.upper = {joint->upper};
           }
           d.drive.damping = joint->damping;
+          d.friction_loss = joint->friction;
           ActuatorDesc a;
           a.name = joint->name;
           a.type = ActuatorType::kEffort;
@@ -657,6 +654,7 @@ absl::Status UrdfLoader::Build() {
           d.type = JointType::kBall;
           d.child_frame = Pose{};
           d.drive.damping = joint->damping;
+          d.friction_loss = joint->friction;
         } else if (joint->type == "planar") {
           // Frame x along the plane normal: the two in-plane translations and the rotation
           // about the normal are free.
@@ -664,6 +662,7 @@ absl::Status UrdfLoader::Build() {
           d.axis_mode = {AxisMode::kLocked, AxisMode::kFree,   AxisMode::kFree,
                          AxisMode::kFree,   AxisMode::kLocked, AxisMode::kLocked};
           d.drive.damping = joint->damping;
+          d.friction_loss = joint->friction;
         } else {
           d.type = JointType::kFixed;
           d.child_frame = Pose{};
