@@ -1121,6 +1121,19 @@ TEST(MjcfCompositeTest, RopeLoopAndParticlesExpandAsInMuJoCo) {
   }
   EXPECT_EQ(particles->model.joints[0].type, JointType::kGeneric);  // three slides
 
+  // composite elements ignore the file's default classes, as MuJoCo 2.2 does: the adhesion
+  // sample's geoms default to boxes, its particles are spheres (frictionless), and their bodies
+  // weigh what MuJoCo's do
+  const std::string adhesion = "/usr/share/mujoco/model/adhesion/active_adhesion.xml";
+  absl::StatusOr<ImportResult> adhering = LoadMjcfFile(adhesion);
+  ASSERT_TRUE(adhering.ok()) << adhering.status();
+  const ShapeDesc& particle = adhering->model.shapes.back();
+  EXPECT_EQ(particle.type, ShapeType::kSphere);
+  EXPECT_EQ(particle.contact_dim, 1);
+  MjModelPtr ma = LoadMuJoCo(adhesion);
+  ASSERT_TRUE(ma);
+  EXPECT_NEAR(adhering->model.bodies.back().mass, ma->body_mass[ma->nbody - 1], 1e-12);
+
   absl::StatusOr<ImportResult> grid = LoadMjcfString(R"(<mujoco><worldbody>
     <composite type="grid" count="3 3 1" spacing="0.1"><geom size="0.01"/></composite>
     <body name="a" pos="0 0 1"><freejoint/><geom size="0.1"/></body></worldbody></mujoco>)",

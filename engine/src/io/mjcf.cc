@@ -313,7 +313,7 @@ class MjcfLoader {
   absl::Status ParseAssets(const XMLElement* e);
   absl::Status ParseMesh(const XMLElement* e);
   absl::Status ParseBody(const XMLElement* e, int parent, const std::string& childclass);
-  absl::Status ExpandComposite(const XMLElement* e, int parent, const std::string& childclass);
+  absl::Status ExpandComposite(const XMLElement* e, int parent);
   absl::Status ParseGeom(const XMLElement* e, const std::string& class_name, MjGeom* geom);
   absl::Status ParseJoint(const XMLElement* e, const std::string& class_name, int body,
                           MjJoint* joint);
@@ -1030,7 +1030,7 @@ absl::Status MjcfLoader::ParseBody(const XMLElement* xml, int parent,
     } else if (tag == "body") {
       AXION_IO_RETURN_IF_ERROR(ParseBody(c, index, childclass));
     } else if (tag == "composite") {
-      AXION_IO_RETURN_IF_ERROR(ExpandComposite(c, index, childclass));
+      AXION_IO_RETURN_IF_ERROR(ExpandComposite(c, index));
     } else if (tag == "site" || tag == "camera" || tag == "light") {
       WarnElement(c, "body", "has no physical effect and was ignored");
     } else {
@@ -1066,10 +1066,12 @@ absl::Status MjcfLoader::ParseBody(const XMLElement* xml, int parent,
 //     z: the joint kind "main") at its end toward the holder, named J0_<i>, J1_<i>. A rope runs
 //     straight; a loop turns by 2 pi / count at each joint and closes with a <connect> between
 //     B0 and its last element (its end, -spacing/2 along B0's x) whose bodies never collide.
+// The elements take MuJoCo's built-in defaults and the templates' attributes, never the file's
+// default classes (probed: a file whose geoms default to boxes gets spherical particles), and
+// particles are frictionless (condim 1) unless their template says otherwise.
 // Other types (grid, cloth, box, cylinder, ellipsoid) need tendons or soft equalities and are
 // skipped with a warning, as are skins, pins and the twist and stretch joint kinds.
-absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent,
-                                         const std::string& childclass) {
+absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent) {
   const std::string where = Where(xml);
   auto error = [&](const std::string& what) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": composite: ", what));
@@ -1127,6 +1129,11 @@ absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent,
       WarnElement(c, "composite", "is not supported and was ignored");
     }
   }
+  // MuJoCo 2.2 builds composite elements from its built-in defaults, not the file's classes
+  // (a file whose geoms default to boxes still gets spherical particles): they are parsed in an
+  // empty class of their own
+  const std::string bare = "<composite>";
+  classes_[bare];
   auto num = [](Real x) { return absl::StrFormat("%.17g", x); };
   auto vec = [&](Real x, Real y, Real z) { return absl::StrCat(num(x), " ", num(y), " ", num(z)); };
   auto doc = std::make_unique<XMLDocument>();
@@ -1142,6 +1149,8 @@ absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent,
     }
     if (!name.empty()) g->SetAttribute("name", name.c_str());
     if (!quat.empty()) g->SetAttribute("quat", quat.c_str());
+    // particles are frictionless unless asked otherwise
+    if (type == "particle" && !g->Attribute("condim")) g->SetAttribute("condim", "1");
     return g;
   };
 
@@ -1162,7 +1171,7 @@ absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent,
           }
           body->InsertEndChild(make_geom("", ""));
           d->InsertEndChild(body);
-          AXION_IO_RETURN_IF_ERROR(ParseBody(body, parent, childclass));
+          AXION_IO_RETURN_IF_ERROR(ParseBody(body, parent, bare));
         }
       }
     }
@@ -1190,8 +1199,8 @@ absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent,
   // the holder's geom
   {
     MjGeom geom;
-    AXION_IO_RETURN_IF_ERROR(ParseGeom(make_geom(absl::StrCat(prefix, "G", held), along_x),
-                                       childclass.empty() ? "main" : childclass, &geom));
+    AXION_IO_RETURN_IF_ERROR(
+        ParseGeom(make_geom(absl::StrCat(prefix, "G", held), along_x), bare, &geom));
     bodies_[parent].geoms.push_back(std::move(geom));
   }
   // each chain from the holder: +x (side +1) then -x (side -1)
@@ -1236,7 +1245,7 @@ absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent,
       }
     }
     d->InsertEndChild(outer);
-    AXION_IO_RETURN_IF_ERROR(ParseBody(outer, parent, childclass));
+    AXION_IO_RETURN_IF_ERROR(ParseBody(outer, parent, bare));
   }
   if (type == "loop" && n[0] > 2) {
     // closing the loop: B0's free end held to the last element's, the two never colliding
@@ -1271,7 +1280,7 @@ absl::Status MjcfLoader::ParseWorld(const XMLElement* xml) {
     } else if (tag == "body") {
       AXION_IO_RETURN_IF_ERROR(ParseBody(c, -1, ""));
     } else if (tag == "composite") {
-      AXION_IO_RETURN_IF_ERROR(ExpandComposite(c, -1, ""));
+      AXION_IO_RETURN_IF_ERROR(ExpandComposite(c, -1));
     } else if (tag == "joint" || tag == "freejoint" || tag == "inertial") {
       return absl::InvalidArgumentError(
           absl::StrCat(Where(c), ": <", tag, "> is not allowed in <worldbody>"));
