@@ -321,10 +321,27 @@ AXION_HD void joint_bilateral_row(const BatchView& v, int row, const WorldParams
   }
 }
 
+/// A limit row's unilateral equation once its Jacobian is stored, from its gap c >= 0: position
+/// level c(q+)/h; velocity level J u + c(q-)/h when open (speculative), J u + Upsilon c(q-)/h
+/// when violated.
+AXION_HD void store_limit_row(const BatchView& v, int row, Real c, bool velocity_level,
+                              const WorldParams& p) {
+  const Real h = v.world_step_length[v.row_world[row]];
+  Real c_velocity;
+  if (velocity_level) {
+    const Real correction = c > 0 ? c / h : p.baumgarte * c / h;
+    c_velocity = row_velocity(v, row, v.body_u) + correction;
+  } else {
+    c_velocity = c / h;
+  }
+  const Real inv_mass = row_inv_effective_mass(v, v.row_body_a[row], load6(v.row_jac_a + 6 * row),
+                                               v.row_body_b[row], load6(v.row_jac_b + 6 * row));
+  store_unilateral_row(v, row, c_velocity, Real(1) / inv_mass, p.fb_epsilon);
+}
+
 /// Joint limit rows (unilateral, through Fischer-Burmeister like contacts):
 ///   lower: c = theta - lower >= 0,  J = +J_theta;   upper: c = upper - theta >= 0, J = -J_theta
-/// Position level uses c(q+)/h; velocity level J u + c(q-)/h when open (speculative), J u +
-/// Upsilon c(q-)/h when violated.
+/// (store_limit_row for the equation).
 AXION_HD void joint_limit_row(const BatchView& v, int row, const WorldParams& p) {
   int dof = v.row_dof[row];
   int joint = v.dof_joint[dof];
@@ -337,17 +354,7 @@ AXION_HD void joint_limit_row(const BatchView& v, int row, const WorldParams& p)
   Real c = lower ? coord.value - v.dof_lower[dof] : v.dof_upper[dof] - coord.value;
   store_coordinate_row(v, row, joint, sign, coord);
   store_row_levers(v, row, {}, {});
-  Real h = v.world_step_length[v.row_world[row]];
-  Real c_velocity;
-  if (velocity_level) {
-    Real correction = c > 0 ? c / h : p.baumgarte * c / h;
-    c_velocity = row_velocity(v, row, v.body_u) + correction;
-  } else {
-    c_velocity = c / h;
-  }
-  Real inv_mass = row_inv_effective_mass(v, v.row_body_a[row], load6(v.row_jac_a + 6 * row),
-                                         v.row_body_b[row], load6(v.row_jac_b + 6 * row));
-  store_unilateral_row(v, row, c_velocity, Real(1) / inv_mass, p.fb_epsilon);
+  store_limit_row(v, row, c, velocity_level, p);
 }
 
 /// Ball joint cone limit (unilateral, like joint_limit_row): the relative rotation
@@ -368,17 +375,7 @@ AXION_HD void joint_cone_limit_row(const BatchView& v, int row, const WorldParam
   const Real c = v.joint_cone_limit[joint] - angle;
   store_row_jacobian(v, row, {}, -e, {}, e);
   store_row_levers(v, row, {}, {});
-  const Real h = v.world_step_length[v.row_world[row]];
-  Real c_velocity;
-  if (velocity_level) {
-    const Real correction = c > 0 ? c / h : p.baumgarte * c / h;
-    c_velocity = row_velocity(v, row, v.body_u) + correction;
-  } else {
-    c_velocity = c / h;
-  }
-  const Real inv_mass = row_inv_effective_mass(v, v.row_body_a[row], load6(v.row_jac_a + 6 * row),
-                                               v.row_body_b[row], load6(v.row_jac_b + 6 * row));
-  store_unilateral_row(v, row, c_velocity, Real(1) / inv_mass, p.fb_epsilon);
+  store_limit_row(v, row, c, velocity_level, p);
 }
 
 /// Joint coupling row (JointCouplingDesc): the follower's coordinate y = q_f - ref_f follows the

@@ -1195,6 +1195,7 @@ absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent) {
                               head, "<k>' with k its element index below ", n[0],
                               " (MuJoCo 2.2 rule)"));
   const std::string along_x = "0.70710678118654757 0 0.70710678118654757 0";  // z onto x
+  // each element turns from the last by this (a rope: none, each at +-spacing along x)
   const Real turn = type == "loop" ? 2 * 3.14159265358979323846 / n[0] : 0;
   // the holder's geom
   {
@@ -1237,13 +1238,6 @@ absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent) {
       inner = body;
     }
     if (!outer) continue;
-    // rope ends are straight: only a loop turns
-    if (type == "rope") {
-      for (XMLElement* b = outer; b; b = b->FirstChildElement("body")) {
-        b->SetAttribute("pos", vec(side * s, 0, 0).c_str());
-        b->DeleteAttribute("quat");
-      }
-    }
     d->InsertEndChild(outer);
     AXION_IO_RETURN_IF_ERROR(ParseBody(outer, parent, bare));
   }
