@@ -564,6 +564,7 @@ absl::Status ApplySolverOverrides(const v1::SolverOptions& overrides, SolverOpti
   if (overrides.has_halving_residual()) {
     options->halving_residual = overrides.halving_residual().value();
   }
+  if (overrides.has_loop_rows()) options->loop_rows = overrides.loop_rows().value();
   return absl::OkStatus();
 }
 
@@ -590,6 +591,7 @@ void SolverOptionsToProto(const SolverOptions& options, v1::SolverOptions* proto
   proto->mutable_step_halvings()->set_value(options.step_halvings);
   proto->mutable_halving_iterations()->set_value(options.halving_iterations);
   proto->mutable_halving_residual()->set_value(options.halving_residual);
+  proto->mutable_loop_rows()->set_value(options.loop_rows);
   proto->set_preconditioner(ToProto(options.preconditioner));
 }
 

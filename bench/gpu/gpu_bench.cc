@@ -7,6 +7,7 @@
 //             [--scene=all|humanoid|ragdoll|stack] [--settle_steps=N] [--min_time=SECONDS]
 //             [--max_steps=N] [--threads=N] [--preconditioner=model|tree|jacobi] [--rl_loop]
 //             [--contact_capacity=N] [--newton_iterations=N] [--newton_stall_iterations=N]
+//             [--loop_rows=N] [--step_halvings=N]
 //
 // The first steps of each size (outside the timed loop) include the one-off costs: device
 // allocation and upload, and on CUDA the capture of the step into a graph; they are reported
@@ -52,6 +53,8 @@ struct Flags {
   // Newton limits of every scene; 0 (iterations) or -1 (stall): each model's own
   int newton_iterations = 0;
   int newton_stall_iterations = -1;
+  int loop_rows = -1;      // SolverOptions::loop_rows of every scene; -1: each model's own
+  int step_halvings = -1;  // SolverOptions::step_halvings of every scene; -1: each model's own
 };
 
 [[noreturn]] void Usage(const char* message) {
@@ -59,7 +62,8 @@ struct Flags {
                "%s\nusage: gpu_bench [--backend=auto|cpu|cuda] [--max_worlds=N] [--worlds=N,N,...] "
                "[--scene=all|humanoid|ragdoll|stack] [--settle_steps=N] [--min_time=SECONDS] "
                "[--max_steps=N] [--threads=N] [--preconditioner=model|tree|jacobi] [--rl_loop] "
-               "[--contact_capacity=N] [--newton_iterations=N] [--newton_stall_iterations=N]\n",
+               "[--contact_capacity=N] [--newton_iterations=N] [--newton_stall_iterations=N] "
+               "[--loop_rows=N] [--step_halvings=N]\n",
                message);
   std::exit(2);
 }
@@ -127,6 +131,12 @@ Flags ParseFlags(int argc, char** argv) {
     } else if (std::string_view v = value("newton_stall_iterations"); !v.empty()) {
       if (!ParseInt(v, &f.newton_stall_iterations))
         Usage("--newton_stall_iterations must be a non-negative integer");
+    } else if (std::string_view v = value("loop_rows"); !v.empty()) {
+      if (!ParseInt(v, &f.loop_rows) || f.loop_rows > 16)
+        Usage("--loop_rows must be an integer in [0, 16]");
+    } else if (std::string_view v = value("step_halvings"); !v.empty()) {
+      if (!ParseInt(v, &f.step_halvings) || f.step_halvings > 10)
+        Usage("--step_halvings must be an integer in [0, 10]");
     } else if (arg == "--rl_loop") {
       f.rl_loop = true;
     } else if (std::string_view v = value("preconditioner"); !v.empty()) {
@@ -225,13 +235,15 @@ struct Scene {
 
 // --preconditioner and the Newton limits, applied to every scene as it is compiled.
 std::string g_preconditioner = "model";
-int g_newton_iterations = 0, g_newton_stall_iterations = -1;
+int g_newton_iterations = 0, g_newton_stall_iterations = -1, g_loop_rows = -1, g_step_halvings = -1;
 
 std::shared_ptr<const Model> Compile(ModelDesc d, const std::string& name) {
   if (g_preconditioner == "tree") d.options.preconditioner = Preconditioner::kTree;
   if (g_preconditioner == "jacobi") d.options.preconditioner = Preconditioner::kJacobi;
   if (g_newton_iterations > 0) d.options.newton_iterations = g_newton_iterations;
   if (g_newton_stall_iterations >= 0) d.options.newton_stall_iterations = g_newton_stall_iterations;
+  if (g_loop_rows >= 0) d.options.loop_rows = g_loop_rows;
+  if (g_step_halvings >= 0) d.options.step_halvings = g_step_halvings;
   absl::StatusOr<std::shared_ptr<const Model>> m = Model::Compile(std::move(d));
   if (!m.ok()) {
     std::fprintf(stderr, "scene %s does not compile: %s\n", name.c_str(),
@@ -348,6 +360,8 @@ int main(int argc, char** argv) {
   g_preconditioner = flags.preconditioner;
   g_newton_iterations = flags.newton_iterations;
   g_newton_stall_iterations = flags.newton_stall_iterations;
+  g_loop_rows = flags.loop_rows;
+  g_step_halvings = flags.step_halvings;
 
   std::vector<Scene> scenes;
   if (flags.scene == "all" || flags.scene == "humanoid") scenes.push_back(Humanoid());

@@ -50,6 +50,7 @@ WorldParams MakeWorldParams(const SolverOptions& o) {
   p.step_halvings = o.step_halvings;
   p.halving_iterations = o.halving_iterations;
   p.halving_residual = o.halving_residual;
+  p.loop_rows = o.loop_rows;
   return p;
 }
 

@@ -291,7 +291,8 @@ AXION_HD void world_schur_product(const BatchView& v, Team team, int world, cons
 /// in the tree. The humanoid under control noise, lying with five contacts closing loops, took
 /// 8.5 GCR iterations per Newton iteration before and 3.1 with it; 32 seeds x 5 s at 0.005 s,
 /// 9.7 s against 11.8 (RESULTS.md).
-inline constexpr int kLoopRows = 16;  // rows of a loop factor at most (world_loop_rows' width)
+inline constexpr int kLoopRows = 16;  // rows of a loop factor at most (world_loop_rows' width;
+                                      // SolverOptions::loop_rows at most)
 
 // Whether a row closes a loop: outside the tree, and not a frictionless contact's friction row
 // (disabled: it couples to nothing).
@@ -323,33 +324,42 @@ AXION_HD Real* loop_column(const BatchView& v, int world, int c) {
   return v.row_loop_x + kLoopRows * row0 + c * slots - row0;  // indexed by row
 }
 
-// Per loop row c: out += scale (A e_c) over the rows sharing a body with c (J M^-1 J_c^T through
-// each body's row list, and C's column c).
-AXION_HD void loop_row_spread(const BatchView& v, int c, Real scale, Real* out) {
+// Per loop row c, on the world's team: out += scale (A e_c) over the rows sharing a body with c
+// (J M^-1 J_c^T through each body's row list, and C's column c). A lane takes a row's run of
+// entries in a body's list (a coupling lists a body twice where its two joints share it), so
+// the lanes of one side write distinct rows; the sides follow one another, so each row sums in
+// the same order on any team.
+AXION_HD void loop_row_spread(const BatchView& v, Team team, int c, Real scale, Real* out) {
   for (int side = 0, sides = row_side_count(v, c); side < sides; ++side) {
     const int body = row_side_body(v, c, side);
     if (body < 0) continue;
     const Vec6 j = load6(row_side_jacobian(v, c, side));
     const Vec6 m = body_apply_newton_inv_mass(v, body, {scale * j.lin, scale * j.ang});
     const int begin = v.body_row_begin[body], end = begin + v.body_row_count[body];
-    for (int k = begin; k < end; ++k) {
-      const int entry = v.row_body_list[k], row = entry >> 2;
-      out[row] += dot(load6(row_side_jacobian(v, row, entry & 3)), m);
+    for (int k = begin + team.lane; k < end; k += team.size) {
+      const int row = v.row_body_list[k] >> 2;
+      if (k > begin && (v.row_body_list[k - 1] >> 2) == row) continue;  // a run's first lane
+      for (int e = k; e < end && (v.row_body_list[e] >> 2) == row; ++e)
+        out[row] += dot(load6(row_side_jacobian(v, row, v.row_body_list[e] & 3)), m);
     }
+    team_sync(team);
   }
   // C's column c: the diagonal, and a contact's friction rows coupled to its other rows
-  out[c] += scale * v.row_compliance[c];
-  const int kind = v.row_kind[c];
-  if (kind == kRowContactNormal) {
-    for (int r = c + 1; r <= c + 2; ++r) {
-      if (v.row_kind[r] == kRowFriction1 || v.row_kind[r] == kRowFriction2)
-        out[r] += scale * v.row_coupling[2 * r];
+  if (team.lane == 0) {
+    out[c] += scale * v.row_compliance[c];
+    const int kind = v.row_kind[c];
+    if (kind == kRowContactNormal) {
+      for (int r = c + 1; r <= c + 2; ++r) {
+        if (v.row_kind[r] == kRowFriction1 || v.row_kind[r] == kRowFriction2)
+          out[r] += scale * v.row_coupling[2 * r];
+      }
+    } else if (kind == kRowFriction1) {
+      out[c + 1] += scale * v.row_coupling[2 * (c + 1) + 1];
+    } else if (kind == kRowFriction2) {
+      out[c - 1] += scale * v.row_coupling[2 * (c - 1) + 1];
     }
-  } else if (kind == kRowFriction1) {
-    out[c + 1] += scale * v.row_coupling[2 * (c + 1) + 1];
-  } else if (kind == kRowFriction2) {
-    out[c - 1] += scale * v.row_coupling[2 * (c - 1) + 1];
   }
+  team_sync(team);
 }
 
 // Per loop row l: (A x)_l, gathering J^T x on its own bodies.
@@ -377,13 +387,14 @@ AXION_HD void world_loop_factor(const BatchView& v, Team team, int world) {
   const int row_end = row0 + world_live_rows(v, world);
   int32_t* loop_rows = v.world_loop_rows + kLoopRows * world;
   if (team.lane == 0) {
+    const int limit = v.world_params[world].loop_rows;  // at most kLoopRows
     int n = 0;
-    for (int row = row0; row < row_end && n <= kLoopRows; ++row) {
+    for (int row = row0; row < row_end && n <= limit; ++row) {
       if (!row_closes_loop(v, row)) continue;
-      if (n < kLoopRows) loop_rows[n] = row;
+      if (n < limit) loop_rows[n] = row;
       ++n;
     }
-    v.world_loop_count[world] = n <= kLoopRows ? n : 0;
+    v.world_loop_count[world] = n <= limit ? n : 0;
   }
   team_sync(team);
   const int n = v.world_loop_count[world];
@@ -394,8 +405,8 @@ AXION_HD void world_loop_factor(const BatchView& v, Team team, int world) {
     // A e_c: its L part is S's column before the correction, its R part A_RL e_c
     for (int row = row0 + team.lane; row < row_end; row += team.size) v.row_loop_a[row] = 0;
     team_sync(team);
+    loop_row_spread(v, team, loop_rows[c], Real(1), v.row_loop_a);
     if (team.lane == 0) {
-      loop_row_spread(v, loop_rows[c], Real(1), v.row_loop_a);
       a_diag[c] = v.row_loop_a[loop_rows[c]];
       for (int i = 0; i < n; ++i) {
         lu[i * kLoopRows + c] = v.row_loop_a[loop_rows[i]];
@@ -406,9 +417,8 @@ AXION_HD void world_loop_factor(const BatchView& v, Team team, int world) {
     // - A_LR P_R A_RL e_c (P_R of a vector without L entries has none either)
     Real* x_c = loop_column(v, world, c);
     world_tree_apply(v, team, world, v.row_loop_a, x_c);
-    if (team.lane == 0) {
-      for (int i = 0; i < n; ++i) lu[i * kLoopRows + c] -= loop_row_product(v, loop_rows[i], x_c);
-    }
+    for (int i = team.lane; i < n; i += team.size)
+      lu[i * kLoopRows + c] -= loop_row_product(v, loop_rows[i], x_c);
     team_sync(team);
   }
   // LU in row order without pivoting; (nearly) dependent rows keep their diagonal alone
@@ -450,9 +460,12 @@ AXION_HD void world_loop_apply(const BatchView& v, Team team, int world, const R
   world_tree_apply(v, team, world, v.row_loop_a, out);
   // x_L = S^-1 (in_L - (A z)_L), handed to the team in row_loop_a's first n entries (free
   // once the tree solve has read them)
+  for (int i = team.lane; i < n; i += team.size)
+    v.row_loop_a[row0 + i] = in[loop_rows[i]] - loop_row_product(v, loop_rows[i], out);
+  team_sync(team);
   if (team.lane == 0) {
     Real x[kLoopRows];
-    for (int i = 0; i < n; ++i) x[i] = in[loop_rows[i]] - loop_row_product(v, loop_rows[i], out);
+    for (int i = 0; i < n; ++i) x[i] = v.row_loop_a[row0 + i];
     loop_lu_solve(v.world_loop_lu + kLoopRows * kLoopRows * world, n, x);
     for (int i = 0; i < n; ++i) v.row_loop_a[row0 + i] = x[i];
   }

@@ -222,6 +222,8 @@ absl::Status ValidateSolverOptions(SolverOptions* options) {
   if (!(o.halving_residual > 0) || !Finite(o.halving_residual))
     return Invalid("options", "halving_residual",
                    "must be positive, got " + Fmt(o.halving_residual));
+  if (o.loop_rows < 0 || o.loop_rows > 16)
+    return Invalid("options", "loop_rows", absl::StrCat("must be in [0, 16], got ", o.loop_rows));
   if (o.cr_iterations < 1)
     return Invalid("options", "cr_iterations", absl::StrCat("must be >= 1, got ", o.cr_iterations));
   if (!(o.newton_tolerance > 0) || !Finite(o.newton_tolerance))

@@ -245,6 +245,7 @@ absl::StatusOr<SolverOptions> Simulator::GetOptions(WorldId world) const {
   o.step_halvings = p.step_halvings;
   o.halving_iterations = p.halving_iterations;
   o.halving_residual = p.halving_residual;
+  o.loop_rows = p.loop_rows;
   return o;
 }
 

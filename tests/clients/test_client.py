@@ -166,6 +166,19 @@ def test_step_halvings(client):
             client.create_worlds(PENDULUM_MJCF, solver_options=bad)
 
 
+def test_loop_rows(client):
+    # The rows closing loops are eliminated on top of the tree solve, 16 at most by default; 0
+    # turns that off; a value out of [0, 16] is refused, naming the field.
+    default = client.get_model(client.create_worlds(PENDULUM_MJCF).world_ids[0]).options
+    assert default.loop_rows.value == 16
+    off = client.create_worlds(PENDULUM_MJCF, solver_options={"loop_rows": 0}).world_ids
+    assert client.get_model(off[0]).options.loop_rows.value == 0
+    obs = client.step(off, observe=["stats"])
+    assert obs.stats.flags[0] & axion.WorldStats.FLAG_NOT_CONVERGED == 0
+    with pytest.raises(axion.AxionError, match="loop_rows"):
+        client.create_worlds(PENDULUM_MJCF, solver_options={"loop_rows": 17})
+
+
 def test_create_worlds_solver_options_preconditioner(client):
     jacobi = client.create_worlds(PENDULUM_MJCF, solver_options={"preconditioner": "jacobi"})
     tree = client.create_worlds(PENDULUM_MJCF, solver_options={"preconditioner": "TREE"})

@@ -177,7 +177,7 @@ TEST(PreconditionerTest, ArticulatedBodyOnTheGroundMatchesJacobi) {
 // plank on each box) form a cycle, so the last closes a loop, four frictional contact points
 // whose twelve rows the loop factor eliminates on top of the tree. The pile settles to the same
 // poses on both preconditioners, the tree's solves taking about one CR iteration each (14
-// Newton / 15 CR; 163 CR on the tree alone).
+// Newton / 15 CR), and on the tree alone (SolverOptions::loop_rows = 0: 163 CR).
 TEST(PreconditionerTest, FrictionalContactLoopIsEliminated) {
   ModelDesc d;
   ShapeDesc ground;
@@ -192,6 +192,11 @@ TEST(PreconditionerTest, FrictionalContactLoopIsEliminated) {
   EXPECT_LE(tree.cr, 2 * tree.newton);
   EXPECT_LT(MaxPoseDifference(tree, jacobi), 1e-5);
   EXPECT_NEAR(tree.pose[7 * 2 + 2], 0.25, 1e-3);  // the plank rests on the boxes
+  ModelDesc tree_alone = d;
+  tree_alone.options.loop_rows = 0;
+  RunStats alone = Simulate(tree_alone, 100);
+  EXPECT_GT(alone.cr, 4 * tree.cr);
+  EXPECT_LT(MaxPoseDifference(tree, alone), 1e-5);
 }
 
 // A parallelogram four-bar linkage hanging from two pivots: the second pivot closes a loop

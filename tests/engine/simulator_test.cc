@@ -283,6 +283,8 @@ TEST(SimulatorTest, FailedStepIsTakenAgainInHalves) {
            {"step_halvings", [](SolverOptions& o) { o.step_halvings = 11; }},
            {"halving_iterations", [](SolverOptions& o) { o.halving_iterations = 0; }},
            {"halving_residual", [](SolverOptions& o) { o.halving_residual = -1; }},
+           {"loop_rows", [](SolverOptions& o) { o.loop_rows = -1; }},
+           {"loop_rows", [](SolverOptions& o) { o.loop_rows = 17; }},
        }) {
     ModelDesc bad = d;
     edit(bad.options);

@@ -114,9 +114,9 @@ inline ModelDesc SpheresInBox(int count) {
 
 // A hand hung from the world by a ball joint that turns at most 0.4 rad (with damping), thrown
 // sideways so the cone binds; two fingers hinged on it, the second coupled to the first in
-// mirror (y = -x); a position servo on the first, bounded to 0.3 N m, sent to 0.8 rad. Every
-// row kind of a robot file's joints: cone limit, ball drive, coupling through three bodies,
-// saturating servo.
+// mirror (y = -x) and held by dry friction of 0.002 N m; a position servo on the first, bounded
+// to 0.3 N m, sent to 0.8 rad. Every row kind of a robot file's joints: cone limit, ball drive,
+// coupling through three bodies (it lists the hand twice), saturating servo, friction loss.
 inline ModelDesc RobotJoints() {
   ModelDesc d;
   d.options.timestep = 0.01;
@@ -149,6 +149,7 @@ inline ModelDesc RobotJoints() {
     knuckle.child = 1 + i;
     knuckle.child_frame.pos = {0, 0, 0.05};
     knuckle.axis = Vec3{0, 1, 0};
+    knuckle.friction_loss = i == 1 ? 0.002 : 0;
     d.joints.push_back(knuckle);
   }
   ActuatorDesc servo;

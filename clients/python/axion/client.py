@@ -66,6 +66,7 @@ _WRAPPED_OPTIONS = (
     "step_halvings",
     "halving_iterations",
     "halving_residual",
+    "loop_rows",
 )
 
 

@@ -53,6 +53,7 @@ struct WorldParams {
   int32_t step_halvings;            // SolverOptions: a failed step is redone as two halves
   int32_t halving_iterations;
   Real halving_residual;
+  int32_t loop_rows;  // SolverOptions: loop rows eliminated at most (0: none)
 };
 
 // Constraint row kinds.

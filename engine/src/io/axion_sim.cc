@@ -6,7 +6,7 @@
 //             [--friction_newton=true|false] [--speculative_contacts=true|false]
 //             [--line_search=true|false]
 //             [--newton_iterations=50] [--newton_tolerance=1e-6]
-//             [--newton_stall_iterations=0] [--step_halvings=3]
+//             [--newton_stall_iterations=0] [--step_halvings=3] [--loop_rows=16]
 //             [--halving_iterations=20] [--halving_residual=1e-2] [--contact_capacity=N]
 //             [--trajectory=out.csv|out.npy] [--progress] [--floor=HEIGHT]
 //             [--floating_base] [--self_collision] [--inertia_from_collision]
@@ -62,6 +62,9 @@ ABSL_FLAG(double, newton_tolerance, 0,
 ABSL_FLAG(int, newton_stall_iterations, -1,
           "stop a step's Newton loop once its best iterate is this many iterations old (0: "
           "never; -1: the model's)");
+ABSL_FLAG(int, loop_rows, -1,
+          "rows closing loops eliminated exactly on top of the tree solve, at most, in [0, 16] "
+          "(0: none; -1: the model's, 16)");
 ABSL_FLAG(int, step_halvings, -1,
           "halve a step whose Newton solve fails, down to dt / 2^this (0: never; -1: the "
           "model's)");
@@ -274,6 +277,10 @@ absl::Status Run() {
   if (newton_stall_iterations < -1)
     return absl::InvalidArgumentError("--newton_stall_iterations must be >= -1");
   if (newton_stall_iterations >= 0) desc.options.newton_stall_iterations = newton_stall_iterations;
+  int loop_rows = absl::GetFlag(FLAGS_loop_rows);
+  if (loop_rows < -1 || loop_rows > 16)
+    return absl::InvalidArgumentError("--loop_rows must be in [-1, 16]");
+  if (loop_rows >= 0) desc.options.loop_rows = loop_rows;
   int step_halvings = absl::GetFlag(FLAGS_step_halvings);
   if (step_halvings < -1) return absl::InvalidArgumentError("--step_halvings must be >= -1");
   if (step_halvings >= 0) desc.options.step_halvings = step_halvings;
