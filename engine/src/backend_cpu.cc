@@ -32,6 +32,10 @@ struct SerialExec {
     for (int w = r.begin; w < r.end; ++w) f(w, kernels::Team{});
   }
   template <class F>
+  void lean_teams(WorldRange r, F f) const {
+    teams(r, f);
+  }
+  template <class F>
   void bodies(WorldRange r, F f) const {
     run(v.world_body_offset, r, f);
   }

@@ -672,22 +672,28 @@ AXION_HD void world_gcr_solve(const BatchView& v, Team team, int world) {
   if (team.lane == 0) v.world_cr_iterations[world] += iterations;
 }
 
+/// Per world with the tree preconditioner, after the tree's factor: the contacts outside the
+/// tree take the inverse of their 3 x 3 block of A (on the team rather than in the factor's
+/// chain on one thread, which does not need them), then the loop factor. A pass of its own,
+/// so that its arrays do not weigh on the registers and stack of the solve.
+AXION_HD void world_loop_precondition(const BatchView& v, Team team, int world) {
+  const int row_end = v.world_row_offset[world] + world_live_rows(v, world);
+  for (int row = v.world_row_offset[world] + team.lane; row < row_end; row += team.size) {
+    if (v.row_tree_head[row] < 0 && v.row_tree_child[row] == kTreeContactBlock)
+      tree_contact_block(v, row);
+  }
+  team_sync(team);
+  world_loop_factor(v, team, world);
+}
+
 /// Per world, one Newton iteration's whole linear solve, from r = b to the world's own
 /// stopping rule: Conjugate Residual while A is symmetric, GCR once sliding friction makes it
 /// unsymmetric. A team runs a world: one thread on the CPU, which keeps that world's rows and
 /// bodies in cache for the whole solve; a warp on CUDA.
 AXION_HD void world_cr_solve(const BatchView& v, Team team, int world) {
-  // z = P r, p = z with the tree (row_precondition has set them for the Jacobi diagonal); the
-  // contacts outside the tree first take the inverse of their 3 x 3 block of A, here on the
-  // team rather than in the factor's chain on one thread, which does not need them
+  // z = P r, p = z with the tree (row_precondition has set them for the Jacobi diagonal)
   if (world_uses_tree(v, world)) {
     const int row_end = v.world_row_offset[world] + world_live_rows(v, world);
-    for (int row = v.world_row_offset[world] + team.lane; row < row_end; row += team.size) {
-      if (v.row_tree_head[row] < 0 && v.row_tree_child[row] == kTreeContactBlock)
-        tree_contact_block(v, row);
-    }
-    team_sync(team);
-    world_loop_factor(v, team, world);
     world_precondition_apply(v, team, world, v.row_cr_r, v.row_cr_z);
     for (int row = v.world_row_offset[world] + team.lane; row < row_end; row += team.size)
       v.row_cr_p[row] = v.row_cr_z[row];

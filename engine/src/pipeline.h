@@ -295,9 +295,14 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
               if (iterating(v, w) && world_uses_tree(v, w) && world_factors_on_team(v, w))
                 world_tree_factor_team(v, team, w);
             });
+        // ... the contacts' blocks outside the tree and the loop factor
+        ex.teams(
+            wr, AXION_LAMBDA(int w, Team team) {
+              if (iterating(v, w) && world_uses_tree(v, w)) world_loop_precondition(v, team, w);
+            });
 
         // solve (J M^-1 J^T + C) dlambda = J M^-1 g - h: CR, or GCR where unsymmetric
-        ex.teams(
+        ex.lean_teams(
             wr, AXION_LAMBDA(int w, Team team) {
               if (iterating(v, w)) world_cr_solve(v, team, w);
             });

@@ -42,6 +42,10 @@ struct WholeBatchExec {
     for (int w = 0; w < world_count; ++w) f(w, kernels::Team{});
   }
   template <class F>
+  void lean_teams(WorldRange r, F f) const {
+    teams(r, f);
+  }
+  template <class F>
   void bodies(WorldRange, F f) const {
     run(body_count, f);
   }

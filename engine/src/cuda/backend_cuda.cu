@@ -66,8 +66,9 @@ __global__ void __launch_bounds__(kBlockSize) ForEachKernel(int count, F f) {
 
 // Runs f(w, team) for w in [0, count): one warp per world, grid-stride by warps, so a warp's
 // lanes always share their world (the team's reductions and synchronisations need all 32).
-template <class F>
-__global__ void __launch_bounds__(kBlockSize) ForEachTeamKernel(int count, F f) {
+// MinBlocks > 1 caps the registers so that as many blocks share a multiprocessor (lean_teams).
+template <int MinBlocks, class F>
+__global__ void __launch_bounds__(kBlockSize, MinBlocks) ForEachTeamKernel(int count, F f) {
   const kernels::Team team{static_cast<int>(threadIdx.x) % kernels::kTeamWidth,
                            kernels::kTeamWidth};
   const int warps = static_cast<int>(blockDim.x * gridDim.x) / kernels::kTeamWidth;
@@ -244,7 +245,18 @@ struct CudaExec {
     const int threads = world_count > INT32_MAX / kernels::kTeamWidth
                             ? INT32_MAX
                             : world_count * kernels::kTeamWidth;
-    launch_kernel(ForEachTeamKernel<F>, world_count, threads, f, where);
+    launch_kernel(ForEachTeamKernel<1, F>, world_count, threads, f, where);
+  }
+  // A team pass whose registers are capped so that kLeanTeamBlocks blocks of kBlockSize (24
+  // warps) share a multiprocessor: for the linear solve, a chain of dependent loads per world
+  // whose speed is the number of worlds in flight.
+  static constexpr int kLeanTeamBlocks = 6;
+  template <class F>
+  void lean_teams(WorldRange, F f, const Where& where = Where::current()) const {
+    const int threads = world_count > INT32_MAX / kernels::kTeamWidth
+                            ? INT32_MAX
+                            : world_count * kernels::kTeamWidth;
+    launch_kernel(ForEachTeamKernel<kLeanTeamBlocks, F>, world_count, threads, f, where);
   }
   // Per-world passes run one world per thread in blocks of one warp: blocks of kBlockSize left
   // most multiprocessors idle (8192 worlds filled 64 of the H100's 132).
