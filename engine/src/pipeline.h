@@ -296,7 +296,7 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
                 world_tree_factor_team(v, team, w);
             });
         // ... the contacts' blocks outside the tree and the loop factor
-        ex.teams(
+        ex.lean_teams(
             wr, AXION_LAMBDA(int w, Team team) {
               if (iterating(v, w) && world_uses_tree(v, w)) world_loop_precondition(v, team, w);
             });
