@@ -99,6 +99,8 @@ absl::Status ApplyOverrides(absl::string_view text, SolverOptions* options) {
       status = ParseNumber(key, value, &options->newton_stall_iterations);
     } else if (key == "newton_tolerance") {
       status = ParseNumber(key, value, &options->newton_tolerance);
+    } else if (key == "loop_rows") {
+      status = ParseNumber(key, value, &options->loop_rows);
     } else if (key == "cr_iterations") {
       status = ParseNumber(key, value, &options->cr_iterations);
     } else if (key == "cr_tolerance") {
