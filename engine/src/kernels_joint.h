@@ -323,9 +323,12 @@ AXION_HD void joint_bilateral_row(const BatchView& v, int row, const WorldParams
 
 /// A limit row's unilateral equation once its Jacobian is stored, from its gap c >= 0: position
 /// level c(q+)/h; velocity level J u + c(q-)/h when open (speculative), J u + Upsilon c(q-)/h
-/// when violated.
+/// when violated. Fischer-Burmeister weighs the gap by the effective mass the stop meets, the
+/// bodies' (J M^-1 J^T)^-1 plus the DOF's armature, which moves with them: a light link on a
+/// heavy rotor (1e-9 kg m^2 against 0.75) weighed by its own inertia alone put the gap 1e9 below
+/// the impulse, and Newton lost the stop.
 AXION_HD void store_limit_row(const BatchView& v, int row, Real c, bool velocity_level,
-                              const WorldParams& p) {
+                              const WorldParams& p, Real armature) {
   const Real h = v.world_step_length[v.row_world[row]];
   Real c_velocity;
   if (velocity_level) {
@@ -336,7 +339,7 @@ AXION_HD void store_limit_row(const BatchView& v, int row, Real c, bool velocity
   }
   const Real inv_mass = row_inv_effective_mass(v, v.row_body_a[row], load6(v.row_jac_a + 6 * row),
                                                v.row_body_b[row], load6(v.row_jac_b + 6 * row));
-  store_unilateral_row(v, row, c_velocity, Real(1) / inv_mass, p.fb_epsilon);
+  store_unilateral_row(v, row, c_velocity, Real(1) / inv_mass + armature, p.fb_epsilon);
 }
 
 /// Joint limit rows (unilateral, through Fischer-Burmeister like contacts):
@@ -354,7 +357,7 @@ AXION_HD void joint_limit_row(const BatchView& v, int row, const WorldParams& p)
   Real c = lower ? coord.value - v.dof_lower[dof] : v.dof_upper[dof] - coord.value;
   store_coordinate_row(v, row, joint, sign, coord);
   store_row_levers(v, row, {}, {});
-  store_limit_row(v, row, c, velocity_level, p);
+  store_limit_row(v, row, c, velocity_level, p, v.dof_armature[dof]);
 }
 
 /// Ball joint cone limit (unilateral, like joint_limit_row): the relative rotation
@@ -375,7 +378,7 @@ AXION_HD void joint_cone_limit_row(const BatchView& v, int row, const WorldParam
   const Real c = v.joint_cone_limit[joint] - angle;
   store_row_jacobian(v, row, {}, -e, {}, e);
   store_row_levers(v, row, {}, {});
-  store_limit_row(v, row, c, velocity_level, p);
+  store_limit_row(v, row, c, velocity_level, p, v.dof_armature[v.joint_dof_offset[joint]]);
 }
 
 /// Joint coupling row (JointCouplingDesc): the follower's coordinate y = q_f - ref_f follows the
@@ -517,7 +520,8 @@ AXION_HD void joint_friction_loss_row(const BatchView& v, int row) {
   const Real rate = row_velocity(v, row, v.body_u);
   const Real mass =
       Real(1) / row_inv_effective_mass(v, v.row_body_a[row], load6(v.row_jac_a + 6 * row),
-                                       v.row_body_b[row], load6(v.row_jac_b + 6 * row));
+                                       v.row_body_b[row], load6(v.row_jac_b + 6 * row)) +
+      v.dof_armature[dof];  // the rotor moves with the DOF (see store_limit_row)
   const Real lambda = v.row_lambda[row];
   const Real trial = lambda - mass * rate;
   if (trial >= -bound && trial <= bound) {
