@@ -736,6 +736,35 @@ TEST(JointLimitTest, StopsOnLightLinksWithArmatureMatchMuJoCo) {
   EXPECT_LT(largest_difference, 0.05);
 }
 
+// Geoms that collide one way only (contype meeting the other's conaffinity in one direction)
+// collide as in MuJoCo: two balls that ignore each other (conaffinity 0) fall through one
+// another onto a floor they both meet, and rest there at their radius, as MuJoCo's do.
+TEST(CollisionFilterTest, OneWayContypeConaffinityCollidesLikeMuJoCo) {
+  const std::string path = WriteTempModel("one_way_filter.xml", R"(
+<mujoco><worldbody>
+  <geom name="floor" type="plane" size="5 5 0.1"/>
+  <body name="a" pos="0 0 0.5"><freejoint/><geom size="0.1" contype="1" conaffinity="0"/></body>
+  <body name="b" pos="0 0 1"><freejoint/><geom size="0.1" contype="1" conaffinity="0"/></body>
+</worldbody></mujoco>)");
+  absl::StatusOr<ImportResult> imported = LoadMjcfFile(path);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  World w = MakeWorld(imported->model);
+  ASSERT_TRUE(w.sim);
+  MuJoCoRun mujoco(path);
+  ASSERT_TRUE(mujoco.m) << mujoco.load_error;
+  const int steps = static_cast<int>(std::lround(1.5 / imported->model.options.timestep));
+  ASSERT_TRUE(w.sim->StepAll(steps).ok());
+  for (int s = 0; s < steps; ++s) mj_step(mujoco.m, mujoco.d);
+  absl::StatusOr<BodyState> state = w.sim->GetBodyState(w.id);
+  ASSERT_TRUE(state.ok());
+  for (int b = 0; b < 2; ++b) {
+    const double axion_z = state->pose[7 * b + 2], mujoco_z = mujoco.d->xpos[3 * (b + 1) + 2];
+    std::printf("ball %d: Axion z %.5f, MuJoCo z %.5f\n", b, axion_z, mujoco_z);
+    EXPECT_NEAR(axion_z, 0.1, 1e-3);
+    EXPECT_NEAR(axion_z, mujoco_z, 2e-3);
+  }
+}
+
 // <equality><joint> couples two joints as in MuJoCo: coupled_arms.xml's second arm follows half
 // the first's angle while a motor swings the first against gravity. Axion holds the coupling
 // exactly (to the solver's tolerance), MuJoCo's is soft; the shoulder angles agree to the two

@@ -1307,18 +1307,31 @@ TEST(MjcfWarningTest, UnsupportedElementsAndAttributesAreNamed) {
   EXPECT_DOUBLE_EQ(r->model.options.timestep, 0.01);
 }
 
-TEST(MjcfWarningTest, AsymmetricContypeConaffinityIsReported) {
-  // a (contype 1, conaffinity 0) meets b (contype 0, conaffinity 1): MuJoCo collides, Axion not.
+// MuJoCo collides two geoms when either's contype meets the other's conaffinity; Axion's filter
+// asks both. A robot's geoms with conaffinity 0 (no self-collision) against a floor with
+// conaffinity 1 collide in MuJoCo: the pairs the filters disagree on become explicit contact
+// pairs, with MuJoCo's mixing (the larger friction and condim), and no warning is left.
+TEST(MjcfCollisionTest, OneWayContypeConaffinityPairsBecomeExplicit) {
   std::string xml = R"(
 <mujoco><worldbody>
-  <body name="a" pos="0 0 1"><freejoint/><geom size="0.1" contype="1" conaffinity="0"/></body>
-  <body name="b" pos="0 0 2"><freejoint/><geom size="0.1" contype="0" conaffinity="1"/></body>
+  <geom name="floor" type="plane" size="0 0 1" friction="0.5"/>
+  <body name="a" pos="0 0 1"><freejoint/>
+    <geom name="ga" size="0.1" contype="1" conaffinity="0" friction="0.8" condim="1"/></body>
+  <body name="b" pos="0 0 2"><freejoint/><geom name="gb" size="0.1" contype="1" conaffinity="0"/></body>
 </worldbody></mujoco>)";
   absl::StatusOr<ImportResult> r = LoadMjcfString(xml, "");
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_TRUE(HasWarning(*r, "contype/conaffinity"));
-  EXPECT_EQ(r->model.shapes[0].collision_group, 1u);
-  EXPECT_EQ(r->model.shapes[0].collision_mask, 0u);
+  EXPECT_TRUE(r->warnings.empty()) << r->warnings.front();
+  EXPECT_EQ(r->model.shapes[1].collision_group, 1u);
+  EXPECT_EQ(r->model.shapes[1].collision_mask, 0u);
+  ASSERT_EQ(r->model.contact_pairs.size(), 2u);  // floor-ga, floor-gb; ga-gb collide in neither
+  const ContactPairDesc& floor_a = r->model.contact_pairs[0];
+  EXPECT_EQ(floor_a.shape_a, 0);
+  EXPECT_EQ(floor_a.shape_b, 1);
+  EXPECT_EQ(floor_a.friction, 0.8);
+  EXPECT_EQ(floor_a.contact_dim, 3);
+  EXPECT_EQ(r->model.contact_pairs[1].shape_b, 2);
+  EXPECT_EQ(r->model.contact_pairs[1].friction, 1);
 }
 
 TEST(MjcfStaticTest, BodiesWeldedToTheWorldBecomeWorldShapes) {

@@ -1979,8 +1979,13 @@ absl::Status MjcfLoader::Convert() {
 // collide_connected = false. The pairs MuJoCo filters and Axion would not (a body and its parent
 // across a light-body chain; a welded body and its parent's other children, e.g. the humanoid's
 // head and upper arms) go into ModelDesc::exclude_body_pairs, so contype/conaffinity keep their
-// meaning as collision groups and masks, and so do the pairs of <contact><exclude>. Warns where
-// the rules still differ.
+// meaning as collision groups and masks, and so do the pairs of <contact><exclude>. The geom
+// pairs MuJoCo collides and Axion's filter would not (one geom's contype meeting the other's
+// conaffinity one way only, or bodies joined by a joint MuJoCo does not filter) become explicit
+// contact pairs, with MuJoCo's mixing of the two geoms (the larger friction and condim), up to
+// kMaxFilterPairs; past that the rules differ, with a warning.
+constexpr size_t kMaxFilterPairs = 4096;
+
 void MjcfLoader::ApplyCollisionRules() {
   // Geoms per MJCF body (-1: the world's own), to reason about body pairs.
   struct GeomRef {
@@ -2020,6 +2025,12 @@ void MjcfLoader::ApplyCollisionRules() {
   std::string asymmetric;
   std::set<std::string> filter_mismatch;
   std::set<std::pair<int, int>> exclude;  // Axion body pairs MuJoCo filters and Axion would not
+  // Geom i is shape i (Convert adds the world's geoms, then each body's, one shape each); the
+  // pairs of <contact><pair> are already explicit.
+  std::set<std::pair<int, int>> explicit_pairs;
+  for (const ContactPairDesc& p : result_.model.contact_pairs)
+    explicit_pairs.insert({std::min(p.shape_a, p.shape_b), std::max(p.shape_a, p.shape_b)});
+  std::vector<ContactPairDesc> added;
   for (size_t i = 0; i < geoms.size(); ++i) {
     for (size_t k = i + 1; k < geoms.size(); ++k) {
       const GeomRef& a = geoms[i];
@@ -2034,10 +2045,25 @@ void MjcfLoader::ApplyCollisionRules() {
       // The body filter comes before the bits in MuJoCo, so it is kept whatever they say.
       if (mj_filtered && !ax_filtered) exclude.insert({std::min(ba, bb), std::max(ba, bb)});
       bool mj_bits = mujoco_bits(*a.geom, *b.geom);
-      if (mj_bits != axion_bits(*a.geom, *b.geom) && asymmetric.empty()) {
+      if (!mj_bits) continue;
+      const bool differ = !mj_filtered && (ax_filtered || !axion_bits(*a.geom, *b.geom));
+      if (differ && ba != bb && added.size() < kMaxFilterPairs &&
+          !explicit_pairs.count({static_cast<int>(i), static_cast<int>(k)})) {
+        ContactPairDesc pair;
+        auto label = [](const MjGeom& g, size_t index) {
+          return g.name.empty() ? absl::StrCat("#", index) : g.name;
+        };
+        pair.name = absl::StrCat("filter:", label(*a.geom, i), "-", label(*b.geom, k));
+        pair.shape_a = static_cast<int>(i);
+        pair.shape_b = static_cast<int>(k);
+        pair.friction = std::max(a.geom->friction, b.geom->friction);
+        pair.contact_dim = std::max(a.geom->condim, b.geom->condim);
+        added.push_back(std::move(pair));
+        continue;
+      }
+      if (mj_bits != axion_bits(*a.geom, *b.geom) && !mj_filtered && asymmetric.empty()) {
         asymmetric = absl::StrCat(a.geom->where, " and ", b.geom->where);
       }
-      if (!mj_bits) continue;
       if (!mj_filtered && ax_filtered) {
         auto name = [&](int body) { return body < 0 ? std::string("world") : bodies_[body].name; };
         filter_mismatch.insert(absl::StrCat(name(a.body), "-", name(b.body)));
@@ -2045,11 +2071,15 @@ void MjcfLoader::ApplyCollisionRules() {
     }
   }
   for (const auto& [a, b] : exclude) result_.model.exclude_body_pairs.push_back({a, b});
+  for (ContactPairDesc& pair : added) result_.model.contact_pairs.push_back(std::move(pair));
   if (!asymmetric.empty()) {
     warnings_.Add("contype-asymmetric",
                   absl::StrCat("contype/conaffinity: MuJoCo collides a pair when either geom's "
                                "contype meets the other's conaffinity, Axion only when both do; "
-                               "this model relies on the difference (e.g. ",
+                               "past ",
+                               kMaxFilterPairs,
+                               " such pairs made explicit, this model relies on the difference "
+                               "(e.g. ",
                                asymmetric, ")"));
   }
   if (!filter_mismatch.empty()) {
