@@ -1,7 +1,8 @@
 // MJCF (MuJoCo XML, version 2.2 semantics) importer: reads a model file into an axion::ModelDesc.
 //
-// Supported: <include>, <compiler> (angle, inertiafromgeom, eulerseq, coordinate="local",
-// autolimits, meshdir, assetdir, balanceinertia), <option> (timestep, gravity), <default> classes
+// Supported: <include>, <compiler> (angle, inertiafromgeom, eulerseq, coordinate "local" or
+// "global" (MuJoCo 2.2's, the Gym hopper's and walker2d's), autolimits, meshdir, assetdir,
+// balanceinertia), <option> (timestep, gravity), <default> classes
 // with inheritance and `childclass` (every top-level <default> is the main class), <asset> <mesh>
 // (file: OBJ or binary / ASCII STL; or vertex and face; scale), nested <body> (pos, quat,
 // euler, axisangle, xyaxes, zaxis), <geom> (plane, sphere, capsule, box, cylinder, ellipsoid,

@@ -313,6 +313,7 @@ class MjcfLoader {
   absl::Status ParseAssets(const XMLElement* e);
   absl::Status ParseMesh(const XMLElement* e);
   absl::Status ParseBody(const XMLElement* e, int parent, const std::string& childclass);
+  bool global_coordinates_ = false;  // <compiler coordinate="global">
   absl::Status ExpandComposite(const XMLElement* e, int parent);
   absl::Status ParseGeom(const XMLElement* e, const std::string& class_name, MjGeom* geom);
   absl::Status ParseJoint(const XMLElement* e, const std::string& class_name, int body,
@@ -485,11 +486,12 @@ absl::Status MjcfLoader::ParseCompiler(const XMLElement* xml) {
   if (eulerseq_.size() != 3 || eulerseq_.find_first_not_of("xyzXYZ") != std::string::npos) {
     return e.Error("eulerseq", absl::StrCat("'", eulerseq_, "' is not three of xyzXYZ"));
   }
-  std::string coordinate = e.Str("coordinate", "local");
-  if (coordinate != "local") {
+  std::string coordinate = e.Str("coordinate", global_coordinates_ ? "global" : "local");
+  if (coordinate != "local" && coordinate != "global") {
     return e.Error("coordinate",
-                   absl::StrCat("'", coordinate, "' is not supported (only 'local')"));
+                   absl::StrCat("must be 'local' or 'global', got '", coordinate, "'"));
   }
+  global_coordinates_ = coordinate == "global";
   AXION_IO_ASSIGN_OR_RETURN(autolimits_, e.Bool("autolimits", autolimits_));
   meshdir_ = e.Str("meshdir", e.Str("assetdir", meshdir_));
   AXION_IO_ASSIGN_OR_RETURN(balance_inertia_, e.Bool("balanceinertia", balance_inertia_));
@@ -983,11 +985,21 @@ absl::Status MjcfLoader::ParseBody(const XMLElement* xml, int parent,
     body.name = e.name.empty() ? absl::StrCat("body", index + 1) : e.name;
     body.where = e.Describe();
     body.parent = parent;
-    AXION_IO_ASSIGN_OR_RETURN(body.local.pos, e.Vec("pos", Vec3{}));
-    AXION_IO_ASSIGN_OR_RETURN(body.local.quat, Orientation(e));
+    Pose given;
+    AXION_IO_ASSIGN_OR_RETURN(given.pos, e.Vec("pos", Vec3{}));
+    AXION_IO_ASSIGN_OR_RETURN(given.quat, Orientation(e));
     Pose parent_world = parent < 0 ? Pose{} : bodies_[parent].world;
-    body.world = io::ComposePose(parent_world, body.local);
+    if (global_coordinates_) {
+      body.world = given;
+      body.local = io::ComposePose(io::InversePose(parent_world), given);
+    } else {
+      body.local = given;
+      body.world = io::ComposePose(parent_world, body.local);
+    }
   }
+  // <compiler coordinate="global">: the body's geoms, joints and inertial are given in the world
+  // frame too; this takes them into the body's.
+  const Pose to_body = io::InversePose(bodies_[index].world);
   std::string childclass = e.Str("childclass", inherited_childclass);
   if (!childclass.empty() && !classes_.count(childclass)) {
     return e.Error("childclass", absl::StrCat("unknown default class '", childclass, "'"));
@@ -1011,10 +1023,19 @@ absl::Status MjcfLoader::ParseBody(const XMLElement* xml, int parent,
         return absl::InvalidArgumentError(
             absl::StrCat(geom.where, ": attribute 'type': planes are only allowed in <worldbody>"));
       }
+      if (global_coordinates_) {
+        geom.pose = io::ComposePose(to_body, geom.pose);
+        geom.mass_center = to_body.pos + rotate(to_body.quat, geom.mass_center);
+        geom.inertia = io::RotateTensor(to_body.quat, geom.inertia);
+      }
       bodies_[index].geoms.push_back(std::move(geom));
     } else if (tag == "joint" || tag == "freejoint") {
       MjJoint joint;
       AXION_IO_RETURN_IF_ERROR(ParseJoint(c, cls, index, &joint));
+      if (global_coordinates_) {
+        joint.pos = to_body.pos + rotate(to_body.quat, joint.pos);
+        joint.axis = rotate(to_body.quat, joint.axis);
+      }
       if (joint_names_.count(joint.name)) {
         return absl::InvalidArgumentError(absl::StrCat(
             joint.where, ": attribute 'name': joint name '", joint.name, "' is used twice"));
@@ -1027,9 +1048,18 @@ absl::Status MjcfLoader::ParseBody(const XMLElement* xml, int parent,
                                                        "' has more than one <inertial>"));
       }
       AXION_IO_RETURN_IF_ERROR(ParseInertial(c, &bodies_[index]));
+      if (global_coordinates_) {
+        MjBody& body = bodies_[index];
+        body.inertial_com = to_body.pos + rotate(to_body.quat, body.inertial_com);
+        body.inertial_tensor = io::RotateTensor(to_body.quat, body.inertial_tensor);
+      }
     } else if (tag == "body") {
       AXION_IO_RETURN_IF_ERROR(ParseBody(c, index, childclass));
     } else if (tag == "composite") {
+      if (global_coordinates_) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            Where(c), ": composite: not supported with <compiler coordinate=\"global\">"));
+      }
       AXION_IO_RETURN_IF_ERROR(ExpandComposite(c, index));
     } else if (tag == "site" || tag == "camera" || tag == "light") {
       WarnElement(c, "body", "has no physical effect and was ignored");
