@@ -72,6 +72,26 @@ struct MuJoCoRun {
   std::string load_error;
 };
 
+// An MJCF file loaded by Axion (without warnings) into one world, and by MuJoCo.
+struct SideBySide {
+  ImportResult imported;
+  World w;
+  std::unique_ptr<MuJoCoRun> mujoco;
+  bool ok() const { return w.sim != nullptr && mujoco != nullptr && mujoco->m != nullptr; }
+};
+SideBySide LoadSideBySide(const std::string& path) {
+  SideBySide s;
+  absl::StatusOr<ImportResult> imported = LoadMjcfFile(path);
+  EXPECT_TRUE(imported.ok()) << imported.status();
+  if (!imported.ok()) return s;
+  EXPECT_TRUE(imported->warnings.empty()) << imported->warnings.front();
+  s.imported = *std::move(imported);
+  s.w = MakeWorld(s.imported.model);
+  s.mujoco = std::make_unique<MuJoCoRun>(path);
+  EXPECT_TRUE(s.mujoco->m) << s.mujoco->load_error;
+  return s;
+}
+
 // Writes `text` to a file of the test's temporary directory; returns its path.
 std::string WriteTempModel(const std::string& name, const std::string& text) {
   const std::string path = ::testing::TempDir() + name;
@@ -626,14 +646,11 @@ TEST(BallSpringTest, StiffnessDampingAndArmatureMatchMuJoCo) {
 // hinge angle follows MuJoCo's over 2 s (the joint's damper acts beside the servo, unbounded).
 // Without the bound the arm would stop 0.13 rad down.
 TEST(ServoForceRangeTest, SaturatedServoSagsLikeMuJoCo) {
-  const std::string path = kModels + "/servo_arm.xml";
-  absl::StatusOr<ImportResult> imported = LoadMjcfFile(path);
-  ASSERT_TRUE(imported.ok()) << imported.status();
-  EXPECT_TRUE(imported->warnings.empty()) << imported->warnings.front();
-  World w = MakeWorld(imported->model);
-  ASSERT_TRUE(w.sim);
-  MuJoCoRun mujoco(path);
-  ASSERT_TRUE(mujoco.m) << mujoco.load_error;
+  SideBySide run = LoadSideBySide(kModels + "/servo_arm.xml");
+  ASSERT_TRUE(run.ok());
+  const ImportResult* imported = &run.imported;
+  World& w = run.w;
+  MuJoCoRun& mujoco = *run.mujoco;
   mjModel* m = mujoco.m;
   mjData* d = mujoco.d;
   const double h = imported->model.options.timestep;
@@ -662,15 +679,12 @@ TEST(ServoForceRangeTest, SaturatedServoSagsLikeMuJoCo) {
 // where gravity's torque no longer beats the friction. The swings follow MuJoCo's (whose
 // friction is soft, so it creeps where Axion's sticks).
 TEST(FrictionLossTest, DryFrictionStopsTheSwingLikeMuJoCo) {
-  const std::string path = kModels + "/friction_arm.xml";
-  absl::StatusOr<ImportResult> imported = LoadMjcfFile(path);
-  ASSERT_TRUE(imported.ok()) << imported.status();
-  EXPECT_TRUE(imported->warnings.empty()) << imported->warnings.front();
+  SideBySide run = LoadSideBySide(kModels + "/friction_arm.xml");
+  ASSERT_TRUE(run.ok());
+  const ImportResult* imported = &run.imported;
+  World& w = run.w;
+  MuJoCoRun& mujoco = *run.mujoco;
   ASSERT_EQ(imported->model.joints[0].friction_loss, 1);
-  World w = MakeWorld(imported->model);
-  ASSERT_TRUE(w.sim);
-  MuJoCoRun mujoco(path);
-  ASSERT_TRUE(mujoco.m) << mujoco.load_error;
   const double h = imported->model.options.timestep;
   double largest_difference = 0, axion = 0, axion_speed = 0;
   for (int s = 1; s <= static_cast<int>(std::lround(3.0 / h)); ++s) {
@@ -699,14 +713,11 @@ TEST(FrictionLossTest, DryFrictionStopsTheSwingLikeMuJoCo) {
 // inertia alone, the limits' complementarity left a tenth of the steps at the Newton limit, the
 // angles 1.8 rad from MuJoCo's, and the thrower model's arm thrown at thousands of m/s.
 TEST(JointLimitTest, StopsOnLightLinksWithArmatureMatchMuJoCo) {
-  const std::string path = kModels + "/rotor_arm.xml";
-  absl::StatusOr<ImportResult> imported = LoadMjcfFile(path);
-  ASSERT_TRUE(imported.ok()) << imported.status();
-  EXPECT_TRUE(imported->warnings.empty()) << imported->warnings.front();
-  World w = MakeWorld(imported->model);
-  ASSERT_TRUE(w.sim);
-  MuJoCoRun mujoco(path);
-  ASSERT_TRUE(mujoco.m) << mujoco.load_error;
+  SideBySide run = LoadSideBySide(kModels + "/rotor_arm.xml");
+  ASSERT_TRUE(run.ok());
+  const ImportResult* imported = &run.imported;
+  World& w = run.w;
+  MuJoCoRun& mujoco = *run.mujoco;
   const double h = imported->model.options.timestep;
   const std::vector<JointDesc>& joints = imported->model.joints;
   double largest_difference = 0;
