@@ -223,6 +223,9 @@ AXION_HD FbValue fischer_burmeister(Real a, Real b, Real eps) {
 // impulses: phi(lambda, s c). Dividing the linearised row by s dphi/db keeps the Newton system
 // symmetric (seed 003): J du + C dlambda = -h with
 //   C = dphi/dlambda / (s dphi/db),   h = phi / (s dphi/db).
+/// The smoothing eps is in (m/s)^2, eps s^2 in the impulses' units: a fixed impulse smoothing
+/// sqrt(eps) moved a 8e-9 kg body resting on a table (Gym's pusher object) by up to sqrt(eps) / s
+/// = 1e3 m/s, and its steps ended at the Newton limit.
 /// A compliance C0 (s/kg) softens the row: c_velocity + C0 lambda replaces c_velocity, adding C0
 /// to C. The Newton matrix also gets kNewtonRegularization / s, which h does not contain, in
 /// worlds with joints. In worlds of contacts only it enters h as well, as that much compliance
@@ -235,7 +238,8 @@ AXION_HD void store_unilateral_row(const BatchView& v, int row, Real c_velocity,
   Real lambda = v.row_lambda[row];
   const bool contacts_only = v.world_joint_row_count[v.row_world[row]] == 0;
   if (contacts_only) compliance += kNewtonRegularization / effective_mass;
-  FbValue fb = fischer_burmeister(lambda, effective_mass * (c_velocity + compliance * lambda), eps);
+  FbValue fb = fischer_burmeister(lambda, effective_mass * (c_velocity + compliance * lambda),
+                                  eps * effective_mass * effective_mass);
   // A separated row has dphi/db -> 0: clamp so it degrades into Newton on lambda alone
   // (lambda -> 0) instead of dividing by zero.
   Real scale = effective_mass * (fb.dphi_db > Real(1e-9) ? fb.dphi_db : Real(1e-9));

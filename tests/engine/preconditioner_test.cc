@@ -148,7 +148,9 @@ TEST(PreconditionerTest, WorldsOfContactsOnlyFactorTheTree) {
 // the joints form a tree and every link's contacts with the floor are leaves below their link
 // (the floor is not a node of the tree, so they close no loop). The tree then covers every row
 // and CR stops after one iteration per Newton iteration; both preconditioners reach the same
-// states.
+// states. (The diagonal needed 1688 CR iterations for 27 Newton ones while the contacts'
+// smoothing was a fixed impulse, which on the light links was a large velocity; with it
+// scaled by each row's effective mass it needs 21 for 15.)
 TEST(PreconditionerTest, ArticulatedBodyOnTheGroundMatchesJacobi) {
   ModelDesc d = scenes::Chain(12);
   d.joints.erase(d.joints.begin());  // free: no joint to the world
@@ -169,7 +171,11 @@ TEST(PreconditionerTest, ArticulatedBodyOnTheGroundMatchesJacobi) {
     link.material.friction = 0;  // the friction fixed point is not what is compared here
     d.shapes.push_back(link);
   }
-  RunStats tree = ExpectTreeExact("12-link chain dropped flat", d, 100, 1e-5);
+  auto [tree, jacobi] = SimulateBoth("12-link chain dropped flat", d, 100);
+  EXPECT_GT(tree.newton, 0);
+  EXPECT_EQ(tree.cr, tree.newton);
+  EXPECT_GE(jacobi.cr, tree.cr);
+  EXPECT_LT(MaxPoseDifference(tree, jacobi), 1e-5);
   for (size_t i = 0; i < d.bodies.size(); ++i) EXPECT_NEAR(tree.pose[7 * i + 2], 0.02, 1e-3);
 }
 

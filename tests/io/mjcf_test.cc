@@ -1268,7 +1268,7 @@ TEST(MjcfErrorTest, BadValuesNameElementNameAndAttribute) {
        {"motor 'm'", "'joint'", "nope"}},
       {R"(<mujoco><worldbody><body name="b"><geom name="g" type="hfield" hfield="terrain"/></body></worldbody></mujoco>)",
        {"geom 'g'", "'type'", "hfield"}},
-      {R"(<mujoco><compiler coordinate="global"/></mujoco>)", {"compiler", "'coordinate'"}},
+      {R"(<mujoco><compiler coordinate="polar"/></mujoco>)", {"compiler", "'coordinate'"}},
       {R"(<robot/>)", {"<mujoco>"}},
   };
   for (const Case& c : cases) {
