@@ -148,9 +148,9 @@ TEST(PreconditionerTest, WorldsOfContactsOnlyFactorTheTree) {
 // the joints form a tree and every link's contacts with the floor are leaves below their link
 // (the floor is not a node of the tree, so they close no loop). The tree then covers every row
 // and CR stops after one iteration per Newton iteration; both preconditioners reach the same
-// states. (The diagonal needed 1688 CR iterations for 27 Newton ones while the contacts'
-// smoothing was a fixed impulse, which on the light links was a large velocity; with it
-// scaled by each row's effective mass it needs 21 for 15.)
+// states. (The diagonal needs 1688 CR iterations for 27 Newton ones: the contacts' smoothing,
+// a fixed impulse, is a large velocity on the 0.05 kg links. Smoothing by a speed on every row
+// took 21 for 15 here but was too sharp elsewhere; see kernels_common.h.)
 TEST(PreconditionerTest, ArticulatedBodyOnTheGroundMatchesJacobi) {
   ModelDesc d = scenes::Chain(12);
   d.joints.erase(d.joints.begin());  // free: no joint to the world

@@ -1034,7 +1034,7 @@ TEST(UrdfServoTest, PositionServosReachTheirTargets) {
 // middle `noise` fraction of its range) and what its steps did.
 struct NoisyRun {
   int steps = 0, not_converged = 0, halved = 0, substeps = 0;
-  double max_speed = 0, time = 0;
+  double max_speed = 0, time = 0, newton = 0;
 };
 NoisyRun RunUnderNoise(const ModelDesc& desc, uint32_t seed, double seconds, double noise) {
   NoisyRun run;
@@ -1058,6 +1058,7 @@ NoisyRun RunUnderNoise(const ModelDesc& desc, uint32_t seed, double seconds, dou
     if (!stats.ok()) return run;
     EXPECT_EQ(stats->flags & kWorldNonFinite, 0u) << "seed " << seed << ", step " << s;
     run.not_converged += (stats->flags & kWorldNotConverged) != 0;
+    run.newton += stats->newton_iterations;
     run.halved += stats->substeps > 1;
     run.substeps += stats->substeps;
     run.time = stats->time;
@@ -1115,6 +1116,34 @@ TEST(HumanoidNoiseTest, FailedLargeStepsAreHalvedAndSolved) {
   EXPECT_GT(on_total.halved, 0);
   EXPECT_LT(on_total.not_converged, on_total.steps / 8);
   EXPECT_LT(on_total.not_converged, off_total.not_converged);
+}
+
+// The contact rows' Fischer-Burmeister smoothing, an impulse, is capped by a speed times each
+// row's effective mass (kernels_common.h, kFbSmoothingSpeedCap). Without the cap a featherweight
+// body resting on a table (Gym's pusher object, 8e-9 kg, held at the table's height by its
+// slides) was free to sit 1e3 m/s off complementarity, and every step ended at the Newton limit
+// (54 iterations per step).
+TEST(ContactSmoothingTest, FeatherweightBodyRestingOnATableConverges) {
+  for (const char* mass : {"8e-9", "1"}) {
+    const std::string path = WriteTempModel(std::string("feather_") + mass + ".xml", R"(
+<mujoco model="feather">
+  <option timestep="0.01"/>
+  <worldbody>
+    <geom name="table" type="plane" size="1 1 0.1"/>
+    <body name="object" pos="0 0 0.05">
+      <joint name="x" type="slide" axis="1 0 0"/>
+      <joint name="y" type="slide" axis="0 1 0"/>
+      <geom type="cylinder" size="0.05 0.05" mass=")" + std::string(mass) + R"("/>
+    </body>
+  </worldbody>
+</mujoco>)");
+    absl::StatusOr<ImportResult> imported = LoadMjcfFile(path);
+    ASSERT_TRUE(imported.ok()) << imported.status();
+    NoisyRun run = RunUnderNoise(imported->model, 1, 2.0, 0);
+    EXPECT_EQ(run.not_converged, 0) << mass << " kg";
+    EXPECT_LT(run.newton / run.steps, 1.0) << mass << " kg";
+    EXPECT_LT(run.max_speed, 1e-6) << mass << " kg";
+  }
 }
 
 }  // namespace

@@ -252,9 +252,9 @@ struct SolverOptions {
                                      // 7.9 and 14, and a limb thrown at 0.16 s). Worlds on the
                                      // Jacobi preconditioner keep strict decrease (1): their
                                      // symmetric friction form needs it to hold static friction
-  Real fb_epsilon = 1e-10;           // ((m/s)^2) smoothing of the Fischer-Burmeister function,
-                                     // eps s^2 on a row of effective mass s, the same velocity
-                                     // error on light bodies as on heavy ones
+  Real fb_epsilon = 1e-10;           // ((N s)^2) smoothing of the Fischer-Burmeister function
+                                     // of contact rows, at most (1e-2 m/s times the row's
+                                     // effective mass)^2 so that very light bodies stay put
   FrictionCombine friction_combine = FrictionCombine::kGeometricMean;  // see Material
   int step_halvings = 3;         // a step whose Newton solve fails is taken again from its
                                  // start as two steps of half its length, down to h / 2^this

@@ -6,7 +6,8 @@
 //             [--friction_newton=true|false] [--speculative_contacts=true|false]
 //             [--line_search=true|false]
 //             [--newton_iterations=50] [--newton_tolerance=1e-6]
-//             [--newton_stall_iterations=0] [--step_halvings=3] [--loop_rows=16]
+//             [--fb_epsilon=1e-10] [--newton_stall_iterations=0] [--step_halvings=3]
+//             [--loop_rows=16]
 //             [--halving_iterations=20] [--halving_residual=1e-2] [--contact_capacity=N]
 //             [--trajectory=out.csv|out.npy] [--progress] [--floor=HEIGHT]
 //             [--floating_base] [--self_collision] [--inertia_from_collision]
@@ -59,6 +60,9 @@ ABSL_FLAG(int, newton_iterations, 0, "maximum Newton iterations per step (0: the
 ABSL_FLAG(double, newton_tolerance, 0,
           "residual max-norm (m/s) at which a step's Newton solve stops (0: the model's, 1e-6 by "
           "default): larger trades accuracy for speed");
+ABSL_FLAG(double, fb_epsilon, 0,
+          "smoothing of the Fischer-Burmeister function of contact rows (0: the model's, 1e-10 "
+          "by default)");
 ABSL_FLAG(int, newton_stall_iterations, -1,
           "stop a step's Newton loop once its best iterate is this many iterations old (0: "
           "never; -1: the model's)");
@@ -273,6 +277,10 @@ absl::Status Run() {
   if (!(newton_tolerance >= 0) || !std::isfinite(newton_tolerance))
     return absl::InvalidArgumentError("--newton_tolerance must be finite and >= 0");
   if (newton_tolerance > 0) desc.options.newton_tolerance = newton_tolerance;
+  const double fb_epsilon = absl::GetFlag(FLAGS_fb_epsilon);
+  if (!(fb_epsilon >= 0) || !std::isfinite(fb_epsilon))
+    return absl::InvalidArgumentError("--fb_epsilon must be finite and >= 0");
+  if (fb_epsilon > 0) desc.options.fb_epsilon = fb_epsilon;
   int newton_stall_iterations = absl::GetFlag(FLAGS_newton_stall_iterations);
   if (newton_stall_iterations < -1)
     return absl::InvalidArgumentError("--newton_stall_iterations must be >= -1");
