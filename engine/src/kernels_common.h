@@ -145,6 +145,14 @@ AXION_HD int row_side_body(const BatchView& v, int row, int side) {
   const int slot = row + (side >> 1);
   return (side & 1) ? v.row_body_b[slot] : v.row_body_a[slot];
 }
+// The island slot of a row (world_build_islands): its first body's.
+AXION_HD int row_island(const BatchView& v, int row) {
+  for (int side = 0, sides = row_side_count(v, row); side < sides; ++side) {
+    const int body = row_side_body(v, row, side);
+    if (body >= 0) return v.body_island[body];
+  }
+  return v.world_body_offset[v.row_world[row]];  // a row on no body: the world's first island
+}
 AXION_HD const Real* row_side_jacobian(const BatchView& v, int row, int side) {
   const int slot = row + (side >> 1);
   return ((side & 1) ? v.row_jac_b : v.row_jac_a) + 6 * slot;

@@ -562,8 +562,8 @@ AXION_HD void contact_friction_newton(const BatchView& v, int first, const World
       inv_dv[i][j] = (i == j ? Real(1) : Real(0)) - fw.dw_da * lambda[i] * slip_dir[j] / det;
   }
   // [dR/dlambda_n | dR/dlambda_f]: columns (normal, friction 1, friction 2); W_cone while the
-  // attempt's merit has not run away (see world_friction_cone)
-  const Real dw_dcone = v.world_friction_cone[v.row_world[first]] ? fw.dw_dcone : Real(0);
+  // attempt's merit has not run away (see island_friction_cone)
+  const Real dw_dcone = v.island_friction_cone[row_island(v, first)] ? fw.dw_dcone : Real(0);
   Real dr[2][3];
   for (int i = 0; i < 2; ++i) {
     dr[i][0] = mu * (fw.dw_db + dw_dcone) * lambda[i] / s;

@@ -85,6 +85,49 @@ AXION_HD void world_build_row_adjacency(const BatchView& v, int world) {
   }
 }
 
+/// Islands. A world's bodies fall into sets that no joint or contact row of the attempt
+/// connects (MuJoCo's 22_humanoids.xml: 22 figures, each on the static floor). Their Newton
+/// systems are independent, so each island takes its own line search, keeps its own best
+/// iterate, drops W_cone on its own and stops at its own tolerance; the linear solve still runs
+/// over the whole world (its matrix is block diagonal by island). As one system, one figure's
+/// landing held every other figure's solve: a trial it spoiled halved the step for all, its
+/// runaway merit dropped W_cone for all, and its unconverged best iterate was every figure's.
+/// Per world, after its rows are built: union-find over the bodies of each live row (the
+/// set's smallest body its root), then islands numbered in body order from the world's first
+/// body slot.
+AXION_HD void world_build_islands(const BatchView& v, int world) {
+  const int b0 = v.world_body_offset[world], b1 = v.world_body_offset[world + 1];
+  const int row0 = v.world_row_offset[world];
+  const int row_end = row0 + world_live_rows(v, world);
+  for (int b = b0; b < b1; ++b) v.body_tree_set[b] = b;  // (the tree's scratch, free until then)
+  for (int row = row0; row < row_end; ++row) {
+    if (v.row_kind[row] == kRowDisabled) continue;
+    int root = -1;
+    for (int side = 0, sides = row_side_count(v, row); side < sides; ++side) {
+      const int body = row_side_body(v, row, side);
+      if (body < 0) continue;
+      const int other = tree_find(v, body);
+      if (root < 0) {
+        root = other;
+      } else if (other != root) {
+        const int low = other < root ? other : root, high = other < root ? root : other;
+        v.body_tree_set[high] = low;
+        root = low;
+      }
+    }
+  }
+  int count = 0;
+  for (int b = b0; b < b1; ++b) {
+    const int root = tree_find(v, b);
+    v.body_island[b] = root == b ? b0 + count++ : v.body_island[root];  // root <= b: numbered
+  }
+  v.world_island_count[world] = count;
+  for (int k = b0; k < b0 + count; ++k) {
+    v.island_converged[k] = 0;
+    v.island_friction_cone[k] = 1;
+  }
+}
+
 // Per body: (J^T x)_body over its rows, in row order.
 AXION_HD Vec6 body_gather_jt(const BatchView& v, int body, const Real* x) {
   Real s[6] = {0, 0, 0, 0, 0, 0};
@@ -117,34 +160,62 @@ AXION_HD void body_dynamics_residual(const BatchView& v, int body) {
   store6(v.body_g + 6 * body, {m_du.lin - jt.lin, m_du.ang - jt.ang});
 }
 
-// Per world: residual max-norm (rows, and M^-1 g for the dynamics) and merit 0.5 |h|^2.
+// A row's share of the merit, h^2: the rows as the Newton system sees them (friction unscaled);
+// the convergence test takes their error.
+AXION_HD Real row_merit_term(const BatchView& v, int row) {
+  const int kind = v.row_kind[row];
+  Real h = kind == kRowFriction1 || kind == kRowFriction2 ? v.row_residual[row] : v.row_error[row];
+  return h * h;
+}
+// A body's share of the merit, g^T M^-1 g, and the largest component of M^-1 g into max_abs.
+AXION_HD Real body_merit_term(const BatchView& v, int body, Real* max_abs) {
+  Vec6 g = load6(v.body_g + 6 * body);
+  Vec6 minv_g = body_apply_inv_mass(v, body, g);
+  Real comps[6] = {minv_g.lin.x, minv_g.lin.y, minv_g.lin.z,
+                   minv_g.ang.x, minv_g.ang.y, minv_g.ang.z};
+  for (int i = 0; i < 6; ++i) *max_abs = max_or_nan(*max_abs, std::fabs(comps[i]));
+  return dot(g, minv_g);
+}
+
+// Per world: residual max-norm (rows, and M^-1 g for the dynamics) and merit 0.5 |h|^2, of the
+// world and of each island (a world of one island takes the world's figures; several islands
+// sum on lane 0, in row and body order).
 AXION_HD void world_residual(const BatchView& v, Team team, int world) {
   Real max_abs = 0;
   const int row0 = v.world_row_offset[world];
+  const int row_end = row0 + world_live_rows(v, world);
+  const int b0 = v.world_body_offset[world], b1 = v.world_body_offset[world + 1];
   Real rows[1];
-  team_sum(team, row0, row0 + world_live_rows(v, world), rows, [&](int row, Real* acc) {
-    // The merit follows the rows as the Newton system sees them (friction unscaled), the
-    // convergence test their error.
-    int kind = v.row_kind[row];
-    Real h =
-        kind == kRowFriction1 || kind == kRowFriction2 ? v.row_residual[row] : v.row_error[row];
-    acc[0] += h * h;
+  team_sum(team, row0, row_end, rows, [&](int row, Real* acc) {
+    acc[0] += row_merit_term(v, row);
     max_abs = max_or_nan(max_abs, std::fabs(v.row_error[row]));
   });
   Real bodies[1];
-  team_sum(team, v.world_body_offset[world], v.world_body_offset[world + 1], bodies,
-           [&](int body, Real* acc) {
-             Vec6 g = load6(v.body_g + 6 * body);
-             Vec6 minv_g = body_apply_inv_mass(v, body, g);
-             acc[0] += dot(g, minv_g);
-             Real comps[6] = {minv_g.lin.x, minv_g.lin.y, minv_g.lin.z,
-                              minv_g.ang.x, minv_g.ang.y, minv_g.ang.z};
-             for (int i = 0; i < 6; ++i) max_abs = max_or_nan(max_abs, std::fabs(comps[i]));
-           });
+  team_sum(team, b0, b1, bodies,
+           [&](int body, Real* acc) { acc[0] += body_merit_term(v, body, &max_abs); });
   max_abs = team_max(team, max_abs);
   if (team.lane != 0) return;
   v.world_residual[world] = max_abs;
   v.world_merit[world] = Real(0.5) * (rows[0] + bodies[0]);
+  const int island_end = b0 + v.world_island_count[world];
+  if (island_end == b0 + 1) {
+    v.island_residual[b0] = v.world_residual[world];
+    v.island_merit[b0] = v.world_merit[world];
+    return;
+  }
+  for (int k = b0; k < island_end; ++k) {
+    v.island_residual[k] = 0;
+    v.island_merit[k] = 0;
+  }
+  for (int row = row0; row < row_end; ++row) {
+    const int k = row_island(v, row);
+    v.island_merit[k] += Real(0.5) * row_merit_term(v, row);
+    v.island_residual[k] = max_or_nan(v.island_residual[k], std::fabs(v.row_error[row]));
+  }
+  for (int body = b0; body < b1; ++body) {
+    const int k = v.body_island[body];
+    v.island_merit[k] += Real(0.5) * body_merit_term(v, body, &v.island_residual[k]);
+  }
 }
 
 /// Per world: Newton inverse inertia (R I R^T + K)^-1. A row whose force J^T lambda acts
@@ -740,44 +811,83 @@ AXION_HD void row_trial(const BatchView& v, int row, Real t) {
   v.row_lambda[row] = lambda;
 }
 // Per world: copies an iterate's velocities and impulses (u_from -> u_to, lambda_from ->
-// lambda_to) over the world's bodies and live rows, the team's lanes sharing them.
+// lambda_to) over the bodies and live rows of the islands marked in island_improved, the
+// team's lanes sharing them.
 AXION_HD void world_copy_iterate(const BatchView& v, Team team, int world, const Real* u_from,
                                  Real* u_to, const Real* lambda_from, Real* lambda_to) {
-  for (int i = 6 * v.world_body_offset[world] + team.lane; i < 6 * v.world_body_offset[world + 1];
-       i += team.size)
-    u_to[i] = u_from[i];
+  for (int body = v.world_body_offset[world] + team.lane; body < v.world_body_offset[world + 1];
+       body += team.size) {
+    if (!v.island_improved[v.body_island[body]]) continue;
+    for (int i = 6 * body; i < 6 * body + 6; ++i) u_to[i] = u_from[i];
+  }
   const int row_end = v.world_row_offset[world] + world_live_rows(v, world);
-  for (int row = v.world_row_offset[world] + team.lane; row < row_end; row += team.size)
-    lambda_to[row] = lambda_from[row];
+  for (int row = v.world_row_offset[world] + team.lane; row < row_end; row += team.size) {
+    if (v.island_improved[row_island(v, row)]) lambda_to[row] = lambda_from[row];
+  }
 }
 
-/// Per world, after an iterate is accepted: remember it if its merit is the lowest so far
-/// (`first`: the step's initial iterate). A step that ends without converging keeps that
-/// iterate rather than the last one, so a Newton solve that wanders off cannot leave worse
-/// velocities than the best it found. The team's lanes share the copy.
+// The largest of a world's islands' best residuals.
+AXION_HD Real world_islands_residual_best(const BatchView& v, int world) {
+  const int b0 = v.world_body_offset[world];
+  Real largest = 0;
+  for (int k = b0; k < b0 + v.world_island_count[world]; ++k)
+    largest = max_or_nan(largest, v.island_residual_best[k]);
+  return largest;
+}
+
+/// Per world, after an iterate is accepted: each island remembers it if its merit is the
+/// island's lowest so far (`first`: the step's initial iterate). A step that ends without
+/// converging keeps that iterate rather than the last one, so a Newton solve that wanders off
+/// cannot leave worse velocities than the best it found. The team's lanes share the copy.
 AXION_HD void world_keep_best(const BatchView& v, Team team, int world, bool first) {
-  const bool keep = first || v.world_merit[world] < v.world_merit_best[world];
-  team_sync(team);  // every lane has decided before lane 0 moves the best merit
-  if (!keep) return;
+  const int b0 = v.world_body_offset[world], island_end = b0 + v.world_island_count[world];
   if (team.lane == 0) {
-    v.world_merit_best[world] = v.world_merit[world];
-    v.world_residual_best[world] = v.world_residual[world];
-    v.world_newton_best[world] = v.world_newton_attempt[world];
+    bool any = false;
+    for (int k = b0; k < island_end; ++k) {
+      const bool keep = first || v.island_merit[k] < v.island_merit_best[k];
+      v.island_improved[k] = keep;
+      if (!keep) continue;
+      any = true;
+      v.island_merit_best[k] = v.island_merit[k];
+      v.island_residual_best[k] = v.island_residual[k];
+    }
+    if (any) {
+      v.world_newton_best[world] = v.world_newton_attempt[world];
+      v.world_residual_best[world] = world_islands_residual_best(v, world);
+    }
   }
+  team_sync(team);  // lane 0 has marked the islands before the lanes copy
   world_copy_iterate(v, team, world, v.body_u, v.body_u_best, v.row_lambda, v.row_lambda_best);
   team_sync(team);
 }
 
-/// Per world, after Newton: a world that did not converge returns to its best iterate when
-/// the last one is worse, with q+ integrated again from its u.
+/// Per world, after Newton: in a world that did not converge, each island that did not
+/// returns to its best iterate when the last one is worse, with q+ integrated again from its u.
 AXION_HD void world_restore_best(const BatchView& v, int world) {
   if (!(v.world_flags[world] & kWorldNotConverged)) return;
-  if (v.world_merit[world] <= v.world_merit_best[world]) return;  // a NaN merit restores
-  v.world_merit[world] = v.world_merit_best[world];
-  v.world_residual[world] = v.world_residual_best[world];
+  const int b0 = v.world_body_offset[world], island_end = b0 + v.world_island_count[world];
+  bool any = false;
+  for (int k = b0; k < island_end; ++k) {
+    // a NaN merit restores
+    const bool restore = !v.island_converged[k] && !(v.island_merit[k] <= v.island_merit_best[k]);
+    v.island_improved[k] = restore;
+    if (!restore) continue;
+    any = true;
+    v.island_merit[k] = v.island_merit_best[k];
+    v.island_residual[k] = v.island_residual_best[k];
+  }
+  if (!any) return;
+  Real merit = 0, residual = 0;
+  for (int k = b0; k < island_end; ++k) {
+    merit += v.island_merit[k];
+    residual = max_or_nan(residual, v.island_residual[k]);
+  }
+  v.world_merit[world] = merit;
+  v.world_residual[world] = residual;
   world_copy_iterate(v, Team{}, world, v.body_u_best, v.body_u, v.row_lambda_best, v.row_lambda);
-  for (int body = v.world_body_offset[world]; body < v.world_body_offset[world + 1]; ++body)
-    body_integrate(v, body, v.world_params[world]);
+  for (int body = b0; body < v.world_body_offset[world + 1]; ++body) {
+    if (v.island_improved[v.body_island[body]]) body_integrate(v, body, v.world_params[world]);
+  }
 }
 
 AXION_HD void body_accept(const BatchView& v, int body) {

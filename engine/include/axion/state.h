@@ -100,26 +100,23 @@ struct BatchView {
   int32_t* world_newton_attempt;         // (world_count) Newton iterations of this attempt
   int32_t* world_halves_left;            // (world_count) steps of world_step_length still to
                                          // take within the current step (0: done)
-  int32_t* world_friction_cone;          // (world_count) friction rows take W_cone in this
-                                         // attempt (until a trial's merit runs away)
   int32_t* world_halvings;               // (world_count) halvings of the current step so far
   int32_t* world_cr_iterations;          // (world_count) of the last step, summed over Newton
-  Real* world_residual;        // (world_count) residual max-norm after the last evaluation
-  Real* world_merit;           // (world_count) 0.5 |residual|^2 after the last evaluation
-  Real* world_merit_accepted;  // (world_count) merit of the accepted iterate
-  Real* world_merit_best;      // (world_count) lowest merit of an accepted iterate this step
-  int32_t* world_tree_built;   // (world_count) tree preconditioner built for this step
-  int32_t* world_tree_levels;  // (world_count) levels of the tree (body_tree_level)
+  Real* world_residual;         // (world_count) residual max-norm after the last evaluation
+  Real* world_merit;            // (world_count) 0.5 |residual|^2 after the last evaluation
+  int32_t* world_island_count;  // (world_count) islands of the current attempt (island_*)
+  int32_t* world_tree_built;    // (world_count) tree preconditioner built for this step
+  int32_t* world_tree_levels;   // (world_count) levels of the tree (body_tree_level)
   // loop closures: the rows outside the tree that close loops, and their Schur complement
   // (kernels_solver.h, world_loop_factor)
   int32_t* world_loop_count;   // (world_count) rows in the loop factor (0: none)
   int32_t* world_loop_rows;    // (world_count x 16) those rows (kLoopRows), in row order
   Real* world_loop_lu;         // (world_count x 256) LU factors of their Schur complement S,
                                // row-major 16 x 16
-  int32_t* world_newton_best;  // (world_count) Newton iteration (of this attempt) of the best
-                               // iterate so far
-  Real* world_residual_best;   // (world_count) residual of that iterate
-  Real* world_ls_step;         // (world_count) current line-search step length t
+  int32_t* world_newton_best;  // (world_count) latest Newton iteration (of this attempt) at
+                               // which some island's best iterate improved
+  Real* world_residual_best;   // (world_count) largest residual of the islands' best iterates
+  Real* world_ls_step;         // (world_count) 1 while some island's line search goes on, else 0
   int32_t* world_ls_trials;    // (world_count) line-search trials taken this iteration
   Real* world_time;            // (world_count) simulated time (s)
 
@@ -163,6 +160,21 @@ struct BatchView {
   // the live rows acting on each body (kernels_solver.h), rebuilt every step
   int32_t* body_row_begin;  // (body_count) first entry of the body's rows in row_body_list
   int32_t* body_row_count;  // (body_count) how many
+  // islands (kernels_solver.h, world_build_islands), rebuilt every attempt: the sets of bodies
+  // that joints and contacts connect, each with its own line search, best iterate and
+  // convergence test. A world's islands take the slots of its first bodies (island slot
+  // world_body_offset[w] + k for its k-th island), so the arrays below are body-sized.
+  int32_t* body_island;           // (body_count) the body's island slot (global index)
+  Real* island_merit;             // (body_count) island's 0.5 |residual|^2 at the last evaluation
+  Real* island_merit_accepted;    // (body_count) ... of its accepted iterate
+  Real* island_merit_best;        // (body_count) ... of its best accepted iterate this attempt
+  Real* island_residual;          // (body_count) island's residual max-norm, last evaluation
+  Real* island_residual_best;     // (body_count) ... of its best iterate
+  Real* island_ls_step;           // (body_count) island's line-search step t (0: accepted)
+  int32_t* island_converged;      // (body_count) island's solve is within the tolerance
+  int32_t* island_improved;       // (body_count) scratch: its best iterate moved this iteration
+  int32_t* island_friction_cone;  // (body_count) its friction rows take W_cone (until a trial's
+                                  // merit runs away)
 
   // ---- joints (joint_count) ------------------------------------------------------------------
   const int32_t* joint_type;         // (joint_count) JointType

@@ -99,6 +99,9 @@ ABSL_FLAG(double, position_kv, 0, "URDF: the position servos' damping");
 ABSL_FLAG(bool, balance_inertia, false,
           "set the principal moments of an inertia that breaks the triangle inequality to "
           "their mean (MuJoCo's balanceinertia) instead of refusing the model");
+ABSL_FLAG(bool, step_stats, false,
+          "print world 0's solver figures after every step (Newton and CR iterations, "
+          "sub-steps, final residual, contacts) to stderr, to see where a run's iterations go");
 ABSL_FLAG(bool, report_speed, false,
           "also report the largest body speed seen in any world (a stability check; reads every "
           "world's state each step, outside the timed region)");
@@ -365,6 +368,7 @@ absl::Status Run() {
   int64_t not_converged = 0, non_finite = 0, overflow = 0, halved = 0, substeps = 0;
   double step_seconds = 0;
   bool report_speed = absl::GetFlag(FLAGS_report_speed);
+  bool step_stats = absl::GetFlag(FLAGS_step_stats);
   double max_speed = 0;
   for (int s = 0; s < steps; ++s) {
     auto start = std::chrono::steady_clock::now();
@@ -397,6 +401,12 @@ absl::Status Run() {
       substeps += stats->substeps;
       non_finite += (stats->flags & kWorldNonFinite) != 0;
       overflow += (stats->flags & kWorldContactOverflow) != 0;
+      if (step_stats && w == worlds->front())
+        std::fprintf(stderr,
+                     "step %d: newton %d, cr %d, substeps %d, residual %.3g, contacts %d%s\n",
+                     s + 1, stats->newton_iterations, stats->cr_iterations, stats->substeps,
+                     static_cast<double>(stats->residual), stats->contact_count,
+                     (stats->flags & kWorldNotConverged) ? ", not converged" : "");
       if (report_speed) {
         absl::StatusOr<BodyState> state = (*sim)->GetBodyState(w);
         if (!state.ok()) return state.status();
