@@ -225,6 +225,11 @@ TEST_F(CudaBackendTest, BoxOnInclineMatchesCpu) {
 TEST_F(CudaBackendTest, RobotJointsMatchCpu) {
   ExpectParity(MustCompile(scenes::RobotJoints()), 3, 1e-6, 1e-5);
 }
+// Islands of one world (a chain, two boxes landing on each other), each with its own line
+// search and best iterate: the per-island sums run on lane 0 of the world's team.
+TEST_F(CudaBackendTest, IslandsMatchCpu) {
+  ExpectParity(MustCompile(scenes::Islands(false)), 3, 1e-6, 1e-5);
+}
 
 TEST_F(CudaBackendTest, HumanoidMatchesCpu) {
 #if defined(AXION_TEST_HAVE_MJCF)

@@ -169,4 +169,28 @@ inline ModelDesc RobotJoints() {
   return d;
 }
 
+// Systems that touch nothing of each other in one world, so each is an island of its own
+// (kernels_solver.h, world_build_islands): a 5-link chain hung at the origin, released
+// horizontally; two boxes dropped onto the floor and onto each other at y = 3 (they land, the
+// top one sliding); and, when `wedged`, a box held by a slide 1 mm inside the floor at y = -3,
+// whose joint and contact contradict each other, so its solve never converges.
+inline ModelDesc Islands(bool wedged) {
+  ModelDesc d = Chain(5);
+  ShapeDesc floor;
+  floor.type = ShapeType::kPlane;
+  d.shapes.push_back(floor);
+  const int bottom = AddBox(d, {0, 3, 0.15}, {0.1, 0.1, 0.1});
+  const int top = AddBox(d, {0.03, 3, 0.4}, {0.1, 0.1, 0.1});
+  d.bodies[bottom].linear_velocity = {0.2, 0, 0};
+  d.bodies[top].linear_velocity = {-0.4, 0, 0};
+  if (wedged) {
+    JointDesc slide;
+    slide.type = JointType::kPrismatic;
+    slide.child = AddBox(d, {0, -3, 0.099}, {0.1, 0.1, 0.1});
+    slide.axis = Vec3{1, 0, 0};
+    d.joints.push_back(slide);
+  }
+  return d;
+}
+
 }  // namespace axion::scenes
