@@ -657,6 +657,7 @@ absl::Status SimulationCore::Observe(absl::Span<const World* const> worlds,
       stats->add_step_count(s->step_count);
       stats->add_time(s->time);
       stats->add_substeps(s->substeps);
+      stats->add_island_count(s->island_count);
     }
   }
   if (observe.controls()) {

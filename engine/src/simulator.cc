@@ -454,6 +454,7 @@ absl::StatusOr<WorldStats> Simulator::GetStats(WorldId world) const {
   st.residual = h.world_residual[*w];
   st.contact_count = h.world_contact_count[*w];
   st.constraint_rows = h.world_joint_row_count[*w] + 3 * h.world_contact_count[*w];
+  st.island_count = h.world_island_count[*w];
   st.flags = h.world_flags[*w];
   st.step_count = im.worlds[*w].step_count;
   st.time = h.world_time[*w];

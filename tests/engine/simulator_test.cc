@@ -338,6 +338,8 @@ TEST(IslandTest, AnIslandThatCannotConvergeLeavesTheOthersSolved) {
     ASSERT_TRUE(sim->StepAll(1).ok());
     EXPECT_EQ(sim->GetStats(chain_world)->flags, 0u) << "step " << step;
     unsolved += (sim->GetStats(wedged_world)->flags & kWorldNotConverged) != 0;
+    EXPECT_EQ(sim->GetStats(chain_world)->island_count, 1);
+    EXPECT_EQ(sim->GetStats(both_world)->island_count, 2);
     EXPECT_EQ(sim->GetStats(both_world)->flags & kWorldNonFinite, 0u) << "step " << step;
     const BodyState alone = *sim->GetBodyState(chain_world);
     const BodyState together = *sim->GetBodyState(both_world);

@@ -34,8 +34,9 @@ TEST(AxionSimTest, ReportsThroughputAndWritesACsvTrajectory) {
                        &out),
             0)
       << out;
-  for (const char* line : {"steps per second", "realtime factor", "newton iterations",
-                           "cr iterations", "contacts", "constraint rows", "not converged"}) {
+  for (const char* line :
+       {"steps per second", "realtime factor", "newton iterations", "cr iterations", "contacts",
+        "constraint rows", "islands", "not converged"}) {
     EXPECT_NE(out.find(line), std::string::npos) << line << " missing from:\n" << out;
   }
   EXPECT_NE(out.find("3 worlds, 50 steps, dt = 0.001"), std::string::npos) << out;

@@ -220,6 +220,7 @@ class WorldStats:
     step_count: np.ndarray  # uint64
     time: np.ndarray  # float64, s
     substeps: np.ndarray  # int32: 1, or more where a failed solve halved the step
+    island_count: np.ndarray  # int32: sets of bodies joints and contacts connect, solved apart
 
     FLAG_NOT_CONVERGED = 1
     FLAG_CONTACT_OVERFLOW = 2
@@ -237,6 +238,7 @@ class WorldStats:
             step_count=np.asarray(message.step_count, dtype=np.uint64),
             time=np.asarray(message.time, dtype=np.float64),
             substeps=np.asarray(message.substeps, dtype=np.int32),
+            island_count=np.asarray(message.island_count, dtype=np.int32),
         )
 
 

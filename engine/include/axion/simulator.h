@@ -46,6 +46,9 @@ struct WorldStats {
   Real residual = 0;          // final residual max-norm
   int contact_count = 0;      // active contacts after collision detection
   int constraint_rows = 0;    // active constraint rows (joints + 3 per contact)
+  int island_count = 0;       // islands of the last attempt: sets of bodies that joints and
+                              // contacts connect, each solved with its own line search and
+                              // convergence test
   uint32_t flags = 0;         // WorldFlag bits
   uint64_t step_count = 0;    // steps taken since creation or the last reset
   Real time = 0;              // simulated time (s)

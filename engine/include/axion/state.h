@@ -97,6 +97,7 @@ struct BatchView {
   int32_t* world_newton_iterations;      // (world_count) of the last step, over its attempts
   int32_t* world_substeps;               // (world_count) steps of h / 2^k the last step took
   Real* world_step_length;               // (world_count) length of the last one taken (s)
+  int32_t* world_island_count;           // (world_count) islands of the last attempt (island_*)
   int32_t* world_newton_attempt;         // (world_count) Newton iterations of this attempt
   int32_t* world_halves_left;            // (world_count) steps of world_step_length still to
                                          // take within the current step (0: done)
@@ -104,7 +105,6 @@ struct BatchView {
   int32_t* world_cr_iterations;          // (world_count) of the last step, summed over Newton
   Real* world_residual;         // (world_count) residual max-norm after the last evaluation
   Real* world_merit;            // (world_count) 0.5 |residual|^2 after the last evaluation
-  int32_t* world_island_count;  // (world_count) islands of the current attempt (island_*)
   int32_t* world_tree_built;    // (world_count) tree preconditioner built for this step
   int32_t* world_tree_levels;   // (world_count) levels of the tree (body_tree_level)
   // loop closures: the rows outside the tree that close loops, and their Schur complement

@@ -364,7 +364,7 @@ absl::Status Run() {
   bool show_progress = absl::GetFlag(FLAGS_progress) || ::isatty(STDERR_FILENO);
   int progress_every = std::max(1, steps / 100);
 
-  double newton = 0, cr = 0, contacts = 0, rows = 0;
+  double newton = 0, cr = 0, contacts = 0, rows = 0, islands = 0;
   int64_t not_converged = 0, non_finite = 0, overflow = 0, halved = 0, substeps = 0;
   double step_seconds = 0;
   bool report_speed = absl::GetFlag(FLAGS_report_speed);
@@ -396,6 +396,7 @@ absl::Status Run() {
       cr += stats->cr_iterations;
       contacts += stats->contact_count;
       rows += stats->constraint_rows;
+      islands += stats->island_count;
       not_converged += (stats->flags & kWorldNotConverged) != 0;
       halved += stats->substeps > 1;
       substeps += stats->substeps;
@@ -447,6 +448,7 @@ absl::Status Run() {
   std::printf("cr iterations       : %.2f per step\n", cr * per_step);
   std::printf("contacts            : %.2f per step\n", contacts * per_step);
   std::printf("constraint rows     : %.2f per step\n", rows * per_step);
+  std::printf("islands             : %.2f per step\n", islands * per_step);
   std::printf("not converged       : %lld world-steps\n", static_cast<long long>(not_converged));
   std::printf("halved              : %lld world-steps (%.3f steps of dt / 2^k per step)\n",
               static_cast<long long>(halved), substeps * per_step);
