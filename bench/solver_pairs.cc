@@ -81,6 +81,8 @@ absl::Status ApplyOverrides(absl::string_view text, SolverOptions* options) {
       status = ParseBool(key, value, &options->line_search);
     } else if (key == "friction_newton") {
       status = ParseBool(key, value, &options->friction_newton);
+    } else if (key == "islands") {
+      status = ParseBool(key, value, &options->islands);
     } else if (key == "speculative_contacts") {
       status = ParseBool(key, value, &options->speculative_contacts);
     } else if (key == "line_search_growth") {

@@ -565,6 +565,7 @@ absl::Status ApplySolverOverrides(const v1::SolverOptions& overrides, SolverOpti
     options->halving_residual = overrides.halving_residual().value();
   }
   if (overrides.has_loop_rows()) options->loop_rows = overrides.loop_rows().value();
+  if (overrides.has_islands()) options->islands = overrides.islands().value();
   return absl::OkStatus();
 }
 
@@ -592,6 +593,7 @@ void SolverOptionsToProto(const SolverOptions& options, v1::SolverOptions* proto
   proto->mutable_halving_iterations()->set_value(options.halving_iterations);
   proto->mutable_halving_residual()->set_value(options.halving_residual);
   proto->mutable_loop_rows()->set_value(options.loop_rows);
+  proto->mutable_islands()->set_value(options.islands);
   proto->set_preconditioner(ToProto(options.preconditioner));
 }
 

@@ -51,6 +51,7 @@ WorldParams MakeWorldParams(const SolverOptions& o) {
   p.halving_iterations = o.halving_iterations;
   p.halving_residual = o.halving_residual;
   p.loop_rows = o.loop_rows;
+  p.islands = o.islands;
   return p;
 }
 

@@ -116,10 +116,16 @@ AXION_HD void world_build_islands(const BatchView& v, int world) {
       }
     }
   }
+  const bool apart = v.world_params[world].islands != 0;
   int count = 0;
   for (int b = b0; b < b1; ++b) {
     const int root = tree_find(v, b);
-    v.body_island[b] = root == b ? b0 + count++ : v.body_island[root];  // root <= b: numbered
+    if (!apart) {
+      v.body_island[b] = b0;  // SolverOptions::islands off: the world is one island
+      count = 1;
+    } else {
+      v.body_island[b] = root == b ? b0 + count++ : v.body_island[root];  // root <= b: numbered
+    }
   }
   v.world_island_count[world] = count;
   for (int k = b0; k < b0 + count; ++k) {

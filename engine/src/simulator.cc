@@ -246,6 +246,7 @@ absl::StatusOr<SolverOptions> Simulator::GetOptions(WorldId world) const {
   o.halving_iterations = p.halving_iterations;
   o.halving_residual = p.halving_residual;
   o.loop_rows = p.loop_rows;
+  o.islands = p.islands != 0;
   return o;
 }
 

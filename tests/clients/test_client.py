@@ -180,6 +180,28 @@ def test_loop_rows(client):
         client.create_worlds(PENDULUM_MJCF, solver_options={"loop_rows": 17})
 
 
+TWO_BALLS_MJCF = """
+<mujoco>
+  <worldbody>
+    <geom type="plane" size="5 5 0.1"/>
+    <body pos="0 0 1"><freejoint/><geom type="sphere" size="0.1"/></body>
+    <body pos="1 0 1"><freejoint/><geom type="sphere" size="0.1"/></body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_islands(client):
+    # Two balls apart are two islands, each solved with its own line search and convergence
+    # test; islands=False makes the world one Newton system.
+    apart = client.create_worlds(TWO_BALLS_MJCF).world_ids
+    assert client.get_model(apart[0]).options.islands.value is True
+    whole = client.create_worlds(TWO_BALLS_MJCF, solver_options={"islands": False}).world_ids
+    assert client.get_model(whole[0]).options.islands.value is False
+    obs = client.step(apart + whole, observe=["stats"])
+    assert obs.stats.island_count.tolist() == [2, 1]
+
+
 def test_create_worlds_solver_options_preconditioner(client):
     jacobi = client.create_worlds(PENDULUM_MJCF, solver_options={"preconditioner": "jacobi"})
     tree = client.create_worlds(PENDULUM_MJCF, solver_options={"preconditioner": "TREE"})

@@ -310,10 +310,13 @@ TEST(IslandTest, AnIslandThatCannotConvergeLeavesTheOthersSolved) {
     d->options.timestep = 0.01;
     d->options.step_halvings = 0;  // whole steps: the chain's steps stay the same length
   }
+  ModelDesc one_system = islands;
+  one_system.options.islands = false;
   auto sim = MustCreateSimulator();
   const WorldId chain_world = MustCreateWorld(*sim, MustCompile(chain));
   const WorldId shared_world = MustCreateWorld(*sim, MustCompile(islands));
-  Real largest = 0;
+  const WorldId one_system_world = MustCreateWorld(*sim, MustCompile(one_system));
+  Real largest = 0, largest_one_system = 0;
   int unsolved = 0;
   for (int step = 0; step < 100; ++step) {
     ASSERT_TRUE(sim->StepAll(1).ok());
@@ -326,15 +329,20 @@ TEST(IslandTest, AnIslandThatCannotConvergeLeavesTheOthersSolved) {
     unsolved += (shared_stats.flags & kWorldNotConverged) != 0;
     const BodyState alone = *sim->GetBodyState(chain_world);
     const BodyState shared = *sim->GetBodyState(shared_world);
-    for (size_t i = 0; i < alone.pose.size(); ++i)  // the chain's bodies come first
+    const BodyState one = *sim->GetBodyState(one_system_world);
+    EXPECT_EQ(sim->GetStats(one_system_world)->island_count, 1);
+    for (size_t i = 0; i < alone.pose.size(); ++i) {  // the chain's bodies come first
       largest = std::max(largest, std::fabs(shared.pose[i] - alone.pose[i]));
+      largest_one_system = std::max(largest_one_system, std::fabs(one.pose[i] - alone.pose[i]));
+    }
   }
   std::printf(
-      "%d of 100 steps unsolved; the chain beside the wedged box within %.3g m of the "
-      "chain alone\n",
-      unsolved, largest);
+      "%d of 100 steps unsolved; the chain beside the wedged box within %.3g m of the chain "
+      "alone (%.3g m with the world as one system)\n",
+      unsolved, largest, largest_one_system);
   EXPECT_GT(unsolved, 50);  // the contradiction holds
   EXPECT_LT(largest, 1e-6);
+  EXPECT_GT(largest_one_system, 1e-6);  // SolverOptions::islands off: the coupling is back
 }
 
 TEST(SimulatorTest, CudaBackendRequestIsClearWhenUnavailable) {

@@ -67,6 +67,7 @@ _WRAPPED_OPTIONS = (
     "halving_iterations",
     "halving_residual",
     "loop_rows",
+    "islands",
 )
 
 

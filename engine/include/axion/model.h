@@ -268,12 +268,15 @@ struct SolverOptions {
   bool friction_newton = true;   // linearise friction along the slip with W's derivatives
                                  // (see kernels_contact.h); off: W frozen, as in the seeds
   Preconditioner preconditioner = Preconditioner::kTree;  // of the Conjugate Residual solve
-  int loop_rows = 16;  // tree preconditioner: the rows that close loops (contacts of a lying
-                       // figure, a linkage's last joint) are eliminated exactly on top of the
-                       // tree solve while a world has at most this many, in [0, 16] (0: never;
-                       // then GCR iterates on them). Fewer Newton and GCR iterations for one
-                       // more tree solve per such row and Newton iteration (README, "Solver
-                       // choices")
+  int loop_rows = 16;   // tree preconditioner: the rows that close loops (contacts of a lying
+                        // figure, a linkage's last joint) are eliminated exactly on top of the
+                        // tree solve while a world has at most this many, in [0, 16] (0: never;
+                        // then GCR iterates on them). Fewer Newton and GCR iterations for one
+                        // more tree solve per such row and Newton iteration (README, "Solver
+                        // choices")
+  bool islands = true;  // each set of bodies that joints and contacts connect takes its own line
+                        // search, best iterate and convergence test (kernels_solver.h,
+                        // world_build_islands); off: the world is one Newton system
 };
 
 struct ModelDesc {

@@ -54,6 +54,7 @@ struct WorldParams {
   int32_t halving_iterations;
   Real halving_residual;
   int32_t loop_rows;  // SolverOptions: loop rows eliminated at most (0: none)
+  int32_t islands;    // SolverOptions: islands solved apart (0: the world as one system)
 };
 
 // Constraint row kinds.
@@ -103,10 +104,10 @@ struct BatchView {
                                          // take within the current step (0: done)
   int32_t* world_halvings;               // (world_count) halvings of the current step so far
   int32_t* world_cr_iterations;          // (world_count) of the last step, summed over Newton
-  Real* world_residual;         // (world_count) residual max-norm after the last evaluation
-  Real* world_merit;            // (world_count) 0.5 |residual|^2 after the last evaluation
-  int32_t* world_tree_built;    // (world_count) tree preconditioner built for this step
-  int32_t* world_tree_levels;   // (world_count) levels of the tree (body_tree_level)
+  Real* world_residual;        // (world_count) residual max-norm after the last evaluation
+  Real* world_merit;           // (world_count) 0.5 |residual|^2 after the last evaluation
+  int32_t* world_tree_built;   // (world_count) tree preconditioner built for this step
+  int32_t* world_tree_levels;  // (world_count) levels of the tree (body_tree_level)
   // loop closures: the rows outside the tree that close loops, and their Schur complement
   // (kernels_solver.h, world_loop_factor)
   int32_t* world_loop_count;   // (world_count) rows in the loop factor (0: none)
