@@ -97,6 +97,15 @@ AXION_HD void world_build_row_adjacency(const BatchView& v, int world) {
 /// body slot.
 AXION_HD void world_build_islands(const BatchView& v, int world) {
   const int b0 = v.world_body_offset[world], b1 = v.world_body_offset[world + 1];
+  if (!v.world_params[world].islands) {  // SolverOptions::islands off: the world is one island
+    for (int b = b0; b < b1; ++b) v.body_island[b] = b0;
+    v.world_island_count[world] = b1 > b0 ? 1 : 0;
+    if (b1 > b0) {
+      v.island_converged[b0] = 0;
+      v.island_friction_cone[b0] = 1;
+    }
+    return;
+  }
   const int row0 = v.world_row_offset[world];
   const int row_end = row0 + world_live_rows(v, world);
   for (int b = b0; b < b1; ++b) v.body_tree_set[b] = b;  // (the tree's scratch, free until then)
@@ -116,16 +125,10 @@ AXION_HD void world_build_islands(const BatchView& v, int world) {
       }
     }
   }
-  const bool apart = v.world_params[world].islands != 0;
   int count = 0;
   for (int b = b0; b < b1; ++b) {
     const int root = tree_find(v, b);
-    if (!apart) {
-      v.body_island[b] = b0;  // SolverOptions::islands off: the world is one island
-      count = 1;
-    } else {
-      v.body_island[b] = root == b ? b0 + count++ : v.body_island[root];  // root <= b: numbered
-    }
+    v.body_island[b] = root == b ? b0 + count++ : v.body_island[root];  // root <= b: numbered
   }
   v.world_island_count[world] = count;
   for (int k = b0; k < b0 + count; ++k) {

@@ -97,7 +97,7 @@ void evaluate(Exec& ex, const BatchView& v, WorldRange wr, Mask mask) {
   ex.rows(
       wr, AXION_LAMBDA(int r) {
         if (in_mask(v, v.row_world[r], mask) && row_is_live(v, r) &&
-            in_mask(v, v.row_world[r], row_island(v, r), mask))
+            (mask == Mask::kIterating || v.island_ls_step[row_island(v, r)] > 0))
           row_evaluate(v, r);
       });
   ex.teams(
