@@ -4,7 +4,8 @@
 // Conjugate Residual iterations per world-step, contacts per world and backend memory per world.
 //
 //   gpu_bench [--backend=auto|cpu|cuda] [--max_worlds=N] [--worlds=N,N,...]
-//             [--scene=all|humanoid|ragdoll|stack] [--settle_steps=N] [--min_time=SECONDS]
+//             [--scene=all|humanoid|humanoids22|ragdoll|stack] [--settle_steps=N]
+//             [--min_time=SECONDS]
 //             [--max_steps=N] [--threads=N] [--preconditioner=model|tree|jacobi] [--rl_loop]
 //             [--contact_capacity=N] [--newton_iterations=N] [--newton_stall_iterations=N]
 //             [--loop_rows=N] [--step_halvings=N]
@@ -35,6 +36,8 @@ namespace axion::bench {
 namespace {
 
 constexpr char kHumanoidPath[] = "/usr/share/mujoco/model/humanoid/humanoid.xml";
+// 22 figures side by side on one floor in each world: 22 islands (not in --scene=all)
+constexpr char kHumanoids22Path[] = "/usr/share/mujoco/model/humanoid/22_humanoids.xml";
 
 struct Flags {
   Backend backend = Backend::kAuto;
@@ -58,13 +61,14 @@ struct Flags {
 };
 
 [[noreturn]] void Usage(const char* message) {
-  std::fprintf(stderr,
-               "%s\nusage: gpu_bench [--backend=auto|cpu|cuda] [--max_worlds=N] [--worlds=N,N,...] "
-               "[--scene=all|humanoid|ragdoll|stack] [--settle_steps=N] [--min_time=SECONDS] "
-               "[--max_steps=N] [--threads=N] [--preconditioner=model|tree|jacobi] [--rl_loop] "
-               "[--contact_capacity=N] [--newton_iterations=N] [--newton_stall_iterations=N] "
-               "[--loop_rows=N] [--step_halvings=N]\n",
-               message);
+  std::fprintf(
+      stderr,
+      "%s\nusage: gpu_bench [--backend=auto|cpu|cuda] [--max_worlds=N] [--worlds=N,N,...] "
+      "[--scene=all|humanoid|humanoids22|ragdoll|stack] [--settle_steps=N] [--min_time=SECONDS] "
+      "[--max_steps=N] [--threads=N] [--preconditioner=model|tree|jacobi] [--rl_loop] "
+      "[--contact_capacity=N] [--newton_iterations=N] [--newton_stall_iterations=N] "
+      "[--loop_rows=N] [--step_halvings=N]\n",
+      message);
   std::exit(2);
 }
 
@@ -113,8 +117,9 @@ Flags ParseFlags(int argc, char** argv) {
       if (!ParseInt(v, &f.settle_steps)) Usage("--settle_steps must be a non-negative integer");
     } else if (std::string_view v = value("scene"); !v.empty()) {
       f.scene = std::string(v);
-      if (f.scene != "all" && f.scene != "humanoid" && f.scene != "ragdoll" && f.scene != "stack") {
-        Usage("--scene must be all, humanoid, ragdoll or stack");
+      if (f.scene != "all" && f.scene != "humanoid" && f.scene != "humanoids22" &&
+          f.scene != "ragdoll" && f.scene != "stack") {
+        Usage("--scene must be all, humanoid, humanoids22, ragdoll or stack");
       }
     } else if (std::string_view v = value("min_time"); !v.empty()) {
       f.min_time = std::atof(std::string(v).c_str());
@@ -270,6 +275,19 @@ Scene Humanoid() {
   return {"ragdoll", Compile(Ragdoll(), "ragdoll")};
 }
 
+// MuJoCo's 22_humanoids.xml, or nothing where it cannot be loaded (the reason on stderr).
+std::vector<Scene> Humanoids22() {
+#if defined(AXION_BENCH_HAVE_MJCF)
+  absl::StatusOr<ImportResult> imported = LoadMjcfFile(kHumanoids22Path);
+  if (imported.ok()) return {{"humanoids22", Compile(imported->model, "humanoids22")}};
+  std::fprintf(stderr, "cannot load %s: %s\n", kHumanoids22Path,
+               std::string(imported.status().message()).c_str());
+#else
+  std::fprintf(stderr, "this build has no MJCF importer: no humanoids22 scene\n");
+#endif
+  return {};
+}
+
 double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
@@ -366,6 +384,9 @@ int main(int argc, char** argv) {
   std::vector<Scene> scenes;
   if (flags.scene == "all" || flags.scene == "humanoid") scenes.push_back(Humanoid());
   if (flags.scene == "ragdoll") scenes.push_back({"ragdoll", Compile(Ragdoll(), "ragdoll")});
+  if (flags.scene == "humanoids22") {
+    for (Scene& s : Humanoids22()) scenes.push_back(std::move(s));
+  }
   if (flags.scene == "all" || flags.scene == "stack")
     scenes.push_back({"stack", Compile(scenes::Stack(10), "stack")});
 
