@@ -32,42 +32,43 @@ namespace axion {
   X(Real, world_residual, 1)              \
   X(Real, world_time, 1)                  \
   X(int32_t, world_substeps, 1) X(Real, world_step_length, 1) X(int32_t, world_island_count, 1)
-#define AXION_WORLD_SCRATCH(X)                                         \
-  X(int32_t, world_active, 1)                                          \
-  X(int32_t, world_step_pending, 1)                                    \
-  X(Real, world_merit, 1)                                              \
-  X(Real, world_ls_step, 1)                                            \
-  X(int32_t, world_ls_trials, 1)                                       \
-  X(int32_t, world_tree_built, 1)                                      \
-  X(Real, world_residual_best, 1)                                      \
-  X(int32_t, world_tree_levels, 1)                                     \
-  X(int32_t, world_newton_best, 1)                                     \
-  X(int32_t, world_newton_attempt, 1) X(int32_t, world_halves_left, 1) \
-      X(int32_t, world_halvings, 1) X(int32_t, world_loop_count, 1)    \
-          X(int32_t, world_loop_rows, 16) X(Real, world_loop_lu, 256)
+#define AXION_WORLD_SCRATCH(X)                                                                   \
+  X(int32_t, world_active, 1)                                                                    \
+  X(int32_t, world_step_pending, 1)                                                              \
+  X(Real, world_merit, 1)                                                                        \
+  X(Real, world_ls_step, 1)                                                                      \
+  X(int32_t, world_ls_trials, 1)                                                                 \
+  X(int32_t, world_tree_built, 1)                                                                \
+  X(Real, world_residual_best, 1)                                                                \
+  X(int32_t, world_tree_levels, 1)                                                               \
+  X(int32_t, world_newton_best, 1)                                                               \
+  X(int32_t, world_newton_attempt, 1)                                                            \
+  X(int32_t, world_halves_left, 1) X(int32_t, world_halvings, 1) X(int32_t, world_loop_count, 1) \
+      X(int32_t, world_loop_rows, 16) X(Real, world_loop_lu, 256)
 #define AXION_BODY_MODEL(X) \
   X(int32_t, body_world, 1) \
   X(Real, body_inv_mass, 1) X(Real, body_inertia, 9) X(Real, body_inv_inertia, 9)
 #define AXION_BODY_STATE(X) X(Real, body_q, 7) X(Real, body_u, 6) X(Real, body_wrench, 6)
-#define AXION_BODY_SCRATCH(X)                                                                   \
-  X(Real, body_q_prev, 7)                                                                       \
-  X(Real, body_u_prev, 6)                                                                       \
-  X(Real, body_u_tilde, 6)                                                                      \
-  X(Real, body_u_accepted, 6)                                                                   \
-  X(Real, body_u_best, 6)                                                                       \
-  X(Real, body_inv_inertia_world, 9)                                                            \
-  X(Real, body_inertia_world, 9)                                                                \
-  X(Real, body_inv_inertia_newton, 9)                                                           \
-  X(Real, body_inertia_newton, 9)                                                               \
-  X(Real, body_g, 6)                                                                            \
-  X(Real, body_du, 6)                                                                           \
-  X(Real, body_jt, 6) X(Real, body_minv_jt, 6) X(Real, body_tree_block, 36)                     \
-      X(Real, body_tree_x, 6) X(int32_t, body_tree_parent, 1) X(int32_t, body_tree_order, 1)    \
-          X(int32_t, body_tree_set, 1) X(int32_t, body_tree_grounded, 1)                        \
-              X(int32_t, body_row_begin, 1) X(int32_t, body_row_count, 1)                       \
-                  X(int32_t, body_tree_level, 1) X(int32_t, body_tree_level_order, 1)           \
-                      X(int32_t, body_tree_level_start, 1) X(int32_t, body_tree_child_begin, 1) \
-                          X(int32_t, body_tree_child_count, 1) AXION_ISLAND_SCRATCH(X)
+#define AXION_BODY_SCRATCH(X)                                                                     \
+  X(Real, body_q_prev, 7)                                                                         \
+  X(Real, body_u_prev, 6)                                                                         \
+  X(Real, body_u_tilde, 6)                                                                        \
+  X(Real, body_u_accepted, 6)                                                                     \
+  X(Real, body_u_best, 6)                                                                         \
+  X(Real, body_inv_inertia_world, 9)                                                              \
+  X(Real, body_inertia_world, 9)                                                                  \
+  X(Real, body_inv_inertia_newton, 9)                                                             \
+  X(Real, body_inertia_newton, 9)                                                                 \
+  X(Real, body_g, 6)                                                                              \
+  X(Real, body_du, 6)                                                                             \
+  X(Real, body_jt, 6)                                                                             \
+  X(Real, body_minv_jt, 6) X(Real, body_tree_block, 36) X(Real, body_tree_x, 6)                   \
+      X(int32_t, body_tree_parent, 1) X(int32_t, body_tree_order, 1) X(int32_t, body_tree_set, 1) \
+          X(int32_t, body_tree_grounded, 1) X(int32_t, body_row_begin, 1)                         \
+              X(int32_t, body_row_count, 1) X(int32_t, body_tree_level, 1)                        \
+                  X(int32_t, body_tree_level_order, 1) X(int32_t, body_tree_level_start, 1)       \
+                      X(int32_t, body_tree_child_begin, 1) X(int32_t, body_tree_child_count, 1)   \
+                          AXION_ISLAND_SCRATCH(X)
 // A world's islands (sets of bodies that joints and contacts connect) take the slots of its
 // first bodies: a world has at most as many islands as bodies.
 #define AXION_ISLAND_SCRATCH(X)     \
@@ -78,7 +79,7 @@ namespace axion {
   X(Real, island_residual, 1)       \
   X(Real, island_residual_best, 1)  \
   X(Real, island_ls_step, 1)        \
-  X(int32_t, island_converged, 1) X(int32_t, island_improved, 1) X(int32_t, island_friction_cone, 1)
+  X(int32_t, island_converged, 1) X(int32_t, island_copy, 1) X(int32_t, island_friction_cone, 1)
 #define AXION_JOINT_MODEL(X)       \
   X(int32_t, joint_type, 1)        \
   X(int32_t, joint_parent, 1)      \
@@ -106,17 +107,18 @@ namespace axion {
   X(Real, dof_target_velocity, 1) \
   X(Real, dof_coupling_poly, 5) X(Real, dof_coupling_compliance, 1) X(Real, dof_friction_loss, 1)
 #define AXION_DOF_STATE(X) X(Real, dof_velocity, 1)
-#define AXION_DOF_SCRATCH(X)                                                               \
-  X(Real, dof_drive_stiffness, 1)                                                          \
-  X(Real, dof_drive_damping, 1)                                                            \
-  X(Real, dof_drive_position, 1)                                                           \
-  X(Real, dof_drive_velocity, 1)                                                           \
-  X(Real, dof_effort, 1)                                                                   \
-  X(Real, dof_velocity_prev, 1)                                                            \
-  X(Real, dof_coord, 1)                                                                    \
-  X(Real, dof_coord_jac, 12) X(Real, dof_servo_stiffness, 1) X(Real, dof_servo_damping, 1) \
-      X(Real, dof_servo_kp_target, 1) X(Real, dof_servo_kv_target, 1)                      \
-          X(Real, dof_servo_force_min, 1) X(Real, dof_servo_force_max, 1)
+#define AXION_DOF_SCRATCH(X)                                                                    \
+  X(Real, dof_drive_stiffness, 1)                                                               \
+  X(Real, dof_drive_damping, 1)                                                                 \
+  X(Real, dof_drive_position, 1)                                                                \
+  X(Real, dof_drive_velocity, 1)                                                                \
+  X(Real, dof_effort, 1)                                                                        \
+  X(Real, dof_velocity_prev, 1)                                                                 \
+  X(Real, dof_coord, 1)                                                                         \
+  X(Real, dof_coord_jac, 12)                                                                    \
+  X(Real, dof_servo_stiffness, 1) X(Real, dof_servo_damping, 1) X(Real, dof_servo_kp_target, 1) \
+      X(Real, dof_servo_kv_target, 1) X(Real, dof_servo_force_min, 1)                           \
+          X(Real, dof_servo_force_max, 1)
 #define AXION_QPOS_STATE(X) X(Real, qpos, 1)
 #define AXION_ACTUATOR_MODEL(X)         \
   X(int32_t, actuator_type, 1)          \
@@ -151,9 +153,9 @@ namespace axion {
   X(Real, contact_gap, 1)                                                 \
   X(Real, contact_friction, 1)                                            \
   X(Real, contact_restitution, 1)                                         \
-  X(Real, contact_normal_velocity, 1) X(int32_t, contact_prev_shape_a, 1) \
-      X(int32_t, contact_prev_shape_b, 1) X(Real, contact_prev_points, 6) \
-          X(Real, contact_prev_lambda, 3)
+  X(Real, contact_normal_velocity, 1)                                     \
+  X(int32_t, contact_prev_shape_a, 1) X(int32_t, contact_prev_shape_b, 1) \
+      X(Real, contact_prev_points, 6) X(Real, contact_prev_lambda, 3)
 #define AXION_ROW_MODEL(X) X(int32_t, row_world, 1)
 #define AXION_ROW_STATE(X)   \
   X(int32_t, row_kind, 1)    \
@@ -162,26 +164,27 @@ namespace axion {
   X(int32_t, row_dof, 1)     \
   X(int32_t, row_contact, 1) \
   X(int32_t, row_body_a, 1) X(int32_t, row_body_b, 1) X(Real, row_lambda, 1)
-#define AXION_ROW_SCRATCH(X)                                                                      \
-  X(Real, row_jac_a, 6)                                                                           \
-  X(Real, row_jac_b, 6)                                                                           \
-  X(Real, row_lever, 6)                                                                           \
-  X(Real, row_residual, 1)                                                                        \
-  X(Real, row_error, 1)                                                                           \
-  X(Real, row_compliance, 1)                                                                      \
-  X(Real, row_coupling, 2)                                                                        \
-  X(Real, row_precond, 1)                                                                         \
-  X(Real, row_lambda_accepted, 1)                                                                 \
-  X(Real, row_lambda_best, 1)                                                                     \
-  X(Real, row_dlambda, 1)                                                                         \
-  X(Real, row_cr_r, 1)                                                                            \
-  X(Real, row_cr_z, 1) X(Real, row_cr_p, 1) X(Real, row_cr_az, 1) X(Real, row_cr_ap, 1)           \
-      X(Real, row_cr_pap, 1) X(Real, row_gcr_p, 12) X(Real, row_gcr_q, 12) X(Real, row_loop_a, 1) \
-          X(Real, row_loop_x, 16) X(Real, row_tree_block, 12) X(Real, row_tree_y, 6)              \
-              X(Real, row_tree_t, 6) X(int32_t, row_tree_head, 1) X(int32_t, row_tree_size, 1)    \
-                  X(int32_t, row_tree_parent, 1) X(int32_t, row_tree_child, 1)                    \
-                      X(int32_t, row_tree_dropped, 1) X(int32_t, row_tree_rows, 1)                \
-                          X(int32_t, row_tree_count, 1) X(int32_t, row_body_list, 2)              \
+#define AXION_ROW_SCRATCH(X)                                                                       \
+  X(Real, row_jac_a, 6)                                                                            \
+  X(Real, row_jac_b, 6)                                                                            \
+  X(Real, row_lever, 6)                                                                            \
+  X(Real, row_residual, 1)                                                                         \
+  X(Real, row_error, 1)                                                                            \
+  X(Real, row_compliance, 1)                                                                       \
+  X(Real, row_coupling, 2)                                                                         \
+  X(Real, row_precond, 1)                                                                          \
+  X(Real, row_lambda_accepted, 1)                                                                  \
+  X(Real, row_lambda_best, 1)                                                                      \
+  X(Real, row_dlambda, 1)                                                                          \
+  X(Real, row_cr_r, 1)                                                                             \
+  X(Real, row_cr_z, 1)                                                                             \
+  X(Real, row_cr_p, 1) X(Real, row_cr_az, 1) X(Real, row_cr_ap, 1) X(Real, row_cr_pap, 1)          \
+      X(Real, row_gcr_p, 12) X(Real, row_gcr_q, 12) X(Real, row_loop_a, 1) X(Real, row_loop_x, 16) \
+          X(Real, row_tree_block, 12) X(Real, row_tree_y, 6) X(Real, row_tree_t, 6)                \
+              X(int32_t, row_tree_head, 1) X(int32_t, row_tree_size, 1)                            \
+                  X(int32_t, row_tree_parent, 1) X(int32_t, row_tree_child, 1)                     \
+                      X(int32_t, row_tree_dropped, 1) X(int32_t, row_tree_rows, 1)                 \
+                          X(int32_t, row_tree_count, 1) X(int32_t, row_body_list, 2)               \
                               X(int32_t, row_tree_child_group, 1) X(Real, row_tree_u, 6)
 // Hull data (flattened over all worlds' hull shapes).
 #define AXION_HULL_ARRAYS(X)        \
@@ -192,21 +195,21 @@ namespace axion {
   X(int32_t, hull_face_index, 1) X(int32_t, hull_face_index_offset, 1) X(Real, hull_face_plane, 1)
 
 // Every array of the batch, in one list (the per-category lists above keep their roles).
-#define AXION_ALL_ARRAYS(X)                                                                   \
-  AXION_WORLD_OFFSETS(X)                                                                      \
-  AXION_WORLD_MODEL(X)                                                                        \
-  AXION_WORLD_STATE(X)                                                                        \
-  AXION_WORLD_SCRATCH(X)                                                                      \
-  AXION_BODY_MODEL(X)                                                                         \
-  AXION_BODY_STATE(X)                                                                         \
-  AXION_BODY_SCRATCH(X)                                                                       \
-  AXION_JOINT_MODEL(X)                                                                        \
-  AXION_JOINT_SCRATCH(X)                                                                      \
-  AXION_DOF_MODEL(X)                                                                          \
-  AXION_DOF_STATE(X) AXION_DOF_SCRATCH(X) AXION_QPOS_STATE(X) AXION_ACTUATOR_MODEL(X)         \
-      AXION_ACTUATOR_STATE(X) AXION_SHAPE_MODEL(X) AXION_SHAPE_SCRATCH(X) AXION_PAIR_MODEL(X) \
-          AXION_CONTACT_STATE(X) AXION_ROW_MODEL(X) AXION_ROW_STATE(X) AXION_ROW_SCRATCH(X)   \
-              AXION_HULL_ARRAYS(X)
+#define AXION_ALL_ARRAYS(X)                                                                  \
+  AXION_WORLD_OFFSETS(X)                                                                     \
+  AXION_WORLD_MODEL(X)                                                                       \
+  AXION_WORLD_STATE(X)                                                                       \
+  AXION_WORLD_SCRATCH(X)                                                                     \
+  AXION_BODY_MODEL(X)                                                                        \
+  AXION_BODY_STATE(X)                                                                        \
+  AXION_BODY_SCRATCH(X)                                                                      \
+  AXION_JOINT_MODEL(X)                                                                       \
+  AXION_JOINT_SCRATCH(X)                                                                     \
+  AXION_DOF_MODEL(X)                                                                         \
+  AXION_DOF_STATE(X)                                                                         \
+  AXION_DOF_SCRATCH(X) AXION_QPOS_STATE(X) AXION_ACTUATOR_MODEL(X) AXION_ACTUATOR_STATE(X)   \
+      AXION_SHAPE_MODEL(X) AXION_SHAPE_SCRATCH(X) AXION_PAIR_MODEL(X) AXION_CONTACT_STATE(X) \
+          AXION_ROW_MODEL(X) AXION_ROW_STATE(X) AXION_ROW_SCRATCH(X) AXION_HULL_ARRAYS(X)
 
 struct BatchStorage {
 #define AXION_DECLARE(T, name, width) std::vector<T> name;

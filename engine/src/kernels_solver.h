@@ -820,18 +820,18 @@ AXION_HD void row_trial(const BatchView& v, int row, Real t) {
   v.row_lambda[row] = lambda;
 }
 // Per world: copies an iterate's velocities and impulses (u_from -> u_to, lambda_from ->
-// lambda_to) over the bodies and live rows of the islands marked in island_improved, the
+// lambda_to) over the bodies and live rows of the islands marked in island_copy, the
 // team's lanes sharing them.
 AXION_HD void world_copy_iterate(const BatchView& v, Team team, int world, const Real* u_from,
                                  Real* u_to, const Real* lambda_from, Real* lambda_to) {
   for (int body = v.world_body_offset[world] + team.lane; body < v.world_body_offset[world + 1];
        body += team.size) {
-    if (!v.island_improved[v.body_island[body]]) continue;
+    if (!v.island_copy[v.body_island[body]]) continue;
     for (int i = 6 * body; i < 6 * body + 6; ++i) u_to[i] = u_from[i];
   }
   const int row_end = v.world_row_offset[world] + world_live_rows(v, world);
   for (int row = v.world_row_offset[world] + team.lane; row < row_end; row += team.size) {
-    if (v.island_improved[row_island(v, row)]) lambda_to[row] = lambda_from[row];
+    if (v.island_copy[row_island(v, row)]) lambda_to[row] = lambda_from[row];
   }
 }
 
@@ -854,7 +854,7 @@ AXION_HD void world_keep_best(const BatchView& v, Team team, int world, bool fir
     bool any = false;
     for (int k = b0; k < island_end; ++k) {
       const bool keep = first || v.island_merit[k] < v.island_merit_best[k];
-      v.island_improved[k] = keep;
+      v.island_copy[k] = keep;
       if (!keep) continue;
       any = true;
       v.island_merit_best[k] = v.island_merit[k];
@@ -879,7 +879,7 @@ AXION_HD void world_restore_best(const BatchView& v, int world) {
   for (int k = b0; k < island_end; ++k) {
     // a NaN merit restores
     const bool restore = !v.island_converged[k] && !(v.island_merit[k] <= v.island_merit_best[k]);
-    v.island_improved[k] = restore;
+    v.island_copy[k] = restore;
     if (!restore) continue;
     any = true;
     v.island_merit[k] = v.island_merit_best[k];
@@ -895,7 +895,7 @@ AXION_HD void world_restore_best(const BatchView& v, int world) {
   v.world_residual[world] = residual;
   world_copy_iterate(v, Team{}, world, v.body_u_best, v.body_u, v.row_lambda_best, v.row_lambda);
   for (int body = b0; body < v.world_body_offset[world + 1]; ++body) {
-    if (v.island_improved[v.body_island[body]]) body_integrate(v, body, v.world_params[world]);
+    if (v.island_copy[v.body_island[body]]) body_integrate(v, body, v.world_params[world]);
   }
 }
 

@@ -173,7 +173,8 @@ struct BatchView {
   Real* island_residual_best;     // (body_count) ... of its best iterate
   Real* island_ls_step;           // (body_count) island's line-search step t (0: accepted)
   int32_t* island_converged;      // (body_count) island's solve is within the tolerance
-  int32_t* island_improved;       // (body_count) scratch: its best iterate moved this iteration
+  int32_t* island_copy;           // (body_count) scratch: world_copy_iterate copies the island's
+                                  // iterate (its new best kept, or its best restored)
   int32_t* island_friction_cone;  // (body_count) its friction rows take W_cone (until a trial's
                                   // merit runs away)
 
