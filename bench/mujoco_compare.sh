@@ -61,7 +61,9 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 
 # MuJoCo stability probe: steps a model at a given time step with uniform control noise in the
-# middle `noise` fraction of each ctrlrange (axion-sim's rule) and prints max speed and warnings.
+# middle `noise` fraction of each ctrlrange (axion-sim's rule) and prints whether it stayed
+# finite without warnings, its max speed, and its deepest contact penetration (m; each step's
+# contacts, found at its start, as axion-sim --report_depth reads them).
 cat > "$work/mj_probe.cc" <<'EOF'
 #include <mujoco/mujoco.h>
 #include <cmath>
@@ -80,7 +82,7 @@ int main(int argc, char** argv) {
   std::mt19937_64 rng(argc > 5 ? std::strtoull(argv[5], nullptr, 10) : 1);
   std::uniform_real_distribution<double> u(-1, 1);
   long steps = std::lround(seconds / m->opt.timestep);
-  double max_speed = 0;
+  double max_speed = 0, max_depth = 0;
   bool finite = true;
   for (long s = 0; s < steps && finite; ++s) {
     for (int a = 0; a < m->nu; ++a) {
@@ -90,13 +92,14 @@ int main(int argc, char** argv) {
       d->ctrl[a] = center + noise * radius * u(rng);
     }
     mj_step(m, d);
+    for (int i = 0; i < d->ncon; ++i) max_depth = std::fmax(max_depth, -d->contact[i].dist);
     for (int i = 0; i < m->nv; ++i) {
       if (!std::isfinite(d->qvel[i])) finite = false;
       else max_speed = std::fmax(max_speed, std::fabs(d->qvel[i]));
     }
   }
   int bad = d->warning[mjWARN_BADQACC].number;
-  std::printf("%d %g\n", finite && bad == 0 ? 1 : 0, max_speed);
+  std::printf("%d %g %g\n", finite && bad == 0 ? 1 : 0, max_speed, max_depth);
   mj_deleteData(d);
   mj_deleteModel(m);
   return 0;
@@ -137,26 +140,29 @@ mj_rate() {  # steps/s and realtime factor from mujoco-testspeed
   out="$(mujoco-testspeed "$1" "$steps" "$threads" "$noise")"
   echo "$(echo "$out" | sed -n 's/.*Steps per second *: *\([0-9.]*\).*/\1/p') $(echo "$out" | sed -n 's/.*Realtime factor *: *\([0-9.]*\).*/\1/p')"
 }
-# world-steps/s, realtime factor and the share of steps not converged from axion-sim, over
-# the SEEDS noise seeds together (total steps over total wall time): one trajectory under noise
-# is chaotic, and at large steps where it ends up lying decides its speed by 3x either way.
+# world-steps/s, realtime factor, the share of steps not converged and the deepest contact
+# penetration (m) from axion-sim at time step $1 (further arguments go to axion-sim), over the
+# SEEDS noise seeds together (total steps over total wall time): one trajectory under noise is
+# chaotic, and at large steps where it ends up lying decides its speed by 3x either way.
 axion_rate() {
-  local out wall=0 not_converged=0 seed
+  local dt="$1" out wall=0 not_converged=0 depth=0 seed
+  shift
   for seed in $(seq 1 "$seeds"); do
     out="$("$axion_sim" --model="$model" --steps="$steps" --worlds="$threads" \
-           --threads="$threads" --noise="$noise" --backend=cpu --timestep="$1" --seed="$seed" \
-           2>/dev/null)" || return 0
+           --threads="$threads" --noise="$noise" --backend=cpu --timestep="$dt" --seed="$seed" \
+           --report_depth "$@" 2>/dev/null)" || return 0
     wall="$(python3 -c "print($wall + $(echo "$out" | sed -n 's/^wall time *: *\([0-9.]*\).*/\1/p'))")"
     not_converged=$((not_converged + $(echo "$out" | sed -n 's/^not converged *: *\([0-9]*\).*/\1/p')))
+    depth="$(python3 -c "print(max($depth, $(echo "$out" | sed -n 's/^deepest contact *: *\([0-9.eE+-]*\).*/\1/p')))")"
   done
   python3 -c "
 n = $steps * $threads * $seeds
-print(f'{n / $wall:.0f} {n * $1 / $wall:.2f} {100 * $not_converged / n:.1f}%')"
+print(f'{n / $wall:.0f} {n * $dt / $wall:.2f} {100 * $not_converged / n:.1f}% {$depth:.3g}')"
 }
 
 echo "== throughput at the model's time step ($base_dt s) =="
 read -r mj_sps mj_rtf <<<"$(mj_rate "$model")"
-read -r ax_sps ax_rtf ax_nc <<<"$(axion_rate "$base_dt")"
+read -r ax_sps ax_rtf ax_nc _ <<<"$(axion_rate "$base_dt")"
 printf "%-8s %14s %18s\n" engine "steps/s" "sim s per wall s"
 printf "%-8s %14s %18s\n" mujoco "$mj_sps" "$mj_rtf"
 printf "%-8s %14s %18s   (seeds 1-%s together; %s of steps not converged)\n" axion \
@@ -164,6 +170,26 @@ printf "%-8s %14s %18s   (seeds 1-%s together; %s of steps not converged)\n" axi
 if [ -n "$ax_sps" ] && [ -n "$mj_sps" ]; then
   echo "axion / mujoco steps per second: $(python3 -c "print(f'{$ax_sps / $mj_sps:.3f}')")"
 fi
+echo
+
+# Accuracy beside speed: Axion solves each step to its Newton tolerance (1e-6 m/s by default, a
+# position error of tolerance x dt), MuJoCo's soft constraints let contacts sink by design. The
+# deepest contact penetration of each engine over the same runs, and Axion's speed at looser
+# tolerances, show how much of the gap is accuracy that MuJoCo does not deliver.
+echo "== accuracy beside speed at the model's time step ($steps steps, seeds 1-$seeds) =="
+mj_depth=0
+for seed in $(seq 1 "$seeds"); do
+  seconds="$(python3 -c "print($steps * $base_dt)")"
+  read -r _ _ depth <<<"$("$work/mj_probe" "$model" "$base_dt" "$seconds" "$noise" "$seed")"
+  mj_depth="$(python3 -c "print(max($mj_depth, ${depth:-0}))")"
+done
+printf "%-28s %10s %16s %16s\n" engine "steps/s" "axion / mujoco" "deepest contact"
+printf "%-28s %10s %16s %14.3g m\n" mujoco "$mj_sps" 1 "$mj_depth"
+for tol in 1e-6 1e-5 1e-4 1e-3; do
+  read -r sps _ nc depth <<<"$(axion_rate "$base_dt" --newton_tolerance="$tol")"
+  printf "%-28s %10s %16s %14s m   (%s not converged)\n" "axion, tolerance $tol m/s" \
+    "${sps:-failed}" "$(python3 -c "print(f'{${sps:-0} / $mj_sps:.3f}')")" "${depth:-?}" "${nc:-?}"
+done
 echo
 
 echo "== largest stable time step (sweep of ${sweep_seconds} s runs, speeds < $max_speed, $seeds seeds) =="
@@ -181,7 +207,7 @@ for k in $multipliers; do
   if [ "$mj_done" = 0 ]; then
     stable=0; worst=0
     for seed in $(seq 1 "$seeds"); do
-      read -r ok vmax <<<"$("$work/mj_probe" "$model" "$dt" "$sweep_seconds" "$noise" "$seed")"
+      read -r ok vmax _ <<<"$("$work/mj_probe" "$model" "$dt" "$sweep_seconds" "$noise" "$seed")"
       worst="$(python3 -c "print(max(float('$worst'), float('$vmax')))")"
       if [ "$ok" = 1 ] && python3 -c "import sys; sys.exit(0 if float('$vmax') < $max_speed else 1)"; then
         stable=$((stable + 1))
@@ -221,7 +247,7 @@ else
   echo "mujoco: no stable time step in the sweep"
 fi
 if [ -n "$ax_best" ]; then
-  read -r sps rtf nc <<<"$(axion_rate "$ax_best")"
+  read -r sps rtf nc _ <<<"$(axion_rate "$ax_best")"
   echo "axion:  dt = $ax_best s: $rtf sim s per wall s ($sps world-steps/s; seeds 1-$seeds together, $nc of steps not converged)"
 else
   echo "axion:  no stable time step in the sweep"

@@ -1,4 +1,5 @@
 // axion-sim run as a user runs it: a process with flags, its report and the files it writes.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -166,6 +167,52 @@ TEST(AxionSimTest, ContactCapacityFlagCapsContactsAndReportsOverflow) {
   EXPECT_EQ(out.find("contact overflow    : 0 world-steps"), std::string::npos) << out;
   EXPECT_NE(out.find("contact overflow    : "), std::string::npos) << out;
   EXPECT_NE(RunCommand(base + " --contact_capacity=-2", &out), 0);
+}
+
+// --report_depth prints the deepest contact penetration of the run: the same figure as the
+// engine's contacts give through the API for the humanoid's landing, and a small one (its
+// contacts are solved to the Newton tolerance).
+TEST(AxionSimTest, ReportDepthIsTheDeepestContactOfTheRun) {
+  const std::string humanoid = "/usr/share/mujoco/model/humanoid/humanoid.xml";
+  if (std::FILE* f = std::fopen(humanoid.c_str(), "r")) {
+    std::fclose(f);
+  } else {
+    GTEST_SKIP() << humanoid << " is not installed";
+  }
+  constexpr int kSteps = 250;
+  std::string out;
+  ASSERT_EQ(RunCommand(kBinary + " --model=" + humanoid + " --steps=" + std::to_string(kSteps) +
+                           " --backend=cpu --threads=1 --report_depth",
+                       &out),
+            0)
+      << out;
+  const std::string label = "deepest contact     : ";
+  const size_t at = out.find(label);
+  ASSERT_NE(at, std::string::npos) << out;
+  const double reported = std::stod(out.substr(at + label.size()));
+
+  absl::StatusOr<ImportResult> imported = LoadMjcfFile(humanoid);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(imported->model);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto sim = Simulator::Create({.backend = Backend::kCpu, .threads = 1});
+  ASSERT_TRUE(sim.ok());
+  auto ids = (*sim)->CreateWorlds(*model, 1);
+  ASSERT_TRUE(ids.ok());
+  double deepest = 0;
+  int penetrating = 0;
+  for (int s = 0; s < kSteps; ++s) {
+    ASSERT_TRUE((*sim)->StepAll(1).ok());
+    auto contacts = (*sim)->GetContacts(ids->front());
+    ASSERT_TRUE(contacts.ok());
+    for (const ContactReport& c : *contacts) {
+      deepest = std::max(deepest, -double(c.gap));
+      penetrating += c.gap < 0;
+    }
+  }
+  ASSERT_GT(penetrating, 0) << "the humanoid has not landed";
+  EXPECT_NEAR(reported, deepest, 1e-5 * deepest);  // printed to 6 digits
+  EXPECT_LT(deepest, 1e-3);
 }
 
 TEST(AxionSimTest, RejectsBadInputWithAMessage) {

@@ -108,6 +108,10 @@ ABSL_FLAG(bool, step_stats, false,
 ABSL_FLAG(bool, report_speed, false,
           "also report the largest body speed seen in any world (a stability check; reads every "
           "world's state each step, outside the timed region)");
+ABSL_FLAG(bool, report_depth, false,
+          "also report the deepest contact penetration seen in any world (an accuracy figure to "
+          "set beside another engine's; reads every world's contacts each step, outside the "
+          "timed region)");
 
 namespace axion {
 namespace {
@@ -373,7 +377,9 @@ absl::Status Run() {
   double step_seconds = 0;
   bool report_speed = absl::GetFlag(FLAGS_report_speed);
   bool step_stats = absl::GetFlag(FLAGS_step_stats);
+  bool report_depth = absl::GetFlag(FLAGS_report_depth);
   double max_speed = 0;
+  double max_depth = 0;  // (m) the deepest penetration, as a positive number
   for (int s = 0; s < steps; ++s) {
     auto start = std::chrono::steady_clock::now();
     if (noise > 0 && !actuators.empty()) {
@@ -422,6 +428,11 @@ absl::Status Run() {
           if (std::isnan(speed) || (!std::isnan(max_speed) && speed > max_speed)) max_speed = speed;
         }
       }
+      if (report_depth) {
+        absl::StatusOr<std::vector<ContactReport>> reports = (*sim)->GetContacts(w);
+        if (!reports.ok()) return reports.status();
+        for (const ContactReport& c : *reports) max_depth = std::max(max_depth, -double(c.gap));
+      }
     }
     status = record(static_cast<uint64_t>(s) + 1);
     if (!status.ok()) return status;
@@ -459,6 +470,7 @@ absl::Status Run() {
   std::printf("non-finite          : %lld world-steps\n", static_cast<long long>(non_finite));
   std::printf("contact overflow    : %lld world-steps\n", static_cast<long long>(overflow));
   if (report_speed) std::printf("max body speed      : %g m/s\n", max_speed);
+  if (report_depth) std::printf("deepest contact     : %g m\n", max_depth);
   if (trajectory) {
     std::printf("trajectory          : %s (%zu columns)\n", trajectory_path.c_str(),
                 trajectory->columns().size());
