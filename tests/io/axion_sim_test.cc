@@ -20,6 +20,14 @@ namespace {
 const std::string kModels = AXION_TEST_MODELS;
 const std::string kBinary = AXION_SIM_BINARY;
 
+// MuJoCo's humanoid (Debian's libmujoco-samples), which the tests below skip without.
+const char* const kHumanoid = "/usr/share/mujoco/model/humanoid/humanoid.xml";
+bool Installed(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (f != nullptr) std::fclose(f);
+  return f != nullptr;
+}
+
 // Runs a shell command; returns its exit status and stdout (stderr discarded).
 int RunCommand(const std::string& command, std::string* output) {
   return test::RunCommand(command + " 2>/dev/null", output);
@@ -152,12 +160,8 @@ TEST(AxionSimTest, PreconditionerFlagIsAppliedAndReported) {
 // --contact_capacity caps each world's contacts; the humanoid lying on the floor has more than
 // two, so the surplus is reported as overflow, and the model's own capacity has none.
 TEST(AxionSimTest, ContactCapacityFlagCapsContactsAndReportsOverflow) {
-  const std::string humanoid = "/usr/share/mujoco/model/humanoid/humanoid.xml";
-  if (std::FILE* f = std::fopen(humanoid.c_str(), "r")) {
-    std::fclose(f);
-  } else {
-    GTEST_SKIP() << humanoid << " is not installed";
-  }
+  const std::string humanoid = kHumanoid;
+  if (!Installed(humanoid)) GTEST_SKIP() << humanoid << " is not installed";
   const std::string base =
       kBinary + " --model=" + humanoid + " --steps=150 --backend=cpu --threads=1";
   std::string out;
@@ -173,12 +177,8 @@ TEST(AxionSimTest, ContactCapacityFlagCapsContactsAndReportsOverflow) {
 // engine's contacts give through the API for the humanoid's landing, and a small one (its
 // contacts are solved to the Newton tolerance).
 TEST(AxionSimTest, ReportDepthIsTheDeepestContactOfTheRun) {
-  const std::string humanoid = "/usr/share/mujoco/model/humanoid/humanoid.xml";
-  if (std::FILE* f = std::fopen(humanoid.c_str(), "r")) {
-    std::fclose(f);
-  } else {
-    GTEST_SKIP() << humanoid << " is not installed";
-  }
+  const std::string humanoid = kHumanoid;
+  if (!Installed(humanoid)) GTEST_SKIP() << humanoid << " is not installed";
   constexpr int kSteps = 250;
   std::string out;
   ASSERT_EQ(RunCommand(kBinary + " --model=" + humanoid + " --steps=" + std::to_string(kSteps) +
