@@ -178,8 +178,8 @@ echo
 # tolerances, show how much of the gap is accuracy that MuJoCo does not deliver.
 echo "== accuracy beside speed at the model's time step ($steps steps, seeds 1-$seeds) =="
 mj_depth=0
+seconds="$(python3 -c "print($steps * $base_dt)")"
 for seed in $(seq 1 "$seeds"); do
-  seconds="$(python3 -c "print($steps * $base_dt)")"
   read -r _ _ depth <<<"$("$work/mj_probe" "$model" "$base_dt" "$seconds" "$noise" "$seed")"
   mj_depth="$(python3 -c "print(max($mj_depth, ${depth:-0}))")"
 done

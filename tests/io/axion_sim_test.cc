@@ -24,8 +24,9 @@ const std::string kBinary = AXION_SIM_BINARY;
 const char* const kHumanoid = "/usr/share/mujoco/model/humanoid/humanoid.xml";
 bool Installed(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "r");
-  if (f != nullptr) std::fclose(f);
-  return f != nullptr;
+  if (f == nullptr) return false;
+  std::fclose(f);
+  return true;
 }
 
 // Runs a shell command; returns its exit status and stdout (stderr discarded).
