@@ -5,7 +5,8 @@
 #      `axion-sim --model=MODEL --steps=N --worlds=THREADS --threads=THREADS --noise=NOISE`
 #      (testspeed runs one simulation per thread; axion-sim steps one world per thread);
 #   2. stability: each engine's largest stable time step from a sweep (base time step x 1, 2, 3,
-#      4, 6, 8, 12, 16, 24, 32; 5 simulated seconds each; stable = no NaN/Inf, no bad-QACC
+#      4, 6, 8, ..., 96, 128; runs of 5 simulated seconds or 40 steps, the longer, so that a step
+#      that covers 5 s in a handful of steps is not called stable; stable = no NaN/Inf, no bad-QACC
 #      warning for MuJoCo, and speeds below MAX_SPEED: every |qvel| entry for MuJoCo, every
 #      body's linear speed for Axion), a step counting as stable only when it is for every one of
 #      SEEDS control-noise seeds (large steps fail on some noise sequences and not on others), then
@@ -15,10 +16,17 @@
 #      bounded is not always a step that was solved. Axion's throughput figures (1. and 2.) are
 #      the SEEDS seeds' runs taken together (total steps over total wall time), since one
 #      trajectory under noise is chaotic; mujoco-testspeed takes no seed and runs its own.
+#   Accuracy stands beside each speed: the deepest contact penetration and the largest joint-limit
+#   violation of each engine over the same runs (at the model's step, with Axion at Newton
+#   tolerances 1e-6 to 1e-3 m/s, and in every cell of the sweep). A step bounded in speed can
+#   still be far from physical (a figure sunk into its floor), so the sweep gives each engine a
+#   second largest step: bounded, and with no contact deeper than MAX_DEPTH on any seed (default:
+#   the half-thickness of the model's thinnest colliding geom, past which that geom lies wholly
+#   inside what it touches), and both engines' speeds at both steps.
 #
 # usage: bench/mujoco_compare.sh [--model=FILE] [--steps=N] [--threads=T] [--noise=X]
 #                                [--axion-sim=PATH] [--max-speed=V] [--sweep-seconds=S]
-#                                [--seeds=K]
+#                                [--sweep-min-steps=N] [--max-depth=M] [--seeds=K]
 # defaults: MuJoCo's humanoid, 2000 steps, 1 thread, noise 0.01, 4 seeds, axion-sim from build/.
 # MuJoCo's side of the sweep uses a small helper compiled here against libmujoco (g++ needed).
 set -euo pipefail
@@ -29,6 +37,8 @@ threads=1
 noise=0.01
 max_speed=50
 sweep_seconds=5
+sweep_min_steps=40
+max_depth=""
 seeds=4
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 axion_sim=""
@@ -41,8 +51,10 @@ for arg in "$@"; do
     --axion-sim=*) axion_sim="${arg#*=}" ;;
     --max-speed=*) max_speed="${arg#*=}" ;;
     --sweep-seconds=*) sweep_seconds="${arg#*=}" ;;
+    --sweep-min-steps=*) sweep_min_steps="${arg#*=}" ;;
+    --max-depth=*) max_depth="${arg#*=}" ;;
     --seeds=*) seeds="${arg#*=}" ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "unknown argument: $arg" >&2; exit 2 ;;
   esac
 done
@@ -62,27 +74,48 @@ cd "$work"
 
 # MuJoCo stability probe: steps a model at a given time step with uniform control noise in the
 # middle `noise` fraction of each ctrlrange (axion-sim's rule) and prints whether it stayed
-# finite without warnings, its max speed, and its deepest contact penetration (m; each step's
-# contacts, found at its start, as axion-sim --report_depth reads them).
+# finite without warnings, its max speed, its deepest contact penetration (m; each step's
+# contacts, found at its start, as axion-sim --report_depth reads them), and its largest
+# joint-limit violation after a step, angular (rad: hinges, balls' turn) and linear (m: slides),
+# as axion-sim --report_limits reads it.
 cat > "$work/mj_probe.cc" <<'EOF'
 #include <mujoco/mujoco.h>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 static void Quiet(const char*) {}  // instability is reported through d->warning instead
 int main(int argc, char** argv) {
   mju_user_warning = Quiet;
   char error[1000] = "";
   mjModel* m = mj_loadXML(argv[1], nullptr, error, sizeof(error));
   if (!m) { std::fprintf(stderr, "%s\n", error); return 1; }
+  if (std::string(argv[2]) == "thinnest") {
+    // the half-thickness of the model's thinnest colliding geom (m): a contact deeper than this
+    // has sunk that geom through the surface it rests on
+    double thinnest = HUGE_VAL;
+    for (int g = 0; g < m->ngeom; ++g) {
+      if (!m->geom_contype[g] && !m->geom_conaffinity[g]) continue;
+      const double* size = m->geom_size + 3 * g;
+      switch (m->geom_type[g]) {
+        case mjGEOM_SPHERE: case mjGEOM_CAPSULE: case mjGEOM_CYLINDER:
+          thinnest = std::fmin(thinnest, size[0]); break;
+        case mjGEOM_BOX: case mjGEOM_ELLIPSOID:
+          thinnest = std::fmin(thinnest, std::fmin(size[0], std::fmin(size[1], size[2]))); break;
+        default: break;  // planes, height fields and meshes: no single thickness
+      }
+    }
+    std::printf("%g\n", thinnest);
+    return 0;
+  }
   m->opt.timestep = std::atof(argv[2]);
   double seconds = std::atof(argv[3]), noise = std::atof(argv[4]);
   mjData* d = mj_makeData(m);
   std::mt19937_64 rng(argc > 5 ? std::strtoull(argv[5], nullptr, 10) : 1);
   std::uniform_real_distribution<double> u(-1, 1);
   long steps = std::lround(seconds / m->opt.timestep);
-  double max_speed = 0, max_depth = 0;
+  double max_speed = 0, max_depth = 0, max_angular = 0, max_linear = 0;
   bool finite = true;
   for (long s = 0; s < steps && finite; ++s) {
     for (int a = 0; a < m->nu; ++a) {
@@ -93,13 +126,28 @@ int main(int argc, char** argv) {
     }
     mj_step(m, d);
     for (int i = 0; i < d->ncon; ++i) max_depth = std::fmax(max_depth, -d->contact[i].dist);
+    for (int j = 0; j < m->njnt; ++j) {
+      if (!m->jnt_limited[j]) continue;
+      const double* q = d->qpos + m->jnt_qposadr[j];
+      const double* range = m->jnt_range + 2 * j;
+      if (m->jnt_type[j] == mjJNT_HINGE || m->jnt_type[j] == mjJNT_SLIDE) {
+        double excess = std::fmax(range[0] - q[0], q[0] - range[1]);
+        double& into = m->jnt_type[j] == mjJNT_HINGE ? max_angular : max_linear;
+        into = std::fmax(into, excess);
+      } else if (m->jnt_type[j] == mjJNT_BALL) {
+        double turn = 2 * std::atan2(std::sqrt(q[1] * q[1] + q[2] * q[2] + q[3] * q[3]),
+                                     std::fabs(q[0]));
+        max_angular = std::fmax(max_angular, turn - range[1]);
+      }
+    }
     for (int i = 0; i < m->nv; ++i) {
       if (!std::isfinite(d->qvel[i])) finite = false;
       else max_speed = std::fmax(max_speed, std::fabs(d->qvel[i]));
     }
   }
   int bad = d->warning[mjWARN_BADQACC].number;
-  std::printf("%d %g %g\n", finite && bad == 0 ? 1 : 0, max_speed, max_depth);
+  std::printf("%d %g %g %g %g\n", finite && bad == 0 ? 1 : 0, max_speed, max_depth, max_angular,
+              max_linear);
   mj_deleteData(d);
   mj_deleteModel(m);
   return 0;
@@ -109,8 +157,10 @@ mj_lib="$(ls /usr/lib/*/libmujoco.so 2>/dev/null | head -n 1)"
 g++ -O2 -std=c++17 "$work/mj_probe.cc" -o "$work/mj_probe" "$mj_lib"
 
 base_dt="$(mujoco-testspeed "$model" 1 1 0 | sed -n 's/.*at dt = \([0-9.eE+-]*\).*/\1/p')"
+[ -n "$max_depth" ] || max_depth="$("$work/mj_probe" "$model" thinnest)"
 echo "model: $model"
 echo "steps: $steps, threads: $threads, noise: $noise, base time step: $base_dt s"
+echo "contact depth bound of the sweep's second verdict: $max_depth m"
 echo
 
 # A copy of the model directory whose main file has the given time step (MuJoCo has no flag).
@@ -140,24 +190,26 @@ mj_rate() {  # steps/s and realtime factor from mujoco-testspeed
   out="$(mujoco-testspeed "$1" "$steps" "$threads" "$noise")"
   echo "$(echo "$out" | sed -n 's/.*Steps per second *: *\([0-9.]*\).*/\1/p') $(echo "$out" | sed -n 's/.*Realtime factor *: *\([0-9.]*\).*/\1/p')"
 }
-# world-steps/s, realtime factor, the share of steps not converged and the deepest contact
-# penetration (m) from axion-sim at time step $1 (further arguments go to axion-sim), over the
-# SEEDS noise seeds together (total steps over total wall time): one trajectory under noise is
-# chaotic, and at large steps where it ends up lying decides its speed by 3x either way.
+# world-steps/s, realtime factor, the share of steps not converged, the deepest contact
+# penetration (m) and the largest joint-limit violation (rad) from axion-sim at time step $1
+# (further arguments go to axion-sim), over the SEEDS noise seeds together (total steps over total
+# wall time): one trajectory under noise is chaotic, and at large steps where it ends up lying
+# decides its speed by 3x either way.
 axion_rate() {
-  local dt="$1" out wall=0 not_converged=0 depth=0 seed
+  local dt="$1" out wall=0 not_converged=0 depth=0 limit=0 seed
   shift
   for seed in $(seq 1 "$seeds"); do
     out="$("$axion_sim" --model="$model" --steps="$steps" --worlds="$threads" \
            --threads="$threads" --noise="$noise" --backend=cpu --timestep="$dt" --seed="$seed" \
-           --report_depth "$@" 2>/dev/null)" || return 0
+           --report_depth --report_limits "$@" 2>/dev/null)" || return 0
     wall="$(python3 -c "print($wall + $(echo "$out" | sed -n 's/^wall time *: *\([0-9.]*\).*/\1/p'))")"
     not_converged=$((not_converged + $(echo "$out" | sed -n 's/^not converged *: *\([0-9]*\).*/\1/p')))
     depth="$(python3 -c "print(max($depth, $(echo "$out" | sed -n 's/^deepest contact *: *\([0-9.eE+-]*\).*/\1/p')))")"
+    limit="$(python3 -c "print(max($limit, $(echo "$out" | sed -n 's/^limit violation *: *\([0-9.eE+-]*\) rad.*/\1/p')))")"
   done
   python3 -c "
 n = $steps * $threads * $seeds
-print(f'{n / $wall:.0f} {n * $dt / $wall:.2f} {100 * $not_converged / n:.1f}% {$depth:.3g}')"
+print(f'{n / $wall:.0f} {n * $dt / $wall:.2f} {100 * $not_converged / n:.1f}% {$depth:.3g} {$limit:.3g}')"
 }
 
 echo "== throughput at the model's time step ($base_dt s) =="
@@ -173,82 +225,127 @@ fi
 echo
 
 # Accuracy beside speed: Axion solves each step to its Newton tolerance (1e-6 m/s by default, a
-# position error of tolerance x dt), MuJoCo's soft constraints let contacts sink by design. The
-# deepest contact penetration of each engine over the same runs, and Axion's speed at looser
-# tolerances, show how much of the gap is accuracy that MuJoCo does not deliver.
+# position error of tolerance x dt), MuJoCo's soft constraints let contacts sink and joints pass
+# their limits by design. The deepest contact penetration and the largest joint-limit violation
+# of each engine over the same runs, and Axion's speed at looser tolerances, show how much of the
+# gap is accuracy that MuJoCo does not deliver.
 echo "== accuracy beside speed at the model's time step ($steps steps, seeds 1-$seeds) =="
 mj_depth=0
+mj_limit=0
 seconds="$(python3 -c "print($steps * $base_dt)")"
 for seed in $(seq 1 "$seeds"); do
-  read -r _ _ depth <<<"$("$work/mj_probe" "$model" "$base_dt" "$seconds" "$noise" "$seed")"
+  read -r _ _ depth limit _ <<<"$("$work/mj_probe" "$model" "$base_dt" "$seconds" "$noise" "$seed")"
   mj_depth="$(python3 -c "print(max($mj_depth, ${depth:-0}))")"
+  mj_limit="$(python3 -c "print(max($mj_limit, ${limit:-0}))")"
 done
-printf "%-28s %10s %16s %16s\n" engine "steps/s" "axion / mujoco" "deepest contact"
-printf "%-28s %10s %16s %14.3g m\n" mujoco "$mj_sps" 1 "$mj_depth"
+printf "%-28s %10s %16s %16s %18s\n" engine "steps/s" "axion / mujoco" "deepest contact" \
+  "limit violation"
+printf "%-28s %10s %16s %14.3g m %14.3g rad\n" mujoco "$mj_sps" 1 "$mj_depth" "$mj_limit"
 for tol in 1e-6 1e-5 1e-4 1e-3; do
-  read -r sps _ nc depth <<<"$(axion_rate "$base_dt" --newton_tolerance="$tol")"
-  printf "%-28s %10s %16s %14s m   (%s not converged)\n" "axion, tolerance $tol m/s" \
-    "${sps:-failed}" "$(python3 -c "print(f'{${sps:-0} / $mj_sps:.3f}')")" "${depth:-?}" "${nc:-?}"
+  read -r sps _ nc depth limit <<<"$(axion_rate "$base_dt" --newton_tolerance="$tol")"
+  printf "%-28s %10s %16s %14s m %14s rad   (%s not converged)\n" "axion, tolerance $tol m/s" \
+    "${sps:-failed}" "$(python3 -c "print(f'{${sps:-0} / $mj_sps:.3f}')")" "${depth:-?}" \
+    "${limit:-?}" "${nc:-?}"
 done
 echo
 
-echo "== largest stable time step (sweep of ${sweep_seconds} s runs, speeds < $max_speed, $seeds seeds) =="
-multipliers="1 2 3 4 6 8 12 16 24 32"
+echo "== largest stable time step (runs of ${sweep_seconds} s or $sweep_min_steps steps, the longer; speeds < $max_speed; $seeds seeds) =="
+# Each cell: stable seeds, then over all seeds the largest speed (m/s), the deepest contact (mm)
+# and the largest joint-limit violation (rad); Axion's also the share of steps not converged.
+multipliers="1 2 3 4 6 8 12 16 24 32 48 64 96 128"
 mj_best=""
 ax_best=""
 mj_done=0
 ax_done=0
-printf "%-12s %-28s %-40s\n" "dt (s)" "mujoco (stable seeds, vmax)" \
-  "axion (stable seeds, vmax, not converged)"
+mj_phys_best=""  # ... the largest step also within max_depth, before the first that is not
+ax_phys_best=""
+mj_phys_done=0
+ax_phys_done=0
+printf "%-9s %-36s %-44s\n" "dt (s)" "mujoco (stable, vmax, depth, limit)" \
+  "axion (stable, vmax, depth, limit, not conv.)"
 for k in $multipliers; do
   dt="$(python3 -c "print(f'{$base_dt * $k:.6g}')")"
+  run_steps="$(python3 -c "print(max(round($sweep_seconds / $dt), $sweep_min_steps))")"
+  run_seconds="$(python3 -c "print($run_steps * $dt)")"
   mj_cell="-"
   ax_cell="-"
   if [ "$mj_done" = 0 ]; then
-    stable=0; worst=0
+    stable=0; worst=0; deepest=0; limit_worst=0
     for seed in $(seq 1 "$seeds"); do
-      read -r ok vmax _ <<<"$("$work/mj_probe" "$model" "$dt" "$sweep_seconds" "$noise" "$seed")"
+      read -r ok vmax depth limit _ <<<"$("$work/mj_probe" "$model" "$dt" "$run_seconds" "$noise" "$seed")"
       worst="$(python3 -c "print(max(float('$worst'), float('$vmax')))")"
+      deepest="$(python3 -c "print(max(float('$deepest'), float('${depth:-nan}')))")"
+      limit_worst="$(python3 -c "print(max(float('$limit_worst'), float('${limit:-nan}')))")"
       if [ "$ok" = 1 ] && python3 -c "import sys; sys.exit(0 if float('$vmax') < $max_speed else 1)"; then
         stable=$((stable + 1))
       fi
     done
-    mj_cell="$stable/$seeds, $worst"
+    mj_cell="$(python3 -c "print(f'$stable/$seeds, {float(\"$worst\"):.3g}, {1e3 * float(\"$deepest\"):.3g} mm, {float(\"$limit_worst\"):.2g}')")"
     if [ "$stable" = "$seeds" ]; then mj_best="$dt"; else mj_done=1; fi
+    if [ "$mj_phys_done" = 0 ] && [ "$stable" = "$seeds" ] &&
+       python3 -c "import sys; sys.exit(0 if float('$deepest') < $max_depth else 1)"; then
+      mj_phys_best="$dt"
+    else
+      mj_phys_done=1
+    fi
   fi
   if [ "$ax_done" = 0 ]; then
-    ax_steps="$(python3 -c "print(round($sweep_seconds / $dt))")"
-    stable=0; worst=0; unconverged=0
+    stable=0; worst=0; deepest=0; limit_worst=0; unconverged=0
     for seed in $(seq 1 "$seeds"); do
-      out="$("$axion_sim" --model="$model" --steps="$ax_steps" --worlds=1 --threads=1 --noise="$noise" \
-             --backend=cpu --timestep="$dt" --seed="$seed" --report_speed 2>/dev/null || true)"
+      out="$("$axion_sim" --model="$model" --steps="$run_steps" --worlds=1 --threads=1 --noise="$noise" \
+             --backend=cpu --timestep="$dt" --seed="$seed" --report_speed --report_depth \
+             --report_limits 2>/dev/null || true)"
       nonfinite="$(echo "$out" | sed -n 's/^non-finite *: *\([0-9]*\).*/\1/p')"
       vmax="$(echo "$out" | sed -n 's/^max body speed *: *\([0-9.eE+a-z-]*\).*/\1/p')"
+      depth="$(echo "$out" | sed -n 's/^deepest contact *: *\([0-9.eE+a-z-]*\).*/\1/p')"
+      limit="$(echo "$out" | sed -n 's/^limit violation *: *\([0-9.eE+a-z-]*\) rad.*/\1/p')"
       notconv="$(echo "$out" | sed -n 's/^not converged *: *\([0-9]*\).*/\1/p')"
       unconverged=$((unconverged + ${notconv:-0}))
       worst="$(python3 -c "print(max(float('$worst'), float('${vmax:-inf}')))")"
+      deepest="$(python3 -c "print(max(float('$deepest'), float('${depth:-nan}')))")"
+      limit_worst="$(python3 -c "print(max(float('$limit_worst'), float('${limit:-nan}')))")"
       if [ "${nonfinite:-1}" = 0 ] && [ -n "$vmax" ] && python3 -c "import sys; sys.exit(0 if float('$vmax') < $max_speed else 1)"; then
         stable=$((stable + 1))
       fi
     done
-    ax_cell="$stable/$seeds, $worst, $(python3 -c "print(f'{100 * $unconverged / ($seeds * $ax_steps):.1f}%')")"
+    ax_cell="$(python3 -c "print(f'$stable/$seeds, {float(\"$worst\"):.3g}, {1e3 * float(\"$deepest\"):.3g} mm, {float(\"$limit_worst\"):.2g}, {100 * $unconverged / ($seeds * $run_steps):.1f}%')")"
     if [ "$stable" = "$seeds" ]; then ax_best="$dt"; else ax_done=1; fi
+    if [ "$ax_phys_done" = 0 ] && [ "$stable" = "$seeds" ] &&
+       python3 -c "import sys; sys.exit(0 if float('$deepest') < $max_depth else 1)"; then
+      ax_phys_best="$dt"
+    else
+      ax_phys_done=1
+    fi
   fi
-  printf "%-12s %-28s %-40s\n" "$dt" "$mj_cell" "$ax_cell"
+  printf "%-9s %-36s %-44s\n" "$dt" "$mj_cell" "$ax_cell"
   [ "$mj_done" = 1 ] && [ "$ax_done" = 1 ] && break
 done
+[ "$mj_done" = 0 ] && echo "mujoco is stable at the top of the sweep: its largest stable step is at least $mj_best s"
+[ "$ax_done" = 0 ] && echo "axion is stable at the top of the sweep: its largest stable step is at least $ax_best s"
 echo
 
 echo "== simulated seconds per wall second at each engine's largest stable time step =="
-if [ -n "$mj_best" ]; then
-  read -r sps rtf <<<"$(mj_rate "$(mj_model_at "$mj_best")")"
-  echo "mujoco: dt = $mj_best s: $rtf sim s per wall s ($sps steps/s)"
-else
-  echo "mujoco: no stable time step in the sweep"
-fi
-if [ -n "$ax_best" ]; then
-  read -r sps rtf nc _ <<<"$(axion_rate "$ax_best")"
-  echo "axion:  dt = $ax_best s: $rtf sim s per wall s ($sps world-steps/s; seeds 1-$seeds together, $nc of steps not converged)"
-else
-  echo "axion:  no stable time step in the sweep"
-fi
+# $1: label, $2: MuJoCo's step, $3: Axion's step (empty: none in the sweep)
+report_rates() {
+  local sps rtf nc
+  echo "$1:"
+  if [ -n "$2" ]; then
+    read -r sps rtf <<<"$(mj_rate "$(mj_model_at "$2")")"
+    mj_rtf_at="$rtf"
+    echo "  mujoco: dt = $2 s: $rtf sim s per wall s ($sps steps/s)"
+  else
+    mj_rtf_at=""
+    echo "  mujoco: no such step in the sweep"
+  fi
+  if [ -n "$3" ]; then
+    read -r sps rtf nc _ <<<"$(axion_rate "$3")"
+    echo "  axion:  dt = $3 s: $rtf sim s per wall s ($sps world-steps/s; seeds 1-$seeds together, $nc of steps not converged)"
+    if [ -n "$mj_rtf_at" ] && [ -n "$rtf" ]; then
+      echo "  axion / mujoco: $(python3 -c "print(f'{$rtf / $mj_rtf_at:.3f}')")"
+    fi
+  else
+    echo "  axion:  no such step in the sweep"
+  fi
+}
+report_rates "bounded (finite, speeds < $max_speed)" "$mj_best" "$ax_best"
+report_rates "bounded, and no contact deeper than $max_depth m" "$mj_phys_best" "$ax_phys_best"

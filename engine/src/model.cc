@@ -740,4 +740,43 @@ int Model::FindActuator(const std::string& name) const {
   return -1;
 }
 
+namespace {
+// largest = max(largest, x), where a NaN, once met, stays (a non-finite state is no accuracy)
+void RaiseTo(Real& largest, Real x) {
+  if (std::isnan(x) || x > largest) largest = x;
+}
+}  // namespace
+
+absl::StatusOr<LimitViolation> JointLimitViolation(const Model& model,
+                                                   const std::vector<Real>& position) {
+  if (static_cast<int>(position.size()) != model.joint_position_count()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("joint positions: expected ", model.joint_position_count(),
+                     " entries (the model's joint_position_count), got ", position.size()));
+  }
+  LimitViolation worst;
+  const std::vector<JointDesc>& joints = model.desc().joints;
+  for (size_t j = 0; j < joints.size(); ++j) {
+    const JointDesc& joint = joints[j];
+    const Real* q = position.data() + model.joint_position_offset()[j];
+    if (joint.type == JointType::kBall) {
+      // the turn from the initial configuration: 2 atan2(|v|, |w|) of q = (w, v)
+      const Real cone = JointConeLimit(joint);
+      if (!(cone > 0)) continue;
+      const Real turn =
+          2 * std::atan2(std::sqrt(q[1] * q[1] + q[2] * q[2] + q[3] * q[3]), std::fabs(q[0]));
+      RaiseTo(worst.angular, turn - cone);
+      continue;
+    }
+    const std::vector<int> axes = JointDofAxes(joint);
+    const std::array<AxisMode, 6> modes = JointAxisModes(joint);
+    for (size_t d = 0; d < axes.size(); ++d) {
+      if (modes[axes[d]] != AxisMode::kLimited) continue;
+      const Real excess = std::max(joint.lower[d] - q[d], q[d] - joint.upper[d]);
+      RaiseTo(axes[d] < 3 ? worst.linear : worst.angular, excess);
+    }
+  }
+  return worst;
+}
+
 }  // namespace axion

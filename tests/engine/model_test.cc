@@ -1,5 +1,7 @@
 // Model validation: bad input is refused with an error naming the element and the field.
+#include <cmath>
 #include <limits>
+#include <vector>
 
 #include "scenes.h"
 
@@ -186,6 +188,80 @@ TEST(ModelTest, CountsRowsDofsAndCollisionPairs) {
   // The two jointed bodies do not collide with each other, both collide with the ground.
   EXPECT_EQ(m->collision_pairs().size(), 2u);
   EXPECT_NEAR(m->total_mass(), 2, 1e-12);
+}
+
+// JointLimitViolation: the largest excess of any limited DOF past its range, angular and
+// linear apart, for each joint type's limits (a ball joint's turn past its cone), unlimited
+// DOFs ignored; NaN kept; positions of the wrong length refused.
+TEST(ModelTest, JointLimitViolationIsTheLargestExcessOfALimitedDof) {
+  ModelDesc d = OneBody();
+  for (const char* name : {"a", "b", "c", "d"}) {
+    d.bodies.push_back(d.bodies[0]);
+    d.bodies.back().name = name;
+  }
+  auto joint = [&](JointType type, int parent, int child) -> JointDesc& {
+    JointDesc j;
+    j.type = type;
+    j.parent = parent;
+    j.child = child;
+    d.joints.push_back(j);
+    return d.joints.back();
+  };
+  joint(JointType::kRevolute, kWorldBody, 0);  // unlimited
+  JointDesc& hinge = joint(JointType::kRevolute, 0, 1);
+  hinge.limited = true;
+  hinge.lower = {-0.5};
+  hinge.upper = {0.5};
+  JointDesc& slide = joint(JointType::kPrismatic, 1, 2);
+  slide.limited = true;
+  slide.lower = {0};
+  slide.upper = {0.1};
+  JointDesc& ball = joint(JointType::kBall, 2, 3);
+  ball.limited = true;
+  ball.upper = {0.3};
+  JointDesc& generic = joint(JointType::kGeneric, 3, 4);
+  generic.axis_mode = {AxisMode::kLimited, AxisMode::kLocked, AxisMode::kLocked,
+                       AxisMode::kFree,    AxisMode::kLocked, AxisMode::kLimited};
+  generic.lower = {-0.01, 0, -0.2};  // the free DOF's entry is not read
+  generic.upper = {0.01, 0, 0.2};
+  auto m = test::MustCompile(d);
+  ASSERT_EQ(m->joint_position_count(), 1 + 1 + 1 + 4 + 3);
+  // a turn of `angle` about x, as a ball joint's position (w, x, y, z)
+  auto turn = [](Real angle, Real sign) {
+    return std::vector<Real>{sign * std::cos(angle / 2), sign * std::sin(angle / 2), 0, 0};
+  };
+  auto positions = [&](Real hinge_q, Real slide_q, std::vector<Real> ball_q, Real lin, Real free,
+                       Real ang) {
+    std::vector<Real> q = {7, hinge_q, slide_q};
+    q.insert(q.end(), ball_q.begin(), ball_q.end());
+    q.insert(q.end(), {lin, free, ang});
+    return q;
+  };
+
+  auto inside = JointLimitViolation(*m, positions(0.4, 0.05, turn(0.2, 1), 0, 5, 0.1));
+  ASSERT_TRUE(inside.ok()) << inside.status();
+  EXPECT_EQ(inside->angular, 0);
+  EXPECT_EQ(inside->linear, 0);
+
+  // hinge 0.2 rad past, ball 0.3 rad past (its turn 0.6, written with w < 0), generic angular
+  // 0.05 rad past; slide 0.03 m below, generic linear 0.01 m past
+  auto outside = JointLimitViolation(*m, positions(0.7, -0.03, turn(0.6, -1), 0.02, 5, -0.25));
+  ASSERT_TRUE(outside.ok()) << outside.status();
+  EXPECT_NEAR(outside->angular, 0.3, 1e-12);
+  EXPECT_NEAR(outside->linear, 0.03, 1e-12);
+  auto hinge_only = JointLimitViolation(*m, positions(-0.7, 0.05, turn(0.2, 1), 0, 5, 0));
+  ASSERT_TRUE(hinge_only.ok());
+  EXPECT_NEAR(hinge_only->angular, 0.2, 1e-12);
+  EXPECT_EQ(hinge_only->linear, 0);
+
+  auto nan = JointLimitViolation(*m, positions(kNaN, 0.05, turn(0.2, 1), 0, 5, 0));
+  ASSERT_TRUE(nan.ok());
+  EXPECT_TRUE(std::isnan(nan->angular));
+
+  auto short_positions = JointLimitViolation(*m, std::vector<Real>(9, 0));
+  ASSERT_FALSE(short_positions.ok());
+  EXPECT_EQ(short_positions.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(short_positions.status().message(), HasSubstr("expected 10 entries"));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -214,6 +215,73 @@ TEST(AxionSimTest, ReportDepthIsTheDeepestContactOfTheRun) {
   ASSERT_GT(penetrating, 0) << "the humanoid has not landed";
   EXPECT_NEAR(reported, deepest, 1e-5 * deepest);  // printed to 6 digits
   EXPECT_LT(deepest, 1e-3);
+}
+
+// --report_limits prints the largest joint-limit violation of the run: the same figure as the
+// engine's joint positions give through the API (JointLimitViolation) for the humanoid's drop
+// under control noise, whose limbs reach their stops, and a small one (the stops are solved to
+// the Newton tolerance).
+TEST(AxionSimTest, ReportLimitsIsTheLargestLimitViolationOfTheRun) {
+  const std::string humanoid = kHumanoid;
+  if (!Installed(humanoid)) GTEST_SKIP() << humanoid << " is not installed";
+  constexpr int kSteps = 300;
+  constexpr double kNoise = 0.3;
+  constexpr int kSeed = 5;
+  std::string out;
+  ASSERT_EQ(RunCommand(kBinary + " --model=" + humanoid + " --steps=" + std::to_string(kSteps) +
+                           " --noise=0.3 --seed=5 --backend=cpu --threads=1 --report_limits",
+                       &out),
+            0)
+      << out;
+  const std::string label = "limit violation     : ";
+  const size_t at = out.find(label);
+  ASSERT_NE(at, std::string::npos) << out;
+  const double reported = std::stod(out.substr(at + label.size()));
+  EXPECT_NE(out.find(" rad, 0 m"), std::string::npos) << out;  // the humanoid has no slides
+
+  absl::StatusOr<ImportResult> imported = LoadMjcfFile(humanoid);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(imported->model);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto sim = Simulator::Create({.backend = Backend::kCpu, .threads = 1});
+  ASSERT_TRUE(sim.ok());
+  auto ids = (*sim)->CreateWorlds(*model, 1);
+  ASSERT_TRUE(ids.ok());
+  // axion-sim's control noise: uniform in the middle kNoise of each ctrlrange, drawn in
+  // actuator order from a mt19937_64 seeded with --seed
+  const std::vector<ActuatorDesc>& actuators = (*model)->desc().actuators;
+  std::mt19937_64 rng(kSeed);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  std::vector<Real> ctrl(actuators.size());
+  double largest = 0;
+  int at_a_stop = 0;  // steps with some hinge within 1e-3 rad of its stop
+  for (int s = 0; s < kSteps; ++s) {
+    for (size_t a = 0; a < actuators.size(); ++a) {
+      const ActuatorDesc& act = actuators[a];
+      const double center = act.ctrl_limited ? 0.5 * (act.ctrl_min + act.ctrl_max) : 0.0;
+      const double radius = act.ctrl_limited ? 0.5 * (act.ctrl_max - act.ctrl_min) : 1.0;
+      ctrl[a] = static_cast<Real>(center + kNoise * radius * uniform(rng));
+    }
+    ASSERT_TRUE((*sim)->SetControls(ids->front(), ctrl).ok());
+    ASSERT_TRUE((*sim)->StepAll(1).ok());
+    auto joints = (*sim)->GetJointState(ids->front());
+    ASSERT_TRUE(joints.ok());
+    auto violation = JointLimitViolation(**model, joints->position);
+    ASSERT_TRUE(violation.ok()) << violation.status();
+    EXPECT_EQ(violation->linear, 0);
+    largest = std::max(largest, double(violation->angular));
+    bool near_stop = false;
+    for (int j = 0; j < (*model)->joint_count(); ++j) {
+      const JointDesc& joint = (*model)->desc().joints[j];
+      if (joint.type != JointType::kRevolute || !joint.limited) continue;
+      const Real q = joints->position[(*model)->joint_position_offset()[j]];
+      near_stop = near_stop || q < joint.lower[0] + 1e-3 || q > joint.upper[0] - 1e-3;
+    }
+    at_a_stop += near_stop;
+  }
+  ASSERT_GT(at_a_stop, 0) << "no hinge reached its stop";
+  EXPECT_NEAR(reported, largest, 1e-5 * largest + 1e-300);  // printed to 6 digits
+  EXPECT_LT(largest, 1e-4);
 }
 
 TEST(AxionSimTest, RejectsBadInputWithAMessage) {

@@ -355,4 +355,17 @@ class Model {
   std::vector<Real> collision_pair_friction_;
 };
 
+// How far joint positions (JointState::position's layout, joint_position_count entries) lie
+// outside the model's joint limits: the largest excess over every limited DOF, angular (rad:
+// hinges, a universal joint's hinges, generic joints' angular axes, a ball joint's turn past
+// its cone) and linear (m: slides, generic joints' linear axes); 0 where every DOF is within
+// its range; NaN where a limited DOF's position is NaN. An accuracy figure beside contact
+// depth: a stop solved exactly is never passed. Positions of the wrong length are an error.
+struct LimitViolation {
+  Real angular = 0;  // rad
+  Real linear = 0;   // m
+};
+absl::StatusOr<LimitViolation> JointLimitViolation(const Model& model,
+                                                   const std::vector<Real>& position);
+
 }  // namespace axion
