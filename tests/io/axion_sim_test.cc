@@ -4,9 +4,11 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "axion/mjcf.h"
@@ -175,37 +177,57 @@ TEST(AxionSimTest, ContactCapacityFlagCapsContactsAndReportsOverflow) {
   EXPECT_NE(RunCommand(base + " --contact_capacity=-2", &out), 0);
 }
 
-// --report_depth prints the deepest contact penetration of the run: the same figure as the
-// engine's contacts give through the API for the humanoid's landing, and a small one (its
-// contacts are solved to the Newton tolerance).
-TEST(AxionSimTest, ReportDepthIsTheDeepestContactOfTheRun) {
-  const std::string humanoid = kHumanoid;
-  if (!Installed(humanoid)) GTEST_SKIP() << humanoid << " is not installed";
-  constexpr int kSteps = 250;
-  std::string out;
-  ASSERT_EQ(RunCommand(kBinary + " --model=" + humanoid + " --steps=" + std::to_string(kSteps) +
-                           " --backend=cpu --threads=1 --report_depth",
-                       &out),
-            0)
-      << out;
-  const std::string label = "deepest contact     : ";
-  const size_t at = out.find(label);
-  ASSERT_NE(at, std::string::npos) << out;
-  const double reported = std::stod(out.substr(at + label.size()));
+// Runs axion-sim on the humanoid, one world on one CPU thread, with `flags` (its report into
+// *out), and reads the figure after `label`.
+void RunHumanoidReport(const std::string& flags, const std::string& label, std::string* out,
+                       double* figure) {
+  ASSERT_EQ(
+      RunCommand(kBinary + " --model=" + kHumanoid + " --backend=cpu --threads=1 " + flags, out), 0)
+      << *out;
+  const size_t at = out->find(label);
+  ASSERT_NE(at, std::string::npos) << *out;
+  *figure = std::stod(out->substr(at + label.size()));
+}
 
-  absl::StatusOr<ImportResult> imported = LoadMjcfFile(humanoid);
+// The humanoid as axion-sim steps it, through the public API: one world of a CPU simulator of
+// one thread.
+struct HumanoidWorld {
+  std::shared_ptr<const Model> model;
+  std::unique_ptr<Simulator> sim;
+  WorldId id = 0;
+};
+void CreateHumanoidWorld(HumanoidWorld* world) {
+  absl::StatusOr<ImportResult> imported = LoadMjcfFile(kHumanoid);
   ASSERT_TRUE(imported.ok()) << imported.status();
   absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(imported->model);
   ASSERT_TRUE(model.ok()) << model.status();
   auto sim = Simulator::Create({.backend = Backend::kCpu, .threads = 1});
-  ASSERT_TRUE(sim.ok());
+  ASSERT_TRUE(sim.ok()) << sim.status();
   auto ids = (*sim)->CreateWorlds(*model, 1);
-  ASSERT_TRUE(ids.ok());
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  world->model = *model;
+  world->sim = std::move(*sim);
+  world->id = ids->front();
+}
+
+// --report_depth prints the deepest contact penetration of the run: the same figure as the
+// engine's contacts give through the API for the humanoid's landing, and a small one (its
+// contacts are solved to the Newton tolerance).
+TEST(AxionSimTest, ReportDepthIsTheDeepestContactOfTheRun) {
+  if (!Installed(kHumanoid)) GTEST_SKIP() << kHumanoid << " is not installed";
+  constexpr int kSteps = 250;
+  std::string out;
+  double reported = 0;
+  ASSERT_NO_FATAL_FAILURE(RunHumanoidReport("--steps=" + std::to_string(kSteps) + " --report_depth",
+                                            "deepest contact     : ", &out, &reported));
+
+  HumanoidWorld world;
+  ASSERT_NO_FATAL_FAILURE(CreateHumanoidWorld(&world));
   double deepest = 0;
   int penetrating = 0;
   for (int s = 0; s < kSteps; ++s) {
-    ASSERT_TRUE((*sim)->StepAll(1).ok());
-    auto contacts = (*sim)->GetContacts(ids->front());
+    ASSERT_TRUE(world.sim->StepAll(1).ok());
+    auto contacts = world.sim->GetContacts(world.id);
     ASSERT_TRUE(contacts.ok());
     for (const ContactReport& c : *contacts) {
       deepest = std::max(deepest, -double(c.gap));
@@ -222,34 +244,23 @@ TEST(AxionSimTest, ReportDepthIsTheDeepestContactOfTheRun) {
 // under control noise, whose limbs reach their stops, and a small one (the stops are solved to
 // the Newton tolerance).
 TEST(AxionSimTest, ReportLimitsIsTheLargestLimitViolationOfTheRun) {
-  const std::string humanoid = kHumanoid;
-  if (!Installed(humanoid)) GTEST_SKIP() << humanoid << " is not installed";
+  if (!Installed(kHumanoid)) GTEST_SKIP() << kHumanoid << " is not installed";
   constexpr int kSteps = 300;
   constexpr double kNoise = 0.3;
   constexpr int kSeed = 5;
   std::string out;
-  ASSERT_EQ(RunCommand(kBinary + " --model=" + humanoid + " --steps=" + std::to_string(kSteps) +
-                           " --noise=0.3 --seed=5 --backend=cpu --threads=1 --report_limits",
-                       &out),
-            0)
-      << out;
-  const std::string label = "limit violation     : ";
-  const size_t at = out.find(label);
-  ASSERT_NE(at, std::string::npos) << out;
-  const double reported = std::stod(out.substr(at + label.size()));
+  double reported = 0;
+  ASSERT_NO_FATAL_FAILURE(RunHumanoidReport(
+      "--steps=" + std::to_string(kSteps) + " --noise=0.3 --seed=5 --report_limits",
+      "limit violation     : ", &out, &reported));
   EXPECT_NE(out.find(" rad, 0 m"), std::string::npos) << out;  // the humanoid has no slides
 
-  absl::StatusOr<ImportResult> imported = LoadMjcfFile(humanoid);
-  ASSERT_TRUE(imported.ok()) << imported.status();
-  absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(imported->model);
-  ASSERT_TRUE(model.ok()) << model.status();
-  auto sim = Simulator::Create({.backend = Backend::kCpu, .threads = 1});
-  ASSERT_TRUE(sim.ok());
-  auto ids = (*sim)->CreateWorlds(*model, 1);
-  ASSERT_TRUE(ids.ok());
+  HumanoidWorld world;
+  ASSERT_NO_FATAL_FAILURE(CreateHumanoidWorld(&world));
+  const Model& model = *world.model;
   // axion-sim's control noise: uniform in the middle kNoise of each ctrlrange, drawn in
   // actuator order from a mt19937_64 seeded with --seed
-  const std::vector<ActuatorDesc>& actuators = (*model)->desc().actuators;
+  const std::vector<ActuatorDesc>& actuators = model.desc().actuators;
   std::mt19937_64 rng(kSeed);
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
   std::vector<Real> ctrl(actuators.size());
@@ -262,19 +273,19 @@ TEST(AxionSimTest, ReportLimitsIsTheLargestLimitViolationOfTheRun) {
       const double radius = act.ctrl_limited ? 0.5 * (act.ctrl_max - act.ctrl_min) : 1.0;
       ctrl[a] = static_cast<Real>(center + kNoise * radius * uniform(rng));
     }
-    ASSERT_TRUE((*sim)->SetControls(ids->front(), ctrl).ok());
-    ASSERT_TRUE((*sim)->StepAll(1).ok());
-    auto joints = (*sim)->GetJointState(ids->front());
+    ASSERT_TRUE(world.sim->SetControls(world.id, ctrl).ok());
+    ASSERT_TRUE(world.sim->StepAll(1).ok());
+    auto joints = world.sim->GetJointState(world.id);
     ASSERT_TRUE(joints.ok());
-    auto violation = JointLimitViolation(**model, joints->position);
+    auto violation = JointLimitViolation(model, joints->position);
     ASSERT_TRUE(violation.ok()) << violation.status();
     EXPECT_EQ(violation->linear, 0);
     largest = std::max(largest, double(violation->angular));
     bool near_stop = false;
-    for (int j = 0; j < (*model)->joint_count(); ++j) {
-      const JointDesc& joint = (*model)->desc().joints[j];
+    for (int j = 0; j < model.joint_count(); ++j) {
+      const JointDesc& joint = model.desc().joints[j];
       if (joint.type != JointType::kRevolute || !joint.limited) continue;
-      const Real q = joints->position[(*model)->joint_position_offset()[j]];
+      const Real q = joints->position[model.joint_position_offset()[j]];
       near_stop = near_stop || q < joint.lower[0] + 1e-3 || q > joint.upper[0] - 1e-3;
     }
     at_a_stop += near_stop;
