@@ -126,8 +126,10 @@ LoopBounds BatchLoopBounds(const BatchStorage& host) {
     // line_search_steps halvings after the full step, and one trial when it is disabled
     b.line_search_trials =
         std::max(b.line_search_trials, p.line_search ? p.line_search_steps + 1 : 1);
-    // each halving follows a failed attempt, and the last level's 2^halvings steps succeed
-    b.attempts = std::max(b.attempts, (1 << p.step_halvings) + p.step_halvings);
+    // each halving follows a failed attempt, and the last level's 2^halvings steps succeed;
+    // any of these may first go back to its start contact_redos times
+    b.attempts = std::max(
+        b.attempts, ((1 << p.step_halvings) + p.step_halvings) * (1 + p.contact_redos));
   }
   return b;
 }

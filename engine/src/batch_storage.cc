@@ -50,6 +50,8 @@ WorldParams MakeWorldParams(const SolverOptions& o) {
   p.step_halvings = o.step_halvings;
   p.halving_iterations = o.halving_iterations;
   p.halving_residual = o.halving_residual;
+  p.missed_contact_depth = o.missed_contact_depth;
+  p.contact_redos = o.contact_redos;
   p.loop_rows = o.loop_rows;
   p.islands = o.islands;
   return p;
@@ -137,6 +139,7 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
   AXION_SHAPE_MODEL(AXION_SIZE_SHAPE)
   AXION_SHAPE_SCRATCH(AXION_SIZE_SHAPE)
   AXION_PAIR_MODEL(AXION_SIZE_PAIR)
+  AXION_PAIR_SCRATCH(AXION_SIZE_PAIR)
   AXION_CONTACT_STATE(AXION_SIZE_CONTACT)
   AXION_ROW_MODEL(AXION_SIZE_ROW)
   AXION_ROW_STATE(AXION_SIZE_ROW)
@@ -349,6 +352,7 @@ void ResetWorldState(const WorldLayout& layout, int w, BatchStorage& s) {
   s.world_residual[w] = 0;
   s.world_time[w] = 0;
   s.world_substeps[w] = 0;
+  s.world_contact_redos[w] = 0;
   s.world_step_length[w] = s.world_params[w].timestep;
 }
 

@@ -31,7 +31,9 @@ namespace axion {
   X(int32_t, world_cr_iterations, 1)      \
   X(Real, world_residual, 1)              \
   X(Real, world_time, 1)                  \
-  X(int32_t, world_substeps, 1) X(Real, world_step_length, 1) X(int32_t, world_island_count, 1)
+  X(int32_t, world_substeps, 1)           \
+  X(int32_t, world_contact_redos, 1)      \
+  X(Real, world_step_length, 1) X(int32_t, world_island_count, 1)
 #define AXION_WORLD_SCRATCH(X)                                                                   \
   X(int32_t, world_active, 1)                                                                    \
   X(int32_t, world_step_pending, 1)                                                              \
@@ -43,7 +45,8 @@ namespace axion {
   X(int32_t, world_tree_levels, 1)                                                               \
   X(int32_t, world_newton_best, 1)                                                               \
   X(int32_t, world_newton_attempt, 1)                                                            \
-  X(int32_t, world_halves_left, 1) X(int32_t, world_halvings, 1) X(int32_t, world_loop_count, 1) \
+  X(int32_t, world_halves_left, 1) X(int32_t, world_halvings, 1) X(int32_t, world_redos, 1)      \
+      X(int32_t, world_loop_count, 1)                                                            \
       X(int32_t, world_loop_rows, 16) X(Real, world_loop_lu, 256)
 #define AXION_BODY_MODEL(X) \
   X(int32_t, body_world, 1) \
@@ -141,6 +144,7 @@ namespace axion {
 #define AXION_SHAPE_SCRATCH(X) X(Real, shape_aabb, 6) X(Real, shape_sweep, 1)
 #define AXION_PAIR_MODEL(X) \
   X(int32_t, pair_shape_a, 1) X(int32_t, pair_shape_b, 1) X(Real, pair_friction, 1)
+#define AXION_PAIR_SCRATCH(X) X(int32_t, pair_missed, 1)
 #define AXION_CONTACT_STATE(X)                                            \
   X(int32_t, contact_body_a, 1)                                           \
   X(int32_t, contact_body_b, 1)                                           \
@@ -208,7 +212,7 @@ namespace axion {
   AXION_DOF_MODEL(X)                                                                         \
   AXION_DOF_STATE(X)                                                                         \
   AXION_DOF_SCRATCH(X) AXION_QPOS_STATE(X) AXION_ACTUATOR_MODEL(X) AXION_ACTUATOR_STATE(X)   \
-      AXION_SHAPE_MODEL(X) AXION_SHAPE_SCRATCH(X) AXION_PAIR_MODEL(X) AXION_CONTACT_STATE(X) \
+      AXION_SHAPE_MODEL(X) AXION_SHAPE_SCRATCH(X) AXION_PAIR_MODEL(X) AXION_PAIR_SCRATCH(X) AXION_CONTACT_STATE(X) \
           AXION_ROW_MODEL(X) AXION_ROW_STATE(X) AXION_ROW_SCRATCH(X) AXION_HULL_ARRAYS(X)
 
 struct BatchStorage {

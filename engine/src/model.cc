@@ -222,6 +222,12 @@ absl::Status ValidateSolverOptions(SolverOptions* options) {
   if (!(o.halving_residual > 0) || !Finite(o.halving_residual))
     return Invalid("options", "halving_residual",
                    "must be positive, got " + Fmt(o.halving_residual));
+  if (!(o.missed_contact_depth >= 0))
+    return Invalid("options", "missed_contact_depth",
+                   "must be >= 0 (inf: off), got " + Fmt(o.missed_contact_depth));
+  if (o.contact_redos < 0 || o.contact_redos > 4)
+    return Invalid("options", "contact_redos",
+                   absl::StrCat("must be in [0, 4], got ", o.contact_redos));
   if (o.loop_rows < 0 || o.loop_rows > 16)
     return Invalid("options", "loop_rows", absl::StrCat("must be in [0, 16], got ", o.loop_rows));
   if (o.cr_iterations < 1)

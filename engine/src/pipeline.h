@@ -1,7 +1,9 @@
 // The step, as a linear pipeline over the batch (seeds 000 and 003):
 //   collide; predict; evaluate residuals; Newton loop (assemble, precondition, Conjugate
-//   Residual, recover du, line search, update); write back; a failed solve goes again from the
-//   step's start as two steps of half the length (SolverOptions::step_halvings).
+//   Residual, recover du, line search, update); recheck contacts at q+; write back. A failed
+//   solve goes again from the step's start as two steps of half the length
+//   (SolverOptions::step_halvings); one that ends deep in a contact its set missed goes again
+//   at the same length with that contact (SolverOptions::contact_redos).
 // Written once against an executor `Exec` that runs a per-element function over the elements
 // (bodies, rows, ...) of a world range: the CPU backend runs it serially on a chunk of worlds
 // per thread, the CUDA backend launches one kernel over the whole batch. Per-world passes that
@@ -31,7 +33,8 @@ struct WorldRange {
 struct LoopBounds {
   int newton_iterations = 0;
   int line_search_trials = 0;
-  int attempts = 1;  // solves per step: every halving retried down to the last level
+  int attempts = 1;  // solves per step: every halving retried down to the last level, each
+                     // after its contact redos
 };
 
 namespace pipeline {
@@ -171,8 +174,25 @@ AXION_HD void world_halve_step(const BatchView& v, int w) {
   world_scale_warm_start(v, w, Real(0.5));
   v.world_flags[w] &= ~static_cast<uint32_t>(kWorldNotConverged);
   v.world_halvings[w] += 1;
+  v.world_redos[w] = 0;
   v.world_halves_left[w] *= 2;
   v.world_step_length[w] *= Real(0.5);
+}
+
+// Whether world w may still go back to its attempt's start for a missed contact.
+AXION_HD bool may_redo(const BatchView& v, int w) {
+  const WorldParams& p = v.world_params[w];
+  return stepping(v, w) && v.world_redos[w] < p.contact_redos &&
+         p.missed_contact_depth < kUnboundedMargin;
+}
+
+// The attempt is undone for a missed contact (world_find_missed_contacts) and taken again at
+// the same length, warm-started by its joints' impulses; its solver figures stay counted.
+AXION_HD void world_redo_attempt(const BatchView& v, int w) {
+  world_restore_start(v, w);
+  v.world_flags[w] &= ~static_cast<uint32_t>(kWorldNotConverged);
+  v.world_redos[w] += 1;
+  v.world_contact_redos[w] += 1;
 }
 
 // The step is covered: its pending count falls, and warm starts return to the full length.
@@ -417,6 +437,20 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
         v.world_active[w] = kPhaseIdle;
       });
 
+  // recheck: the shapes collided at q+; a world deeper than missed_contact_depth in a pair its
+  // contact set missed goes again from the attempt's start with that pair's points in the set
+  ex.shapes(
+      wr, AXION_LAMBDA(int s) {
+        if (may_redo(v, v.shape_world[s])) shape_update_end_aabb(v, s);
+      });
+  ex.worlds(
+      wr, AXION_LAMBDA(int w) {
+        if (!may_redo(v, w) || !world_state_finite(v, w) || !world_find_missed_contacts(v, w))
+          return;
+        world_redo_attempt(v, w);
+        v.world_active[w] = kPhaseIdle;
+      });
+
   // write back: joint coordinates, time, and a finite-state check that freezes a broken world
   ex.joints(
       wr, AXION_LAMBDA(int j) {
@@ -432,6 +466,7 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
         world_store_contacts(v, w);
         v.world_time[w] += v.world_step_length[w];
         v.world_substeps[w] += 1;
+        v.world_redos[w] = 0;
         v.world_halves_left[w] -= 1;
         if (v.world_flags[w] & kWorldNonFinite) v.world_halves_left[w] = 0;
         if (v.world_halves_left[w] == 0) world_end_step(v, w);
@@ -450,6 +485,10 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
         v.world_halves_left[w] = take ? 1 : 0;
         if (!take) return;
         v.world_halvings[w] = 0;
+        v.world_redos[w] = 0;
+        v.world_contact_redos[w] = 0;
+        for (int pair = v.world_pair_offset[w]; pair < v.world_pair_offset[w + 1]; ++pair)
+          v.pair_missed[pair] = 0;
         v.world_step_length[w] = v.world_params[w].timestep;
         v.world_flags[w] = 0;
         v.world_newton_iterations[w] = 0;

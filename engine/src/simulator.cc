@@ -245,6 +245,8 @@ absl::StatusOr<SolverOptions> Simulator::GetOptions(WorldId world) const {
   o.step_halvings = p.step_halvings;
   o.halving_iterations = p.halving_iterations;
   o.halving_residual = p.halving_residual;
+  o.missed_contact_depth = p.missed_contact_depth;
+  o.contact_redos = p.contact_redos;
   o.loop_rows = p.loop_rows;
   o.islands = p.islands != 0;
   return o;
@@ -452,6 +454,7 @@ absl::StatusOr<WorldStats> Simulator::GetStats(WorldId world) const {
   st.newton_iterations = h.world_newton_iterations[*w];
   st.cr_iterations = h.world_cr_iterations[*w];
   st.substeps = h.world_substeps[*w];
+  st.contact_redos = h.world_contact_redos[*w];
   st.residual = h.world_residual[*w];
   st.contact_count = h.world_contact_count[*w];
   st.constraint_rows = h.world_joint_row_count[*w] + 3 * h.world_contact_count[*w];

@@ -405,9 +405,11 @@ ModelDesc BallOverFloor(Real z, Vec3 velocity) {
   return d;
 }
 
-Real ThrowSphereAtFloor(bool speculative, Vec3 velocity) {
+// The sphere's deepest penetration over 40 steps, thrown from 0.5 m at `velocity`.
+Real ThrowSphereAtFloor(bool speculative, int contact_redos, Vec3 velocity) {
   ModelDesc d = BallOverFloor(0.5, velocity);
   d.options.speculative_contacts = speculative;
+  d.options.contact_redos = contact_redos;
   auto sim = MustCreateSimulator();
   WorldId w = MustCreateWorld(*sim, MustCompile(d));
   Real max_penetration = 0;
@@ -420,14 +422,54 @@ Real ThrowSphereAtFloor(bool speculative, Vec3 velocity) {
 }
 
 TEST(ContactTest, SpeculativeContactsCatchFastImpactsBeforeTheyAreDeep) {
-  Real fast = ThrowSphereAtFloor(true, {0, 0, -6});
-  Real late = ThrowSphereAtFloor(false, {0, 0, -6});
+  Real fast = ThrowSphereAtFloor(true, 0, {0, 0, -6});
+  Real late = ThrowSphereAtFloor(false, 0, {0, 0, -6});
   std::printf(
       "sphere at 6 m/s, h = 0.05 s: penetration %.4f m with speculative contacts, %.4f m "
       "without\n",
       fast, late);
   EXPECT_LT(fast, 1e-3);
   EXPECT_GT(late, 0.05);  // found a step late, 30 cm of travel in
+}
+
+TEST(ContactTest, ImpactMissedWithoutSpeculativeContactsIsTakenAgainWithIt) {
+  // Without the speculative test the contact is found at the end of the step that went 0.2 m
+  // deep; the step goes back to its start with the pair in its set.
+  Real redone = ThrowSphereAtFloor(false, 1, {0, 0, -6});
+  std::printf("sphere at 6 m/s, no speculative contacts, one redo: penetration %.4f m\n", redone);
+  EXPECT_LT(redone, 1e-3);
+}
+
+// A force that acts within the step is not in the speculative test's prediction (the velocity
+// at the step's start plus gravity): a sphere at rest 5 cm above the floor, pushed down at 150
+// m/s^2 for one step of 0.05 s, would end 32 cm lower.
+TEST(ContactTest, ContactMissedWithinTheStepIsTakenAgain) {
+  for (int redos : {0, 1}) {
+    ModelDesc d = BallOverFloor(0.15, {0, 0, 0});
+    d.options.gravity = {0, 0, 0};
+    d.options.contact_redos = redos;
+    auto sim = MustCreateSimulator();
+    WorldId w = MustCreateWorld(*sim, MustCompile(d));
+    ASSERT_TRUE(sim->SetExternalForces(w, std::vector<Real>{0, 0, -150, 0, 0, 0}).ok());
+    MustStep(*sim, w);
+    const Real penetration = 0.1 - test::BodyPos(*sim, w, 0).z;
+    const WorldStats stats = *sim->GetStats(w);
+    std::printf("pushed sphere, %d redos: penetration %.4f m, %d redos taken, %d contacts\n",
+                redos, penetration, stats.contact_redos, stats.contact_count);
+    if (redos == 0) {
+      EXPECT_GT(penetration, 0.2);
+      EXPECT_EQ(stats.contact_redos, 0);
+    } else {
+      EXPECT_LT(penetration, 1e-4);
+      EXPECT_EQ(stats.contact_redos, 1);
+      EXPECT_EQ(stats.contact_count, 1);
+      EXPECT_EQ(stats.flags, 0u);
+      EXPECT_NEAR(stats.time, 0.05, 1e-15);
+      // the step ends on the floor: its 5 cm of travel over 0.05 s
+      EXPECT_NEAR(test::BodyVel(*sim, w, 0).z, -1, 1e-4);
+    }
+    test::ExpectHealthy(*sim, w);
+  }
 }
 
 TEST(ContactTest, SpeculativeContactsIgnoreShapesMovingAlongOrAway) {

@@ -53,6 +53,8 @@ struct WorldParams {
   int32_t step_halvings;            // SolverOptions: a failed step is redone as two halves
   int32_t halving_iterations;
   Real halving_residual;
+  Real missed_contact_depth;  // SolverOptions: a step that misses a contact deeper than this
+  int32_t contact_redos;      // goes again from its start, this many times at most
   int32_t loop_rows;  // SolverOptions: loop rows eliminated at most (0: none)
   int32_t islands;    // SolverOptions: islands solved apart (0: the world as one system)
 };
@@ -103,6 +105,9 @@ struct BatchView {
   int32_t* world_halves_left;            // (world_count) steps of world_step_length still to
                                          // take within the current step (0: done)
   int32_t* world_halvings;               // (world_count) halvings of the current step so far
+  int32_t* world_redos;                  // (world_count) returns of the current attempt to its
+                                         // start for a missed contact (contact_redos)
+  int32_t* world_contact_redos;          // (world_count) such returns in the last step
   int32_t* world_cr_iterations;          // (world_count) of the last step, summed over Newton
   Real* world_residual;        // (world_count) residual max-norm after the last evaluation
   Real* world_merit;           // (world_count) 0.5 |residual|^2 after the last evaluation
@@ -275,6 +280,8 @@ struct BatchView {
   const int32_t* pair_shape_a;  // (pair_count) global shape
   const int32_t* pair_shape_b;  // (pair_count) global shape
   const Real* pair_friction;    // (pair_count) an explicit pair's friction, or -1 (the shapes')
+  int32_t* pair_missed;         // (pair_count) 1: a redo of this step found the pair deeper than
+                                // missed_contact_depth at q+; its points join the set unfiltered
 
   // ---- contacts (contact slots = world_contact_offset[world_count]) --------------------------
   int32_t* contact_body_a;        // (contact slots) global body or -1

@@ -80,6 +80,12 @@ ABSL_FLAG(int, halving_iterations, 0,
           "Newton iterations before a step still above halving_residual halves (0: the model's)");
 ABSL_FLAG(double, halving_residual, 0.0,
           "residual (m/s) above which a step's solve has failed (0: the model's)");
+ABSL_FLAG(double, missed_contact_depth, -1,
+          "depth (m) of a contact the step's set missed that sends the step back to its start "
+          "with it (inf: never; -1: the model's)");
+ABSL_FLAG(int, contact_redos, -1,
+          "returns of a step to its start for missed contacts, at most (0: never; -1: the "
+          "model's)");
 ABSL_FLAG(int, contact_capacity, -1,
           "contacts per world (-1: the model's, derived from its shapes); contacts past it are "
           "dropped and counted as overflow");
@@ -316,6 +322,14 @@ absl::Status Run() {
   if (!(halving_residual >= 0))
     return absl::InvalidArgumentError("--halving_residual must be >= 0");
   if (halving_residual > 0) desc.options.halving_residual = static_cast<Real>(halving_residual);
+  double missed_contact_depth = absl::GetFlag(FLAGS_missed_contact_depth);
+  if (!(missed_contact_depth >= 0 || missed_contact_depth == -1))
+    return absl::InvalidArgumentError("--missed_contact_depth must be >= 0 or -1");
+  if (missed_contact_depth >= 0)
+    desc.options.missed_contact_depth = static_cast<Real>(missed_contact_depth);
+  int contact_redos = absl::GetFlag(FLAGS_contact_redos);
+  if (contact_redos < -1) return absl::InvalidArgumentError("--contact_redos must be >= -1");
+  if (contact_redos >= 0) desc.options.contact_redos = contact_redos;
   if (const std::string floor = absl::GetFlag(FLAGS_floor); !floor.empty()) {
     double height = 0;
     if (!absl::SimpleAtod(floor, &height) || !std::isfinite(height)) {
@@ -378,7 +392,8 @@ absl::Status Run() {
   int progress_every = std::max(1, steps / 100);
 
   double newton = 0, cr = 0, contacts = 0, rows = 0, islands = 0;
-  int64_t not_converged = 0, non_finite = 0, overflow = 0, halved = 0, substeps = 0;
+  int64_t not_converged = 0, non_finite = 0, overflow = 0, halved = 0, substeps = 0, redone = 0,
+          redos = 0;
   double step_seconds = 0;
   bool report_speed = absl::GetFlag(FLAGS_report_speed);
   bool step_stats = absl::GetFlag(FLAGS_step_stats);
@@ -417,12 +432,14 @@ absl::Status Run() {
       not_converged += (stats->flags & kWorldNotConverged) != 0;
       halved += stats->substeps > 1;
       substeps += stats->substeps;
+      redone += stats->contact_redos > 0;
+      redos += stats->contact_redos;
       non_finite += (stats->flags & kWorldNonFinite) != 0;
       overflow += (stats->flags & kWorldContactOverflow) != 0;
       if (step_stats && w == worlds->front())
         std::fprintf(stderr,
-                     "step %d: newton %d, cr %d, substeps %d, residual %.3g, contacts %d%s\n",
-                     s + 1, stats->newton_iterations, stats->cr_iterations, stats->substeps,
+                     "step %d: newton %d, cr %d, substeps %d, redos %d, residual %.3g, contacts %d%s\n",
+                     s + 1, stats->newton_iterations, stats->cr_iterations, stats->substeps, stats->contact_redos,
                      static_cast<double>(stats->residual), stats->contact_count,
                      (stats->flags & kWorldNotConverged) ? ", not converged" : "");
       if (report_speed) {
@@ -485,6 +502,8 @@ absl::Status Run() {
   std::printf("not converged       : %lld world-steps\n", static_cast<long long>(not_converged));
   std::printf("halved              : %lld world-steps (%.3f steps of dt / 2^k per step)\n",
               static_cast<long long>(halved), substeps * per_step);
+  std::printf("redone              : %lld world-steps (%lld returns for a missed contact)\n",
+              static_cast<long long>(redone), static_cast<long long>(redos));
   std::printf("non-finite          : %lld world-steps\n", static_cast<long long>(non_finite));
   std::printf("contact overflow    : %lld world-steps\n", static_cast<long long>(overflow));
   if (report_speed) std::printf("max body speed      : %g m/s\n", max_speed);
