@@ -62,6 +62,14 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                "steps of half the length (SolverOptions.step_halvings)")
            .Register(r)
            .Add({});
+  redone_world_steps_ =
+      &prometheus::BuildCounter()
+           .Name("axion_redone_world_steps_total")
+           .Help(
+               "World step calls whose last step went back to its start for a contact its set "
+               "missed (SolverOptions.contact_redos)")
+           .Register(r)
+           .Add({});
   contacts_per_world_ = AddHistogram(&r, "axion_contacts_per_world",
                                      "Active contacts per world after a step", contacts_bounds_);
   device_memory_bytes_ = &prometheus::BuildGauge()
@@ -114,7 +122,7 @@ void Metrics::WorldStepAccumulator::Observe(const std::vector<double>& bounds, d
 
 void Metrics::WorldStepAccumulator::Add(int steps, int newton_iterations, int cr_iterations,
                                         double residual, int contact_count, bool converged,
-                                        bool halved) {
+                                        bool halved, bool redone) {
   if (steps <= 0) return;
   // Engine statistics are sums over the steps of one call; the histograms are per world-step.
   const double per_step = 1.0 / steps;
@@ -124,6 +132,7 @@ void Metrics::WorldStepAccumulator::Add(int steps, int newton_iterations, int cr
   Observe(metrics_.contacts_bounds_, contact_count, &contacts_);
   if (!converged) nonconverged_ += 1;
   if (halved) halved_ += 1;
+  if (redone) redone_ += 1;
   world_steps_ += steps;
 }
 
@@ -134,6 +143,7 @@ void Metrics::WorldStepAccumulator::Commit(Metrics* metrics) {
   metrics->contacts_per_world_->ObserveMultiple(contacts_.buckets, contacts_.sum);
   metrics->nonconverged_world_steps_->Increment(nonconverged_);
   metrics->halved_world_steps_->Increment(halved_);
+  metrics->redone_world_steps_->Increment(redone_);
   metrics->world_steps_->Increment(world_steps_);
 }
 

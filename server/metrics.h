@@ -31,7 +31,7 @@ class Metrics {
     explicit WorldStepAccumulator(const Metrics& metrics);
     // Values of one world for one engine call that took `steps` steps.
     void Add(int steps, int newton_iterations, int cr_iterations, double residual,
-             int contact_count, bool converged, bool halved);
+             int contact_count, bool converged, bool halved, bool redone);
     void Commit(Metrics* metrics);
 
    private:
@@ -44,6 +44,7 @@ class Metrics {
     Accumulated newton_, cr_, residual_, contacts_;
     double nonconverged_ = 0;
     double halved_ = 0;
+    double redone_ = 0;
     double world_steps_ = 0;
   };
 
@@ -70,6 +71,7 @@ class Metrics {
   prometheus::Histogram* solver_residual_;
   prometheus::Counter* nonconverged_world_steps_;
   prometheus::Counter* halved_world_steps_;
+  prometheus::Counter* redone_world_steps_;
   prometheus::Histogram* contacts_per_world_;
   prometheus::Gauge* device_memory_bytes_;
   prometheus::Gauge* device_memory_capacity_bytes_;

@@ -566,6 +566,10 @@ absl::Status ApplySolverOverrides(const v1::SolverOptions& overrides, SolverOpti
   }
   if (overrides.has_loop_rows()) options->loop_rows = overrides.loop_rows().value();
   if (overrides.has_islands()) options->islands = overrides.islands().value();
+  if (overrides.has_missed_contact_depth()) {
+    options->missed_contact_depth = overrides.missed_contact_depth().value();
+  }
+  if (overrides.has_contact_redos()) options->contact_redos = overrides.contact_redos().value();
   return absl::OkStatus();
 }
 
@@ -594,6 +598,8 @@ void SolverOptionsToProto(const SolverOptions& options, v1::SolverOptions* proto
   proto->mutable_halving_residual()->set_value(options.halving_residual);
   proto->mutable_loop_rows()->set_value(options.loop_rows);
   proto->mutable_islands()->set_value(options.islands);
+  proto->mutable_missed_contact_depth()->set_value(options.missed_contact_depth);
+  proto->mutable_contact_redos()->set_value(options.contact_redos);
   proto->set_preconditioner(ToProto(options.preconditioner));
 }
 

@@ -573,7 +573,7 @@ absl::Status SimulationCore::StepWorlds(absl::Span<const World* const> worlds,
     if (!stats.ok()) return ForWorld(*worlds[i], stats.status());
     accumulator.Add(steps[i], stats->newton_iterations, stats->cr_iterations, stats->residual,
                     stats->contact_count, (stats->flags & kWorldNotConverged) == 0,
-                    stats->substeps > 1);
+                    stats->substeps > 1, stats->contact_redos > 0);
   }
   accumulator.Commit(metrics_);
   metrics_->device_memory_bytes().Set(static_cast<double>(simulator_->memory_bytes()));
@@ -657,6 +657,7 @@ absl::Status SimulationCore::Observe(absl::Span<const World* const> worlds,
       stats->add_step_count(s->step_count);
       stats->add_time(s->time);
       stats->add_substeps(s->substeps);
+      stats->add_contact_redos(s->contact_redos);
       stats->add_island_count(s->island_count);
     }
   }

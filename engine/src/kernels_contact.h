@@ -179,7 +179,8 @@ AXION_HD void world_collide(const BatchView& v, int world) {
   if (overflow) v.world_flags[world] |= kWorldContactOverflow;
 }
 
-// Per shape: bounding box at q+ (the solve's end), for world_find_missed_contacts.
+// Per shape, for world_find_missed_contacts: bounding box at q+ (the solve's end), and in
+// shape_sweep how far any of its points moved from q-, |dx| + angle R (R as in the sweep).
 AXION_HD void shape_update_end_aabb(const BatchView& v, int shape) {
   Vec3 pos;
   Quat quat;
@@ -188,6 +189,18 @@ AXION_HD void shape_update_end_aabb(const BatchView& v, int shape) {
   shape_aabb(shape_geom(v, shape), pos, quat, &lower, &upper);
   store3(v.shape_aabb + 6 * shape, lower);
   store3(v.shape_aabb + 6 * shape + 3, upper);
+  Real moved = 0;
+  const int body = v.shape_body[shape];
+  if (body >= 0) {
+    const Vec3 com = body_position(v.body_q, body);
+    const Vec3 center = Real(0.5) * (lower + upper), half = Real(0.5) * (upper - lower);
+    const Quat turn = body_rotation(v.body_q, body) * conjugate(body_rotation(v.body_q_prev, body));
+    const Real sin_half = norm(Vec3{turn.x, turn.y, turn.z});
+    const Real angle = Real(2) * std::atan2(sin_half, std::fabs(turn.w));
+    moved =
+        norm(com - body_position(v.body_q_prev, body)) + angle * (norm(center - com) + norm(half));
+  }
+  v.shape_sweep[shape] = moved;
 }
 
 // Per world, after a solve: the pairs that penetrate deeper than missed_contact_depth at q+
@@ -203,6 +216,9 @@ AXION_HD bool world_find_missed_contacts(const BatchView& v, int world) {
   for (int pair = v.world_pair_offset[world]; pair < v.world_pair_offset[world + 1]; ++pair) {
     if (v.pair_missed[pair]) continue;
     int sa = v.pair_shape_a[pair], sb = v.pair_shape_b[pair];
+    // A point farther apart than the margin at q- (every closer one was in the set) sinks
+    // deeper than the bound only if the shapes moved by more than both together
+    if (v.shape_sweep[sa] + v.shape_sweep[sb] < p.contact_margin + p.missed_contact_depth) continue;
     if (!aabb_overlap(v.shape_aabb + 6 * sa, v.shape_aabb + 6 * sb)) continue;
     Vec3 pos_a, pos_b;
     Quat quat_a, quat_b;

@@ -202,6 +202,31 @@ def test_islands(client):
     assert obs.stats.island_count.tolist() == [2, 1]
 
 
+def test_contact_redos(client):
+    # Without the speculative test a falling ball's contact with the floor is found only at the
+    # end of the step that took it 0.3 m deep; that step goes back to its start with the
+    # contact in its set (contact_redos), or, with redos off, ends deep.
+    options = {"timestep": 0.1, "speculative_contacts": False}
+    redo = client.create_worlds(TWO_BALLS_MJCF, solver_options=options).world_ids
+    deep = client.create_worlds(
+        TWO_BALLS_MJCF, solver_options=dict(options, contact_redos=0)).world_ids
+    model = client.get_model(redo[0])
+    assert model.options.contact_redos.value == 1
+    assert model.options.missed_contact_depth.value == pytest.approx(0.005)
+    redos = np.zeros(2, dtype=np.int64)
+    lowest = np.full(2, np.inf)
+    for _ in range(10):
+        obs = client.step(redo + deep, observe=["stats", "body_pose"])
+        redos += obs.stats.contact_redos
+        lowest = np.minimum(lowest, obs.body_pose[:, 0, 2])
+    assert redos[0] >= 1 and redos[1] == 0
+    assert lowest[0] > 0.1 - 1e-3  # the ball's radius: it never sank
+    assert lowest[1] < 0.1 - 0.05
+    for bad in ({"contact_redos": 5}, {"missed_contact_depth": -1.0}):
+        with pytest.raises(axion.AxionError, match=next(iter(bad))):
+            client.create_worlds(TWO_BALLS_MJCF, solver_options=bad)
+
+
 def test_create_worlds_solver_options_preconditioner(client):
     jacobi = client.create_worlds(PENDULUM_MJCF, solver_options={"preconditioner": "jacobi"})
     tree = client.create_worlds(PENDULUM_MJCF, solver_options={"preconditioner": "TREE"})

@@ -34,6 +34,7 @@ SERVER_METRICS = {
     "axion_solver_residual": "histogram",
     "axion_nonconverged_world_steps_total": "counter",
     "axion_halved_world_steps_total": "counter",
+    "axion_redone_world_steps_total": "counter",
     "axion_contacts_per_world": "histogram",
     "axion_device_memory_bytes": "gauge",
     "axion_device_memory_capacity_bytes": "gauge",

@@ -32,8 +32,9 @@ TEST(MetricsTest, EndpointServesTheDocumentedMetrics) {
        {"axion_requests_total", "axion_worlds_alive", "axion_batch_worlds",
         "axion_queue_wait_seconds", "axion_engine_step_seconds", "axion_newton_iterations",
         "axion_cr_iterations", "axion_solver_residual", "axion_nonconverged_world_steps_total",
-        "axion_halved_world_steps_total", "axion_contacts_per_world", "axion_device_memory_bytes",
-        "axion_world_steps_total", "axion_queue_depth"}) {
+        "axion_halved_world_steps_total", "axion_redone_world_steps_total",
+        "axion_contacts_per_world", "axion_device_memory_bytes", "axion_world_steps_total",
+        "axion_queue_depth"}) {
     EXPECT_THAT(response, HasSubstr(std::string("# TYPE ") + name + " ")) << name;
   }
   EXPECT_THAT(response, HasSubstr(R"(axion_requests_total{code="OK",method="Step"} 1)"));

@@ -68,6 +68,8 @@ _WRAPPED_OPTIONS = (
     "halving_residual",
     "loop_rows",
     "islands",
+    "missed_contact_depth",
+    "contact_redos",
 )
 
 

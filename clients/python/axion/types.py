@@ -221,6 +221,7 @@ class WorldStats:
     time: np.ndarray  # float64, s
     substeps: np.ndarray  # int32: 1, or more where a failed solve halved the step
     island_count: np.ndarray  # int32: sets of bodies joints and contacts connect, solved apart
+    contact_redos: np.ndarray  # int32: returns of the step to its start for a missed contact
 
     FLAG_NOT_CONVERGED = 1
     FLAG_CONTACT_OVERFLOW = 2
@@ -239,6 +240,7 @@ class WorldStats:
             time=np.asarray(message.time, dtype=np.float64),
             substeps=np.asarray(message.substeps, dtype=np.int32),
             island_count=np.asarray(message.island_count, dtype=np.int32),
+            contact_redos=np.asarray(message.contact_redos, dtype=np.int32),
         )
 
 
