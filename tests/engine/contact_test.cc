@@ -454,8 +454,8 @@ TEST(ContactTest, ContactMissedWithinTheStepIsTakenAgain) {
     MustStep(*sim, w);
     const Real penetration = 0.1 - test::BodyPos(*sim, w, 0).z;
     const WorldStats stats = *sim->GetStats(w);
-    std::printf("pushed sphere, %d redos: penetration %.4f m, %d redos taken, %d contacts\n",
-                redos, penetration, stats.contact_redos, stats.contact_count);
+    std::printf("pushed sphere, %d redos: penetration %.4f m, %d redos taken, %d contacts\n", redos,
+                penetration, stats.contact_redos, stats.contact_count);
     if (redos == 0) {
       EXPECT_GT(penetration, 0.2);
       EXPECT_EQ(stats.contact_redos, 0);

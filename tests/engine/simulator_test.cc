@@ -287,6 +287,11 @@ TEST(SimulatorTest, FailedStepIsTakenAgainInHalves) {
            {"halving_residual", [](SolverOptions& o) { o.halving_residual = -1; }},
            {"loop_rows", [](SolverOptions& o) { o.loop_rows = -1; }},
            {"loop_rows", [](SolverOptions& o) { o.loop_rows = 17; }},
+           {"missed_contact_depth", [](SolverOptions& o) { o.missed_contact_depth = -1e-3; }},
+           {"missed_contact_depth",
+            [](SolverOptions& o) { o.missed_contact_depth = std::nan(""); }},
+           {"contact_redos", [](SolverOptions& o) { o.contact_redos = -1; }},
+           {"contact_redos", [](SolverOptions& o) { o.contact_redos = 5; }},
        }) {
     ModelDesc bad = d;
     edit(bad.options);

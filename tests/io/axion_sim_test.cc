@@ -295,6 +295,42 @@ TEST(AxionSimTest, ReportLimitsIsTheLargestLimitViolationOfTheRun) {
   EXPECT_LT(largest, 1e-4);
 }
 
+// At 0.12 s (24 times the model's step) limbs swung by noisy controls close gaps within a step
+// that the speculative test, judging from the step's start, leaves out of the contact set: a
+// redo (SolverOptions::contact_redos, on by default) takes such a step again with those pairs.
+// Seeds 1-4, 5 s each, the comparison's sweep cell (bench/mujoco_compare.sh).
+TEST(AxionSimTest, ContactRedosKeepLimbsOutOfEachOtherAtLongSteps) {
+  if (!Installed(kHumanoid)) GTEST_SKIP() << kHumanoid << " is not installed";
+  double deepest[2] = {0, 0};  // without, with redos (m)
+  double redone = 0;
+  for (int redos : {0, 1}) {
+    for (int seed = 1; seed <= 4; ++seed) {
+      std::string out;
+      double depth = 0;
+      ASSERT_NO_FATAL_FAILURE(RunHumanoidReport(
+          "--timestep=0.12 --steps=42 --noise=0.01 --seed=" + std::to_string(seed) +
+              " --report_depth --contact_redos=" + std::to_string(redos),
+          "deepest contact     : ", &out, &depth));
+      deepest[redos] = std::max(deepest[redos], depth);
+      const std::string label = "redone              : ";
+      const size_t at = out.find(label);
+      ASSERT_NE(at, std::string::npos) << out;
+      const double count = std::stod(out.substr(at + label.size()));
+      if (redos == 0) {
+        EXPECT_EQ(count, 0) << out;
+      }
+      redone += redos * count;
+    }
+  }
+  std::printf(
+      "humanoid at 0.12 s, seeds 1-4: deepest contact %.4f m without redos, %.4f m with "
+      "(%g steps redone)\n",
+      deepest[0], deepest[1], redone);
+  EXPECT_GT(deepest[0], 0.02);
+  EXPECT_LT(deepest[1], 0.01);
+  EXPECT_GE(redone, 1);
+}
+
 TEST(AxionSimTest, RejectsBadInputWithAMessage) {
   std::string out;
   EXPECT_NE(RunCommand(kBinary + " --model=" + kModels + "/pendulum.txt", &out), 0);
