@@ -55,8 +55,8 @@ struct WorldParams {
   Real halving_residual;
   Real missed_contact_depth;  // SolverOptions: a step that misses a contact deeper than this
   int32_t contact_redos;      // goes again from its start, this many times at most
-  int32_t loop_rows;  // SolverOptions: loop rows eliminated at most (0: none)
-  int32_t islands;    // SolverOptions: islands solved apart (0: the world as one system)
+  int32_t loop_rows;          // SolverOptions: loop rows eliminated at most (0: none)
+  int32_t islands;            // SolverOptions: islands solved apart (0: the world as one system)
 };
 
 // Constraint row kinds.
@@ -266,6 +266,7 @@ struct BatchView {
   const int32_t* shape_hull;         // (shape_count) hull index or -1
   Real* shape_aabb;                  // (shape_count x 6) lower xyz, upper xyz at q-
   Real* shape_sweep;  // (shape_count) how far any point of the shape can move this step
+                      // (predicted at q-); after a solve, how far one moved (q- to q+)
   // convex hulls (hull_count), flattened
   const int32_t* hull_vertex_offset;      // (hull_count + 1) into hull_vertices (in vertices)
   const int32_t* hull_face_offset;        // (hull_count + 1) into hull_face_start (in faces)
