@@ -264,7 +264,8 @@ struct BatchView {
   const Real* shape_restitution;     // (shape_count)
   const int32_t* shape_contact_dim;  // (shape_count) 1: frictionless, 3: with friction
   const int32_t* shape_hull;         // (shape_count) hull index or -1
-  Real* shape_aabb;                  // (shape_count x 6) lower xyz, upper xyz at q-
+  Real* shape_aabb;                  // (shape_count x 6) lower xyz, upper xyz at q- (swept); after
+                                     // a solve, at q+
   Real* shape_sweep;  // (shape_count) how far any point of the shape can move this step
                       // (predicted at q-); after a solve, how far one moved (q- to q+)
   // convex hulls (hull_count), flattened
