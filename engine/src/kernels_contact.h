@@ -194,9 +194,8 @@ AXION_HD void shape_update_end_aabb(const BatchView& v, int shape) {
   if (body >= 0) {
     const Vec3 com = body_position(v.body_q, body);
     const Vec3 center = Real(0.5) * (lower + upper), half = Real(0.5) * (upper - lower);
-    const Quat turn = body_rotation(v.body_q, body) * conjugate(body_rotation(v.body_q_prev, body));
-    const Real sin_half = norm(Vec3{turn.x, turn.y, turn.z});
-    const Real angle = Real(2) * std::atan2(sin_half, std::fabs(turn.w));
+    const Real angle = norm(
+        quat_log(body_rotation(v.body_q, body) * conjugate(body_rotation(v.body_q_prev, body))));
     moved =
         norm(com - body_position(v.body_q_prev, body)) + angle * (norm(center - com) + norm(half));
   }

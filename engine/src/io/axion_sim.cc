@@ -437,11 +437,12 @@ absl::Status Run() {
       non_finite += (stats->flags & kWorldNonFinite) != 0;
       overflow += (stats->flags & kWorldContactOverflow) != 0;
       if (step_stats && w == worlds->front())
-        std::fprintf(stderr,
-                     "step %d: newton %d, cr %d, substeps %d, redos %d, residual %.3g, contacts %d%s\n",
-                     s + 1, stats->newton_iterations, stats->cr_iterations, stats->substeps, stats->contact_redos,
-                     static_cast<double>(stats->residual), stats->contact_count,
-                     (stats->flags & kWorldNotConverged) ? ", not converged" : "");
+        std::fprintf(
+            stderr,
+            "step %d: newton %d, cr %d, substeps %d, redos %d, residual %.3g, contacts %d%s\n",
+            s + 1, stats->newton_iterations, stats->cr_iterations, stats->substeps,
+            stats->contact_redos, static_cast<double>(stats->residual), stats->contact_count,
+            (stats->flags & kWorldNotConverged) ? ", not converged" : "");
       if (report_speed) {
         absl::StatusOr<BodyState> state = (*sim)->GetBodyState(w);
         if (!state.ok()) return state.status();
