@@ -215,6 +215,27 @@ AXION_HD void disable_row(const BatchView& v, int row) {
 // faster.
 inline constexpr Real kNewtonRegularization = Real(1e-6);
 
+// Friction rows' share of that regularisation at step h: kFrictionRegularizationTime / h within
+// [kNewtonRegularization, kFrictionRegularizationMax]. The gaps' round-off (1e-8 m) is 1e-8 / h
+// m/s of inconsistency among redundant contacts, so at a fixed regularisation the impulse CR
+// moves along their null space grows as 1 / h. A humanoid lying on the floor under control
+// noise closes loops through its contacts (a hand on the floor and on its own thigh); at 0.005 s
+// one such move, 0.755 N s on a sticking friction row from a residual of 8e-5 m/s, threw the
+// iterate out of its cones, the line search ran out of halvings and Newton cycled to its limit.
+// The same states solved both ways (bench/solver_pairs, seeds 1-8, RESULTS.md): 8-13% fewer CR
+// iterations at 0.005-0.02 s and 0-5% less time up to 0.04 s; 0.16 s keeps 1e-6 (1e-5 and 3e-7
+// on every contact row cost 9-10% there). Normal rows keep kNewtonRegularization: at 5e-6 a
+// featherweight body whose slides already hold it up (its four contacts wholly redundant)
+// converged too slowly (ContactSmoothingTest.FeatherweightBodyRestingOnATableConverges).
+inline constexpr Real kFrictionRegularizationTime = Real(5e-8);  // (s)
+inline constexpr Real kFrictionRegularizationMax = Real(1e-5);
+AXION_HD Real friction_newton_regularization(Real h) {
+  const Real r = kFrictionRegularizationTime / h;
+  return r < kNewtonRegularization
+             ? kNewtonRegularization
+             : (r < kFrictionRegularizationMax ? r : kFrictionRegularizationMax);
+}
+
 // Largest speed (m/s) by which the Fischer-Burmeister smoothing may move a row: the impulse
 // smoothing sqrt(fb_epsilon) is capped at this times the row's effective mass, so only rows
 // lighter than sqrt(fb_epsilon) / 1e-2 (1e-3 kg at the default) are smoothed less. Measured:

@@ -496,7 +496,8 @@ AXION_HD void contact_friction_row(const BatchView& v, int row, const WorldParam
   Real cone = mu * lambda_n;
   Real w = friction_w(a, cone - lambda_f, cone, world_uses_tree(v, v.row_world[row])).w;
   Real compliance = w / s;
-  v.row_compliance[row] = compliance + kNewtonRegularization / s;  // Newton matrix only
+  const Real regularization = friction_newton_regularization(v.world_step_length[v.row_world[row]]);
+  v.row_compliance[row] = compliance + regularization / s;  // Newton matrix only
   v.row_residual[row] = slip[tangent] + compliance * v.row_lambda[row];
   // Convergence is measured on (s v_t + W lambda_f) / (s max(1, W)): the slip velocity while
   // sticking, the friction impulse per unit mass in excess of the cone while sliding. Unscaled,
@@ -577,6 +578,8 @@ AXION_HD void contact_friction_newton(const BatchView& v, int first, const World
   store3(v.contact_tangent + 6 * k + 3, e);
   // derivatives zero where W is not smooth
   const bool tree = world_uses_tree(v, v.row_world[first]);
+  const Real regularization =
+      friction_newton_regularization(v.world_step_length[v.row_world[first]]);
   FrictionW fw = friction_w(a, b, cone, tree);
   Vec3 basis[2] = {d, e};
   if (!tree) {
@@ -600,7 +603,7 @@ AXION_HD void contact_friction_newton(const BatchView& v, int first, const World
       // R / alpha magnifies round-off by 1 / alpha: single precision keeps three digits more.
       const Real kMinAlpha = sizeof(Real) >= 8 ? Real(1e-6) : Real(1e-3);
       if (!(alpha > kMinAlpha)) alpha = kMinAlpha;
-      v.row_compliance[row] = beta / alpha + kNewtonRegularization / s;
+      v.row_compliance[row] = beta / alpha + regularization / s;
       v.row_residual[row] = residual / alpha;
     }
     return;
@@ -640,7 +643,7 @@ AXION_HD void contact_friction_newton(const BatchView& v, int first, const World
     store_row_jacobian(v, row, ja.lin, ja.ang, jb.lin, jb.ang);
     Real block[3];
     for (int c = 0; c < 3; ++c) block[c] = inv_dv[i][0] * dr[0][c] + inv_dv[i][1] * dr[1][c];
-    v.row_compliance[row] = block[1 + i] + kNewtonRegularization / s;
+    v.row_compliance[row] = block[1 + i] + regularization / s;
     v.row_coupling[2 * row] = block[0];
     v.row_coupling[2 * row + 1] = block[2 - i];
     v.row_residual[row] = inv_dv[i][0] * residual[0] + inv_dv[i][1] * residual[1];
