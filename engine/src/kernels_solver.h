@@ -819,6 +819,21 @@ AXION_HD void row_trial(const BatchView& v, int row, Real t) {
   }
   v.row_lambda[row] = lambda;
 }
+/// Per world in the line search, on its team: the trial iterate of each island still searching,
+/// at the island's own step t (islands that accepted their trial keep it).
+AXION_HD void world_trial(const BatchView& v, Team team, int world) {
+  for (int body = v.world_body_offset[world] + team.lane; body < v.world_body_offset[world + 1];
+       body += team.size) {
+    const Real t = v.island_ls_step[v.body_island[body]];
+    if (t > 0) body_trial(v, body, t);
+  }
+  const int row_end = v.world_row_offset[world] + world_live_rows(v, world);
+  for (int row = v.world_row_offset[world] + team.lane; row < row_end; row += team.size) {
+    const Real t = v.island_ls_step[row_island(v, row)];
+    if (t > 0) row_trial(v, row, t);
+  }
+  team_sync(team);
+}
 // Per world: copies an iterate's velocities and impulses (u_from -> u_to, lambda_from ->
 // lambda_to) over the bodies and live rows of the islands marked in island_copy, the
 // team's lanes sharing them.
@@ -904,6 +919,16 @@ AXION_HD void body_accept(const BatchView& v, int body) {
 }
 AXION_HD void row_accept(const BatchView& v, int row) {
   v.row_lambda_accepted[row] = v.row_lambda[row];
+}
+// Per world, on its team: the current iterate becomes the accepted one.
+AXION_HD void world_accept(const BatchView& v, Team team, int world) {
+  for (int body = v.world_body_offset[world] + team.lane; body < v.world_body_offset[world + 1];
+       body += team.size)
+    body_accept(v, body);
+  const int row_end = v.world_row_offset[world] + world_live_rows(v, world);
+  for (int row = v.world_row_offset[world] + team.lane; row < row_end; row += team.size)
+    row_accept(v, row);
+  team_sync(team);
 }
 
 }  // namespace axion::kernels

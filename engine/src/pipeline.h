@@ -139,13 +139,7 @@ void accept(Exec& ex, const BatchView& v, WorldRange wr, bool first) {
   ex.teams(
       wr, AXION_LAMBDA(int w, Team team) {
         if (!iterating(v, w)) return;
-        for (int i = v.world_body_offset[w] + team.lane; i < v.world_body_offset[w + 1];
-             i += team.size)
-          body_accept(v, i);
-        const int row_end = v.world_row_offset[w] + world_live_rows(v, w);
-        for (int r = v.world_row_offset[w] + team.lane; r < row_end; r += team.size)
-          row_accept(v, r);
-        team_sync(team);
+        world_accept(v, team, w);
         world_keep_best(v, team, w, first);
       });
 }
@@ -389,17 +383,7 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
               ex.teams(
                   wr, AXION_LAMBDA(int w, Team team) {
                     if (!searching(v, w)) return;
-                    for (int i = v.world_body_offset[w] + team.lane; i < v.world_body_offset[w + 1];
-                         i += team.size) {
-                      const Real t = v.island_ls_step[v.body_island[i]];
-                      if (t > 0) body_trial(v, i, t);
-                    }
-                    const int row_end = v.world_row_offset[w] + world_live_rows(v, w);
-                    for (int r = v.world_row_offset[w] + team.lane; r < row_end; r += team.size) {
-                      const Real t = v.island_ls_step[row_island(v, r)];
-                      if (t > 0) row_trial(v, r, t);
-                    }
-                    team_sync(team);
+                    world_trial(v, team, w);
                     world_evaluate_kinematics(v, team, w, Mask::kSearching);
                   });
               evaluate_rows_and_dynamics(ex, v, wr, Mask::kSearching);
