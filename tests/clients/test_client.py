@@ -149,7 +149,7 @@ def test_step_halvings(client):
     whole = client.create_worlds(
         horizontal, solver_options=dict(options, step_halvings=0)).world_ids
     model = client.get_model(halving[0])
-    assert model.options.step_halvings.value == 3
+    assert model.options.step_halvings.value == 4
     assert model.options.halving_iterations.value == 3
     assert model.options.halving_residual.value == pytest.approx(1e-6)
     substeps = []

@@ -256,13 +256,15 @@ struct SolverOptions {
                                      // of contact rows, at most (1e-2 m/s times the row's
                                      // effective mass)^2 so that very light bodies stay put
   FrictionCombine friction_combine = FrictionCombine::kGeometricMean;  // see Material
-  int step_halvings = 3;         // a step whose Newton solve fails is taken again from its
+  int step_halvings = 4;         // a step whose Newton solve fails is taken again from its
                                  // start as two steps of half its length, down to h / 2^this
                                  // (0: never). Fails: the residual is still above
                                  // halving_residual after halving_iterations iterations (or at
                                  // the limit, where no further halving is left). Large steps
                                  // then stay solved where a landing or a deep contact leaves
-                                 // Newton without a basin (README, "Solver choices")
+                                 // Newton without a basin (README, "Solver choices"); 4 rather
+                                 // than 3 left 9 steps unsolved instead of 75 over 32 noisy
+                                 // humanoid runs at 0.12-0.64 s, in the same time (RESULTS.md)
   int halving_iterations = 20;   // Newton iterations before a step above halving_residual halves
   Real halving_residual = 1e-2;  // (m/s) a step ending above this residual has failed
   Real missed_contact_depth = 0.005;  // (m) after a solve the shapes are collided at q+: a pair
@@ -272,8 +274,8 @@ struct SolverOptions {
                                       // the step's start) sends the step back to its start
                                       // with every point of that pair in its set. Inf: off
   int contact_redos = 1;              // such returns per attempt, in [0, 4] (0: off)
-  bool friction_newton = true;   // linearise friction along the slip with W's derivatives
-                                 // (see kernels_contact.h); off: W frozen, as in the seeds
+  bool friction_newton = true;        // linearise friction along the slip with W's derivatives
+                                      // (see kernels_contact.h); off: W frozen, as in the seeds
   Preconditioner preconditioner = Preconditioner::kTree;  // of the Conjugate Residual solve
   int loop_rows = 16;   // tree preconditioner: the rows that close loops (contacts of a lying
                         // figure, a linkage's last joint) are eliminated exactly on top of the
