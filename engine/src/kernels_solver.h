@@ -830,16 +830,16 @@ AXION_HD void row_trial(const BatchView& v, int row, Real t) {
     const int first = kind == kRowFriction1 ? row : row - 1;
     const int normal = first - 1;
     const Real lambda_n = v.row_lambda_accepted[normal] + t * v.row_dlambda[normal];
-    // both friction rows at the trial from the accepted iterate (the other row's own trial may
-    // not be taken yet), so that each row scales the same impulse
-    const Real l1 = v.row_lambda_accepted[first] + t * v.row_dlambda[first];
-    const Real l2 = v.row_lambda_accepted[first + 1] + t * v.row_dlambda[first + 1];
-    const Real lambda_f = std::sqrt(l1 * l1 + l2 * l2);
-    const Real cone = v.contact_friction[v.row_contact[row]] * lambda_n;
     if (!(lambda_n > 0)) {
       lambda = 0;
-    } else if (lambda_f > kFrictionTrialLimit * cone) {
-      lambda *= kFrictionTrialCone * cone / lambda_f;
+    } else {
+      // both friction rows at the trial from the accepted iterate (the other row's own trial
+      // may not be taken yet), so that each row scales the same impulse
+      const Real l1 = v.row_lambda_accepted[first] + t * v.row_dlambda[first];
+      const Real l2 = v.row_lambda_accepted[first + 1] + t * v.row_dlambda[first + 1];
+      const Real lambda_f = std::sqrt(l1 * l1 + l2 * l2);
+      const Real cone = v.contact_friction[v.row_contact[row]] * lambda_n;
+      if (lambda_f > kFrictionTrialLimit * cone) lambda *= kFrictionTrialCone * cone / lambda_f;
     }
   }
   v.row_lambda[row] = lambda;

@@ -301,7 +301,8 @@ TEST(AxionSimTest, ReportLimitsIsTheLargestLimitViolationOfTheRun) {
 // Seeds 1-4, 42 steps each. Which seed meets a missed contact is chaos, and any change to the
 // solver's iterates moves it: at 0.12 s, where this test ran before the friction trial's bound
 // (kernels_solver.h, row_trial), seeds 2-4 then met none deeper than 0.4 mm without redos, and
-// seed 1 ended a landing step unsolved after its halvings (95 mm deep with or without redos).
+// seed 1 ended a landing step unsolved after three halving levels (95 mm deep with or without
+// redos; the fourth level, now the default, solves it).
 TEST(AxionSimTest, ContactRedosKeepLimbsOutOfEachOtherAtLongSteps) {
   if (!Installed(kHumanoid)) GTEST_SKIP() << kHumanoid << " is not installed";
   double deepest[2] = {0, 0};  // without, with redos (m)
