@@ -458,10 +458,14 @@ AXION_HD Real loop_row_product(const BatchView& v, int l, const Real* x) {
 /// the loop contacts' 3 x 3 blocks): collects L and factors S column by column,
 ///   S e_c = (A e_c)_L - (A P_R (A e_c)_R)_L,
 /// a tree solve each, the products with A only over the rows that share a body with L.
-/// Past kLoopRows such rows (a pile) the world stays on P_R: eliminating the first kLoopRows
-/// there measured slower (contacts_bench, 100 spheres: 792 against 335 us per step; GCR
-/// converges in a few iterations on a settled pile, and the factor adds 16 tree solves to each
-/// Newton iteration).
+/// Inactive rows (row_inactive: a speculative contact the step does not close, with its friction
+/// rows) are coupled to nothing to kTreeInactive and stay on their own blocks outside L, as
+/// inactive limits leave the tree: on the lying humanoid they were half of L (2.95 of 5.76 rows
+/// per Newton iteration), and leaving them out took 9-13% less time at the same Newton and CR
+/// iterations (bench/solver_pairs, 0.005-0.64 s; RESULTS.md). Past kLoopRows such rows (a pile) the
+/// world stays on P_R: eliminating the first kLoopRows there measured slower (contacts_bench, 100
+/// spheres: 792 against 335 us per step; GCR converges in a few iterations on a settled pile, and
+/// the factor adds 16 tree solves to each Newton iteration).
 AXION_HD void world_loop_factor(const BatchView& v, Team team, int world) {
   const int row0 = v.world_row_offset[world];
   const int row_end = row0 + world_live_rows(v, world);
@@ -470,7 +474,7 @@ AXION_HD void world_loop_factor(const BatchView& v, Team team, int world) {
     const int limit = v.world_params[world].loop_rows;  // at most kLoopRows
     int n = 0;
     for (int row = row0; row < row_end && n <= limit; ++row) {
-      if (!row_closes_loop(v, row)) continue;
+      if (!row_closes_loop(v, row) || row_inactive(v, row)) continue;
       if (n < limit) loop_rows[n] = row;
       ++n;
     }

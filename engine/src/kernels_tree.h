@@ -67,9 +67,10 @@ inline constexpr int kTreeGroupRows = 12;
 // Such rows leave the tree for the Jacobi diagonal, since factoring them would put a huge
 // eigenvalue into the preconditioner along the redundant impulses and let CR move them freely.
 inline constexpr Real kTreeRedundancy = Real(1e-6);
-// A limit row whose diagonal entry of A is compliance but for this fraction (J M^-1 J^T below
-// it) is inactive: its Newton row reads lambda -> 0, which the Jacobi diagonal solves to this
-// accuracy.
+// A unilateral row whose diagonal entry of A is compliance but for this fraction (J M^-1 J^T
+// below it) is inactive: its Newton row reads lambda -> 0, which the Jacobi diagonal solves to
+// this accuracy (a limit away from its stop; a contact the step does not close, and its friction
+// rows; see row_inactive).
 inline constexpr Real kTreeInactive = Real(1e-6);
 // row_tree_child of a leaf group: contacts between one body and the static world (below).
 inline constexpr int kTreeLeaf = -2;
@@ -275,6 +276,13 @@ AXION_HD void tree_matvec(const Real* a, int n, int stride, const Real* x, Real*
     for (int k = 0; k < n; ++k) s += a[i * stride + k] * x[k];
     y[i] = s;
   }
+}
+
+// Whether a row's Newton row is decoupled from the others to kTreeInactive: its diagonal entry
+// of A is its compliance (a separated unilateral row, whose Fischer-Burmeister form reads
+// lambda -> 0; row_precond holds 1 / diag A).
+AXION_HD bool row_inactive(const BatchView& v, int row) {
+  return !(v.row_compliance[row] * v.row_precond[row] < Real(1) - kTreeInactive);
 }
 
 // Whether world `world` preconditions with the tree (and so takes friction's exact Newton form).
@@ -706,7 +714,7 @@ AXION_HD void tree_group_start(const BatchView& v, int g) {
     const int kind = v.row_kind[row];
     const bool inactive = (kind == kRowLimitLower || kind == kRowLimitUpper ||
                            kind == kRowLimitCone || kind == kRowFrictionLoss) &&
-                          !(v.row_compliance[row] * v.row_precond[row] < Real(1) - kTreeInactive);
+                          row_inactive(v, row);
     v.row_tree_dropped[row] = inactive;
     compact[k] = inactive ? -1 : m;
     if (!inactive) v.row_tree_rows[g + m++] = k;
