@@ -462,10 +462,10 @@ AXION_HD Real loop_row_product(const BatchView& v, int l, const Real* x) {
 /// rows) are coupled to nothing to kTreeInactive and stay on their own blocks outside L, as
 /// inactive limits leave the tree: on the lying humanoid they were half of L (2.95 of 5.76 rows
 /// per Newton iteration), and leaving them out took 9-13% less time at the same Newton and CR
-/// iterations (bench/solver_pairs, 0.005-0.64 s; RESULTS.md). Past kLoopRows such rows (a pile) the
-/// world stays on P_R: eliminating the first kLoopRows there measured slower (contacts_bench, 100
-/// spheres: 792 against 335 us per step; GCR converges in a few iterations on a settled pile, and
-/// the factor adds 16 tree solves to each Newton iteration).
+/// iterations (bench/solver_pairs, 0.005-0.64 s; RESULTS.md). Past kLoopRows active rows closing
+/// loops (a pile) the world stays on P_R: eliminating the first kLoopRows there measured slower
+/// (contacts_bench, 100 spheres: 792 against 335 us per step; GCR converges in a few iterations on
+/// a settled pile, and the factor adds 16 tree solves to each Newton iteration).
 AXION_HD void world_loop_factor(const BatchView& v, Team team, int world) {
   const int row0 = v.world_row_offset[world];
   const int row_end = row0 + world_live_rows(v, world);
