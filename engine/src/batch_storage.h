@@ -144,7 +144,9 @@ namespace axion {
 #define AXION_SHAPE_SCRATCH(X) X(Real, shape_aabb, 6) X(Real, shape_sweep, 1)
 #define AXION_PAIR_MODEL(X) \
   X(int32_t, pair_shape_a, 1) X(int32_t, pair_shape_b, 1) X(Real, pair_friction, 1)
-#define AXION_PAIR_SCRATCH(X) X(int32_t, pair_missed, 1)
+#define AXION_PAIR_SCRATCH(X)                             \
+  X(int32_t, pair_missed, 1) X(Real, pair_gap_shift, 1) \
+      X(Real, pair_gap_shift_last, 1) X(Real, pair_gap_error, 1)
 #define AXION_CONTACT_STATE(X)                                            \
   X(int32_t, contact_body_a, 1)                                           \
   X(int32_t, contact_body_b, 1)                                           \
@@ -155,6 +157,7 @@ namespace axion {
   X(Real, contact_normal, 3)                                              \
   X(Real, contact_tangent, 6)                                             \
   X(Real, contact_gap, 1)                                                 \
+  X(Real, contact_gap_shift, 1)                                           \
   X(Real, contact_friction, 1)                                            \
   X(Real, contact_restitution, 1)                                         \
   X(Real, contact_normal_velocity, 1)                                     \

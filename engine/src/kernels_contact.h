@@ -161,6 +161,7 @@ AXION_HD void world_collide(const BatchView& v, int world) {
       store3(v.contact_tangent + 6 * k, t1);
       store3(v.contact_tangent + 6 * k + 3, t2);
       v.contact_gap[k] = points[i].gap;
+      v.contact_gap_shift[k] = v.pair_gap_shift[pair];
       v.contact_friction[k] = v.pair_friction[pair] >= 0
                                   ? v.pair_friction[pair]
                                   : contact_friction_coefficient(v, sa, sb, p);
@@ -202,37 +203,83 @@ AXION_HD void shape_update_end_aabb(const BatchView& v, int shape) {
   v.shape_sweep[shape] = moved;
 }
 
-// Per world, after a solve: the pairs that penetrate deeper than missed_contact_depth at q+
-// although the step's contact set held none of their points there (or only some, for a pair
-// not yet marked) are marked in pair_missed; returns whether any was. The speculative test
-// judges a gap by the rate it closes at the step's start: within a long step a limb that its
-// joints swing changes that rate and ends inside another (the humanoid at 0.12 s: 34 mm deep
-// between limbs). Taking every point within each pair's sweep instead doubled the contact rows
-// of every step (RESULTS.md); a redo pays only in the steps that need it.
+// Per world, after a solve: the pairs whose end of step the solve misjudged are found, and the
+// step goes back to its start (returns true) where that can change them:
+// - a pair deeper than missed_contact_depth at q+ that the step's contact set missed (or held
+//   only some points of) is marked in pair_missed, and all its points join. The speculative
+//   test judges a gap by the rate it closes at the step's start: within a long step a limb that
+//   its joints swing changes that rate and ends inside another (the humanoid at 0.12 s: 34 mm
+//   deep between limbs). Taking every point within each pair's sweep instead doubled the
+//   contact rows of every step (RESULTS.md); a redo pays only in the steps that need it.
+// - a pair whose rows' end gaps c(q-) + h J u+ (position level) differ from its depth at q+ by
+//   more than the bound, the rows placing it shallower (or, once shifted, deeper while they
+//   push), shifts its gaps by the difference (pair_gap_shift): the rows' points and normal from
+//   q- miss the second-order motion of a limb turning within the step, which left seed 1 at
+//   0.12 s with two limbs 35 mm into each other, a redo with the same rows repeating the step
+//   exactly. A shift changes how far the limb turns, and with it the difference: the first is
+//   the difference itself, later ones the secant through the last two (the arm of
+//   ContactTest.TurningArmEndsOutOfThePostItWasStoppedBy: 49 mm deep unshifted, 15 mm short of
+//   the post shifted by that, ...).
 AXION_HD bool world_find_missed_contacts(const BatchView& v, int world) {
   const WorldParams& p = v.world_params[world];
+  const Real bound = p.missed_contact_depth;
+  const bool position_level = p.contact_formulation == static_cast<int32_t>(Formulation::kPosition);
+  const Real h = v.world_step_length[world];
+  const int slot0 = v.world_contact_offset[world];
+  const int row0 = v.world_row_offset[world] + v.world_joint_row_count[world];
   bool found = false;
   for (int pair = v.world_pair_offset[world]; pair < v.world_pair_offset[world + 1]; ++pair) {
-    if (v.pair_missed[pair]) continue;
-    int sa = v.pair_shape_a[pair], sb = v.pair_shape_b[pair];
-    // A point farther apart than the margin at q- (every closer one was in the set) sinks
-    // deeper than the bound only if the shapes moved by more than both together
-    if (v.shape_sweep[sa] + v.shape_sweep[sb] < p.contact_margin + p.missed_contact_depth) continue;
-    if (!aabb_overlap(v.shape_aabb + 6 * sa, v.shape_aabb + 6 * sb)) continue;
+    const int sa = v.pair_shape_a[pair], sb = v.pair_shape_b[pair];
+    const bool shifted = v.pair_gap_shift[pair] != 0;
+    if (!shifted) {
+      // A point farther apart than the margin at q- (every closer one was in the set) sinks
+      // deeper than the bound only if the shapes moved by more than both together, and a
+      // point of the set is misjudged by more than the bound only if they moved by more
+      if (v.shape_sweep[sa] + v.shape_sweep[sb] < p.contact_margin + bound) continue;
+      if (!aabb_overlap(v.shape_aabb + 6 * sa, v.shape_aabb + 6 * sb)) continue;
+    }
     Vec3 pos_a, pos_b;
     Quat quat_a, quat_b;
     shape_world_pose(v, sa, v.body_q, &pos_a, &quat_a);
     shape_world_pose(v, sb, v.body_q, &pos_b, &quat_b);
     ContactPoint points[kMaxPairContacts];
+    // a shifted pair's gap counts however far apart it ended (a shift too deep stops it short)
     int n = collide_shapes(shape_geom(v, sa), pos_a, quat_a, shape_geom(v, sb), pos_b, quat_b,
-                           Real(0), points);
-    for (int i = 0; i < n; ++i) {
-      if (points[i].gap < -p.missed_contact_depth) {
-        v.pair_missed[pair] = 1;
-        found = true;
-        break;
-      }
+                           shifted ? kUnboundedMargin : Real(0), points);
+    if (n == 0) continue;
+    Real deepest = points[0].gap;
+    for (int i = 1; i < n; ++i) deepest = points[i].gap < deepest ? points[i].gap : deepest;
+    const bool deep = deepest < -bound;
+    if (deep && !v.pair_missed[pair]) {
+      v.pair_missed[pair] = 1;
+      found = true;
     }
+    if (!position_level || !(deep || shifted)) continue;
+    // the pair's rows' own deepest end gap, c(q-) + h J u+ of its normal rows, and whether
+    // any of them pushes
+    Real rows_deepest = kUnboundedMargin;
+    bool pushes = false;
+    for (int i = 0; i < v.world_contact_count[world]; ++i) {
+      const int k = slot0 + i;
+      if (v.contact_shape_a[k] != sa || v.contact_shape_b[k] != sb) continue;
+      const int row = row0 + 3 * i;
+      const Real end_gap =
+          v.contact_gap[k] + v.contact_gap_shift[k] + h * row_velocity(v, row, v.body_u);
+      rows_deepest = end_gap < rows_deepest ? end_gap : rows_deepest;
+      pushes = pushes || v.row_lambda[row] > 0;
+    }
+    if (!(rows_deepest < kUnboundedMargin)) continue;
+    const Real error = deepest - rows_deepest;  // < 0: deeper than the rows say
+    if (!(deep ? error < -bound : pushes && error > bound)) continue;
+    const Real shift = v.pair_gap_shift[pair], last_error = v.pair_gap_error[pair];
+    Real next = shift + error;
+    // the secant where the last two differences bracket the root
+    if (last_error * error < 0)
+      next = shift - error * (shift - v.pair_gap_shift_last[pair]) / (error - last_error);
+    v.pair_gap_shift_last[pair] = shift;
+    v.pair_gap_error[pair] = error;
+    v.pair_gap_shift[pair] = next < 0 ? next : Real(0);
+    found = true;
   }
   return found;
 }
@@ -326,11 +373,12 @@ AXION_HD void contact_levers(const BatchView& v, int k, Vec3* lever_a, Vec3* lev
 ///   J = [ n, r_a x n | -n, -(r_b x n) ]
 /// Position level (default): 0 <= lambda_n _|_ c(q+) >= 0, residual phi_FB(lambda_n, s c(q+)/h),
 ///   with the gap at the end of the step to first order in the motion of the contact frame,
-///   c(q+) = c(q-) + h J u+. The contact points and normal come from q- in any case; moving
-///   body-fixed points along with the bodies' rotation would add a spurious second-order gap
-///   (a rolling sphere would sink into the floor) and a destabilising geometric stiffness,
-///   while the linear form keeps the contact rows linear in u, so Newton converges in a few
-///   iterations.
+///   c(q+) = c(q-) + delta + h J u+, delta the pair's shift where a redo found c(q+) misjudged
+///   (contact_gap_shift, world_find_missed_contacts; 0 otherwise). The contact points and normal
+///   come from q- in any case; moving body-fixed points along with the bodies' rotation would
+///   add a spurious second-order gap (a rolling sphere would sink into the floor) and a
+///   destabilising geometric stiffness, while the linear form keeps the contact rows linear in
+///   u, so Newton converges in a few iterations.
 /// Velocity level: 0 <= lambda_n _|_ v_n >= 0 with
 ///   v_n = J u+ + e J u- + Upsilon c(q-)/h   (restitution e, Baumgarte Upsilon),
 /// applied once the contact closes within the step; until then v_n = J u+ + c(q-)/h keeps the
@@ -359,7 +407,7 @@ AXION_HD void contact_normal_row(const BatchView& v, int row, const WorldParams&
       c_velocity = u_row + bounce + correction;
     }
   } else {
-    c_velocity = v.contact_gap[k] / h + row_velocity(v, row, v.body_u);
+    c_velocity = (v.contact_gap[k] + v.contact_gap_shift[k]) / h + row_velocity(v, row, v.body_u);
   }
   Real inv_mass = row_inv_effective_mass(v, v.row_body_a[row], load6(v.row_jac_a + 6 * row),
                                          v.row_body_b[row], load6(v.row_jac_b + 6 * row));

@@ -173,12 +173,21 @@ AXION_HD void world_restore_start(const BatchView& v, int w) {
     v.body_u[i] = v.body_u_prev[i];
 }
 
+AXION_HD void pair_reset_gap_shift(const BatchView& v, int pair) {
+  v.pair_gap_shift[pair] = 0;
+  v.pair_gap_shift_last[pair] = 0;
+  v.pair_gap_error[pair] = 0;
+}
+
 // A failed attempt is undone: the state returns to q-, u- (the DOFs' coordinates and the last
 // step's contacts were not yet written), and what is left of the step is taken in twice as
 // many steps of half the length. Its solver figures stay counted.
 AXION_HD void world_halve_step(const BatchView& v, int w) {
   world_restore_start(v, w);
   world_scale_warm_start(v, w, Real(0.5));
+  // a gap's second-order error shrinks with the step's square: the shifts start again
+  for (int pair = v.world_pair_offset[w]; pair < v.world_pair_offset[w + 1]; ++pair)
+    pair_reset_gap_shift(v, pair);
   v.world_flags[w] &= ~static_cast<uint32_t>(kWorldNotConverged);
   v.world_halvings[w] += 1;
   v.world_redos[w] = 0;
@@ -490,8 +499,10 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
         v.world_halvings[w] = 0;
         v.world_redos[w] = 0;
         v.world_contact_redos[w] = 0;
-        for (int pair = v.world_pair_offset[w]; pair < v.world_pair_offset[w + 1]; ++pair)
+        for (int pair = v.world_pair_offset[w]; pair < v.world_pair_offset[w + 1]; ++pair) {
           v.pair_missed[pair] = 0;
+          pair_reset_gap_shift(v, pair);
+        }
         v.world_step_length[w] = v.world_params[w].timestep;
         v.world_flags[w] = 0;
         v.world_newton_iterations[w] = 0;

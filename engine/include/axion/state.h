@@ -284,6 +284,11 @@ struct BatchView {
   const Real* pair_friction;    // (pair_count) an explicit pair's friction, or -1 (the shapes')
   int32_t* pair_missed;         // (pair_count) 1: a redo of this step found the pair deeper than
                                 // missed_contact_depth at q+; its points join the set unfiltered
+  Real* pair_gap_shift;         // (pair_count) m, <= 0: added to the pair's contact gaps, the
+                                // difference a redo found between the pair's depth at q+ and its
+                                // rows' end gaps (world_find_missed_contacts); 0 at a step's start
+  Real* pair_gap_shift_last;    // (pair_count) m: the shift before the last redo's, and
+  Real* pair_gap_error;         // (pair_count) m: the difference it left (0: none yet)
 
   // ---- contacts (contact slots = world_contact_offset[world_count]) --------------------------
   int32_t* contact_body_a;        // (contact slots) global body or -1
@@ -295,6 +300,8 @@ struct BatchView {
   Real* contact_normal;           // (contact slots x 3) world, from b towards a
   Real* contact_tangent;          // (contact slots x 6) two world tangents
   Real* contact_gap;              // (contact slots) signed distance at q- (m)
+  Real* contact_gap_shift;        // (contact slots) its pair's pair_gap_shift (m), which the
+                                  // normal row adds to contact_gap
   Real* contact_friction;         // (contact slots) combined mu
   Real* contact_restitution;      // (contact slots) combined e
   Real* contact_normal_velocity;  // (contact slots) J_n u- (m/s), restitution reference

@@ -81,8 +81,8 @@ ABSL_FLAG(int, halving_iterations, 0,
 ABSL_FLAG(double, halving_residual, 0.0,
           "residual (m/s) above which a step's solve has failed (0: the model's)");
 ABSL_FLAG(double, missed_contact_depth, -1,
-          "depth (m) of a contact the step's set missed that sends the step back to its start "
-          "with it (inf: never; -1: the model's)");
+          "depth (m) at a step's end of a contact its set missed, or its rows misjudged, that "
+          "sends the step back to its start (inf: never; -1: the model's)");
 ABSL_FLAG(int, contact_redos, -1,
           "returns of a step to its start for missed contacts, at most (0: never; -1: the "
           "model's)");
