@@ -67,7 +67,7 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
            .Name("axion_redone_world_steps_total")
            .Help(
                "World step calls whose last step went back to its start for a contact its set "
-               "missed (SolverOptions.contact_redos)")
+               "missed or its rows misjudged (SolverOptions.contact_redos)")
            .Register(r)
            .Add({});
   contacts_per_world_ = AddHistogram(&r, "axion_contacts_per_world",

@@ -266,7 +266,8 @@ AXION_HD bool world_find_missed_contacts(const BatchView& v, int world) {
       const Real end_gap =
           v.contact_gap[k] + v.contact_gap_shift[k] + h * row_velocity(v, row, v.body_u);
       rows_deepest = end_gap < rows_deepest ? end_gap : rows_deepest;
-      pushes = pushes || v.row_lambda[row] > 0;
+      // a row that pushes with its end gap closed
+      pushes = pushes || (v.row_lambda[row] > 0 && end_gap < bound);
     }
     if (!(rows_deepest < kUnboundedMargin)) continue;
     const Real error = deepest - rows_deepest;  // < 0: deeper than the rows say

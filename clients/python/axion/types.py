@@ -221,7 +221,8 @@ class WorldStats:
     time: np.ndarray  # float64, s
     substeps: np.ndarray  # int32: 1, or more where a failed solve halved the step
     island_count: np.ndarray  # int32: sets of bodies joints and contacts connect, solved apart
-    contact_redos: np.ndarray  # int32: returns of the step to its start for a missed contact
+    # int32: returns of the step to its start for a missed or misjudged contact
+    contact_redos: np.ndarray
 
     FLAG_NOT_CONVERGED = 1
     FLAG_CONTACT_OVERFLOW = 2

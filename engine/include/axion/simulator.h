@@ -43,8 +43,8 @@ struct WorldStats {
   int cr_iterations = 0;      // Conjugate Residual iterations, summed over Newton iterations
   int substeps = 0;           // 1, or more where a failed solve halved the step
                               // (SolverOptions::step_halvings)
-  int contact_redos = 0;      // attempts taken again for a contact their set missed
-                              // (SolverOptions::contact_redos)
+  int contact_redos = 0;      // attempts taken again for a contact their set missed or its rows
+                              // misjudged (SolverOptions::contact_redos)
   Real residual = 0;          // final residual max-norm
   int contact_count = 0;      // active contacts after collision detection
   int constraint_rows = 0;    // active constraint rows (joints + 3 per contact)

@@ -106,7 +106,8 @@ struct BatchView {
                                          // take within the current step (0: done)
   int32_t* world_halvings;               // (world_count) halvings of the current step so far
   int32_t* world_redos;                  // (world_count) returns of the current attempt to its
-                                         // start for a missed contact (contact_redos)
+                                         // start for a missed or misjudged contact
+                                         // (contact_redos)
   int32_t* world_contact_redos;          // (world_count) such returns in the last step
   int32_t* world_cr_iterations;          // (world_count) of the last step, summed over Newton
   Real* world_residual;        // (world_count) residual max-norm after the last evaluation

@@ -52,7 +52,7 @@ ABSL_FLAG(std::string, preconditioner, "",
           "preconditioner of the linear solve: tree or jacobi (empty: the model's)");
 ABSL_FLAG(std::string, line_search, "",
           "true or false: backtrack along each Newton step until the merit decreases (empty: the "
-          "model's)");
+          "-1: the model's)");
 ABSL_FLAG(std::string, friction_newton, "",
           "true or false: linearise friction along the slip (empty: the model's)");
 ABSL_FLAG(std::string, islands, "",
@@ -75,7 +75,7 @@ ABSL_FLAG(int, loop_rows, -1,
           "(0: none; -1: the model's, 16)");
 ABSL_FLAG(int, step_halvings, -1,
           "halve a step whose Newton solve fails, down to dt / 2^this (0: never; -1: the "
-          "model's)");
+          "-1: the model's)");
 ABSL_FLAG(int, halving_iterations, 0,
           "Newton iterations before a step still above halving_residual halves (0: the model's)");
 ABSL_FLAG(double, halving_residual, 0.0,
@@ -84,8 +84,8 @@ ABSL_FLAG(double, missed_contact_depth, -1,
           "depth (m) at a step's end of a contact its set missed, or its rows misjudged, that "
           "sends the step back to its start (inf: never; -1: the model's)");
 ABSL_FLAG(int, contact_redos, -1,
-          "returns of a step to its start for missed contacts, at most (0: never; -1: the "
-          "model's)");
+          "returns of a step to its start for missed or misjudged contacts, at most (0: never; "
+          "-1: the model's)");
 ABSL_FLAG(int, contact_capacity, -1,
           "contacts per world (-1: the model's, derived from its shapes); contacts past it are "
           "dropped and counted as overflow");
@@ -503,8 +503,9 @@ absl::Status Run() {
   std::printf("not converged       : %lld world-steps\n", static_cast<long long>(not_converged));
   std::printf("halved              : %lld world-steps (%.3f steps of dt / 2^k per step)\n",
               static_cast<long long>(halved), substeps * per_step);
-  std::printf("redone              : %lld world-steps (%lld returns for a missed contact)\n",
-              static_cast<long long>(redone), static_cast<long long>(redos));
+  std::printf(
+      "redone              : %lld world-steps (%lld returns for a missed or misjudged contact)\n",
+      static_cast<long long>(redone), static_cast<long long>(redos));
   std::printf("non-finite          : %lld world-steps\n", static_cast<long long>(non_finite));
   std::printf("contact overflow    : %lld world-steps\n", static_cast<long long>(overflow));
   if (report_speed) std::printf("max body speed      : %g m/s\n", max_speed);
