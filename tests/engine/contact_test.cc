@@ -474,51 +474,21 @@ TEST(ContactTest, ContactMissedWithinTheStepIsTakenAgain) {
   }
 }
 
-// An arm 1 m long (a capsule of radius 0.05 hinged at the origin about z) turning at 20 rad/s
-// towards a post (a static sphere of radius 0.05 at (0.6, 0.4, 0)), no gravity, one step of
-// 0.05 s: free, the arm would turn 1 rad and pass through the post. The contact joins the set at
-// the step's start 0.3 m apart, closing at 12 m/s, and its row, linearised at q-, stops the
-// arm's point at x = 0.6 after 0.3 m along y: 0.5 rad, where the arm, turning, lies 37 mm
-// inside the post. A redo takes that difference into the pair's gap (pair_gap_shift), and the
-// second solve ends out of the post.
+// The arm of scenes::ArmTurningIntoPost at 20 rad/s, one step: free, it would turn 1 rad and
+// pass through the post. The contact joins the set at the step's start 0.3 m apart, closing at
+// 12 m/s, and its row, linearised at q-, stops the arm's point at x = 0.6 after 0.3 m along y,
+// where the arm, turning, lies inside the post. A redo takes the difference into the pair's gap
+// (pair_gap_shift), and a second the secant of the two shifts.
 // Returns the arm's end gap to the post (m, < 0 inside) and the step's stats.
 std::pair<Real, WorldStats> TurnArmIntoPost(int contact_redos) {
-  const Real omega = 20;
-  const Vec3 post{0.6, 0.4, 0};
-  ModelDesc d;
-  d.options.timestep = 0.05;
-  d.options.gravity = {0, 0, 0};
+  ModelDesc d = scenes::ArmTurningIntoPost(20);
   d.options.contact_redos = contact_redos;
-  BodyDesc arm;
-  arm.name = "arm";
-  arm.mass = 1;
-  arm.inertia = test::BoxInertia(1, {0.5, 0.05, 0.05});
-  arm.pose.pos = {0.5, 0, 0};
-  arm.angular_velocity = {0, 0, omega};
-  arm.linear_velocity = {0, 0.5 * omega, 0};
-  d.bodies.push_back(arm);
-  JointDesc hinge;
-  hinge.type = JointType::kRevolute;
-  hinge.child = 0;
-  hinge.child_frame.pos = {-0.5, 0, 0};
-  hinge.axis = Vec3{0, 0, 1};
-  d.joints.push_back(hinge);
-  ShapeDesc rod;
-  rod.body = 0;
-  rod.type = ShapeType::kCapsule;
-  rod.size = {0.05, 0.5, 0};
-  rod.pose.quat = quat_from_axis_angle({0, 1, 0}, kPi / 2);  // its z along the arm
-  d.shapes.push_back(rod);
-  ShapeDesc ball;
-  ball.type = ShapeType::kSphere;
-  ball.size = {0.05, 0, 0};
-  ball.pose.pos = post;
-  d.shapes.push_back(ball);
   auto sim = MustCreateSimulator();
   WorldId w = MustCreateWorld(*sim, MustCompile(d));
   MustStep(*sim, w);
   test::ExpectHealthy(*sim, w);
   // the post's distance to the arm's segment, from the hinge 1 m along the arm
+  const Vec3 post = scenes::kArmPost;
   const Vec3 along = rotate(test::BodyQuat(*sim, w, 0), Vec3{1, 0, 0});
   const Real t = std::clamp<Real>(dot(post, along), 0, 1);
   return {norm(post - t * along) - 0.1, *sim->GetStats(w)};

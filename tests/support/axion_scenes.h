@@ -193,4 +193,42 @@ inline ModelDesc Islands(bool wedged) {
   return d;
 }
 
+// An arm 1 m long (a capsule of radius 0.05, hinged at the origin about z) turning at `omega`
+// rad/s towards a post, a static sphere of radius 0.05 at kArmPost; no gravity, h = 0.05 s. At
+// 20 rad/s it would turn 1 rad in the step, through the post: the contact's row, linearised at
+// the step's start, stops it where the arm lies inside the post, which the contact redos take
+// again (SolverOptions::contact_redos, kernels_contact.h world_find_missed_contacts).
+inline constexpr Vec3 kArmPost{0.6, 0.4, 0};
+inline ModelDesc ArmTurningIntoPost(Real omega) {
+  ModelDesc d;
+  d.options.timestep = 0.05;
+  d.options.gravity = {0, 0, 0};
+  BodyDesc arm;
+  arm.name = "arm";
+  arm.mass = 1;
+  arm.inertia = BoxInertia(1, {0.5, 0.05, 0.05});
+  arm.pose.pos = {0.5, 0, 0};
+  arm.angular_velocity = {0, 0, omega};
+  arm.linear_velocity = {0, Real(0.5) * omega, 0};
+  d.bodies.push_back(arm);
+  JointDesc hinge;
+  hinge.type = JointType::kRevolute;
+  hinge.child = 0;
+  hinge.child_frame.pos = {-0.5, 0, 0};
+  hinge.axis = Vec3{0, 0, 1};
+  d.joints.push_back(hinge);
+  ShapeDesc rod;
+  rod.body = 0;
+  rod.type = ShapeType::kCapsule;
+  rod.size = {0.05, 0.5, 0};
+  rod.pose.quat = quat_from_axis_angle({0, 1, 0}, Real(1.5707963267948966));  // z along the arm
+  d.shapes.push_back(rod);
+  ShapeDesc post;
+  post.type = ShapeType::kSphere;
+  post.size = {0.05, 0, 0};
+  post.pose.pos = kArmPost;
+  d.shapes.push_back(post);
+  return d;
+}
+
 }  // namespace axion::scenes
