@@ -55,6 +55,8 @@ namespace axion {
 #define AXION_BODY_SCRATCH(X)                                                                     \
   X(Real, body_q_prev, 7)                                                                         \
   X(Real, body_u_prev, 6)                                                                         \
+  X(Real, body_q_end, 7)                                                                          \
+  X(Real, body_u_end, 6)                                                                          \
   X(Real, body_u_tilde, 6)                                                                        \
   X(Real, body_u_accepted, 6)                                                                     \
   X(Real, body_u_best, 6)                                                                         \
@@ -144,9 +146,7 @@ namespace axion {
 #define AXION_SHAPE_SCRATCH(X) X(Real, shape_aabb, 6) X(Real, shape_sweep, 1)
 #define AXION_PAIR_MODEL(X) \
   X(int32_t, pair_shape_a, 1) X(int32_t, pair_shape_b, 1) X(Real, pair_friction, 1)
-#define AXION_PAIR_SCRATCH(X)                             \
-  X(int32_t, pair_missed, 1) X(Real, pair_gap_shift, 1) \
-      X(Real, pair_gap_shift_last, 1) X(Real, pair_gap_error, 1)
+#define AXION_PAIR_SCRATCH(X) X(int32_t, pair_missed, 1)
 #define AXION_CONTACT_STATE(X)                                            \
   X(int32_t, contact_body_a, 1)                                           \
   X(int32_t, contact_body_b, 1)                                           \

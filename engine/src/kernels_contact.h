@@ -90,8 +90,8 @@ AXION_HD void shape_update_aabb(const BatchView& v, int shape, const WorldParams
   store3(v.shape_aabb + 6 * shape + 3, upper + m);
 }
 
-// Narrow-phase margin of a pair a redo found missed (pair_missed): all its points join, however
-// far apart at q-, since the step's own motion brought them together.
+// Narrow-phase margin of a pair a redo marked (pair_missed): all its points at the undone
+// attempt's end join, however far apart, since they are where the step's motion took them.
 inline constexpr Real kUnboundedMargin = Real(1e30);
 
 AXION_HD bool aabb_overlap(const Real* a, const Real* b) {
@@ -104,34 +104,48 @@ AXION_HD bool aabb_overlap(const Real* a, const Real* b) {
 // world's capacity; overflow is flagged, never written past the slots.
 AXION_HD void world_collide(const BatchView& v, int world) {
   const WorldParams& p = v.world_params[world];
+  const Real h = v.world_step_length[world];
   int slot0 = v.world_contact_offset[world];
   int capacity = v.world_contact_offset[world + 1] - slot0;
   int count = 0;
   bool overflow = false;
   for (int pair = v.world_pair_offset[world]; pair < v.world_pair_offset[world + 1]; ++pair) {
     int sa = v.pair_shape_a[pair], sb = v.pair_shape_b[pair];
-    const bool missed = v.pair_missed[pair] != 0;
-    if (!missed && !aabb_overlap(v.shape_aabb + 6 * sa, v.shape_aabb + 6 * sb)) continue;
+    // a pair a redo found misjudged is taken where that attempt ended, all its points
+    const bool at_end = v.pair_missed[pair] != 0;
+    if (!at_end && !aabb_overlap(v.shape_aabb + 6 * sa, v.shape_aabb + 6 * sb)) continue;
+    const Real* q = at_end ? v.body_q_end : v.body_q_prev;
     Vec3 pos_a, pos_b;
     Quat quat_a, quat_b;
-    shape_world_pose(v, sa, v.body_q_prev, &pos_a, &quat_a);
-    shape_world_pose(v, sb, v.body_q_prev, &pos_b, &quat_b);
+    shape_world_pose(v, sa, q, &pos_a, &quat_a);
+    shape_world_pose(v, sb, q, &pos_b, &quat_b);
     ContactPoint points[kMaxPairContacts];
     Real sweep = v.shape_sweep[sa] + v.shape_sweep[sb];
+    // the pair's signed distance at q-, which its contacts report where taken at the end
+    Real start_gap = kUnboundedMargin;
+    if (at_end) {
+      Vec3 start_pos_a, start_pos_b;
+      Quat start_quat_a, start_quat_b;
+      shape_world_pose(v, sa, v.body_q_prev, &start_pos_a, &start_quat_a);
+      shape_world_pose(v, sb, v.body_q_prev, &start_pos_b, &start_quat_b);
+      const int m = collide_shapes(shape_geom(v, sa), start_pos_a, start_quat_a, shape_geom(v, sb),
+                                   start_pos_b, start_quat_b, kUnboundedMargin, points);
+      for (int i = 0; i < m; ++i) start_gap = points[i].gap < start_gap ? points[i].gap : start_gap;
+    }
     int n = collide_shapes(shape_geom(v, sa), pos_a, quat_a, shape_geom(v, sb), pos_b, quat_b,
-                           missed ? kUnboundedMargin : p.contact_margin + sweep, points);
+                           at_end ? kUnboundedMargin : p.contact_margin + sweep, points);
     int body_a = v.shape_body[sa], body_b = v.shape_body[sb];
     for (int i = 0; i < n; ++i) {
       // Speculative contacts: a point beyond the margin joins only if the shapes approach fast
       // enough to close the gap within the step, gap + h min(0, v_n) < margin (v_n the rate of
       // the gap at the predicted velocities). Points that separate or slide stay out, so a
       // body at rest keeps the contact set it would have without the sweep.
-      if (!missed && sweep > 0 && !(points[i].gap < p.contact_margin)) {
+      if (!at_end && sweep > 0 && !(points[i].gap < p.contact_margin)) {
         Vec3 ra = points[i].point_a - body_position(v.body_q_prev, body_a);
         Vec3 rb = points[i].point_b - body_position(v.body_q_prev, body_b);
         Vec6 ua = body_predicted_twist(v, body_a, p), ub = body_predicted_twist(v, body_b, p);
         Real rate = dot(ua.lin + cross(ua.ang, ra) - ub.lin - cross(ub.ang, rb), points[i].normal);
-        if (!(points[i].gap + v.world_step_length[world] * rate < p.contact_margin)) continue;
+        if (!(points[i].gap + h * rate < p.contact_margin)) continue;
       }
       if (count >= capacity) {
         overflow = true;
@@ -144,14 +158,12 @@ AXION_HD void world_collide(const BatchView& v, int world) {
       v.contact_shape_b[k] = sb;
       // Contact points are kept in the bodies' COM frames so the gap can be re-evaluated at
       // q+ inside the Newton loop (position-level contacts).
-      Vec3 local_a = body_a < 0
-                         ? points[i].point_a
-                         : rotate_inv(body_rotation(v.body_q_prev, body_a),
-                                      points[i].point_a - body_position(v.body_q_prev, body_a));
-      Vec3 local_b = body_b < 0
-                         ? points[i].point_b
-                         : rotate_inv(body_rotation(v.body_q_prev, body_b),
-                                      points[i].point_b - body_position(v.body_q_prev, body_b));
+      Vec3 local_a = body_a < 0 ? points[i].point_a
+                                : rotate_inv(body_rotation(q, body_a),
+                                             points[i].point_a - body_position(q, body_a));
+      Vec3 local_b = body_b < 0 ? points[i].point_b
+                                : rotate_inv(body_rotation(q, body_b),
+                                             points[i].point_b - body_position(q, body_b));
       store3(v.contact_local_a + 3 * k, local_a);
       store3(v.contact_local_b + 3 * k, local_b);
       Vec3 n_world = points[i].normal;
@@ -160,16 +172,26 @@ AXION_HD void world_collide(const BatchView& v, int world) {
       orthonormal_basis(n_world, &t1, &t2);
       store3(v.contact_tangent + 6 * k, t1);
       store3(v.contact_tangent + 6 * k + 3, t2);
+      // The body-fixed points' lever arms at q-, which the rows move them by.
+      const Vec3 ra = body_a < 0 ? Vec3{} : rotate(body_rotation(v.body_q_prev, body_a), local_a);
+      const Vec3 rb = body_b < 0 ? Vec3{} : rotate(body_rotation(v.body_q_prev, body_b), local_b);
+      // Taken at a redo's end, the gap is that end's less the rows' motion to it, h J u+:
+      // the rows then reach the end of the step linearised about where the attempt ended.
       v.contact_gap[k] = points[i].gap;
-      v.contact_gap_shift[k] = v.pair_gap_shift[pair];
+      v.contact_gap_shift[k] = 0;
+      if (at_end) {
+        const Vec6 ua = body_twist(v.body_u_end, body_a), ub = body_twist(v.body_u_end, body_b);
+        const Real gap = points[i].gap -
+                         h * dot(ua.lin + cross(ua.ang, ra) - ub.lin - cross(ub.ang, rb), n_world);
+        v.contact_gap[k] = start_gap < kUnboundedMargin ? start_gap : gap;
+        v.contact_gap_shift[k] = gap - v.contact_gap[k];
+      }
       v.contact_friction[k] = v.pair_friction[pair] >= 0
                                   ? v.pair_friction[pair]
                                   : contact_friction_coefficient(v, sa, sb, p);
       Real ea = v.shape_restitution[sa], eb = v.shape_restitution[sb];
       v.contact_restitution[k] = ea > eb ? ea : eb;
       // Relative normal velocity at the start of the step (restitution reference).
-      Vec3 ra = points[i].point_a - body_position(v.body_q_prev, body_a);
-      Vec3 rb = points[i].point_b - body_position(v.body_q_prev, body_b);
       Vec6 ua = body_twist(v.body_u_prev, body_a), ub = body_twist(v.body_u_prev, body_b);
       Vec3 va = ua.lin + cross(ua.ang, ra), vb = ub.lin + cross(ub.ang, rb);
       v.contact_normal_velocity[k] = dot(va - vb, n_world);
@@ -203,42 +225,45 @@ AXION_HD void shape_update_end_aabb(const BatchView& v, int shape) {
   v.shape_sweep[shape] = moved;
 }
 
-// Per world, after a solve: the pairs whose end of step the solve misjudged are found, and the
-// step goes back to its start (returns true) where that can change them:
-// - a pair deeper than missed_contact_depth at q+ that the step's contact set missed (or held
-//   only some points of) is marked in pair_missed, and all its points join. The speculative
-//   test judges a gap by the rate it closes at the step's start: within a long step a limb that
-//   its joints swing changes that rate and ends inside another (the humanoid at 0.12 s: 34 mm
-//   deep between limbs). Taking every point within each pair's sweep instead doubled the
-//   contact rows of every step (RESULTS.md); a redo pays only in the steps that need it.
-// - a pair whose rows' end gaps c(q-) + h J u+ (position level) differ from its depth at q+ by
-//   more than the bound, the rows placing it shallower (or, once shifted, deeper while they
-//   push), shifts its gaps by the difference (pair_gap_shift): the rows' points and normal from
-//   q- miss the second-order motion of a limb turning within the step, which left seed 1 at
-//   0.12 s with two limbs 35 mm into each other, a redo with the same rows repeating the step
-//   exactly. A shift changes how far the limb turns, and with it the difference: the first is
-//   the difference itself, later ones the secant through the last two (the arm of
-//   ContactTest.TurningArmEndsOutOfThePostItWasStoppedBy: 49 mm deep unshifted, 15 mm short of
-//   the post shifted by that, 0.2 mm out after the secant). A shift the difference does not
-//   answer (kGapShiftResponse) is undone, and the pair is shifted no further in the step.
-// A shift that leaves the difference on the same side at more than half its size (squared: a
-// quarter) found the wrong feature: two boxes of MuJoCo's humanoid100 landing edge first were
-// 35 mm deeper at q+ than their two rows said, and after shifts of 35, 73 and 113 mm still 38,
-// 40 and 36 mm (a corner the rows do not hold), while the shifted rows pushed the boxes apart.
-inline constexpr Real kGapShiftResponse = Real(0.25);
+// The gap contact k's normal row starts from (m): its signed distance at q-, or, taken at an
+// undone attempt's end, the gap there less h J u+ there.
+AXION_HD Real contact_row_gap(const BatchView& v, int k) {
+  return v.contact_gap[k] + v.contact_gap_shift[k];
+}
 
+// Per world, after a solve: the pairs deeper than missed_contact_depth at q+ than the step's
+// rows held them are marked in pair_missed, and the step goes back to its start (returns true),
+// where world_collide takes their points at this attempt's end (body_q_end, kept by
+// world_redo_attempt) with the gaps there less h J u+, so their rows reach the end of the
+// step linearised about where the attempt ended instead of about q-. Two ways a pair ends
+// deep that its rows from q- cannot see:
+// - the speculative test judges a gap by the rate it closes at the step's start: within a long
+//   step a limb that its joints swing changes that rate and ends inside another (the humanoid
+//   at 0.12 s: 34 mm deep between limbs) with none of its points in the set. Taking every point
+//   within each pair's sweep instead doubled the contact rows of every step (RESULTS.md); a
+//   redo pays only in the steps that need it.
+// - points in the set move with their bodies only to first order: a limb turning within the
+//   step slides its contact along its surface and turns its normal (seed 1 at 0.12 s: two
+//   limbs 35 mm into each other, their rows saying they touched), and a box landing edge first
+//   meets the other box with a corner its two edge points do not hold (MuJoCo's humanoid100).
+// Taken at the end, the arm of ContactTest.TurningArmEndsOutOfThePostItWasStoppedBy, 49 mm
+// deep with its row from q-, ends 0.7 mm from the post after one redo. Shifting the rows' gaps
+// from q- by the difference instead needed a second redo (a secant) for the arm, and pushed
+// humanoid100's boxes apart at the wrong points (35 mm deep at a corner their two edge points
+// did not hold, still 36 mm after shifts of 35, 73 and 113 mm). A marked pair that ends
+// misjudged again, or held apart by more than the bound while its rows push, is taken again at
+// the new end where redos are left.
 AXION_HD bool world_find_missed_contacts(const BatchView& v, int world) {
   const WorldParams& p = v.world_params[world];
   const Real bound = p.missed_contact_depth;
-  const bool position_level = p.contact_formulation == static_cast<int32_t>(Formulation::kPosition);
   const Real h = v.world_step_length[world];
   const int slot0 = v.world_contact_offset[world];
   const int row0 = v.world_row_offset[world] + v.world_joint_row_count[world];
   bool found = false;
   for (int pair = v.world_pair_offset[world]; pair < v.world_pair_offset[world + 1]; ++pair) {
     const int sa = v.pair_shape_a[pair], sb = v.pair_shape_b[pair];
-    const bool shifted = v.pair_gap_shift[pair] != 0;
-    if (!shifted) {
+    const bool marked = v.pair_missed[pair] != 0;
+    if (!marked) {
       // A point farther apart than the margin at q- (every closer one was in the set) sinks
       // deeper than the bound only if the shapes moved by more than both together, and a
       // point of the set is misjudged by more than the bound only if they moved by more
@@ -250,52 +275,31 @@ AXION_HD bool world_find_missed_contacts(const BatchView& v, int world) {
     shape_world_pose(v, sa, v.body_q, &pos_a, &quat_a);
     shape_world_pose(v, sb, v.body_q, &pos_b, &quat_b);
     ContactPoint points[kMaxPairContacts];
-    // a shifted pair's gap counts however far apart it ended (a shift too deep stops it short)
+    // a marked pair's gap counts however far apart it ended (its rows may stop it short)
     int n = collide_shapes(shape_geom(v, sa), pos_a, quat_a, shape_geom(v, sb), pos_b, quat_b,
-                           shifted ? kUnboundedMargin : Real(0), points);
+                           marked ? kUnboundedMargin : Real(0), points);
     if (n == 0) continue;
     Real deepest = points[0].gap;
     for (int i = 1; i < n; ++i) deepest = points[i].gap < deepest ? points[i].gap : deepest;
     const bool deep = deepest < -bound;
-    if (deep && !v.pair_missed[pair]) {
-      v.pair_missed[pair] = 1;
-      found = true;
-    }
-    if (!position_level || !(deep || shifted)) continue;
-    // the pair's rows' own deepest end gap, c(q-) + h J u+ of its normal rows, and whether
-    // any of them pushes
+    if (!deep && !marked) continue;
+    // the pair's rows' own deepest end gap, c(q-) + h J u+ of its normal rows, and whether any
+    // of them pushes with its end gap closed
     Real rows_deepest = kUnboundedMargin;
     bool pushes = false;
     for (int i = 0; i < v.world_contact_count[world]; ++i) {
       const int k = slot0 + i;
       if (v.contact_shape_a[k] != sa || v.contact_shape_b[k] != sb) continue;
       const int row = row0 + 3 * i;
-      const Real end_gap =
-          v.contact_gap[k] + v.contact_gap_shift[k] + h * row_velocity(v, row, v.body_u);
+      const Real end_gap = contact_row_gap(v, k) + h * row_velocity(v, row, v.body_u);
       rows_deepest = end_gap < rows_deepest ? end_gap : rows_deepest;
-      // a row that pushes with its end gap closed
       pushes = pushes || (v.row_lambda[row] > 0 && end_gap < bound);
     }
-    if (!(rows_deepest < kUnboundedMargin)) continue;
     const Real error = deepest - rows_deepest;  // < 0: deeper than the rows say
-    const Real shift = v.pair_gap_shift[pair], last_error = v.pair_gap_error[pair];
-    // a pair whose shift did not help (its error marked kUnboundedMargin) stays as before it
-    if (!(last_error < kUnboundedMargin) || !(deep ? error < -bound : pushes && error > bound))
-      continue;
-    if (last_error * error > 0 && !(error * error < kGapShiftResponse * last_error * last_error)) {
-      v.pair_gap_shift[pair] = v.pair_gap_shift_last[pair];
-      v.pair_gap_error[pair] = kUnboundedMargin;
+    if (deep ? error < -bound : pushes && error > bound) {
+      v.pair_missed[pair] = 1;
       found = true;
-      continue;
     }
-    Real next = shift + error;
-    // the secant where the last two differences bracket the root
-    if (last_error * error < 0)
-      next = shift - error * (shift - v.pair_gap_shift_last[pair]) / (error - last_error);
-    v.pair_gap_shift_last[pair] = shift;
-    v.pair_gap_error[pair] = error;
-    v.pair_gap_shift[pair] = next < 0 ? next : Real(0);
-    found = true;
   }
   return found;
 }
@@ -389,12 +393,12 @@ AXION_HD void contact_levers(const BatchView& v, int k, Vec3* lever_a, Vec3* lev
 ///   J = [ n, r_a x n | -n, -(r_b x n) ]
 /// Position level (default): 0 <= lambda_n _|_ c(q+) >= 0, residual phi_FB(lambda_n, s c(q+)/h),
 ///   with the gap at the end of the step to first order in the motion of the contact frame,
-///   c(q+) = c(q-) + delta + h J u+, delta the pair's shift where a redo found c(q+) misjudged
-///   (contact_gap_shift, world_find_missed_contacts; 0 otherwise). The contact points and normal
-///   come from q- in any case; moving body-fixed points along with the bodies' rotation would
-///   add a spurious second-order gap (a rolling sphere would sink into the floor) and a
-///   destabilising geometric stiffness, while the linear form keeps the contact rows linear in
-///   u, so Newton converges in a few iterations.
+///   c(q+) = c(q-) + h J u+ (a pair a redo took at an attempt's end: c(q_end) + h J (u+ - u_end),
+///   world_find_missed_contacts). The contact points and normal stay fixed within the solve;
+///   moving body-fixed points along with the bodies' rotation would add a spurious second-order
+///   gap (a rolling sphere would sink into the floor) and a destabilising geometric stiffness,
+///   while the linear form keeps the contact rows linear in u, so Newton converges in a few
+///   iterations.
 /// Velocity level: 0 <= lambda_n _|_ v_n >= 0 with
 ///   v_n = J u+ + e J u- + Upsilon c(q-)/h   (restitution e, Baumgarte Upsilon),
 /// applied once the contact closes within the step; until then v_n = J u+ + c(q-)/h keeps the
@@ -409,7 +413,7 @@ AXION_HD void contact_normal_row(const BatchView& v, int row, const WorldParams&
   Real h = v.world_step_length[v.row_world[row]];
   Real c_velocity;
   if (p.contact_formulation == static_cast<int32_t>(Formulation::kVelocity)) {
-    Real gap = v.contact_gap[k];
+    Real gap = contact_row_gap(v, k);
     Real approach = v.contact_normal_velocity[k];  // < 0 when closing
     Real u_row = row_velocity(v, row, v.body_u);
     // Below this closing speed (m/s) restitution is ignored so resting contacts do not jitter.
@@ -423,7 +427,7 @@ AXION_HD void contact_normal_row(const BatchView& v, int row, const WorldParams&
       c_velocity = u_row + bounce + correction;
     }
   } else {
-    c_velocity = (v.contact_gap[k] + v.contact_gap_shift[k]) / h + row_velocity(v, row, v.body_u);
+    c_velocity = contact_row_gap(v, k) / h + row_velocity(v, row, v.body_u);
   }
   Real inv_mass = row_inv_effective_mass(v, v.row_body_a[row], load6(v.row_jac_a + 6 * row),
                                          v.row_body_b[row], load6(v.row_jac_b + 6 * row));

@@ -2,8 +2,9 @@
 //   collide; predict; evaluate residuals; Newton loop (assemble, precondition, Conjugate
 //   Residual, recover du, line search, update); recheck contacts at q+; write back. A failed
 //   solve goes again from the step's start as two steps of half the length
-//   (SolverOptions::step_halvings); one that ends deep in a contact its set missed goes again
-//   at the same length with that contact (SolverOptions::contact_redos).
+//   (SolverOptions::step_halvings); one that ends deeper in a contact than its rows held it goes
+//   again at the same length with that contact taken where it ended
+//   (SolverOptions::contact_redos).
 // Written once against an executor `Exec` that runs a per-element function over the elements
 // (bodies, rows, ...) of a world range: the CPU backend runs it serially on a chunk of worlds
 // per thread, the CUDA backend launches one kernel over the whole batch. Per-world passes that
@@ -173,21 +174,15 @@ AXION_HD void world_restore_start(const BatchView& v, int w) {
     v.body_u[i] = v.body_u_prev[i];
 }
 
-AXION_HD void pair_reset_gap_shift(const BatchView& v, int pair) {
-  v.pair_gap_shift[pair] = 0;
-  v.pair_gap_shift_last[pair] = 0;
-  v.pair_gap_error[pair] = 0;
-}
-
 // A failed attempt is undone: the state returns to q-, u- (the DOFs' coordinates and the last
 // step's contacts were not yet written), and what is left of the step is taken in twice as
 // many steps of half the length. Its solver figures stay counted.
 AXION_HD void world_halve_step(const BatchView& v, int w) {
   world_restore_start(v, w);
   world_scale_warm_start(v, w, Real(0.5));
-  // a gap's second-order error shrinks with the step's square: the shifts start again
+  // the pairs a redo took at its end were linearised over the longer step: they start again
   for (int pair = v.world_pair_offset[w]; pair < v.world_pair_offset[w + 1]; ++pair)
-    pair_reset_gap_shift(v, pair);
+    v.pair_missed[pair] = 0;
   v.world_flags[w] &= ~static_cast<uint32_t>(kWorldNotConverged);
   v.world_halvings[w] += 1;
   v.world_redos[w] = 0;
@@ -205,6 +200,10 @@ AXION_HD bool may_redo(const BatchView& v, int w) {
 // The attempt is undone for a missed contact (world_find_missed_contacts) and taken again at
 // the same length, warm-started by its joints' impulses; its solver figures stay counted.
 AXION_HD void world_redo_attempt(const BatchView& v, int w) {
+  for (int i = 7 * v.world_body_offset[w]; i < 7 * v.world_body_offset[w + 1]; ++i)
+    v.body_q_end[i] = v.body_q[i];
+  for (int i = 6 * v.world_body_offset[w]; i < 6 * v.world_body_offset[w + 1]; ++i)
+    v.body_u_end[i] = v.body_u[i];
   world_restore_start(v, w);
   v.world_flags[w] &= ~static_cast<uint32_t>(kWorldNotConverged);
   v.world_redos[w] += 1;
@@ -449,8 +448,9 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
         v.world_active[w] = kPhaseIdle;
       });
 
-  // recheck: the shapes collided at q+; a world deeper than missed_contact_depth in a pair its
-  // contact set missed goes again from the attempt's start with that pair's points in the set
+  // recheck: the shapes collided at q+; a world with a pair deeper than missed_contact_depth
+  // there than its rows held it goes again from the attempt's start, that pair's contacts taken
+  // where this attempt ended
   ex.shapes(
       wr, AXION_LAMBDA(int s) {
         if (may_redo(v, v.shape_world[s])) shape_update_end_aabb(v, s);
@@ -499,10 +499,8 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
         v.world_halvings[w] = 0;
         v.world_redos[w] = 0;
         v.world_contact_redos[w] = 0;
-        for (int pair = v.world_pair_offset[w]; pair < v.world_pair_offset[w + 1]; ++pair) {
+        for (int pair = v.world_pair_offset[w]; pair < v.world_pair_offset[w + 1]; ++pair)
           v.pair_missed[pair] = 0;
-          pair_reset_gap_shift(v, pair);
-        }
         v.world_step_length[w] = v.world_params[w].timestep;
         v.world_flags[w] = 0;
         v.world_newton_iterations[w] = 0;

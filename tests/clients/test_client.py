@@ -211,7 +211,7 @@ def test_contact_redos(client):
     deep = client.create_worlds(
         TWO_BALLS_MJCF, solver_options=dict(options, contact_redos=0)).world_ids
     model = client.get_model(redo[0])
-    assert model.options.contact_redos.value == 2
+    assert model.options.contact_redos.value == 1
     assert model.options.missed_contact_depth.value == pytest.approx(0.005)
     redos = np.zeros(2, dtype=np.int64)
     lowest = np.full(2, np.inf)

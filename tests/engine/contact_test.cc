@@ -477,8 +477,8 @@ TEST(ContactTest, ContactMissedWithinTheStepIsTakenAgain) {
 // The arm of scenes::ArmTurningIntoPost at 20 rad/s, one step: free, it would turn 1 rad and
 // pass through the post. The contact joins the set at the step's start 0.3 m apart, closing at
 // 12 m/s, and its row, linearised at q-, stops the arm's point at x = 0.6 after 0.3 m along y,
-// where the arm, turning, lies inside the post. A redo takes the difference into the pair's gap
-// (pair_gap_shift), and a second the secant of the two shifts.
+// where the arm, turning, lies inside the post. A redo takes the pair again where that attempt
+// ended, linearised about it.
 // Returns the arm's end gap to the post (m, < 0 inside) and the step's stats.
 std::pair<Real, WorldStats> TurnArmIntoPost(int contact_redos) {
   ModelDesc d = scenes::ArmTurningIntoPost(20);
@@ -496,21 +496,17 @@ std::pair<Real, WorldStats> TurnArmIntoPost(int contact_redos) {
 
 TEST(ContactTest, TurningArmEndsOutOfThePostItWasStoppedBy) {
   const auto [linear_gap, linear_stats] = TurnArmIntoPost(0);
-  const auto [once_gap, once_stats] = TurnArmIntoPost(1);
   const auto [redone_gap, redone_stats] = TurnArmIntoPost(2);
   std::printf(
-      "arm at 20 rad/s into a post, h = 0.05 s: end gap %.4f m with rows from q-, %.4f m "
-      "after one redo, %.4f m after %d\n",
-      linear_gap, once_gap, redone_gap, redone_stats.contact_redos);
+      "arm at 20 rad/s into a post, h = 0.05 s: end gap %.4f m with rows from q-, %.4f m after "
+      "%d redo(s)\n",
+      linear_gap, redone_gap, redone_stats.contact_redos);
   EXPECT_LT(linear_gap, -0.03);
   EXPECT_EQ(linear_stats.contact_count, 1);
   EXPECT_EQ(linear_stats.contact_redos, 0);
-  // shifted by the whole difference, the arm turns less and stops short of the post
-  EXPECT_GT(once_gap, 2e-3);
-  EXPECT_EQ(once_stats.contact_redos, 1);
-  // the secant lands on it
+  // the post stops the arm, to within the redo's bound (5 mm) either way
   EXPECT_NEAR(redone_gap, 0, 2e-3);
-  EXPECT_EQ(redone_stats.contact_redos, 2);
+  EXPECT_GE(redone_stats.contact_redos, 1);
   EXPECT_EQ(redone_stats.flags, 0u);
 }
 

@@ -268,18 +268,14 @@ struct SolverOptions {
   int halving_iterations = 20;   // Newton iterations before a step above halving_residual halves
   Real halving_residual = 1e-2;  // (m/s) a step ending above this residual has failed
   Real missed_contact_depth = 0.005;  // (m) after a solve the shapes are collided at q+: a pair
-                                      // deeper than this there sends the step back to its
-                                      // start, with every point of the pair in its set where
-                                      // the set missed some (a limb swung into another within
-                                      // the step, closing a gap the speculative test judged
-                                      // from the step's start), and with its gaps shifted by
-                                      // what its rows, linearised at q-, misjudged (a limb
-                                      // turning within the step). Inf: off
-  int contact_redos = 2;  // such returns per attempt, in [0, 4] (0: off). The second lets a
-                          // shifted pair's gap settle (the secant of two shifts): over 32 noisy
-                          // humanoid runs, one return left a contact 12 mm deep at 0.16 s
-  bool friction_newton = true;  // linearise friction along the slip with W's derivatives
-                                // (see kernels_contact.h); off: W frozen, as in the seeds
+                                      // deeper than this there than the step's rows held it
+                                      // (a limb swung into another, or turned against it,
+                                      // within the step; a box landing edge first) sends the
+                                      // step back to its start, with that pair's contacts
+                                      // taken where the attempt ended. Inf: off
+  int contact_redos = 1;              // such returns per attempt, in [0, 4] (0: off)
+  bool friction_newton = true;        // linearise friction along the slip with W's derivatives
+                                      // (see kernels_contact.h); off: W frozen, as in the seeds
   Preconditioner preconditioner = Preconditioner::kTree;  // of the Conjugate Residual solve
   int loop_rows = 16;   // tree preconditioner: the rows that close loops (contacts of a lying
                         // figure, a linkage's last joint) are eliminated exactly on top of the

@@ -136,6 +136,8 @@ struct BatchView {
   Real* body_u;                   // (body_count x 6) twist: COM velocity, angular velocity
   Real* body_q_prev;              // (body_count x 7) q- of the current step
   Real* body_u_prev;              // (body_count x 6) u- of the current step
+  Real* body_q_end;               // (body_count x 7) q+ of the attempt a contact redo undid
+  Real* body_u_end;               // (body_count x 6) u+ of that attempt
   Real* body_u_tilde;             // (body_count x 6) unconstrained velocity u~ (gravity, forces)
   Real* body_u_accepted;          // (body_count x 6) Newton iterate accepted by the line search
   Real* body_u_best;              // (body_count x 6) accepted iterate of lowest merit
@@ -284,12 +286,9 @@ struct BatchView {
   const int32_t* pair_shape_b;  // (pair_count) global shape
   const Real* pair_friction;    // (pair_count) an explicit pair's friction, or -1 (the shapes')
   int32_t* pair_missed;         // (pair_count) 1: a redo of this step found the pair deeper than
-                                // missed_contact_depth at q+; its points join the set unfiltered
-  Real* pair_gap_shift;         // (pair_count) m, <= 0: added to the pair's contact gaps, the
-                                // difference a redo found between the pair's depth at q+ and its
-                                // rows' end gaps (world_find_missed_contacts); 0 at a step's start
-  Real* pair_gap_shift_last;    // (pair_count) m: the shift before the last redo's, and
-  Real* pair_gap_error;         // (pair_count) m: the difference it left (0: none yet)
+                                // missed_contact_depth at q+ than its rows said (or missed by
+                                // them); its contacts are taken at that attempt's end
+                                // (body_q_end), linearised about it
 
   // ---- contacts (contact slots = world_contact_offset[world_count]) --------------------------
   int32_t* contact_body_a;        // (contact slots) global body or -1
@@ -301,8 +300,9 @@ struct BatchView {
   Real* contact_normal;           // (contact slots x 3) world, from b towards a
   Real* contact_tangent;          // (contact slots x 6) two world tangents
   Real* contact_gap;              // (contact slots) signed distance at q- (m)
-  Real* contact_gap_shift;        // (contact slots) its pair's pair_gap_shift (m), which the
-                                  // normal row adds to contact_gap
+  Real* contact_gap_shift;        // (contact slots) what the normal row adds to contact_gap (m):
+                                  // 0, or for a contact a redo took at an attempt's end, its gap
+                                  // there less h J u+ there, less contact_gap
   Real* contact_friction;         // (contact slots) combined mu
   Real* contact_restitution;      // (contact slots) combined e
   Real* contact_normal_velocity;  // (contact slots) J_n u- (m/s), restitution reference
