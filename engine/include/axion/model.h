@@ -271,8 +271,8 @@ struct SolverOptions {
                                       // deeper than this there than the step's rows held it
                                       // (a limb swung into another, or turned against it,
                                       // within the step; a box landing edge first) sends the
-                                      // step back to its start, with that pair's contacts
-                                      // taken where the attempt ended. Inf: off
+                                      // step back to its start, with that pair's points where
+                                      // the attempt ended added to its set. Inf: off
   int contact_redos = 1;              // such returns per attempt, in [0, 4] (0: off)
   bool friction_newton = true;        // linearise friction along the slip with W's derivatives
                                       // (see kernels_contact.h); off: W frozen, as in the seeds

@@ -287,8 +287,8 @@ struct BatchView {
   const Real* pair_friction;    // (pair_count) an explicit pair's friction, or -1 (the shapes')
   int32_t* pair_missed;         // (pair_count) 1: a redo of this step found the pair deeper than
                                 // missed_contact_depth at q+ than its rows said (or missed by
-                                // them); its contacts are taken at that attempt's end
-                                // (body_q_end), linearised about it
+                                // them); its points at that attempt's end (body_q_end),
+                                // linearised about it, join its points at q-
 
   // ---- contacts (contact slots = world_contact_offset[world_count]) --------------------------
   int32_t* contact_body_a;        // (contact slots) global body or -1
