@@ -94,8 +94,9 @@ AXION_HD void shape_update_aabb(const BatchView& v, int shape, const WorldParams
 // material point as one from q- (the warm starts' kMatchDistance).
 inline constexpr Real kEndPointMatch = Real(0.01);
 
-// Narrow-phase margin of a pair a redo marked (pair_missed): all its points at the undone
-// attempt's end join, however far apart, since they are where the step's motion took them.
+// Narrow-phase margin of a pair a redo marked (pair_missed): all its points, at q- and at the
+// undone attempt's end, join however far apart, since the step's own motion brings them
+// together.
 inline constexpr Real kUnboundedMargin = Real(1e30);
 
 AXION_HD bool aabb_overlap(const Real* a, const Real* b) {
@@ -271,11 +272,11 @@ AXION_HD Real contact_row_gap(const BatchView& v, int k) {
 //   meets the other box with a corner its two edge points do not hold (MuJoCo's humanoid100).
 // Taken at the end, the arm of ContactTest.TurningArmEndsOutOfThePostItWasStoppedBy, 49 mm
 // deep with its row from q-, ends within a millimetre of the post after one redo, and the boxes
-// of humanoid100 (6 seeds x 2 s at 0.005-0.05 s) end at most 5-27 mm deep against 17-181 mm
-// with their points from q- alone. Shifting the rows' gaps
-// from q- by the difference instead needed a second redo (a secant) for the arm, and pushed
-// humanoid100's boxes apart at the wrong points (35 mm deep at a corner their two edge points
-// did not hold, still 36 mm after shifts of 35, 73 and 113 mm). A marked pair that ends
+// of humanoid100 (6 seeds x 2 s at 0.005-0.05 s) end at most 4-24 mm deep against 17-156 mm
+// with their points from q- alone. Shifting the rows' gaps from q- by the difference instead
+// needed a second redo (a secant) for the arm, and pushed humanoid100's boxes apart at the
+// wrong points (35 mm deep at a corner their two edge points did not hold, still 36 mm after
+// shifts of 35, 73 and 113 mm). A marked pair that ends
 // misjudged again, or held apart by more than the bound while its rows push, is taken again at
 // the new end where redos are left.
 AXION_HD bool world_find_missed_contacts(const BatchView& v, int world) {

@@ -3,7 +3,7 @@
 //   Residual, recover du, line search, update); recheck contacts at q+; write back. A failed
 //   solve goes again from the step's start as two steps of half the length
 //   (SolverOptions::step_halvings); one that ends deeper in a contact than its rows held it goes
-//   again at the same length with that contact taken where it ended
+//   again at the same length, with that contact's points where it ended added to the set
 //   (SolverOptions::contact_redos).
 // Written once against an executor `Exec` that runs a per-element function over the elements
 // (bodies, rows, ...) of a world range: the CPU backend runs it serially on a chunk of worlds
@@ -449,8 +449,8 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
       });
 
   // recheck: the shapes collided at q+; a world with a pair deeper than missed_contact_depth
-  // there than its rows held it goes again from the attempt's start, that pair's contacts taken
-  // where this attempt ended
+  // there than its rows held it goes again from the attempt's start, that pair's points where
+  // this attempt ended added to its set
   ex.shapes(
       wr, AXION_LAMBDA(int s) {
         if (may_redo(v, v.shape_world[s])) shape_update_end_aabb(v, s);

@@ -52,7 +52,7 @@ ABSL_FLAG(std::string, preconditioner, "",
           "preconditioner of the linear solve: tree or jacobi (empty: the model's)");
 ABSL_FLAG(std::string, line_search, "",
           "true or false: backtrack along each Newton step until the merit decreases (empty: the "
-          "-1: the model's)");
+          "model's)");
 ABSL_FLAG(std::string, friction_newton, "",
           "true or false: linearise friction along the slip (empty: the model's)");
 ABSL_FLAG(std::string, islands, "",
@@ -75,7 +75,7 @@ ABSL_FLAG(int, loop_rows, -1,
           "(0: none; -1: the model's, 16)");
 ABSL_FLAG(int, step_halvings, -1,
           "halve a step whose Newton solve fails, down to dt / 2^this (0: never; -1: the "
-          "-1: the model's)");
+          "model's)");
 ABSL_FLAG(int, halving_iterations, 0,
           "Newton iterations before a step still above halving_residual halves (0: the model's)");
 ABSL_FLAG(double, halving_residual, 0.0,
