@@ -104,6 +104,15 @@ AXION_HD bool aabb_overlap(const Real* a, const Real* b) {
          b[2] <= a[5];
 }
 
+// World-frame lever arms of contact k at q-, from each body's COM to its contact point.
+AXION_HD void contact_levers(const BatchView& v, int k, Vec3* lever_a, Vec3* lever_b) {
+  int a = v.contact_body_a[k], b = v.contact_body_b[k];
+  *lever_a =
+      a < 0 ? Vec3{} : rotate(body_rotation(v.body_q_prev, a), load3(v.contact_local_a + 3 * k));
+  *lever_b =
+      b < 0 ? Vec3{} : rotate(body_rotation(v.body_q_prev, b), load3(v.contact_local_b + 3 * k));
+}
+
 // Per world: broad phase over the world's candidate pairs (filtered at model compile time),
 // narrow phase on overlapping boxes, contacts written in pair order (deterministic) up to the
 // world's capacity; overflow is flagged, never written past the slots.
@@ -192,8 +201,8 @@ AXION_HD void world_collide(const BatchView& v, int world) {
         store3(v.contact_tangent + 6 * k, t1);
         store3(v.contact_tangent + 6 * k + 3, t2);
         // The body-fixed points' lever arms at q-, which the rows move them by.
-        const Vec3 ra = body_a < 0 ? Vec3{} : rotate(body_rotation(v.body_q_prev, body_a), local_a);
-        const Vec3 rb = body_b < 0 ? Vec3{} : rotate(body_rotation(v.body_q_prev, body_b), local_b);
+        Vec3 ra, rb;
+        contact_levers(v, k, &ra, &rb);
         v.contact_gap[k] = points[i].gap;
         v.contact_gap_shift[k] = 0;
         if (at_end) {
@@ -404,15 +413,6 @@ AXION_HD void world_store_contacts(const BatchView& v, int world) {
     v.contact_prev_lambda[3 * k + 2] = dot(f, t2);
   }
   v.world_prev_contact_count[world] = count;
-}
-
-// World-frame lever arms of contact k at q-, from each body's COM to its contact point.
-AXION_HD void contact_levers(const BatchView& v, int k, Vec3* lever_a, Vec3* lever_b) {
-  int a = v.contact_body_a[k], b = v.contact_body_b[k];
-  *lever_a =
-      a < 0 ? Vec3{} : rotate(body_rotation(v.body_q_prev, a), load3(v.contact_local_a + 3 * k));
-  *lever_b =
-      b < 0 ? Vec3{} : rotate(body_rotation(v.body_q_prev, b), load3(v.contact_local_b + 3 * k));
 }
 
 /// Contact normal row (seed 000), n from b to a, lever arms r_a, r_b at q-:
