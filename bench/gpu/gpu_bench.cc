@@ -8,7 +8,7 @@
 //             [--min_time=SECONDS]
 //             [--max_steps=N] [--threads=N] [--preconditioner=model|tree|jacobi] [--rl_loop]
 //             [--contact_capacity=N] [--newton_iterations=N] [--newton_stall_iterations=N]
-//             [--loop_rows=N] [--step_halvings=N]
+//             [--loop_rows=N] [--step_halvings=N] [--halving_carryover=true|false]
 //
 // The first steps of each size (outside the timed loop) include the one-off costs: device
 // allocation and upload, and on CUDA the capture of the step into a graph; they are reported
@@ -56,8 +56,9 @@ struct Flags {
   // Newton limits of every scene; 0 (iterations) or -1 (stall): each model's own
   int newton_iterations = 0;
   int newton_stall_iterations = -1;
-  int loop_rows = -1;      // SolverOptions::loop_rows of every scene; -1: each model's own
-  int step_halvings = -1;  // SolverOptions::step_halvings of every scene; -1: each model's own
+  int loop_rows = -1;          // SolverOptions::loop_rows of every scene; -1: each model's own
+  int step_halvings = -1;      // SolverOptions::step_halvings of every scene; -1: each model's own
+  int halving_carryover = -1;  // SolverOptions::halving_carryover (0 / 1); -1: the model's own
 };
 
 [[noreturn]] void Usage(const char* message) {
@@ -67,7 +68,7 @@ struct Flags {
       "[--scene=all|humanoid|humanoids22|ragdoll|stack] [--settle_steps=N] [--min_time=SECONDS] "
       "[--max_steps=N] [--threads=N] [--preconditioner=model|tree|jacobi] [--rl_loop] "
       "[--contact_capacity=N] [--newton_iterations=N] [--newton_stall_iterations=N] "
-      "[--loop_rows=N] [--step_halvings=N]\n",
+      "[--loop_rows=N] [--step_halvings=N] [--halving_carryover=true|false]\n",
       message);
   std::exit(2);
 }
@@ -142,6 +143,9 @@ Flags ParseFlags(int argc, char** argv) {
     } else if (std::string_view v = value("step_halvings"); !v.empty()) {
       if (!ParseInt(v, &f.step_halvings) || f.step_halvings > 10)
         Usage("--step_halvings must be an integer in [0, 10]");
+    } else if (std::string_view v = value("halving_carryover"); !v.empty()) {
+      if (v != "true" && v != "false") Usage("--halving_carryover must be true or false");
+      f.halving_carryover = v == "true" ? 1 : 0;
     } else if (arg == "--rl_loop") {
       f.rl_loop = true;
     } else if (std::string_view v = value("preconditioner"); !v.empty()) {
@@ -241,6 +245,7 @@ struct Scene {
 // --preconditioner and the Newton limits, applied to every scene as it is compiled.
 std::string g_preconditioner = "model";
 int g_newton_iterations = 0, g_newton_stall_iterations = -1, g_loop_rows = -1, g_step_halvings = -1;
+int g_halving_carryover = -1;
 
 std::shared_ptr<const Model> Compile(ModelDesc d, const std::string& name) {
   if (g_preconditioner == "tree") d.options.preconditioner = Preconditioner::kTree;
@@ -249,6 +254,7 @@ std::shared_ptr<const Model> Compile(ModelDesc d, const std::string& name) {
   if (g_newton_stall_iterations >= 0) d.options.newton_stall_iterations = g_newton_stall_iterations;
   if (g_loop_rows >= 0) d.options.loop_rows = g_loop_rows;
   if (g_step_halvings >= 0) d.options.step_halvings = g_step_halvings;
+  if (g_halving_carryover >= 0) d.options.halving_carryover = g_halving_carryover == 1;
   absl::StatusOr<std::shared_ptr<const Model>> m = Model::Compile(std::move(d));
   if (!m.ok()) {
     std::fprintf(stderr, "scene %s does not compile: %s\n", name.c_str(),
@@ -380,6 +386,7 @@ int main(int argc, char** argv) {
   g_newton_stall_iterations = flags.newton_stall_iterations;
   g_loop_rows = flags.loop_rows;
   g_step_halvings = flags.step_halvings;
+  g_halving_carryover = flags.halving_carryover;
 
   std::vector<Scene> scenes;
   if (flags.scene == "all" || flags.scene == "humanoid") scenes.push_back(Humanoid());

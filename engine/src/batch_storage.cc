@@ -48,6 +48,7 @@ WorldParams MakeWorldParams(const SolverOptions& o) {
   p.preconditioner = static_cast<int32_t>(o.preconditioner);
   p.newton_stall_iterations = o.newton_stall_iterations;
   p.step_halvings = o.step_halvings;
+  p.halving_carryover = o.halving_carryover ? 1 : 0;
   p.halving_iterations = o.halving_iterations;
   p.halving_residual = o.halving_residual;
   p.missed_contact_depth = o.missed_contact_depth;
@@ -353,6 +354,7 @@ void ResetWorldState(const WorldLayout& layout, int w, BatchStorage& s) {
   s.world_time[w] = 0;
   s.world_substeps[w] = 0;
   s.world_contact_redos[w] = 0;
+  s.world_step_level[w] = 0;
   s.world_step_length[w] = s.world_params[w].timestep;
 }
 

@@ -33,6 +33,7 @@ namespace axion {
   X(Real, world_time, 1)                  \
   X(int32_t, world_substeps, 1)           \
   X(int32_t, world_contact_redos, 1)      \
+  X(int32_t, world_step_level, 1)         \
   X(Real, world_step_length, 1) X(int32_t, world_island_count, 1)
 #define AXION_WORLD_SCRATCH(X)                                                                   \
   X(int32_t, world_active, 1)                                                                    \

@@ -211,10 +211,32 @@ AXION_HD void world_redo_attempt(const BatchView& v, int w) {
 }
 
 // The step is covered: its pending count falls, and warm starts return to the full length.
+// With halving_carryover the next step starts at the finest level this one reached, or one
+// level coarser than this one started at where it did not have to halve.
 AXION_HD void world_end_step(const BatchView& v, int w) {
   if (v.world_halvings[w] > 0)
     world_scale_warm_start(v, w, static_cast<Real>(1 << v.world_halvings[w]));
   v.world_step_pending[w] -= 1;
+  const int start = v.world_step_level[w];
+  if (!v.world_params[w].halving_carryover)
+    v.world_step_level[w] = 0;
+  else if (v.world_halvings[w] > start)
+    v.world_step_level[w] = v.world_halvings[w];
+  else if (start > 0)
+    v.world_step_level[w] = start - 1;
+}
+
+// The step begins whole, or (halving_carryover) at the level the last one left: 2^level steps
+// of h / 2^level, warm starts scaled to that length.
+AXION_HD void world_begin_step(const BatchView& v, int w) {
+  const WorldParams& p = v.world_params[w];
+  int level = p.halving_carryover ? v.world_step_level[w] : 0;
+  level = level < p.step_halvings ? level : p.step_halvings;
+  v.world_step_level[w] = level;
+  v.world_halvings[w] = level;
+  v.world_halves_left[w] = 1 << level;
+  v.world_step_length[w] = p.timestep / static_cast<Real>(1 << level);
+  if (level > 0) world_scale_warm_start(v, w, Real(1) / static_cast<Real>(1 << level));
 }
 
 // One attempt of every world in `wr` with part of its step left: a step of
@@ -494,14 +516,13 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
       wr, AXION_LAMBDA(int w) {
         bool frozen = (v.world_flags[w] & kWorldNonFinite) != 0;
         bool take = v.world_step_pending[w] > 0 && !frozen;
-        v.world_halves_left[w] = take ? 1 : 0;
+        v.world_halves_left[w] = 0;
         if (!take) return;
-        v.world_halvings[w] = 0;
+        world_begin_step(v, w);
         v.world_redos[w] = 0;
         v.world_contact_redos[w] = 0;
         for (int pair = v.world_pair_offset[w]; pair < v.world_pair_offset[w + 1]; ++pair)
           v.pair_missed[pair] = 0;
-        v.world_step_length[w] = v.world_params[w].timestep;
         v.world_flags[w] = 0;
         v.world_newton_iterations[w] = 0;
         v.world_cr_iterations[w] = 0;

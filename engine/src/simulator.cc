@@ -243,6 +243,7 @@ absl::StatusOr<SolverOptions> Simulator::GetOptions(WorldId world) const {
   o.preconditioner = static_cast<Preconditioner>(p.preconditioner);
   o.newton_stall_iterations = p.newton_stall_iterations;
   o.step_halvings = p.step_halvings;
+  o.halving_carryover = p.halving_carryover != 0;
   o.halving_iterations = p.halving_iterations;
   o.halving_residual = p.halving_residual;
   o.missed_contact_depth = p.missed_contact_depth;

@@ -1,13 +1,14 @@
 // Layout (native byte order, which every supported platform shares: little-endian):
-//   "AXSNAP02" | u32 sizeof(Real) | i32 bodies, joints, dofs, qpos, actuators, joint rows |
+//   "AXSNAP03" | u32 sizeof(Real) | i32 bodies, joints, dofs, qpos, actuators, joint rows |
 //   u64 model fingerprint |
-//   u64 step_count | Real time | u32 flags |
+//   u64 step_count | Real time | u32 flags | i32 step level (halvings the next step starts at) |
 //   body_q (bodies x 7) | body_u (bodies x 6) | body_wrench (bodies x 6) |
 //   dof_velocity (dofs) | qpos (qpos) | actuator_ctrl (actuators) | joint-row lambda (rows) |
 //   i32 previous contact count n | n x (i32 shape a, i32 shape b (world-local), Real point on a[3],
-//   Real point on b[3], Real lambda[3])   (AXSNAP01 had the point on a only)
+//   Real point on b[3], Real lambda[3])   (AXSNAP01 had the point on a only; AXSNAP02 no step
+//   level)
 // The joint-row impulses and the last step's contacts are part of the state because they
-// warm-start the next Newton solve.
+// warm-start the next Newton solve, and the step level because it sets the next step's length.
 #include "snapshot.h"
 
 #include <algorithm>
@@ -18,7 +19,7 @@
 namespace axion {
 namespace {
 
-constexpr char kMagic[8] = {'A', 'X', 'S', 'N', 'A', 'P', '0', '2'};
+constexpr char kMagic[8] = {'A', 'X', 'S', 'N', 'A', 'P', '0', '3'};
 
 template <class T>
 void Put(std::string& out, const T* data, size_t count) {
@@ -62,6 +63,7 @@ std::string EncodeSnapshot(const BatchStorage& h, int w, const Model& model, uin
   Put(out, &step_count, 1);
   Put(out, &h.world_time[w], 1);
   Put(out, &h.world_flags[w], 1);
+  Put(out, &h.world_step_level[w], 1);
   const int b0 = h.world_body_offset[w];
   Put(out, &h.body_q[7 * b0], 7 * c.bodies);
   Put(out, &h.body_u[6 * b0], 6 * c.bodies);
@@ -112,11 +114,12 @@ absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& mod
   uint64_t step_count = 0;
   Real time = 0;
   uint32_t flags = 0;
+  int32_t step_level = 0;
   std::vector<Real> q(7 * c.bodies), u(6 * c.bodies), wrench(6 * c.bodies), dof_velocity(c.dofs),
       qpos(c.qpos), ctrl(c.actuators), lambda(c.rows);
-  bool ok = r.Get(&step_count, 1) && r.Get(&time, 1) && r.Get(&flags, 1) &&
-            r.Get(q.data(), q.size()) && r.Get(u.data(), u.size()) &&
-            r.Get(wrench.data(), wrench.size()) &&
+  bool ok = r.Get(&step_count, 1) && r.Get(&time, 1) && r.Get(&flags, 1) && r.Get(&step_level, 1) &&
+            step_level >= 0 && step_level <= 10 && r.Get(q.data(), q.size()) &&
+            r.Get(u.data(), u.size()) && r.Get(wrench.data(), wrench.size()) &&
             r.Get(dof_velocity.data(), dof_velocity.size()) && r.Get(qpos.data(), qpos.size()) &&
             r.Get(ctrl.data(), ctrl.size()) && r.Get(lambda.data(), lambda.size());
   int32_t contacts = 0;
@@ -151,6 +154,7 @@ absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& mod
   std::copy(lambda.begin(), lambda.end(), h.row_lambda.begin() + h.world_row_offset[w]);
   h.world_time[w] = time;
   h.world_flags[w] = flags;
+  h.world_step_level[w] = step_level;
   h.world_step_length[w] = h.world_params[w].timestep;
   h.world_contact_count[w] = 0;
   const int32_t slot0 = h.world_contact_offset[w], shape0 = h.world_shape_offset[w];

@@ -167,6 +167,27 @@ def test_step_halvings(client):
             client.create_worlds(PENDULUM_MJCF, solver_options=bad)
 
 
+def test_halving_carryover(client):
+    # The same pendulum: with the level carried over (the default) a step after a halved one
+    # starts halved, so the 10 steps take fewer Newton iterations than restarting whole each
+    # step; both stay solved and advance the same time.
+    horizontal = PENDULUM_MJCF.replace('pos="0 0 -1"', 'pos="1 0 0"')
+    options = {"timestep": 0.2, "newton_iterations": 3, "halving_iterations": 3,
+               "halving_residual": 1e-6}
+    carried = client.create_worlds(horizontal, solver_options=options).world_ids
+    restarted = client.create_worlds(
+        horizontal, solver_options=dict(options, halving_carryover=False)).world_ids
+    assert client.get_model(carried[0]).options.halving_carryover.value is True
+    assert client.get_model(restarted[0]).options.halving_carryover.value is False
+    newton = np.zeros(2)
+    for _ in range(10):
+        obs = client.step(carried + restarted, observe=["stats"])
+        newton += obs.stats.newton_iterations
+        assert (obs.stats.flags & axion.WorldStats.FLAG_NOT_CONVERGED == 0).all()
+    np.testing.assert_allclose(obs.stats.time, [2.0, 2.0])
+    assert newton[0] < newton[1]
+
+
 def test_loop_rows(client):
     # The rows closing loops are eliminated on top of the tree solve, 16 at most by default; 0
     # turns that off; a value out of [0, 16] is refused, naming the field.

@@ -301,6 +301,60 @@ TEST(SimulatorTest, FailedStepIsTakenAgainInHalves) {
   }
 }
 
+// halving_carryover: a step starts at the level its predecessor ended at (one coarser where that
+// one did not halve), so a run of steps that fail whole no longer fails the full length first
+// every step. The pendulum of FailedStepIsTakenAgainInHalves takes fewer Newton iterations over
+// its 10 steps with it, every step still solved and h long; the level is state: a snapshot
+// taken after a halved step continues bit-identically in another world, and Reset clears it.
+TEST(SimulatorTest, HalvingCarriesOverToTheNextStep) {
+  ModelDesc d = Pendulum(1);
+  d.options.timestep = 0.2;
+  d.options.newton_iterations = 3;
+  d.options.halving_iterations = 3;
+  d.options.halving_residual = 1e-6;
+  ModelDesc whole_start = d;
+  whole_start.options.halving_carryover = false;
+  auto sim = MustCreateSimulator();
+  const WorldId carried = MustCreateWorld(*sim, MustCompile(d));
+  const WorldId restarted = MustCreateWorld(*sim, MustCompile(whole_start));
+  int newton_carried = 0, newton_restarted = 0, halved = 0;
+  std::string snapshot, after_snapshot;
+  for (int step = 0; step < 10; ++step) {
+    ASSERT_TRUE(sim->StepAll(1).ok());
+    WorldStats a = *sim->GetStats(carried), b = *sim->GetStats(restarted);
+    std::printf("step %d: carried %d substeps, %d Newton; restarted %d substeps, %d Newton\n", step,
+                a.substeps, a.newton_iterations, b.substeps, b.newton_iterations);
+    newton_carried += a.newton_iterations;
+    newton_restarted += b.newton_iterations;
+    EXPECT_EQ(a.flags & kWorldNotConverged, 0u) << "step " << step;
+    EXPECT_EQ(b.flags & kWorldNotConverged, 0u) << "step " << step;
+    EXPECT_NEAR(a.time, (step + 1) * d.options.timestep, 1e-12);
+    if (!snapshot.empty() && after_snapshot.empty()) after_snapshot = Bytes(*sim, carried);
+    if (a.substeps > 1 && snapshot.empty()) snapshot = *sim->Snapshot(carried);
+    halved += a.substeps > 1;
+  }
+  EXPECT_GT(halved, 1);
+  EXPECT_LT(newton_carried, newton_restarted);
+  EXPECT_TRUE(sim->GetOptions(carried)->halving_carryover);
+  EXPECT_FALSE(sim->GetOptions(restarted)->halving_carryover);
+
+  // the snapshot's step level travels with it: restored here and in a new world, the step
+  // after it repeats exactly
+  ASSERT_FALSE(after_snapshot.empty());
+  const WorldId copy = MustCreateWorld(*sim, MustCompile(d));
+  ASSERT_TRUE(sim->Restore(carried, snapshot).ok());
+  ASSERT_TRUE(sim->Restore(copy, snapshot).ok());
+  ASSERT_TRUE(sim->Step({carried, copy}).ok());
+  EXPECT_EQ(Bytes(*sim, carried), after_snapshot);
+  EXPECT_EQ(Bytes(*sim, copy), after_snapshot);
+  // Reset: the first step starts whole again, as a new world's does
+  const WorldId reference = MustCreateWorld(*sim, MustCompile(d));
+  ASSERT_TRUE(sim->Reset(carried).ok());
+  ASSERT_TRUE(sim->Step({carried, reference}).ok());
+  EXPECT_EQ(Bytes(*sim, carried), Bytes(*sim, reference));
+  EXPECT_EQ(sim->GetStats(carried)->newton_iterations, sim->GetStats(reference)->newton_iterations);
+}
+
 // Systems that no joint or contact connects are islands of their world (kernels_solver.h,
 // world_build_islands), each with its own line search, best iterate and convergence test, while
 // the linear solve runs over the whole world. In scenes::Islands a swinging 5-link chain shares

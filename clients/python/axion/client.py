@@ -70,6 +70,7 @@ _WRAPPED_OPTIONS = (
     "islands",
     "missed_contact_depth",
     "contact_redos",
+    "halving_carryover",
 )
 
 

@@ -256,17 +256,22 @@ struct SolverOptions {
                                      // of contact rows, at most (1e-2 m/s times the row's
                                      // effective mass)^2 so that very light bodies stay put
   FrictionCombine friction_combine = FrictionCombine::kGeometricMean;  // see Material
-  int step_halvings = 4;         // a step whose Newton solve fails is taken again from its
-                                 // start as two steps of half its length, down to h / 2^this
-                                 // (0: never). Fails: the residual is still above
-                                 // halving_residual after halving_iterations iterations (or at
-                                 // the limit, where no further halving is left). Large steps
-                                 // then stay solved where a landing or a deep contact leaves
-                                 // Newton without a basin (README, "Solver choices"); 4 rather
-                                 // than 3 left 9 steps unsolved instead of 75 over 32 noisy
-                                 // humanoid runs at 0.12-0.64 s, in the same time (RESULTS.md)
-  int halving_iterations = 20;   // Newton iterations before a step above halving_residual halves
-  Real halving_residual = 1e-2;  // (m/s) a step ending above this residual has failed
+  int step_halvings = 4;          // a step whose Newton solve fails is taken again from its
+                                  // start as two steps of half its length, down to h / 2^this
+                                  // (0: never). Fails: the residual is still above
+                                  // halving_residual after halving_iterations iterations (or at
+                                  // the limit, where no further halving is left). Large steps
+                                  // then stay solved where a landing or a deep contact leaves
+                                  // Newton without a basin (README, "Solver choices"); 4 rather
+                                  // than 3 left 9 steps unsolved instead of 75 over 32 noisy
+                                  // humanoid runs at 0.12-0.64 s, in the same time (RESULTS.md)
+  bool halving_carryover = true;  // a step starts at the level of halving its predecessor ended
+                                  // at, and each step that did not have to halve lets the next
+                                  // start one level coarser: a run of hard steps (a figure lying
+                                  // on its floor at large h) no longer fails the full length
+                                  // first every step. Off: every step starts whole
+  int halving_iterations = 20;    // Newton iterations before a step above halving_residual halves
+  Real halving_residual = 1e-2;   // (m/s) a step ending above this residual has failed
   Real missed_contact_depth = 0.005;  // (m) after a solve the shapes are collided at q+: a pair
                                       // deeper than this there than the step's rows held it
                                       // (a limb swung into another, or turned against it,

@@ -51,6 +51,7 @@ struct WorldParams {
   int32_t preconditioner;           // Preconditioner
   int32_t newton_stall_iterations;  // 0: off (SolverOptions)
   int32_t step_halvings;            // SolverOptions: a failed step is redone as two halves
+  int32_t halving_carryover;        // SolverOptions: the next step starts at the last level
   int32_t halving_iterations;
   Real halving_residual;
   Real missed_contact_depth;  // SolverOptions: a step that misses a contact deeper than this
@@ -109,6 +110,8 @@ struct BatchView {
                                          // start for a missed or misjudged contact
                                          // (contact_redos)
   int32_t* world_contact_redos;          // (world_count) such returns in the last step
+  int32_t* world_step_level;             // (world_count) halvings the next step starts at
+                                         // (halving_carryover), in [0, step_halvings]
   int32_t* world_cr_iterations;          // (world_count) of the last step, summed over Newton
   Real* world_residual;        // (world_count) residual max-norm after the last evaluation
   Real* world_merit;           // (world_count) 0.5 |residual|^2 after the last evaluation

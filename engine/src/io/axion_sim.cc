@@ -5,6 +5,7 @@
 //             [--timestep=0.005] [--preconditioner=tree|jacobi] [--threads=2]
 //             [--friction_newton=true|false] [--speculative_contacts=true|false]
 //             [--line_search=true|false] [--islands=true|false]
+//             [--halving_carryover=true|false]
 //             [--newton_iterations=50] [--newton_tolerance=1e-6]
 //             [--fb_epsilon=1e-10] [--newton_stall_iterations=0] [--step_halvings=3]
 //             [--loop_rows=16]
@@ -58,6 +59,9 @@ ABSL_FLAG(std::string, friction_newton, "",
 ABSL_FLAG(std::string, islands, "",
           "true or false: solve each set of bodies that joints and contacts connect with its own "
           "line search and convergence test (empty: the model's)");
+ABSL_FLAG(std::string, halving_carryover, "",
+          "true or false: a step starts at the halving level the last one ended at (empty: the "
+          "model's)");
 ABSL_FLAG(std::string, speculative_contacts, "",
           "true or false: contacts that close within the step join early (empty: the model's)");
 ABSL_FLAG(int, newton_iterations, 0, "maximum Newton iterations per step (0: the model's)");
@@ -281,7 +285,9 @@ absl::Status Run() {
         std::tuple{&FLAGS_speculative_contacts, "speculative_contacts",
                    &desc.options.speculative_contacts},
         std::tuple{&FLAGS_line_search, "line_search", &desc.options.line_search},
-        std::tuple{&FLAGS_islands, "islands", &desc.options.islands}}) {
+        std::tuple{&FLAGS_islands, "islands", &desc.options.islands},
+        std::tuple{&FLAGS_halving_carryover, "halving_carryover",
+                   &desc.options.halving_carryover}}) {
     std::string value = absl::GetFlag(*flag);
     if (value == "true") {
       *option = true;
