@@ -139,12 +139,16 @@ def test_newton_stall_iterations(client):
         client.create_worlds(PENDULUM_MJCF, solver_options={"newton_stall_iterations": -2})
 
 
+# The pendulum released horizontally at 0.2 s, 3 Newton iterations per attempt: whole steps
+# fail, halves and quarters solve.
+HORIZONTAL_PENDULUM_MJCF = PENDULUM_MJCF.replace('pos="0 0 -1"', 'pos="1 0 0"')
+HALVING_OPTIONS = {"timestep": 0.2, "newton_iterations": 3, "halving_iterations": 3,
+                   "halving_residual": 1e-6}
+
+
 def test_step_halvings(client):
-    # The pendulum released horizontally at 0.2 s, 3 Newton iterations per attempt: whole steps
-    # fail, halves and quarters solve; the stats say how many steps each call's step took.
-    horizontal = PENDULUM_MJCF.replace('pos="0 0 -1"', 'pos="1 0 0"')
-    options = {"timestep": 0.2, "newton_iterations": 3, "halving_iterations": 3,
-               "halving_residual": 1e-6}
+    # The stats say how many steps each call's step took.
+    horizontal, options = HORIZONTAL_PENDULUM_MJCF, HALVING_OPTIONS
     halving = client.create_worlds(horizontal, solver_options=options).world_ids
     whole = client.create_worlds(
         horizontal, solver_options=dict(options, step_halvings=0)).world_ids
@@ -171,9 +175,7 @@ def test_halving_carryover(client):
     # The same pendulum: with the level carried over (the default) a step after a halved one
     # starts halved, so the 10 steps take fewer Newton iterations than restarting whole each
     # step; both stay solved and advance the same time.
-    horizontal = PENDULUM_MJCF.replace('pos="0 0 -1"', 'pos="1 0 0"')
-    options = {"timestep": 0.2, "newton_iterations": 3, "halving_iterations": 3,
-               "halving_residual": 1e-6}
+    horizontal, options = HORIZONTAL_PENDULUM_MJCF, HALVING_OPTIONS
     carried = client.create_worlds(horizontal, solver_options=options).world_ids
     restarted = client.create_worlds(
         horizontal, solver_options=dict(options, halving_carryover=False)).world_ids

@@ -237,18 +237,24 @@ TEST(SimulatorTest, NewtonStallEndsASolveThatStoppedImproving) {
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("newton_stall_iterations"));
 }
 
-// step_halvings: a step whose solve fails (still above halving_residual when its Newton
-// iterations run out) is taken again from its start as two halves, down to h / 2^step_halvings.
-// A pendulum released horizontally at h = 0.2 s with 3 Newton iterations a step fails whole
-// and solves in halves and quarters (2 to 6 attempts kept per step); the world's time still
-// advances by exactly h per step, the statistics count every attempt, and without halving the same
-// steps end unsolved.
-TEST(SimulatorTest, FailedStepIsTakenAgainInHalves) {
+// A pendulum released horizontally at h = 0.2 s with 3 Newton iterations a step: its steps
+// fail whole and solve in halves and quarters.
+ModelDesc PendulumThatNeedsHalving() {
   ModelDesc d = Pendulum(1);
   d.options.timestep = 0.2;
   d.options.newton_iterations = 3;
   d.options.halving_iterations = 3;
   d.options.halving_residual = 1e-6;
+  return d;
+}
+
+// step_halvings: a step whose solve fails (still above halving_residual when its Newton
+// iterations run out) is taken again from its start as two halves, down to h / 2^step_halvings.
+// PendulumThatNeedsHalving keeps 2 to 6 attempts per step; the world's time still advances by
+// exactly h per step, the statistics count every attempt, and without halving the same steps end
+// unsolved.
+TEST(SimulatorTest, FailedStepIsTakenAgainInHalves) {
+  ModelDesc d = PendulumThatNeedsHalving();
   ModelDesc whole = d;
   whole.options.step_halvings = 0;
   auto sim = MustCreateSimulator();
@@ -303,15 +309,11 @@ TEST(SimulatorTest, FailedStepIsTakenAgainInHalves) {
 
 // halving_carryover: a step starts at the level its predecessor ended at (one coarser where that
 // one did not halve), so a run of steps that fail whole no longer fails the full length first
-// every step. The pendulum of FailedStepIsTakenAgainInHalves takes fewer Newton iterations over
-// its 10 steps with it, every step still solved and h long; the level is state: a snapshot
-// taken after a halved step continues bit-identically in another world, and Reset clears it.
+// every step. PendulumThatNeedsHalving takes fewer Newton iterations over its 10 steps with
+// it, every step still solved and h long; the level is state: a snapshot taken after a halved
+// step continues bit-identically in another world, and Reset clears it.
 TEST(SimulatorTest, HalvingCarriesOverToTheNextStep) {
-  ModelDesc d = Pendulum(1);
-  d.options.timestep = 0.2;
-  d.options.newton_iterations = 3;
-  d.options.halving_iterations = 3;
-  d.options.halving_residual = 1e-6;
+  ModelDesc d = PendulumThatNeedsHalving();
   ModelDesc whole_start = d;
   whole_start.options.halving_carryover = false;
   auto sim = MustCreateSimulator();
