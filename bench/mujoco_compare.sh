@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Axion vs MuJoCo on the same model, the same machine, the same step count, time step and
 # control noise:
-#   1. throughput: `mujoco-testspeed MODEL N THREADS NOISE` against
+#   1. throughput: `mujoco-testspeed MODEL N THREADS NOISE` (the fastest of 5 runs) against
 #      `axion-sim --model=MODEL --steps=N --worlds=THREADS --threads=THREADS --noise=NOISE`
 #      (testspeed runs one simulation per thread; axion-sim steps one world per thread);
 #   2. stability: each engine's largest stable time step from a sweep (base time step x 1, 2, 3,
@@ -185,10 +185,24 @@ EOF
   echo "$dir/$(basename "$model")"
 }
 
-mj_rate() {  # steps/s and realtime factor from mujoco-testspeed
-  local out
-  out="$(mujoco-testspeed "$1" "$steps" "$threads" "$noise")"
-  echo "$(echo "$out" | sed -n 's/.*Steps per second *: *\([0-9.]*\).*/\1/p') $(echo "$out" | sed -n 's/.*Realtime factor *: *\([0-9.]*\).*/\1/p')"
+# steps/s and realtime factor from mujoco-testspeed: the fastest of MJ_RUNS runs. One run of the
+# humanoid's 2000 steps lasts under 0.1 s, and on a busy machine a single run came out 1.35x
+# slower than the next (21,408 against 28,895 steps/s), which flattered Axion's ratio; the
+# fastest run is MuJoCo's figure, as a reference is given its best case.
+mj_runs=5
+mj_rate() {
+  local out sps rtf best_sps=0 best_rtf="" run
+  for run in $(seq 1 "$mj_runs"); do
+    out="$(mujoco-testspeed "$1" "$steps" "$threads" "$noise")"
+    sps="$(echo "$out" | sed -n 's/.*Steps per second *: *\([0-9.]*\).*/\1/p')"
+    rtf="$(echo "$out" | sed -n 's/.*Realtime factor *: *\([0-9.]*\).*/\1/p')"
+    [ -n "$sps" ] || continue
+    if python3 -c "import sys; sys.exit(0 if $sps > $best_sps else 1)"; then
+      best_sps="$sps"
+      best_rtf="$rtf"
+    fi
+  done
+  if [ -n "$best_rtf" ]; then echo "$best_sps $best_rtf"; fi
 }
 # world-steps/s, realtime factor, the share of steps not converged, the deepest contact
 # penetration (m) and the largest joint-limit violation (rad) from axion-sim at time step $1
