@@ -117,9 +117,16 @@ absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& mod
   int32_t step_level = 0;
   std::vector<Real> q(7 * c.bodies), u(6 * c.bodies), wrench(6 * c.bodies), dof_velocity(c.dofs),
       qpos(c.qpos), ctrl(c.actuators), lambda(c.rows);
-  bool ok = r.Get(&step_count, 1) && r.Get(&time, 1) && r.Get(&flags, 1) && r.Get(&step_level, 1) &&
-            step_level >= 0 && step_level <= 10 && r.Get(q.data(), q.size()) &&
-            r.Get(u.data(), u.size()) && r.Get(wrench.data(), wrench.size()) &&
+  if (!r.Get(&step_count, 1) || !r.Get(&time, 1) || !r.Get(&flags, 1) || !r.Get(&step_level, 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("snapshot has ", bytes.size(), " bytes, too few for its header"));
+  }
+  if (step_level < 0 || step_level > 10) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("snapshot step level ", step_level, " is outside [0, 10] (corrupted)"));
+  }
+  bool ok = r.Get(q.data(), q.size()) && r.Get(u.data(), u.size()) &&
+            r.Get(wrench.data(), wrench.size()) &&
             r.Get(dof_velocity.data(), dof_velocity.size()) && r.Get(qpos.data(), qpos.size()) &&
             r.Get(ctrl.data(), ctrl.size()) && r.Get(lambda.data(), lambda.size());
   int32_t contacts = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <initializer_list>
 #include <limits>
 #include <utility>
@@ -100,6 +101,15 @@ TEST(SimulatorTest, MalformedSnapshotsAreRefusedAndLeaveTheWorldUntouched) {
   s = sim->Restore(a, older);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("snapshot format AXSNAP01"));
+  // the step level (halvings the next step starts at) follows magic, scalar size, the six counts
+  // and fingerprint, step count, time and flags
+  std::string bad_level = snap;
+  const size_t level_at = 8 + 4 + 32 + 8 + sizeof(Real) + 4;
+  const int32_t level = 11;
+  std::memcpy(&bad_level[level_at], &level, sizeof(level));
+  s = sim->Restore(a, bad_level);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("step level 11"));
   s = sim->Restore(a, *sim->Snapshot(other));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_EQ(Bytes(*sim, a), before);
