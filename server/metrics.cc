@@ -58,8 +58,9 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
       &prometheus::BuildCounter()
            .Name("axion_halved_world_steps_total")
            .Help(
-               "World step calls whose last step had a failed Newton solve taken again in "
-               "steps of half the length (SolverOptions.step_halvings)")
+               "World step calls whose last step was taken in steps shorter than the time "
+               "step: a failed Newton solve halved it, or it started at the level the step "
+               "before ended at (SolverOptions.step_halvings, halving_carryover)")
            .Register(r)
            .Add({});
   redone_world_steps_ =

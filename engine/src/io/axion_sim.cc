@@ -507,6 +507,7 @@ absl::Status Run() {
   std::printf("constraint rows     : %.2f per step\n", rows * per_step);
   std::printf("islands             : %.2f per step\n", islands * per_step);
   std::printf("not converged       : %lld world-steps\n", static_cast<long long>(not_converged));
+  // halved: taken in steps of dt / 2^k, k > 0 (a failed solve, or the level carried over)
   std::printf("halved              : %lld world-steps (%.3f steps of dt / 2^k per step)\n",
               static_cast<long long>(halved), substeps * per_step);
   std::printf(
