@@ -59,8 +59,8 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
            .Name("axion_halved_world_steps_total")
            .Help(
                "World step calls whose last step was taken in steps shorter than the time "
-               "step: a failed Newton solve halved it, or it started finer after a step that "
-               "had to halve (SolverOptions.step_halvings, halving_carryover)")
+               "step: a failed Newton solve halved it, or it started at the level the step "
+               "before ended at (SolverOptions.step_halvings, halving_carryover)")
            .Register(r)
            .Add({});
   redone_world_steps_ =

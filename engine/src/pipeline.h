@@ -211,10 +211,8 @@ AXION_HD void world_redo_attempt(const BatchView& v, int w) {
 }
 
 // The step is covered: its pending count falls, and warm starts return to the full length.
-// With halving_carryover the next step starts one level finer than this one started where this
-// one had to halve, one level coarser where it did not. Not at the finest level reached: a pile's
-// isolated landings halved steps of MuJoCo's humanoid100 down to h / 16 at 0.005 s, and the
-// steps after each then ran 8, 4 and 2 sub-steps for nothing (RESULTS.md).
+// With halving_carryover the next step starts at the finest level this one reached, or one
+// level coarser than this one started at where it did not have to halve.
 AXION_HD void world_end_step(const BatchView& v, int w) {
   if (v.world_halvings[w] > 0)
     world_scale_warm_start(v, w, static_cast<Real>(1 << v.world_halvings[w]));
@@ -223,13 +221,13 @@ AXION_HD void world_end_step(const BatchView& v, int w) {
   if (!v.world_params[w].halving_carryover)
     v.world_step_level[w] = 0;
   else if (v.world_halvings[w] > start)
-    v.world_step_level[w] = start + 1;
+    v.world_step_level[w] = v.world_halvings[w];
   else if (start > 0)
     v.world_step_level[w] = start - 1;
 }
 
-// The step begins whole, or (halving_carryover) at the level the last one left it: 2^level
-// steps of h / 2^level, warm starts scaled to that length.
+// The step begins whole, or (halving_carryover) at the level the last one left: 2^level steps
+// of h / 2^level, warm starts scaled to that length.
 AXION_HD void world_begin_step(const BatchView& v, int w) {
   const WorldParams& p = v.world_params[w];
   int level = p.halving_carryover ? v.world_step_level[w] : 0;

@@ -173,7 +173,7 @@ def test_step_halvings(client):
 
 def test_halving_carryover(client):
     # The same pendulum: with the level carried over (the default) a step after a halved one
-    # starts one level finer, so the 10 steps take fewer Newton iterations than restarting whole each
+    # starts halved, so the 10 steps take fewer Newton iterations than restarting whole each
     # step; both stay solved and advance the same time.
     horizontal, options = HORIZONTAL_PENDULUM_MJCF, HALVING_OPTIONS
     carried = client.create_worlds(horizontal, solver_options=options).world_ids

@@ -317,11 +317,11 @@ TEST(SimulatorTest, FailedStepIsTakenAgainInHalves) {
   }
 }
 
-// halving_carryover: a step that had to halve lets the next start one level finer than it
-// started (one that did not, one level coarser), so a run of steps that fail whole no longer
-// fails the full length first every step. PendulumThatNeedsHalving takes fewer Newton iterations
-// over its 10 steps with it, every step still solved and h long; the level is state: a snapshot
-// taken after a halved step continues bit-identically in another world, and Reset clears it.
+// halving_carryover: a step starts at the level its predecessor ended at (one coarser where that
+// one did not halve), so a run of steps that fail whole no longer fails the full length first
+// every step. PendulumThatNeedsHalving takes fewer Newton iterations over its 10 steps with
+// it, every step still solved and h long; the level is state: a snapshot taken after a halved
+// step continues bit-identically in another world, and Reset clears it.
 TEST(SimulatorTest, HalvingCarriesOverToTheNextStep) {
   ModelDesc d = PendulumThatNeedsHalving();
   ModelDesc whole_start = d;

@@ -265,11 +265,11 @@ struct SolverOptions {
                                   // Newton without a basin (README, "Solver choices"); 4 rather
                                   // than 3 left 9 steps unsolved instead of 75 over 32 noisy
                                   // humanoid runs at 0.12-0.64 s, in the same time (RESULTS.md)
-  bool halving_carryover = true;  // a step that had to halve lets the next start one level of
-                                  // halving finer than it started, one that did not one level
-                                  // coarser: a run of hard steps (a figure lying on its floor at
-                                  // large h) no longer fails the full length first every step.
-                                  // Off: every step starts whole
+  bool halving_carryover = true;  // a step starts at the level of halving its predecessor ended
+                                  // at, and each step that did not have to halve lets the next
+                                  // start one level coarser: a run of hard steps (a figure lying
+                                  // on its floor at large h) no longer fails the full length
+                                  // first every step. Off: every step starts whole
   int halving_iterations = 20;    // Newton iterations before a step above halving_residual halves
   Real halving_residual = 1e-2;   // (m/s) a step ending above this residual has failed
   Real missed_contact_depth = 0.005;  // (m) after a solve the shapes are collided at q+: a pair

@@ -60,8 +60,8 @@ ABSL_FLAG(std::string, islands, "",
           "true or false: solve each set of bodies that joints and contacts connect with its own "
           "line search and convergence test (empty: the model's)");
 ABSL_FLAG(std::string, halving_carryover, "",
-          "true or false: a step that had to halve lets the next start one halving level finer "
-          "(empty: the model's)");
+          "true or false: a step starts at the halving level the last one ended at (empty: the "
+          "model's)");
 ABSL_FLAG(std::string, speculative_contacts, "",
           "true or false: contacts that close within the step join early (empty: the model's)");
 ABSL_FLAG(int, newton_iterations, 0, "maximum Newton iterations per step (0: the model's)");
