@@ -43,6 +43,8 @@ namespace axion {
   X(int32_t, world_ls_trials, 1)                                                                 \
   X(int32_t, world_tree_built, 1)                                                                \
   X(Real, world_residual_best, 1)                                                                \
+  X(Real, world_residual_last, 1)                                                                \
+  X(int32_t, world_linear_tail, 1)                                                               \
   X(int32_t, world_tree_levels, 1)                                                               \
   X(int32_t, world_newton_best, 1)                                                               \
   X(int32_t, world_newton_attempt, 1)                                                            \

@@ -671,9 +671,10 @@ AXION_HD void contact_friction_newton(const BatchView& v, int first, const World
   store3(v.contact_tangent + 6 * k, d);
   store3(v.contact_tangent + 6 * k + 3, e);
   // derivatives zero where W is not smooth
-  const bool tree = world_uses_tree(v, v.row_world[first]);
-  const Real regularization =
-      friction_newton_regularization(v.world_step_length[v.row_world[first]]);
+  const int world = v.row_world[first];
+  const bool tree = world_uses_tree(v, world);
+  const Real regularization = friction_newton_regularization(
+      v.world_step_length[world], tree && v.world_linear_tail[world] != 0);
   FrictionW fw = friction_w(a, b, cone, tree);
   Vec3 basis[2] = {d, e};
   if (!tree) {

@@ -309,6 +309,12 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
           if (!iterating(v, w)) return;
           const WorldParams& p = v.world_params[w];
           const int iterations = v.world_newton_attempt[w];
+          // a linear tail: the latest Newton step, taken whole, cut the residual by less than
+          // kLinearTailRatio (friction rows then relax their regularisation, kernels_common.h)
+          const Real last = v.world_residual_last[w], now = v.world_residual[w];
+          v.world_linear_tail[w] = iterations > 0 && v.world_ls_trials[w] == 1 && now < last &&
+                                   now > kLinearTailRatio * last && now < kLinearTailResidual;
+          v.world_residual_last[w] = now;
           // with a halving left, a solve still far off after halving_iterations gives up early
           const bool halve_early = v.world_halvings[w] < p.step_halvings &&
                                    iterations >= p.halving_iterations &&
