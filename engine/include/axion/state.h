@@ -126,7 +126,8 @@ struct BatchView {
   int32_t* world_newton_best;  // (world_count) latest Newton iteration (of this attempt) at
                                // which some island's best iterate improved
   Real* world_residual_best;   // (world_count) largest residual of the islands' best iterates
-  Real* world_residual_last;   // (world_count) residual of the iterate the latest Newton step left
+  Real* world_residual_last;   // (world_count) residual at the last convergence test (of the
+                               // iterate the next Newton step starts from)
   int32_t* world_linear_tail;  // (world_count) 1 while Newton converges linearly (kLinearTailRatio)
   Real* world_ls_step;         // (world_count) 1 while some island's line search goes on, else 0
   int32_t* world_ls_trials;    // (world_count) line-search trials taken this iteration
