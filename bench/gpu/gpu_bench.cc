@@ -331,6 +331,8 @@ void Run(const Flags& flags, const Scene& scene, int worlds) {
   double elapsed = 0;
   double newton = 0, cr = 0, contacts = 0;
   int newton_max = 0;  // the batch's slowest world sets how many Newton trips a step takes
+  double trips = 0;    // ... summed over the timed steps: each step's most Newton iterations
+  int64_t not_converged = 0;
   int64_t sampled = 0;
   const int actuators = scene.model->actuator_count();
   std::vector<Real> ctrl(actuators);
@@ -352,21 +354,26 @@ void Run(const Flags& flags, const Scene& scene, int worlds) {
     }
     elapsed += Seconds(start);
     ++steps;
+    int step_most = 0;
     for (WorldId id : *ids) {
       absl::StatusOr<WorldStats> st = sim.GetStats(id);
       Check(st.status(), "reading statistics");
       newton += st->newton_iterations;
-      newton_max = std::max(newton_max, static_cast<int>(st->newton_iterations));
+      step_most = std::max(step_most, static_cast<int>(st->newton_iterations));
+      if (st->flags & kWorldNotConverged) ++not_converged;
       cr += st->cr_iterations;
       contacts += st->contact_count;
       ++sampled;
     }
+    newton_max = std::max(newton_max, step_most);
+    trips += step_most;
   } while (steps < flags.max_steps && elapsed < flags.min_time);
 
   const double n = static_cast<double>(sampled);
-  std::printf("%-9s %-5s %7d %6d %9.3f %9.3f %14.0f %8.2f %10d %9.1f %9.1f %12.0f\n",
+  std::printf("%-9s %-5s %7d %6d %9.3f %9.3f %14.0f %8.2f %10d %7.1f %8.2f %9.1f %9.1f %12.0f\n",
               scene.name.c_str(), BackendName(sim.backend()), worlds, steps, setup, elapsed,
-              static_cast<double>(steps) * worlds / elapsed, newton / n, newton_max, cr / n,
+              static_cast<double>(steps) * worlds / elapsed, newton / n, newton_max,
+              trips / steps, 100.0 * static_cast<double>(not_converged) / n, cr / n,
               contacts / n, static_cast<double>(sim.memory_bytes()) / worlds);
   std::fflush(stdout);
 }
@@ -403,9 +410,9 @@ int main(int argc, char** argv) {
       BackendName(flags.backend), CudaAvailable() ? "present" : "absent",
       flags.preconditioner.c_str(), flags.max_worlds, flags.settle_steps, flags.min_time,
       flags.max_steps, flags.rl_loop ? ", each step with controls set and body states read" : "");
-  std::printf("%-9s %-5s %7s %6s %9s %9s %14s %8s %10s %9s %9s %12s\n", "scene", "bknd", "worlds",
-              "steps", "setup_s", "timed_s", "world_steps/s", "newton", "newton_max", "cr",
-              "contacts", "bytes/world");
+  std::printf("%-9s %-5s %7s %6s %9s %9s %14s %8s %10s %7s %8s %9s %9s %12s\n", "scene", "bknd",
+              "worlds", "steps", "setup_s", "timed_s", "world_steps/s", "newton", "newton_max",
+              "trips", "unconv%", "cr", "contacts", "bytes/world");
   for (const Scene& scene : scenes) {
     for (int worlds : flags.worlds) {
       if (worlds > flags.max_worlds) break;

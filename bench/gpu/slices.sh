@@ -21,11 +21,11 @@ for k in $counts; do
     --max_steps=500 --rl_loop >"$out/rl_$k.log" 2>&1
   echo "slices $k done"
 done
-echo "run      slices  worlds  world_steps/s  newton  newton_max  cr"
+echo "run      slices  worlds  world_steps/s  newton  newton_max  trips  cr"
 for k in $counts; do
   for run in fall rest rl; do
     awk -v run=$run -v k=$k '$1 == "humanoid" && $2 == "cuda" {
-      printf "%-8s %6d %7d %14d %7.2f %11d %5.1f\n", run, k, $3, $7, $8, $9, $10 }' \
+      printf "%-8s %6d %7d %14d %7.2f %11d %6.1f %5.1f\n", run, k, $3, $7, $8, $9, $10, $12 }' \
       "$out/${run}_$k.log"
   done
 done
