@@ -99,6 +99,10 @@ absl::Status ApplyOverrides(absl::string_view text, SolverOptions* options) {
       status = ParseNumber(key, value, &options->halving_residual);
     } else if (key == "newton_stall_iterations") {
       status = ParseNumber(key, value, &options->newton_stall_iterations);
+    } else if (key == "newton_tail_iterations") {
+      status = ParseNumber(key, value, &options->newton_tail_iterations);
+    } else if (key == "newton_tail_residual") {
+      status = ParseNumber(key, value, &options->newton_tail_residual);
     } else if (key == "newton_tolerance") {
       status = ParseNumber(key, value, &options->newton_tolerance);
     } else if (key == "loop_rows") {

@@ -535,6 +535,12 @@ absl::Status ApplySolverOverrides(const v1::SolverOptions& overrides, SolverOpti
   if (overrides.has_newton_stall_iterations()) {
     options->newton_stall_iterations = overrides.newton_stall_iterations().value();
   }
+  if (overrides.has_newton_tail_iterations()) {
+    options->newton_tail_iterations = overrides.newton_tail_iterations().value();
+  }
+  if (overrides.has_newton_tail_residual()) {
+    options->newton_tail_residual = overrides.newton_tail_residual().value();
+  }
   if (overrides.has_cr_iterations()) options->cr_iterations = overrides.cr_iterations().value();
   if (overrides.has_newton_tolerance()) {
     options->newton_tolerance = overrides.newton_tolerance().value();
@@ -585,6 +591,8 @@ void SolverOptionsToProto(const SolverOptions& options, v1::SolverOptions* proto
   proto->mutable_contact_margin()->set_value(options.contact_margin);
   proto->mutable_newton_iterations()->set_value(options.newton_iterations);
   proto->mutable_newton_stall_iterations()->set_value(options.newton_stall_iterations);
+  proto->mutable_newton_tail_iterations()->set_value(options.newton_tail_iterations);
+  proto->mutable_newton_tail_residual()->set_value(options.newton_tail_residual);
   proto->mutable_cr_iterations()->set_value(options.cr_iterations);
   proto->mutable_newton_tolerance()->set_value(options.newton_tolerance);
   proto->mutable_cr_tolerance()->set_value(options.cr_tolerance);

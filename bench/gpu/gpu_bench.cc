@@ -56,7 +56,8 @@ struct Flags {
   // Newton limits of every scene; 0 (iterations) or -1 (stall): each model's own
   int newton_iterations = 0;
   int newton_stall_iterations = -1;
-  int loop_rows = -1;          // SolverOptions::loop_rows of every scene; -1: each model's own
+  int newton_tail_iterations = -1;  // SolverOptions::newton_tail_iterations; -1: the model's own
+  int loop_rows = -1;               // SolverOptions::loop_rows of every scene; -1: each model's own
   int step_halvings = -1;      // SolverOptions::step_halvings of every scene; -1: each model's own
   int halving_carryover = -1;  // SolverOptions::halving_carryover (0 / 1); -1: the model's own
 };
@@ -68,7 +69,8 @@ struct Flags {
       "[--scene=all|humanoid|humanoids22|ragdoll|stack] [--settle_steps=N] [--min_time=SECONDS] "
       "[--max_steps=N] [--threads=N] [--preconditioner=model|tree|jacobi] [--rl_loop] "
       "[--contact_capacity=N] [--newton_iterations=N] [--newton_stall_iterations=N] "
-      "[--loop_rows=N] [--step_halvings=N] [--halving_carryover=true|false]\n",
+      "[--newton_tail_iterations=N] [--loop_rows=N] [--step_halvings=N] "
+      "[--halving_carryover=true|false]\n",
       message);
   std::exit(2);
 }
@@ -137,6 +139,9 @@ Flags ParseFlags(int argc, char** argv) {
     } else if (std::string_view v = value("newton_stall_iterations"); !v.empty()) {
       if (!ParseInt(v, &f.newton_stall_iterations))
         Usage("--newton_stall_iterations must be a non-negative integer");
+    } else if (std::string_view v = value("newton_tail_iterations"); !v.empty()) {
+      if (!ParseInt(v, &f.newton_tail_iterations))
+        Usage("--newton_tail_iterations must be a non-negative integer");
     } else if (std::string_view v = value("loop_rows"); !v.empty()) {
       if (!ParseInt(v, &f.loop_rows) || f.loop_rows > 16)
         Usage("--loop_rows must be an integer in [0, 16]");
@@ -245,13 +250,14 @@ struct Scene {
 // --preconditioner and the Newton limits, applied to every scene as it is compiled.
 std::string g_preconditioner = "model";
 int g_newton_iterations = 0, g_newton_stall_iterations = -1, g_loop_rows = -1, g_step_halvings = -1;
-int g_halving_carryover = -1;
+int g_halving_carryover = -1, g_newton_tail_iterations = -1;
 
 std::shared_ptr<const Model> Compile(ModelDesc d, const std::string& name) {
   if (g_preconditioner == "tree") d.options.preconditioner = Preconditioner::kTree;
   if (g_preconditioner == "jacobi") d.options.preconditioner = Preconditioner::kJacobi;
   if (g_newton_iterations > 0) d.options.newton_iterations = g_newton_iterations;
   if (g_newton_stall_iterations >= 0) d.options.newton_stall_iterations = g_newton_stall_iterations;
+  if (g_newton_tail_iterations >= 0) d.options.newton_tail_iterations = g_newton_tail_iterations;
   if (g_loop_rows >= 0) d.options.loop_rows = g_loop_rows;
   if (g_step_halvings >= 0) d.options.step_halvings = g_step_halvings;
   if (g_halving_carryover >= 0) d.options.halving_carryover = g_halving_carryover == 1;
@@ -372,9 +378,9 @@ void Run(const Flags& flags, const Scene& scene, int worlds) {
   const double n = static_cast<double>(sampled);
   std::printf("%-9s %-5s %7d %6d %9.3f %9.3f %14.0f %8.2f %10d %7.1f %8.2f %9.1f %9.1f %12.0f\n",
               scene.name.c_str(), BackendName(sim.backend()), worlds, steps, setup, elapsed,
-              static_cast<double>(steps) * worlds / elapsed, newton / n, newton_max,
-              trips / steps, 100.0 * static_cast<double>(not_converged) / n, cr / n,
-              contacts / n, static_cast<double>(sim.memory_bytes()) / worlds);
+              static_cast<double>(steps) * worlds / elapsed, newton / n, newton_max, trips / steps,
+              100.0 * static_cast<double>(not_converged) / n, cr / n, contacts / n,
+              static_cast<double>(sim.memory_bytes()) / worlds);
   std::fflush(stdout);
 }
 
@@ -391,6 +397,7 @@ int main(int argc, char** argv) {
   g_preconditioner = flags.preconditioner;
   g_newton_iterations = flags.newton_iterations;
   g_newton_stall_iterations = flags.newton_stall_iterations;
+  g_newton_tail_iterations = flags.newton_tail_iterations;
   g_loop_rows = flags.loop_rows;
   g_step_halvings = flags.step_halvings;
   g_halving_carryover = flags.halving_carryover;

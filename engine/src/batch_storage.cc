@@ -47,6 +47,8 @@ WorldParams MakeWorldParams(const SolverOptions& o) {
   p.fb_epsilon = o.fb_epsilon;
   p.preconditioner = static_cast<int32_t>(o.preconditioner);
   p.newton_stall_iterations = o.newton_stall_iterations;
+  p.newton_tail_iterations = o.newton_tail_iterations;
+  p.newton_tail_residual = o.newton_tail_residual;
   p.step_halvings = o.step_halvings;
   p.halving_carryover = o.halving_carryover ? 1 : 0;
   p.halving_iterations = o.halving_iterations;

@@ -213,6 +213,12 @@ absl::Status ValidateSolverOptions(SolverOptions* options) {
   if (o.newton_stall_iterations < 0)
     return Invalid("options", "newton_stall_iterations",
                    absl::StrCat("must be >= 0, got ", o.newton_stall_iterations));
+  if (o.newton_tail_iterations < 0)
+    return Invalid("options", "newton_tail_iterations",
+                   absl::StrCat("must be >= 0, got ", o.newton_tail_iterations));
+  if (!(o.newton_tail_residual > 0) || !Finite(o.newton_tail_residual))
+    return Invalid("options", "newton_tail_residual",
+                   "must be positive, got " + Fmt(o.newton_tail_residual));
   if (o.step_halvings < 0 || o.step_halvings > 10)
     return Invalid("options", "step_halvings",
                    absl::StrCat("must be in [0, 10], got ", o.step_halvings));

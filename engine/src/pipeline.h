@@ -190,6 +190,15 @@ AXION_HD void world_halve_step(const BatchView& v, int w) {
   v.world_step_length[w] *= Real(0.5);
 }
 
+// The residual that ends a step's Newton solve after `iterations` iterations: newton_tolerance,
+// and past newton_tail_iterations the looser newton_tail_residual, where the steps left are
+// mostly slow linear tails close to their solution (README, "Solver choices").
+AXION_HD Real newton_stop_tolerance(const WorldParams& p, int iterations) {
+  const bool tail = p.newton_tail_iterations > 0 && iterations >= p.newton_tail_iterations;
+  return tail && p.newton_tail_residual > p.newton_tolerance ? p.newton_tail_residual
+                                                             : p.newton_tolerance;
+}
+
 // Whether world w may still go back to its attempt's start for a missed contact.
 AXION_HD bool may_redo(const BatchView& v, int w) {
   const WorldParams& p = v.world_params[w];
@@ -319,10 +328,11 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
           const bool halve_early = v.world_halvings[w] < p.step_halvings &&
                                    iterations >= p.halving_iterations &&
                                    !(v.world_residual_best[w] <= p.halving_residual);
+          const Real tolerance = newton_stop_tolerance(p, iterations);
           const int b0 = v.world_body_offset[w];
           for (int k = b0; k < b0 + v.world_island_count[w]; ++k)
-            v.island_converged[k] = v.island_residual[k] <= p.newton_tolerance;
-          if (v.world_residual[w] <= p.newton_tolerance) {
+            v.island_converged[k] = v.island_residual[k] <= tolerance;
+          if (v.world_residual[w] <= tolerance) {
             v.world_active[w] = kPhaseConverged;
           } else if (iterations >= p.newton_iterations || halve_early ||
                      !(v.world_residual[w] == v.world_residual[w]) ||

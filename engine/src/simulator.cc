@@ -242,6 +242,8 @@ absl::StatusOr<SolverOptions> Simulator::GetOptions(WorldId world) const {
   o.fb_epsilon = p.fb_epsilon;
   o.preconditioner = static_cast<Preconditioner>(p.preconditioner);
   o.newton_stall_iterations = p.newton_stall_iterations;
+  o.newton_tail_iterations = p.newton_tail_iterations;
+  o.newton_tail_residual = p.newton_tail_residual;
   o.step_halvings = p.step_halvings;
   o.halving_carryover = p.halving_carryover != 0;
   o.halving_iterations = p.halving_iterations;

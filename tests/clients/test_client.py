@@ -139,6 +139,20 @@ def test_newton_stall_iterations(client):
         client.create_worlds(PENDULUM_MJCF, solver_options={"newton_stall_iterations": -2})
 
 
+def test_newton_tail(client):
+    created = client.create_worlds(
+        PENDULUM_MJCF,
+        solver_options={"newton_tail_iterations": 5, "newton_tail_residual": 1e-5})
+    options = client.get_model(created.world_ids[0]).options
+    assert options.newton_tail_iterations.value == 5
+    assert options.newton_tail_residual.value == pytest.approx(1e-5)
+    default = client.get_model(client.create_worlds(PENDULUM_MJCF).world_ids[0]).options
+    assert default.newton_tail_iterations.value == 10
+    assert default.newton_tail_residual.value == pytest.approx(1e-4)
+    with pytest.raises(axion.AxionError, match="newton_tail_residual"):
+        client.create_worlds(PENDULUM_MJCF, solver_options={"newton_tail_residual": -1.0})
+
+
 # The pendulum released horizontally at 0.2 s, 3 Newton iterations per attempt: whole steps
 # fail, halves and quarters solve.
 HORIZONTAL_PENDULUM_MJCF = PENDULUM_MJCF.replace('pos="0 0 -1"', 'pos="1 0 0"')

@@ -223,6 +223,7 @@ TEST(SimulatorTest, NonFiniteWorldIsFrozenAndOthersKeepRunning) {
 TEST(SimulatorTest, NewtonStallEndsASolveThatStoppedImproving) {
   ModelDesc d = Pendulum(1);
   d.options.newton_tolerance = 1e-30;  // below round-off: no step converges
+  d.options.newton_tail_iterations = 0;
   d.joints[0].drive.damping = 0;
   ModelDesc stalled = d;
   stalled.options.newton_stall_iterations = 4;
@@ -245,6 +246,45 @@ TEST(SimulatorTest, NewtonStallEndsASolveThatStoppedImproving) {
   absl::StatusOr<std::shared_ptr<const Model>> refused = Model::Compile(bad);
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("newton_stall_iterations"));
+}
+
+// newton_tail_iterations ends a solve that has not reached newton_tolerance after that many
+// iterations once its residual is within newton_tail_residual: with a tolerance no iterate
+// reaches, every step runs to the Newton limit without it, and with it stops converged at the
+// tail's iteration, within the tail's tolerance and at nearly the same state.
+TEST(SimulatorTest, NewtonTailEndsASlowSolveWithinItsTolerance) {
+  ModelDesc d = Pendulum(1);
+  d.options.newton_tolerance = 1e-30;  // below round-off: no step converges
+  d.options.newton_tail_iterations = 0;
+  d.joints[0].drive.damping = 0;
+  ModelDesc tail = d;
+  tail.options.newton_tail_iterations = 3;
+  tail.options.newton_tail_residual = 1e-6;
+  auto sim = MustCreateSimulator();
+  WorldId full = MustCreateWorld(*sim, MustCompile(d));
+  WorldId tailed = MustCreateWorld(*sim, MustCompile(tail));
+  for (int step = 0; step < 20; ++step) {
+    ASSERT_TRUE(sim->StepAll(1).ok());
+    WorldStats a = *sim->GetStats(full), b = *sim->GetStats(tailed);
+    EXPECT_EQ(a.newton_iterations, d.options.newton_iterations) << "step " << step;
+    EXPECT_NE(a.flags & kWorldNotConverged, 0u);
+    EXPECT_EQ(b.newton_iterations, 3) << "step " << step;
+    EXPECT_EQ(b.flags & kWorldNotConverged, 0u) << "step " << step;
+    EXPECT_LE(b.residual, 1e-6) << "step " << step;
+  }
+  BodyState a = *sim->GetBodyState(full), b = *sim->GetBodyState(tailed);
+  for (size_t i = 0; i < a.pose.size(); ++i) EXPECT_NEAR(a.pose[i], b.pose[i], 1e-9) << i;
+
+  ModelDesc bad = d;
+  bad.options.newton_tail_iterations = -1;
+  absl::StatusOr<std::shared_ptr<const Model>> refused = Model::Compile(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("newton_tail_iterations"));
+  bad = d;
+  bad.options.newton_tail_residual = 0;
+  refused = Model::Compile(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("newton_tail_residual"));
 }
 
 // A pendulum released horizontally at h = 0.2 s with 3 Newton iterations a step: its steps

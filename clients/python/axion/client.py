@@ -53,6 +53,8 @@ _WRAPPED_OPTIONS = (
     "contact_margin",
     "newton_iterations",
     "newton_stall_iterations",
+    "newton_tail_iterations",
+    "newton_tail_residual",
     "cr_iterations",
     "newton_tolerance",
     "cr_tolerance",

@@ -235,6 +235,13 @@ struct SolverOptions {
                                      // iterate) once that iterate is this many iterations
                                      // old: speed for robustness where a solve cycles
                                      // between contact states (README, "Solver choices")
+  int newton_tail_iterations = 10;   // > 0: after this many Newton iterations a step also
+                                     // stops, converged, once its residual is within
+                                     // newton_tail_residual (0: off). Most steps converge in
+                                     // fewer; the rest are mostly slow tails close to the
+                                     // solution, which ran to the Newton limit to end at
+                                     // 1e-6-1e-4 m/s (README, "Solver choices")
+  Real newton_tail_residual = 1e-4;  // (m/s) see newton_tail_iterations
   int cr_iterations = 200;           // maximum Conjugate Residual iterations per Newton step
   Real newton_tolerance = 1e-6;      // stop when the residual's max-norm is below this
                                      // (units of impulse per unit effective mass: m/s)

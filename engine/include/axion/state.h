@@ -50,6 +50,8 @@ struct WorldParams {
   Real fb_epsilon;
   int32_t preconditioner;           // Preconditioner
   int32_t newton_stall_iterations;  // 0: off (SolverOptions)
+  int32_t newton_tail_iterations;   // 0: off (SolverOptions)
+  Real newton_tail_residual;        // (m/s) ends a step past newton_tail_iterations
   int32_t step_halvings;            // SolverOptions: a failed step is redone as two halves
   int32_t halving_carryover;        // SolverOptions: the next step starts at the last level
   int32_t halving_iterations;

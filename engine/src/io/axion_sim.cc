@@ -8,6 +8,7 @@
 //             [--halving_carryover=true|false]
 //             [--newton_iterations=50] [--newton_tolerance=1e-6]
 //             [--fb_epsilon=1e-10] [--newton_stall_iterations=0] [--step_halvings=3]
+//             [--newton_tail_iterations=10] [--newton_tail_residual=1e-4]
 //             [--loop_rows=16]
 //             [--halving_iterations=20] [--halving_residual=1e-2] [--contact_capacity=N]
 //             [--trajectory=out.csv|out.npy] [--progress] [--floor=HEIGHT]
@@ -74,6 +75,12 @@ ABSL_FLAG(double, fb_epsilon, 0,
 ABSL_FLAG(int, newton_stall_iterations, -1,
           "stop a step's Newton loop once its best iterate is this many iterations old (0: "
           "never; -1: the model's)");
+ABSL_FLAG(int, newton_tail_iterations, -1,
+          "after this many Newton iterations a step also ends once its residual is within "
+          "--newton_tail_residual (0: never; -1: the model's)");
+ABSL_FLAG(double, newton_tail_residual, 0,
+          "residual max-norm (m/s) that ends a step past --newton_tail_iterations (0: the "
+          "model's)");
 ABSL_FLAG(int, loop_rows, -1,
           "rows closing loops eliminated exactly on top of the tree solve, at most, in [0, 16] "
           "(0: none; -1: the model's, 16)");
@@ -313,6 +320,14 @@ absl::Status Run() {
   if (newton_stall_iterations < -1)
     return absl::InvalidArgumentError("--newton_stall_iterations must be >= -1");
   if (newton_stall_iterations >= 0) desc.options.newton_stall_iterations = newton_stall_iterations;
+  const int newton_tail_iterations = absl::GetFlag(FLAGS_newton_tail_iterations);
+  if (newton_tail_iterations < -1)
+    return absl::InvalidArgumentError("--newton_tail_iterations must be >= -1");
+  if (newton_tail_iterations >= 0) desc.options.newton_tail_iterations = newton_tail_iterations;
+  const double newton_tail_residual = absl::GetFlag(FLAGS_newton_tail_residual);
+  if (!(newton_tail_residual >= 0) || !std::isfinite(newton_tail_residual))
+    return absl::InvalidArgumentError("--newton_tail_residual must be finite and >= 0");
+  if (newton_tail_residual > 0) desc.options.newton_tail_residual = newton_tail_residual;
   int loop_rows = absl::GetFlag(FLAGS_loop_rows);
   if (loop_rows < -1 || loop_rows > 16)
     return absl::InvalidArgumentError("--loop_rows must be in [-1, 16]");
