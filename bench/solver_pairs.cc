@@ -79,6 +79,8 @@ absl::Status ApplyOverrides(absl::string_view text, SolverOptions* options) {
     absl::Status status;
     if (key == "line_search") {
       status = ParseBool(key, value, &options->line_search);
+    } else if (key == "strict_after_cycle") {
+      status = ParseBool(key, value, &options->strict_after_cycle);
     } else if (key == "friction_newton") {
       status = ParseBool(key, value, &options->friction_newton);
     } else if (key == "islands") {

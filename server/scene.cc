@@ -553,6 +553,9 @@ absl::Status ApplySolverOverrides(const v1::SolverOptions& overrides, SolverOpti
   if (overrides.has_line_search_growth()) {
     options->line_search_growth = overrides.line_search_growth().value();
   }
+  if (overrides.has_strict_after_cycle()) {
+    options->strict_after_cycle = overrides.strict_after_cycle().value();
+  }
   if (overrides.has_fb_epsilon()) options->fb_epsilon = overrides.fb_epsilon().value();
   if (overrides.has_speculative_contacts()) {
     options->speculative_contacts = overrides.speculative_contacts().value();
@@ -604,6 +607,7 @@ void SolverOptionsToProto(const SolverOptions& options, v1::SolverOptions* proto
   proto->mutable_friction_newton()->set_value(options.friction_newton);
   proto->set_friction_combine(ToProto(options.friction_combine));
   proto->mutable_line_search_growth()->set_value(options.line_search_growth);
+  proto->mutable_strict_after_cycle()->set_value(options.strict_after_cycle);
   proto->mutable_step_halvings()->set_value(options.step_halvings);
   proto->mutable_halving_iterations()->set_value(options.halving_iterations);
   proto->mutable_halving_residual()->set_value(options.halving_residual);

@@ -49,6 +49,7 @@ WorldParams MakeWorldParams(const SolverOptions& o) {
   p.newton_stall_iterations = o.newton_stall_iterations;
   p.newton_tail_iterations = o.newton_tail_iterations;
   p.newton_tail_residual = o.newton_tail_residual;
+  p.strict_after_cycle = o.strict_after_cycle ? 1 : 0;
   p.step_halvings = o.step_halvings;
   p.halving_carryover = o.halving_carryover ? 1 : 0;
   p.halving_iterations = o.halving_iterations;

@@ -45,6 +45,8 @@ namespace axion {
   X(Real, world_residual_best, 1)                                                                \
   X(Real, world_residual_last, 1)                                                                \
   X(int32_t, world_linear_tail, 1)                                                               \
+  X(int32_t, world_cycled, 1)                                                                    \
+  X(Real, world_residual_ring, kCycleRing)                                                        \
   X(int32_t, world_tree_levels, 1)                                                               \
   X(int32_t, world_newton_best, 1)                                                               \
   X(int32_t, world_newton_attempt, 1)                                                            \

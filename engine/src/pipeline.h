@@ -260,6 +260,7 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
         v.world_active[w] = take ? kPhaseNewton : kPhaseIdle;
         if (!take) return;
         v.world_newton_attempt[w] = 0;
+        v.world_cycled[w] = 0;
         v.world_tree_built[w] = 0;
       });
   if (!ex.any(
@@ -329,6 +330,16 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
                                    iterations >= p.halving_iterations &&
                                    !(v.world_residual_best[w] <= p.halving_residual);
           const Real tolerance = newton_stop_tolerance(p, iterations);
+          // a cycle: the residual returns to within 1e-4 of its value 2 to kCycleRing
+          // iterations back (a solve stepping round the same trials, which line_search_growth
+          // lets pass; cycles of 4 and 9 iterations seen on the humanoid at 0.04 s)
+          Real* ring = v.world_residual_ring + kCycleRing * w;
+          bool cycle = false;
+          for (int back = 2; back <= kCycleRing && back <= iterations; ++back)
+            cycle = cycle ||
+                    std::fabs(now - ring[(iterations - back) % kCycleRing]) <= Real(1e-4) * now;
+          ring[iterations % kCycleRing] = now;
+          if (cycle && p.strict_after_cycle) v.world_cycled[w] = 1;
           const int b0 = v.world_body_offset[w];
           for (int k = b0; k < b0 + v.world_island_count[w]; ++k)
             v.island_converged[k] = v.island_residual[k] <= tolerance;
@@ -438,8 +449,10 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
                     if (!searching(v, w)) return;
                     const WorldParams& p = v.world_params[w];
                     // worlds on the Jacobi diagonal (friction's symmetric form) keep strict
-                    // decrease: static friction there relies on it (boxes on an incline creep)
-                    const Real growth = world_uses_tree(v, w) ? p.line_search_growth : Real(1);
+                    // decrease: static friction there relies on it (boxes on an incline creep);
+                    // so does an attempt whose solve cycled (strict_after_cycle)
+                    const bool strict = !world_uses_tree(v, w) || v.world_cycled[w];
+                    const Real growth = strict ? Real(1) : p.line_search_growth;
                     v.world_ls_trials[w] += 1;
                     const bool last = !p.line_search || v.world_ls_trials[w] > p.line_search_steps;
                     bool any = false;

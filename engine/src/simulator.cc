@@ -239,6 +239,7 @@ absl::StatusOr<SolverOptions> Simulator::GetOptions(WorldId world) const {
   o.line_search = p.line_search != 0;
   o.line_search_steps = p.line_search_steps;
   o.line_search_growth = p.line_search_growth;
+  o.strict_after_cycle = p.strict_after_cycle != 0;
   o.fb_epsilon = p.fb_epsilon;
   o.preconditioner = static_cast<Preconditioner>(p.preconditioner);
   o.newton_stall_iterations = p.newton_stall_iterations;

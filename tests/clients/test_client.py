@@ -153,6 +153,13 @@ def test_newton_tail(client):
         client.create_worlds(PENDULUM_MJCF, solver_options={"newton_tail_residual": -1.0})
 
 
+def test_strict_after_cycle(client):
+    default = client.get_model(client.create_worlds(PENDULUM_MJCF).world_ids[0]).options
+    assert default.strict_after_cycle.value is True
+    created = client.create_worlds(PENDULUM_MJCF, solver_options={"strict_after_cycle": False})
+    assert client.get_model(created.world_ids[0]).options.strict_after_cycle.value is False
+
+
 # The pendulum released horizontally at 0.2 s, 3 Newton iterations per attempt: whole steps
 # fail, halves and quarters solve.
 HORIZONTAL_PENDULUM_MJCF = PENDULUM_MJCF.replace('pos="0 0 -1"', 'pos="1 0 0"')

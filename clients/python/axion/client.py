@@ -61,6 +61,7 @@ _WRAPPED_OPTIONS = (
     "line_search",
     "line_search_steps",
     "line_search_growth",
+    "strict_after_cycle",
     "fb_epsilon",
     "speculative_contacts",
     "contact_compliance",

@@ -259,6 +259,10 @@ struct SolverOptions {
                                      // 7.9 and 14, and a limb thrown at 0.16 s). Worlds on the
                                      // Jacobi preconditioner keep strict decrease (1): their
                                      // symmetric friction form needs it to hold static friction
+  bool strict_after_cycle = true;    // a solve whose residual returns to its value of 2-4
+                                     // iterations back is cycling through trials that
+                                     // line_search_growth lets pass: the rest of its attempt
+                                     // takes only trials that decrease the merit
   Real fb_epsilon = 1e-10;           // ((N s)^2) smoothing of the Fischer-Burmeister function
                                      // of contact rows, at most (1e-2 m/s times the row's
                                      // effective mass)^2 so that very light bodies stay put

@@ -52,6 +52,7 @@ struct WorldParams {
   int32_t newton_stall_iterations;  // 0: off (SolverOptions)
   int32_t newton_tail_iterations;   // 0: off (SolverOptions)
   Real newton_tail_residual;        // (m/s) ends a step past newton_tail_iterations
+  int32_t strict_after_cycle;       // SolverOptions (0 / 1)
   int32_t step_halvings;            // SolverOptions: a failed step is redone as two halves
   int32_t halving_carryover;        // SolverOptions: the next step starts at the last level
   int32_t halving_iterations;
@@ -80,6 +81,9 @@ enum RowKind : int32_t {
   kRowCouplingLeader = 13,  // a coupling row's second half: the leader's DOF and bodies
   kRowFrictionLoss = 14,    // dry friction on DOF `row_dof` (a box on its impulse)
 };
+
+// Residuals a world keeps for the Newton loop's cycle test (SolverOptions::strict_after_cycle).
+inline constexpr int kCycleRing = 16;
 
 struct BatchView {
   int32_t world_count = 0;
@@ -131,6 +135,9 @@ struct BatchView {
   Real* world_residual_last;   // (world_count) residual at the last convergence test (of the
                                // iterate the next Newton step starts from)
   int32_t* world_linear_tail;  // (world_count) 1 while Newton converges linearly (kLinearTailRatio)
+  int32_t* world_cycled;       // (world_count) 1 once the attempt's solve cycled (strict search)
+  Real* world_residual_ring;   // (world_count x kCycleRing) residuals of the latest iterates, at
+                               // the Newton iteration modulo kCycleRing (the cycle test)
   Real* world_ls_step;         // (world_count) 1 while some island's line search goes on, else 0
   int32_t* world_ls_trials;    // (world_count) line-search trials taken this iteration
   Real* world_time;            // (world_count) simulated time (s)

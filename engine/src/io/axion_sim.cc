@@ -9,6 +9,7 @@
 //             [--newton_iterations=50] [--newton_tolerance=1e-6]
 //             [--fb_epsilon=1e-10] [--newton_stall_iterations=0] [--step_halvings=3]
 //             [--newton_tail_iterations=10] [--newton_tail_residual=1e-4]
+//             [--strict_after_cycle=true|false]
 //             [--loop_rows=16]
 //             [--halving_iterations=20] [--halving_residual=1e-2] [--contact_capacity=N]
 //             [--trajectory=out.csv|out.npy] [--progress] [--floor=HEIGHT]
@@ -55,6 +56,9 @@ ABSL_FLAG(std::string, preconditioner, "",
 ABSL_FLAG(std::string, line_search, "",
           "true or false: backtrack along each Newton step until the merit decreases (empty: the "
           "model's)");
+ABSL_FLAG(std::string, strict_after_cycle, "",
+          "true or false: once a step's Newton solve cycles, its line search asks for strict "
+          "decrease (empty: the model's)");
 ABSL_FLAG(std::string, friction_newton, "",
           "true or false: linearise friction along the slip (empty: the model's)");
 ABSL_FLAG(std::string, islands, "",
@@ -292,6 +296,8 @@ absl::Status Run() {
         std::tuple{&FLAGS_speculative_contacts, "speculative_contacts",
                    &desc.options.speculative_contacts},
         std::tuple{&FLAGS_line_search, "line_search", &desc.options.line_search},
+        std::tuple{&FLAGS_strict_after_cycle, "strict_after_cycle",
+                   &desc.options.strict_after_cycle},
         std::tuple{&FLAGS_islands, "islands", &desc.options.islands},
         std::tuple{&FLAGS_halving_carryover, "halving_carryover",
                    &desc.options.halving_carryover}}) {
