@@ -2,9 +2,9 @@
 # Every GPU check and measurement in one run, for a machine with a CUDA device: the GPU tests
 # (with the captured graph and with direct launches), a memcheck pass where compute-sanitizer is
 # installed, the batch-size sweeps of RESULTS.md, the training-loop sweep (and at 8192 humanoids
-# once more with every step starting whole, and once with Newton capped at 20 iterations) and
-# the per-pass profile at 8192 humanoids. Logs go to OUT_DIR; the tables are printed as they
-# come.
+# once more with every step starting whole, once with Newton capped at 20 iterations and once
+# without Newton's tail) and the per-pass profile at 8192 humanoids. Logs go to OUT_DIR; the
+# tables are printed as they come.
 #
 # usage: bench/gpu/run_all.sh [BUILD_DIR (build/release)] [OUT_DIR (gpu-results)]
 set -uo pipefail
@@ -46,6 +46,9 @@ echo "== training loop, every step starting whole (--halving_carryover=false; co
 echo "== training loop, Newton capped at 20 iterations and no halvings (trips against quality)"
 "$bench" --backend=cuda --scene=humanoid --worlds=8192 --settle_steps=150 --min_time=2 \
   --max_steps=500 --rl_loop --newton_iterations=20 --step_halvings=0 2>&1 | tee "$out/rl_loop_capped.log"
+echo "== training loop without Newton's tail (--newton_tail_iterations=0; what the tail gives on the device)"
+"$bench" --backend=cuda --scene=humanoid --worlds=8192 --settle_steps=150 --min_time=2 \
+  --max_steps=500 --rl_loop --newton_tail_iterations=0 2>&1 | tee "$out/rl_loop_no_tail.log"
 echo "== per-pass profile, 8192 humanoids, the first 100 steps"
 AXION_CUDA_PROFILE=1 "$bench" --backend=cuda --scene=humanoid --worlds=8192 --min_time=1000 \
   --max_steps=100 >"$out/profile.log" 2>&1
