@@ -27,7 +27,10 @@
 # usage: bench/mujoco_compare.sh [--model=FILE] [--steps=N] [--threads=T] [--noise=X]
 #                                [--axion-sim=PATH] [--max-speed=V] [--sweep-seconds=S]
 #                                [--sweep-min-steps=N] [--max-depth=M] [--seeds=K]
+#                                [--axion-args="FLAGS"]
 # defaults: MuJoCo's humanoid, 2000 steps, 1 thread, noise 0.01, 4 seeds, axion-sim from build/.
+# --axion-args: flags added to every axion-sim run (solver options, for example
+# --axion-args="--newton_tail_iterations=0" to compare against a setting off).
 # MuJoCo's side of the sweep uses a small helper compiled here against libmujoco (g++ needed).
 set -euo pipefail
 
@@ -42,6 +45,7 @@ max_depth=""
 seeds=4
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 axion_sim=""
+axion_args=()
 for arg in "$@"; do
   case "$arg" in
     --model=*) model="${arg#*=}" ;;
@@ -54,6 +58,7 @@ for arg in "$@"; do
     --sweep-min-steps=*) sweep_min_steps="${arg#*=}" ;;
     --max-depth=*) max_depth="${arg#*=}" ;;
     --seeds=*) seeds="${arg#*=}" ;;
+    --axion-args=*) read -r -a axion_args <<<"${arg#*=}" ;;
     -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "unknown argument: $arg" >&2; exit 2 ;;
   esac
@@ -215,7 +220,7 @@ axion_rate() {
   for seed in $(seq 1 "$seeds"); do
     out="$("$axion_sim" --model="$model" --steps="$steps" --worlds="$threads" \
            --threads="$threads" --noise="$noise" --backend=cpu --timestep="$dt" --seed="$seed" \
-           --report_depth --report_limits "$@" 2>/dev/null)" || return 0
+           --report_depth --report_limits "${axion_args[@]}" "$@" 2>/dev/null)" || return 0
     wall="$(python3 -c "print($wall + $(echo "$out" | sed -n 's/^wall time *: *\([0-9.]*\).*/\1/p'))")"
     not_converged=$((not_converged + $(echo "$out" | sed -n 's/^not converged *: *\([0-9]*\).*/\1/p')))
     depth="$(python3 -c "print(max($depth, $(echo "$out" | sed -n 's/^deepest contact *: *\([0-9.eE+-]*\).*/\1/p')))")"
@@ -308,7 +313,7 @@ for k in $multipliers; do
     for seed in $(seq 1 "$seeds"); do
       out="$("$axion_sim" --model="$model" --steps="$run_steps" --worlds=1 --threads=1 --noise="$noise" \
              --backend=cpu --timestep="$dt" --seed="$seed" --report_speed --report_depth \
-             --report_limits 2>/dev/null || true)"
+             --report_limits "${axion_args[@]}" 2>/dev/null || true)"
       nonfinite="$(echo "$out" | sed -n 's/^non-finite *: *\([0-9]*\).*/\1/p')"
       vmax="$(echo "$out" | sed -n 's/^max body speed *: *\([0-9.eE+a-z-]*\).*/\1/p')"
       depth="$(echo "$out" | sed -n 's/^deepest contact *: *\([0-9.eE+a-z-]*\).*/\1/p')"
