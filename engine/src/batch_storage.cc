@@ -85,7 +85,7 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
 
   // offsets
   int bodies = 0, joints = 0, dofs = 0, qpos = 0, acts = 0, shapes = 0, pairs = 0, contacts = 0,
-      rows = 0, hulls = 0;
+      rows = 0;
   auto push_offsets = [&] {
     s.world_body_offset.push_back(bodies);
     s.world_joint_offset.push_back(joints);
@@ -109,7 +109,6 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
     pairs += static_cast<int>(m.collision_pairs().size());
     contacts += w.contact_capacity;
     rows += m.joint_row_count() + 3 * w.contact_capacity;
-    for (const ShapeDesc& shape : m.desc().shapes) hulls += shape.type == ShapeType::kConvexHull;
   }
   push_offsets();
 

@@ -1,0 +1,62 @@
+// Shared by the importer and snapshot fuzz targets: what every accepted input must survive.
+//
+// Each target is a libFuzzer entry point (LLVMFuzzerTestOneInput). Built with AXION_FUZZ=ON
+// (clang, -fsanitize=fuzzer) it is a fuzzer; in every other build fuzz_replay_main.cc runs it
+// over the checked-in corpus and the repository's model files, so inputs that once broke
+// something stay tests on every CI run.
+#pragma once
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "axion/model.h"
+#include "axion/simulator.h"
+
+namespace axion::fuzz {
+
+// Models larger than this are compiled but not stepped: a step of a 1000-body model is not a
+// crash, only a slow input that would stall the fuzzer.
+inline constexpr int kMaxSteppedBodies = 48;
+inline constexpr int kMaxSteppedShapes = 96;
+
+// Prints `what` and aborts: the fuzzer records the input that led here.
+[[noreturn]] inline void Fail(const char* what, const absl::Status& status = absl::OkStatus()) {
+  std::fprintf(stderr, "fuzz invariant broken: %s %s\n", what, status.ToString().c_str());
+  std::abort();
+}
+
+// An imported model either fails to compile with a status, or compiles and steps: three steps
+// on the CPU, each ending with a finite state or a world flagged non-finite (frozen), never a
+// crash, a hang or a step error.
+inline void CompileAndStep(const ModelDesc& desc) {
+  absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(desc);
+  if (!model.ok()) {
+    if (model.status().message().empty()) Fail("a refused model must say why");
+    return;
+  }
+  if ((*model)->body_count() > kMaxSteppedBodies || (*model)->shape_count() > kMaxSteppedShapes)
+    return;
+  auto sim = Simulator::Create({.backend = Backend::kCpu, .threads = 1});
+  if (!sim.ok()) Fail("Simulator::Create", sim.status());
+  auto worlds = (*sim)->CreateWorlds(*model, 1);
+  if (!worlds.ok()) {
+    // capacities are checked at creation: refused with a reason, never a crash
+    if (worlds.status().message().empty()) Fail("a refused world must say why");
+    return;
+  }
+  absl::Status stepped = (*sim)->StepAll(3);
+  if (!stepped.ok()) Fail("StepAll on a compiled model", stepped);
+  auto stats = (*sim)->GetStats((*worlds)[0]);
+  if (!stats.ok()) Fail("GetStats", stats.status());
+  auto bodies = (*sim)->GetBodyState((*worlds)[0]);
+  if (!bodies.ok()) Fail("GetBodyState", bodies.status());
+  if (!(stats->flags & kWorldNonFinite)) {
+    for (Real x : bodies->pose)
+      if (!std::isfinite(x)) Fail("a world with a non-finite pose is not flagged non-finite");
+  }
+}
+
+}  // namespace axion::fuzz
