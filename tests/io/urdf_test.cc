@@ -390,6 +390,19 @@ TEST(UrdfErrorTest, ClearErrors) {
       {R"(<robot name="r"><link name="a"><inertial><mass value="1"/><inertia ixx="1" iyy="-1" izz="1"/></inertial></link></robot>)",
        {"link 'a'", "positive definite"}},
       {R"(<mujoco/>)", {"<robot>"}},
+      // found by tests/fuzz: a link on a cycle of joints apart from the tree was dropped, and
+      // a mimic joint on it threw out of the loader
+      {R"(<robot name="r"><link name="a"/><link name="b"/>
+          <joint name="j" type="fixed"><parent link="b"/><child link="b"/></joint></robot>)",
+       {"joint 'j'", "link 'b' is its own parent"}},
+      {R"(<robot name="r"><link name="a"/><link name="b"/><link name="c"/>
+          <joint name="bc" type="fixed"><parent link="b"/><child link="c"/></joint>
+          <joint name="cb" type="fixed"><parent link="c"/><child link="b"/></joint></robot>)",
+       {"link 'b'", "not connected to the root link 'a'", "cycle"}},
+      {R"(<robot name="r"><link name="a"/><link name="b"/><link name="c"/>
+          <joint name="j" type="fixed"><parent link="a"/><child link="b"/></joint>
+          <joint name="j" type="fixed"><parent link="b"/><child link="c"/></joint></robot>)",
+       {"joint 'j'", "'name'", "is used twice"}},
   };
   for (const Case& c : cases) {
     absl::StatusOr<ImportResult> r = LoadUrdfString(c.xml, "/nonexistent");

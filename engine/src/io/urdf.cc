@@ -430,6 +430,9 @@ absl::Status UrdfLoader::ParseJoint(const XMLElement* e) {
   if (!name || !*name) return Error(e, "joint", "", "name", "is required");
   joint.name = name;
   joint.where = Where(e);
+  // names are how <mimic> (and a user's controls) find a joint
+  for (const UrdfJoint& other : joints_)
+    if (other.name == joint.name) return Error(e, "joint", joint.name, "name", "is used twice");
   const char* type = e->Attribute("type");
   if (!type) return Error(e, "joint", joint.name, "type", "is required");
   joint.type = type;
@@ -521,6 +524,10 @@ absl::Status UrdfLoader::ParseJoint(const XMLElement* e) {
     AXION_IO_RETURN_IF_ERROR(JointScalar(dynamics, joint.name, "friction", 0, &joint.friction));
     if (joint.damping < 0) return Error(dynamics, "joint", joint.name, "damping", "is negative");
     if (joint.friction < 0) return Error(dynamics, "joint", joint.name, "friction", "is negative");
+  }
+  if (joint.child == joint.parent) {
+    return Error(e, "joint", joint.name, "",
+                 absl::StrCat("link '", links_[joint.child].name, "' is its own parent"));
   }
   UrdfLink& child = links_[joint.child];
   if (child.parent_joint >= 0) {
@@ -687,6 +694,14 @@ absl::Status UrdfLoader::Build() {
       stack.push_back(joints_[*it].child);
     }
   }
+  // Every link has one parent joint and only the root has none, so a link the walk missed hangs
+  // on a cycle of joints apart from the tree; it would otherwise be dropped without a word.
+  for (size_t i = 0; i < links_.size(); ++i) {
+    if (visited[i]) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        links_[i].where, ": link '", links_[i].name, "' is not connected to the root link '",
+        links_[root].name, "': its parent joints form a cycle"));
+  }
   return absl::OkStatus();
 }
 
@@ -705,11 +720,16 @@ absl::Status UrdfLoader::Couple() {
       return absl::InvalidArgumentError(absl::StrCat(joint.mimic_where, ": joint '", joint.name,
                                                      "': mimic: unknown joint '", joint.mimic,
                                                      "'"));
-    const int follower = axion_joint.at(joint.name);
+    auto placed = axion_joint.find(joint.name);
+    if (placed == axion_joint.end())
+      return absl::InternalError(absl::StrCat(joint.mimic_where, ": joint '", joint.name,
+                                              "' was not placed in the model"));
+    const int follower = placed->second;
     auto scalar = [](const std::string& type) {
       return type == "revolute" || type == "continuous" || type == "prismatic";
     };
-    const UrdfJoint& lead = *by_name.at(joint.mimic);
+    // every placed joint is one of joints_, so the leader is found
+    const UrdfJoint& lead = *by_name[joint.mimic];
     if (!scalar(joint.type) || !scalar(lead.type) || follower < 0 || leader->second < 0) {
       warnings_.Add(absl::StrCat("mimic:", joint.name),
                     absl::StrCat(joint.mimic_where, ": joint '", joint.name, "' (", joint.type,
