@@ -12,9 +12,13 @@
 #include "snapshot.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "axion/simulator.h"
 
 namespace axion {
 namespace {
@@ -45,6 +49,75 @@ struct Counts {
   int32_t bodies, joints, dofs, qpos, actuators, rows;
   uint64_t fingerprint;
 };
+
+// A snapshot's quaternions are unit to round-off; one further off than this was not written by
+// EncodeSnapshot.
+constexpr Real kQuatNormTolerance = Real(1e-4);
+constexpr uint32_t kKnownWorldFlags = kWorldNotConverged | kWorldContactOverflow | kWorldNonFinite;
+
+// The first entry of `values` that is not finite, or -1.
+int FirstNonFinite(const std::vector<Real>& values) {
+  for (size_t i = 0; i < values.size(); ++i)
+    if (!std::isfinite(values[i])) return static_cast<int>(i);
+  return -1;
+}
+
+// A snapshot is bytes from outside (a client's RestoreSnapshot): every value must be one a world
+// of `model` can hold, or the restore is refused, naming the value, before anything is written.
+// Without this a NaN pose, a zero quaternion or a control outside its range was restored as
+// given, and the world failed only at its next step.
+struct DecodedState {
+  Real time = 0;
+  uint32_t flags = 0;
+  std::vector<Real> q, u, wrench, dof_velocity, qpos, ctrl, lambda, contact_points, contact_lambda;
+};
+absl::Status ValidateState(const DecodedState& s, const Model& model) {
+  if (!std::isfinite(s.time) || s.time < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("snapshot time ", s.time, " is not a finite time >= 0 (corrupted)"));
+  }
+  if (s.flags & ~kKnownWorldFlags) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("snapshot world flags 0x%x name no known flag (corrupted)", s.flags));
+  }
+  const struct {
+    const char* name;
+    const std::vector<Real>* values;
+  } blocks[] = {{"body pose", &s.q},
+                {"body velocity", &s.u},
+                {"body external force", &s.wrench},
+                {"joint velocity", &s.dof_velocity},
+                {"joint position", &s.qpos},
+                {"actuator control", &s.ctrl},
+                {"joint impulse", &s.lambda},
+                {"contact point", &s.contact_points},
+                {"contact impulse", &s.contact_lambda}};
+  for (const auto& block : blocks) {
+    if (const int i = FirstNonFinite(*block.values); i >= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("snapshot ", block.name, " value ", i, " is not finite (corrupted)"));
+    }
+  }
+  const ModelDesc& desc = model.desc();
+  for (int b = 0; b < model.body_count(); ++b) {
+    const Real norm = quat_norm(load_quat(&s.q[7 * b + 3]));
+    if (!(std::fabs(norm - Real(1)) <= kQuatNormTolerance)) {
+      return absl::InvalidArgumentError(absl::StrCat("snapshot quaternion of body ", b, " ('",
+                                                     desc.bodies[b].name, "') has norm ", norm,
+                                                     ", not 1 (corrupted)"));
+    }
+  }
+  for (int a = 0; a < model.actuator_count(); ++a) {
+    const ActuatorDesc& act = desc.actuators[a];
+    if (act.ctrl_limited && (s.ctrl[a] < act.ctrl_min || s.ctrl[a] > act.ctrl_max)) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("snapshot control %d (actuator '%s') = %g is outside its range [%g, %g]",
+                          a, act.name, static_cast<double>(s.ctrl[a]),
+                          static_cast<double>(act.ctrl_min), static_cast<double>(act.ctrl_max)));
+    }
+  }
+  return absl::OkStatus();
+}
 
 Counts CountsOf(const Model& m) {
   return {m.body_count(),     m.joint_count(),     m.joint_dof_count(), m.joint_position_count(),
@@ -110,14 +183,20 @@ absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& mod
                      " joints, fingerprint ", c.fingerprint, "; this world has ", want.bodies,
                      " bodies, ", want.joints, " joints, fingerprint ", want.fingerprint, ")"));
   }
-  // Decode into temporaries first so a truncated snapshot leaves the world untouched.
+  // Decode into temporaries first so a truncated or corrupted snapshot leaves the world
+  // untouched.
   uint64_t step_count = 0;
-  Real time = 0;
-  uint32_t flags = 0;
   int32_t step_level = 0;
-  std::vector<Real> q(7 * c.bodies), u(6 * c.bodies), wrench(6 * c.bodies), dof_velocity(c.dofs),
-      qpos(c.qpos), ctrl(c.actuators), lambda(c.rows);
-  if (!r.Get(&step_count, 1) || !r.Get(&time, 1) || !r.Get(&flags, 1) || !r.Get(&step_level, 1)) {
+  DecodedState d;
+  d.q.resize(7 * c.bodies);
+  d.u.resize(6 * c.bodies);
+  d.wrench.resize(6 * c.bodies);
+  d.dof_velocity.resize(c.dofs);
+  d.qpos.resize(c.qpos);
+  d.ctrl.resize(c.actuators);
+  d.lambda.resize(c.rows);
+  if (!r.Get(&step_count, 1) || !r.Get(&d.time, 1) || !r.Get(&d.flags, 1) ||
+      !r.Get(&step_level, 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("snapshot has ", bytes.size(), " bytes, too few for its header"));
   }
@@ -125,10 +204,11 @@ absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& mod
     return absl::InvalidArgumentError(
         absl::StrCat("snapshot step level ", step_level, " is outside [0, 10] (corrupted)"));
   }
-  bool ok = r.Get(q.data(), q.size()) && r.Get(u.data(), u.size()) &&
-            r.Get(wrench.data(), wrench.size()) &&
-            r.Get(dof_velocity.data(), dof_velocity.size()) && r.Get(qpos.data(), qpos.size()) &&
-            r.Get(ctrl.data(), ctrl.size()) && r.Get(lambda.data(), lambda.size());
+  bool ok = r.Get(d.q.data(), d.q.size()) && r.Get(d.u.data(), d.u.size()) &&
+            r.Get(d.wrench.data(), d.wrench.size()) &&
+            r.Get(d.dof_velocity.data(), d.dof_velocity.size()) &&
+            r.Get(d.qpos.data(), d.qpos.size()) && r.Get(d.ctrl.data(), d.ctrl.size()) &&
+            r.Get(d.lambda.data(), d.lambda.size());
   int32_t contacts = 0;
   ok = ok && r.Get(&contacts, 1);
   const int32_t capacity = h.world_contact_offset[w + 1] - h.world_contact_offset[w];
@@ -138,11 +218,11 @@ absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& mod
         absl::StrCat("snapshot holds ", contacts, " contacts; this world has room for ", capacity));
   }
   std::vector<int32_t> contact_shapes(2 * std::max(contacts, 0));
-  std::vector<Real> contact_points(6 * std::max(contacts, 0)),
-      contact_lambda(3 * std::max(contacts, 0));
+  d.contact_points.resize(6 * std::max(contacts, 0));
+  d.contact_lambda.resize(3 * std::max(contacts, 0));
   for (int32_t i = 0; ok && i < contacts; ++i) {
-    ok = r.Get(&contact_shapes[2 * i], 2) && r.Get(&contact_points[6 * i], 6) &&
-         r.Get(&contact_lambda[3 * i], 3);
+    ok = r.Get(&contact_shapes[2 * i], 2) && r.Get(&d.contact_points[6 * i], 6) &&
+         r.Get(&d.contact_lambda[3 * i], 3);
     ok = ok && contact_shapes[2 * i] >= 0 && contact_shapes[2 * i] < shape_count &&
          contact_shapes[2 * i + 1] >= 0 && contact_shapes[2 * i + 1] < shape_count;
   }
@@ -150,17 +230,18 @@ absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& mod
     return absl::InvalidArgumentError(
         absl::StrCat("snapshot has ", bytes.size(), " bytes, which does not match the model"));
   }
+  if (absl::Status valid = ValidateState(d, model); !valid.ok()) return valid;
   const int b0 = h.world_body_offset[w];
-  std::copy(q.begin(), q.end(), h.body_q.begin() + 7 * b0);
-  std::copy(u.begin(), u.end(), h.body_u.begin() + 6 * b0);
-  std::copy(wrench.begin(), wrench.end(), h.body_wrench.begin() + 6 * b0);
-  std::copy(dof_velocity.begin(), dof_velocity.end(),
+  std::copy(d.q.begin(), d.q.end(), h.body_q.begin() + 7 * b0);
+  std::copy(d.u.begin(), d.u.end(), h.body_u.begin() + 6 * b0);
+  std::copy(d.wrench.begin(), d.wrench.end(), h.body_wrench.begin() + 6 * b0);
+  std::copy(d.dof_velocity.begin(), d.dof_velocity.end(),
             h.dof_velocity.begin() + h.world_dof_offset[w]);
-  std::copy(qpos.begin(), qpos.end(), h.qpos.begin() + h.world_qpos_offset[w]);
-  std::copy(ctrl.begin(), ctrl.end(), h.actuator_ctrl.begin() + h.world_actuator_offset[w]);
-  std::copy(lambda.begin(), lambda.end(), h.row_lambda.begin() + h.world_row_offset[w]);
-  h.world_time[w] = time;
-  h.world_flags[w] = flags;
+  std::copy(d.qpos.begin(), d.qpos.end(), h.qpos.begin() + h.world_qpos_offset[w]);
+  std::copy(d.ctrl.begin(), d.ctrl.end(), h.actuator_ctrl.begin() + h.world_actuator_offset[w]);
+  std::copy(d.lambda.begin(), d.lambda.end(), h.row_lambda.begin() + h.world_row_offset[w]);
+  h.world_time[w] = d.time;
+  h.world_flags[w] = d.flags;
   h.world_step_level[w] = step_level;
   h.world_step_length[w] = h.world_params[w].timestep;
   h.world_contact_count[w] = 0;
@@ -168,8 +249,8 @@ absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& mod
   for (int32_t i = 0; i < contacts; ++i) {
     h.contact_prev_shape_a[slot0 + i] = contact_shapes[2 * i] + shape0;
     h.contact_prev_shape_b[slot0 + i] = contact_shapes[2 * i + 1] + shape0;
-    std::copy_n(&contact_points[6 * i], 6, &h.contact_prev_points[6 * (slot0 + i)]);
-    std::copy_n(&contact_lambda[3 * i], 3, &h.contact_prev_lambda[3 * (slot0 + i)]);
+    std::copy_n(&d.contact_points[6 * i], 6, &h.contact_prev_points[6 * (slot0 + i)]);
+    std::copy_n(&d.contact_lambda[3 * i], 3, &h.contact_prev_lambda[3 * (slot0 + i)]);
   }
   h.world_prev_contact_count[w] = contacts;
   return step_count;

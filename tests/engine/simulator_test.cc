@@ -115,6 +115,55 @@ TEST(SimulatorTest, MalformedSnapshotsAreRefusedAndLeaveTheWorldUntouched) {
   EXPECT_EQ(Bytes(*sim, a), before);
 }
 
+// A snapshot of the right size and model whose values no world could hold (bytes corrupted on
+// the way, or written by hand) is refused naming the value, and the world keeps its state.
+TEST(SimulatorTest, SnapshotsWithImpossibleValuesAreRefusedByName) {
+  auto sim = MustCreateSimulator();
+  WorldId a = MustCreateWorld(*sim, MustCompile(Pendulum(1)));
+  WorldId b = MustCreateWorld(*sim, MustCompile(Pendulum(1)));
+  MustStep(*sim, a, 5);
+  const std::string snap = *sim->Snapshot(a);
+  const std::string before = Bytes(*sim, a);
+  // header: magic, scalar size, six counts and the fingerprint, step count; then time, flags,
+  // step level; then body_q (1 body x 7), body_u (x 6), body_wrench (x 6), dof velocity,
+  // qpos, actuator ctrl, joint-row lambda
+  const size_t time_at = 8 + 4 + 32 + 8, flags_at = time_at + sizeof(Real);
+  const size_t q_at = flags_at + 4 + 4, u_at = q_at + 7 * sizeof(Real);
+  const size_t ctrl_at = u_at + 12 * sizeof(Real) + 2 * sizeof(Real);
+  auto with_real = [&](size_t at, Real value) {
+    std::string bytes = snap;
+    std::memcpy(&bytes[at], &value, sizeof(value));
+    return bytes;
+  };
+  const Real nan = std::numeric_limits<Real>::quiet_NaN();
+  const struct {
+    std::string bytes, message;
+  } cases[] = {
+      {with_real(q_at + sizeof(Real), nan), "body pose value 1 is not finite"},
+      {with_real(u_at + 4 * sizeof(Real), std::numeric_limits<Real>::infinity()),
+       "body velocity value 4 is not finite"},
+      {with_real(q_at + 3 * sizeof(Real), 0), "quaternion of body 0 ('bob') has norm"},
+      {with_real(ctrl_at, 3), "control 0 (actuator 'motor') = 3 is outside its range [-1, 1]"},
+      {with_real(time_at, -1), "snapshot time -1"},
+      {[&] {
+         std::string bytes = snap;
+         const uint32_t flags = 0x80;
+         std::memcpy(&bytes[flags_at], &flags, sizeof(flags));
+         return bytes;
+       }(),
+       "flags 0x80"},
+  };
+  for (const auto& c : cases) {
+    absl::Status s = sim->Restore(a, c.bytes);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.message;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(c.message));
+    EXPECT_EQ(Bytes(*sim, a), before) << c.message;
+  }
+  // the untouched snapshot still restores, into another world too
+  EXPECT_TRUE(sim->Restore(b, snap).ok());
+  EXPECT_EQ(Bytes(*sim, b), before);
+}
+
 TEST(SimulatorTest, CreatingAndDestroyingWorldsKeepsOtherWorldsExact) {
   auto sim = MustCreateSimulator();
   auto model = MustCompile(Pendulum(1));
