@@ -63,8 +63,11 @@ AXION_HD void world_build_row_adjacency(const BatchView& v, int world) {
   const int row0 = v.world_row_offset[world];
   const int row_end = row0 + world_live_rows(v, world);
   for (int b = b0; b < b1; ++b) v.body_row_count[b] = 0;
-  // (a coupling row's two extra entries take its leader slot's share of row_body_list)
+  // (a coupling row's two extra entries take its leader slot's share of row_body_list, so the
+  // leader slot is not counted again: counted, it ran each coupling's world 2 entries past its
+  // share, into the next world's)
   for (int row = row0; row < row_end; ++row) {
+    if (v.row_kind[row] == kRowCouplingLeader) continue;
     for (int side = 0, sides = row_side_count(v, row); side < sides; ++side) {
       const int body = row_side_body(v, row, side);
       if (body >= 0) v.body_row_count[body] += 1;
