@@ -336,7 +336,8 @@ void ResetWorldState(const WorldLayout& layout, int w, BatchStorage& s) {
   WriteJointCoordinates(w, s);
   for (int j = 0; j < m.joint_count(); ++j) {
     const JointDesc& joint = d.joints[j];
-    Real* q = &s.qpos[s.world_qpos_offset[w] + m.joint_position_offset()[j]];
+    // (a pointer, not a reference into qpos: a batch of fixed joints alone has no coordinates)
+    Real* q = s.qpos.data() + s.world_qpos_offset[w] + m.joint_position_offset()[j];
     if (joint.type == JointType::kBall) {
       store_quat(q, Quat{});
     } else {
