@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <string>
 
 #include "absl/status/status.h"
 #include "axion/model.h"
@@ -28,9 +29,54 @@ inline constexpr int kMaxSteppedShapes = 96;
   std::abort();
 }
 
+// A small healthy world that shares the batch with each fuzzed one: a box resting on a plane
+// and a hinged rod, so it has contacts and joint rows in the same passes.
+inline ModelDesc NeighbourModel() {
+  ModelDesc d;
+  BodyDesc box, rod;
+  box.pose.pos = {2, 0, 0.1};
+  rod.pose.pos = {0.25, 0, 1};
+  d.bodies = {box, rod};
+  ShapeDesc floor, cube, bar;
+  floor.type = ShapeType::kPlane;
+  cube.body = 0;
+  cube.type = ShapeType::kBox;
+  cube.size = {0.1, 0.1, 0.1};
+  bar.body = 1;
+  bar.type = ShapeType::kCapsule;
+  bar.size = {0.02, 0.25, 0};
+  d.shapes = {floor, cube, bar};
+  JointDesc hinge;
+  hinge.child = 1;
+  hinge.child_frame.pos = {-0.25, 0, 0};
+  hinge.axis = Vec3{0, 1, 0};
+  d.joints = {hinge};
+  return d;
+}
+
+// The neighbour's snapshot after three steps alone, the reference it must match beside any
+// fuzzed world.
+struct Neighbour {
+  std::shared_ptr<const Model> model;
+  std::string after_three_steps;
+};
+inline const Neighbour& GetNeighbour() {
+  static const Neighbour* neighbour = [] {
+    auto model = Model::Compile(NeighbourModel());
+    if (!model.ok()) Fail("the neighbour model", model.status());
+    auto sim = Simulator::Create({.backend = Backend::kCpu, .threads = 1});
+    if (!sim.ok()) Fail("Simulator::Create", sim.status());
+    auto world = (*sim)->CreateWorlds(*model, 1);
+    if (!world.ok() || !(*sim)->StepAll(3).ok()) Fail("stepping the neighbour");
+    return new Neighbour{*model, *(*sim)->Snapshot((*world)[0])};
+  }();
+  return *neighbour;
+}
+
 // An imported model either fails to compile with a status, or compiles and steps: three steps
 // on the CPU, each ending with a finite state or a world flagged non-finite (frozen), never a
-// crash, a hang or a step error.
+// crash, a hang or a step error. A healthy world placed after it in the batch steps bit for bit
+// as it does alone: whatever the model, nothing it does reaches another world.
 inline void CompileAndStep(const ModelDesc& desc) {
   absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(desc);
   if (!model.ok()) {
@@ -39,6 +85,7 @@ inline void CompileAndStep(const ModelDesc& desc) {
   }
   if ((*model)->body_count() > kMaxSteppedBodies || (*model)->shape_count() > kMaxSteppedShapes)
     return;
+  const Neighbour& neighbour = GetNeighbour();
   auto sim = Simulator::Create({.backend = Backend::kCpu, .threads = 1});
   if (!sim.ok()) Fail("Simulator::Create", sim.status());
   auto worlds = (*sim)->CreateWorlds(*model, 1);
@@ -47,6 +94,8 @@ inline void CompileAndStep(const ModelDesc& desc) {
     if (worlds.status().message().empty()) Fail("a refused world must say why");
     return;
   }
+  auto healthy = (*sim)->CreateWorlds(neighbour.model, 1);
+  if (!healthy.ok()) Fail("creating the neighbour", healthy.status());
   absl::Status stepped = (*sim)->StepAll(3);
   if (!stepped.ok()) Fail("StepAll on a compiled model", stepped);
   auto stats = (*sim)->GetStats((*worlds)[0]);
@@ -57,6 +106,8 @@ inline void CompileAndStep(const ModelDesc& desc) {
     for (Real x : bodies->pose)
       if (!std::isfinite(x)) Fail("a world with a non-finite pose is not flagged non-finite");
   }
+  if (*(*sim)->Snapshot((*healthy)[0]) != neighbour.after_three_steps)
+    Fail("a fuzzed world changed its neighbour's step");
 }
 
 }  // namespace axion::fuzz
