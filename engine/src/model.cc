@@ -195,6 +195,17 @@ uint64_t Fingerprint(const Model& m) {
 
 }  // namespace
 
+// Upper bounds of the options that count a step's loops. A world's step costs up to their
+// product (halved steps and redos included), and a batch runs as long as its slowest world:
+// unbounded, one world of a client asking for 2^31 Newton iterations of a step that cannot
+// converge stalled every world of the server. Each bound is far past any use: Newton converges
+// in tens of iterations or not at all, a trial step of 2^-30 of the Newton step is no step, and
+// CR on the tree preconditioner needs a handful of iterations (on the Jacobi diagonal, a
+// 50-link chain needs hundreds).
+constexpr int kMaxNewtonIterations = 1000;
+constexpr int kMaxCrIterations = 10000;
+constexpr int kMaxLineSearchSteps = 30;
+
 absl::Status ValidateSolverOptions(SolverOptions* options) {
   SolverOptions& o = *options;
   if (!Finite(o.timestep) || !(o.timestep > 0))
@@ -207,9 +218,10 @@ absl::Status ValidateSolverOptions(SolverOptions* options) {
   if (!Finite(o.contact_compliance) || o.contact_compliance < 0)
     return Invalid("options", "contact_compliance",
                    "must be >= 0, got " + Fmt(o.contact_compliance));
-  if (o.newton_iterations < 1)
-    return Invalid("options", "newton_iterations",
-                   absl::StrCat("must be >= 1, got ", o.newton_iterations));
+  if (o.newton_iterations < 1 || o.newton_iterations > kMaxNewtonIterations)
+    return Invalid(
+        "options", "newton_iterations",
+        absl::StrCat("must be in [1, ", kMaxNewtonIterations, "], got ", o.newton_iterations));
   if (o.newton_stall_iterations < 0)
     return Invalid("options", "newton_stall_iterations",
                    absl::StrCat("must be >= 0, got ", o.newton_stall_iterations));
@@ -236,8 +248,9 @@ absl::Status ValidateSolverOptions(SolverOptions* options) {
                    absl::StrCat("must be in [0, 4], got ", o.contact_redos));
   if (o.loop_rows < 0 || o.loop_rows > 16)
     return Invalid("options", "loop_rows", absl::StrCat("must be in [0, 16], got ", o.loop_rows));
-  if (o.cr_iterations < 1)
-    return Invalid("options", "cr_iterations", absl::StrCat("must be >= 1, got ", o.cr_iterations));
+  if (o.cr_iterations < 1 || o.cr_iterations > kMaxCrIterations)
+    return Invalid("options", "cr_iterations",
+                   absl::StrCat("must be in [1, ", kMaxCrIterations, "], got ", o.cr_iterations));
   if (!(o.newton_tolerance > 0) || !Finite(o.newton_tolerance))
     return Invalid("options", "newton_tolerance",
                    "must be positive, got " + Fmt(o.newton_tolerance));
@@ -246,9 +259,10 @@ absl::Status ValidateSolverOptions(SolverOptions* options) {
   if (!(o.line_search_growth >= 1))
     return Invalid("options", "line_search_growth",
                    absl::StrCat("must be >= 1, got ", o.line_search_growth));
-  if (o.line_search_steps < 0)
-    return Invalid("options", "line_search_steps",
-                   absl::StrCat("must be >= 0, got ", o.line_search_steps));
+  if (o.line_search_steps < 0 || o.line_search_steps > kMaxLineSearchSteps)
+    return Invalid(
+        "options", "line_search_steps",
+        absl::StrCat("must be in [0, ", kMaxLineSearchSteps, "], got ", o.line_search_steps));
   if (!(o.fb_epsilon >= 0) || !Finite(o.fb_epsilon))
     return Invalid("options", "fb_epsilon", "must be >= 0, got " + Fmt(o.fb_epsilon));
   if (o.friction_combine != FrictionCombine::kGeometricMean &&

@@ -187,7 +187,10 @@ def test_step_halvings(client):
     np.testing.assert_allclose(obs.stats.time, [1.0, 1.0])
     assert obs.stats.flags[0] & axion.WorldStats.FLAG_NOT_CONVERGED == 0
     assert obs.stats.flags[1] & axion.WorldStats.FLAG_NOT_CONVERGED != 0
-    for bad in ({"step_halvings": 11}, {"halving_iterations": 0}, {"halving_residual": -1.0}):
+    # loop counts are bounded too: one client's world must not stall the server's batch
+    for bad in ({"step_halvings": 11}, {"halving_iterations": 0}, {"halving_residual": -1.0},
+                {"newton_iterations": 2**31 - 1}, {"cr_iterations": 10001},
+                {"line_search_steps": 31}):
         with pytest.raises(axion.AxionError, match=next(iter(bad))):
             client.create_worlds(PENDULUM_MJCF, solver_options=bad)
 

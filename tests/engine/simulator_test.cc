@@ -397,6 +397,10 @@ TEST(SimulatorTest, FailedStepIsTakenAgainInHalves) {
             [](SolverOptions& o) { o.missed_contact_depth = std::nan(""); }},
            {"contact_redos", [](SolverOptions& o) { o.contact_redos = -1; }},
            {"contact_redos", [](SolverOptions& o) { o.contact_redos = 5; }},
+           // loop counts are bounded: one world's step must not hold its batch indefinitely
+           {"newton_iterations", [](SolverOptions& o) { o.newton_iterations = 1001; }},
+           {"cr_iterations", [](SolverOptions& o) { o.cr_iterations = 10001; }},
+           {"line_search_steps", [](SolverOptions& o) { o.line_search_steps = 31; }},
        }) {
     ModelDesc bad = d;
     edit(bad.options);

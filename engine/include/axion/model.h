@@ -230,7 +230,7 @@ struct SolverOptions {
                                      // the impulses of redundant contacts (piles, boxes on
                                      // four points) unique, so Newton converges fast; 0 is
                                      // perfectly rigid
-  int newton_iterations = 50;        // maximum Newton iterations per step
+  int newton_iterations = 50;        // maximum Newton iterations per step, in [1, 1000]
   int newton_stall_iterations = 0;   // > 0: Newton also stops (not converged, at its best
                                      // iterate) once that iterate is this many iterations
                                      // old: speed for robustness where a solve cycles
@@ -242,13 +242,13 @@ struct SolverOptions {
                                      // solution, which ran to the Newton limit to end at
                                      // 1e-6-1e-4 m/s (README, "Solver choices")
   Real newton_tail_residual = 1e-4;  // (m/s) see newton_tail_iterations
-  int cr_iterations = 200;           // maximum Conjugate Residual iterations per Newton step
+  int cr_iterations = 200;           // maximum CR iterations per Newton step, in [1, 10000]
   Real newton_tolerance = 1e-6;      // stop when the residual's max-norm is below this
                                      // (units of impulse per unit effective mass: m/s)
   Real cr_tolerance = 1e-5;          // relative CR tolerance (preconditioned residual); looser
                                      // forcing makes Newton linear on long chains
   bool line_search = true;           // backtracking on the merit 0.5 |residual|^2
-  int line_search_steps = 4;         // maximum halvings of the Newton step
+  int line_search_steps = 4;         // maximum halvings of the Newton step, in [0, 30]
   Real line_search_growth = 1e3;     // a trial is taken once its merit is below this multiple
                                      // of the accepted one (1: strict decrease). A safeguard
                                      // against steps that blow up, not a descent test: the
