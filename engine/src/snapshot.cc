@@ -62,15 +62,17 @@ int FirstNonFinite(const std::vector<Real>& values) {
   return -1;
 }
 
-// A snapshot is bytes from outside (a client's RestoreSnapshot): every value must be one a world
-// of `model` can hold, or the restore is refused, naming the value, before anything is written.
-// Without this a NaN pose, a zero quaternion or a control outside its range was restored as
-// given, and the world failed only at its next step.
+// A snapshot's values, decoded before any is written to the world.
 struct DecodedState {
   Real time = 0;
   uint32_t flags = 0;
   std::vector<Real> q, u, wrench, dof_velocity, qpos, ctrl, lambda, contact_points, contact_lambda;
 };
+
+// A snapshot is bytes from outside (a client's RestoreSnapshot): every value must be one a world
+// of `model` can hold, or the restore is refused, naming the value, before anything is written.
+// Without this a NaN pose, a zero quaternion or a control outside its range was restored as
+// given, and the world failed only at its next step.
 absl::Status ValidateState(const DecodedState& s, const Model& model) {
   if (!std::isfinite(s.time) || s.time < 0) {
     return absl::InvalidArgumentError(
