@@ -644,6 +644,7 @@ absl::StatusOr<ImportedScene> ImportScene(const v1::Scene& scene, const std::str
           options.light_body_mass_fraction = scene.mjcf_light_body_mass_fraction().value();
         }
         options.balance_inertia = scene.balance_inertia();
+        options.file_root = asset_dir;  // a client's scene reads nothing outside it
         return FromImport(LoadMjcfString(xml, asset_dir, options), field, scene);
       }
       UrdfOptions options;
@@ -654,6 +655,7 @@ absl::StatusOr<ImportedScene> ImportScene(const v1::Scene& scene, const std::str
       options.position_kv = scene.urdf_position_kv();
       options.balance_inertia = scene.balance_inertia();
       if (!asset_dir.empty()) options.package_dirs.push_back(asset_dir);
+      options.file_root = asset_dir;
       return FromImport(LoadUrdfString(xml, asset_dir, options), field, scene);
 #else
       return absl::UnimplementedError(

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -1222,6 +1223,38 @@ TEST(MjcfErrorTest, MissingIncludeNamesTheFile) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(r.status().message().find("no_such_part.xml"), std::string::npos) << r.status();
   EXPECT_NE(r.status().message().find(":2:"), std::string::npos) << r.status();
+}
+
+// A referenced file must be a regular file (a mesh linked to /dev/zero would read without end),
+// and with MjcfOptions::file_root it must lie within that directory, '..' and symbolic links
+// resolved.
+TEST(MjcfErrorTest, ReferencedFilesAreRegularAndWithinTheFileRoot) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(::testing::TempDir()) / "axion_file_root_test";
+  fs::remove_all(root);
+  fs::create_directories(root / "assets");
+  std::ofstream(root / "assets" / "part.xml") << "<mujoco/>";
+  std::ofstream(root / "outside.xml") << "<mujoco/>";
+  fs::create_symlink("/dev/zero", root / "assets" / "zero.stl");
+  const std::string assets = (root / "assets").string();
+  absl::StatusOr<ImportResult> device =
+      LoadMjcfString(R"(<mujoco><asset><mesh file="zero.stl"/></asset></mujoco>)", assets);
+  ASSERT_FALSE(device.ok());
+  EXPECT_NE(device.status().message().find("zero.stl' is not a regular file"), std::string::npos)
+      << device.status();
+  MjcfOptions confined;
+  confined.file_root = assets;
+  EXPECT_TRUE(
+      LoadMjcfString(R"(<mujoco><include file="part.xml"/></mujoco>)", assets, confined).ok());
+  // without a root, '..' is a path like any other
+  EXPECT_TRUE(LoadMjcfString(R"(<mujoco><include file="../outside.xml"/></mujoco>)", assets).ok());
+  absl::StatusOr<ImportResult> outside =
+      LoadMjcfString(R"(<mujoco><include file="../outside.xml"/></mujoco>)", assets, confined);
+  ASSERT_FALSE(outside.ok());
+  EXPECT_EQ(outside.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(outside.status().message().find("outside the directory"), std::string::npos)
+      << outside.status();
+  fs::remove_all(root);
 }
 
 // MuJoCo's composite/rope.xml: the <composite> generating the rope's bodies is not supported, so

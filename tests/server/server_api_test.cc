@@ -654,6 +654,50 @@ TEST_F(ServerApiTest, FileReferencesNeedAnAssetDir) {
   EXPECT_THAT(status.message(), HasSubstr("asset_dir"));
 }
 
+// With --asset_dir a scene's file references resolve there and only there: a client's scene
+// reads no other file of the server's, through '..', an absolute path or a symbolic link, and a
+// reference to a device (/dev/zero would read without end) is refused.
+TEST(ServerAssetDirTest, FileReferencesStayWithinTheAssetDir) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(::testing::TempDir()) / "axion_asset_dir_test";
+  const fs::path assets = root / "assets";
+  fs::remove_all(root);
+  fs::create_directories(assets);
+  const char* kBall = R"(<mujoco><worldbody><body name="ball" pos="0 0 1"><freejoint/>
+      <geom type="sphere" size="0.1"/></body></worldbody></mujoco>)";
+  std::ofstream(assets / "ball.xml") << kBall;
+  std::ofstream(root / "outside.xml") << kBall;
+  fs::create_symlink(root / "outside.xml", assets / "link.xml");
+  ServerOptions options = TestServerOptions();
+  options.asset_dir = assets.string();
+  std::unique_ptr<AxionServer> server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  std::unique_ptr<client::Client> client = Connect(*server);
+  auto include = [&](const std::string& file) {
+    return client->CreateWorlds(
+        client::MjcfScene("<mujoco><include file=\"" + file + "\"/></mujoco>"), 1);
+  };
+  absl::StatusOr<v1::CreateWorldsResponse> inside = include("ball.xml");
+  ASSERT_TRUE(inside.ok()) << inside.status();
+  EXPECT_THAT(inside->description().body_names(), ElementsAre("ball"));
+  for (const std::string& file :
+       {std::string("../outside.xml"), (root / "outside.xml").string(), std::string("link.xml")}) {
+    absl::Status status = include(file).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << file;
+    EXPECT_THAT(status.message(), HasSubstr("outside the directory")) << file;
+  }
+  fs::create_symlink("/dev/zero", assets / "zero.stl");
+  absl::Status device =
+      client
+          ->CreateWorlds(client::MjcfScene(R"(<mujoco><asset><mesh file="zero.stl"/></asset>
+                                              </mujoco>)"),
+                         1)
+          .status();
+  EXPECT_EQ(device.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(device.message(), HasSubstr("zero.stl' is not a regular file"));
+  fs::remove_all(root);
+}
+
 // A mesh given by its vertices needs no file, so a server without an asset directory takes it;
 // a mesh file is refused like any other file reference.
 TEST_F(ServerApiTest, MeshAssetsByVerticesNeedNoAssetDir) {

@@ -144,6 +144,10 @@ struct MjcfOptions {
   // with <compiler balanceinertia="true"> (which also turns this on); false: such a body is an
   // error, as in MuJoCo.
   bool balance_inertia = false;
+  // Non-empty: every file the model references (<include>, meshes) must lie within this
+  // directory once symbolic links and '..' are resolved, or loading fails naming it. The server
+  // sets its --asset_dir here, so a client's scene reads no other file of the server's.
+  std::string file_root;
 };
 
 // Reads an MJCF file; <include> paths are relative to the file's directory.

@@ -76,6 +76,9 @@ struct UrdfOptions {
   // by <limit effort>.
   Real position_kp = 0;
   Real position_kv = 0;
+  // Non-empty: every mesh file must lie within this directory once symbolic links and '..' are
+  // resolved, or loading fails naming it (as MjcfOptions::file_root).
+  std::string file_root;
 };
 
 absl::StatusOr<ImportResult> LoadUrdfFile(const std::string& path, const UrdfOptions& options = {});

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -334,13 +335,14 @@ absl::StatusOr<TriangleMesh> ParseObj(const std::string& path, const std::string
 
 }  // namespace
 
-absl::StatusOr<TriangleMesh> LoadTriangleMesh(const std::string& path, Vec3 scale) {
+absl::StatusOr<TriangleMesh> LoadTriangleMesh(const std::string& path, Vec3 scale,
+                                              const std::string& root) {
   std::string lower = Lower(path);
   if (!EndsWith(lower, ".stl") && !EndsWith(lower, ".obj")) {
     return absl::InvalidArgumentError(
         absl::StrCat("mesh '", path, "': unsupported format (STL and OBJ are supported)"));
   }
-  absl::StatusOr<std::string> bytes = ReadFile(path);
+  absl::StatusOr<std::string> bytes = ReadFile(path, root);
   if (!bytes.ok()) return bytes.status();
   absl::StatusOr<TriangleMesh> mesh =
       EndsWith(lower, ".stl") ? ParseStl(path, *bytes) : ParseObj(path, *bytes);
@@ -352,8 +354,9 @@ absl::StatusOr<TriangleMesh> LoadTriangleMesh(const std::string& path, Vec3 scal
   return mesh;
 }
 
-absl::StatusOr<std::vector<Vec3>> LoadMeshVertices(const std::string& path, Vec3 scale) {
-  absl::StatusOr<TriangleMesh> mesh = LoadTriangleMesh(path, scale);
+absl::StatusOr<std::vector<Vec3>> LoadMeshVertices(const std::string& path, Vec3 scale,
+                                                   const std::string& root) {
+  absl::StatusOr<TriangleMesh> mesh = LoadTriangleMesh(path, scale, root);
   if (!mesh.ok()) return mesh.status();
   return UniqueVertices(mesh->vertices);
 }
@@ -441,7 +444,33 @@ bool FileExists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
+absl::StatusOr<std::string> ReadFile(const std::string& path, const std::string& root) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const fs::file_status status = fs::status(path, error);
+  if (error || !fs::exists(status))
+    return absl::NotFoundError(absl::StrCat("cannot open file '", path, "'"));
+  if (!fs::is_regular_file(status))
+    return absl::InvalidArgumentError(absl::StrCat("'", path, "' is not a regular file"));
+  if (!root.empty()) {
+    // both real paths, so that neither '..' nor a symbolic link leads out of root
+    const fs::path real = fs::canonical(path, error);
+    const fs::path real_root = error ? fs::path() : fs::canonical(root, error);
+    const bool within =
+        !error &&
+        std::mismatch(real_root.begin(), real_root.end(), real.begin(), real.end()).first ==
+            real_root.end();
+    if (!within) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "'", path, "' lies outside the directory files may be read from ('", root, "')"));
+    }
+  }
+  const uintmax_t size = fs::file_size(path, error);
+  if (error) return absl::NotFoundError(absl::StrCat("cannot open file '", path, "'"));
+  if (size > kMaxModelFileBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "file '", path, "' has ", size, " bytes, over the limit of ", kMaxModelFileBytes));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open file '", path, "'"));
   std::ostringstream buffer;

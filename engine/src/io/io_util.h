@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -72,9 +73,12 @@ struct TriangleMesh {
 };
 // An STL (binary or ASCII) or OBJ mesh file (polygons as fans of triangles), its vertices
 // multiplied by `scale`. Errors name the file and what is wrong with it.
-absl::StatusOr<TriangleMesh> LoadTriangleMesh(const std::string& path, Vec3 scale);
+// `root`: as for ReadFile.
+absl::StatusOr<TriangleMesh> LoadTriangleMesh(const std::string& path, Vec3 scale,
+                                              const std::string& root = "");
 // The mesh file's vertices alone, duplicates removed.
-absl::StatusOr<std::vector<Vec3>> LoadMeshVertices(const std::string& path, Vec3 scale);
+absl::StatusOr<std::vector<Vec3>> LoadMeshVertices(const std::string& path, Vec3 scale,
+                                                   const std::string& root = "");
 // `vertices` without repeats, in first-seen order.
 std::vector<Vec3> UniqueVertices(const std::vector<Vec3>& vertices);
 // True when the points span a volume (at least 4 points, not all coplanar).
@@ -83,7 +87,13 @@ bool PointsSpanVolume(const std::vector<Vec3>& points);
 std::string JoinPath(const std::string& dir, const std::string& file);
 std::string DirName(const std::string& path);
 bool FileExists(const std::string& path);
-absl::StatusOr<std::string> ReadFile(const std::string& path);
+// Files larger than this are refused unread (the largest robot meshes are tens of MB).
+inline constexpr uintmax_t kMaxModelFileBytes = uintmax_t(1) << 30;
+// The whole of a file a model names. Only a regular file of at most kMaxModelFileBytes is read
+// (a reference to /dev/zero or a pipe would otherwise read without end); with `root` non-empty,
+// only one whose real path (symbolic links and '..' resolved) lies within root's: a scene a
+// client sends to the server may not reach past the server's asset directory.
+absl::StatusOr<std::string> ReadFile(const std::string& path, const std::string& root = "");
 
 }  // namespace axion::io
 

@@ -409,10 +409,11 @@ absl::Status MjcfLoader::Children(const XMLElement* e, std::vector<const XMLElem
                                                      kMaxIncludeDepth, " (recursive include?)"));
     }
     std::string path = io::JoinPath(base_dir_, file);
-    absl::StatusOr<std::string> text = io::ReadFile(path);
+    absl::StatusOr<std::string> text = io::ReadFile(path, options_.file_root);
     if (!text.ok()) {
-      return absl::NotFoundError(
-          absl::StrCat(Where(c), ": include: attribute 'file': cannot open '", path, "'"));
+      return absl::Status(
+          text.status().code(),
+          absl::StrCat(Where(c), ": include: attribute 'file': ", text.status().message()));
     }
     AXION_IO_ASSIGN_OR_RETURN(XMLDocument * doc, Parse(*text, path));
     const XMLElement* root = doc->RootElement();
@@ -528,7 +529,7 @@ absl::Status MjcfLoader::ParseMesh(const XMLElement* xml) {
     }
     // as <include> paths: relative to the model's directory (and meshdir), absolute as given
     const std::string path = io::JoinPath(io::JoinPath(base_dir_, meshdir_), file);
-    absl::StatusOr<io::TriangleMesh> loaded = io::LoadTriangleMesh(path, scale);
+    absl::StatusOr<io::TriangleMesh> loaded = io::LoadTriangleMesh(path, scale, options_.file_root);
     if (!loaded.ok()) return e.Error("file", std::string(loaded.status().message()));
     mesh = std::move(*loaded);
   } else if (e.Has("vertex")) {

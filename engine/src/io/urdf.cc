@@ -226,7 +226,7 @@ absl::StatusOr<bool> UrdfLoader::ParseGeometry(const XMLElement* collision, cons
                               Reals(g, "link", link, "scale", 3, {1, 1, 1}));
     AXION_IO_ASSIGN_OR_RETURN(std::string path, ResolveMesh(g, link, filename));
     absl::StatusOr<std::vector<Vec3>> vertices =
-        io::LoadMeshVertices(path, {scale[0], scale[1], scale[2]});
+        io::LoadMeshVertices(path, {scale[0], scale[1], scale[2]}, options_.file_root);
     if (!vertices.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat(Where(g), ": link '", link, "': ", vertices.status().message()));
