@@ -1,4 +1,4 @@
-// Shared by the importer and snapshot fuzz targets: what every accepted input must survive.
+// Shared by the fuzz targets: what every accepted input must survive.
 //
 // Each target is a libFuzzer entry point (LLVMFuzzerTestOneInput). Built with AXION_FUZZ=ON
 // (clang, -fsanitize=fuzzer) it is a fuzzer; in every other build fuzz_replay_main.cc runs it
