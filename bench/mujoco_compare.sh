@@ -63,8 +63,10 @@ for arg in "$@"; do
     *) echo "unknown argument: $arg" >&2; exit 2 ;;
   esac
 done
+# The release build's axion-sim (what `make build` makes); a sanitizer or debug build elsewhere
+# under build/ would time its instrumentation, not the engine.
 if [ -z "$axion_sim" ]; then
-  axion_sim="$(find "$repo/build" -name axion-sim -type f -perm -u+x 2>/dev/null | head -n 1 || true)"
+  axion_sim="$repo/build/release/engine/src/io/axion-sim"
 fi
 [ -x "$axion_sim" ] || { echo "axion-sim not found: build it or pass --axion-sim=PATH" >&2; exit 1; }
 command -v mujoco-testspeed >/dev/null || { echo "mujoco-testspeed not found (libmujoco-samples)" >&2; exit 1; }
