@@ -300,10 +300,28 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
       }
     }
     const auto& model_pairs = m.collision_pairs();
-    for (int p = 0; p < static_cast<int>(model_pairs.size()); ++p) {
+    const int pair_count = static_cast<int>(model_pairs.size());
+    for (int p = 0; p < pair_count; ++p) {
       s.pair_shape_a[p0 + p] = s0 + model_pairs[p][0];
       s.pair_shape_b[p0 + p] = s0 + model_pairs[p][1];
       s.pair_friction[p0 + p] = m.collision_pair_friction()[p];
+    }
+    // the broad phase's lookup from a shape pair to its pair (kernels::world_find_pair): the
+    // pairs grouped by lower shape, each group sorted by upper shape (a pair's shapes are
+    // stored lower first)
+    std::vector<int32_t> by_shape(pair_count);
+    for (int p = 0; p < pair_count; ++p) by_shape[p] = p;
+    std::sort(by_shape.begin(), by_shape.end(),
+              [&](int x, int y) { return model_pairs[x] < model_pairs[y]; });
+    for (int k = s0; k < s.world_shape_offset[w + 1]; ++k) {
+      s.shape_pair_first[k] = p0;
+      s.shape_pair_count[k] = 0;
+      s.shape_sweep_order[k] = k;
+    }
+    for (int k = 0; k < pair_count; ++k) {
+      const int p = by_shape[k], lower = s0 + model_pairs[p][0];
+      if (s.shape_pair_count[lower]++ == 0) s.shape_pair_first[lower] = p0 + k;
+      s.pair_by_shape[p0 + k] = p0 + p;
     }
     ResetWorldState(layout, w, s);
   }

@@ -51,7 +51,7 @@ namespace axion {
   X(int32_t, world_newton_best, 1)                                                               \
   X(int32_t, world_newton_attempt, 1)                                                            \
   X(int32_t, world_halves_left, 1) X(int32_t, world_halvings, 1) X(int32_t, world_redos, 1)      \
-      X(int32_t, world_loop_count, 1)                                                            \
+      X(int32_t, world_loop_count, 1) X(int32_t, world_pairs_marked, 1)                          \
       X(int32_t, world_loop_rows, 16) X(Real, world_loop_lu, 256)
 #define AXION_BODY_MODEL(X) \
   X(int32_t, body_world, 1) \
@@ -147,11 +147,14 @@ namespace axion {
   X(Real, shape_quat, 4)     \
   X(Real, shape_size, 3)     \
   X(Real, shape_friction, 1) \
-  X(Real, shape_restitution, 1) X(int32_t, shape_contact_dim, 1) X(int32_t, shape_hull, 1)
-#define AXION_SHAPE_SCRATCH(X) X(Real, shape_aabb, 6) X(Real, shape_sweep, 1)
-#define AXION_PAIR_MODEL(X) \
-  X(int32_t, pair_shape_a, 1) X(int32_t, pair_shape_b, 1) X(Real, pair_friction, 1)
-#define AXION_PAIR_SCRATCH(X) X(int32_t, pair_missed, 1)
+  X(Real, shape_restitution, 1) X(int32_t, shape_contact_dim, 1) X(int32_t, shape_hull, 1) \
+      X(int32_t, shape_pair_first, 1) X(int32_t, shape_pair_count, 1)
+#define AXION_SHAPE_SCRATCH(X) \
+  X(Real, shape_aabb, 6) X(Real, shape_sweep, 1) X(int32_t, shape_sweep_order, 1)
+#define AXION_PAIR_MODEL(X)                                                           \
+  X(int32_t, pair_shape_a, 1) X(int32_t, pair_shape_b, 1) X(Real, pair_friction, 1) \
+      X(int32_t, pair_by_shape, 1)
+#define AXION_PAIR_SCRATCH(X) X(int32_t, pair_missed, 1) X(int32_t, pair_candidate, 1)
 #define AXION_CONTACT_STATE(X)                                            \
   X(int32_t, contact_body_a, 1)                                           \
   X(int32_t, contact_body_b, 1)                                           \

@@ -113,6 +113,136 @@ AXION_HD void contact_levers(const BatchView& v, int k, Vec3* lever_a, Vec3* lev
       b < 0 ? Vec3{} : rotate(body_rotation(v.body_q_prev, b), load3(v.contact_local_b + 3 * k));
 }
 
+// The pair of shapes sa and sb (global, either order), or -1 where the model never lets them
+// touch (same body, joined bodies, collision masks): a binary search among the lower shape's
+// pairs.
+AXION_HD int world_find_pair(const BatchView& v, int sa, int sb) {
+  if (sa > sb) {
+    const int t = sa;
+    sa = sb;
+    sb = t;
+  }
+  int lo = v.shape_pair_first[sa], hi = lo + v.shape_pair_count[sa];
+  const int end = hi;
+  while (lo < hi) {
+    const int mid = lo + (hi - lo) / 2;
+    if (v.pair_shape_b[v.pair_by_shape[mid]] < sb) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo < end && v.pair_shape_b[v.pair_by_shape[lo]] == sb ? v.pair_by_shape[lo] : -1;
+}
+
+// In-place heap sort of a[0, n) by `less`, a strict total order: O(n log n) without scratch or
+// recursion on one device thread, and the result depends on the keys alone.
+template <class Less>
+AXION_HD void heap_sort(int32_t* a, int n, Less less) {
+  auto sift_down = [&](int root, int size) {
+    for (;;) {
+      int child = 2 * root + 1;
+      if (child >= size) return;
+      if (child + 1 < size && less(a[child], a[child + 1])) ++child;
+      if (!less(a[root], a[child])) return;
+      const int t = a[root];
+      a[root] = a[child];
+      a[child] = t;
+      root = child;
+    }
+  };
+  for (int root = n / 2 - 1; root >= 0; --root) sift_down(root, n);
+  for (int size = n - 1; size > 0; --size) {
+    const int t = a[0];
+    a[0] = a[size];
+    a[size] = t;
+    sift_down(0, size);
+  }
+}
+
+// Per world, broad phase: marks in a bitmap the candidate pairs whose boxes (shape_aabb)
+// overlap, bit (pair - world_pair_offset) of pair_candidate's words from the world's pair
+// offset on (a world of n pairs has n words there, and needs n / 32 + 1). Sweep and prune: the
+// shapes sorted by their boxes' lower bound along the axis their centres spread over most, each
+// tested against those that start before it ends. Testing every candidate pair instead costs
+// O(shapes^2) per step: 1000 spheres in a box have 500,000 pairs, and that test and its twin
+// after the solve took 40% of a step. The bitmap hands the pairs on in pair order (what makes
+// the contact set deterministic) for a read of n / 32 words. Boxes with a NaN bound overlap
+// nothing (aabb_overlap fails), so they are left out; infinite ones (planes) meet every shape.
+AXION_HD void world_overlapping_pairs(const BatchView& v, int world) {
+  const int s0 = v.world_shape_offset[world], s1 = v.world_shape_offset[world + 1];
+  const int p0 = v.world_pair_offset[world], p1 = v.world_pair_offset[world + 1];
+  uint32_t* bits = reinterpret_cast<uint32_t*>(v.pair_candidate + p0);
+  for (int k = 0; k < (p1 - p0 + 31) / 32; ++k) bits[k] = 0;
+  const Real* aabb = v.shape_aabb;
+  Real lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+  bool any = false;
+  for (int s = s0; s < s1; ++s) {
+    Real c[3];
+    bool finite = true;
+    for (int a = 0; a < 3; ++a) {
+      c[a] = Real(0.5) * (aabb[6 * s + a] + aabb[6 * s + 3 + a]);
+      finite = finite && c[a] - c[a] == Real(0);  // false for NaN and infinities
+    }
+    if (!finite) continue;
+    for (int a = 0; a < 3; ++a) {
+      lo[a] = !any || c[a] < lo[a] ? c[a] : lo[a];
+      hi[a] = !any || c[a] > hi[a] ? c[a] : hi[a];
+    }
+    any = true;
+  }
+  int axis = 0;
+  for (int a = 1; a < 3; ++a)
+    if (hi[a] - lo[a] > hi[axis] - lo[axis]) axis = a;
+  int32_t* order = v.shape_sweep_order + s0;
+  int n = 0;
+  for (int s = s0; s < s1; ++s)
+    if (aabb[6 * s + axis] == aabb[6 * s + axis]) order[n++] = s;
+  heap_sort(order, n, [&](int x, int y) {
+    const Real kx = aabb[6 * x + axis], ky = aabb[6 * y + axis];
+    return kx < ky || (kx == ky && x < y);
+  });
+  for (int i = 0; i < n; ++i) {
+    const int sa = order[i];
+    const Real upper = aabb[6 * sa + 3 + axis];
+    for (int j = i + 1; j < n; ++j) {
+      const int sb = order[j];
+      if (!(aabb[6 * sb + axis] <= upper)) break;
+      if (!aabb_overlap(aabb + 6 * sa, aabb + 6 * sb)) continue;
+      const int pair = world_find_pair(v, sa, sb);
+      if (pair >= 0) bits[(pair - p0) >> 5] |= uint32_t(1) << ((pair - p0) & 31);
+    }
+  }
+}
+
+// Index of the lowest set bit of a nonzero word.
+AXION_HD int lowest_set_bit(uint32_t word) {
+#ifdef __CUDA_ARCH__
+  return __ffs(static_cast<int>(word)) - 1;
+#else
+  return __builtin_ctz(word);
+#endif
+}
+
+// Calls visit(pair) for the world's pairs in pair order until it returns false: every pair
+// where a redo marked some (a marked pair joins whatever its boxes say), else those whose boxes
+// overlap (world_overlapping_pairs).
+template <class Visit>
+AXION_HD void world_for_each_pair(const BatchView& v, int world, Visit visit) {
+  const int p0 = v.world_pair_offset[world], p1 = v.world_pair_offset[world + 1];
+  if (v.world_pairs_marked[world]) {
+    for (int pair = p0; pair < p1; ++pair)
+      if (!visit(pair)) return;
+    return;
+  }
+  world_overlapping_pairs(v, world);
+  const uint32_t* bits = reinterpret_cast<const uint32_t*>(v.pair_candidate + p0);
+  for (int k = 0; k < (p1 - p0 + 31) / 32; ++k) {
+    for (uint32_t word = bits[k]; word != 0; word &= word - 1)
+      if (!visit(p0 + 32 * k + lowest_set_bit(word))) return;
+  }
+}
+
 // Per world: broad phase over the world's candidate pairs (filtered at model compile time),
 // narrow phase on overlapping boxes, contacts written in pair order (deterministic) up to the
 // world's capacity; overflow is flagged, never written past the slots.
@@ -123,14 +253,14 @@ AXION_HD void world_collide(const BatchView& v, int world) {
   int capacity = v.world_contact_offset[world + 1] - slot0;
   int count = 0;
   bool overflow = false;
-  for (int pair = v.world_pair_offset[world]; pair < v.world_pair_offset[world + 1]; ++pair) {
+  world_for_each_pair(v, world, [&](int pair) {
     int sa = v.pair_shape_a[pair], sb = v.pair_shape_b[pair];
     // A pair a redo marked joins with all its points at q-, and with all its points where the
     // undone attempt ended as well: those hold what the rows from q- missed (a turned limb's
     // contact, a box's corner), while alone, a deep end's manifold (its normal the axis of least
     // penetration) let humanoid100's boxes sink 108-164 mm into each other against 17-50 mm.
     const bool missed = v.pair_missed[pair] != 0;
-    if (!missed && !aabb_overlap(v.shape_aabb + 6 * sa, v.shape_aabb + 6 * sb)) continue;
+    if (!missed && !aabb_overlap(v.shape_aabb + 6 * sa, v.shape_aabb + 6 * sb)) return true;
     const int body_a = v.shape_body[sa], body_b = v.shape_body[sb];
     const Real sweep = v.shape_sweep[sa] + v.shape_sweep[sb];
     Real start_gap = kUnboundedMargin;  // the pair's signed distance at q-
@@ -229,8 +359,8 @@ AXION_HD void world_collide(const BatchView& v, int world) {
       if (overflow) break;
       pair_start_end = count;
     }
-    if (overflow) break;
-  }
+    return !overflow;
+  });
   v.world_contact_count[world] = count;
   if (overflow) v.world_flags[world] |= kWorldContactOverflow;
 }
@@ -295,15 +425,16 @@ AXION_HD bool world_find_missed_contacts(const BatchView& v, int world) {
   const int slot0 = v.world_contact_offset[world];
   const int row0 = v.world_row_offset[world] + v.world_joint_row_count[world];
   bool found = false;
-  for (int pair = v.world_pair_offset[world]; pair < v.world_pair_offset[world + 1]; ++pair) {
+  // the pairs overlapping at q+
+  world_for_each_pair(v, world, [&](int pair) {
     const int sa = v.pair_shape_a[pair], sb = v.pair_shape_b[pair];
     const bool marked = v.pair_missed[pair] != 0;
     if (!marked) {
       // A point farther apart than the margin at q- (every closer one was in the set) sinks
       // deeper than the bound only if the shapes moved by more than both together, and a
       // point of the set is misjudged by more than the bound only if they moved by more
-      if (v.shape_sweep[sa] + v.shape_sweep[sb] < p.contact_margin + bound) continue;
-      if (!aabb_overlap(v.shape_aabb + 6 * sa, v.shape_aabb + 6 * sb)) continue;
+      if (v.shape_sweep[sa] + v.shape_sweep[sb] < p.contact_margin + bound) return true;
+      if (!aabb_overlap(v.shape_aabb + 6 * sa, v.shape_aabb + 6 * sb)) return true;
     }
     Vec3 pos_a, pos_b;
     Quat quat_a, quat_b;
@@ -313,11 +444,11 @@ AXION_HD bool world_find_missed_contacts(const BatchView& v, int world) {
     // a marked pair's gap counts however far apart it ended (its rows may stop it short)
     int n = collide_shapes(shape_geom(v, sa), pos_a, quat_a, shape_geom(v, sb), pos_b, quat_b,
                            marked ? kUnboundedMargin : Real(0), points);
-    if (n == 0) continue;
+    if (n == 0) return true;
     Real deepest = points[0].gap;
     for (int i = 1; i < n; ++i) deepest = points[i].gap < deepest ? points[i].gap : deepest;
     const bool deep = deepest < -bound;
-    if (!deep && !marked) continue;
+    if (!deep && !marked) return true;
     // the pair's rows' own deepest end gap, c(q-) + h J u+ of its normal rows, and whether any
     // of them pushes with its end gap closed
     Real rows_deepest = kUnboundedMargin;
@@ -333,9 +464,11 @@ AXION_HD bool world_find_missed_contacts(const BatchView& v, int world) {
     const Real error = deepest - rows_deepest;  // < 0: deeper than the rows say
     if (deep ? error < -bound : pushes && error > bound) {
       v.pair_missed[pair] = 1;
+      v.world_pairs_marked[world] = 1;
       found = true;
     }
-  }
+    return true;
+  });
   return found;
 }
 
@@ -353,17 +486,25 @@ AXION_HD void world_build_contact_rows(const BatchView& v, int world) {
   int row0 = v.world_row_offset[world] + v.world_joint_row_count[world];
   int slot0 = v.world_contact_offset[world];
   int prev_count = v.world_prev_contact_count[world];
+  // Both steps' contacts are in pair order (world_collide), so each pair's previous contacts
+  // are found by one walk through them: comparing every contact with every previous one cost
+  // O(contacts^2) per step.
+  int cursor = 0;
   for (int i = 0; i < v.world_contact_count[world]; ++i) {
     int k = slot0 + i;
     const Vec3 local_a = load3(v.contact_local_a + 3 * k),
                local_b = load3(v.contact_local_b + 3 * k);
+    const int pair = world_find_pair(v, v.contact_shape_a[k], v.contact_shape_b[k]);
+    while (cursor < prev_count && world_find_pair(v, v.contact_prev_shape_a[slot0 + cursor],
+                                                  v.contact_prev_shape_b[slot0 + cursor]) < pair)
+      ++cursor;
     int match = -1;
     Real best = kMatchDistance * kMatchDistance;
-    for (int j = 0; j < prev_count; ++j) {
+    for (int j = cursor; j < prev_count; ++j) {
       int p = slot0 + j;
       if (v.contact_prev_shape_a[p] != v.contact_shape_a[k] ||
           v.contact_prev_shape_b[p] != v.contact_shape_b[k]) {
-        continue;
+        break;
       }
       Vec3 da = load3(v.contact_prev_points + 6 * p) - local_a;
       Vec3 db = load3(v.contact_prev_points + 6 * p + 3) - local_b;

@@ -181,8 +181,10 @@ AXION_HD void world_halve_step(const BatchView& v, int w) {
   world_restore_start(v, w);
   world_scale_warm_start(v, w, Real(0.5));
   // the pairs a redo took at its end were linearised over the longer step: they start again
-  for (int pair = v.world_pair_offset[w]; pair < v.world_pair_offset[w + 1]; ++pair)
+  for (int pair = v.world_pair_offset[w];
+       v.world_pairs_marked[w] && pair < v.world_pair_offset[w + 1]; ++pair)
     v.pair_missed[pair] = 0;
+  v.world_pairs_marked[w] = 0;
   v.world_flags[w] &= ~static_cast<uint32_t>(kWorldNotConverged);
   v.world_halvings[w] += 1;
   v.world_redos[w] = 0;
@@ -556,8 +558,10 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
         world_begin_step(v, w);
         v.world_redos[w] = 0;
         v.world_contact_redos[w] = 0;
-        for (int pair = v.world_pair_offset[w]; pair < v.world_pair_offset[w + 1]; ++pair)
+        for (int pair = v.world_pair_offset[w];
+             v.world_pairs_marked[w] && pair < v.world_pair_offset[w + 1]; ++pair)
           v.pair_missed[pair] = 0;
+        v.world_pairs_marked[w] = 0;
         v.world_flags[w] = 0;
         v.world_newton_iterations[w] = 0;
         v.world_cr_iterations[w] = 0;

@@ -125,15 +125,16 @@ struct BatchView {
   int32_t* world_tree_levels;  // (world_count) levels of the tree (body_tree_level)
   // loop closures: the rows outside the tree that close loops, and their Schur complement
   // (kernels_solver.h, world_loop_factor)
-  int32_t* world_loop_count;   // (world_count) rows in the loop factor (0: none)
-  int32_t* world_loop_rows;    // (world_count x 16) those rows (kLoopRows), in row order
-  Real* world_loop_lu;         // (world_count x 256) LU factors of their Schur complement S,
-                               // row-major 16 x 16
-  int32_t* world_newton_best;  // (world_count) latest Newton iteration (of this attempt) at
-                               // which some island's best iterate improved
-  Real* world_residual_best;   // (world_count) largest residual of the islands' best iterates
-  Real* world_residual_last;   // (world_count) residual at the last convergence test (of the
-                               // iterate the next Newton step starts from)
+  int32_t* world_loop_count;    // (world_count) rows in the loop factor (0: none)
+  int32_t* world_loop_rows;     // (world_count x 16) those rows (kLoopRows), in row order
+  Real* world_loop_lu;          // (world_count x 256) LU factors of their Schur complement S,
+                                // row-major 16 x 16
+  int32_t* world_pairs_marked;  // (world_count) 1: some pair_missed of the world is set
+  int32_t* world_newton_best;   // (world_count) latest Newton iteration (of this attempt) at
+                                // which some island's best iterate improved
+  Real* world_residual_best;    // (world_count) largest residual of the islands' best iterates
+  Real* world_residual_last;    // (world_count) residual at the last convergence test (of the
+                                // iterate the next Newton step starts from)
   int32_t* world_linear_tail;  // (world_count) 1 while Newton converges linearly (kLinearTailRatio)
   int32_t* world_cycled;       // (world_count) 1 once the attempt's solve cycled (strict search)
   Real* world_residual_ring;   // (world_count x kCycleRing) residuals of the latest iterates, at
@@ -282,10 +283,14 @@ struct BatchView {
   const Real* shape_restitution;     // (shape_count)
   const int32_t* shape_contact_dim;  // (shape_count) 1: frictionless, 3: with friction
   const int32_t* shape_hull;         // (shape_count) hull index or -1
+  const int32_t* shape_pair_first;   // (shape_count) first entry of the shape's pairs in
+                                     // pair_by_shape (the pairs it is the lower shape of)
+  const int32_t* shape_pair_count;   // (shape_count) number of those pairs
   Real* shape_aabb;                  // (shape_count x 6) lower xyz, upper xyz at q- (swept); after
                                      // a solve, at q+
-  Real* shape_sweep;  // (shape_count) how far any point of the shape can move this step
-                      // (predicted at q-); after a solve, how far one moved (q- to q+)
+  Real* shape_sweep;           // (shape_count) how far any point of the shape can move this step
+                               // (predicted at q-); after a solve, how far one moved (q- to q+)
+  int32_t* shape_sweep_order;  // (shape_count) the broad phase's shapes sorted along its axis
   // convex hulls (hull_count), flattened
   const int32_t* hull_vertex_offset;      // (hull_count + 1) into hull_vertices (in vertices)
   const int32_t* hull_face_offset;        // (hull_count + 1) into hull_face_start (in faces)
@@ -297,13 +302,18 @@ struct BatchView {
   const Real* hull_face_plane;            // (hull_face_total x 4)
 
   // ---- collision pairs (pair_count) ----------------------------------------------------------
-  const int32_t* pair_shape_a;  // (pair_count) global shape
-  const int32_t* pair_shape_b;  // (pair_count) global shape
-  const Real* pair_friction;    // (pair_count) an explicit pair's friction, or -1 (the shapes')
-  int32_t* pair_missed;         // (pair_count) 1: a redo of this step found the pair deeper than
-                                // missed_contact_depth at q+ than its rows said (or missed by
-                                // them); its points at that attempt's end (body_q_end),
-                                // linearised about it, join its points at q-
+  const int32_t* pair_shape_a;   // (pair_count) global shape
+  const int32_t* pair_shape_b;   // (pair_count) global shape
+  const Real* pair_friction;     // (pair_count) an explicit pair's friction, or -1 (the shapes')
+  const int32_t* pair_by_shape;  // (pair_count) global pair indices grouped by lower shape
+                                 // (shape_pair_first), each group sorted by its upper shape
+  int32_t* pair_candidate;       // (pair_count) the broad phase's bitmap of each world's pairs
+                                 // whose boxes overlap (bit p - world_pair_offset), in its
+                                 // pair range
+  int32_t* pair_missed;          // (pair_count) 1: a redo of this step found the pair deeper than
+                                 // missed_contact_depth at q+ than its rows said (or missed by
+                                 // them); its points at that attempt's end (body_q_end),
+                                 // linearised about it, join its points at q-
 
   // ---- contacts (contact slots = world_contact_offset[world_count]) --------------------------
   int32_t* contact_body_a;        // (contact slots) global body or -1
