@@ -169,6 +169,7 @@ AXION_HD void heap_sort(int32_t* a, int n, Less less) {
 // after the solve took 40% of a step. The bitmap hands the pairs on in pair order (what makes
 // the contact set deterministic) for a read of n / 32 words. Boxes with a NaN bound overlap
 // nothing (aabb_overlap fails), so they are left out; infinite ones (planes) meet every shape.
+inline constexpr Real kBroadPhaseLargeBox = Real(1e9);
 AXION_HD void world_overlapping_pairs(const BatchView& v, int world) {
   const int s0 = v.world_shape_offset[world], s1 = v.world_shape_offset[world + 1];
   const int p0 = v.world_pair_offset[world], p1 = v.world_pair_offset[world + 1];
@@ -178,13 +179,14 @@ AXION_HD void world_overlapping_pairs(const BatchView& v, int world) {
   Real lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
   bool any = false;
   for (int s = s0; s < s1; ++s) {
+    // the spread of the bounded boxes' centres (a plane's box reaches kPlaneExtent)
     Real c[3];
-    bool finite = true;
+    bool bounded = true;
     for (int a = 0; a < 3; ++a) {
       c[a] = Real(0.5) * (aabb[6 * s + a] + aabb[6 * s + 3 + a]);
-      finite = finite && c[a] - c[a] == Real(0);  // false for NaN and infinities
+      bounded = bounded && aabb[6 * s + 3 + a] - aabb[6 * s + a] < kBroadPhaseLargeBox;
     }
-    if (!finite) continue;
+    if (!bounded) continue;
     for (int a = 0; a < 3; ++a) {
       lo[a] = !any || c[a] < lo[a] ? c[a] : lo[a];
       hi[a] = !any || c[a] > hi[a] ? c[a] : hi[a];

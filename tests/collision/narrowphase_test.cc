@@ -859,10 +859,33 @@ TEST(ShapeAabbTest, BoundsAreTheSupportAlongEachAxis) {
           << g.type;
     }
   }
+  // a plane's box holds its half-space, and ends at the surface of a floor or a wall
   Vec3 lower, upper;
   shape_aabb(Plane(), {1, 2, 3}, Quat{}, &lower, &upper);
   EXPECT_LT(lower.x, -1e10);
-  EXPECT_GT(upper.z, 1e10);
+  EXPECT_GT(upper.y, 1e10);
+  EXPECT_LT(lower.z, -1e10);
+  EXPECT_EQ(upper.z, 3);
+  // a wall, normal -x: the normal's round-off tilt leaves a fraction of a micrometre
+  shape_aabb(Plane(), {1, 2, 3}, AxisAngle(kY, -kPi / 2), &lower, &upper);
+  EXPECT_LE(lower.x, 1);
+  EXPECT_GT(lower.x, 1 - 1e-6);
+  EXPECT_GT(upper.x, 1e10);
+  for (int trial = 0; trial < 20; ++trial) {
+    const Quat tilt = RandomQuat(rng);
+    const Vec3 n = rotate(tilt, {0, 0, 1});
+    shape_aabb(Plane(), {1, 2, 3}, tilt, &lower, &upper);
+    for (int k = 0; k < 200; ++k) {
+      // a point of the half-space within 1e3 m of the plane's origin
+      Vec3 x = Vec3{1, 2, 3} + 1e3 * RandomUnit(rng);
+      const Real height = dot(n, x - Vec3{1, 2, 3});
+      if (height > 0) x = x - 2 * height * n;
+      for (int i = 0; i < 3; ++i) {
+        EXPECT_LE(lower[i], x[i]);
+        EXPECT_GE(upper[i], x[i]);
+      }
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

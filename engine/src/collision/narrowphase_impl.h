@@ -841,9 +841,23 @@ AXION_HD void shape_aabb(const ShapeGeom& g, Vec3 pos, Quat quat, Vec3* lower, V
       *upper = pos + hi;
       return;
     }
-    default:  // plane: unbounded
-      ext = Vec3{kPlaneExtent, kPlaneExtent, kPlaneExtent};
-      break;
+    default: {
+      // plane: the half-space below it, n . (x - pos) <= 0, within kPlaneExtent of pos. Along
+      // an axis where n has a component the box ends on the plane's outer side, at the largest
+      // rise of the surface within kPlaneReach of pos (a floor's box ends at its surface), so
+      // that shapes above a floor skip its narrow phase: 1000 spheres in a box took 5000 plane
+      // tests a step. Over kPlaneExtent instead, a wall's round-off tilt (2e-16) left 22 cm.
+      const Vec3 n{r(0, 2), r(1, 2), r(2, 2)};
+      for (int k = 0; k < 3; ++k) {
+        const Real across = std::fabs(n[(k + 1) % 3]) + std::fabs(n[(k + 2) % 3]);
+        Real lo = -kPlaneExtent, hi = kPlaneExtent;
+        if (n[k] > 0) hi = rmin(hi, kPlaneReach * across / n[k]);
+        if (n[k] < 0) lo = rmax(lo, kPlaneReach * across / n[k]);
+        (*lower)[k] = pos[k] + lo;
+        (*upper)[k] = pos[k] + hi;
+      }
+      return;
+    }
   }
   *lower = pos - ext;
   *upper = pos + ext;

@@ -42,6 +42,10 @@ inline constexpr Real kFeatureSin = Real(0.035);
 inline constexpr Real kFeatureCos = Real(0.99938719);  // sqrt(1 - kFeatureSin^2)
 // Extent of the box a plane reports as its bounds (m).
 inline constexpr Real kPlaneExtent = Real(1e15);
+// Distance (m) from a plane's origin along it within which its bounding box holds the surface
+// (shape_aabb): a shape farther out than this, where positions are no longer resolved to
+// physics (1e-7 m), may miss a tilted plane's narrow phase.
+inline constexpr Real kPlaneReach = Real(1e9);
 inline constexpr Real kPi = Real(3.14159265358979323846);
 // Vertices of a contact feature polygon. Larger hull faces are subsampled (a convex subset of
 // their vertices); cylinder caps are octagons, so clipping stays within fixed-size buffers.
