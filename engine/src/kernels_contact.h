@@ -427,6 +427,14 @@ AXION_HD bool world_find_missed_contacts(const BatchView& v, int world) {
   const int slot0 = v.world_contact_offset[world];
   const int row0 = v.world_row_offset[world] + v.world_joint_row_count[world];
   bool found = false;
+  // no unmarked pair passes the sweep test below unless some shape moved by half of it (a
+  // world at rest skips the broad phase)
+  if (!v.world_pairs_marked[world]) {
+    Real moved = 0;
+    for (int s = v.world_shape_offset[world]; s < v.world_shape_offset[world + 1]; ++s)
+      moved = v.shape_sweep[s] > moved ? v.shape_sweep[s] : moved;
+    if (!(2 * moved >= p.contact_margin + bound)) return false;
+  }
   // the pairs overlapping at q+
   world_for_each_pair(v, world, [&](int pair) {
     const int sa = v.pair_shape_a[pair], sb = v.pair_shape_b[pair];
