@@ -17,6 +17,7 @@
 #include "axion/model.h"
 #include "axion_scenes.h"
 #include "backend.h"
+#include "batch_layout.h"
 #include "batch_storage.h"
 #include "gtest/gtest.h"
 #include "pipeline.h"
@@ -140,20 +141,8 @@ ModelDesc Spinner() {
   return d;
 }
 
-std::shared_ptr<const Model> MustCompile(ModelDesc desc) {
-  absl::StatusOr<std::shared_ptr<const Model>> m = Model::Compile(std::move(desc));
-  EXPECT_TRUE(m.ok()) << m.status();
-  return m.ok() ? *m : nullptr;
-}
-
-// A world of `model` with its own options and contact capacity.
-WorldLayout LayoutOf(std::shared_ptr<const Model> model) {
-  WorldLayout layout;
-  layout.model = model;
-  layout.params = MakeWorldParams(model->desc().options);
-  layout.contact_capacity = model->contact_capacity();
-  return layout;
-}
+using test_batch::LayoutOf;
+using test_batch::MustCompile;
 
 template <class T>
 void ExpectBitIdentical(const std::vector<T>& a, const std::vector<T>& b, const char* name,

@@ -6,11 +6,13 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "axion/model.h"
 #include "axion_scenes.h"
+#include "batch_layout.h"
 #include "batch_storage.h"
 #include "gtest/gtest.h"
 #include "kernels_contact.h"
@@ -65,24 +67,21 @@ std::shared_ptr<const Model> CrowdedScene(int bodies, uint64_t seed) {
   explicit_pair.shape_b = 1;
   explicit_pair.friction = 0.3;
   d.contact_pairs.push_back(explicit_pair);
-  auto model = Model::Compile(std::move(d));
-  EXPECT_TRUE(model.ok()) << model.status();
-  return model.ok() ? *model : nullptr;
+  return test_batch::MustCompile(std::move(d));
 }
 
-WorldLayout LayoutOf(std::shared_ptr<const Model> model) {
-  WorldLayout layout;
-  layout.model = model;
-  layout.params = MakeWorldParams(model->desc().options);
-  layout.contact_capacity = model->contact_capacity();
-  return layout;
+// Two crowded worlds of different sizes in one batch (none where one fails to compile, which
+// is reported as a failure).
+std::optional<BatchStorage> CrowdedBatch(int small_bodies, int large_bodies, uint64_t seed) {
+  auto small = CrowdedScene(small_bodies, seed), large = CrowdedScene(large_bodies, seed + 1);
+  if (small == nullptr || large == nullptr) return std::nullopt;
+  return PackBatch({test_batch::LayoutOf(small), test_batch::LayoutOf(large)});
 }
 
 TEST(BroadPhaseTest, FindsEveryPairOfTwoShapesAndNoOther) {
-  auto small = CrowdedScene(20, 1), large = CrowdedScene(60, 2);
-  ASSERT_NE(small, nullptr);
-  ASSERT_NE(large, nullptr);
-  BatchStorage batch = PackBatch({LayoutOf(small), LayoutOf(large)});
+  std::optional<BatchStorage> packed = CrowdedBatch(20, 60, 1);
+  ASSERT_TRUE(packed.has_value());
+  BatchStorage& batch = *packed;
   const BatchView v = batch.view();
   for (int w = 0; w < batch.world_count(); ++w) {
     std::map<std::pair<int, int>, int> expected;
@@ -101,10 +100,9 @@ TEST(BroadPhaseTest, FindsEveryPairOfTwoShapesAndNoOther) {
 // Random boxes of every size (points, boxes spanning the scene, infinite and NaN bounds) in
 // both worlds of a batch: the pairs visited are those testing every pair finds, in pair order.
 TEST(BroadPhaseTest, VisitsExactlyTheOverlappingPairsInPairOrder) {
-  auto small = CrowdedScene(20, 3), large = CrowdedScene(150, 4);
-  ASSERT_NE(small, nullptr);
-  ASSERT_NE(large, nullptr);
-  BatchStorage batch = PackBatch({LayoutOf(small), LayoutOf(large)});
+  std::optional<BatchStorage> packed = CrowdedBatch(20, 150, 3);
+  ASSERT_TRUE(packed.has_value());
+  BatchStorage& batch = *packed;
   const BatchView v = batch.view();
   const Real inf = std::numeric_limits<Real>::infinity();
   const Real nan = std::numeric_limits<Real>::quiet_NaN();
@@ -153,7 +151,7 @@ TEST(BroadPhaseTest, VisitsExactlyTheOverlappingPairsInPairOrder) {
 TEST(BroadPhaseTest, MarkedWorldsVisitEveryPairAndVisitsStopWhenAsked) {
   auto model = CrowdedScene(30, 5);
   ASSERT_NE(model, nullptr);
-  BatchStorage batch = PackBatch({LayoutOf(model)});
+  BatchStorage batch = PackBatch({test_batch::LayoutOf(model)});
   const BatchView v = batch.view();
   for (Real& bound : batch.shape_aabb) bound = 0;  // every box the same point: all overlap
   batch.world_pairs_marked[0] = 1;
