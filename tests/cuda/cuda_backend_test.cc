@@ -232,6 +232,14 @@ TEST_F(CudaBackendTest, IslandsMatchCpu) {
   ExpectParity(MustCompile(scenes::Islands(false)), 3, 1e-6, 1e-5);
 }
 
+// The broad phase on the device (sweep and prune, the pair bitmap, the floor's half-space box,
+// warm starts matched along the pair order): 75 spheres landing in layers in a box, with
+// sphere-sphere, sphere-wall and sphere-floor contacts changing from step to step. A pile is
+// chaotic, so the tolerances are the humanoid's.
+TEST_F(CudaBackendTest, SpheresInBoxMatchCpu) {
+  ExpectParity(MustCompile(scenes::SpheresInBox(75)), 3, 1e-5, 1e-4, 60);
+}
+
 // The contact redos on the device: a step taken again with its contact taken where the first
 // attempt ended (ContactTest.TurningArmEndsOutOfThePostItWasStoppedBy on the CPU).
 TEST_F(CudaBackendTest, ContactRedosMatchCpu) {

@@ -173,10 +173,11 @@ void ExpectSameState(const BatchStorage& a, const BatchStorage& b, int step) {
 TEST(WholeBatchPipelineTest, BoundedLoopsOverTheWholeBatchMatchTheCpuBackend) {
   std::vector<WorldLayout> layouts;
   // (the islands' world: islands that converge at different iterations beside one that never
-  // does, each with its own line search and best iterate)
-  for (const auto& model :
-       {MustCompile(Stack()), MustCompile(Chain()), MustCompile(Spinner()),
-        MustCompile(scenes::RobotJoints()), MustCompile(scenes::Islands(true))}) {
+  // does, each with its own line search and best iterate; the spheres' world: the broad phase
+  // over 25 shapes)
+  for (const auto& model : {MustCompile(Stack()), MustCompile(Chain()), MustCompile(Spinner()),
+                            MustCompile(scenes::RobotJoints()), MustCompile(scenes::Islands(true)),
+                            MustCompile(scenes::SpheresInBox(20))}) {
     ASSERT_NE(model, nullptr);
     for (int copy = 0; copy < 2; ++copy) layouts.push_back(LayoutOf(model));
   }
