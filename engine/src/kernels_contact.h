@@ -232,6 +232,7 @@ AXION_HD int lowest_set_bit(uint32_t word) {
 template <class Visit>
 AXION_HD void world_for_each_pair(const BatchView& v, int world, Visit visit) {
   const int p0 = v.world_pair_offset[world], p1 = v.world_pair_offset[world + 1];
+  if (p1 == p0) return;  // no two shapes of the world may touch
   if (v.world_pairs_marked[world]) {
     for (int pair = p0; pair < p1; ++pair)
       if (!visit(pair)) return;
