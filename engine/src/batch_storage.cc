@@ -309,10 +309,7 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
     // the broad phase's lookup from a shape pair to its pair (kernels::world_find_pair): the
     // pairs grouped by lower shape, each group sorted by upper shape (a pair's shapes are
     // stored lower first)
-    std::vector<int32_t> by_shape(pair_count);
-    for (int p = 0; p < pair_count; ++p) by_shape[p] = p;
-    std::sort(by_shape.begin(), by_shape.end(),
-              [&](int x, int y) { return model_pairs[x] < model_pairs[y]; });
+    const std::vector<int>& by_shape = m.collision_pairs_by_shape();
     for (int k = s0; k < s.world_shape_offset[w + 1]; ++k) {
       s.shape_pair_first[k] = p0;
       s.shape_pair_count[k] = 0;

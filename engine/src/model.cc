@@ -708,6 +708,13 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
     }
   }
   const int pair_count = static_cast<int>(model->collision_pairs_.size());
+  // sorted by shapes once per model, not per world: the filter's pairs come in that order
+  // already, the explicit ones (listed first) are few
+  model->collision_pairs_by_shape_.resize(pair_count);
+  for (int p = 0; p < pair_count; ++p) model->collision_pairs_by_shape_[p] = p;
+  std::stable_sort(
+      model->collision_pairs_by_shape_.begin(), model->collision_pairs_by_shape_.end(),
+      [&](int x, int y) { return model->collision_pairs_[x] < model->collision_pairs_[y]; });
   if (desc.contact_capacity >= 0) {
     model->contact_capacity_ = desc.contact_capacity;
   } else {

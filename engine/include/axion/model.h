@@ -360,6 +360,9 @@ class Model {
   // Per collision pair: an explicit pair's friction (0 when frictionless), or -1 where the two
   // shapes' materials decide.
   const std::vector<Real>& collision_pair_friction() const { return collision_pair_friction_; }
+  // The collision pairs' indices sorted by (a, b): the broad phase's lookup from two shapes to
+  // their pair.
+  const std::vector<int>& collision_pairs_by_shape() const { return collision_pairs_by_shape_; }
 
   int FindBody(const std::string& name) const;  // -1 when absent
   int FindJoint(const std::string& name) const;
@@ -378,6 +381,7 @@ class Model {
   std::vector<Pose> joint_parent_frame_;
   std::vector<std::array<int, 2>> collision_pairs_;
   std::vector<Real> collision_pair_friction_;
+  std::vector<int> collision_pairs_by_shape_;
 };
 
 // How far joint positions (JointState::position's layout, joint_position_count entries) lie
