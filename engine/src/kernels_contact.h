@@ -176,10 +176,12 @@ AXION_HD void world_overlapping_pairs(const BatchView& v, int world) {
   uint32_t* bits = reinterpret_cast<uint32_t*>(v.pair_candidate + p0);
   for (int k = 0; k < (p1 - p0 + 31) / 32; ++k) bits[k] = 0;
   const Real* aabb = v.shape_aabb;
-  Real lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
-  bool any = false;
+  // the axis of largest variance of the bounded boxes' centres (a plane's box reaches
+  // kPlaneExtent), about the first such centre: one far shape does not decide it, as it would
+  // the range
+  Real origin[3] = {0, 0, 0}, sum[3] = {0, 0, 0}, square[3] = {0, 0, 0};
+  int count = 0;
   for (int s = s0; s < s1; ++s) {
-    // the spread of the bounded boxes' centres (a plane's box reaches kPlaneExtent)
     Real c[3];
     bool bounded = true;
     for (int a = 0; a < 3; ++a) {
@@ -188,14 +190,18 @@ AXION_HD void world_overlapping_pairs(const BatchView& v, int world) {
     }
     if (!bounded) continue;
     for (int a = 0; a < 3; ++a) {
-      lo[a] = !any || c[a] < lo[a] ? c[a] : lo[a];
-      hi[a] = !any || c[a] > hi[a] ? c[a] : hi[a];
+      if (count == 0) origin[a] = c[a];
+      const Real d = c[a] - origin[a];
+      sum[a] += d;
+      square[a] += d * d;
     }
-    any = true;
+    ++count;
   }
   int axis = 0;
+  Real variance[3];
+  for (int a = 0; a < 3; ++a) variance[a] = count * square[a] - sum[a] * sum[a];
   for (int a = 1; a < 3; ++a)
-    if (hi[a] - lo[a] > hi[axis] - lo[axis]) axis = a;
+    if (variance[a] > variance[axis]) axis = a;
   int32_t* order = v.shape_sweep_order + s0;
   int n = 0;
   for (int s = s0; s < s1; ++s)
