@@ -168,7 +168,8 @@ AXION_HD void heap_sort(int32_t* a, int n, Less less) {
 // O(shapes^2) per step: 1000 spheres in a box have 500,000 pairs, and that test and its twin
 // after the solve took 40% of a step. The bitmap hands the pairs on in pair order (what makes
 // the contact set deterministic) for a read of n / 32 words. Boxes with a NaN bound overlap
-// nothing (aabb_overlap fails), so they are left out; infinite ones (planes) meet every shape.
+// nothing (aabb_overlap fails), so they are left out; a plane's box (kPlaneExtent across) is
+// swept like any other and meets every shape that reaches below its surface.
 inline constexpr Real kBroadPhaseLargeBox = Real(1e9);
 AXION_HD void world_overlapping_pairs(const BatchView& v, int world) {
   const int s0 = v.world_shape_offset[world], s1 = v.world_shape_offset[world + 1];
