@@ -313,7 +313,6 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
     for (int k = s0; k < s.world_shape_offset[w + 1]; ++k) {
       s.shape_pair_first[k] = p0;
       s.shape_pair_count[k] = 0;
-      s.shape_sweep_order[k] = k;
     }
     for (int k = 0; k < pair_count; ++k) {
       const int p = by_shape[k], lower = s0 + model_pairs[p][0];

@@ -507,15 +507,18 @@ AXION_HD void world_build_contact_rows(const BatchView& v, int world) {
   // Both steps' contacts are in pair order (world_collide), so each pair's previous contacts
   // are found by one walk through them: comparing every contact with every previous one cost
   // O(contacts^2) per step.
-  int cursor = 0;
+  int cursor = 0, cursor_pair = -1;  // cursor_pair: the pair of the previous contact at cursor
+  auto prev_pair = [&](int j) {
+    return world_find_pair(v, v.contact_prev_shape_a[slot0 + j], v.contact_prev_shape_b[slot0 + j]);
+  };
+  if (prev_count > 0) cursor_pair = prev_pair(0);
   for (int i = 0; i < v.world_contact_count[world]; ++i) {
     int k = slot0 + i;
     const Vec3 local_a = load3(v.contact_local_a + 3 * k),
                local_b = load3(v.contact_local_b + 3 * k);
     const int pair = world_find_pair(v, v.contact_shape_a[k], v.contact_shape_b[k]);
-    while (cursor < prev_count && world_find_pair(v, v.contact_prev_shape_a[slot0 + cursor],
-                                                  v.contact_prev_shape_b[slot0 + cursor]) < pair)
-      ++cursor;
+    while (cursor < prev_count && cursor_pair < pair)
+      cursor_pair = ++cursor < prev_count ? prev_pair(cursor) : -1;
     int match = -1;
     Real best = kMatchDistance * kMatchDistance;
     for (int j = cursor; j < prev_count; ++j) {

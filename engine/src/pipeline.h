@@ -174,6 +174,14 @@ AXION_HD void world_restore_start(const BatchView& v, int w) {
     v.body_u[i] = v.body_u_prev[i];
 }
 
+// The redo marks of world w's pairs are cleared (a pass over its pairs only where some is set).
+AXION_HD void world_clear_missed_pairs(const BatchView& v, int w) {
+  if (!v.world_pairs_marked[w]) return;
+  for (int pair = v.world_pair_offset[w]; pair < v.world_pair_offset[w + 1]; ++pair)
+    v.pair_missed[pair] = 0;
+  v.world_pairs_marked[w] = 0;
+}
+
 // A failed attempt is undone: the state returns to q-, u- (the DOFs' coordinates and the last
 // step's contacts were not yet written), and what is left of the step is taken in twice as
 // many steps of half the length. Its solver figures stay counted.
@@ -181,10 +189,7 @@ AXION_HD void world_halve_step(const BatchView& v, int w) {
   world_restore_start(v, w);
   world_scale_warm_start(v, w, Real(0.5));
   // the pairs a redo took at its end were linearised over the longer step: they start again
-  for (int pair = v.world_pair_offset[w];
-       v.world_pairs_marked[w] && pair < v.world_pair_offset[w + 1]; ++pair)
-    v.pair_missed[pair] = 0;
-  v.world_pairs_marked[w] = 0;
+  world_clear_missed_pairs(v, w);
   v.world_flags[w] &= ~static_cast<uint32_t>(kWorldNotConverged);
   v.world_halvings[w] += 1;
   v.world_redos[w] = 0;
@@ -558,10 +563,7 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
         world_begin_step(v, w);
         v.world_redos[w] = 0;
         v.world_contact_redos[w] = 0;
-        for (int pair = v.world_pair_offset[w];
-             v.world_pairs_marked[w] && pair < v.world_pair_offset[w + 1]; ++pair)
-          v.pair_missed[pair] = 0;
-        v.world_pairs_marked[w] = 0;
+        world_clear_missed_pairs(v, w);
         v.world_flags[w] = 0;
         v.world_newton_iterations[w] = 0;
         v.world_cr_iterations[w] = 0;
