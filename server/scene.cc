@@ -417,6 +417,7 @@ absl::StatusOr<ModelDesc> ModelDescFromProto(const v1::ModelDescription& proto) 
   absl::Status options = ApplySolverOverrides(proto.options(), &desc.options);
   if (!options.ok()) return options;
   if (proto.has_contact_capacity()) desc.contact_capacity = proto.contact_capacity().value();
+  if (proto.has_pair_capacity()) desc.pair_capacity = proto.pair_capacity().value();
   return desc;
 }
 
@@ -512,6 +513,7 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
   }
   SolverOptionsToProto(desc.options, proto->mutable_options());
   proto->mutable_contact_capacity()->set_value(desc.contact_capacity);
+  proto->mutable_pair_capacity()->set_value(desc.pair_capacity);
 }
 
 absl::Status ApplySolverOverrides(const v1::SolverOptions& overrides, SolverOptions* options) {

@@ -84,8 +84,8 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
   const int world_count = static_cast<int>(worlds.size());
 
   // offsets
-  int bodies = 0, joints = 0, dofs = 0, qpos = 0, acts = 0, shapes = 0, pairs = 0, contacts = 0,
-      rows = 0;
+  int bodies = 0, joints = 0, dofs = 0, qpos = 0, acts = 0, shapes = 0, pairs = 0, rules = 0,
+      contacts = 0, rows = 0;
   auto push_offsets = [&] {
     s.world_body_offset.push_back(bodies);
     s.world_joint_offset.push_back(joints);
@@ -94,6 +94,7 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
     s.world_actuator_offset.push_back(acts);
     s.world_shape_offset.push_back(shapes);
     s.world_pair_offset.push_back(pairs);
+    s.world_pair_rule_offset.push_back(rules);
     s.world_contact_offset.push_back(contacts);
     s.world_row_offset.push_back(rows);
   };
@@ -106,7 +107,8 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
     qpos += m.joint_position_count();
     acts += m.actuator_count();
     shapes += m.shape_count();
-    pairs += static_cast<int>(m.collision_pairs().size());
+    pairs += w.pair_capacity;
+    rules += static_cast<int>(m.pair_rules().size());
     contacts += w.contact_capacity;
     rows += m.joint_row_count() + 3 * w.contact_capacity;
   }
@@ -123,6 +125,7 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
 #define AXION_SIZE_ACT(T, name, width) AXION_ALLOC(acts)(s.name, width);
 #define AXION_SIZE_SHAPE(T, name, width) AXION_ALLOC(shapes)(s.name, width);
 #define AXION_SIZE_PAIR(T, name, width) AXION_ALLOC(pairs)(s.name, width);
+#define AXION_SIZE_PAIR_RULE(T, name, width) AXION_ALLOC(rules)(s.name, width);
 #define AXION_SIZE_CONTACT(T, name, width) AXION_ALLOC(contacts)(s.name, width);
 #define AXION_SIZE_ROW(T, name, width) AXION_ALLOC(rows)(s.name, width);
   AXION_WORLD_MODEL(AXION_SIZE_WORLD)
@@ -141,7 +144,7 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
   AXION_ACTUATOR_STATE(AXION_SIZE_ACT)
   AXION_SHAPE_MODEL(AXION_SIZE_SHAPE)
   AXION_SHAPE_SCRATCH(AXION_SIZE_SHAPE)
-  AXION_PAIR_MODEL(AXION_SIZE_PAIR)
+  AXION_PAIR_RULE_MODEL(AXION_SIZE_PAIR_RULE)
   AXION_PAIR_SCRATCH(AXION_SIZE_PAIR)
   AXION_CONTACT_STATE(AXION_SIZE_CONTACT)
   AXION_ROW_MODEL(AXION_SIZE_ROW)
@@ -159,7 +162,7 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
     const Model& m = *layout.model;
     const int b0 = s.world_body_offset[w], j0 = s.world_joint_offset[w], f0 = s.world_dof_offset[w],
               q0 = s.world_qpos_offset[w], a0 = s.world_actuator_offset[w],
-              s0 = s.world_shape_offset[w], p0 = s.world_pair_offset[w], r0 = s.world_row_offset[w];
+              s0 = s.world_shape_offset[w], r0 = s.world_row_offset[w];
     s.world_params[w] = layout.params;
     s.world_joint_row_count[w] = m.joint_row_count();
     auto global_body = [&](int body) { return body < 0 ? -1 : b0 + body; };
@@ -282,6 +285,8 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
       s.shape_friction[g] = shape.material.friction;
       s.shape_restitution[g] = shape.material.restitution;
       s.shape_contact_dim[g] = shape.contact_dim;
+      s.shape_collision_group[g] = shape.collision_group;
+      s.shape_collision_mask[g] = shape.collision_mask;
       s.shape_hull[g] = -1;
       if (shape.type == ShapeType::kConvexHull) {
         // Validated at compile time, so building again cannot fail.
@@ -299,25 +304,19 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
                                      static_cast<int32_t>(data.face_offset.size()) - 1);
       }
     }
-    const auto& model_pairs = m.collision_pairs();
-    const int pair_count = static_cast<int>(model_pairs.size());
-    for (int p = 0; p < pair_count; ++p) {
-      s.pair_shape_a[p0 + p] = s0 + model_pairs[p][0];
-      s.pair_shape_b[p0 + p] = s0 + model_pairs[p][1];
-      s.pair_friction[p0 + p] = m.collision_pair_friction()[p];
-    }
-    // the broad phase's lookup from a shape pair to its pair (kernels::world_find_pair): the
-    // pairs grouped by lower shape, each group sorted by upper shape (a pair's shapes are
-    // stored lower first)
-    const std::vector<int>& by_shape = m.collision_pairs_by_shape();
+    // the filter's exceptions, grouped by lower shape for kernels::world_pair_rule's binary
+    // search (the model sorts them by (a, b))
+    const int rule0 = s.world_pair_rule_offset[w];
     for (int k = s0; k < s.world_shape_offset[w + 1]; ++k) {
-      s.shape_pair_first[k] = p0;
-      s.shape_pair_count[k] = 0;
+      s.shape_rule_first[k] = rule0;
+      s.shape_rule_count[k] = 0;
     }
-    for (int k = 0; k < pair_count; ++k) {
-      const int p = by_shape[k], lower = s0 + model_pairs[p][0];
-      if (s.shape_pair_count[lower]++ == 0) s.shape_pair_first[lower] = p0 + k;
-      s.pair_by_shape[p0 + k] = p0 + p;
+    for (size_t k = 0; k < m.pair_rules().size(); ++k) {
+      const Model::PairRule& rule = m.pair_rules()[k];
+      const int g = rule0 + static_cast<int>(k), lower = s0 + rule.shape_a;
+      if (s.shape_rule_count[lower]++ == 0) s.shape_rule_first[lower] = g;
+      s.pair_rule_shape_b[g] = s0 + rule.shape_b;
+      s.pair_rule_friction[g] = rule.friction;
     }
     ResetWorldState(layout, w, s);
   }

@@ -21,6 +21,7 @@ namespace axion {
   X(int32_t, world_actuator_offset, 1) \
   X(int32_t, world_shape_offset, 1)    \
   X(int32_t, world_pair_offset, 1)     \
+  X(int32_t, world_pair_rule_offset, 1) \
   X(int32_t, world_contact_offset, 1) X(int32_t, world_row_offset, 1)
 #define AXION_WORLD_MODEL(X) X(int32_t, world_joint_row_count, 1) X(WorldParams, world_params, 1)
 #define AXION_WORLD_STATE(X)              \
@@ -51,7 +52,7 @@ namespace axion {
   X(int32_t, world_newton_best, 1)                                                               \
   X(int32_t, world_newton_attempt, 1)                                                            \
   X(int32_t, world_halves_left, 1) X(int32_t, world_halvings, 1) X(int32_t, world_redos, 1)      \
-      X(int32_t, world_loop_count, 1) X(int32_t, world_pairs_marked, 1)                          \
+      X(int32_t, world_loop_count, 1) X(int32_t, world_missed_count, 1) X(int32_t, world_pair_count, 1)                      \
       X(int32_t, world_loop_rows, 16) X(Real, world_loop_lu, 256)
 #define AXION_BODY_MODEL(X) \
   X(int32_t, body_world, 1) \
@@ -148,13 +149,17 @@ namespace axion {
   X(Real, shape_size, 3)     \
   X(Real, shape_friction, 1) \
   X(Real, shape_restitution, 1) X(int32_t, shape_contact_dim, 1) X(int32_t, shape_hull, 1) \
-      X(int32_t, shape_pair_first, 1) X(int32_t, shape_pair_count, 1)
+      X(int32_t, shape_rule_first, 1) X(int32_t, shape_rule_count, 1)                      \
+          X(uint32_t, shape_collision_group, 1) X(uint32_t, shape_collision_mask, 1)
 #define AXION_SHAPE_SCRATCH(X) \
   X(Real, shape_aabb, 6) X(Real, shape_sweep, 1) X(int32_t, shape_sweep_order, 1)
-#define AXION_PAIR_MODEL(X)                                                           \
-  X(int32_t, pair_shape_a, 1) X(int32_t, pair_shape_b, 1) X(Real, pair_friction, 1) \
-      X(int32_t, pair_by_shape, 1)
-#define AXION_PAIR_SCRATCH(X) X(int32_t, pair_missed, 1) X(int32_t, pair_candidate, 1)
+// The filter's exceptions (Model::pair_rules), grouped by lower shape (shape_rule_first).
+#define AXION_PAIR_RULE_MODEL(X) X(int32_t, pair_rule_shape_b, 1) X(Real, pair_rule_friction, 1)
+// Up to the world's pair capacity: the broad phase's candidate pairs, and the pairs a redo marked.
+#define AXION_PAIR_SCRATCH(X)                                                                \
+  X(int32_t, pair_shape_a, 1) X(int32_t, pair_shape_b, 1) X(Real, pair_friction, 1)         \
+      X(int32_t, pair_marked, 1) X(int32_t, pair_missed_shape_a, 1)                          \
+          X(int32_t, pair_missed_shape_b, 1)
 #define AXION_CONTACT_STATE(X)                                            \
   X(int32_t, contact_body_a, 1)                                           \
   X(int32_t, contact_body_b, 1)                                           \
@@ -223,7 +228,7 @@ namespace axion {
   AXION_DOF_MODEL(X)                                                                         \
   AXION_DOF_STATE(X)                                                                         \
   AXION_DOF_SCRATCH(X) AXION_QPOS_STATE(X) AXION_ACTUATOR_MODEL(X) AXION_ACTUATOR_STATE(X)   \
-      AXION_SHAPE_MODEL(X) AXION_SHAPE_SCRATCH(X) AXION_PAIR_MODEL(X) AXION_PAIR_SCRATCH(X) AXION_CONTACT_STATE(X) \
+      AXION_SHAPE_MODEL(X) AXION_SHAPE_SCRATCH(X) AXION_PAIR_RULE_MODEL(X) AXION_PAIR_SCRATCH(X) AXION_CONTACT_STATE(X) \
           AXION_ROW_MODEL(X) AXION_ROW_STATE(X) AXION_ROW_SCRATCH(X) AXION_HULL_ARRAYS(X)
 
 struct BatchStorage {
@@ -243,6 +248,7 @@ struct WorldLayout {
   std::shared_ptr<const Model> model;
   WorldParams params;
   int contact_capacity = 0;
+  int pair_capacity = 0;
 };
 
 // Builds the batch for `worlds` (model arrays filled, state at each model's initial state).

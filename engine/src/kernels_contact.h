@@ -94,7 +94,7 @@ AXION_HD void shape_update_aabb(const BatchView& v, int shape, const WorldParams
 // material point as one from q- (the warm starts' kMatchDistance).
 inline constexpr Real kEndPointMatch = Real(0.01);
 
-// Narrow-phase margin of a pair a redo marked (pair_missed): all its points, at q- and at the
+// Narrow-phase margin of a pair a redo marked (pair_marked): all its points, at q- and at the
 // undone attempt's end, join however far apart, since the step's own motion brings them
 // together.
 inline constexpr Real kUnboundedMargin = Real(1e30);
@@ -113,75 +113,109 @@ AXION_HD void contact_levers(const BatchView& v, int k, Vec3* lever_a, Vec3* lev
       b < 0 ? Vec3{} : rotate(body_rotation(v.body_q_prev, b), load3(v.contact_local_b + 3 * k));
 }
 
-// The pair of shapes sa and sb (global, either order), or -1 where the model never lets them
-// touch (same body, joined bodies, collision masks): a binary search among the lower shape's
-// pairs.
-AXION_HD int world_find_pair(const BatchView& v, int sa, int sb) {
-  if (sa > sb) {
-    const int t = sa;
-    sa = sb;
-    sb = t;
-  }
-  int lo = v.shape_pair_first[sa], hi = lo + v.shape_pair_count[sa];
+// Whether global shapes sa < sb may collide (Model::MayCollide): a pair rule decides where the
+// model set one (a binary search among the lower shape's), else the group/mask filter. An
+// explicit pair's friction goes to *friction, -1 elsewhere (the shapes' materials decide).
+AXION_HD bool world_shapes_may_collide(const BatchView& v, int sa, int sb, Real* friction) {
+  *friction = -1;
+  int lo = v.shape_rule_first[sa], hi = lo + v.shape_rule_count[sa];
   const int end = hi;
   while (lo < hi) {
     const int mid = lo + (hi - lo) / 2;
-    if (v.pair_shape_b[v.pair_by_shape[mid]] < sb) {
+    if (v.pair_rule_shape_b[mid] < sb) {
       lo = mid + 1;
     } else {
       hi = mid;
     }
   }
-  return lo < end && v.pair_shape_b[v.pair_by_shape[lo]] == sb ? v.pair_by_shape[lo] : -1;
+  if (lo < end && v.pair_rule_shape_b[lo] == sb) {
+    const Real rule = v.pair_rule_friction[lo];
+    if (rule == Model::kPairExcluded) return false;
+    *friction = rule;
+    return true;
+  }
+  if (v.shape_body[sa] == v.shape_body[sb]) return false;
+  if (v.shape_type[sa] == static_cast<int>(ShapeType::kPlane) &&
+      v.shape_type[sb] == static_cast<int>(ShapeType::kPlane))
+    return false;
+  return (v.shape_collision_group[sa] & v.shape_collision_mask[sb]) != 0 &&
+         (v.shape_collision_group[sb] & v.shape_collision_mask[sa]) != 0;
 }
 
-// In-place heap sort of a[0, n) by `less`, a strict total order: O(n log n) without scratch or
-// recursion on one device thread, and the result depends on the keys alone.
-template <class Less>
-AXION_HD void heap_sort(int32_t* a, int n, Less less) {
+// In-place heap sort of positions [0, n) by less(i, j), a strict total order on what the
+// positions hold, through swap(i, j): O(n log n) without scratch or recursion on one device
+// thread, and the result depends on the keys alone.
+template <class Less, class Swap>
+AXION_HD void heap_sort_by(int n, Less less, Swap swap) {
   auto sift_down = [&](int root, int size) {
     for (;;) {
       int child = 2 * root + 1;
       if (child >= size) return;
-      if (child + 1 < size && less(a[child], a[child + 1])) ++child;
-      if (!less(a[root], a[child])) return;
-      const int t = a[root];
-      a[root] = a[child];
-      a[child] = t;
+      if (child + 1 < size && less(child, child + 1)) ++child;
+      if (!less(root, child)) return;
+      swap(root, child);
       root = child;
     }
   };
   for (int root = n / 2 - 1; root >= 0; --root) sift_down(root, n);
   for (int size = n - 1; size > 0; --size) {
-    const int t = a[0];
-    a[0] = a[size];
-    a[size] = t;
+    swap(0, size);
     sift_down(0, size);
   }
 }
 
-// Per world, broad phase: marks in a bitmap the candidate pairs whose boxes (shape_aabb)
-// overlap, bit (pair - world_pair_offset) of pair_candidate's words from the world's pair
-// offset on (a world of n pairs has n words there, and needs n / 32 + 1). Sweep and prune: the
-// shapes sorted by their boxes' lower bound along the axis their centres spread over most, each
-// tested against those that start before it ends. Testing every candidate pair instead costs
-// O(shapes^2) per step: 1000 spheres in a box have 500,000 pairs, and that test and its twin
-// after the solve took 40% of a step. The bitmap hands the pairs on in pair order (what makes
-// the contact set deterministic) for a read of n / 32 words. Boxes with a NaN bound overlap
-// nothing (aabb_overlap fails), so they are left out; a plane's box (kPlaneExtent across) is
-// swept like any other and meets every shape that reaches below its surface.
+// Heap sort of the values a[0, n) by less(x, y) on the values.
+template <class Less>
+AXION_HD void heap_sort(int32_t* a, int n, Less less) {
+  heap_sort_by(
+      n, [&](int i, int j) { return less(a[i], a[j]); },
+      [&](int i, int j) {
+        const int32_t t = a[i];
+        a[i] = a[j];
+        a[j] = t;
+      });
+}
+
+// Per world, broad phase: fills the world's pair slots (pair_shape_a/b, from world_pair_offset
+// on) with the pairs whose boxes (shape_aabb) overlap and that may collide, and with the pairs a
+// redo of this step marked (pair_missed_shape_a/b, whatever their boxes), sorted by (a, b)
+// (what makes the contact set deterministic and lets warm starts match by one walk), and
+// returns their count (world_pair_count). Sweep and prune: the shapes sorted by their boxes'
+// lower bound along the axis their centres spread over most, each tested against those that
+// start before it ends. Testing every pair instead costs O(shapes^2) per step: 1000 spheres in
+// a box have 500,000 pairs, and that test and its twin after the solve took 40% of a step; and
+// a list of every pair the model lets collide took memory by the square of the shapes (40 MB a
+// world for 1006 particles). Pairs past the world's capacity are dropped and flagged
+// (kWorldPairOverflow). Boxes with a NaN bound overlap nothing (aabb_overlap fails), so they
+// are left out; a plane's box (its half-space, kPlaneReach deep) is swept like any other and
+// meets every shape that reaches below its surface.
 inline constexpr Real kBroadPhaseLargeBox = Real(1e9);
-AXION_HD void world_overlapping_pairs(const BatchView& v, int world) {
+AXION_HD int world_gather_pairs(const BatchView& v, int world) {
   const int s0 = v.world_shape_offset[world], s1 = v.world_shape_offset[world + 1];
-  const int p0 = v.world_pair_offset[world], p1 = v.world_pair_offset[world + 1];
-  uint32_t* bits = reinterpret_cast<uint32_t*>(v.pair_candidate + p0);
-  for (int k = 0; k < (p1 - p0 + 31) / 32; ++k) bits[k] = 0;
+  const int p0 = v.world_pair_offset[world], capacity = v.world_pair_offset[world + 1] - p0;
+  int32_t* pair_a = v.pair_shape_a + p0;
+  int32_t* pair_b = v.pair_shape_b + p0;
+  Real* friction = v.pair_friction + p0;
+  int32_t* marked = v.pair_marked + p0;
+  int count = 0;
+  bool overflow = false;
+  auto push = [&](int sa, int sb, Real mu, int is_marked) {
+    if (count >= capacity) {
+      overflow = true;
+      return;
+    }
+    pair_a[count] = sa;
+    pair_b[count] = sb;
+    friction[count] = mu;
+    marked[count] = is_marked;
+    ++count;
+  };
   const Real* aabb = v.shape_aabb;
   // the axis of largest variance of the bounded boxes' centres (a plane's box reaches
-  // kPlaneExtent), about the first such centre: one far shape does not decide it, as it would
+  // kPlaneReach), about the first such centre: one far shape does not decide it, as it would
   // the range
   Real origin[3] = {0, 0, 0}, sum[3] = {0, 0, 0}, square[3] = {0, 0, 0};
-  int count = 0;
+  int bounded_count = 0;
   for (int s = s0; s < s1; ++s) {
     Real c[3];
     bool bounded = true;
@@ -191,16 +225,16 @@ AXION_HD void world_overlapping_pairs(const BatchView& v, int world) {
     }
     if (!bounded) continue;
     for (int a = 0; a < 3; ++a) {
-      if (count == 0) origin[a] = c[a];
+      if (bounded_count == 0) origin[a] = c[a];
       const Real d = c[a] - origin[a];
       sum[a] += d;
       square[a] += d * d;
     }
-    ++count;
+    ++bounded_count;
   }
   int axis = 0;
   Real variance[3];
-  for (int a = 0; a < 3; ++a) variance[a] = count * square[a] - sum[a] * sum[a];
+  for (int a = 0; a < 3; ++a) variance[a] = bounded_count * square[a] - sum[a] * sum[a];
   for (int a = 1; a < 3; ++a)
     if (variance[a] > variance[axis]) axis = a;
   int32_t* order = v.shape_sweep_order + s0;
@@ -211,50 +245,78 @@ AXION_HD void world_overlapping_pairs(const BatchView& v, int world) {
     const Real kx = aabb[6 * x + axis], ky = aabb[6 * y + axis];
     return kx < ky || (kx == ky && x < y);
   });
-  for (int i = 0; i < n; ++i) {
-    const int sa = order[i];
-    const Real upper = aabb[6 * sa + 3 + axis];
+  for (int i = 0; i < n && !overflow; ++i) {
+    const int si = order[i];
+    const Real upper = aabb[6 * si + 3 + axis];
     for (int j = i + 1; j < n; ++j) {
-      const int sb = order[j];
-      if (!(aabb[6 * sb + axis] <= upper)) break;
-      if (!aabb_overlap(aabb + 6 * sa, aabb + 6 * sb)) continue;
-      const int pair = world_find_pair(v, sa, sb);
-      if (pair >= 0) bits[(pair - p0) >> 5] |= uint32_t(1) << ((pair - p0) & 31);
+      const int sj = order[j];
+      if (!(aabb[6 * sj + axis] <= upper)) break;
+      if (!aabb_overlap(aabb + 6 * si, aabb + 6 * sj)) continue;
+      const int sa = si < sj ? si : sj, sb = si < sj ? sj : si;
+      Real mu;
+      if (world_shapes_may_collide(v, sa, sb, &mu)) push(sa, sb, mu, 0);
+      if (overflow) break;
     }
   }
+  // in (a, b) order
+  auto less = [&](int i, int j) {
+    return pair_a[i] < pair_a[j] || (pair_a[i] == pair_a[j] && pair_b[i] < pair_b[j]);
+  };
+  auto swap = [&](int i, int j) {
+    const int32_t a = pair_a[i], b = pair_b[i];
+    const Real mu = friction[i];
+    pair_a[i] = pair_a[j], pair_b[i] = pair_b[j], friction[i] = friction[j];
+    pair_a[j] = a, pair_b[j] = b, friction[j] = mu;
+  };
+  heap_sort_by(count, less, swap);
+  // the pairs a redo marked join whatever their boxes say: marked where found, else added
+  const int found = count;
+  for (int k = 0; k < v.world_missed_count[world]; ++k) {
+    const int sa = v.pair_missed_shape_a[p0 + k], sb = v.pair_missed_shape_b[p0 + k];
+    int lo = 0, hi = found;
+    while (lo < hi) {
+      const int mid = lo + (hi - lo) / 2;
+      if (pair_a[mid] < sa || (pair_a[mid] == sa && pair_b[mid] < sb)) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    if (lo < found && pair_a[lo] == sa && pair_b[lo] == sb) {
+      marked[lo] = 1;
+    } else {
+      Real mu;
+      world_shapes_may_collide(v, sa, sb, &mu);
+      push(sa, sb, mu, 1);
+    }
+  }
+  if (count > found) {
+    auto swap_marked = [&](int i, int j) {
+      swap(i, j);
+      const int32_t m = marked[i];
+      marked[i] = marked[j];
+      marked[j] = m;
+    };
+    heap_sort_by(count, less, swap_marked);
+  }
+  v.world_pair_count[world] = count;
+  if (overflow) v.world_flags[world] |= kWorldPairOverflow;
+  return count;
 }
 
-// Index of the lowest set bit of a nonzero word.
-AXION_HD int lowest_set_bit(uint32_t word) {
-#ifdef __CUDA_ARCH__
-  return __ffs(static_cast<int>(word)) - 1;
-#else
-  return __builtin_ctz(word);
-#endif
-}
-
-// Calls visit(pair) for the world's pairs in pair order until it returns false: every pair
-// where a redo marked some (a marked pair joins whatever its boxes say), else those whose boxes
-// overlap (world_overlapping_pairs).
+// Calls visit(slot) for the world's candidate pairs (world_gather_pairs) in (a, b) order until
+// it returns false; slot indexes pair_shape_a/b, pair_friction and pair_marked.
 template <class Visit>
 AXION_HD void world_for_each_pair(const BatchView& v, int world, Visit visit) {
-  const int p0 = v.world_pair_offset[world], p1 = v.world_pair_offset[world + 1];
-  if (p1 == p0) return;  // no two shapes of the world may touch
-  if (v.world_pairs_marked[world]) {
-    for (int pair = p0; pair < p1; ++pair)
-      if (!visit(pair)) return;
-    return;
-  }
-  world_overlapping_pairs(v, world);
-  const uint32_t* bits = reinterpret_cast<const uint32_t*>(v.pair_candidate + p0);
-  for (int k = 0; k < (p1 - p0 + 31) / 32; ++k) {
-    for (uint32_t word = bits[k]; word != 0; word &= word - 1)
-      if (!visit(p0 + 32 * k + lowest_set_bit(word))) return;
-  }
+  const int p0 = v.world_pair_offset[world];
+  if (v.world_pair_offset[world + 1] == p0) return;  // no two shapes of the world may touch
+  const int count = world_gather_pairs(v, world);
+  for (int k = 0; k < count; ++k)
+    if (!visit(p0 + k)) return;
 }
 
-// Per world: broad phase over the world's candidate pairs (filtered at model compile time),
-// narrow phase on overlapping boxes, contacts written in pair order (deterministic) up to the
+// Per world: broad phase (world_gather_pairs), narrow phase on the pairs it found, contacts
+// written in pair order (deterministic) up to the
 // world's capacity; overflow is flagged, never written past the slots.
 AXION_HD void world_collide(const BatchView& v, int world) {
   const WorldParams& p = v.world_params[world];
@@ -269,8 +331,7 @@ AXION_HD void world_collide(const BatchView& v, int world) {
     // undone attempt ended as well: those hold what the rows from q- missed (a turned limb's
     // contact, a box's corner), while alone, a deep end's manifold (its normal the axis of least
     // penetration) let humanoid100's boxes sink 108-164 mm into each other against 17-50 mm.
-    const bool missed = v.pair_missed[pair] != 0;
-    if (!missed && !aabb_overlap(v.shape_aabb + 6 * sa, v.shape_aabb + 6 * sb)) return true;
+    const bool missed = v.pair_marked[pair] != 0;
     const int body_a = v.shape_body[sa], body_b = v.shape_body[sb];
     const Real sweep = v.shape_sweep[sa] + v.shape_sweep[sb];
     Real start_gap = kUnboundedMargin;  // the pair's signed distance at q-
@@ -405,9 +466,9 @@ AXION_HD Real contact_row_gap(const BatchView& v, int k) {
 }
 
 // Per world, after a solve: the pairs deeper than missed_contact_depth at q+ than the step's
-// rows held them are marked in pair_missed, and the step goes back to its start (returns true),
-// where world_collide takes all their points at q- and all their points at this attempt's end
-// (body_q_end, kept by world_redo_attempt), the latter with the gaps there less h J u+, so
+// rows held them are marked (pair_missed_shape_a/b), and the step goes back to its start (returns
+// true), where world_collide takes all their points at q- and all their points at this attempt's
+// end (body_q_end, kept by world_redo_attempt), the latter with the gaps there less h J u+, so
 // their rows reach the end of the step linearised about where the attempt ended as well as
 // about q-. Two ways a pair ends deep that its rows from q- cannot see:
 // - the speculative test judges a gap by the rate it closes at the step's start: within a long
@@ -437,7 +498,7 @@ AXION_HD bool world_find_missed_contacts(const BatchView& v, int world) {
   bool found = false;
   // no unmarked pair passes the sweep test below unless some shape moved by half of it (a
   // world at rest skips the broad phase)
-  if (!v.world_pairs_marked[world]) {
+  if (v.world_missed_count[world] == 0) {
     Real moved = 0;
     for (int s = v.world_shape_offset[world]; s < v.world_shape_offset[world + 1]; ++s)
       moved = v.shape_sweep[s] > moved ? v.shape_sweep[s] : moved;
@@ -446,14 +507,11 @@ AXION_HD bool world_find_missed_contacts(const BatchView& v, int world) {
   // the pairs overlapping at q+
   world_for_each_pair(v, world, [&](int pair) {
     const int sa = v.pair_shape_a[pair], sb = v.pair_shape_b[pair];
-    const bool marked = v.pair_missed[pair] != 0;
-    if (!marked) {
-      // A point farther apart than the margin at q- (every closer one was in the set) sinks
-      // deeper than the bound only if the shapes moved by more than both together, and a
-      // point of the set is misjudged by more than the bound only if they moved by more
-      if (v.shape_sweep[sa] + v.shape_sweep[sb] < p.contact_margin + bound) return true;
-      if (!aabb_overlap(v.shape_aabb + 6 * sa, v.shape_aabb + 6 * sb)) return true;
-    }
+    const bool marked = v.pair_marked[pair] != 0;
+    // A point farther apart than the margin at q- (every closer one was in the set) sinks
+    // deeper than the bound only if the shapes moved by more than both together, and a point
+    // of the set is misjudged by more than the bound only if they moved by more
+    if (!marked && v.shape_sweep[sa] + v.shape_sweep[sb] < p.contact_margin + bound) return true;
     Vec3 pos_a, pos_b;
     Quat quat_a, quat_b;
     shape_world_pose(v, sa, v.body_q, &pos_a, &quat_a);
@@ -481,8 +539,16 @@ AXION_HD bool world_find_missed_contacts(const BatchView& v, int world) {
     }
     const Real error = deepest - rows_deepest;  // < 0: deeper than the rows say
     if (deep ? error < -bound : pushes && error > bound) {
-      v.pair_missed[pair] = 1;
-      v.world_pairs_marked[world] = 1;
+      // marked for the attempts left in this step (already, or in a slot of its own)
+      const int missed = v.world_missed_count[world];
+      if (!marked && missed < v.world_pair_offset[world + 1] - v.world_pair_offset[world]) {
+        v.pair_missed_shape_a[v.world_pair_offset[world] + missed] = sa;
+        v.pair_missed_shape_b[v.world_pair_offset[world] + missed] = sb;
+        v.world_missed_count[world] = missed + 1;
+      } else if (!marked) {
+        v.world_flags[world] |= kWorldPairOverflow;
+        return true;
+      }
       found = true;
     }
     return true;
@@ -507,18 +573,18 @@ AXION_HD void world_build_contact_rows(const BatchView& v, int world) {
   // Both steps' contacts are in pair order (world_collide), so each pair's previous contacts
   // are found by one walk through them: comparing every contact with every previous one cost
   // O(contacts^2) per step.
-  int cursor = 0, cursor_pair = -1;  // cursor_pair: the pair of the previous contact at cursor
-  auto prev_pair = [&](int j) {
-    return world_find_pair(v, v.contact_prev_shape_a[slot0 + j], v.contact_prev_shape_b[slot0 + j]);
+  int cursor = 0;
+  // whether previous contact j's pair comes before (sa, sb)
+  auto prev_before = [&](int j, int sa, int sb) {
+    const int pa = v.contact_prev_shape_a[slot0 + j], pb = v.contact_prev_shape_b[slot0 + j];
+    return pa < sa || (pa == sa && pb < sb);
   };
-  if (prev_count > 0) cursor_pair = prev_pair(0);
   for (int i = 0; i < v.world_contact_count[world]; ++i) {
     int k = slot0 + i;
     const Vec3 local_a = load3(v.contact_local_a + 3 * k),
                local_b = load3(v.contact_local_b + 3 * k);
-    const int pair = world_find_pair(v, v.contact_shape_a[k], v.contact_shape_b[k]);
-    while (cursor < prev_count && cursor_pair < pair)
-      cursor_pair = ++cursor < prev_count ? prev_pair(cursor) : -1;
+    while (cursor < prev_count && prev_before(cursor, v.contact_shape_a[k], v.contact_shape_b[k]))
+      ++cursor;
     int match = -1;
     Real best = kMatchDistance * kMatchDistance;
     for (int j = cursor; j < prev_count; ++j) {

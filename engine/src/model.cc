@@ -18,6 +18,13 @@ bool Finite(Real x) { return std::isfinite(x); }
 bool Finite(Vec3 v) { return Finite(v.x) && Finite(v.y) && Finite(v.z); }
 bool Finite(Quat q) { return Finite(q.w) && Finite(q.x) && Finite(q.y) && Finite(q.z); }
 
+// The group/mask filter alone: shapes on different bodies, not both planes, each in a group
+// the other's mask takes.
+bool ShapesPassFilter(const ShapeDesc& a, const ShapeDesc& b) {
+  return a.body != b.body && !(a.type == ShapeType::kPlane && b.type == ShapeType::kPlane) &&
+         (a.collision_group & b.collision_mask) && (b.collision_group & a.collision_mask);
+}
+
 std::string Describe(const char* kind, int index, const std::string& name) {
   return name.empty() ? absl::StrCat(kind, " ", index)
                       : absl::StrCat(kind, " ", index, " ('", name, "')");
@@ -651,8 +658,8 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
   rows_total += 2 * static_cast<int>(desc.couplings.size());
   model->joint_row_count_ = rows_total;
 
-  // collision pairs: group/mask filter, no pairs within a body or between static shapes, none
-  // between bodies joined by a joint unless asked for
+  // collision filter: group/mask, no pairs within a body or between planes, none between
+  // bodies joined by a joint unless asked for; its exceptions become the pair rules
   std::set<std::pair<int, int>> joined;
   for (const JointDesc& joint : desc.joints) {
     if (joint.collide_connected) continue;
@@ -668,7 +675,10 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
     joined.insert({std::min(a, b), std::max(a, b)});
   }
   const int shape_count = static_cast<int>(desc.shapes.size());
-  // explicit pairs first: they replace what the filter would give the same two shapes
+  if (desc.pair_capacity < -1)
+    return Invalid("model", "pair_capacity",
+                   absl::StrCat("must be >= 0, or -1 to derive it, got ", desc.pair_capacity));
+  // explicit pairs: they replace what the filter would give the same two shapes
   std::set<std::pair<int, int>> explicit_pairs;
   for (int i = 0; i < static_cast<int>(desc.contact_pairs.size()); ++i) {
     const ContactPairDesc& pair = desc.contact_pairs[i];
@@ -690,35 +700,49 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
                                   std::max(pair.shape_a, pair.shape_b)};
     if (!explicit_pairs.insert(key).second)
       return Invalid(what, "shapes", "are already an explicit pair");
-    model->collision_pairs_.push_back({key.first, key.second});
-    model->collision_pair_friction_.push_back(pair.contact_dim == 1 ? Real(0) : pair.friction);
+    model->pair_rules_.push_back(
+        {key.first, key.second, pair.contact_dim == 1 ? Real(0) : pair.friction});
   }
-  for (int a = 0; a < shape_count; ++a) {
-    for (int b = a + 1; b < shape_count; ++b) {
-      const ShapeDesc& sa = desc.shapes[a];
-      const ShapeDesc& sb = desc.shapes[b];
-      if (sa.body == sb.body) continue;
-      if (sa.type == ShapeType::kPlane && sb.type == ShapeType::kPlane) continue;
-      if (!((sa.collision_group & sb.collision_mask) && (sb.collision_group & sa.collision_mask)))
-        continue;
-      if (joined.count({std::min(sa.body, sb.body), std::max(sa.body, sb.body)})) continue;
-      if (explicit_pairs.count({a, b})) continue;
-      model->collision_pairs_.push_back({a, b});
-      model->collision_pair_friction_.push_back(-1);
+  // the joined bodies' shape pairs the filter would pass, excluded
+  std::vector<std::vector<int>> body_shapes(body_count + 1);  // kWorldBody's at 0
+  for (int s = 0; s < shape_count; ++s) body_shapes[desc.shapes[s].body + 1].push_back(s);
+  for (auto [body_a, body_b] : joined) {
+    if (body_a == body_b) continue;
+    for (int a : body_shapes[body_a + 1]) {
+      for (int b : body_shapes[body_b + 1]) {
+        const std::pair<int, int> key{std::min(a, b), std::max(a, b)};
+        if (ShapesPassFilter(desc.shapes[a], desc.shapes[b]) && !explicit_pairs.count(key))
+          model->pair_rules_.push_back({key.first, key.second, Model::kPairExcluded});
+      }
     }
   }
-  const int pair_count = static_cast<int>(model->collision_pairs_.size());
-  // sorted by shapes once per model, not per world: the filter's pairs come in that order
-  // already, the explicit ones (listed first) are few
-  model->collision_pairs_by_shape_.resize(pair_count);
-  for (int p = 0; p < pair_count; ++p) model->collision_pairs_by_shape_[p] = p;
-  std::stable_sort(
-      model->collision_pairs_by_shape_.begin(), model->collision_pairs_by_shape_.end(),
-      [&](int x, int y) { return model->collision_pairs_[x] < model->collision_pairs_[y]; });
+  std::sort(model->pair_rules_.begin(), model->pair_rules_.end(),
+            [](const Model::PairRule& x, const Model::PairRule& y) {
+              return x.shape_a < y.shape_a || (x.shape_a == y.shape_a && x.shape_b < y.shape_b);
+            });
+  // pairs that may collide: those the filter passes, less the excluded, plus the explicit ones
+  // it does not pass (a count over every pair of shapes, kept only as a number)
+  int64_t pair_count = 0;
+  for (int a = 0; a < shape_count; ++a)
+    for (int b = a + 1; b < shape_count; ++b)
+      pair_count += ShapesPassFilter(desc.shapes[a], desc.shapes[b]) ? 1 : 0;
+  for (const Model::PairRule& rule : model->pair_rules_) {
+    const bool passes = ShapesPassFilter(desc.shapes[rule.shape_a], desc.shapes[rule.shape_b]);
+    if (rule.friction == Model::kPairExcluded) pair_count -= 1;
+    if (rule.friction != Model::kPairExcluded && !passes) pair_count += 1;
+  }
+  model->collision_pair_count_ = pair_count;
+  const int64_t per_shape = 64 * static_cast<int64_t>(shape_count) + 64;
+  model->pair_capacity_ = desc.pair_capacity >= 0
+                              ? desc.pair_capacity
+                              : static_cast<int>(std::min(pair_count, per_shape));
   if (desc.contact_capacity >= 0) {
     model->contact_capacity_ = desc.contact_capacity;
   } else {
-    model->contact_capacity_ = pair_count == 0 ? 0 : std::min(4 * pair_count, 8 * shape_count + 16);
+    model->contact_capacity_ =
+        pair_count == 0 ? 0
+                        : static_cast<int>(
+                              std::min(4 * pair_count, 8 * static_cast<int64_t>(shape_count) + 16));
   }
   model->desc_ = std::move(desc);
   model->fingerprint_ = Fingerprint(*model);
@@ -746,6 +770,30 @@ bool JointHasDrive(const ModelDesc& desc, int joint_index) {
     if (act.joint == joint_index && act.type != ActuatorType::kEffort) return true;
   }
   return false;
+}
+
+bool Model::MayCollide(int a, int b, Real* friction) const {
+  if (friction) *friction = -1;
+  if (a == b || a < 0 || b < 0 || a >= shape_count() || b >= shape_count()) return false;
+  const PairRule key{std::min(a, b), std::max(a, b), 0};
+  auto rule = std::lower_bound(
+      pair_rules_.begin(), pair_rules_.end(), key, [](const PairRule& x, const PairRule& y) {
+        return x.shape_a < y.shape_a || (x.shape_a == y.shape_a && x.shape_b < y.shape_b);
+      });
+  if (rule != pair_rules_.end() && rule->shape_a == key.shape_a && rule->shape_b == key.shape_b) {
+    if (rule->friction == kPairExcluded) return false;
+    if (friction) *friction = rule->friction;
+    return true;
+  }
+  return ShapesPassFilter(desc_.shapes[a], desc_.shapes[b]);
+}
+
+std::vector<std::array<int, 2>> Model::collision_pairs() const {
+  std::vector<std::array<int, 2>> pairs;
+  for (int a = 0; a < shape_count(); ++a)
+    for (int b = a + 1; b < shape_count(); ++b)
+      if (MayCollide(a, b)) pairs.push_back({a, b});
+  return pairs;
 }
 
 Real Model::total_mass() const {

@@ -174,13 +174,8 @@ AXION_HD void world_restore_start(const BatchView& v, int w) {
     v.body_u[i] = v.body_u_prev[i];
 }
 
-// The redo marks of world w's pairs are cleared (a pass over its pairs only where some is set).
-AXION_HD void world_clear_missed_pairs(const BatchView& v, int w) {
-  if (!v.world_pairs_marked[w]) return;
-  for (int pair = v.world_pair_offset[w]; pair < v.world_pair_offset[w + 1]; ++pair)
-    v.pair_missed[pair] = 0;
-  v.world_pairs_marked[w] = 0;
-}
+// The pairs a redo of world w's step marked are forgotten.
+AXION_HD void world_clear_missed_pairs(const BatchView& v, int w) { v.world_missed_count[w] = 0; }
 
 // A failed attempt is undone: the state returns to q-, u- (the DOFs' coordinates and the last
 // step's contacts were not yet written), and what is left of the step is taken in twice as

@@ -179,6 +179,15 @@ absl::StatusOr<std::vector<WorldId>> Simulator::CreateWorlds(std::shared_ptr<con
     return absl::InvalidArgumentError(
         absl::StrCat("contact_capacity ", capacity, " exceeds 1048576"));
   }
+  if (options.pair_capacity < -1)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "pair_capacity must be >= 0, or -1 for the model's, got ", options.pair_capacity));
+  const int pair_capacity =
+      options.pair_capacity >= 0 ? options.pair_capacity : model->pair_capacity();
+  if (pair_capacity > (1 << 22)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pair_capacity ", pair_capacity, " exceeds 4194304"));
+  }
   std::vector<Impl::WorldRecord> next = impl_->worlds;
   std::vector<WorldId> ids;
   for (int i = 0; i < count; ++i) {
@@ -187,6 +196,7 @@ absl::StatusOr<std::vector<WorldId>> Simulator::CreateWorlds(std::shared_ptr<con
     r.layout.model = model;
     r.layout.params = MakeWorldParams(solver);
     r.layout.contact_capacity = capacity;
+    r.layout.pair_capacity = pair_capacity;
     next.push_back(r);
     ids.push_back(r.id);
   }

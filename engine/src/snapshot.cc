@@ -53,7 +53,8 @@ struct Counts {
 // A snapshot's quaternions are unit to round-off; one further off than this was not written by
 // EncodeSnapshot.
 constexpr Real kQuatNormTolerance = Real(1e-4);
-constexpr uint32_t kKnownWorldFlags = kWorldNotConverged | kWorldContactOverflow | kWorldNonFinite;
+constexpr uint32_t kKnownWorldFlags =
+    kWorldNotConverged | kWorldContactOverflow | kWorldNonFinite | kWorldPairOverflow;
 
 // The first entry of `values` that is not finite, or -1.
 int FirstNonFinite(const std::vector<Real>& values) {

@@ -1,12 +1,14 @@
 // The broad phase (kernels_contact.h): sweep and prune must hand the narrow phase exactly the
-// candidate pairs whose boxes overlap, in pair order, as testing every pair did; and the
-// lookup from two shapes to their pair must agree with the model's pair list.
+// pairs that may collide whose boxes overlap, in (a, b) order, as testing every pair does; the
+// pair filter on the device (group/mask and the model's pair rules) must agree with the
+// model's, and the model's with the rules of ModelDesc written out here; a pair capacity too
+// small must be reported, never written past.
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <map>
 #include <memory>
-#include <optional>
 #include <utility>
 #include <vector>
 
@@ -70,100 +72,202 @@ std::shared_ptr<const Model> CrowdedScene(int bodies, uint64_t seed) {
   return test_batch::MustCompile(std::move(d));
 }
 
-// Two crowded worlds of different sizes in one batch (none where one fails to compile, which
-// is reported as a failure).
-std::optional<BatchStorage> CrowdedBatch(int small_bodies, int large_bodies, uint64_t seed) {
-  auto small = CrowdedScene(small_bodies, seed), large = CrowdedScene(large_bodies, seed + 1);
-  if (small == nullptr || large == nullptr) return std::nullopt;
-  return PackBatch({test_batch::LayoutOf(small), test_batch::LayoutOf(large)});
-}
-
-TEST(BroadPhaseTest, FindsEveryPairOfTwoShapesAndNoOther) {
-  std::optional<BatchStorage> packed = CrowdedBatch(20, 60, 1);
-  ASSERT_TRUE(packed.has_value());
-  BatchStorage& batch = *packed;
-  const BatchView v = batch.view();
-  for (int w = 0; w < batch.world_count(); ++w) {
-    std::map<std::pair<int, int>, int> expected;
-    for (int p = batch.world_pair_offset[w]; p < batch.world_pair_offset[w + 1]; ++p)
-      expected[{batch.pair_shape_a[p], batch.pair_shape_b[p]}] = p;
-    for (int a = batch.world_shape_offset[w]; a < batch.world_shape_offset[w + 1]; ++a) {
-      for (int b = batch.world_shape_offset[w]; b < batch.world_shape_offset[w + 1]; ++b) {
-        auto it = expected.find({std::min(a, b), std::max(a, b)});
-        EXPECT_EQ(kernels::world_find_pair(v, a, b), it == expected.end() ? -1 : it->second)
-            << "world " << w << " shapes " << a << ", " << b;
-      }
+// The pair filter as ModelDesc states it, written out pair by pair: an explicit pair always,
+// never two shapes of one body, two planes, bodies joined by a joint (other than to the world,
+// unless fixed) or shapes whose groups and masks do not match.
+bool ReferenceMayCollide(const ModelDesc& d, int a, int b, Real* friction) {
+  *friction = -1;
+  for (const ContactPairDesc& pair : d.contact_pairs) {
+    if ((pair.shape_a == a && pair.shape_b == b) || (pair.shape_a == b && pair.shape_b == a)) {
+      *friction = pair.contact_dim == 1 ? 0 : pair.friction;
+      return true;
     }
   }
+  const ShapeDesc& sa = d.shapes[a];
+  const ShapeDesc& sb = d.shapes[b];
+  if (sa.body == sb.body) return false;
+  if (sa.type == ShapeType::kPlane && sb.type == ShapeType::kPlane) return false;
+  if (!(sa.collision_group & sb.collision_mask) || !(sb.collision_group & sa.collision_mask))
+    return false;
+  for (const JointDesc& joint : d.joints) {
+    if (joint.collide_connected) continue;
+    if (joint.parent == kWorldBody && joint.type != JointType::kFixed) continue;
+    if ((joint.parent == sa.body && joint.child == sb.body) ||
+        (joint.parent == sb.body && joint.child == sa.body))
+      return false;
+  }
+  for (auto [x, y] : d.exclude_body_pairs)
+    if ((x == sa.body && y == sb.body) || (x == sb.body && y == sa.body)) return false;
+  return true;
+}
+
+TEST(BroadPhaseTest, PairFilterAgreesWithTheModelAndItsDescription) {
+  auto small = CrowdedScene(20, 1), large = CrowdedScene(60, 2);
+  ASSERT_NE(small, nullptr);
+  ASSERT_NE(large, nullptr);
+  BatchStorage batch = PackBatch({test_batch::LayoutOf(small), test_batch::LayoutOf(large)});
+  const BatchView v = batch.view();
+  for (int w = 0; w < batch.world_count(); ++w) {
+    const Model& model = w == 0 ? *small : *large;
+    const int s0 = batch.world_shape_offset[w];
+    int64_t pairs = 0;
+    for (int a = 0; a < model.shape_count(); ++a) {
+      for (int b = 0; b < model.shape_count(); ++b) {
+        if (a == b) continue;
+        Real expected_friction, model_friction, device_friction;
+        const bool expected = ReferenceMayCollide(model.desc(), a, b, &expected_friction);
+        EXPECT_EQ(model.MayCollide(a, b, &model_friction), expected) << a << ", " << b;
+        EXPECT_EQ(model_friction, expected_friction) << a << ", " << b;
+        const bool device = kernels::world_shapes_may_collide(
+            v, s0 + std::min(a, b), s0 + std::max(a, b), &device_friction);
+        EXPECT_EQ(device, expected) << "world " << w << " shapes " << a << ", " << b;
+        EXPECT_EQ(device_friction, expected_friction) << a << ", " << b;
+        pairs += expected && a < b;
+      }
+    }
+    EXPECT_EQ(model.collision_pair_count(), pairs);
+    EXPECT_EQ(static_cast<int64_t>(model.collision_pairs().size()), pairs);
+    // what the filter acts on is there: an explicit pair the masks would refuse, and exclusions
+    EXPECT_GT(model.pair_rules().size(), 1u);
+  }
+}
+
+// Random boxes on a grid, from points to boxes spanning the scene.
+void ScatterBoxes(BatchStorage& batch, int round, uint64_t* state) {
+  const Real inf = std::numeric_limits<Real>::infinity();
+  const Real nan = std::numeric_limits<Real>::quiet_NaN();
+  auto uniform = [&] {
+    *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<Real>(*state >> 11) / Real(9007199254740992.0);
+  };
+  for (int s = 0; s < static_cast<int>(batch.shape_world.size()); ++s) {
+    Real* box = &batch.shape_aabb[6 * s];
+    // boxes on a grid of coarse coordinates, so that bounds often tie
+    for (int a = 0; a < 3; ++a) {
+      const Real lower = std::floor(uniform() * 20) / 10;
+      box[a] = lower;
+      box[3 + a] = lower + std::floor(uniform() * (round % 4 == 0 ? 20 : 4)) / 10;
+    }
+    const Real odd = uniform();
+    if (odd < 0.03) {
+      for (int a = 0; a < 3; ++a) box[a] = -inf, box[3 + a] = inf;
+    } else if (odd < 0.05) {
+      box[static_cast<int>(uniform() * 6)] = nan;
+    } else if (odd < 0.07) {
+      box[static_cast<int>(uniform() * 3)] = -inf;
+    }
+  }
+}
+
+// The pairs of world w that may collide and whose boxes overlap, in (a, b) order: every pair
+// tested.
+std::vector<std::array<int, 2>> OverlappingPairs(const BatchStorage& batch, const Model& model,
+                                                 int w) {
+  std::vector<std::array<int, 2>> pairs;
+  const int s0 = batch.world_shape_offset[w];
+  for (auto [a, b] : model.collision_pairs())
+    if (kernels::aabb_overlap(&batch.shape_aabb[6 * (s0 + a)], &batch.shape_aabb[6 * (s0 + b)]))
+      pairs.push_back({s0 + a, s0 + b});
+  return pairs;
 }
 
 // Random boxes of every size (points, boxes spanning the scene, infinite and NaN bounds) in
-// both worlds of a batch: the pairs visited are those testing every pair finds, in pair order.
-TEST(BroadPhaseTest, VisitsExactlyTheOverlappingPairsInPairOrder) {
-  std::optional<BatchStorage> packed = CrowdedBatch(20, 150, 3);
-  ASSERT_TRUE(packed.has_value());
-  BatchStorage& batch = *packed;
+// both worlds of a batch, the capacity every pair: the pairs visited are those testing every
+// pair finds, in (a, b) order, with their friction.
+TEST(BroadPhaseTest, VisitsExactlyTheOverlappingPairsInOrder) {
+  auto small = CrowdedScene(20, 3), large = CrowdedScene(150, 4);
+  ASSERT_NE(small, nullptr);
+  ASSERT_NE(large, nullptr);
+  WorldLayout small_layout = test_batch::LayoutOf(small),
+              large_layout = test_batch::LayoutOf(large);
+  small_layout.pair_capacity = static_cast<int>(small->collision_pair_count());
+  large_layout.pair_capacity = static_cast<int>(large->collision_pair_count());
+  BatchStorage batch = PackBatch({small_layout, large_layout});
   const BatchView v = batch.view();
-  const Real inf = std::numeric_limits<Real>::infinity();
-  const Real nan = std::numeric_limits<Real>::quiet_NaN();
   uint64_t state = 99;
-  auto uniform = [&] {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<Real>(state >> 11) / Real(9007199254740992.0);
-  };
   for (int round = 0; round < 20; ++round) {
-    for (int s = 0; s < static_cast<int>(batch.shape_world.size()); ++s) {
-      Real* box = &batch.shape_aabb[6 * s];
-      // boxes on a grid of coarse coordinates, so that bounds often tie
-      for (int a = 0; a < 3; ++a) {
-        const Real lower = std::floor(uniform() * 20) / 10;
-        box[a] = lower;
-        box[3 + a] = lower + std::floor(uniform() * (round % 4 == 0 ? 20 : 4)) / 10;
-      }
-      const Real odd = uniform();
-      if (odd < 0.03) {
-        for (int a = 0; a < 3; ++a) box[a] = -inf, box[3 + a] = inf;
-      } else if (odd < 0.05) {
-        box[static_cast<int>(uniform() * 6)] = nan;
-      } else if (odd < 0.07) {
-        box[static_cast<int>(uniform() * 3)] = -inf;
-      }
-    }
+    ScatterBoxes(batch, round, &state);
     for (int w = 0; w < batch.world_count(); ++w) {
-      std::vector<int> expected, visited;
-      for (int p = batch.world_pair_offset[w]; p < batch.world_pair_offset[w + 1]; ++p) {
-        if (kernels::aabb_overlap(&batch.shape_aabb[6 * batch.pair_shape_a[p]],
-                                  &batch.shape_aabb[6 * batch.pair_shape_b[p]]))
-          expected.push_back(p);
-      }
+      const Model& model = w == 0 ? *small : *large;
+      const std::vector<std::array<int, 2>> expected = OverlappingPairs(batch, model, w);
+      std::vector<std::array<int, 2>> visited;
       kernels::world_for_each_pair(v, w, [&](int pair) {
-        visited.push_back(pair);
+        visited.push_back({batch.pair_shape_a[pair], batch.pair_shape_b[pair]});
+        Real friction;
+        model.MayCollide(batch.pair_shape_a[pair] - batch.world_shape_offset[w],
+                         batch.pair_shape_b[pair] - batch.world_shape_offset[w], &friction);
+        EXPECT_EQ(batch.pair_friction[pair], friction);
+        EXPECT_EQ(batch.pair_marked[pair], 0);
         return true;
       });
       EXPECT_EQ(visited, expected) << "round " << round << " world " << w;
+      EXPECT_EQ(batch.world_flags[w] & kWorldPairOverflow, 0u);
       ASSERT_GT(expected.size(), 0u);
     }
   }
+  // the default capacity holds far fewer than every pair (64 per shape + 64)
+  EXPECT_LT(large->pair_capacity(), large->collision_pair_count());
 }
 
-// Where a redo marked a pair, every pair is visited (a marked pair joins whatever its boxes
-// say), and stopping the visit stops it.
-TEST(BroadPhaseTest, MarkedWorldsVisitEveryPairAndVisitsStopWhenAsked) {
+// Past the capacity: the flag, the capacity's worth of overlapping pairs in order, and no slot
+// of the next world written.
+TEST(BroadPhaseTest, TooManyPairsAreReportedNotWrittenPast) {
+  auto model = CrowdedScene(60, 7);
+  ASSERT_NE(model, nullptr);
+  WorldLayout tight = test_batch::LayoutOf(model);
+  tight.pair_capacity = 10;
+  BatchStorage batch = PackBatch({tight, test_batch::LayoutOf(model)});
+  const BatchView v = batch.view();
+  for (Real& bound : batch.shape_aabb) bound = 0;  // every box the same point: all overlap
+  const int next_world_first = batch.world_pair_offset[1];
+  batch.pair_shape_a[next_world_first] = -7;
+  std::vector<std::array<int, 2>> visited;
+  kernels::world_for_each_pair(v, 0, [&](int pair) {
+    visited.push_back({batch.pair_shape_a[pair], batch.pair_shape_b[pair]});
+    return true;
+  });
+  EXPECT_EQ(visited.size(), 10u);
+  EXPECT_TRUE(std::is_sorted(visited.begin(), visited.end()));
+  EXPECT_EQ(std::adjacent_find(visited.begin(), visited.end()), visited.end());
+  for (auto [a, b] : visited) EXPECT_TRUE(model->MayCollide(a, b)) << a << ", " << b;
+  EXPECT_NE(batch.world_flags[0] & kWorldPairOverflow, 0u);
+  EXPECT_EQ(batch.pair_shape_a[next_world_first], -7);
+  EXPECT_EQ(batch.world_flags[1] & kWorldPairOverflow, 0u);
+}
+
+// A pair a redo marked joins whatever its boxes say, once, marked, in order with the others;
+// and stopping the visit stops it.
+TEST(BroadPhaseTest, MarkedPairsJoinOnceAndVisitsStopWhenAsked) {
   auto model = CrowdedScene(30, 5);
   ASSERT_NE(model, nullptr);
   BatchStorage batch = PackBatch({test_batch::LayoutOf(model)});
   const BatchView v = batch.view();
-  for (Real& bound : batch.shape_aabb) bound = 0;  // every box the same point: all overlap
-  batch.world_pairs_marked[0] = 1;
-  int visits = 0;
+  uint64_t state = 17;
+  ScatterBoxes(batch, 1, &state);
+  const std::vector<std::array<int, 2>> overlapping = OverlappingPairs(batch, *model, 0);
+  const std::vector<std::array<int, 2>> all = model->collision_pairs();
+  ASSERT_GT(overlapping.size(), 2u);
+  // one pair apart, one overlapping: both marked
+  std::array<int, 2> apart{-1, -1};
+  for (auto pair : all)
+    if (!std::binary_search(overlapping.begin(), overlapping.end(), pair)) apart = pair;
+  ASSERT_GE(apart[0], 0);
+  const std::array<int, 2> both = overlapping[overlapping.size() / 2];
+  batch.pair_missed_shape_a[0] = apart[0], batch.pair_missed_shape_b[0] = apart[1];
+  batch.pair_missed_shape_a[1] = both[0], batch.pair_missed_shape_b[1] = both[1];
+  batch.world_missed_count[0] = 2;
+  std::vector<std::array<int, 2>> expected = overlapping, visited, marked;
+  expected.insert(std::lower_bound(expected.begin(), expected.end(), apart), apart);
   kernels::world_for_each_pair(v, 0, [&](int pair) {
-    EXPECT_EQ(pair, batch.world_pair_offset[0] + visits);
-    ++visits;
+    visited.push_back({batch.pair_shape_a[pair], batch.pair_shape_b[pair]});
+    if (batch.pair_marked[pair]) marked.push_back(visited.back());
     return true;
   });
-  EXPECT_EQ(visits, batch.world_pair_offset[1] - batch.world_pair_offset[0]);
-  batch.world_pairs_marked[0] = 0;
-  visits = 0;
+  EXPECT_EQ(visited, expected);
+  std::vector<std::array<int, 2>> expected_marked{apart, both};
+  std::sort(expected_marked.begin(), expected_marked.end());
+  EXPECT_EQ(marked, expected_marked);
+  int visits = 0;
   kernels::world_for_each_pair(v, 0, [&](int) { return ++visits < 5; });
   EXPECT_EQ(visits, 5);
 }

@@ -23,6 +23,7 @@ inline WorldLayout LayoutOf(std::shared_ptr<const Model> model) {
   layout.model = model;
   layout.params = MakeWorldParams(model->desc().options);
   layout.contact_capacity = model->contact_capacity();
+  layout.pair_capacity = model->pair_capacity();
   return layout;
 }
 

@@ -216,7 +216,8 @@ class WorldStats:
     residual: np.ndarray  # float64, m/s
     contact_count: np.ndarray  # int32
     constraint_rows: np.ndarray  # int32
-    flags: np.ndarray  # uint32: 1 not converged, 2 contact overflow, 4 non-finite (frozen)
+    # uint32: 1 not converged, 2 contact overflow, 4 non-finite (frozen), 8 pair overflow
+    flags: np.ndarray
     step_count: np.ndarray  # uint64
     time: np.ndarray  # float64, s
     substeps: np.ndarray  # int32: 1, or more where a failed solve halved the step
@@ -227,6 +228,7 @@ class WorldStats:
     FLAG_NOT_CONVERGED = 1
     FLAG_CONTACT_OVERFLOW = 2
     FLAG_NON_FINITE = 4
+    FLAG_PAIR_OVERFLOW = 8
 
     @classmethod
     def from_proto(cls, message):

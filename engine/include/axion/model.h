@@ -314,6 +314,9 @@ struct ModelDesc {
   std::vector<ContactPairDesc> contact_pairs;
   SolverOptions options;
   int contact_capacity = -1;  // contacts per world; -1: derived from the shapes (see Model)
+  // Shape pairs per world whose boxes the broad phase may find overlapping in one step (and
+  // pairs a redo marks); -1: derived from the shapes (see Model). More set kWorldPairOverflow.
+  int pair_capacity = -1;
   // Body pairs (body indices, kWorldBody allowed) whose shapes never collide, on top of the
   // group/mask filter and the joined-bodies rule (importers use it for MuJoCo's parent filter).
   std::vector<std::array<int, 2>> exclude_body_pairs;
@@ -355,14 +358,30 @@ class Model {
   const std::vector<int>& joint_dof_offset() const { return joint_dof_offset_; }
   // Joint-frame pose on the parent side, in the parent body frame (world frame for kWorldBody).
   const std::vector<Pose>& joint_parent_frame() const { return joint_parent_frame_; }
-  // Shape pairs that may collide (filtered by group/mask and joints), as (a, b) shape indices.
-  const std::vector<std::array<int, 2>>& collision_pairs() const { return collision_pairs_; }
-  // Per collision pair: an explicit pair's friction (0 when frictionless), or -1 where the two
-  // shapes' materials decide.
-  const std::vector<Real>& collision_pair_friction() const { return collision_pair_friction_; }
-  // The collision pairs' indices sorted by (a, b): the broad phase's lookup from two shapes to
-  // their pair.
-  const std::vector<int>& collision_pairs_by_shape() const { return collision_pairs_by_shape_; }
+  // Candidate pairs per world the broad phase holds (ModelDesc::pair_capacity, or by default
+  // the fewer of collision_pair_count() and 64 per shape + 64: boxes grow by how far their
+  // shapes may move in a step, and 1000 spheres falling into a box at 0.01 s need up to 48).
+  int pair_capacity() const { return pair_capacity_; }
+
+  // The exceptions to the group/mask filter, sorted by (shape_a, shape_b), shape_a < shape_b:
+  // explicit pairs (friction >= 0: the pair's, 0 when frictionless) and pairs the filter would
+  // pass whose bodies are joined or excluded (friction kPairExcluded). What decides whether two
+  // shapes collide is the filter and this list, O(shapes + joined shapes), where a list of every
+  // pair that may collide grows with the square of the shapes.
+  struct PairRule {
+    int shape_a = 0, shape_b = 0;
+    Real friction = 0;
+  };
+  static constexpr Real kPairExcluded = -2;
+  const std::vector<PairRule>& pair_rules() const { return pair_rules_; }
+  // Whether shapes a and b (either order) may collide; `friction` gets an explicit pair's
+  // friction, or -1 where the two shapes' materials decide.
+  bool MayCollide(int a, int b, Real* friction = nullptr) const;
+  // Number of shape pairs that may collide (computed at compile time).
+  int64_t collision_pair_count() const { return collision_pair_count_; }
+  // Every shape pair that may collide, (a, b) with a < b in (a, b) order, the order contacts
+  // are found in: O(shapes^2), for inspection and tests.
+  std::vector<std::array<int, 2>> collision_pairs() const;
 
   int FindBody(const std::string& name) const;  // -1 when absent
   int FindJoint(const std::string& name) const;
@@ -379,9 +398,9 @@ class Model {
   std::vector<int> joint_position_offset_;
   std::vector<int> joint_dof_offset_;
   std::vector<Pose> joint_parent_frame_;
-  std::vector<std::array<int, 2>> collision_pairs_;
-  std::vector<Real> collision_pair_friction_;
-  std::vector<int> collision_pairs_by_shape_;
+  int pair_capacity_ = 0;
+  int64_t collision_pair_count_ = 0;
+  std::vector<PairRule> pair_rules_;
 };
 
 // How far joint positions (JointState::position's layout, joint_position_count entries) lie

@@ -35,6 +35,7 @@ enum WorldFlag : uint32_t {
   kWorldNotConverged = 1u << 0,     // Newton stopped at its iteration limit above tolerance
   kWorldContactOverflow = 1u << 1,  // more contacts than contact_capacity; extras dropped
   kWorldNonFinite = 1u << 2,        // NaN/Inf appeared; the world is frozen until reset
+  kWorldPairOverflow = 1u << 3,     // more candidate pairs than pair_capacity; extras dropped
 };
 
 // Solver statistics of a world's last step (summed over sub-steps where several were taken).
@@ -81,6 +82,7 @@ struct WorldOptions {
   // Overrides of the model's solver options for these worlds; nullptr keeps the model's.
   const SolverOptions* options = nullptr;
   int contact_capacity = -1;  // -1: the model's
+  int pair_capacity = -1;     // -1: the model's (Model::pair_capacity)
 };
 
 class Simulator {

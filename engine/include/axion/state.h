@@ -89,36 +89,37 @@ struct BatchView {
   int32_t world_count = 0;
 
   // ---- world (world_count) ------------------------------------------------------------------
-  const int32_t* world_body_offset;      // (world_count + 1) first body of each world
-  const int32_t* world_joint_offset;     // (world_count + 1)
-  const int32_t* world_dof_offset;       // (world_count + 1) joint velocity coordinates
-  const int32_t* world_qpos_offset;      // (world_count + 1) joint position coordinates
-  const int32_t* world_actuator_offset;  // (world_count + 1)
-  const int32_t* world_shape_offset;     // (world_count + 1)
-  const int32_t* world_pair_offset;      // (world_count + 1) candidate collision pairs
-  const int32_t* world_contact_offset;   // (world_count + 1) contact slots (capacity)
-  const int32_t* world_row_offset;       // (world_count + 1) row slots: joint rows, then 3/contact
-  const int32_t* world_joint_row_count;  // (world_count) joint rows (fixed per model)
-  const WorldParams* world_params;       // (world_count)
-  int32_t* world_active;                 // (world_count) WorldPhase of the current step
-  int32_t* world_step_pending;           // (world_count) sub-steps still to take in this Step call
-  int32_t* world_contact_count;          // (world_count) live contacts
-  uint32_t* world_flags;                 // (world_count) WorldFlag bits of the last step
-  int32_t* world_newton_iterations;      // (world_count) of the last step, over its attempts
-  int32_t* world_substeps;               // (world_count) steps of h / 2^k the last step took
-  Real* world_step_length;               // (world_count) length of the last one taken (s)
-  int32_t* world_island_count;           // (world_count) islands of the last attempt (island_*)
-  int32_t* world_newton_attempt;         // (world_count) Newton iterations of this attempt
-  int32_t* world_halves_left;            // (world_count) steps of world_step_length still to
-                                         // take within the current step (0: done)
-  int32_t* world_halvings;               // (world_count) halvings of the current step so far
-  int32_t* world_redos;                  // (world_count) returns of the current attempt to its
-                                         // start for a missed or misjudged contact
-                                         // (contact_redos)
-  int32_t* world_contact_redos;          // (world_count) such returns in the last step
-  int32_t* world_step_level;             // (world_count) halvings the next step starts at
-                                         // (halving_carryover), in [0, step_halvings]
-  int32_t* world_cr_iterations;          // (world_count) of the last step, summed over Newton
+  const int32_t* world_body_offset;       // (world_count + 1) first body of each world
+  const int32_t* world_joint_offset;      // (world_count + 1)
+  const int32_t* world_dof_offset;        // (world_count + 1) joint velocity coordinates
+  const int32_t* world_qpos_offset;       // (world_count + 1) joint position coordinates
+  const int32_t* world_actuator_offset;   // (world_count + 1)
+  const int32_t* world_shape_offset;      // (world_count + 1)
+  const int32_t* world_pair_offset;       // (world_count + 1) candidate pair slots (capacity)
+  const int32_t* world_pair_rule_offset;  // (world_count + 1) the filter's exceptions
+  const int32_t* world_contact_offset;    // (world_count + 1) contact slots (capacity)
+  const int32_t* world_row_offset;        // (world_count + 1) row slots: joint rows, then 3/contact
+  const int32_t* world_joint_row_count;   // (world_count) joint rows (fixed per model)
+  const WorldParams* world_params;        // (world_count)
+  int32_t* world_active;                  // (world_count) WorldPhase of the current step
+  int32_t* world_step_pending;            // (world_count) sub-steps still to take in this Step call
+  int32_t* world_contact_count;           // (world_count) live contacts
+  uint32_t* world_flags;                  // (world_count) WorldFlag bits of the last step
+  int32_t* world_newton_iterations;       // (world_count) of the last step, over its attempts
+  int32_t* world_substeps;                // (world_count) steps of h / 2^k the last step took
+  Real* world_step_length;                // (world_count) length of the last one taken (s)
+  int32_t* world_island_count;            // (world_count) islands of the last attempt (island_*)
+  int32_t* world_newton_attempt;          // (world_count) Newton iterations of this attempt
+  int32_t* world_halves_left;             // (world_count) steps of world_step_length still to
+                                          // take within the current step (0: done)
+  int32_t* world_halvings;                // (world_count) halvings of the current step so far
+  int32_t* world_redos;                   // (world_count) returns of the current attempt to its
+                                          // start for a missed or misjudged contact
+                                          // (contact_redos)
+  int32_t* world_contact_redos;           // (world_count) such returns in the last step
+  int32_t* world_step_level;              // (world_count) halvings the next step starts at
+                                          // (halving_carryover), in [0, step_halvings]
+  int32_t* world_cr_iterations;           // (world_count) of the last step, summed over Newton
   Real* world_residual;        // (world_count) residual max-norm after the last evaluation
   Real* world_merit;           // (world_count) 0.5 |residual|^2 after the last evaluation
   int32_t* world_tree_built;   // (world_count) tree preconditioner built for this step
@@ -129,7 +130,9 @@ struct BatchView {
   int32_t* world_loop_rows;     // (world_count x 16) those rows (kLoopRows), in row order
   Real* world_loop_lu;          // (world_count x 256) LU factors of their Schur complement S,
                                 // row-major 16 x 16
-  int32_t* world_pairs_marked;  // (world_count) 1: some pair_missed of the world is set
+  int32_t* world_missed_count;  // (world_count) pairs a redo of this step marked
+                                // (pair_missed_shape_a/b)
+  int32_t* world_pair_count;    // (world_count) candidate pairs the last broad phase found
   int32_t* world_newton_best;   // (world_count) latest Newton iteration (of this attempt) at
                                 // which some island's best iterate improved
   Real* world_residual_best;    // (world_count) largest residual of the islands' best iterates
@@ -283,11 +286,13 @@ struct BatchView {
   const Real* shape_restitution;     // (shape_count)
   const int32_t* shape_contact_dim;  // (shape_count) 1: frictionless, 3: with friction
   const int32_t* shape_hull;         // (shape_count) hull index or -1
-  const int32_t* shape_pair_first;   // (shape_count) first entry of the shape's pairs in
-                                     // pair_by_shape (the pairs it is the lower shape of)
-  const int32_t* shape_pair_count;   // (shape_count) number of those pairs
-  Real* shape_aabb;                  // (shape_count x 6) lower xyz, upper xyz at q- (swept); after
-                                     // a solve, at q+
+  const int32_t* shape_rule_first;   // (shape_count) first of the pair rules it is the lower
+                                     // shape of (pair_rule_*)
+  const int32_t* shape_rule_count;   // (shape_count) number of those rules
+  const uint32_t* shape_collision_group;  // (shape_count) ShapeDesc::collision_group
+  const uint32_t* shape_collision_mask;   // (shape_count) ShapeDesc::collision_mask
+  Real* shape_aabb;            // (shape_count x 6) lower xyz, upper xyz at q- (swept); after
+                               // a solve, at q+
   Real* shape_sweep;           // (shape_count) how far any point of the shape can move this step
                                // (predicted at q-); after a solve, how far one moved (q- to q+)
   int32_t* shape_sweep_order;  // (shape_count) the broad phase's shapes sorted along its axis
@@ -301,19 +306,25 @@ struct BatchView {
   const int32_t* hull_face_index_offset;  // (hull_count) start of each hull's indices
   const Real* hull_face_plane;            // (hull_face_total x 4)
 
-  // ---- collision pairs (pair_count) ----------------------------------------------------------
-  const int32_t* pair_shape_a;   // (pair_count) global shape
-  const int32_t* pair_shape_b;   // (pair_count) global shape
-  const Real* pair_friction;     // (pair_count) an explicit pair's friction, or -1 (the shapes')
-  const int32_t* pair_by_shape;  // (pair_count) global pair indices grouped by lower shape
-                                 // (shape_pair_first), each group sorted by its upper shape
-  int32_t* pair_candidate;       // (pair_count) the broad phase's bitmap of each world's pairs
-                                 // whose boxes overlap (bit p - world_pair_offset), in its
-                                 // pair range
-  int32_t* pair_missed;          // (pair_count) 1: a redo of this step found the pair deeper than
-                                 // missed_contact_depth at q+ than its rows said (or missed by
-                                 // them); its points at that attempt's end (body_q_end),
+  // ---- pair rules (rule_count = world_pair_rule_offset[world_count]) -------------------------
+  // The group/mask filter's exceptions (Model::pair_rules), grouped by lower shape, each group
+  // sorted by upper shape.
+  const int32_t* pair_rule_shape_b;  // (rule_count) the upper shape, global
+  const Real* pair_rule_friction;    // (rule_count) an explicit pair's friction, or
+                                     // Model::kPairExcluded
+
+  // ---- candidate pairs (pair slots = world_pair_offset[world_count]) -------------------------
+  // Each world's pair capacity of slots, filled by the broad phase: the pairs whose boxes
+  // overlap and that may collide, with the pairs a redo marked, sorted by (shape_a, shape_b).
+  int32_t* pair_shape_a;         // (pair slots) global shape, the lower
+  int32_t* pair_shape_b;         // (pair slots) global shape
+  Real* pair_friction;           // (pair slots) an explicit pair's friction, or -1 (the shapes')
+  int32_t* pair_marked;          // (pair slots) 1: a redo of this step found the pair deeper
+                                 // than missed_contact_depth at q+ than its rows said (or missed
+                                 // by them); its points at that attempt's end (body_q_end),
                                  // linearised about it, join its points at q-
+  int32_t* pair_missed_shape_a;  // (pair slots) the pairs a redo marked (world_missed_count),
+  int32_t* pair_missed_shape_b;  // (pair slots) kept through the step's attempts
 
   // ---- contacts (contact slots = world_contact_offset[world_count]) --------------------------
   int32_t* contact_body_a;        // (contact slots) global body or -1

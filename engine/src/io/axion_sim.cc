@@ -12,6 +12,7 @@
 //             [--strict_after_cycle=true|false]
 //             [--loop_rows=16]
 //             [--halving_iterations=20] [--halving_residual=1e-2] [--contact_capacity=N]
+//             [--pair_capacity=N]
 //             [--trajectory=out.csv|out.npy] [--progress] [--floor=HEIGHT]
 //             [--floating_base] [--self_collision] [--inertia_from_collision]
 //             [--position_kp=KP --position_kv=KV] (URDF)
@@ -104,6 +105,9 @@ ABSL_FLAG(int, contact_redos, -1,
 ABSL_FLAG(int, contact_capacity, -1,
           "contacts per world (-1: the model's, derived from its shapes); contacts past it are "
           "dropped and counted as overflow");
+ABSL_FLAG(int, pair_capacity, -1,
+          "candidate shape pairs per world the broad phase holds (-1: the model's, derived from "
+          "its shapes); pairs past it are dropped and counted as pair overflow");
 ABSL_FLAG(int, threads, 0, "CPU worker threads (0: all hardware threads)");
 ABSL_FLAG(std::string, trajectory, "",
           "write world 0's body poses and joint positions per step to this .csv or .npy file");
@@ -386,6 +390,9 @@ absl::Status Run() {
   world_options.contact_capacity = absl::GetFlag(FLAGS_contact_capacity);
   if (world_options.contact_capacity < -1)
     return absl::InvalidArgumentError("--contact_capacity must be >= 0, or -1 for the model's");
+  world_options.pair_capacity = absl::GetFlag(FLAGS_pair_capacity);
+  if (world_options.pair_capacity < -1)
+    return absl::InvalidArgumentError("--pair_capacity must be >= 0, or -1 for the model's");
   absl::StatusOr<std::vector<WorldId>> worlds =
       (*sim)->CreateWorlds(*model, world_count, world_options);
   if (!worlds.ok()) return worlds.status();
@@ -419,8 +426,8 @@ absl::Status Run() {
   int progress_every = std::max(1, steps / 100);
 
   double newton = 0, cr = 0, contacts = 0, rows = 0, islands = 0;
-  int64_t not_converged = 0, non_finite = 0, overflow = 0, halved = 0, substeps = 0, redone = 0,
-          redos = 0;
+  int64_t not_converged = 0, non_finite = 0, overflow = 0, pair_overflow = 0, halved = 0,
+          substeps = 0, redone = 0, redos = 0;
   double step_seconds = 0;
   bool report_speed = absl::GetFlag(FLAGS_report_speed);
   bool step_stats = absl::GetFlag(FLAGS_step_stats);
@@ -463,6 +470,7 @@ absl::Status Run() {
       redos += stats->contact_redos;
       non_finite += (stats->flags & kWorldNonFinite) != 0;
       overflow += (stats->flags & kWorldContactOverflow) != 0;
+      pair_overflow += (stats->flags & kWorldPairOverflow) != 0;
       if (step_stats && w == worlds->front())
         std::fprintf(
             stderr,
@@ -536,6 +544,10 @@ absl::Status Run() {
       static_cast<long long>(redone), static_cast<long long>(redos));
   std::printf("non-finite          : %lld world-steps\n", static_cast<long long>(non_finite));
   std::printf("contact overflow    : %lld world-steps\n", static_cast<long long>(overflow));
+  std::printf("pair overflow       : %lld world-steps\n", static_cast<long long>(pair_overflow));
+  std::printf("memory              : %.1f kB per world (all worlds' arrays, %s)\n",
+              static_cast<double>((*sim)->memory_bytes()) / 1024.0 / world_count,
+              (*sim)->backend() == Backend::kCuda ? "device" : "host");
   if (report_speed) std::printf("max body speed      : %g m/s\n", max_speed);
   if (report_depth) std::printf("deepest contact     : %g m\n", max_depth);
   if (report_limits) {
