@@ -7,11 +7,11 @@
 # step, and steps per second over STEPS steps with contacts and candidate-pair overflow.
 #
 # usage: bench/collision_scaling.sh [--axion-sim=PATH] [--steps=N] [LAYERS ...]
-# defaults: the release build's axion-sim, 100 steps, piles of 10, 20 and 40 layers.
+# defaults: the release build's axion-sim, 50 steps, piles of 10, 20 and 40 layers.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 axion_sim="$repo/build/release/engine/src/io/axion-sim"
-steps=100
+steps=50
 layers=()
 for arg in "$@"; do
   case "$arg" in
@@ -44,6 +44,7 @@ for n in "${layers[@]}"; do
   out="$("$axion_sim" --model="$model" --steps="$steps" --threads=1 2>/dev/null)"
   printf "%8d %8d %12d %11.1f MB %10.2f s %10s %10s %14s\n" "$spheres" "$shapes" "$pairs" \
     "$(python3 -c "print($memory / 1024)")" "$(python3 -c "print($end - $start)")" \
-    "$(echo "$out" | field "steps per second")" "$(echo "$out" | field contacts)" \
+    "$(python3 -c "print(f'{$steps / $(echo "$out" | field "wall time"):.1f}')")" \
+    "$(echo "$out" | field contacts)" \
     "$(echo "$out" | field "pair overflow")"
 done

@@ -258,7 +258,9 @@ AXION_HD int world_gather_pairs(const BatchView& v, int world) {
       if (overflow) break;
     }
   }
-  // in (a, b) order
+  // in (a, b) order: a counting sort by lower shape (an O(1) bucket per pair, where one sort of
+  // all the pairs took 40% of a falling pile's step), then each shape's pairs sorted by the
+  // upper shape
   auto less = [&](int i, int j) {
     return pair_a[i] < pair_a[j] || (pair_a[i] == pair_a[j] && pair_b[i] < pair_b[j]);
   };
@@ -268,7 +270,32 @@ AXION_HD int world_gather_pairs(const BatchView& v, int world) {
     pair_a[i] = pair_a[j], pair_b[i] = pair_b[j], friction[i] = friction[j];
     pair_a[j] = a, pair_b[j] = b, friction[j] = mu;
   };
-  heap_sort_by(count, less, swap);
+  int32_t* bucket_end = v.shape_pair_end;  // per shape, past its pairs once placed
+  int32_t* destination = v.pair_order + p0;
+  for (int s = s0; s < s1; ++s) bucket_end[s] = 0;
+  for (int k = 0; k < count; ++k) ++bucket_end[pair_a[k]];
+  for (int s = s0, total = 0; s < s1; ++s) {
+    const int pairs = bucket_end[s];
+    bucket_end[s] = total;
+    total += pairs;
+  }
+  for (int k = 0; k < count; ++k) destination[k] = bucket_end[pair_a[k]]++;
+  for (int k = 0; k < count; ++k) {
+    // follow the cycle through k until its place holds what belongs there
+    while (destination[k] != k) {
+      const int d = destination[k];
+      swap(k, d);
+      destination[k] = destination[d];
+      destination[d] = d;
+    }
+  }
+  for (int s = s0, begin = 0; s < s1; begin = bucket_end[s], ++s) {
+    const int end = bucket_end[s];
+    if (end - begin > 1)
+      heap_sort_by(
+          end - begin, [&](int i, int j) { return pair_b[begin + i] < pair_b[begin + j]; },
+          [&](int i, int j) { swap(begin + i, begin + j); });
+  }
   // the pairs a redo marked join whatever their boxes say: marked where found, else added
   const int found = count;
   for (int k = 0; k < v.world_missed_count[world]; ++k) {

@@ -296,6 +296,8 @@ struct BatchView {
   Real* shape_sweep;           // (shape_count) how far any point of the shape can move this step
                                // (predicted at q-); after a solve, how far one moved (q- to q+)
   int32_t* shape_sweep_order;  // (shape_count) the broad phase's shapes sorted along its axis
+  int32_t* shape_pair_end;     // (shape_count) the broad phase's sort: past the candidate pairs
+                               // the shape is the lower shape of
   // convex hulls (hull_count), flattened
   const int32_t* hull_vertex_offset;      // (hull_count + 1) into hull_vertices (in vertices)
   const int32_t* hull_face_offset;        // (hull_count + 1) into hull_face_start (in faces)
@@ -325,6 +327,7 @@ struct BatchView {
                                  // linearised about it, join its points at q-
   int32_t* pair_missed_shape_a;  // (pair slots) the pairs a redo marked (world_missed_count),
   int32_t* pair_missed_shape_b;  // (pair slots) kept through the step's attempts
+  int32_t* pair_order;           // (pair slots) the broad phase's sort: each pair's place
 
   // ---- contacts (contact slots = world_contact_offset[world_count]) --------------------------
   int32_t* contact_body_a;        // (contact slots) global body or -1
