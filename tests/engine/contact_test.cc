@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "scenes.h"
 
@@ -600,6 +603,51 @@ TEST(ContactTest, ManifoldsHaveSeveralPointsAndOverflowIsReported) {
   EXPECT_EQ(st.contact_count, 3);
   EXPECT_NE(st.flags & kWorldContactOverflow, 0u);
   EXPECT_EQ(sim->GetStats(w)->flags & kWorldContactOverflow, 0u);
+}
+
+// Four boxes apart on a floor: four pairs overlap. A world holding two pairs reports the overflow
+// and keeps two boxes' contacts; a world beside it with the default capacity is untouched; bad
+// capacities are refused by name.
+TEST(ContactTest, PairCapacityOverflowIsReportedAndOtherWorldsKeepTheirContacts) {
+  ModelDesc d;
+  d.options.timestep = 0.01;
+  d.shapes.push_back(Ground());
+  for (int i = 0; i < 4; ++i) AddBox(d, {Real(i), 0, Real(0.1)}, {});
+  auto model = MustCompile(d);
+  EXPECT_EQ(model->collision_pair_count(), 4 + 6);  // each box with the floor and each other
+  auto sim = MustCreateSimulator();
+  WorldId roomy = MustCreateWorld(*sim, model);
+  WorldOptions tight;
+  tight.pair_capacity = 2;
+  WorldId cramped = sim->CreateWorlds(model, 1, tight)->front();
+  for (int step = 0; step < 5; ++step) {
+    MustStep(*sim, roomy);
+    MustStep(*sim, cramped);
+  }
+  EXPECT_NE(sim->GetStats(cramped)->flags & kWorldPairOverflow, 0u);
+  EXPECT_EQ(sim->GetStats(roomy)->flags & kWorldPairOverflow, 0u);
+  auto boxes_touching = [&](WorldId w) {
+    std::set<int> bodies;
+    absl::StatusOr<std::vector<ContactReport>> contacts = sim->GetContacts(w);
+    EXPECT_TRUE(contacts.ok()) << contacts.status();
+    if (!contacts.ok()) return bodies.size();
+    for (const ContactReport& c : *contacts)
+      bodies.insert(c.body_a == kWorldBody ? c.body_b : c.body_a);
+    return bodies.size();
+  };
+  EXPECT_EQ(boxes_touching(roomy), 4u);
+  EXPECT_EQ(boxes_touching(cramped), 2u);
+  test::ExpectHealthy(*sim, roomy);
+
+  WorldOptions negative;
+  negative.pair_capacity = -2;
+  absl::StatusOr<std::vector<WorldId>> refused = sim->CreateWorlds(model, 1, negative);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("pair_capacity"), std::string::npos);
+  d.pair_capacity = -5;
+  absl::StatusOr<std::shared_ptr<const Model>> bad = Model::Compile(d);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("pair_capacity"), std::string::npos);
 }
 
 }  // namespace
