@@ -336,7 +336,6 @@ AXION_HD int world_gather_pairs(const BatchView& v, int world) {
 template <class Visit>
 AXION_HD void world_for_each_pair(const BatchView& v, int world, Visit visit) {
   const int p0 = v.world_pair_offset[world];
-  if (v.world_pair_offset[world + 1] == p0) return;  // no two shapes of the world may touch
   const int count = world_gather_pairs(v, world);
   for (int k = 0; k < count; ++k)
     if (!visit(p0 + k)) return;

@@ -194,6 +194,26 @@ TEST_F(ServerApiTest, ContactPairsAreCarried) {
   EXPECT_THAT(status.message(), HasSubstr("contact pair 0 ('grip')"));
 }
 
+TEST_F(ServerApiTest, PairCapacityIsCarriedAndItsOverflowFlagged) {
+  v1::ModelDescription scene = RestingBallScene();
+  scene.mutable_pair_capacity()->set_value(0);  // no room for the ball's pair with the ground
+  const std::vector<uint64_t> ids = MustCreate(*client_, scene, 1);
+  absl::StatusOr<v1::DescribeWorldResponse> described =
+      client_->DescribeWorld(ids[0], /*include_model=*/true);
+  ASSERT_TRUE(described.ok()) << described.status();
+  EXPECT_EQ(described->model().pair_capacity().value(), 0);
+  v1::StepRequest step = StepRequestFor(ids, 1);
+  step.mutable_observe()->set_stats(true);
+  absl::StatusOr<v1::StepResponse> stepped = client_->Step(step);
+  ASSERT_TRUE(stepped.ok()) << stepped.status();
+  ASSERT_EQ(stepped->observations().stats().flags_size(), 1);
+  EXPECT_EQ(stepped->observations().stats().flags(0) & 8u, 8u);
+  scene.mutable_pair_capacity()->set_value(-3);
+  absl::Status status = client_->CreateWorlds(client::ModelScene(scene), 1).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("pair_capacity"));
+}
+
 TEST_F(ServerApiTest, PreconditionerOverrideIsAppliedAndReported) {
   for (v1::Preconditioner preconditioner : {v1::PRECONDITIONER_JACOBI, v1::PRECONDITIONER_TREE}) {
     SCOPED_TRACE(v1::Preconditioner_Name(preconditioner));
