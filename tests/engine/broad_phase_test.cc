@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -270,6 +271,75 @@ TEST(BroadPhaseTest, MarkedPairsJoinOnceAndVisitsStopWhenAsked) {
   int visits = 0;
   kernels::world_for_each_pair(v, 0, [&](int) { return ++visits < 5; });
   EXPECT_EQ(visits, 5);
+}
+
+// Each shape's box holds the shape where its predicted motion takes it within the step, a
+// translation by h v and a turn by h w about the centre of mass, as well as where it starts: the
+// box grows along v, not by |v| on every side, and still misses nothing the motion reaches.
+TEST(BroadPhaseTest, BoxesHoldTheShapesAlongTheirPredictedMotion) {
+  auto model = CrowdedScene(40, 11);
+  ASSERT_NE(model, nullptr);
+  BatchStorage batch = PackBatch({test_batch::LayoutOf(model)});
+  const BatchView v = batch.view();
+  const WorldParams& params = batch.world_params[0];
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<Real> uniform(-1, 1);
+  auto random_vec = [&](Real scale) {
+    return Vec3{scale * uniform(rng), scale * uniform(rng), scale * uniform(rng)};
+  };
+  int checked = 0;
+  for (int trial = 0; trial < 30; ++trial) {
+    batch.world_step_length[0] = trial % 2 ? Real(0.05) : Real(0.5);
+    const Real h = batch.world_step_length[0];
+    std::vector<Real> q_end = batch.body_q_prev;
+    for (int b = 0; b < static_cast<int>(batch.body_world.size()); ++b) {
+      store3(&batch.body_q_prev[7 * b], random_vec(2));
+      store_quat(&batch.body_q_prev[7 * b + 3],
+                 quat_normalized(Quat{uniform(rng), uniform(rng), uniform(rng), uniform(rng)}));
+      store3(&batch.body_u_prev[6 * b], random_vec(trial < 10 ? 0 : 5));
+      store3(&batch.body_u_prev[6 * b + 3], random_vec(trial < 20 ? 0 : 10));
+      // the end pose the prediction implies
+      const Vec6 u = kernels::body_predicted_twist(v, b, params);
+      const Real turn = norm(u.ang) * h;
+      const Quat spin = turn > 0 ? quat_from_axis_angle(u.ang * (1 / norm(u.ang)), turn) : Quat{};
+      store3(&q_end[7 * b], kernels::body_position(v.body_q_prev, b) + h * u.lin);
+      store_quat(&q_end[7 * b + 3], spin * kernels::body_rotation(v.body_q_prev, b));
+    }
+    for (int s = 0; s < static_cast<int>(batch.shape_world.size()); ++s) {
+      kernels::shape_update_aabb(v, s, params);
+      const Real* box = &batch.shape_aabb[6 * s];
+      for (const Real* q : std::vector<const Real*>{v.body_q_prev, q_end.data()}) {
+        Vec3 pos, lower, upper;
+        Quat quat;
+        kernels::shape_world_pose(v, s, q, &pos, &quat);
+        shape_aabb(kernels::shape_geom(v, s), pos, quat, &lower, &upper);
+        if (batch.shape_type[s] == static_cast<int>(ShapeType::kPlane)) continue;
+        for (int a = 0; a < 3; ++a) {
+          EXPECT_LE(box[a], lower[a] + 1e-9) << "shape " << s << " trial " << trial;
+          EXPECT_GE(box[3 + a], upper[a] - 1e-9) << "shape " << s << " trial " << trial;
+        }
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 1000);
+  // and it grows along the motion only: a sphere falling without spin reaches down by h v_z,
+  // up by the margin
+  const int sphere = batch.world_shape_offset[0] + 4;  // the first body's first shape
+  ASSERT_EQ(batch.shape_type[sphere], static_cast<int>(ShapeType::kSphere));
+  const int body = batch.shape_body[sphere];
+  store3(&batch.body_u_prev[6 * body], Vec3{0, 0, -3});
+  store3(&batch.body_u_prev[6 * body + 3], Vec3{0, 0, 0});
+  batch.world_step_length[0] = Real(0.01);
+  kernels::shape_update_aabb(v, sphere, params);
+  Vec3 pos, lower, upper;
+  Quat quat;
+  kernels::shape_world_pose(v, sphere, v.body_q_prev, &pos, &quat);
+  shape_aabb(kernels::shape_geom(v, sphere), pos, quat, &lower, &upper);
+  const Real fall = Real(0.01) * (3 - Real(0.01) * params.gravity[2]);
+  EXPECT_NEAR(batch.shape_aabb[6 * sphere + 2], lower.z - params.contact_margin - fall, 1e-12);
+  EXPECT_NEAR(batch.shape_aabb[6 * sphere + 5], upper.z + params.contact_margin, 1e-12);
+  EXPECT_NEAR(batch.shape_aabb[6 * sphere + 0], lower.x - params.contact_margin, 1e-12);
 }
 
 }  // namespace

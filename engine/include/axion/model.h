@@ -360,7 +360,7 @@ class Model {
   const std::vector<Pose>& joint_parent_frame() const { return joint_parent_frame_; }
   // Candidate pairs per world the broad phase holds (ModelDesc::pair_capacity, or by default
   // the fewer of collision_pair_count() and 64 per shape + 64: boxes grow by how far their
-  // shapes may move in a step, and 1000 spheres falling into a box at 0.01 s need up to 48).
+  // shapes may move in a step, and 1000 spheres falling into a box at 0.01 s need 8 to 12).
   int pair_capacity() const { return pair_capacity_; }
 
   // The exceptions to the group/mask filter, sorted by (shape_a, shape_b), shape_a < shape_b:
