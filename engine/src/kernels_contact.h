@@ -69,12 +69,9 @@ AXION_HD Real contact_friction_coefficient(const BatchView& v, int sa, int sb,
 // travel in one step: h v along the predicted velocity, and h |w| R on every side with R the
 // distance from the body's centre of mass to the box's farthest corner. A step of 0.05 s moves a
 // falling limb 25 cm; without the sweep its contact with the floor is found one step late, deep.
-// shape_sweep keeps the scalar h (|v| + |w| R) for the narrow phase's speculative margin. The
-// box grew by that on every side until 2026-11-25: in a falling pile each sphere's box then
-// reached its 26 neighbours, where grown along v it reaches those below and above it (8 to 12
-// candidate pairs per sphere against up to 48, 1.37x the pile's steps per second); the
-// speculative test rejected every pair the larger boxes added, so contacts and trajectories
-// stayed the same bits on every model tried (RESULTS.md).
+// shape_sweep keeps the scalar h (|v| + |w| R) for the narrow phase's speculative margin. Grown
+// by that on every side, each sphere's box in a falling pile reached its 26 neighbours'; grown
+// along v, those above and below it (RESULTS.md, "Collision pairs found per step").
 AXION_HD void shape_update_aabb(const BatchView& v, int shape, const WorldParams& p) {
   Vec3 pos;
   Quat quat;
