@@ -304,8 +304,8 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
                                      static_cast<int32_t>(data.face_offset.size()) - 1);
       }
     }
-    // the filter's exceptions, grouped by lower shape for kernels::world_pair_rule's binary
-    // search (the model sorts them by (a, b))
+    // the filter's exceptions, grouped by lower shape for kernels::world_shapes_may_collide's
+    // binary search (the model sorts them by (a, b))
     const int rule0 = s.world_pair_rule_offset[w];
     for (int k = s0; k < s.world_shape_offset[w + 1]; ++k) {
       s.shape_rule_first[k] = rule0;

@@ -52,7 +52,7 @@ namespace axion {
   X(int32_t, world_newton_best, 1)                                                               \
   X(int32_t, world_newton_attempt, 1)                                                            \
   X(int32_t, world_halves_left, 1) X(int32_t, world_halvings, 1) X(int32_t, world_redos, 1)      \
-      X(int32_t, world_loop_count, 1) X(int32_t, world_missed_count, 1) X(int32_t, world_pair_count, 1)                      \
+      X(int32_t, world_loop_count, 1) X(int32_t, world_missed_count, 1)                      \
       X(int32_t, world_loop_rows, 16) X(Real, world_loop_lu, 256)
 #define AXION_BODY_MODEL(X) \
   X(int32_t, body_world, 1) \

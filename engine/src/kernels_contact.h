@@ -152,6 +152,11 @@ AXION_HD bool world_shapes_may_collide(const BatchView& v, int sa, int sb, Real*
          (v.shape_collision_group[sb] & v.shape_collision_mask[sa]) != 0;
 }
 
+// Whether shape pair (a0, b0) comes before (a1, b1): the order of candidate pairs and contacts.
+AXION_HD bool shape_pair_before(int a0, int b0, int a1, int b1) {
+  return a0 < a1 || (a0 == a1 && b0 < b1);
+}
+
 // In-place heap sort of positions [0, n) by less(i, j), a strict total order on what the
 // positions hold, through swap(i, j): O(n log n) without scratch or recursion on one device
 // thread, and the result depends on the keys alone.
@@ -190,7 +195,7 @@ AXION_HD void heap_sort(int32_t* a, int n, Less less) {
 // on) with the pairs whose boxes (shape_aabb) overlap and that may collide, and with the pairs a
 // redo of this step marked (pair_missed_shape_a/b, whatever their boxes), sorted by (a, b)
 // (what makes the contact set deterministic and lets warm starts match by one walk), and
-// returns their count (world_pair_count). Sweep and prune: the shapes sorted by their boxes'
+// returns their count. Sweep and prune: the shapes sorted by their boxes'
 // lower bound along the axis their centres spread over most, each tested against those that
 // start before it ends. Testing every pair instead costs O(shapes^2) per step: 1000 spheres in
 // a box have 500,000 pairs, and that test and its twin after the solve took 40% of a step; and
@@ -272,7 +277,7 @@ AXION_HD int world_gather_pairs(const BatchView& v, int world) {
   // all the pairs took 40% of a falling pile's step), then each shape's pairs sorted by the
   // upper shape
   auto less = [&](int i, int j) {
-    return pair_a[i] < pair_a[j] || (pair_a[i] == pair_a[j] && pair_b[i] < pair_b[j]);
+    return shape_pair_before(pair_a[i], pair_b[i], pair_a[j], pair_b[j]);
   };
   auto swap = [&](int i, int j) {
     const int32_t a = pair_a[i], b = pair_b[i];
@@ -313,7 +318,7 @@ AXION_HD int world_gather_pairs(const BatchView& v, int world) {
     int lo = 0, hi = found;
     while (lo < hi) {
       const int mid = lo + (hi - lo) / 2;
-      if (pair_a[mid] < sa || (pair_a[mid] == sa && pair_b[mid] < sb)) {
+      if (shape_pair_before(pair_a[mid], pair_b[mid], sa, sb)) {
         lo = mid + 1;
       } else {
         hi = mid;
@@ -336,7 +341,6 @@ AXION_HD int world_gather_pairs(const BatchView& v, int world) {
     };
     heap_sort_by(count, less, swap_marked);
   }
-  v.world_pair_count[world] = count;
   if (overflow) v.world_flags[world] |= kWorldPairOverflow;
   return count;
 }
@@ -610,16 +614,13 @@ AXION_HD void world_build_contact_rows(const BatchView& v, int world) {
   // are found by one walk through them: comparing every contact with every previous one cost
   // O(contacts^2) per step.
   int cursor = 0;
-  // whether previous contact j's pair comes before (sa, sb)
-  auto prev_before = [&](int j, int sa, int sb) {
-    const int pa = v.contact_prev_shape_a[slot0 + j], pb = v.contact_prev_shape_b[slot0 + j];
-    return pa < sa || (pa == sa && pb < sb);
-  };
   for (int i = 0; i < v.world_contact_count[world]; ++i) {
     int k = slot0 + i;
     const Vec3 local_a = load3(v.contact_local_a + 3 * k),
                local_b = load3(v.contact_local_b + 3 * k);
-    while (cursor < prev_count && prev_before(cursor, v.contact_shape_a[k], v.contact_shape_b[k]))
+    while (cursor < prev_count && shape_pair_before(v.contact_prev_shape_a[slot0 + cursor],
+                                                    v.contact_prev_shape_b[slot0 + cursor],
+                                                    v.contact_shape_a[k], v.contact_shape_b[k]))
       ++cursor;
     int match = -1;
     Real best = kMatchDistance * kMatchDistance;

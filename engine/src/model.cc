@@ -25,6 +25,11 @@ bool ShapesPassFilter(const ShapeDesc& a, const ShapeDesc& b) {
          (a.collision_group & b.collision_mask) && (b.collision_group & a.collision_mask);
 }
 
+// The pair rules' order, (shape_a, shape_b).
+bool PairRuleBefore(const Model::PairRule& x, const Model::PairRule& y) {
+  return x.shape_a < y.shape_a || (x.shape_a == y.shape_a && x.shape_b < y.shape_b);
+}
+
 std::string Describe(const char* kind, int index, const std::string& name) {
   return name.empty() ? absl::StrCat(kind, " ", index)
                       : absl::StrCat(kind, " ", index, " ('", name, "')");
@@ -716,10 +721,7 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
       }
     }
   }
-  std::sort(model->pair_rules_.begin(), model->pair_rules_.end(),
-            [](const Model::PairRule& x, const Model::PairRule& y) {
-              return x.shape_a < y.shape_a || (x.shape_a == y.shape_a && x.shape_b < y.shape_b);
-            });
+  std::sort(model->pair_rules_.begin(), model->pair_rules_.end(), PairRuleBefore);
   // pairs that may collide: those the filter passes, less the excluded, plus the explicit ones
   // it does not pass (a count over every pair of shapes, kept only as a number)
   int64_t pair_count = 0;
@@ -776,10 +778,7 @@ bool Model::MayCollide(int a, int b, Real* friction) const {
   if (friction) *friction = -1;
   if (a == b || a < 0 || b < 0 || a >= shape_count() || b >= shape_count()) return false;
   const PairRule key{std::min(a, b), std::max(a, b), 0};
-  auto rule = std::lower_bound(
-      pair_rules_.begin(), pair_rules_.end(), key, [](const PairRule& x, const PairRule& y) {
-        return x.shape_a < y.shape_a || (x.shape_a == y.shape_a && x.shape_b < y.shape_b);
-      });
+  auto rule = std::lower_bound(pair_rules_.begin(), pair_rules_.end(), key, PairRuleBefore);
   if (rule != pair_rules_.end() && rule->shape_a == key.shape_a && rule->shape_b == key.shape_b) {
     if (rule->friction == kPairExcluded) return false;
     if (friction) *friction = rule->friction;

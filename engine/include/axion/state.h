@@ -132,7 +132,6 @@ struct BatchView {
                                 // row-major 16 x 16
   int32_t* world_missed_count;  // (world_count) pairs a redo of this step marked
                                 // (pair_missed_shape_a/b)
-  int32_t* world_pair_count;    // (world_count) candidate pairs the last broad phase found
   int32_t* world_newton_best;   // (world_count) latest Newton iteration (of this attempt) at
                                 // which some island's best iterate improved
   Real* world_residual_best;    // (world_count) largest residual of the islands' best iterates
