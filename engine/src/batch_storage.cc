@@ -366,6 +366,7 @@ void ResetWorldState(const WorldLayout& layout, int w, BatchStorage& s) {
   s.world_flags[w] = 0;
   s.world_newton_iterations[w] = 0;
   s.world_cr_iterations[w] = 0;
+  s.world_line_search_trials[w] = 0;
   s.world_residual[w] = 0;
   s.world_time[w] = 0;
   s.world_substeps[w] = 0;

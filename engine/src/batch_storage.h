@@ -30,6 +30,7 @@ namespace axion {
   X(int32_t, world_prev_contact_count, 1) \
   X(int32_t, world_newton_iterations, 1)  \
   X(int32_t, world_cr_iterations, 1)      \
+  X(int32_t, world_line_search_trials, 1) \
   X(Real, world_residual, 1)              \
   X(Real, world_time, 1)                  \
   X(int32_t, world_substeps, 1)           \

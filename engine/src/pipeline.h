@@ -462,15 +462,20 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
                     const bool strict = !world_uses_tree(v, w) || v.world_cycled[w];
                     const Real growth = strict ? Real(1) : p.line_search_growth;
                     v.world_ls_trials[w] += 1;
+                    v.world_line_search_trials[w] += 1;
                     const bool last = !p.line_search || v.world_ls_trials[w] > p.line_search_steps;
                     bool any = false;
                     const int b0 = v.world_body_offset[w];
                     for (int k = b0; k < b0 + v.world_island_count[w]; ++k) {
                       const Real t = v.island_ls_step[k];
                       if (!(t > 0)) continue;  // its trial already accepted
+                      // a merit at or below the bound (an island already solved exactly, at
+                      // merit 0, cannot go below it), or a residual within newton_tolerance (not
+                      // the tail's looser one, which would let a solved island drift up to it)
                       const bool decreased =
-                          v.island_merit[k] <
-                          growth * (Real(1) - Real(1e-4) * t) * v.island_merit_accepted[k];
+                          v.island_merit[k] <=
+                              growth * (Real(1) - Real(1e-4) * t) * v.island_merit_accepted[k] ||
+                          v.island_residual[k] <= p.newton_tolerance;
                       // friction's W_cone leaves the island's attempt once a trial's merit
                       // passes kFrictionConeMeritGrowth times its best
                       if (!(v.island_merit[k] < kFrictionConeMeritGrowth * v.island_merit_best[k]))
@@ -562,6 +567,7 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
         v.world_flags[w] = 0;
         v.world_newton_iterations[w] = 0;
         v.world_cr_iterations[w] = 0;
+        v.world_line_search_trials[w] = 0;
         v.world_substeps[w] = 0;
       });
   ex.loop_while(

@@ -467,6 +467,7 @@ absl::StatusOr<WorldStats> Simulator::GetStats(WorldId world) const {
   WorldStats st;
   st.newton_iterations = h.world_newton_iterations[*w];
   st.cr_iterations = h.world_cr_iterations[*w];
+  st.line_search_trials = h.world_line_search_trials[*w];
   st.substeps = h.world_substeps[*w];
   st.contact_redos = h.world_contact_redos[*w];
   st.residual = h.world_residual[*w];

@@ -48,8 +48,8 @@ TEST(AxionSimTest, ReportsThroughputAndWritesACsvTrajectory) {
             0)
       << out;
   for (const char* line :
-       {"steps per second", "realtime factor", "newton iterations", "cr iterations", "contacts",
-        "constraint rows", "islands", "not converged"}) {
+       {"steps per second", "realtime factor", "newton iterations", "cr iterations",
+        "line-search trials", "contacts", "constraint rows", "islands", "not converged"}) {
     EXPECT_NE(out.find(line), std::string::npos) << line << " missing from:\n" << out;
   }
   EXPECT_NE(out.find("3 worlds, 50 steps, dt = 0.001"), std::string::npos) << out;

@@ -40,21 +40,23 @@ enum WorldFlag : uint32_t {
 
 // Solver statistics of a world's last step (summed over sub-steps where several were taken).
 struct WorldStats {
-  int newton_iterations = 0;  // Newton iterations in the last step
-  int cr_iterations = 0;      // Conjugate Residual iterations, summed over Newton iterations
-  int substeps = 0;           // 1, or more where a failed solve halved the step
-                              // (SolverOptions::step_halvings)
-  int contact_redos = 0;      // attempts taken again for a contact their set missed or its rows
-                              // misjudged (SolverOptions::contact_redos)
-  Real residual = 0;          // final residual max-norm
-  int contact_count = 0;      // active contacts after collision detection
-  int constraint_rows = 0;    // active constraint rows (joints + 3 per contact)
-  int island_count = 0;       // islands of the last attempt: sets of bodies that joints and
-                              // contacts connect, each solved with its own line search and
-                              // convergence test
-  uint32_t flags = 0;         // WorldFlag bits
-  uint64_t step_count = 0;    // steps taken since creation or the last reset
-  Real time = 0;              // simulated time (s)
+  int newton_iterations = 0;   // Newton iterations in the last step
+  int cr_iterations = 0;       // Conjugate Residual iterations, summed over Newton iterations
+  int line_search_trials = 0;  // trial iterates the line searches evaluated, summed over Newton
+                               // iterations (1 per iteration where every full step is taken)
+  int substeps = 0;            // 1, or more where a failed solve halved the step
+                               // (SolverOptions::step_halvings)
+  int contact_redos = 0;       // attempts taken again for a contact their set missed or its rows
+                               // misjudged (SolverOptions::contact_redos)
+  Real residual = 0;           // final residual max-norm
+  int contact_count = 0;       // active contacts after collision detection
+  int constraint_rows = 0;     // active constraint rows (joints + 3 per contact)
+  int island_count = 0;        // islands of the last attempt: sets of bodies that joints and
+                               // contacts connect, each solved with its own line search and
+                               // convergence test
+  uint32_t flags = 0;          // WorldFlag bits
+  uint64_t step_count = 0;     // steps taken since creation or the last reset
+  Real time = 0;               // simulated time (s)
 };
 
 // Body state in user frames: the body frame's pose (not the centre of mass).

@@ -120,6 +120,8 @@ struct BatchView {
   int32_t* world_step_level;              // (world_count) halvings the next step starts at
                                           // (halving_carryover), in [0, step_halvings]
   int32_t* world_cr_iterations;           // (world_count) of the last step, summed over Newton
+  int32_t* world_line_search_trials;      // (world_count) trial iterates evaluated in the last
+                                          // step's line searches, summed over Newton
   Real* world_residual;        // (world_count) residual max-norm after the last evaluation
   Real* world_merit;           // (world_count) 0.5 |residual|^2 after the last evaluation
   int32_t* world_tree_built;   // (world_count) tree preconditioner built for this step

@@ -425,7 +425,7 @@ absl::Status Run() {
   bool show_progress = absl::GetFlag(FLAGS_progress) || ::isatty(STDERR_FILENO);
   int progress_every = std::max(1, steps / 100);
 
-  double newton = 0, cr = 0, contacts = 0, rows = 0, islands = 0;
+  double newton = 0, cr = 0, trials = 0, contacts = 0, rows = 0, islands = 0;
   int64_t not_converged = 0, non_finite = 0, overflow = 0, pair_overflow = 0, halved = 0,
           substeps = 0, redone = 0, redos = 0;
   double step_seconds = 0;
@@ -460,6 +460,7 @@ absl::Status Run() {
       if (!stats.ok()) return stats.status();
       newton += stats->newton_iterations;
       cr += stats->cr_iterations;
+      trials += stats->line_search_trials;
       contacts += stats->contact_count;
       rows += stats->constraint_rows;
       islands += stats->island_count;
@@ -472,12 +473,13 @@ absl::Status Run() {
       overflow += (stats->flags & kWorldContactOverflow) != 0;
       pair_overflow += (stats->flags & kWorldPairOverflow) != 0;
       if (step_stats && w == worlds->front())
-        std::fprintf(
-            stderr,
-            "step %d: newton %d, cr %d, substeps %d, redos %d, residual %.3g, contacts %d%s\n",
-            s + 1, stats->newton_iterations, stats->cr_iterations, stats->substeps,
-            stats->contact_redos, static_cast<double>(stats->residual), stats->contact_count,
-            (stats->flags & kWorldNotConverged) ? ", not converged" : "");
+        std::fprintf(stderr,
+                     "step %d: newton %d, cr %d, trials %d, substeps %d, redos %d, residual %.3g, "
+                     "contacts %d%s\n",
+                     s + 1, stats->newton_iterations, stats->cr_iterations,
+                     stats->line_search_trials, stats->substeps, stats->contact_redos,
+                     static_cast<double>(stats->residual), stats->contact_count,
+                     (stats->flags & kWorldNotConverged) ? ", not converged" : "");
       if (report_speed) {
         absl::StatusOr<BodyState> state = (*sim)->GetBodyState(w);
         if (!state.ok()) return state.status();
@@ -532,6 +534,8 @@ absl::Status Run() {
               step_seconds > 0 ? world_steps * h / step_seconds : 0.0);
   std::printf("newton iterations   : %.2f per step\n", newton * per_step);
   std::printf("cr iterations       : %.2f per step\n", cr * per_step);
+  std::printf("line-search trials  : %.2f per Newton iteration\n",
+              newton > 0 ? trials / newton : 0.0);
   std::printf("contacts            : %.2f per step\n", contacts * per_step);
   std::printf("constraint rows     : %.2f per step\n", rows * per_step);
   std::printf("islands             : %.2f per step\n", islands * per_step);
