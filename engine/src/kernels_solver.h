@@ -91,10 +91,11 @@ AXION_HD void world_build_row_adjacency(const BatchView& v, int world) {
 /// Islands. A world's bodies fall into sets that no joint or contact row of the attempt
 /// connects (MuJoCo's 22_humanoids.xml: 22 figures, each on the static floor). Their Newton
 /// systems are independent, so each island takes its own line search, keeps its own best
-/// iterate, drops W_cone on its own and stops at its own tolerance; the linear solve still runs
-/// over the whole world (its matrix is block diagonal by island). As one system, one figure's
-/// landing held every other figure's solve: a trial it spoiled halved the step for all, its
-/// runaway merit dropped W_cone for all, and its unconverged best iterate was every figure's.
+/// iterate, drops W_cone on its own and stops at its own tolerance, frozen while the others
+/// iterate on (island_frozen); the linear solve still runs over the whole world (its matrix is
+/// block diagonal by island), with a zero right-hand side on frozen islands. As one system, one
+/// figure's landing held every other figure's solve: a trial it spoiled halved the step for all,
+/// its runaway merit dropped W_cone for all, and its unconverged best iterate was every figure's.
 /// Per world, after its rows are built: union-find over the bodies of each live row (the
 /// set's smallest body its root), then islands numbered in body order from the world's first
 /// body slot.
@@ -271,6 +272,14 @@ AXION_HD void world_newton_inertia(const BatchView& v, Team team, int world) {
 // Per row: Jacobi preconditioner P = 1/(J M^-1 J^T + C) and the Schur right-hand side
 // b = J M^-1 g - h (M^-1 g is in body_minv_jt), which is also the CR residual at x = 0.
 AXION_HD void row_precondition(const BatchView& v, int row) {
+  if (row_frozen(v, row)) {  // no step: the solve's vectors start (and stay) zero here
+    v.row_precond[row] = 0;
+    v.row_dlambda[row] = 0;
+    v.row_cr_r[row] = 0;
+    v.row_cr_z[row] = 0;
+    v.row_cr_p[row] = 0;
+    return;
+  }
   Real diag = v.row_compliance[row];
   Real jminv_g = 0;
   // a coupling's leader slot is no row: its blocks are its coupling's (its diagonal is 1)
@@ -350,13 +359,14 @@ AXION_HD void world_schur_product(const BatchView& v, Team team, int world, cons
                                   Real* out) {
   for (int body = v.world_body_offset[world] + team.lane; body < v.world_body_offset[world + 1];
        body += team.size) {
+    if (body_frozen(v, body)) continue;  // read by its own island's rows only
     store6(v.body_minv_jt + 6 * body,
            body_apply_newton_inv_mass(v, body, body_gather_jt(v, body, x)));
   }
   team_sync(team);
   int row_end = v.world_row_offset[world] + world_live_rows(v, world);
   for (int row = v.world_row_offset[world] + team.lane; row < row_end; row += team.size)
-    out[row] = row_schur_product(v, row, x);
+    out[row] = row_frozen(v, row) ? Real(0) : row_schur_product(v, row, x);
   team_sync(team);
 }
 
@@ -477,7 +487,7 @@ AXION_HD void world_loop_factor(const BatchView& v, Team team, int world) {
     const int limit = v.world_params[world].loop_rows;  // at most kLoopRows
     int n = 0;
     for (int row = row0; row < row_end && n <= limit; ++row) {
-      if (!row_closes_loop(v, row) || row_inactive(v, row)) continue;
+      if (!row_closes_loop(v, row) || row_inactive(v, row) || row_frozen(v, row)) continue;
       if (n < limit) loop_rows[n] = row;
       ++n;
     }
@@ -766,7 +776,8 @@ AXION_HD void world_gcr_solve(const BatchView& v, Team team, int world) {
 AXION_HD void world_loop_precondition(const BatchView& v, Team team, int world) {
   const int row_end = v.world_row_offset[world] + world_live_rows(v, world);
   for (int row = v.world_row_offset[world] + team.lane; row < row_end; row += team.size) {
-    if (v.row_tree_head[row] < 0 && v.row_tree_child[row] == kTreeContactBlock)
+    if (v.row_tree_head[row] < 0 && v.row_tree_child[row] == kTreeContactBlock &&
+        !row_frozen(v, row))
       tree_contact_block(v, row);
   }
   team_sync(team);
@@ -798,7 +809,8 @@ AXION_HD void world_cr_solve(const BatchView& v, Team team, int world) {
 AXION_HD void body_recover_du(const BatchView& v, int body) {
   Vec6 rhs = {load3(v.body_jt + 6 * body) - load3(v.body_g + 6 * body),
               load3(v.body_jt + 6 * body + 3) - load3(v.body_g + 6 * body + 3)};
-  store6(v.body_du + 6 * body, body_apply_newton_inv_mass(v, body, rhs));
+  store6(v.body_du + 6 * body,
+         body_frozen(v, body) ? Vec6{} : body_apply_newton_inv_mass(v, body, rhs));
 }
 
 // Per body / per row: the trial iterate x = x_accepted + t dx of the line search.

@@ -745,11 +745,17 @@ AXION_HD void world_tree_factor(const BatchView& v, int world) {
   const int b0 = v.world_body_offset[world], b1 = v.world_body_offset[world + 1];
   const int row0 = v.world_row_offset[world];
   const int row_end = row0 + world_live_rows(v, world);
-  for (int b = b0; b < b1; ++b) tree_body_start(v, b);
+  for (int b = b0; b < b1; ++b) {
+    if (!body_frozen(v, b)) tree_body_start(v, b);
+  }
   for (int g = tree_next_group(v, row0, row_end); g < row_end;
-       g = tree_next_group(v, g + v.row_tree_size[g], row_end))
-    tree_group_start(v, g);
-  for (int i = b1 - b0 - 1; i >= 0; --i) tree_factor_body(v, v.body_tree_order[b0 + i]);
+       g = tree_next_group(v, g + v.row_tree_size[g], row_end)) {
+    if (!row_frozen(v, g)) tree_group_start(v, g);
+  }
+  for (int i = b1 - b0 - 1; i >= 0; --i) {
+    const int b = v.body_tree_order[b0 + i];
+    if (!body_frozen(v, b)) tree_factor_body(v, b);
+  }
 }
 
 /// world_tree_factor on the world's team: bodies and groups start side by side, then the bodies
@@ -761,17 +767,21 @@ AXION_HD void world_tree_factor_team(const BatchView& v, Team team, int world) {
   const int b0 = v.world_body_offset[world], b1 = v.world_body_offset[world + 1];
   const int row0 = v.world_row_offset[world];
   const int row_end = row0 + world_live_rows(v, world);
-  for (int b = b0 + team.lane; b < b1; b += team.size) tree_body_start(v, b);
+  for (int b = b0 + team.lane; b < b1; b += team.size) {
+    if (!body_frozen(v, b)) tree_body_start(v, b);
+  }
   for (int g = row0 + team.lane; g < row_end; g += team.size) {
-    if (v.row_tree_head[g] == g) tree_group_start(v, g);
+    if (v.row_tree_head[g] == g && !row_frozen(v, g)) tree_group_start(v, g);
   }
   const int levels = v.world_tree_levels[world];
   for (int level = 0; level < levels; ++level) {
     team_sync(team);
     const int begin = v.body_tree_level_start[b0 + level];
     const int end = level + 1 < levels ? v.body_tree_level_start[b0 + level + 1] : b1;
-    for (int k = begin + team.lane; k < end; k += team.size)
-      tree_factor_body(v, v.body_tree_level_order[k]);
+    for (int k = begin + team.lane; k < end; k += team.size) {
+      const int b = v.body_tree_level_order[k];
+      if (!body_frozen(v, b)) tree_factor_body(v, b);
+    }
   }
   team_sync(team);
 }
@@ -903,13 +913,14 @@ AXION_HD void world_tree_apply(const BatchView& v, Team team, int world, const R
   team_sync(team);
   // contacts outside the tree: their 3 x 3 block's inverse
   for (int r = row0 + team.lane; r < row_end; r += team.size) {
-    if (v.row_tree_head[r] >= 0 || v.row_tree_child[r] != kTreeContactBlock) continue;
+    if (v.row_tree_head[r] >= 0 || v.row_tree_child[r] != kTreeContactBlock || row_frozen(v, r))
+      continue;
     tree_matvec(v.row_tree_block + 12 * r, 3, kTreeGroupRows, in + r, out + r);
   }
   team_sync(team);
   // leaves: w_g = C_g^-1 e_g, each group on its own
   for (int g = row0 + team.lane; g < row_end; g += team.size) {
-    if (v.row_tree_head[g] == g && v.row_tree_child[g] == kTreeLeaf)
+    if (v.row_tree_head[g] == g && v.row_tree_child[g] == kTreeLeaf && !row_frozen(v, g))
       tree_forward_group(v, -1, g, nullptr, out);
   }
   // forward, leaves to roots, level by level (a level's bodies in parallel):
@@ -924,6 +935,7 @@ AXION_HD void world_tree_apply(const BatchView& v, Team team, int world, const R
     const int end = level + 1 < levels ? v.body_tree_level_start[b0 + level + 1] : b1;
     for (int k = begin + team.lane; k < end; k += team.size) {
       const int b = v.body_tree_level_order[k];
+      if (body_frozen(v, b)) continue;
       Real f_b[6] = {0, 0, 0, 0, 0, 0};
       const int list_end = v.body_tree_child_begin[b] + v.body_tree_child_count[b];
       for (int e = v.body_tree_child_begin[b]; e < list_end; ++e) {
@@ -945,14 +957,15 @@ AXION_HD void world_tree_apply(const BatchView& v, Team team, int world, const R
     for (int k = begin + team.lane; k < end; k += team.size) {
       const int b = v.body_tree_level_order[k];
       const int g = v.body_tree_parent[b];
-      if (g >= 0) tree_backward_group(v, b, g, out);
+      if (g >= 0 && !body_frozen(v, b)) tree_backward_group(v, b, g, out);
     }
   }
   team_sync(team);
   // leaves: z_g = w_g - Y_g x_b = C_g^-1 (e_g - J_gb x_b), each row on its own
   for (int r = row0 + team.lane; r < row_end; r += team.size) {
     const int g = v.row_tree_head[r];
-    if (g < 0 || v.row_tree_child[g] != kTreeLeaf || v.row_tree_dropped[r]) continue;
+    if (g < 0 || v.row_tree_child[g] != kTreeLeaf || v.row_tree_dropped[r] || row_frozen(v, r))
+      continue;
     out[r] -= dot6(v.row_tree_y + 6 * r, v.body_tree_x + 6 * v.row_tree_parent[g]);
   }
   team_sync(team);

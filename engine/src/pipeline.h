@@ -375,13 +375,13 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
             wr, AXION_LAMBDA(int r) {
               int w = v.row_world[r];
               if (iterating(v, w) && row_is_live(v, r) && v.row_kind[r] == kRowFriction1 &&
-                  v.world_params[w].friction_newton)
+                  v.world_params[w].friction_newton && !row_frozen(v, r))
                 contact_friction_newton(v, r, v.world_params[w]);
             });
         // assemble: M^-1 g, then per row the preconditioner and b = J M^-1 g - h
         ex.bodies(
             wr, AXION_LAMBDA(int i) {
-              if (iterating(v, v.body_world[i]))
+              if (iterating(v, v.body_world[i]) && !body_frozen(v, i))
                 body_apply_inv_mass_kernel(v, i, v.body_g, v.body_minv_jt);
             });
         // precondition
@@ -425,18 +425,14 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
             });
 
         // line search, per island: halve t while its merit grows past line_search_growth
-        // times its accepted one (t = 1 when disabled). Islands already within the tolerance
-        // iterate on with the others, as they did in one system: stopped there, the pile of
-        // PreconditionerTest.WorldsOfContactsOnlyFactorTheTree (spheres resting apart are
-        // islands) ended 62-230 of 700 steps at the Newton limit on 3 of 10 settling paths,
-        // against 2-8 on all ten iterating on (RESULTS.md).
+        // times its accepted one (t = 1 when disabled); frozen islands (converged) take none
         ex.worlds(
             wr, AXION_LAMBDA(int w) {
               if (!iterating(v, w)) return;
               v.world_ls_trials[w] = 0;
               const int b0 = v.world_body_offset[w];
               for (int k = b0; k < b0 + v.world_island_count[w]; ++k) {
-                v.island_ls_step[k] = 1;
+                v.island_ls_step[k] = island_frozen(v, k) ? 0 : 1;  // frozen: nothing to try
                 v.island_merit_accepted[k] = v.island_merit[k];
               }
               v.world_ls_step[w] = 1;
