@@ -238,12 +238,15 @@ AXION_HD void world_residual(const BatchView& v, Team team, int world) {
 ///   K = h lambda (l . r) (I - r r^T / |r|^2),
 /// is exact for tension along the lever and keeps M~ symmetric positive definite (compression
 /// terms are dropped, as in Tournier et al. 2015, "Stable Constrained Dynamics"). Each body
-/// gathers its joint rows, in row order.
-AXION_HD void world_newton_inertia(const BatchView& v, Team team, int world) {
+/// gathers its joint rows, in row order. With `searching_only`, only the bodies of islands whose
+/// line search is still trying (island_ls_step > 0): the others' rows and impulses did not move.
+AXION_HD void world_newton_inertia(const BatchView& v, Team team, int world,
+                                   bool searching_only = false) {
   const Real h = v.world_step_length[world];
   const int joint_row_end = v.world_row_offset[world] + v.world_joint_row_count[world];
   for (int body = v.world_body_offset[world] + team.lane; body < v.world_body_offset[world + 1];
        body += team.size) {
+    if (searching_only && !(v.island_ls_step[v.body_island[body]] > 0)) continue;
     Real k[9];
     for (int i = 0; i < 9; ++i) k[i] = v.body_inertia_world[9 * body + i];
     const int list_end = v.body_row_begin[body] + v.body_row_count[body];

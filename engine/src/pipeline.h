@@ -98,12 +98,16 @@ AXION_HD void world_evaluate_kinematics(const BatchView& v, Team team, int w, Ma
   team_sync(team);
 }
 AXION_HD void world_evaluate_dynamics(const BatchView& v, Team team, int w, Mask mask) {
-  world_apply_jt(v, team, w, v.row_lambda, v.body_jt);
-  for (int i = v.world_body_offset[w] + team.lane; i < v.world_body_offset[w + 1]; i += team.size)
-    if (island_in_mask(v, v.body_island[i], mask)) body_dynamics_residual(v, i);
+  // J^T lambda and g of the islands in the mask (the others' are as their last evaluation left
+  // them, and nothing reads their J^T lambda before the next one)
+  for (int i = v.world_body_offset[w] + team.lane; i < v.world_body_offset[w + 1]; i += team.size) {
+    if (!island_in_mask(v, v.body_island[i], mask)) continue;
+    store6(v.body_jt + 6 * i, body_gather_jt(v, i, v.row_lambda));
+    body_dynamics_residual(v, i);
+  }
   team_sync(team);
   world_residual(v, team, w);
-  world_newton_inertia(v, team, w);
+  world_newton_inertia(v, team, w, mask == Mask::kSearching);
 }
 
 // Residuals at the current iterate (u, lambda) of the worlds in `mask`: q+ from u, the joints'
