@@ -658,6 +658,7 @@ absl::Status SimulationCore::Observe(absl::Span<const World* const> worlds,
       stats->add_time(s->time);
       stats->add_substeps(s->substeps);
       stats->add_contact_redos(s->contact_redos);
+      stats->add_line_search_trials(s->line_search_trials);
       stats->add_island_count(s->island_count);
     }
   }

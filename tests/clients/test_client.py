@@ -184,6 +184,10 @@ def test_step_halvings(client):
     assert max(s[0] for s in substeps) > 1
     assert all(s[1] == 1 for s in substeps)
     assert obs.stats.island_count.tolist() == [1, 1]  # the bob, on its hinge to the world
+    # every Newton iteration evaluates at least one line-search trial
+    assert len(obs.stats.line_search_trials) == 2
+    assert (obs.stats.line_search_trials >= obs.stats.newton_iterations).all()
+    assert obs.stats.line_search_trials[0] > 0
     np.testing.assert_allclose(obs.stats.time, [1.0, 1.0])
     assert obs.stats.flags[0] & axion.WorldStats.FLAG_NOT_CONVERGED == 0
     assert obs.stats.flags[1] & axion.WorldStats.FLAG_NOT_CONVERGED != 0

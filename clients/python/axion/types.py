@@ -224,6 +224,8 @@ class WorldStats:
     island_count: np.ndarray  # int32: sets of bodies joints and contacts connect, solved apart
     # int32: returns of the step to its start for a missed or misjudged contact
     contact_redos: np.ndarray
+    # int32: line-search trials summed over Newton iterations (1 each where none was halved)
+    line_search_trials: np.ndarray
 
     FLAG_NOT_CONVERGED = 1
     FLAG_CONTACT_OVERFLOW = 2
@@ -244,6 +246,7 @@ class WorldStats:
             substeps=np.asarray(message.substeps, dtype=np.int32),
             island_count=np.asarray(message.island_count, dtype=np.int32),
             contact_redos=np.asarray(message.contact_redos, dtype=np.int32),
+            line_search_trials=np.asarray(message.line_search_trials, dtype=np.int32),
         )
 
 
