@@ -12,16 +12,9 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 axion_sim="$repo/build/release/engine/src/io/axion-sim"
 steps=50
-layers=()
-for arg in "$@"; do
-  case "$arg" in
-    --axion-sim=*) axion_sim="${arg#*=}" ;;
-    --steps=*) steps="${arg#*=}" ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
-    -*) echo "unknown argument: $arg" >&2; exit 2 ;;
-    *) layers+=("$arg") ;;
-  esac
-done
+source "$repo/bench/bench_args.sh"
+parse_bench_args "$@"
+layers=("${positional[@]+"${positional[@]}"}")
 [ ${#layers[@]} -eq 0 ] && layers=(10 20 40)
 [ -x "$axion_sim" ] || { echo "axion-sim not found at $axion_sim: build it or pass --axion-sim" >&2; exit 1; }
 

@@ -12,16 +12,9 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 axion_sim="$repo/build/release/engine/src/io/axion-sim"
 steps=""
-models=()
-for arg in "$@"; do
-  case "$arg" in
-    --axion-sim=*) axion_sim="${arg#*=}" ;;
-    --steps=*) steps="${arg#*=}" ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
-    -*) echo "unknown argument: $arg" >&2; exit 2 ;;
-    *) models+=("$arg") ;;
-  esac
-done
+source "$repo/bench/bench_args.sh"
+parse_bench_args "$@"
+models=("${positional[@]+"${positional[@]}"}")
 dir=/usr/share/mujoco/model
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

@@ -469,9 +469,9 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
                     for (int k = b0; k < b0 + v.world_island_count[w]; ++k) {
                       const Real t = v.island_ls_step[k];
                       if (!(t > 0)) continue;  // its trial already accepted
-                      // a merit at or below the bound (an island already solved exactly, at
-                      // merit 0, cannot go below it), or a residual within newton_tolerance (not
-                      // the tail's looser one, which would let a solved island drift up to it)
+                      // a merit at or below the bound, or a trial that solves the island (within
+                      // newton_tolerance; the tail's looser residual let a settled pile's step
+                      // end at 2.2e-5 m/s)
                       const bool decreased =
                           v.island_merit[k] <=
                               growth * (Real(1) - Real(1e-4) * t) * v.island_merit_accepted[k] ||
