@@ -54,7 +54,7 @@ namespace axion {
   X(int32_t, world_newton_attempt, 1)                                                            \
   X(int32_t, world_halves_left, 1) X(int32_t, world_halvings, 1) X(int32_t, world_redos, 1)      \
       X(int32_t, world_loop_count, 1) X(int32_t, world_missed_count, 1)                      \
-      X(int32_t, world_loop_rows, 16) X(Real, world_loop_lu, 256)
+      X(int32_t, world_loop_rows, 16) X(Real, world_loop_lu, 256) X(int32_t, world_solve_runs, 1)
 #define AXION_BODY_MODEL(X) \
   X(int32_t, body_world, 1) \
   X(Real, body_inv_mass, 1) X(Real, body_inertia, 9) X(Real, body_inv_inertia, 9)
@@ -207,7 +207,7 @@ namespace axion {
                   X(int32_t, row_tree_parent, 1) X(int32_t, row_tree_child, 1)                     \
                       X(int32_t, row_tree_dropped, 1) X(int32_t, row_tree_rows, 1)                 \
                           X(int32_t, row_tree_count, 1) X(int32_t, row_body_list, 2)               \
-                              X(int32_t, row_tree_child_group, 1) X(Real, row_tree_u, 6)
+                              X(int32_t, row_tree_child_group, 1) X(Real, row_tree_u, 6) X(int32_t, row_solve_runs, 2)
 // Hull data (flattened over all worlds' hull shapes).
 #define AXION_HULL_ARRAYS(X)        \
   X(int32_t, hull_vertex_offset, 1) \

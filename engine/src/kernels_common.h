@@ -36,6 +36,19 @@ AXION_HD void team_sync(Team team) {
 ///   acc_l += acc_{l+k}, k = 16, 8, 4, 2, 1.
 /// A warp runs the lanes; one thread runs all of them in turn. Both give the same bits (and
 /// every lane of a warp gets them), so reductions are deterministic and CPU and GPU agree.
+// team_sum's butterfly over the virtual lanes of one thread, of which the first `used` were given
+// elements.
+template <int N>
+AXION_HD void team_combine_lanes(Real (&acc)[kTeamWidth][N], int used, Real (&out)[N]) {
+  for (int k = kTeamWidth / 2; k >= 1; k /= 2) {
+    if (k >= used) continue;  // lanes l + k >= used hold zeros: adding them changes no bits
+    for (int l = 0; l < k; ++l) {
+      for (int n = 0; n < N; ++n) acc[l][n] += acc[l + k][n];
+    }
+  }
+  for (int n = 0; n < N; ++n) out[n] = acc[0][n];
+}
+
 template <int N, class F>
 AXION_HD void team_sum(Team team, int begin, int end, Real (&out)[N], F f) {
 #if defined(__CUDA_ARCH__)
@@ -69,13 +82,7 @@ AXION_HD void team_sum(Team team, int begin, int end, Real (&out)[N], F f) {
   }
   for (int l = 0; i < end; ++i, ++l) f(i, acc[l]);
 #endif
-  for (int k = kTeamWidth / 2; k >= 1; k /= 2) {
-    if (k >= used) continue;  // lanes l + k >= used hold zeros: adding them changes no bits
-    for (int l = 0; l < k; ++l) {
-      for (int n = 0; n < N; ++n) acc[l][n] += acc[l + k][n];
-    }
-  }
-  for (int n = 0; n < N; ++n) out[n] = acc[0][n];
+  team_combine_lanes(acc, used, out);
 }
 
 // The larger of a and b, NaN if either is NaN.
@@ -191,6 +198,51 @@ AXION_HD Real row_velocity(const BatchView& v, int row, const Real* u) {
 
 AXION_HD int world_live_rows(const BatchView& v, int world) {
   return v.world_joint_row_count[world] + 3 * v.world_contact_count[world];
+}
+
+/// The rows a world's linear solve walks. On the CPU, once some island of the world is frozen,
+/// the runs of live rows outside frozen islands (world_build_solve_runs): the solve's vectors
+/// are zero on frozen rows and stay so, so skipping them changes no bits, and rows keep the
+/// virtual lane they have in team_sum (team_sum_solve_rows). Walking frozen rows as well cost
+/// about a quarter of MuJoCo's humanoid100's time in GCR and the tree solve (RESULTS.md). A
+/// world's warp on CUDA walks all live rows: its lanes would idle on the skipped rows anyway.
+template <class F>
+AXION_HD void team_for_solve_rows(const BatchView& v, Team team, int world, F f) {
+  const int row0 = v.world_row_offset[world];
+#if !defined(__CUDA_ARCH__)
+  if (const int runs = v.world_solve_runs[world]; runs > 0) {
+    const int32_t* run = v.row_solve_runs + 2 * row0;
+    for (int k = 0; k < runs; ++k) {
+      for (int row = run[2 * k]; row < run[2 * k + 1]; ++row) f(row);
+    }
+    return;
+  }
+#endif
+  const int row_end = row0 + world_live_rows(v, world);
+  for (int row = row0 + team.lane; row < row_end; row += team.size) f(row);
+}
+template <int N, class F>
+AXION_HD void team_sum_solve_rows(const BatchView& v, Team team, int world, Real (&out)[N], F f) {
+  const int row0 = v.world_row_offset[world];
+  const int live = world_live_rows(v, world);
+#if !defined(__CUDA_ARCH__)
+  if (const int runs = v.world_solve_runs[world]; runs > 0) {
+    Real acc[kTeamWidth][N];
+    for (int l = 0; l < kTeamWidth; ++l) {
+      for (int n = 0; n < N; ++n) acc[l][n] = 0;
+    }
+    const int32_t* run = v.row_solve_runs + 2 * row0;
+    for (int k = 0; k < runs; ++k) {
+      const int end = run[2 * k + 1];
+      for (int row = run[2 * k], l = (row - row0) % kTeamWidth; row < end;
+           ++row, l = l + 1 == kTeamWidth ? 0 : l + 1)
+        f(row, acc[l]);
+    }
+    team_combine_lanes(acc, live < kTeamWidth ? live : kTeamWidth, out);
+    return;
+  }
+#endif
+  team_sum(team, row0, row0 + live, out, f);
 }
 
 AXION_HD bool row_is_live(const BatchView& v, int row) {

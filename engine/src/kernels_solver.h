@@ -191,44 +191,61 @@ AXION_HD Real body_merit_term(const BatchView& v, int body, Real* max_abs) {
 }
 
 // Per world: residual max-norm (rows, and M^-1 g for the dynamics) and merit 0.5 |h|^2, of the
-// world and of each island (a world of one island takes the world's figures; several islands
-// sum on lane 0, in row and body order).
-AXION_HD void world_residual(const BatchView& v, Team team, int world) {
-  Real max_abs = 0;
+// world and of each island. A world of one island sums on its team and the island takes the
+// world's figures. With several, lane 0 sums each island's rows and bodies in row and body
+// order, and the world takes the islands' largest residual and the sum of their merits (as
+// world_restore_best does); with `searching_only` just the islands whose line search is still
+// trying: the others' rows and bodies did not move, so their figures stand (humanoid100 under
+// control noise spent about a tenth of its time here, every island figured twice per trial).
+AXION_HD void world_residual(const BatchView& v, Team team, int world,
+                             bool searching_only = false) {
   const int row0 = v.world_row_offset[world];
   const int row_end = row0 + world_live_rows(v, world);
   const int b0 = v.world_body_offset[world], b1 = v.world_body_offset[world + 1];
-  Real rows[1];
-  team_sum(team, row0, row_end, rows, [&](int row, Real* acc) {
-    acc[0] += row_merit_term(v, row);
-    max_abs = max_or_nan(max_abs, std::fabs(v.row_error[row]));
-  });
-  Real bodies[1];
-  team_sum(team, b0, b1, bodies,
-           [&](int body, Real* acc) { acc[0] += body_merit_term(v, body, &max_abs); });
-  max_abs = team_max(team, max_abs);
-  if (team.lane != 0) return;
-  v.world_residual[world] = max_abs;
-  v.world_merit[world] = Real(0.5) * (rows[0] + bodies[0]);
   const int island_end = b0 + v.world_island_count[world];
   if (island_end == b0 + 1) {
+    Real max_abs = 0;
+    Real rows[1];
+    team_sum(team, row0, row_end, rows, [&](int row, Real* acc) {
+      acc[0] += row_merit_term(v, row);
+      max_abs = max_or_nan(max_abs, std::fabs(v.row_error[row]));
+    });
+    Real bodies[1];
+    team_sum(team, b0, b1, bodies,
+             [&](int body, Real* acc) { acc[0] += body_merit_term(v, body, &max_abs); });
+    max_abs = team_max(team, max_abs);
+    if (team.lane != 0) return;
+    v.world_residual[world] = max_abs;
+    v.world_merit[world] = Real(0.5) * (rows[0] + bodies[0]);
     v.island_residual[b0] = v.world_residual[world];
     v.island_merit[b0] = v.world_merit[world];
     return;
   }
+  if (team.lane != 0) return;
+  auto figured = [&](int k) { return !searching_only || v.island_ls_step[k] > 0; };
   for (int k = b0; k < island_end; ++k) {
+    if (!figured(k)) continue;
     v.island_residual[k] = 0;
     v.island_merit[k] = 0;
   }
   for (int row = row0; row < row_end; ++row) {
     const int k = row_island(v, row);
+    if (!figured(k)) continue;
     v.island_merit[k] += Real(0.5) * row_merit_term(v, row);
     v.island_residual[k] = max_or_nan(v.island_residual[k], std::fabs(v.row_error[row]));
   }
   for (int body = b0; body < b1; ++body) {
     const int k = v.body_island[body];
+    if (!figured(k)) continue;
     v.island_merit[k] += Real(0.5) * body_merit_term(v, body, &v.island_residual[k]);
   }
+  Real merit = 0, residual = 0;
+  for (int k = b0; k < island_end; ++k) {
+    merit += v.island_merit[k];
+    residual = max_or_nan(residual, v.island_residual[k]);
+  }
+  v.world_merit[world] = merit;
+  v.world_residual[world] = residual;
 }
 
 /// Per world: Newton inverse inertia (R I R^T + K)^-1. A row whose force J^T lambda acts
@@ -357,6 +374,36 @@ AXION_HD bool world_factors_on_team(const BatchView& v, int world) {
          v.world_newton_iterations[world] > kTreeTeamFactorAfter;
 }
 
+/// Per world on the CPU, at each Newton iteration's linear solve: the runs of live rows outside
+/// frozen islands, which the solve's passes then walk (team_for_solve_rows); none while no
+/// island is frozen, or on CUDA, where the passes walk all live rows.
+AXION_HD void world_build_solve_runs(const BatchView& v, Team team, int world) {
+#if defined(__CUDA_ARCH__)
+  (void)v, (void)team, (void)world;
+#else
+  (void)team;  // one thread
+  const int b0 = v.world_body_offset[world];
+  bool any_frozen = false;
+  for (int k = b0; k < b0 + v.world_island_count[world] && !any_frozen; ++k)
+    any_frozen = island_frozen(v, k);
+  int runs = 0;
+  if (any_frozen) {
+    const int row0 = v.world_row_offset[world];
+    const int row_end = row0 + world_live_rows(v, world);
+    int32_t* run = v.row_solve_runs + 2 * row0;
+    for (int row = row0; row < row_end;) {
+      while (row < row_end && row_frozen(v, row)) ++row;
+      if (row == row_end) break;
+      run[2 * runs] = row;
+      while (row < row_end && !row_frozen(v, row)) ++row;
+      run[2 * runs + 1] = row;
+      ++runs;
+    }
+  }
+  v.world_solve_runs[world] = runs;  // 0: every live row (or, never while iterating, none)
+#endif
+}
+
 // Per world: out = (J M^-1 J^T + C) x over the world's live rows (x complete: synchronised).
 AXION_HD void world_schur_product(const BatchView& v, Team team, int world, const Real* x,
                                   Real* out) {
@@ -367,9 +414,9 @@ AXION_HD void world_schur_product(const BatchView& v, Team team, int world, cons
            body_apply_newton_inv_mass(v, body, body_gather_jt(v, body, x)));
   }
   team_sync(team);
-  int row_end = v.world_row_offset[world] + world_live_rows(v, world);
-  for (int row = v.world_row_offset[world] + team.lane; row < row_end; row += team.size)
+  team_for_solve_rows(v, team, world, [&](int row) {
     out[row] = row_frozen(v, row) ? Real(0) : row_schur_product(v, row, x);
+  });
   team_sync(team);
 }
 
@@ -503,7 +550,7 @@ AXION_HD void world_loop_factor(const BatchView& v, Team team, int world) {
   Real a_diag[kLoopRows];  // A's diagonal on L, which the pivots are measured against (lane 0)
   for (int c = 0; c < n; ++c) {
     // A e_c: its L part is S's column before the correction, its R part A_RL e_c
-    for (int row = row0 + team.lane; row < row_end; row += team.size) v.row_loop_a[row] = 0;
+    team_for_solve_rows(v, team, world, [&](int row) { v.row_loop_a[row] = 0; });
     team_sync(team);
     loop_row_spread(v, team, loop_rows[c], Real(1), v.row_loop_a);
     if (team.lane == 0) {
@@ -547,11 +594,10 @@ AXION_HD void world_loop_factor(const BatchView& v, Team team, int world) {
 AXION_HD void world_loop_apply(const BatchView& v, Team team, int world, const Real* in,
                                Real* out) {
   const int row0 = v.world_row_offset[world];
-  const int row_end = row0 + world_live_rows(v, world);
   const int n = v.world_loop_count[world];
   const int32_t* loop_rows = v.world_loop_rows + kLoopRows * world;
   // z = P_R in_R (into out; its L entries come out 0)
-  for (int row = row0 + team.lane; row < row_end; row += team.size) v.row_loop_a[row] = in[row];
+  team_for_solve_rows(v, team, world, [&](int row) { v.row_loop_a[row] = in[row]; });
   team_sync(team);
   if (team.lane == 0) {
     for (int i = 0; i < n; ++i) v.row_loop_a[loop_rows[i]] = 0;
@@ -576,7 +622,7 @@ AXION_HD void world_loop_apply(const BatchView& v, Team team, int world, const R
   team_sync(team);
   for (int c = 0; c < n; ++c) {
     const Real* x_c = loop_column(v, world, c);
-    for (int row = row0 + team.lane; row < row_end; row += team.size) out[row] -= x[c] * x_c[row];
+    team_for_solve_rows(v, team, world, [&](int row) { out[row] -= x[c] * x_c[row]; });
   }
   team_sync(team);
   if (team.lane == 0) {
@@ -596,9 +642,7 @@ AXION_HD void world_precondition_apply(const BatchView& v, Team team, int world,
       world_tree_apply(v, team, world, in, out);
     }
   } else {
-    int row_end = v.world_row_offset[world] + world_live_rows(v, world);
-    for (int row = v.world_row_offset[world] + team.lane; row < row_end; row += team.size)
-      out[row] = v.row_precond[row] * in[row];
+    team_for_solve_rows(v, team, world, [&](int row) { out[row] = v.row_precond[row] * in[row]; });
   }
   team_sync(team);
 }
@@ -624,14 +668,12 @@ AXION_HD bool world_unsymmetric(const BatchView& v, Team team, int world) {
 /// until |r|_P <= tol |r0|_P, tested after the update of x so that a converged solve skips the
 /// next product with A.
 AXION_HD void world_cr_solve_symmetric(const BatchView& v, Team team, int world) {
-  const int row0 = v.world_row_offset[world];
-  const int row_end = row0 + world_live_rows(v, world);
   const bool tree = world_uses_tree(v, world);
   const Real tol = v.world_params[world].cr_tolerance;
   world_schur_product(v, team, world, v.row_cr_z, v.row_cr_az);
   // start: Ap = Az, <z, Az> and the reference norm <r, z>
   Real start[2];
-  team_sum(team, row0, row_end, start, [&](int row, Real* acc) {
+  team_sum_solve_rows(v, team, world, start, [&](int row, Real* acc) {
     v.row_cr_ap[row] = v.row_cr_az[row];
     acc[0] += v.row_cr_z[row] * v.row_cr_az[row];
     acc[1] += v.row_cr_r[row] * v.row_cr_z[row];
@@ -644,7 +686,7 @@ AXION_HD void world_cr_solve_symmetric(const BatchView& v, Team team, int world)
     // update x: P Ap, alpha, and the stopping rule
     if (tree) world_precondition_apply(v, team, world, v.row_cr_ap, v.row_cr_pap);
     Real apmap[1];
-    team_sum(team, row0, row_end, apmap, [&](int row, Real* acc) {
+    team_sum_solve_rows(v, team, world, apmap, [&](int row, Real* acc) {
       Real pap = tree ? v.row_cr_pap[row] : v.row_precond[row] * v.row_cr_ap[row];
       v.row_cr_pap[row] = pap;
       acc[0] += v.row_cr_ap[row] * pap;
@@ -652,7 +694,7 @@ AXION_HD void world_cr_solve_symmetric(const BatchView& v, Team team, int world)
     if (!(apmap[0] > 0)) break;
     const Real alpha = zaz / apmap[0];
     Real rz[1];
-    team_sum(team, row0, row_end, rz, [&](int row, Real* acc) {
+    team_sum_solve_rows(v, team, world, rz, [&](int row, Real* acc) {
       v.row_dlambda[row] += alpha * v.row_cr_p[row];
       v.row_cr_r[row] -= alpha * v.row_cr_ap[row];
       v.row_cr_z[row] -= alpha * v.row_cr_pap[row];
@@ -666,14 +708,14 @@ AXION_HD void world_cr_solve_symmetric(const BatchView& v, Team team, int world)
     team_sync(team);
     world_schur_product(v, team, world, v.row_cr_z, v.row_cr_az);
     Real zaz_next[1];
-    team_sum(team, row0, row_end, zaz_next,
-             [&](int row, Real* acc) { acc[0] += v.row_cr_z[row] * v.row_cr_az[row]; });
+    team_sum_solve_rows(v, team, world, zaz_next,
+                        [&](int row, Real* acc) { acc[0] += v.row_cr_z[row] * v.row_cr_az[row]; });
     const Real beta = zaz > 0 ? zaz_next[0] / zaz : Real(0);
     zaz = zaz_next[0];
-    for (int row = row0 + team.lane; row < row_end; row += team.size) {
+    team_for_solve_rows(v, team, world, [&](int row) {
       v.row_cr_p[row] = v.row_cr_z[row] + beta * v.row_cr_p[row];
       v.row_cr_ap[row] = v.row_cr_az[row] + beta * v.row_cr_ap[row];
-    }
+    });
     iterations += 1;
     left = zaz > 0 ? left - 1 : 0;
   }
@@ -716,10 +758,8 @@ AXION_HD Real* gcr_direction(const BatchView& v, Real* gcr, int world, int slot)
   return gcr + kGcrDirections * row0 + slot * slots - row0;  // indexed by row
 }
 AXION_HD void world_gcr_solve(const BatchView& v, Team team, int world) {
-  const int row0 = v.world_row_offset[world];
-  const int row_end = row0 + world_live_rows(v, world);
   Real rr[1];
-  team_sum(team, row0, row_end, rr, [&](int row, Real* acc) {
+  team_sum_solve_rows(v, team, world, rr, [&](int row, Real* acc) {
     acc[0] += v.row_cr_r[row] * v.row_precond[row] * v.row_cr_r[row];
   });
   const Real tol = v.world_params[world].cr_tolerance;
@@ -734,9 +774,9 @@ AXION_HD void world_gcr_solve(const BatchView& v, Team team, int world) {
     Real* q = gcr_direction(v, v.row_gcr_q, world, slot);
     // p = P r (the first from world_cr_solve / row_precondition), q = A p
     if (it > 0) world_precondition_apply(v, team, world, v.row_cr_r, v.row_cr_z);
-    for (int row = row0 + team.lane; row < row_end; row += team.size) p[row] = v.row_cr_z[row];
+    team_for_solve_rows(v, team, world, [&](int row) { p[row] = v.row_cr_z[row]; });
     world_schur_product(v, team, world, v.row_cr_z, v.row_cr_az);
-    for (int row = row0 + team.lane; row < row_end; row += team.size) q[row] = v.row_cr_az[row];
+    team_for_solve_rows(v, team, world, [&](int row) { q[row] = v.row_cr_az[row]; });
     // orthogonalise against the earlier directions kept, oldest first
     const int kept = it < kGcrDirections - 1 ? it : kGcrDirections - 1;
     for (int age = kept; age >= 1; --age) {
@@ -745,23 +785,24 @@ AXION_HD void world_gcr_solve(const BatchView& v, Team team, int world) {
       const Real* pj = gcr_direction(v, v.row_gcr_p, world, j);
       const Real* qj = gcr_direction(v, v.row_gcr_q, world, j);
       Real qqj[1];
-      team_sum(team, row0, row_end, qqj,
-               [&](int row, Real* acc) { acc[0] += q[row] * v.row_precond[row] * qj[row]; });
+      team_sum_solve_rows(v, team, world, qqj, [&](int row, Real* acc) {
+        acc[0] += q[row] * v.row_precond[row] * qj[row];
+      });
       const Real beta = qqj[0] / qq[j];
-      for (int row = row0 + team.lane; row < row_end; row += team.size) {
+      team_for_solve_rows(v, team, world, [&](int row) {
         q[row] -= beta * qj[row];
         p[row] -= beta * pj[row];
-      }
+      });
     }
     Real s[2];
-    team_sum(team, row0, row_end, s, [&](int row, Real* acc) {
+    team_sum_solve_rows(v, team, world, s, [&](int row, Real* acc) {
       acc[0] += v.row_cr_r[row] * v.row_precond[row] * q[row];
       acc[1] += q[row] * v.row_precond[row] * q[row];
     });
     qq[slot] = s[1];
     if (!(s[1] > 0)) break;
     const Real alpha = s[0] / s[1];
-    team_sum(team, row0, row_end, rr, [&](int row, Real* acc) {
+    team_sum_solve_rows(v, team, world, rr, [&](int row, Real* acc) {
       v.row_dlambda[row] += alpha * p[row];
       v.row_cr_r[row] -= alpha * q[row];
       acc[0] += v.row_cr_r[row] * v.row_precond[row] * v.row_cr_r[row];
@@ -777,12 +818,12 @@ AXION_HD void world_gcr_solve(const BatchView& v, Team team, int world) {
 /// chain on one thread, which does not need them), then the loop factor. A pass of its own,
 /// so that its arrays do not weigh on the registers and stack of the solve.
 AXION_HD void world_loop_precondition(const BatchView& v, Team team, int world) {
-  const int row_end = v.world_row_offset[world] + world_live_rows(v, world);
-  for (int row = v.world_row_offset[world] + team.lane; row < row_end; row += team.size) {
+  world_build_solve_runs(v, team, world);
+  team_for_solve_rows(v, team, world, [&](int row) {
     if (v.row_tree_head[row] < 0 && v.row_tree_child[row] == kTreeContactBlock &&
         !row_frozen(v, row))
       tree_contact_block(v, row);
-  }
+  });
   team_sync(team);
   world_loop_factor(v, team, world);
 }
@@ -792,12 +833,12 @@ AXION_HD void world_loop_precondition(const BatchView& v, Team team, int world) 
 /// unsymmetric. A team runs a world: one thread on the CPU, which keeps that world's rows and
 /// bodies in cache for the whole solve; a warp on CUDA.
 AXION_HD void world_cr_solve(const BatchView& v, Team team, int world) {
+  // the rows outside frozen islands (world_loop_precondition has found them for the tree)
+  if (!world_uses_tree(v, world)) world_build_solve_runs(v, team, world);
   // z = P r, p = z with the tree (row_precondition has set them for the Jacobi diagonal)
   if (world_uses_tree(v, world)) {
-    const int row_end = v.world_row_offset[world] + world_live_rows(v, world);
     world_precondition_apply(v, team, world, v.row_cr_r, v.row_cr_z);
-    for (int row = v.world_row_offset[world] + team.lane; row < row_end; row += team.size)
-      v.row_cr_p[row] = v.row_cr_z[row];
+    team_for_solve_rows(v, team, world, [&](int row) { v.row_cr_p[row] = v.row_cr_z[row]; });
     team_sync(team);
   }
   if (world_unsymmetric(v, team, world)) {

@@ -903,26 +903,24 @@ AXION_HD void tree_backward_group(const BatchView& v, int b, int g, Real* out) {
 AXION_HD void world_tree_apply(const BatchView& v, Team team, int world, const Real* in,
                                Real* out) {
   const int b0 = v.world_body_offset[world], b1 = v.world_body_offset[world + 1];
-  const int row0 = v.world_row_offset[world];
-  const int row_end = row0 + world_live_rows(v, world);
   // Jacobi rows scaled, tree rows copied
-  for (int r = row0 + team.lane; r < row_end; r += team.size) {
+  team_for_solve_rows(v, team, world, [&](int r) {
     bool tree = v.row_tree_head[r] >= 0 && !v.row_tree_dropped[r];
     out[r] = tree ? in[r] : v.row_precond[r] * in[r];
-  }
+  });
   team_sync(team);
   // contacts outside the tree: their 3 x 3 block's inverse
-  for (int r = row0 + team.lane; r < row_end; r += team.size) {
+  team_for_solve_rows(v, team, world, [&](int r) {
     if (v.row_tree_head[r] >= 0 || v.row_tree_child[r] != kTreeContactBlock || row_frozen(v, r))
-      continue;
+      return;
     tree_matvec(v.row_tree_block + 12 * r, 3, kTreeGroupRows, in + r, out + r);
-  }
+  });
   team_sync(team);
   // leaves: w_g = C_g^-1 e_g, each group on its own
-  for (int g = row0 + team.lane; g < row_end; g += team.size) {
+  team_for_solve_rows(v, team, world, [&](int g) {
     if (v.row_tree_head[g] == g && v.row_tree_child[g] == kTreeLeaf && !row_frozen(v, g))
       tree_forward_group(v, -1, g, nullptr, out);
-  }
+  });
   // forward, leaves to roots, level by level (a level's bodies in parallel):
   // f_b = sum u_g over the groups below b (leaves and children, in row order), t_b = D_b^-1 f_b,
   // and for the group g above b, w_g = N_g^-1 (e_g - J_gb t_b) and u_g = J_gp^T w_g (t_b kept in
@@ -962,12 +960,12 @@ AXION_HD void world_tree_apply(const BatchView& v, Team team, int world, const R
   }
   team_sync(team);
   // leaves: z_g = w_g - Y_g x_b = C_g^-1 (e_g - J_gb x_b), each row on its own
-  for (int r = row0 + team.lane; r < row_end; r += team.size) {
+  team_for_solve_rows(v, team, world, [&](int r) {
     const int g = v.row_tree_head[r];
     if (g < 0 || v.row_tree_child[g] != kTreeLeaf || v.row_tree_dropped[r] || row_frozen(v, r))
-      continue;
+      return;
     out[r] -= dot6(v.row_tree_y + 6 * r, v.body_tree_x + 6 * v.row_tree_parent[g]);
-  }
+  });
   team_sync(team);
 }
 

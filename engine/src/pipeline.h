@@ -106,7 +106,7 @@ AXION_HD void world_evaluate_dynamics(const BatchView& v, Team team, int w, Mask
     body_dynamics_residual(v, i);
   }
   team_sync(team);
-  world_residual(v, team, w);
+  world_residual(v, team, w, mask == Mask::kSearching);
   world_newton_inertia(v, team, w, mask == Mask::kSearching);
 }
 

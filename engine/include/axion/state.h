@@ -132,6 +132,8 @@ struct BatchView {
   int32_t* world_loop_rows;     // (world_count x 16) those rows (kLoopRows), in row order
   Real* world_loop_lu;          // (world_count x 256) LU factors of their Schur complement S,
                                 // row-major 16 x 16
+  int32_t* world_solve_runs;    // (world_count) runs of rows in row_solve_runs, host only (0:
+                                // the linear solve walks all live rows)
   int32_t* world_missed_count;  // (world_count) pairs a redo of this step marked
                                 // (pair_missed_shape_a/b)
   int32_t* world_newton_best;   // (world_count) latest Newton iteration (of this attempt) at
@@ -413,6 +415,9 @@ struct BatchView {
   int32_t* row_body_list;         // (row slots x 2) per world from its first slot: each body's rows
                                   // in row order, as 4 row + side (0: the row's body a, 1: its
                                   // body b; 2, 3: a coupling's leader slot's a and b)
+  int32_t* row_solve_runs;        // (row slots x 2) per world from its first slot: the runs
+                                  // [begin, end) of live rows outside frozen islands, for this
+                                  // Newton iteration's linear solve (world_build_solve_runs)
 };
 
 }  // namespace axion
