@@ -203,9 +203,10 @@ AXION_HD int world_live_rows(const BatchView& v, int world) {
 /// The rows a world's linear solve walks. On the CPU, once some island of the world is frozen,
 /// the runs of live rows outside frozen islands (world_build_solve_runs): the solve's vectors
 /// are zero on frozen rows and stay so, so skipping them changes no bits, and rows keep the
-/// virtual lane they have in team_sum (team_sum_solve_rows). Walking frozen rows as well cost
-/// about a quarter of MuJoCo's humanoid100's time in GCR and the tree solve (RESULTS.md). A
-/// world's warp on CUDA walks all live rows: its lanes would idle on the skipped rows anyway.
+/// virtual lane they have in team_sum (team_sum_solve_rows). With world_residual's share of
+/// islands, MuJoCo's humanoid100 and 22_humanoids under control noise take 0.88 and 0.90 of the
+/// time on the same trajectories (RESULTS.md). A world's warp on CUDA walks all live rows: its
+/// lanes would idle on the skipped rows anyway.
 template <class F>
 AXION_HD void team_for_solve_rows(const BatchView& v, Team team, int world, F f) {
   const int row0 = v.world_row_offset[world];

@@ -195,8 +195,8 @@ AXION_HD Real body_merit_term(const BatchView& v, int body, Real* max_abs) {
 // world's figures. With several, lane 0 sums each island's rows and bodies in row and body
 // order, and the world takes the islands' largest residual and the sum of their merits (as
 // world_restore_best does); with `searching_only` just the islands whose line search is still
-// trying: the others' rows and bodies did not move, so their figures stand (humanoid100 under
-// control noise spent about a tenth of its time here, every island figured twice per trial).
+// trying: the others' rows and bodies did not move, so their figures stand (before, every
+// island was figured twice per trial: see team_for_solve_rows for the gain).
 AXION_HD void world_residual(const BatchView& v, Team team, int world,
                              bool searching_only = false) {
   const int row0 = v.world_row_offset[world];
