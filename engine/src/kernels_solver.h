@@ -190,6 +190,19 @@ AXION_HD Real body_merit_term(const BatchView& v, int body, Real* max_abs) {
   return dot(g, minv_g);
 }
 
+// Per world of several islands: its residual, the largest of its islands', and its merit, their
+// sum in island order.
+AXION_HD void world_figures_from_islands(const BatchView& v, int world) {
+  const int b0 = v.world_body_offset[world];
+  Real merit = 0, residual = 0;
+  for (int k = b0; k < b0 + v.world_island_count[world]; ++k) {
+    merit += v.island_merit[k];
+    residual = max_or_nan(residual, v.island_residual[k]);
+  }
+  v.world_merit[world] = merit;
+  v.world_residual[world] = residual;
+}
+
 // Per world: residual max-norm (rows, and M^-1 g for the dynamics) and merit 0.5 |h|^2, of the
 // world and of each island. A world of one island sums on its team and the island takes the
 // world's figures. With several, lane 0 sums each island's rows and bodies in row and body
@@ -239,13 +252,7 @@ AXION_HD void world_residual(const BatchView& v, Team team, int world,
     if (!figured(k)) continue;
     v.island_merit[k] += Real(0.5) * body_merit_term(v, body, &v.island_residual[k]);
   }
-  Real merit = 0, residual = 0;
-  for (int k = b0; k < island_end; ++k) {
-    merit += v.island_merit[k];
-    residual = max_or_nan(residual, v.island_residual[k]);
-  }
-  v.world_merit[world] = merit;
-  v.world_residual[world] = residual;
+  world_figures_from_islands(v, world);
 }
 
 /// Per world: Newton inverse inertia (R I R^T + K)^-1. A row whose force J^T lambda acts
@@ -989,13 +996,7 @@ AXION_HD void world_restore_best(const BatchView& v, int world) {
     v.island_residual[k] = v.island_residual_best[k];
   }
   if (!any) return;
-  Real merit = 0, residual = 0;
-  for (int k = b0; k < island_end; ++k) {
-    merit += v.island_merit[k];
-    residual = max_or_nan(residual, v.island_residual[k]);
-  }
-  v.world_merit[world] = merit;
-  v.world_residual[world] = residual;
+  world_figures_from_islands(v, world);
   world_copy_iterate(v, Team{}, world, v.body_u_best, v.body_u, v.row_lambda_best, v.row_lambda);
   for (int body = b0; body < v.world_body_offset[world + 1]; ++body) {
     if (v.island_copy[v.body_island[body]]) body_integrate(v, body, v.world_params[world]);
