@@ -30,12 +30,6 @@ AXION_HD void team_sync(Team team) {
 #endif
 }
 
-/// Sums f(i, acc) (which adds element i's N terms to acc) over i in [begin, end) into out, in
-/// an order fixed by the data alone: element i goes to virtual lane (i - begin) % kTeamWidth,
-/// each lane adds its elements in order, and the lanes combine by a butterfly
-///   acc_l += acc_{l+k}, k = 16, 8, 4, 2, 1.
-/// A warp runs the lanes; one thread runs all of them in turn. Both give the same bits (and
-/// every lane of a warp gets them), so reductions are deterministic and CPU and GPU agree.
 // team_sum's butterfly over the virtual lanes of one thread, of which the first `used` were given
 // elements.
 template <int N>
@@ -49,6 +43,12 @@ AXION_HD void team_combine_lanes(Real (&acc)[kTeamWidth][N], int used, Real (&ou
   for (int n = 0; n < N; ++n) out[n] = acc[0][n];
 }
 
+/// Sums f(i, acc) (which adds element i's N terms to acc) over i in [begin, end) into out, in
+/// an order fixed by the data alone: element i goes to virtual lane (i - begin) % kTeamWidth,
+/// each lane adds its elements in order, and the lanes combine by a butterfly
+///   acc_l += acc_{l+k}, k = 16, 8, 4, 2, 1.
+/// A warp runs the lanes; one thread runs all of them in turn. Both give the same bits (and
+/// every lane of a warp gets them), so reductions are deterministic and CPU and GPU agree.
 template <int N, class F>
 AXION_HD void team_sum(Team team, int begin, int end, Real (&out)[N], F f) {
 #if defined(__CUDA_ARCH__)
@@ -222,6 +222,7 @@ AXION_HD void team_for_solve_rows(const BatchView& v, Team team, int world, F f)
   const int row_end = row0 + world_live_rows(v, world);
   for (int row = row0 + team.lane; row < row_end; row += team.size) f(row);
 }
+// team_sum over the rows team_for_solve_rows walks.
 template <int N, class F>
 AXION_HD void team_sum_solve_rows(const BatchView& v, Team team, int world, Real (&out)[N], F f) {
   const int row0 = v.world_row_offset[world];
