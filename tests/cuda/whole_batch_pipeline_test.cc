@@ -364,7 +364,8 @@ TEST(TeamTest, ResidualNormPropagatesNaNFromAnyRow) {
 
 // A box with three legs of two hinged links, dropped on a plane: a tree of three levels whose
 // bodies have contact leaves below them, joint limits, and several children on one body.
-ModelDesc Tripod() {
+// `count` of them stand 2 m apart in one world, each an island of its own.
+ModelDesc Tripod(int count = 1) {
   ModelDesc d;
   ShapeDesc ground;
   ground.type = ShapeType::kPlane;
@@ -377,25 +378,28 @@ ModelDesc Tripod() {
     d.shapes.back().collision_mask = 2;
     return body;
   };
-  const int torso = add_body({0, 0, 0.3}, {0.15, 0.15, 0.05});
-  for (int leg = 0; leg < 3; ++leg) {
-    const Real angle = Real(2.0943951023931953) * leg;
-    const Vec3 dir = {std::cos(angle), std::sin(angle), 0};
-    int parent = torso;
-    for (int link = 0; link < 2; ++link) {
-      const Real reach = Real(0.15) + Real(0.2) * link + Real(0.1);
-      const int body = add_body({reach * dir.x, reach * dir.y, Real(0.3)}, {0.1, 0.03, 0.03});
-      d.bodies[body].pose.quat = {std::cos(angle / 2), 0, 0, std::sin(angle / 2)};
-      JointDesc j;
-      j.parent = parent;
-      j.child = body;
-      j.child_frame.pos = {-0.1, 0, 0};
-      j.axis = Vec3{0, 1, 0};
-      j.limited = link == 1;
-      j.lower = {-0.4};
-      j.upper = {0.4};
-      d.joints.push_back(j);
-      parent = body;
+  for (int tripod = 0; tripod < count; ++tripod) {
+    const Real x = Real(2) * tripod;
+    const int torso = add_body({x, 0, 0.3}, {0.15, 0.15, 0.05});
+    for (int leg = 0; leg < 3; ++leg) {
+      const Real angle = Real(2.0943951023931953) * leg;
+      const Vec3 dir = {std::cos(angle), std::sin(angle), 0};
+      int parent = torso;
+      for (int link = 0; link < 2; ++link) {
+        const Real reach = Real(0.15) + Real(0.2) * link + Real(0.1);
+        const int body = add_body({x + reach * dir.x, reach * dir.y, Real(0.3)}, {0.1, 0.03, 0.03});
+        d.bodies[body].pose.quat = {std::cos(angle / 2), 0, 0, std::sin(angle / 2)};
+        JointDesc j;
+        j.parent = parent;
+        j.child = body;
+        j.child_frame.pos = {-0.1, 0, 0};
+        j.axis = Vec3{0, 1, 0};
+        j.limited = link == 1;
+        j.lower = {-0.4};
+        j.upper = {0.4};
+        d.joints.push_back(j);
+        parent = body;
+      }
     }
   }
   return d;
@@ -431,6 +435,75 @@ TEST(TeamTest, TeamFactorMatchesTheThreadFactor) {
   ExpectBitIdentical(thread.row_tree_t, team.row_tree_t, "row_tree_t", step);
   ExpectBitIdentical(thread.row_tree_dropped, team.row_tree_dropped, "row_tree_dropped", step);
   ExpectBitIdentical(thread.row_tree_count, team.row_tree_count, "row_tree_count", step);
+}
+
+// On the CPU the linear solve walks only the runs of rows outside frozen islands
+// (world_build_solve_runs); its vectors are zero on the frozen rows, and each row keeps its
+// virtual lane in the sums, so CR and GCR give the same bits as over every live row. Two
+// tripods standing in one world, the second one's island frozen, solve one Newton iteration's
+// system both ways.
+TEST(TeamTest, SolveOverUnfrozenRowsMatchesTheSolveOverAllRows) {
+  auto model = MustCompile(Tripod(2));
+  ASSERT_NE(model, nullptr);
+  BatchStorage settled = PackBatch({LayoutOf(model)});
+  for (int step = 0; step < 40; ++step) {
+    settled.world_step_pending[0] = 1;
+    StepWholeBatch(settled);
+  }
+  const int world = 0;
+  BatchView s = settled.view();
+  ASSERT_EQ(s.world_island_count[world], 2);
+  const int b0 = s.world_body_offset[world], b1 = s.world_body_offset[world + 1];
+  ASSERT_NE(s.body_island[b0 + 1], s.body_island[b1 - 1]);
+  const int row0 = s.world_row_offset[world];
+  const int live = kernels::world_live_rows(s, world);
+  for (bool gcr : {false, true}) {
+    std::vector<Real> dlambda[2];
+    int iterations[2] = {0, 0};
+    for (int use_runs = 0; use_runs < 2; ++use_runs) {
+      BatchStorage batch = settled;
+      BatchView v = batch.view();
+      // the second tripod has converged; the first iterates on
+      for (int k = b0; k < b0 + v.world_island_count[world]; ++k) v.island_converged[k] = 0;
+      v.island_converged[v.body_island[b1 - 1]] = 1;
+      v.world_cr_iterations[world] = 0;
+      // a Newton iteration's assemble, preconditioner and solve, as pipeline.h runs them
+      for (int body = b0; body < b1; ++body) {
+        if (!kernels::body_frozen(v, body))
+          kernels::body_apply_inv_mass_kernel(v, body, v.body_g, v.body_minv_jt);
+      }
+      for (int row = row0; row < row0 + live; ++row) kernels::row_precondition(v, row);
+      kernels::world_tree_build_once(v, world);
+      kernels::world_tree_factor(v, world);
+      kernels::world_loop_precondition(v, kernels::Team{}, world);
+      ASSERT_GT(v.world_solve_runs[world], 0);
+      if (!use_runs) v.world_solve_runs[world] = 0;  // every live row
+      kernels::world_precondition_apply(v, kernels::Team{}, world, v.row_cr_r, v.row_cr_z);
+      for (int row = row0; row < row0 + live; ++row) v.row_cr_p[row] = v.row_cr_z[row];
+      if (gcr) {
+        kernels::world_gcr_solve(v, kernels::Team{}, world);
+      } else {
+        kernels::world_cr_solve_symmetric(v, kernels::Team{}, world);
+      }
+      dlambda[use_runs].assign(v.row_dlambda + row0, v.row_dlambda + row0 + live);
+      iterations[use_runs] = v.world_cr_iterations[world];
+    }
+    EXPECT_GT(iterations[0], 0) << (gcr ? "GCR" : "CR");
+    EXPECT_EQ(iterations[0], iterations[1]) << (gcr ? "GCR" : "CR");
+    int moved = 0, frozen = 0;
+    for (int i = 0; i < live; ++i) {
+      EXPECT_EQ(std::memcmp(&dlambda[0][i], &dlambda[1][i], sizeof(Real)), 0)
+          << (gcr ? "GCR" : "CR") << ", row " << row0 + i;
+      if (kernels::row_island(s, row0 + i) == s.body_island[b1 - 1]) {
+        ++frozen;
+        EXPECT_EQ(dlambda[1][i], 0) << "frozen row " << row0 + i;
+      } else {
+        moved += dlambda[1][i] != 0;
+      }
+    }
+    EXPECT_GT(frozen, 0);
+    EXPECT_GT(moved, 0) << (gcr ? "GCR" : "CR");
+  }
 }
 
 }  // namespace
