@@ -33,11 +33,13 @@ inline constexpr Real kDepthTie = Real(1e-6);
 // refine_penetration(); deeper ones run the fine EPA too.
 inline constexpr Real kShallowDepth = Real(0.02);
 
-AXION_HD Core make_core(const ShapeGeom& g, Vec3 pos, Quat quat) {
+// `framed`: with the shape's rotation (a sphere against a sphere or a plane never reads it, and
+// those are most of a pile's pairs).
+AXION_HD Core make_core(const ShapeGeom& g, Vec3 pos, Quat quat, bool framed = true) {
   Core c;
   c.type = g.type;
   c.pos = pos;
-  c.rot = quat_to_mat(quat);
+  if (framed) c.rot = quat_to_mat(quat);
   c.size = g.size;
   c.radius = (g.type == kTypeSphere || g.type == kTypeCapsule) ? g.size.x : Real(0);
   c.hull_vertices = g.hull_vertices;
@@ -789,8 +791,12 @@ AXION_HD int collide_shapes(const ShapeGeom& a, Vec3 pos_a, Quat quat_a, const S
   } else {
     swap = b.type == kTypeSphere && a.type != kTypeSphere;
   }
-  Core ca = swap ? make_core(b, pos_b, quat_b) : make_core(a, pos_a, quat_a);
-  Core cb = swap ? make_core(a, pos_a, quat_a) : make_core(b, pos_b, quat_b);
+  const ShapeGeom& first = swap ? b : a;
+  const ShapeGeom& second = swap ? a : b;
+  const bool spheres = first.type == kTypeSphere && second.type == kTypeSphere;
+  const bool bare = spheres || (first.type == kTypeSphere && second.type == kTypePlane);
+  Core ca = swap ? make_core(b, pos_b, quat_b, !bare) : make_core(a, pos_a, quat_a, !bare);
+  Core cb = swap ? make_core(a, pos_a, quat_a, !spheres) : make_core(b, pos_b, quat_b, !spheres);
   int count = collide_cores(ca, cb, margin, out);
   if (swap) {
     for (int i = 0; i < count; ++i) {
