@@ -390,6 +390,9 @@ AXION_HD void store_unilateral_row(const BatchView& v, int row, Real c_velocity,
 AXION_HD Real wrap_angle(Real a) {
   const Real kPi = Real(3.14159265358979323846);
   const Real kTwoPi = Real(2) * kPi;
+  // in range, fmod would return a + pi unchanged (it is exact): the same bits without the call,
+  // which every angular coordinate and row takes at each evaluation
+  if (const Real shifted = a + kPi; shifted >= 0 && shifted < kTwoPi) return shifted - kPi;
   a = std::fmod(a + kPi, kTwoPi);
   if (a < 0) a += kTwoPi;
   return a - kPi;
