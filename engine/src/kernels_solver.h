@@ -840,13 +840,14 @@ AXION_HD void world_loop_precondition(const BatchView& v, Team team, int world) 
 /// unsymmetric. A team runs a world: one thread on the CPU, which keeps that world's rows and
 /// bodies in cache for the whole solve; a warp on CUDA.
 AXION_HD void world_cr_solve(const BatchView& v, Team team, int world) {
-  // the rows outside frozen islands (world_loop_precondition has found them for the tree)
-  if (!world_uses_tree(v, world)) world_build_solve_runs(v, team, world);
-  // z = P r, p = z with the tree (row_precondition has set them for the Jacobi diagonal)
   if (world_uses_tree(v, world)) {
+    // z = P r, p = z (world_loop_precondition has found the rows outside frozen islands)
     world_precondition_apply(v, team, world, v.row_cr_r, v.row_cr_z);
     team_for_solve_rows(v, team, world, [&](int row) { v.row_cr_p[row] = v.row_cr_z[row]; });
     team_sync(team);
+  } else {
+    // the rows outside frozen islands (row_precondition has set z and p for the diagonal)
+    world_build_solve_runs(v, team, world);
   }
   if (world_unsymmetric(v, team, world)) {
     world_gcr_solve(v, team, world);
