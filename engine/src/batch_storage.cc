@@ -167,12 +167,18 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
     s.world_joint_row_count[w] = m.joint_row_count();
     auto global_body = [&](int body) { return body < 0 ? -1 : b0 + body; };
 
+    std::vector<bool> rotation_fixed(m.body_count(), false);
+    for (const JointDesc& joint : d.joints) {
+      if (JointFixesRotation(joint)) rotation_fixed[joint.child] = true;
+    }
     for (int i = 0; i < m.body_count(); ++i) {
       const BodyDesc& body = d.bodies[i];
       s.body_world[b0 + i] = w;
       s.body_inv_mass[b0 + i] = Real(1) / body.mass;
+      s.body_rotation_fixed[b0 + i] = rotation_fixed[i] ? 1 : 0;
       StoreMat(&s.body_inertia[9 * (b0 + i)], body.inertia);
-      StoreMat(&s.body_inv_inertia[9 * (b0 + i)], inverse(body.inertia));
+      StoreMat(&s.body_inv_inertia[9 * (b0 + i)],
+               rotation_fixed[i] ? Mat33{} : inverse(body.inertia));
     }
     for (int j = 0; j < m.joint_count(); ++j) {
       const JointDesc& joint = d.joints[j];

@@ -5,8 +5,13 @@
 
 namespace axion::kernels {
 
-// Per body: remember q-, u- and rotate the inertia into the world frame at q-.
+// Per body: remember q-, u- and rotate the inertia into the world frame at q-. A body whose
+// rotation is held to the world starts without angular velocity (a state written from outside
+// may carry one; with no angular lock rows nothing else would stop it).
 AXION_HD void body_begin_step(const BatchView& v, int body) {
+  if (v.body_rotation_fixed[body]) {
+    for (int i = 3; i < 6; ++i) v.body_u[6 * body + i] = 0;
+  }
   for (int i = 0; i < 7; ++i) v.body_q_prev[7 * body + i] = v.body_q[7 * body + i];
   for (int i = 0; i < 6; ++i) v.body_u_prev[6 * body + i] = v.body_u[6 * body + i];
   Mat33 rot = quat_to_mat(body_rotation(v.body_q, body));
@@ -106,7 +111,7 @@ AXION_HD void body_predict(const BatchView& v, int body, const WorldParams& p) {
   Vec3 w0 = rotate_inv(rot, u.ang);
   Vec3 tau = rotate_inv(rot, wrench.ang + effort.ang);
   Vec3 w1 = w0 + h * (inv_inertia * tau);
-  for (int it = 0; it < 3; ++it) {
+  for (int it = 0; it < 3 && !v.body_rotation_fixed[body]; ++it) {
     Vec3 mid = Real(0.5) * (w0 + w1);
     Vec3 l_mid = inertia * mid;
     Vec3 f = inertia * (w1 - w0) + h * cross(mid, l_mid) - h * tau;

@@ -292,7 +292,8 @@ AXION_HD void world_newton_inertia(const BatchView& v, Team team, int world,
       }
     }
     for (int i = 0; i < 9; ++i) v.body_inertia_newton[9 * body + i] = k[i];
-    store33(v.body_inv_inertia_newton + 9 * body, inverse(load33(k)));
+    store33(v.body_inv_inertia_newton + 9 * body,
+            v.body_rotation_fixed[body] ? Mat33{} : inverse(load33(k)));
   }
 }
 

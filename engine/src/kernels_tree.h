@@ -656,7 +656,19 @@ AXION_HD void tree_factor_body(const BatchView& v, int b) {
   AXION_UNROLL
   for (int k = 0; k < 36; ++k) d[k] = block[k];
   tree_body_gather(v, b, d);
+  // a body whose rotation is held to the world has infinite inertia there: D_b^-1 keeps only
+  // the inverse of its linear block (the angular rows and columns set to the identity for the
+  // inversion, then to zero)
+  const bool rotation_fixed = v.body_rotation_fixed[b] != 0;
+  if (rotation_fixed) {
+    for (int r = 0; r < 6; ++r) {
+      for (int c = 3; c < 6; ++c) d[6 * r + c] = d[6 * c + r] = r == c ? Real(1) : Real(0);
+    }
+  }
   tree_invert_registers<6>(d, false);
+  if (rotation_fixed) {
+    for (int k = 3; k < 6; ++k) d[7 * k] = 0;
+  }
   AXION_UNROLL
   for (int k = 0; k < 36; ++k) block[k] = d[k];
   const int g = v.body_tree_parent[b];

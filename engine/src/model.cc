@@ -342,7 +342,15 @@ int JointBilateralRows(const JointDesc& joint) {
   if (joint.type == JointType::kRevolute) return 5;
   if (joint.type == JointType::kUniversal) return 4;
   std::array<AxisMode, 6> modes = JointAxisModes(joint);
-  return static_cast<int>(std::count(modes.begin(), modes.end(), AxisMode::kLocked));
+  const int locked = static_cast<int>(std::count(modes.begin(), modes.end(), AxisMode::kLocked));
+  return JointFixesRotation(joint) ? locked - 3 : locked;
+}
+
+bool JointFixesRotation(const JointDesc& joint) {
+  if (joint.parent != kWorldBody || joint.compliance != 0) return false;
+  const std::array<AxisMode, 6> modes = JointAxisModes(joint);
+  return modes[3] == AxisMode::kLocked && modes[4] == AxisMode::kLocked &&
+         modes[5] == AxisMode::kLocked;
 }
 
 std::vector<JointRowLayout> JointRows(const JointDesc& joint, bool has_drive) {
@@ -357,7 +365,9 @@ std::vector<JointRowLayout> JointRows(const JointDesc& joint, bool has_drive) {
     rows.push_back({kRowAxisAlign, 0, -1});
   } else {
     std::array<AxisMode, 6> modes = JointAxisModes(joint);
-    for (int k = 0; k < 6; ++k) {
+    // a rotation held to the world is no row: the child has no rotational freedom instead
+    const int locked_end = JointFixesRotation(joint) ? 3 : 6;
+    for (int k = 0; k < locked_end; ++k) {
       if (modes[k] == AxisMode::kLocked)
         rows.push_back({k < 3 ? kRowLinearLock : kRowAngularLock, k, -1});
     }

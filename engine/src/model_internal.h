@@ -27,6 +27,11 @@ std::array<AxisMode, 6> JointAxisModes(const JointDesc& joint);
 // velocity actuator).
 bool JointHasDrive(const ModelDesc& desc, int joint_index);
 std::vector<JointRowLayout> JointRows(const JointDesc& joint, bool has_drive);
+// True when the joint holds its child's rotation rigidly to the world: a rigid joint to the
+// world whose three angular axes are locked (slides only, or welded). Its child then carries no
+// angular lock rows; it is given no rotational freedom instead (zero inverse inertia, see
+// BatchView::body_rotation_fixed).
+bool JointFixesRotation(const JointDesc& joint);
 // DOF `dof`'s dry friction (JointDesc::friction_loss or its per-DOF override).
 Real JointFrictionLoss(const JointDesc& joint, int dof);
 // A limited ball joint's cone limit (rad, upper[0]); 0 for every other joint.

@@ -527,6 +527,76 @@ TEST(JointTest, PrismaticSlidesWithAnalyticAcceleration) {
   test::ExpectHealthy(*sim, w);
 }
 
+// A box on three slides to the world (rotations locked) sliding down a 30 degree incline with
+// friction 0.3. The joint holds its rotation with no rows: the box has no rotational freedom, so
+// the friction and the contact points' torques turn nothing, its quaternion keeps its start and
+// it slides at g (sin 30 - 0.3 cos 30). The same joint with a compliance of 1e-12 keeps its
+// three angular lock rows, and the two runs agree.
+TEST(JointTest, SlidesToTheWorldHoldTheRotationWithoutRows) {
+  const Quat tilt = quat_from_axis_angle({0, 1, 0}, kPi / 6);
+  auto scene = [&](Real compliance) {
+    ModelDesc d;
+    d.options.timestep = 0.01;
+    d.options.newton_tail_iterations = 0;  // both solved to newton_tolerance
+    ShapeDesc ground;
+    ground.type = ShapeType::kPlane;
+    ground.pose.quat = tilt;
+    ground.material.friction = 0.3;
+    d.shapes.push_back(ground);
+    BodyDesc b;
+    b.mass = 1;
+    b.inertia = test::BoxInertia(1, {0.1, 0.2, 0.05});
+    b.pose = {rotate(tilt, Vec3{0, 0, 0.0501}), tilt};
+    b.angular_velocity = {0.3, -0.2, 0.5};  // held from the first step
+    d.bodies.push_back(b);
+    ShapeDesc box;
+    box.body = 0;
+    box.type = ShapeType::kBox;
+    box.size = {0.1, 0.2, 0.05};
+    box.material.friction = 0.3;
+    d.shapes.push_back(box);
+    JointDesc slides;
+    slides.type = JointType::kGeneric;
+    slides.child = 0;
+    slides.axis_mode = {AxisMode::kFree,   AxisMode::kFree,   AxisMode::kFree,
+                        AxisMode::kLocked, AxisMode::kLocked, AxisMode::kLocked};
+    slides.compliance = compliance;
+    d.joints.push_back(slides);
+    return d;
+  };
+  const ModelDesc held = scene(0), rows = scene(1e-12);
+  EXPECT_EQ(JointBilateralRows(held.joints[0]), 0);
+  EXPECT_EQ(JointBilateralRows(rows.joints[0]), 3);
+  auto sim = MustCreateSimulator();
+  WorldId a = MustCreateWorld(*sim, MustCompile(held));
+  WorldId b = MustCreateWorld(*sim, MustCompile(rows));
+  Real max_gap = 0;
+  for (int n = 0; n < 100; ++n) {
+    MustStep(*sim, a);
+    MustStep(*sim, b);
+    const Quat q = test::BodyQuat(*sim, a, 0);
+    EXPECT_NEAR(q.w, tilt.w, 1e-14);
+    EXPECT_NEAR(q.y, tilt.y, 1e-14);
+    EXPECT_EQ(norm(test::BodyOmega(*sim, a, 0)), 0);
+    WorldStats stats_a = *sim->GetStats(a), stats_b = *sim->GetStats(b);
+    EXPECT_EQ(stats_a.contact_count, stats_b.contact_count);
+    EXPECT_EQ(stats_a.constraint_rows + 3, stats_b.constraint_rows);
+    max_gap = std::max(max_gap, norm(test::BodyPos(*sim, a, 0) - test::BodyPos(*sim, b, 0)));
+    EXPECT_LT(norm(test::BodyVel(*sim, a, 0) - test::BodyVel(*sim, b, 0)), 1e-6) << "step " << n;
+    test::ExpectHealthy(*sim, a);
+    test::ExpectHealthy(*sim, b);
+    if (::testing::Test::HasFailure()) break;
+  }
+  EXPECT_LT(max_gap, 1e-6);
+  const Real expected = 9.81 * (std::sin(kPi / 6) - 0.3 * std::cos(kPi / 6));
+  const Vec3 down_slope = rotate(tilt, Vec3{1, 0, 0});
+  std::printf(
+      "slides to the world: speed %.6f m/s after 1 s (analytic %.6f), position gap to the "
+      "rows' run %.3g m\n",
+      dot(test::BodyVel(*sim, a, 0), down_slope), expected, max_gap);
+  EXPECT_NEAR(dot(test::BodyVel(*sim, a, 0), down_slope), expected * 1.0, 2e-3);
+}
+
 TEST(JointTest, BallFixedAndGenericJointsKeepTheirConstraints) {
   ModelDesc d;
   d.options.timestep = 0.01;

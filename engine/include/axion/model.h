@@ -326,7 +326,9 @@ struct ModelDesc {
 // robot files, which have none.
 ShapeDesc FloorShape(Real height);
 
-// Number of constraint rows and coordinates a joint type contributes.
+// Number of constraint rows and coordinates a joint contributes. A rigid joint to the world
+// that locks every rotation (slides only, or welded) has no angular rows: its child body is
+// given no rotational freedom instead.
 int JointBilateralRows(const JointDesc& joint);
 int JointDofCount(const JointDesc& joint);       // joint velocity coordinates
 int JointPositionCount(const JointDesc& joint);  // joint position coordinates (ball: 4)

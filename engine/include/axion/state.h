@@ -150,10 +150,17 @@ struct BatchView {
   Real* world_time;            // (world_count) simulated time (s)
 
   // ---- bodies (body_count = world_body_offset[world_count]) ---------------------------------
-  const int32_t* body_world;      // (body_count)
-  const Real* body_inv_mass;      // (body_count) 1/m (1/kg)
-  const Real* body_inertia;       // (body_count x 9) about the COM, body frame (kg m^2)
-  const Real* body_inv_inertia;   // (body_count x 9) inverse of body_inertia
+  const int32_t* body_world;     // (body_count)
+  const Real* body_inv_mass;     // (body_count) 1/m (1/kg)
+  const Real* body_inertia;      // (body_count x 9) about the COM, body frame (kg m^2)
+  const Real* body_inv_inertia;  // (body_count x 9) inverse of body_inertia; zero where
+                                 // body_rotation_fixed
+  // (body_count) 1 where a rigid joint to the world locks the body's rotation (slides only, or
+  // welded): the body then has no rotational freedom (zero inverse inertia, zero angular
+  // velocity, its orientation the one its state holds) in place of three angular lock rows,
+  // which Newton would solve to a tolerance for what the model states exactly; they were a
+  // third of the rows of a pile of particles on slides (RESULTS.md, "Rotations held").
+  const int32_t* body_rotation_fixed;
   Real* body_q;                   // (body_count x 7) inertial pose: COM position, quaternion
   Real* body_u;                   // (body_count x 6) twist: COM velocity, angular velocity
   Real* body_q_prev;              // (body_count x 7) q- of the current step
