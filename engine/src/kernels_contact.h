@@ -903,7 +903,10 @@ AXION_HD void contact_friction_newton(const BatchView& v, int first, const World
   // World-frame slip velocity and friction impulse in the tangent plane.
   Vec3 va = ua.lin + cross(ua.ang, lever_a), vb = ub.lin + cross(ub.ang, lever_b);
   Vec3 rel = va - vb;
-  Vec3 slip = rel - dot(rel, n) * n;
+  // the slip in the tangents' plane, spanned by them: rel - (rel . n) n leaves round-off along
+  // n, which sets the direction of a slip that is round-off itself (two bodies without
+  // rotation moving along their normal), and a tangent d along n
+  Vec3 slip = dot(rel, t1) * t1 + dot(rel, t2) * t2;
   Vec3 impulse = v.row_lambda[first] * t1 + v.row_lambda[first + 1] * t2;
   Real slip_norm = norm(slip), impulse_norm = norm(impulse);
   Real inv_mass_sum = 0;
