@@ -384,7 +384,8 @@ AXION_HD void world_collide(const BatchView& v, int world) {
       Quat quat_a, quat_b;
       shape_world_pose(v, sa, q, &pos_a, &quat_a);
       shape_world_pose(v, sb, q, &pos_b, &quat_b);
-      ContactPoint points[kMaxPairContacts];
+      PairPoints pair_points;  // uninitialised: collide_shapes writes the n it returns
+      ContactPoint* points = pair_points.point;
       int n = collide_shapes(shape_geom(v, sa), pos_a, quat_a, shape_geom(v, sb), pos_b, quat_b,
                              missed ? kUnboundedMargin : p.contact_margin + sweep, points);
       for (int i = 0; i < n && !at_end; ++i)
@@ -556,7 +557,8 @@ AXION_HD bool world_find_missed_contacts(const BatchView& v, int world) {
     Quat quat_a, quat_b;
     shape_world_pose(v, sa, v.body_q, &pos_a, &quat_a);
     shape_world_pose(v, sb, v.body_q, &pos_b, &quat_b);
-    ContactPoint points[kMaxPairContacts];
+    PairPoints pair_points;
+    ContactPoint* points = pair_points.point;
     // a marked pair's gap counts however far apart it ended (its rows may stop it short)
     int n = collide_shapes(shape_geom(v, sa), pos_a, quat_a, shape_geom(v, sb), pos_b, quat_b,
                            marked ? kUnboundedMargin : Real(0), points);

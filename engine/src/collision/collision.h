@@ -22,10 +22,10 @@ inline constexpr int kMaxPairContacts = 4;
 // Geometry of one shape, as the kernels see it. Types follow axion::ShapeType.
 struct ShapeGeom {
   int32_t type = 0;
-  Vec3 size;                       // see axion::ShapeType
+  Vec3 size;                            // see axion::ShapeType
   const Real* hull_vertices = nullptr;  // kConvexHull: (hull_vertex_count x 3), shape frame
   int32_t hull_vertex_count = 0;
-  const int32_t* hull_faces = nullptr;  // kConvexHull: face vertex indices, see hull.h
+  const int32_t* hull_faces = nullptr;        // kConvexHull: face vertex indices, see hull.h
   const int32_t* hull_face_offset = nullptr;  // (hull_face_count + 1)
   const Real* hull_face_plane = nullptr;      // (hull_face_count x 4): normal xyz, offset d
   int32_t hull_face_count = 0;
@@ -36,6 +36,14 @@ struct ContactPoint {
   Vec3 point_b;  // on b's surface, world frame
   Vec3 normal;   // unit, from b towards a
   Real gap = 0;  // signed distance (m)
+};
+
+// Room for one pair's points, left uninitialised: collide_shapes writes the ones it returns. A
+// plain array of ContactPoint is zeroed first (its members' initialisers), a `rep stos` per pair
+// that took 8% of the collision of a pile of spheres.
+union PairPoints {
+  AXION_HD PairPoints() {}
+  ContactPoint point[kMaxPairContacts];
 };
 
 // Narrow phase: contacts between shape a at pose (pos_a, quat_a) and shape b at (pos_b, quat_b),
