@@ -240,6 +240,12 @@ TEST_F(CudaBackendTest, SpheresInBoxMatchCpu) {
   ExpectParity(MustCompile(scenes::SpheresInBox(75)), 3, 1e-5, 1e-4, 60);
 }
 
+// The same spheres on slides: no angular rows, rotations held by the bodies themselves
+// (body_rotation_fixed in the tree factor, the prediction and the Newton inertia).
+TEST_F(CudaBackendTest, SpheresOnSlidesMatchCpu) {
+  ExpectParity(MustCompile(scenes::SpheresInBox(75, true)), 3, 1e-5, 1e-4, 60);
+}
+
 // The contact redos on the device: a step taken again with its contact taken where the first
 // attempt ended (ContactTest.TurningArmEndsOutOfThePostItWasStoppedBy on the CPU).
 TEST_F(CudaBackendTest, ContactRedosMatchCpu) {

@@ -77,8 +77,9 @@ inline ModelDesc Stack(int count) {
   return d;
 }
 
-// `count` spheres of radius 0.1 m dropped in layers of 25 into an open box (floor and four walls).
-inline ModelDesc SpheresInBox(int count) {
+// `count` spheres of radius 0.1 m dropped in layers of 25 into an open box (floor and four walls);
+// `on_slides`: each on three slides to the world, its rotation held (JointFixesRotation).
+inline ModelDesc SpheresInBox(int count, bool on_slides = false) {
   ModelDesc d;
   ShapeDesc floor;
   floor.type = ShapeType::kPlane;
@@ -107,6 +108,14 @@ inline ModelDesc SpheresInBox(int count) {
     s.type = ShapeType::kSphere;
     s.size = {0.1, 0, 0};
     d.shapes.push_back(s);
+    if (on_slides) {
+      JointDesc slides;
+      slides.type = JointType::kGeneric;
+      slides.child = i;
+      slides.axis_mode = {AxisMode::kFree,   AxisMode::kFree,   AxisMode::kFree,
+                          AxisMode::kLocked, AxisMode::kLocked, AxisMode::kLocked};
+      d.joints.push_back(slides);
+    }
   }
   d.contact_capacity = 8 * count;
   return d;
