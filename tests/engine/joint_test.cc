@@ -543,21 +543,13 @@ TEST(JointTest, SlidesToTheWorldHoldTheRotationWithoutRows) {
     ground.pose.quat = tilt;
     ground.material.friction = 0.3;
     d.shapes.push_back(ground);
-    BodyDesc b;
-    b.mass = 1;
-    b.inertia = test::BoxInertia(1, {0.1, 0.2, 0.05});
-    b.pose = {rotate(tilt, Vec3{0, 0, 0.0501}), tilt};
-    b.angular_velocity = {0.3, -0.2, 0.5};  // held from the first step
-    d.bodies.push_back(b);
-    ShapeDesc box;
-    box.body = 0;
-    box.type = ShapeType::kBox;
-    box.size = {0.1, 0.2, 0.05};
-    box.material.friction = 0.3;
-    d.shapes.push_back(box);
+    const int box = scenes::AddBox(d, rotate(tilt, Vec3{0, 0, 0.0501}), {0.1, 0.2, 0.05});
+    d.bodies[box].pose.quat = tilt;
+    d.bodies[box].angular_velocity = {0.3, -0.2, 0.5};  // held from the first step
+    d.shapes.back().material.friction = 0.3;
     JointDesc slides;
     slides.type = JointType::kGeneric;
-    slides.child = 0;
+    slides.child = box;
     slides.axis_mode = {AxisMode::kFree,   AxisMode::kFree,   AxisMode::kFree,
                         AxisMode::kLocked, AxisMode::kLocked, AxisMode::kLocked};
     slides.compliance = compliance;
