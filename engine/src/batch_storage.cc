@@ -346,8 +346,10 @@ void ResetWorldState(const WorldLayout& layout, int w, BatchStorage& s) {
     store_quat(q + 3, body.pose.quat);
     // The COM velocity of a body whose frame origin moves at v with angular velocity w.
     Vec3 lever = rotate(body.pose.quat, body.com);
+    // (a body whose rotation is held to the world keeps none: body_rotation_fixed)
+    const Vec3 angular = s.body_rotation_fixed[b0 + i] ? Vec3{} : body.angular_velocity;
     store6(&s.body_u[6 * (b0 + i)],
-           {body.linear_velocity + cross(body.angular_velocity, lever), body.angular_velocity});
+           {body.linear_velocity + cross(body.angular_velocity, lever), angular});
     for (int k = 0; k < 6; ++k) s.body_wrench[6 * (b0 + i) + k] = 0;
   }
   // joint velocities from the bodies' (a drive's armature term reads them as the last step's);

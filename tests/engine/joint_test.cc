@@ -562,6 +562,7 @@ TEST(JointTest, SlidesToTheWorldHoldTheRotationWithoutRows) {
   auto sim = MustCreateSimulator();
   WorldId a = MustCreateWorld(*sim, MustCompile(held));
   WorldId b = MustCreateWorld(*sim, MustCompile(rows));
+  EXPECT_EQ(norm(test::BodyOmega(*sim, a, 0)), 0);  // held from creation
   Real max_gap = 0;
   for (int n = 0; n < 100; ++n) {
     MustStep(*sim, a);
