@@ -77,6 +77,17 @@ inline ModelDesc Stack(int count) {
   return d;
 }
 
+// Three slides to the world for body `child`: it translates freely, its rotation held
+// (JointFixesRotation).
+inline JointDesc SlidesToWorld(int child) {
+  JointDesc slides;
+  slides.type = JointType::kGeneric;
+  slides.child = child;
+  slides.axis_mode = {AxisMode::kFree,   AxisMode::kFree,   AxisMode::kFree,
+                      AxisMode::kLocked, AxisMode::kLocked, AxisMode::kLocked};
+  return slides;
+}
+
 // `count` spheres of radius 0.1 m dropped in layers of 25 into an open box (floor and four walls);
 // `on_slides`: each on three slides to the world, its rotation held (JointFixesRotation).
 inline ModelDesc SpheresInBox(int count, bool on_slides = false) {
@@ -108,14 +119,7 @@ inline ModelDesc SpheresInBox(int count, bool on_slides = false) {
     s.type = ShapeType::kSphere;
     s.size = {0.1, 0, 0};
     d.shapes.push_back(s);
-    if (on_slides) {
-      JointDesc slides;
-      slides.type = JointType::kGeneric;
-      slides.child = i;
-      slides.axis_mode = {AxisMode::kFree,   AxisMode::kFree,   AxisMode::kFree,
-                          AxisMode::kLocked, AxisMode::kLocked, AxisMode::kLocked};
-      d.joints.push_back(slides);
-    }
+    if (on_slides) d.joints.push_back(SlidesToWorld(i));
   }
   d.contact_capacity = 8 * count;
   return d;

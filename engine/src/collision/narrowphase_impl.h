@@ -34,9 +34,9 @@ inline constexpr Real kDepthTie = Real(1e-6);
 inline constexpr Real kShallowDepth = Real(0.02);
 
 // `framed`: with the shape's rotation (a sphere against a sphere or a plane never reads it, and
-// those are most of a pile's pairs).
-// Every field given its value at once: `Core c;` then assignments zeroed the whole struct first,
-// a `rep stos` whose start-up took half of collide_shapes on a pile of spheres.
+// those are most of a pile's pairs). Every field is given its value at once: `Core c;` and then
+// assignments zeroed the whole struct first, a `rep stos` whose start-up took half of
+// collide_shapes on a pile of spheres.
 AXION_HD Core make_core(const ShapeGeom& g, Vec3 pos, Quat quat, bool framed = true) {
   const Real radius = (g.type == kTypeSphere || g.type == kTypeCapsule) ? g.size.x : Real(0);
   return Core{g.type,
