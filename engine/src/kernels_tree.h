@@ -905,6 +905,20 @@ AXION_HD void tree_backward_group(const BatchView& v, int b, int g, Real* out) {
   for (int c = 0; c < 6; ++c) v.body_tree_x[6 * b + c] = x[c];
 }
 
+// Whether group g's factored rows hold zero in `e` (its right-hand side in the forward pass).
+AXION_HD bool tree_group_rhs_zero(const BatchView& v, int g, const Real* e) {
+  for (int i = 0, m = v.row_tree_count[g]; i < m; ++i) {
+    if (e[tree_group_row(v, g, i)] != 0) return false;
+  }
+  return true;
+}
+
+// Group g with a zero right-hand side and nothing from below: u_g = 0 for its parent.
+AXION_HD void tree_group_hand_up_zero(const BatchView& v, int g) {
+  if (v.row_tree_parent[g] < 0) return;
+  for (int c = 0; c < 6; ++c) v.row_tree_u[6 * g + c] = 0;
+}
+
 /// Per world: out = P in over the live rows. Tree rows solve H [x; -z] = [0; in] by the
 /// factor (forward leaves to roots, then back roots to leaves; x = M~^-1 J^T z is the bodies'
 /// part), the other rows take the Jacobi diagonal. The factor keeps T = D_b^-1 J_gb^T and
@@ -930,8 +944,13 @@ AXION_HD void world_tree_apply(const BatchView& v, Team team, int world, const R
   team_sync(team);
   // leaves: w_g = C_g^-1 e_g, each group on its own
   team_for_solve_rows(v, team, world, [&](int g) {
-    if (v.row_tree_head[g] == g && v.row_tree_child[g] == kTreeLeaf && !row_frozen(v, g))
-      tree_forward_group(v, -1, g, nullptr, out);
+    if (v.row_tree_head[g] == g && v.row_tree_child[g] == kTreeLeaf && !row_frozen(v, g)) {
+      if (tree_group_rhs_zero(v, g, out)) {
+        tree_group_hand_up_zero(v, g);
+      } else {
+        tree_forward_group(v, -1, g, nullptr, out);
+      }
+    }
   });
   // forward, leaves to roots, level by level (a level's bodies in parallel):
   // f_b = sum u_g over the groups below b (leaves and children, in row order), t_b = D_b^-1 f_b,
@@ -952,10 +971,19 @@ AXION_HD void world_tree_apply(const BatchView& v, Team team, int world, const R
         const Real* u = v.row_tree_u + 6 * v.row_tree_child_group[e];
         for (int c = 0; c < 6; ++c) f_b[c] += u[c];
       }
+      const int g = v.body_tree_parent[b];
+      // nothing below b and in the group above it (a loop column's right-hand side touches a
+      // few rows): t_b, w_g and u_g are zero, and w_g's entries of `out` already are
+      bool zero = true;
+      for (int c = 0; c < 6; ++c) zero = zero && f_b[c] == 0;
+      if (zero && (g < 0 || tree_group_rhs_zero(v, g, out))) {
+        for (int c = 0; c < 6; ++c) v.body_tree_x[6 * b + c] = 0;
+        if (g >= 0) tree_group_hand_up_zero(v, g);
+        continue;
+      }
       Real t[6];
       tree_matvec(v.body_tree_block + 36 * b, 6, 6, f_b, t);
       for (int c = 0; c < 6; ++c) v.body_tree_x[6 * b + c] = t[c];
-      const int g = v.body_tree_parent[b];
       if (g >= 0) tree_forward_group(v, b, g, t, out);
     }
   }
