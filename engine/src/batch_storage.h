@@ -53,7 +53,8 @@ namespace axion {
   X(int32_t, world_newton_best, 1)                                                               \
   X(int32_t, world_newton_attempt, 1)                                                            \
   X(int32_t, world_halves_left, 1) X(int32_t, world_halvings, 1) X(int32_t, world_redos, 1)      \
-      X(int32_t, world_loop_count, 1) X(int32_t, world_missed_count, 1)                      \
+      X(int32_t, world_loop_count, 1) X(int32_t, world_missed_count, 1)                          \
+      X(int32_t, world_pair_count, 1)                                                            \
       X(int32_t, world_loop_rows, 16) X(Real, world_loop_lu, 256) X(int32_t, world_solve_runs, 1)
 #define AXION_BODY_MODEL(X) \
   X(int32_t, body_world, 1) \
@@ -155,7 +156,7 @@ namespace axion {
           X(uint32_t, shape_collision_group, 1) X(uint32_t, shape_collision_mask, 1)
 #define AXION_SHAPE_SCRATCH(X) \
   X(Real, shape_aabb, 6) X(Real, shape_sweep, 1) X(int32_t, shape_sweep_order, 1) \
-      X(int32_t, shape_pair_end, 1)
+      X(int32_t, shape_pair_end, 1) X(int32_t, shape_end_inside, 1)
 // The filter's exceptions (Model::pair_rules), grouped by lower shape (shape_rule_first).
 #define AXION_PAIR_RULE_MODEL(X) X(int32_t, pair_rule_shape_b, 1) X(Real, pair_rule_friction, 1)
 // Up to the world's pair capacity: the broad phase's candidate pairs, and the pairs a redo marked.

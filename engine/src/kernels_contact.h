@@ -342,6 +342,7 @@ AXION_HD int world_gather_pairs(const BatchView& v, int world) {
     heap_sort_by(count, less, swap_marked);
   }
   if (overflow) v.world_flags[world] |= kWorldPairOverflow;
+  v.world_pair_count[world] = overflow ? -1 : count;
   return count;
 }
 
@@ -485,6 +486,9 @@ AXION_HD void shape_update_end_aabb(const BatchView& v, int shape) {
   shape_world_pose(v, shape, v.body_q, &pos, &quat);
   Vec3 lower, upper;
   shape_aabb(shape_geom(v, shape), pos, quat, &lower, &upper);
+  const Real* start = v.shape_aabb + 6 * shape;
+  v.shape_end_inside[shape] = start[0] <= lower.x && start[1] <= lower.y && start[2] <= lower.z &&
+                              upper.x <= start[3] && upper.y <= start[4] && upper.z <= start[5];
   store3(v.shape_aabb + 6 * shape, lower);
   store3(v.shape_aabb + 6 * shape + 3, upper);
   Real moved = 0;
@@ -546,7 +550,7 @@ AXION_HD bool world_find_missed_contacts(const BatchView& v, int world) {
     if (!(2 * moved >= p.contact_margin + bound)) return false;
   }
   // the pairs overlapping at q+
-  world_for_each_pair(v, world, [&](int pair) {
+  auto visit = [&](int pair) {
     const int sa = v.pair_shape_a[pair], sb = v.pair_shape_b[pair];
     const bool marked = v.pair_marked[pair] != 0;
     // A point farther apart than the margin at q- (every closer one was in the set) sinks
@@ -594,7 +598,25 @@ AXION_HD bool world_find_missed_contacts(const BatchView& v, int world) {
       found = true;
     }
     return true;
-  });
+  };
+  // Where every shape's box at q+ lies within its swept box at q- (the usual case: a step ends
+  // about where its prediction went), a pair whose boxes overlap at q+ overlapped at q- and is
+  // among the attempt's candidates, which are still in the pair slots: those whose boxes
+  // overlap now, and the marked ones, are the pairs a broad phase at q+ would find, in the same
+  // order. The broad phase then runs once per attempt, not twice.
+  bool inside = v.world_pair_count[world] >= 0;
+  for (int s = v.world_shape_offset[world]; inside && s < v.world_shape_offset[world + 1]; ++s)
+    inside = v.shape_end_inside[s] != 0;
+  if (!inside) {
+    world_for_each_pair(v, world, visit);
+    return found;
+  }
+  const int p0 = v.world_pair_offset[world];
+  for (int pair = p0; pair < p0 + v.world_pair_count[world]; ++pair) {
+    const bool overlap = aabb_overlap(v.shape_aabb + 6 * v.pair_shape_a[pair],
+                                      v.shape_aabb + 6 * v.pair_shape_b[pair]);
+    if ((overlap || v.pair_marked[pair] != 0) && !visit(pair)) break;
+  }
   return found;
 }
 

@@ -136,6 +136,8 @@ struct BatchView {
                                 // the linear solve walks all live rows)
   int32_t* world_missed_count;  // (world_count) pairs a redo of this step marked
                                 // (pair_missed_shape_a/b)
+  int32_t* world_pair_count;    // (world_count) candidate pairs the last broad phase found (-1:
+                                // past the world's pair slots)
   int32_t* world_newton_best;   // (world_count) latest Newton iteration (of this attempt) at
                                 // which some island's best iterate improved
   Real* world_residual_best;    // (world_count) largest residual of the islands' best iterates
@@ -308,6 +310,8 @@ struct BatchView {
   int32_t* shape_sweep_order;  // (shape_count) the broad phase's shapes sorted along its axis
   int32_t* shape_pair_end;     // (shape_count) the broad phase's sort: past the candidate pairs
                                // the shape is the lower shape of
+  int32_t* shape_end_inside;   // (shape_count) after a solve: 1 where its box at q+ lies within
+                               // its swept box at q- (shape_update_end_aabb)
   // convex hulls (hull_count), flattened
   const int32_t* hull_vertex_offset;      // (hull_count + 1) into hull_vertices (in vertices)
   const int32_t* hull_face_offset;        // (hull_count + 1) into hull_face_start (in faces)
