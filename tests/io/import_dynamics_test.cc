@@ -387,6 +387,61 @@ TEST(MergedHingesTest, EachDofOscillatesWithItsOwnSpringAndArmature) {
   expect_on_envelope(pitch, pitch0, pitch_period);
 }
 
+// MuJoCo's humanoid with its head and hands merged into the torso and the lower arms (the
+// default) moves as the same humanoid with them on fixed joints (MjcfOptions::
+// merge_welded_bodies = false): released from its start pose without controls, every MJCF
+// body's frame (a merged one's from its carrier and ImportResult::source_bodies) follows the
+// same path through the fall (to round-off), and within millimetres through the landing and
+// the second on the floor after it, where two different Newton solves of the contacts part.
+// The merged model has 3 bodies and 18 rows fewer.
+TEST(MjcfWeldTest, MergedBodiesMoveAsTheirFixedJointsHoldThem) {
+  if (!std::ifstream(kHumanoid))
+    GTEST_SKIP() << "MuJoCo's sample " << kHumanoid << " is not installed";
+  absl::StatusOr<ImportResult> merged = LoadMjcfFile(kHumanoid);
+  ASSERT_TRUE(merged.ok()) << merged.status();
+  MjcfOptions options;
+  options.merge_welded_bodies = false;
+  absl::StatusOr<ImportResult> welded = LoadMjcfFile(kHumanoid, options);
+  ASSERT_TRUE(welded.ok()) << welded.status();
+  ASSERT_EQ(merged->model.bodies.size(), 13u);
+  ASSERT_EQ(welded->model.bodies.size(), 16u);
+  ASSERT_EQ(merged->source_bodies.size(), welded->source_bodies.size());
+  double merged_mass = 0, welded_mass = 0;
+  for (const BodyDesc& b : merged->model.bodies) merged_mass += b.mass;
+  for (const BodyDesc& b : welded->model.bodies) welded_mass += b.mass;
+  EXPECT_NEAR(merged_mass, welded_mass, 1e-12 * welded_mass);
+  World a = MakeWorld(merged->model), b = MakeWorld(welded->model);
+  ASSERT_TRUE(a.sim && b.sim);
+  // world pose of source body k: its carrier's pose composed with its offset
+  auto frame = [](const ImportResult& r, const BodyState& state, size_t k) {
+    const ImportResult::SourceBody& source = r.source_bodies[k];
+    const Real* q = &state.pose[7 * source.body];
+    const Pose carrier{{q[0], q[1], q[2]}, {q[3], q[4], q[5], q[6]}};
+    return carrier.pos + rotate(carrier.quat, source.offset.pos);
+  };
+  double fall = 0, landed = 0, lowest = 1e9;
+  const int steps = 300;  // 1.5 s: the fall, the landing at about 0.2 s (step 42), lying still
+  for (int s = 0; s < steps; ++s) {
+    ASSERT_TRUE(a.sim->StepAll(1).ok());
+    ASSERT_TRUE(b.sim->StepAll(1).ok());
+    absl::StatusOr<BodyState> sa = a.sim->GetBodyState(a.id), sb = b.sim->GetBodyState(b.id);
+    ASSERT_TRUE(sa.ok() && sb.ok());
+    double differ = 0;
+    for (size_t k = 0; k < merged->source_bodies.size(); ++k) {
+      ASSERT_EQ(merged->source_bodies[k].name, welded->source_bodies[k].name);
+      const Vec3 d = frame(*merged, *sa, k) - frame(*welded, *sb, k);
+      differ = std::max(differ, static_cast<double>(norm(d)));
+      lowest = std::min(lowest, static_cast<double>(frame(*merged, *sa, k).z));
+    }
+    (s < 40 ? fall : landed) = std::max(s < 40 ? fall : landed, differ);
+  }
+  std::printf("merged against welded humanoid: frames within %.2g m falling, %.2g m after\n", fall,
+              landed);
+  EXPECT_LT(lowest, 0.3);   // it fell
+  EXPECT_LT(fall, 1e-9);    // measured: 1.4e-11 m
+  EXPECT_LT(landed, 5e-3);  // measured: 2.3 mm, the two solves' landings parting by round-off
+}
+
 // MuJoCo's humanoid released from its start pose: falls, lands and comes to rest on the floor.
 void DropHumanoid(double timestep_scale) {
   if (!std::ifstream(kHumanoid))
@@ -1134,7 +1189,7 @@ TEST(IslandTest, TwentyTwoHumanoidsLandAsIndependentFigures) {
   absl::StatusOr<ImportResult> imported = LoadMjcfFile(path);
   ASSERT_TRUE(imported.ok()) << imported.status();
   const ModelDesc& desc = imported->model;
-  ASSERT_EQ(desc.bodies.size(), 22u * 16u);
+  ASSERT_EQ(desc.bodies.size(), 22u * 13u);  // heads and hands merged into their parents
   World w = MakeWorld(desc);
   ASSERT_TRUE(w.sim);
   // the control noise of `axion-sim --noise=0.01 --seed=2`

@@ -110,8 +110,18 @@ bool HasWarning(const ImportResult& r, const std::string& needle) {
   return false;
 }
 
-// Each MuJoCo body's mass, centre of mass, principal inertia and qpos0 pose match the imported
-// body of the same name.
+// MuJoCo's moving weld groups: a body with joints and the bodies welded to it (no joint of
+// their own), which the importer merges into one body named after the group's root.
+int MovingWeldGroups(const mjModel* m) {
+  int groups = 0;
+  for (int b = 1; b < m->nbody; ++b) groups += m->body_weldid[b] == b;
+  return groups;
+}
+
+// Each moving MuJoCo weld group matches the imported body of its root's name: the group's mass,
+// centre of mass and principal inertia (MuJoCo's bodies combined with the parallel-axis
+// theorem at qpos0) and the root's qpos0 pose. For a group of one body these are MuJoCo's own
+// figures for it.
 // MuJoCo keeps mesh vertices in single precision, which moves a mesh body's centre by up to
 // 1e-8 m: `com_tolerance` (m) allows for that.
 void ExpectBodiesMatchMuJoCo(const std::string& path, const ModelDesc& model,
@@ -122,25 +132,52 @@ void ExpectBodiesMatchMuJoCo(const std::string& path, const ModelDesc& model,
   mj_kinematics(m.get(), d);
   int compared = 0;
   for (int b = 1; b < m->nbody; ++b) {
-    if (m->body_weldid[b] == 0) continue;  // static: folded into the world
-    // A body MuJoCo leaves unnamed is matched by its place (the model then has no extra
-    // bodies from joint conversion).
+    if (m->body_weldid[b] != b) continue;  // static (weld group 0), or welded to a root
+    // the group's mass, centre and inertia in the world frame
+    double mass = 0, com[3] = {0, 0, 0}, inertia[3][3] = {};
+    for (int k = 1; k < m->nbody; ++k) {
+      if (m->body_weldid[k] != b) continue;
+      mass += m->body_mass[k];
+      for (int c = 0; c < 3; ++c) com[c] += m->body_mass[k] * d->xipos[3 * k + c];
+    }
+    for (int c = 0; c < 3; ++c) com[c] /= mass;
+    for (int k = 1; k < m->nbody; ++k) {
+      if (m->body_weldid[k] != b) continue;
+      const double* rot = d->ximat + 9 * k;  // principal axes in the world, row-major
+      double r[3], rr = 0;
+      for (int c = 0; c < 3; ++c) {
+        r[c] = d->xipos[3 * k + c] - com[c];
+        rr += r[c] * r[c];
+      }
+      for (int i = 0; i < 3; ++i) {
+        for (int j = 0; j < 3; ++j) {
+          for (int a = 0; a < 3; ++a)
+            inertia[i][j] += rot[3 * i + a] * m->body_inertia[3 * k + a] * rot[3 * j + a];
+          inertia[i][j] += m->body_mass[k] * ((i == j ? rr : 0) - r[i] * r[j]);
+        }
+      }
+    }
+    // A body MuJoCo leaves unnamed is matched by its place among the groups (the model then has
+    // no extra bodies from joint conversion).
     const char* mj_name = mj_id2name(m.get(), mjOBJ_BODY, b);
     const std::string name = mj_name ? mj_name : absl::StrCat("body #", b);
-    int i = mj_name ? FindBody(model, name) : b - 1;
+    int i = mj_name ? FindBody(model, name) : compared;
     ASSERT_GE(i, 0) << name;
     ASSERT_LT(i, static_cast<int>(model.bodies.size())) << name;
     const BodyDesc& body = model.bodies[i];
-    EXPECT_NEAR(body.mass, m->body_mass[b], 1e-6 * m->body_mass[b]) << name;
+    EXPECT_NEAR(body.mass, mass, 1e-6 * mass) << name;
     std::array<double, 3> ours = SymmetricEigenvalues(body.inertia);
-    std::array<double, 3> theirs = {m->body_inertia[3 * b], m->body_inertia[3 * b + 1],
-                                    m->body_inertia[3 * b + 2]};
-    std::sort(theirs.begin(), theirs.end());
+    Mat33 group;
+    for (int r = 0; r < 3; ++r) {
+      for (int c = 0; c < 3; ++c) group(r, c) = inertia[r][c];
+    }
+    std::array<double, 3> theirs = SymmetricEigenvalues(group);
     for (int k = 0; k < 3; ++k) {
       EXPECT_NEAR(ours[k], theirs[k], 1e-6 * theirs[2]) << name << " principal moment " << k;
     }
+    const Vec3 our_com = body.pose.pos + rotate(body.pose.quat, body.com);
     for (int k = 0; k < 3; ++k) {
-      EXPECT_NEAR(body.com[k], m->body_ipos[3 * b + k], com_tolerance) << name << " com " << k;
+      EXPECT_NEAR(our_com[k], com[k], com_tolerance) << name << " com " << k;
       EXPECT_NEAR(body.pose.pos[k], d->xpos[3 * b + k], 1e-9) << name << " position " << k;
     }
     double q_dot = body.pose.quat.w * d->xquat[4 * b] + body.pose.quat.x * d->xquat[4 * b + 1] +
@@ -245,17 +282,35 @@ TEST_F(HumanoidTest, CountsMatchMuJoCoAfterMaximalCoordinateConversion) {
   for (int j = 0; j < m->njnt; ++j) {
     EXPECT_EQ(result_.source_joints[j].name, mj_id2name(m, mjOBJ_JOINT, j));
   }
-  // Bodies: MuJoCo's nbody counts the world, and no light body is needed. Every multi-hinge
+  // Bodies: one per moving weld group (MuJoCo's nbody counts the world; the head and hands, which
+  // have no joint, are merged into the torso and the lower arms), and no light body is needed.
+  // Every multi-hinge
   // body has orthogonal axes; only the feet's two hinges have different anchors:
   //   lower_waist: abdomen_z, abdomen_y (stiffness 20 vs 10)      -> 1 generic, 2 DOF
   //   thighs: hip_x, hip_z, hip_y (stiffness 10, 10, 20)          -> 1 generic, 3 DOF each
   //   upper arms: shoulder1, shoulder2                            -> 1 generic, 2 DOF each
   //   feet: ankle_y at z = 0.08, ankle_x at z = 0.04 (no common anchor) -> 1 universal each
-  EXPECT_EQ(model.bodies.size(), static_cast<size_t>(m->nbody - 1));
+  EXPECT_EQ(model.bodies.size(), static_cast<size_t>(MovingWeldGroups(m)));
+  EXPECT_EQ(model.bodies.size(), static_cast<size_t>(m->nbody - 1 - 3));
   for (const BodyDesc& b : model.bodies) EXPECT_EQ(b.name.find('/'), std::string::npos) << b.name;
-  // Joints: the free joint becomes none, the 3 jointless bodies (head, hands) get a weld each,
-  // the 5 multi-hinge bodies above one generic joint each, the feet a universal joint each,
-  // every other hinge its own joint.
+  // Every MuJoCo body is accounted for, in MuJoCo's order, the merged ones on their parents.
+  ASSERT_EQ(result_.source_bodies.size(), static_cast<size_t>(m->nbody - 1));
+  for (int b = 1; b < m->nbody; ++b) {
+    const ImportResult::SourceBody& source = result_.source_bodies[b - 1];
+    EXPECT_EQ(source.name, mj_id2name(m, mjOBJ_BODY, b));
+    ASSERT_GE(source.body, 0) << source.name;
+    EXPECT_EQ(model.bodies[source.body].name, mj_id2name(m, mjOBJ_BODY, m->body_weldid[b]));
+  }
+  EXPECT_TRUE(HasWarning(result_, "body 'head' has no joint: merged into 'torso'"));
+  // the right hand rides on the lower arm where MuJoCo places it
+  const ImportResult::SourceBody& hand =
+      result_.source_bodies[mj_name2id(m, mjOBJ_BODY, "right_hand") - 1];
+  EXPECT_EQ(hand.body, FindBody(model, "right_lower_arm"));
+  for (int k = 0; k < 3; ++k) EXPECT_NEAR(hand.offset.pos[k], 0.18, 1e-15) << k;
+  EXPECT_NEAR(std::abs(hand.offset.quat.w), 1.0, 1e-15);
+  // Joints: the free joint becomes none, the 3 jointless bodies (head, hands) none (merged), the
+  // 5 multi-hinge bodies above one generic joint each, the feet a universal joint each, every
+  // other hinge its own joint.
   int hinges = 0, welds = 0, generic = 0, generic_dofs = 0, universal = 0;
   for (const JointDesc& j : model.joints) {
     hinges += j.type == JointType::kRevolute;
@@ -276,12 +331,38 @@ TEST_F(HumanoidTest, CountsMatchMuJoCoAfterMaximalCoordinateConversion) {
   EXPECT_EQ(generic_dofs, 12);
   EXPECT_EQ(universal, 2);
   EXPECT_EQ(hinges, m->njnt - 1 - generic_dofs - 2 * universal);
-  EXPECT_EQ(welds, 3);
+  EXPECT_EQ(welds, 0);
   EXPECT_EQ(model.joints.size(), static_cast<size_t>(hinges + welds + generic + universal));
   // DOF: MuJoCo's nv = 6 (free) + 21 hinges; Axion's joint DOF are the 21 hinge angles.
   int dofs = 0;
   for (const JointDesc& j : model.joints) dofs += JointDofCount(j);
   EXPECT_EQ(dofs, m->nv - 6);
+}
+
+// With MjcfOptions::merge_welded_bodies off, a body without joints keeps a body of its own on a
+// fixed joint to its parent: MuJoCo's 16 bodies, the head and hands held by welds.
+TEST(MjcfWeldOptionTest, WeldedBodiesKeepTheirOwnBodiesWhenAsked) {
+  MjcfOptions options;
+  options.merge_welded_bodies = false;
+  absl::StatusOr<ImportResult> r = LoadMjcfFile(kHumanoid, options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  MjModelPtr m = LoadMuJoCo(kHumanoid);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(r->model.bodies.size(), static_cast<size_t>(m->nbody - 1));
+  int welds = 0;
+  for (const JointDesc& j : r->model.joints) {
+    if (j.type != JointType::kFixed) continue;
+    ++welds;
+    EXPECT_TRUE(j.name == "head_weld" || j.name == "right_hand_weld" || j.name == "left_hand_weld")
+        << j.name;
+  }
+  EXPECT_EQ(welds, 3);
+  for (const ImportResult::SourceBody& source : r->source_bodies) {
+    ASSERT_GE(source.body, 0) << source.name;
+    EXPECT_EQ(r->model.bodies[source.body].name, source.name);
+    EXPECT_EQ(norm(source.offset.pos), 0) << source.name;
+  }
+  EXPECT_FALSE(HasWarning(*r, "merged into"));
 }
 
 TEST_F(HumanoidTest, MassAndInertiaMatchMuJoCo) {
@@ -419,34 +500,31 @@ TEST_F(HumanoidTest, CompilesAndWarnsAboutWhatItIgnores) {
 
 // MuJoCo never lets a body touch its parent (a joint between them filters it, as the ankles'
 // universal joints do for shin and foot), nor a welded body its parent's other children (the
-// head, welded to the torso, and the upper arms): the importer lists those body pairs in
-// exclude_body_pairs and leaves contype/conaffinity alone.
+// head, welded to the torso, and the upper arms). With the head and hands merged into the
+// torso and the lower arms, the joints filter every such pair: no body pair needs listing, and
+// contype/conaffinity keep their meaning.
 TEST_F(HumanoidTest, CollisionFilterMatchesMuJoCoParentRule) {
   ExpectCollisionPairsMatchMuJoCo(kHumanoid, result_.model);
   const ModelDesc& model = result_.model;
-  auto excluded = [&](const std::string& a, const std::string& b) {
-    int i = FindBody(model, a), k = FindBody(model, b);
-    EXPECT_GE(i, 0) << a;
-    EXPECT_GE(k, 0) << b;
-    for (const auto& p : model.exclude_body_pairs) {
-      if ((p[0] == i && p[1] == k) || (p[0] == k && p[1] == i)) return true;
+  auto shape_body = [&](const std::string& name) {
+    for (const ShapeDesc& s : model.shapes) {
+      if (s.name == name) return s.body;
     }
-    return false;
+    ADD_FAILURE() << name;
+    return kWorldBody;
   };
-  EXPECT_TRUE(excluded("head", "right_upper_arm"));  // head welded to the torso
-  EXPECT_TRUE(excluded("head", "lower_waist"));
-  EXPECT_TRUE(excluded("right_hand", "right_upper_arm"));  // hand welded to the lower arm
-  EXPECT_FALSE(excluded("torso", "lower_waist"));          // joined directly: the joint filters it
-  EXPECT_FALSE(excluded("right_shin", "right_foot"));      // the ankle joint filters it
-  // head-{lower_waist, both upper arms} and hand-upper arm on each side.
-  EXPECT_EQ(model.exclude_body_pairs.size(), 5u);
+  EXPECT_EQ(shape_body("head"), FindBody(model, "torso"));
+  EXPECT_EQ(shape_body("right_hand"), FindBody(model, "right_lower_arm"));
+  EXPECT_EQ(shape_body("left_hand"), FindBody(model, "left_lower_arm"));
+  EXPECT_TRUE(model.exclude_body_pairs.empty());
   EXPECT_FALSE(HasWarning(result_, "collision groups"));
   EXPECT_FALSE(HasWarning(result_, "filter"));
 }
 
-// The filter scales with the model: 12 robots, each a torso with a welded head and two arms
-// (36 bodies whose filter needs explicit pairs, more than a 32-bit group per body could name).
-// The left arms' contype/conaffinity 2 (they touch only each other) keep their meaning.
+// The filter scales with the model: 12 robots, each a torso with a welded head (merged into the
+// torso) and two arms whose <contact><exclude> keeps them apart (36 bodies, 12 listed pairs:
+// more than a 32-bit group per body could name). The left arms' contype/conaffinity 2 (they
+// touch only each other) keep their meaning.
 TEST(MjcfCollisionTest, ParentAndWeldFilterMatchesMuJoCoForManyBodies) {
   const std::string robot = R"(
     <body name="{P}torso" pos="{X} 0 1"><freejoint/>
@@ -463,13 +541,19 @@ TEST(MjcfCollisionTest, ParentAndWeldFilterMatchesMuJoCoForManyBodies) {
     xml += absl::StrReplaceAll(
         robot, {{"{X}", absl::StrCat(0.5 * r)}, {"{P}", absl::StrCat("r", r, "_")}});
   }
-  xml += "</worldbody></mujoco>";
+  xml += "</worldbody><contact>";
+  for (int r = 0; r < 12; ++r) {
+    xml += absl::StrReplaceAll(R"(<exclude body1="{P}left_arm" body2="{P}right_arm"/>)",
+                               {{"{P}", absl::StrCat("r", r, "_")}});
+  }
+  xml += "</contact></mujoco>";
   std::string path = WriteTemp("many_robots.xml", xml);
   absl::StatusOr<ImportResult> r = LoadMjcfFile(path);
   ASSERT_TRUE(r.ok()) << r.status();
   ExpectCollisionPairsMatchMuJoCo(path, r->model);
-  // Per robot: head-left arm and head-right arm (the head is welded to the torso).
-  EXPECT_EQ(r->model.exclude_body_pairs.size(), 24u);
+  // Per robot: the arms' exclude (the head, merged into the torso, is filtered by the shoulders).
+  EXPECT_EQ(r->model.bodies.size(), 36u);
+  EXPECT_EQ(r->model.exclude_body_pairs.size(), 12u);
 }
 
 // Every shape kind, every orientation form, explicit masses and <inertial>, against MuJoCo.
@@ -720,7 +804,7 @@ TEST(MjcfSampleTest, HumanoidWithHundredObjectsMatchesMuJoCo) {
   ASSERT_TRUE(r.ok()) << r.status();
   MjModelPtr m = LoadMuJoCo(path);
   ASSERT_TRUE(m);
-  EXPECT_EQ(r->model.bodies.size(), static_cast<size_t>(m->nbody - 1));
+  EXPECT_EQ(r->model.bodies.size(), static_cast<size_t>(MovingWeldGroups(m.get())));
   EXPECT_EQ(r->model.shapes.size(), static_cast<size_t>(m->ngeom));
   EXPECT_EQ(r->model.actuators.size(), static_cast<size_t>(m->nu));
   ExpectBodiesMatchMuJoCo(path, r->model);

@@ -25,12 +25,18 @@
 //  1. Bodies. Every MJCF body becomes one BodyDesc whose pose is its world-frame pose at qpos0
 //     (the body tree composed from the root). Bodies welded to the world (no joint anywhere on
 //     the path to <worldbody>) are static: their geoms become world shapes (ShapeDesc::body =
-//     kWorldBody) and no BodyDesc is made. A welded moving body with zero mass (a frame that
-//     only carries sites or cameras) is merged into its parent: its geoms move to the parent.
+//     kWorldBody) and no BodyDesc is made. A moving body without joints (welded to its parent,
+//     as the humanoid's head and hands are) has no degrees of freedom in MuJoCo, and is merged
+//     into its parent's BodyDesc: its geoms move to the parent, its mass and inertia join the
+//     parent's about their common centre of mass, and ImportResult::source_bodies says which
+//     body carries it and where (a warning names it). A weld instead would cost a body and six
+//     rows, and a light welded body slows Newton down: the humanoid has 13 bodies instead of 16
+//     and takes 10% less time per Newton iteration (RESULTS.md).
 //  2. Joints of one body, by what the body holds:
 //       - a free joint (<freejoint> or type="free"): no JointDesc; the body is free. Only
 //         allowed on children of <worldbody>, as in MuJoCo.
-//       - no joint: JointType::kFixed to the parent.
+//       - no joint: merged into the parent (rule 1); with MjcfOptions::merge_welded_bodies off,
+//         JointType::kFixed to the parent.
 //       - one hinge / slide: kRevolute / kPrismatic with the joint frame at `pos` and its x axis
 //         along `axis`; `ref` becomes JointDesc::reference, `range` the limits.
 //       - one ball: kBall at `pos` (ball range limits are not supported: warning).
@@ -103,10 +109,11 @@
 //  7. Collision filtering: MuJoCo never collides two bodies of one weld group, nor a weld group
 //     and its parent weld group unless one is the world; Axion skips the body pairs joined
 //     directly by a joint with collide_connected = false (joints to the world collide, as in
-//     MuJoCo). The pairs MuJoCo filters that no joint joins directly (a body and its parent
-//     across a light-body chain; a welded body, e.g. the humanoid's head, and its parent's
-//     other children) go into ModelDesc::exclude_body_pairs, so the filter is exact for any
-//     number of bodies and contype/conaffinity keep their meaning as groups and masks.
+//     MuJoCo). A body merged into its parent (rule 1) is filtered as its parent's weld group
+//     is, by the parent's joints. The pairs MuJoCo filters that no joint joins directly (a body
+//     and its parent across a light-body chain, <contact><exclude>) go into
+//     ModelDesc::exclude_body_pairs, so the filter is exact for any number of bodies and
+//     contype/conaffinity keep their meaning as groups and masks.
 #pragma once
 
 #include <string>
@@ -130,6 +137,15 @@ struct ImportResult {
     int dof = 0;       // DOF within that joint (kGeneric: index among its non-locked axes)
   };
   std::vector<SourceJoint> source_joints;
+  // Where each body of the file went, in file order: the Axion body that carries it (kWorldBody
+  // for a static one) and the pose of its frame in that body's frame (the identity for a body
+  // of its own; a body without joints is merged into its parent, see rule 1).
+  struct SourceBody {
+    std::string name;
+    int body = kWorldBody;
+    Pose offset;
+  };
+  std::vector<SourceBody> source_bodies;
 };
 
 struct MjcfOptions {
@@ -140,6 +156,9 @@ struct MjcfOptions {
   // hinges become a kUniversal joint, more joints a chain through light bodies, both of which
   // reproduce MuJoCo's kinematics exactly.
   bool merge_joints = true;
+  // Merge each moving body without joints into its parent (rule 1). false: it keeps a body of
+  // its own, held to its parent by a JointType::kFixed joint (a massless one is merged anyway).
+  bool merge_welded_bodies = true;
   // Body inertias whose principal moments break the triangle inequality take their mean, as
   // with <compiler balanceinertia="true"> (which also turns this on); false: such a body is an
   // error, as in MuJoCo.

@@ -16,7 +16,7 @@
 //             [--trajectory=out.csv|out.npy] [--progress] [--floor=HEIGHT]
 //             [--floating_base] [--self_collision] [--inertia_from_collision]
 //             [--position_kp=KP --position_kv=KV] (URDF)
-//             [--balance_inertia]
+//             [--balance_inertia] [--merge_welded_bodies=true|false] (MJCF)
 #include <unistd.h>
 
 #include <algorithm>
@@ -128,6 +128,9 @@ ABSL_FLAG(double, position_kv, 0, "URDF: the position servos' damping");
 ABSL_FLAG(bool, balance_inertia, false,
           "set the principal moments of an inertia that breaks the triangle inequality to "
           "their mean (MuJoCo's balanceinertia) instead of refusing the model");
+ABSL_FLAG(bool, merge_welded_bodies, true,
+          "MJCF: merge each moving body without joints into its parent (false: a body of its "
+          "own on a fixed joint)");
 ABSL_FLAG(bool, step_stats, false,
           "print world 0's solver figures after every step (Newton and CR iterations, "
           "sub-steps, final residual, contacts) to stderr, to see where a run's iterations go");
@@ -165,6 +168,7 @@ absl::StatusOr<ImportResult> LoadModel(const std::string& path) {
   if (EndsWith(path, ".xml") || EndsWith(path, ".mjcf")) {
     MjcfOptions options;
     options.balance_inertia = absl::GetFlag(FLAGS_balance_inertia);
+    options.merge_welded_bodies = absl::GetFlag(FLAGS_merge_welded_bodies);
     return LoadMjcfFile(path, options);
   }
   return absl::InvalidArgumentError(

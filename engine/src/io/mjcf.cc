@@ -21,6 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "collision/hull.h"
+#include "collision/mass.h"
 #include "io/io_util.h"
 #include "tinyxml2.h"
 
@@ -1823,7 +1824,7 @@ absl::Status MjcfLoader::ConvertJoints(int b, int parent_body) {
     return absl::OkStatus();
   }
   const std::vector<MjJoint>& joints = body.joints;
-  if (joints.empty()) {
+  if (joints.empty()) {  // MjcfOptions::merge_welded_bodies off
     JointDesc d;
     d.name = absl::StrCat(body.name, "_weld");
     d.type = JointType::kFixed;
@@ -1962,13 +1963,28 @@ absl::Status MjcfLoader::Convert() {
       // Welded to the world: part of the static scene.
       axion_body_[b] = kWorldBody;
       offset_[b] = body.world;
-    } else if (body.joints.empty() && body.mass <= 0) {
-      // A massless frame welded to a moving parent: merged into it.
-      axion_body_[b] = axion_body_[body.parent];
+    } else if (body.joints.empty() && (options_.merge_welded_bodies || body.mass <= 0)) {
+      // Welded to a moving parent (no joint): one rigid body with it, as in MuJoCo, where such
+      // a body has no degrees of freedom of its own. Its geoms move to the parent and its mass
+      // and inertia join the parent's: a weld would cost six rows and a body, and a light one
+      // (the humanoid's hands) slows Newton down. A massless one (a frame for sites or
+      // cameras) is merged whatever the options say.
+      const int target = axion_body_[body.parent];
+      axion_body_[b] = target;
       offset_[b] = io::ComposePose(offset_[body.parent], body.local);
-      warnings_.Add(
-          absl::StrCat("merged:", body.name),
-          absl::StrCat("body '", body.name, "' has no mass and no joint: merged into its parent"));
+      BodyDesc& into = model.bodies[target];
+      if (body.mass > 0) {
+        const MassProperties sum = CombineMassProperties(
+            MassProperties{0, into.mass, into.com, into.inertia},
+            TransformMassProperties(MassProperties{0, body.mass, body.com, body.inertia},
+                                    offset_[b].pos, offset_[b].quat));
+        into.mass = sum.mass;
+        into.com = sum.com;
+        into.inertia = sum.inertia;
+      }
+      warnings_.Add(absl::StrCat("merged:", body.name),
+                    absl::StrCat("body '", body.name, "' has no joint: merged into '", into.name,
+                                 "', which it moves with (ImportResult::source_bodies)"));
     } else {
       if (!(body.mass > 0)) {
         return absl::InvalidArgumentError(
@@ -1995,6 +2011,7 @@ absl::Status MjcfLoader::Convert() {
     for (const MjGeom& g : body.geoms) {
       model.shapes.push_back(MakeShape(g, axion_body_[b], offset_[b]));
     }
+    result_.source_bodies.push_back({body.name, axion_body_[b], offset_[b]});
   }
   for (const MjBody& body : bodies_) {
     for (const MjJoint& j : body.joints) {
