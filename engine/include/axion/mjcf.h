@@ -31,7 +31,7 @@
 //     parent's about their common centre of mass, and ImportResult::source_bodies says which
 //     body carries it and where (a warning names it). A weld instead would cost a body and six
 //     rows, and a light welded body slows Newton down: the humanoid has 13 bodies instead of 16
-//     and takes 10% less time per Newton iteration (RESULTS.md).
+//     and steps 13% faster under control noise (RESULTS.md).
 //  2. Joints of one body, by what the body holds:
 //       - a free joint (<freejoint> or type="free"): no JointDesc; the body is free. Only
 //         allowed on children of <worldbody>, as in MuJoCo.
