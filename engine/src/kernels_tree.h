@@ -773,7 +773,7 @@ AXION_HD void world_tree_factor(const BatchView& v, int world) {
 /// world_tree_factor on the world's team: bodies and groups start side by side, then the bodies
 /// level by level (a level's bodies depend on none of each other), each gathering from the
 /// groups below it. The same operations on every element in the same order, so the same bits:
-/// a world's chain is shorter (a humanoid's 16 bodies take 6 levels) but a warp carries one
+/// a world's chain is shorter (a humanoid's 13 bodies take 6 levels) but a warp carries one
 /// world instead of 32, which pays where few worlds iterate (see kTreeTeamFactorWorlds).
 AXION_HD void world_tree_factor_team(const BatchView& v, Team team, int world) {
   const int b0 = v.world_body_offset[world], b1 = v.world_body_offset[world + 1];
@@ -924,7 +924,7 @@ AXION_HD void tree_group_hand_up_zero(const BatchView& v, int g) {
 /// part), the other rows take the Jacobi diagonal. The factor keeps T = D_b^-1 J_gb^T and
 /// Y = N_g^-1 J_gp, so each body and group takes one triangular solve pair per application.
 /// The team's lanes share the rows and leaves, and the bodies of a level of the tree (bodies of
-/// equal height above their lowest descendant depend on none of each other): a humanoid's 16
+/// equal height above their lowest descendant depend on none of each other): a humanoid's 13
 /// bodies take 6 levels.
 AXION_HD void world_tree_apply(const BatchView& v, Team team, int world, const Real* in,
                                Real* out) {
