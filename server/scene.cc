@@ -646,6 +646,7 @@ absl::StatusOr<ImportedScene> ImportScene(const v1::Scene& scene, const std::str
           options.light_body_mass_fraction = scene.mjcf_light_body_mass_fraction().value();
         }
         options.balance_inertia = scene.balance_inertia();
+        options.merge_welded_bodies = !scene.mjcf_keep_welded_bodies();
         options.file_root = asset_dir;  // a client's scene reads nothing outside it
         return FromImport(LoadMjcfString(xml, asset_dir, options), field, scene);
       }

@@ -83,6 +83,24 @@ def test_urdf_inertia_is_refused_or_balanced_on_request(client):
     assert any("their mean" in w for w in created.warnings)
 
 
+WELDED_MJCF = """<mujoco model="welded"><worldbody>
+  <body name="arm" pos="0 0 1"><joint name="hinge" type="hinge" axis="0 1 0"/>
+    <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.05"/>
+    <body name="hand" pos="0.5 0 0"><geom type="sphere" size="0.08"/></body>
+  </body></worldbody></mujoco>"""
+
+
+def test_mjcf_bodies_without_joints_merge_unless_kept(client):
+    # The hand has no joint: it moves with the arm, merged into it by default.
+    merged = client.create_worlds(WELDED_MJCF)
+    assert merged.description.body_count == 1
+    assert list(merged.description.body_names) == ["arm"]
+    assert any("'hand' has no joint: merged into 'arm'" in w for w in merged.warnings)
+    kept = client.create_worlds(axion.make_scene(WELDED_MJCF, keep_welded_bodies=True))
+    assert kept.description.body_count == 2
+    assert list(kept.description.body_names) == ["arm", "hand"]
+
+
 def test_create_worlds_from_model_description(client):
     created = client.create_worlds(free_sphere_model(), count=2)
     assert created.description.model_name == "free_sphere"

@@ -47,6 +47,8 @@ def test_make_scene_detects_formats():
     assert not servo.HasField("floor_height")
     assert axion.make_scene(PENDULUM_MJCF, floor=-0.5).floor_height.value == -0.5
     assert axion.make_scene(PENDULUM_MJCF, balance_inertia=True).balance_inertia
+    assert not axion.make_scene(PENDULUM_MJCF).mjcf_keep_welded_bodies
+    assert axion.make_scene(PENDULUM_MJCF, keep_welded_bodies=True).mjcf_keep_welded_bodies
     # A comment and prolog before the root element.
     assert axion.make_scene("<?xml version='1.0'?><!-- c --><robot name='r'/>").urdf
     scene = axion.make_scene(PENDULUM_MJCF, light_body_mass_fraction=0.05)

@@ -36,6 +36,7 @@ def make_scene(
     inertia_from_collision=False,
     position_gains=None,
     floor=None,
+    keep_welded_bodies=False,
 ):
     """An axion.v1.Scene from any of:
 
@@ -53,7 +54,9 @@ def make_scene(
     refusing the file; `inertia_from_collision` takes a URDF's link inertias from their
     collision geometry, as pybullet does by default. `position_gains=(kp, kv)` makes a URDF's
     joint actuators position servos (their controls are target positions). `floor` adds a
-    ground plane at that height (m) to an MJCF or URDF scene.
+    ground plane at that height (m) to an MJCF or URDF scene. `keep_welded_bodies` keeps each
+    MJCF body without joints as a body of its own on a fixed joint (by default it is merged into
+    its parent, which it moves with).
     """
     if isinstance(source, pb.Scene):
         return source
@@ -85,7 +88,11 @@ def make_scene(
                 "<robot> (URDF); pass format='mjcf' or format='urdf'"
             )
     if format == "mjcf":
-        scene = pb.Scene(mjcf=text, balance_inertia=balance_inertia)
+        scene = pb.Scene(
+            mjcf=text,
+            balance_inertia=balance_inertia,
+            mjcf_keep_welded_bodies=keep_welded_bodies,
+        )
         if light_body_mass_fraction is not None:
             scene.mjcf_light_body_mass_fraction.value = light_body_mass_fraction
     elif format == "urdf":
