@@ -111,6 +111,20 @@ def test_create_balances_an_inertia_on_request(axion, tmp_path):
     assert "their mean" in result.stderr
 
 
+def test_create_keeps_welded_bodies_on_request(axion, tmp_path):
+    # The hand has no joint: merged into the arm unless --keep-welded-bodies.
+    model = tmp_path / "welded_arm.xml"
+    model.write_text("""<mujoco model="welded"><worldbody>
+      <body name="arm" pos="0 0 1"><joint type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.05"/>
+        <body name="hand" pos="0.5 0 0"><geom type="sphere" size="0.08"/></body>
+      </body></worldbody></mujoco>""")
+    merged = json.loads(axion("create", model, "--json").stdout)
+    assert merged["description"]["body_count"] == 1
+    kept = json.loads(axion("create", model, "--json", "--keep-welded-bodies").stdout)
+    assert kept["description"]["body_count"] == 2
+
+
 def test_create_with_preconditioner(axion):
     ids = [int(line) for line in
            axion("create", PENDULUM_XML, "--preconditioner", "Jacobi").stdout.split()]

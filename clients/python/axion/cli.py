@@ -118,6 +118,7 @@ def cmd_create(client, args):
         self_collision=args.self_collision,
         inertia_from_collision=args.inertia_from_collision,
         balance_inertia=args.balance_inertia,
+        keep_welded_bodies=args.keep_welded_bodies,
     )
     created = client.create_worlds(scene, args.count, solver_options=options or None)
     for warning in created.warnings:
@@ -350,6 +351,9 @@ def build_parser():
     sub.add_argument("--balance-inertia", action="store_true",
                      help="set principal moments that break the triangle inequality to their "
                           "mean (MuJoCo's balanceinertia) instead of refusing the model")
+    sub.add_argument("--keep-welded-bodies", action="store_true",
+                     help="MJCF: keep each body without joints on a fixed joint of its own "
+                          "(default: merged into its parent)")
     sub.add_argument("--timestep", type=float, help="override the time step (s)")
     sub.add_argument("--preconditioner", type=str.lower, choices=["jacobi", "tree"],
                      help="override the preconditioner of the linear solve (default: the model's)")
