@@ -357,7 +357,20 @@ absl::StatusOr<ImportedScene> FromImport(absl::StatusOr<ImportResult> result, co
     }
     result->model.shapes.push_back(FloorShape(static_cast<Real>(height)));
   }
-  return ImportedScene{std::move(result->model), std::move(result->warnings)};
+  ImportedScene imported{std::move(result->model), std::move(result->warnings), {}};
+  for (const ImportResult::SourceBody& body : result->source_bodies) {
+    v1::SourceBody* out = imported.source.add_bodies();
+    out->set_name(body.name);
+    out->set_body(body.body);
+    ToProto(body.offset, out->mutable_offset());
+  }
+  for (const ImportResult::SourceJoint& joint : result->source_joints) {
+    v1::SourceJoint* out = imported.source.add_joints();
+    out->set_name(joint.name);
+    out->set_joint(joint.joint);
+    out->set_dof(joint.dof);
+  }
+  return imported;
 }
 #endif
 
@@ -628,7 +641,7 @@ absl::StatusOr<ImportedScene> ImportScene(const v1::Scene& scene, const std::str
       if (!desc.ok()) {
         return absl::InvalidArgumentError(absl::StrCat("scene.model: ", desc.status().message()));
       }
-      return ImportedScene{std::move(*desc), {}};
+      return ImportedScene{std::move(*desc), {}, {}};
     }
     case v1::Scene::kMjcf:
     case v1::Scene::kUrdf: {
@@ -672,7 +685,7 @@ absl::StatusOr<ImportedScene> ImportScene(const v1::Scene& scene, const std::str
 }
 
 void DescribeModel(const Model& model, const SolverOptions& options, int contact_capacity,
-                   v1::WorldDescription* description) {
+                   const v1::SourceMap& source, v1::WorldDescription* description) {
   const ModelDesc& desc = model.desc();
   description->set_model_name(desc.name);
   for (const BodyDesc& body : desc.bodies) description->add_body_names(body.name);
@@ -705,6 +718,7 @@ void DescribeModel(const Model& model, const SolverOptions& options, int contact
   description->set_contact_capacity(contact_capacity > 0 ? contact_capacity
                                                          : model.contact_capacity());
   description->set_timestep(options.timestep);
+  *description->mutable_source() = source;
 }
 
 }  // namespace axion::server

@@ -15,6 +15,7 @@ namespace axion::server {
 struct ImportedScene {
   ModelDesc model;
   std::vector<std::string> warnings;  // importer warnings, passed back to the client
+  v1::SourceMap source;               // where the file's bodies and joints went (MJCF / URDF)
 };
 
 // Imports `scene` (MJCF, URDF or a ModelDescription). File references in MJCF / URDF resolve
@@ -33,8 +34,9 @@ absl::Status ApplySolverOverrides(const v1::SolverOptions& overrides, SolverOpti
 // All fields set.
 void SolverOptionsToProto(const SolverOptions& options, v1::SolverOptions* proto);
 
-// Names, order and array sizes of a world of `model` with the given effective options.
+// Names, order and array sizes of a world of `model` with the given effective options, and
+// where the bodies and joints of its source file went.
 void DescribeModel(const Model& model, const SolverOptions& options, int contact_capacity,
-                   v1::WorldDescription* description);
+                   const v1::SourceMap& source, v1::WorldDescription* description);
 
 }  // namespace axion::server

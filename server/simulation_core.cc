@@ -249,12 +249,14 @@ std::vector<SimulationCore::World*> SimulationCore::OwnedWorlds(const std::strin
 
 absl::StatusOr<SimulationCore::World*> SimulationCore::AddWorld(
     uint64_t id, const std::string& owner, std::shared_ptr<const Model> model,
-    const SolverOptions& options, int contact_capacity, WorldId engine_id) {
+    std::shared_ptr<const v1::SourceMap> source, const SolverOptions& options, int contact_capacity,
+    WorldId engine_id) {
   auto world = std::make_unique<World>();
   world->id = id;
   world->engine_id = engine_id;
   world->owner = owner;
   world->model = std::move(model);
+  world->source = std::move(source);
   world->options = options;
   world->contact_capacity = contact_capacity;
   World* raw = world.get();
@@ -312,16 +314,17 @@ absl::Status SimulationCore::CreateWorlds(const std::string& owner,
   absl::StatusOr<std::vector<WorldId>> engine_ids =
       simulator_->CreateWorlds(*model, count, world_options);
   if (!engine_ids.ok()) return engine_ids.status();
+  auto source = std::make_shared<const v1::SourceMap>(std::move(scene->source));
   for (WorldId engine_id : *engine_ids) {
     const uint64_t id =
         (uint64_t{options_.replica_id} << kIdCounterBits) | (next_counter_++ & kIdCounterMask);
     absl::StatusOr<World*> world =
-        AddWorld(id, owner, *model, effective, contact_capacity, engine_id);
+        AddWorld(id, owner, *model, source, effective, contact_capacity, engine_id);
     if (!world.ok()) return world.status();
     response->add_world_ids(id);
   }
   for (std::string& warning : scene->warnings) response->add_warnings(std::move(warning));
-  DescribeModel(**model, effective, contact_capacity, response->mutable_description());
+  DescribeModel(**model, effective, contact_capacity, *source, response->mutable_description());
   UpdateGauges();
   return absl::OkStatus();
 }
@@ -371,7 +374,7 @@ absl::Status SimulationCore::DescribeWorld(const std::string& owner,
   absl::StatusOr<World*> world = Find(owner, request.world_id(), "world_id");
   if (!world.ok()) return world.status();
   response->set_world_id((*world)->id);
-  DescribeModel(*(*world)->model, (*world)->options, (*world)->contact_capacity,
+  DescribeModel(*(*world)->model, (*world)->options, (*world)->contact_capacity, *(*world)->source,
                 response->mutable_description());
   if (request.include_model()) {
     ModelDescToProto((*world)->model->desc(), response->mutable_model());
@@ -689,6 +692,7 @@ absl::Status SimulationCore::SaveWorlds(const std::string& dir) {
     SolverOptionsToProto(world->options, stored.mutable_effective_options());
     stored.set_contact_capacity(world->contact_capacity);
     stored.set_creation_index(index++);
+    *stored.mutable_source() = *world->source;
     absl::StatusOr<std::string> snapshot = simulator_->Snapshot(world->engine_id);
     if (!snapshot.ok()) return ForWorld(*world, snapshot.status());
     stored.set_snapshot(std::move(*snapshot));
@@ -735,6 +739,7 @@ absl::StatusOr<int> SimulationCore::LoadWorlds(const std::string& dir) {
   });
   // Worlds created together share one compiled Model; recompile each distinct scene once.
   absl::flat_hash_map<std::string, std::shared_ptr<const Model>> models;
+  absl::flat_hash_map<std::string, std::shared_ptr<const v1::SourceMap>> sources;
   for (const v1::StoredWorld& record : stored) {
     if (worlds_.contains(record.world_id())) {
       return absl::AlreadyExistsError(
@@ -750,6 +755,9 @@ absl::StatusOr<int> SimulationCore::LoadWorlds(const std::string& dir) {
       if (!compiled.ok()) return ForWorld(record.world_id(), compiled.status());
       model = *compiled;
     }
+    record.source().SerializeToString(&key);
+    std::shared_ptr<const v1::SourceMap>& source = sources[key];
+    if (!source) source = std::make_shared<const v1::SourceMap>(record.source());
     SolverOptions options = model->desc().options;
     absl::Status status = ApplySolverOverrides(record.effective_options(), &options);
     if (!status.ok()) return ForWorld(record.world_id(), status);
@@ -761,8 +769,9 @@ absl::StatusOr<int> SimulationCore::LoadWorlds(const std::string& dir) {
     if (!engine_ids.ok()) return ForWorld(record.world_id(), engine_ids.status());
     status = simulator_->Restore(engine_ids->front(), record.snapshot());
     if (!status.ok()) return ForWorld(record.world_id(), status);
-    absl::StatusOr<World*> world = AddWorld(record.world_id(), record.owner(), model, options,
-                                            record.contact_capacity(), engine_ids->front());
+    absl::StatusOr<World*> world =
+        AddWorld(record.world_id(), record.owner(), model, source, options,
+                 record.contact_capacity(), engine_ids->front());
     if (!world.ok()) return world.status();
     if ((record.world_id() >> kIdCounterBits) == options_.replica_id) {
       next_counter_ = std::max(next_counter_, (record.world_id() & kIdCounterMask) + 1);

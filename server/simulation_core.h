@@ -40,6 +40,8 @@ class SimulationCore {
     WorldId engine_id = 0;  // id inside the Simulator
     std::string owner;      // client identity
     std::shared_ptr<const Model> model;
+    // Where the scene file's bodies and joints went; shared by the worlds created together.
+    std::shared_ptr<const v1::SourceMap> source;
     SolverOptions options;      // effective options (scene plus creation overrides)
     int contact_capacity = -1;  // requested at creation; -1: the model's
   };
@@ -106,8 +108,10 @@ class SimulationCore {
                                               const char* field);
   std::vector<World*> OwnedWorlds(const std::string& owner);
   absl::StatusOr<World*> AddWorld(uint64_t id, const std::string& owner,
-                                  std::shared_ptr<const Model> model, const SolverOptions& options,
-                                  int contact_capacity, WorldId engine_id);
+                                  std::shared_ptr<const Model> model,
+                                  std::shared_ptr<const v1::SourceMap> source,
+                                  const SolverOptions& options, int contact_capacity,
+                                  WorldId engine_id);
   void RemoveWorld(World* world);
   void UpdateGauges();
 

@@ -123,6 +123,13 @@ def test_create_keeps_welded_bodies_on_request(axion, tmp_path):
     assert merged["description"]["body_count"] == 1
     kept = json.loads(axion("create", model, "--json", "--keep-welded-bodies").stdout)
     assert kept["description"]["body_count"] == 2
+    # describe says which body carries the merged hand, and where
+    source = merged["description"]["source_bodies"]
+    assert [(b["name"], b["body"]) for b in source] == [("arm", 0), ("hand", 0)]
+    assert source[1]["offset"] == [0.5, 0, 0, 1, 0, 0, 0]
+    text = axion("describe", merged["world_ids"][0]).stdout
+    assert "CARRIED BY" in text and "hand" in text.split("CARRIED BY")[1]
+    assert "CARRIED BY" not in axion("describe", kept["world_ids"][0]).stdout
 
 
 def test_create_with_preconditioner(axion):

@@ -217,6 +217,24 @@ TEST(UrdfTest, FixedLinksMergeIntoTheirParentWithTheirMass) {
   ASSERT_EQ(r->source_joints.size(), 2u);
   EXPECT_EQ(r->source_joints[0].name, "imu_joint");
   EXPECT_EQ(r->source_joints[0].joint, -1);
+  // Every link says which body carries it, and where: the imu 0.5 m along the trunk's x axis.
+  ASSERT_EQ(r->source_bodies.size(), 3u);
+  EXPECT_EQ(r->source_bodies[0].name, "trunk");
+  EXPECT_EQ(r->source_bodies[0].body, 0);
+  EXPECT_EQ(r->source_bodies[0].offset.pos.x, 0);
+  EXPECT_EQ(r->source_bodies[1].name, "imu");
+  EXPECT_EQ(r->source_bodies[1].body, 0);
+  EXPECT_NEAR(r->source_bodies[1].offset.pos.x, 0.5, 1e-15);
+  EXPECT_EQ(r->source_bodies[2].name, "leg");
+  EXPECT_EQ(r->source_bodies[2].body, 1);
+  EXPECT_EQ(r->source_bodies[2].offset.pos.y, 0);
+  // With a fixed base the trunk and the imu are static: their frames in the world frame.
+  absl::StatusOr<ImportResult> fixed = LoadUrdfString(xml, "", UrdfOptions{});
+  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  ASSERT_EQ(fixed->source_bodies.size(), 3u);
+  EXPECT_EQ(fixed->source_bodies[1].body, kWorldBody);
+  EXPECT_NEAR(fixed->source_bodies[1].offset.pos.x, 0.5, 1e-15);
+  EXPECT_EQ(fixed->source_bodies[2].body, 0);
 }
 
 // Conventions of robot files in the wild: pybullet's spherical joints become ball joints, a

@@ -766,6 +766,16 @@ TEST_F(ServerApiTest, UrdfSceneIsImported) {
   EXPECT_EQ(created->description().actuators(0).name(), "shoulder");
   EXPECT_EQ(created->description().actuators(0).ctrl_max(), 5);
   EXPECT_FALSE(created->description().actuators(0).force_limited());
+  // where the file's links and joints went: the base is the world, 'upper' body 0
+  const v1::SourceMap& source = created->description().source();
+  ASSERT_EQ(source.bodies_size(), 2);
+  EXPECT_EQ(source.bodies(0).name(), "base");
+  EXPECT_EQ(source.bodies(0).body(), -1);
+  EXPECT_EQ(source.bodies(1).name(), "upper");
+  EXPECT_EQ(source.bodies(1).body(), 0);
+  ASSERT_EQ(source.joints_size(), 1);
+  EXPECT_EQ(source.joints(0).name(), "shoulder");
+  EXPECT_EQ(source.joints(0).joint(), 0);
   // as position servos, the joint's effort limit bounds their force
   v1::Scene servo_scene = client::UrdfScene(kArm);
   servo_scene.set_urdf_position_kp(50);
@@ -828,6 +838,14 @@ TEST(ServerPersistenceTest, WorldsSurviveARestartWithIdsOwnersAndState) {
     ids = MustCreate(*alice, RestingBallScene(), 2);
     std::vector<uint64_t> wheel = MustCreate(*alice, WheelScene(), 1);
     ids.push_back(wheel[0]);
+    const absl::StatusOr<v1::CreateWorldsResponse> welded =
+        alice->CreateWorlds(client::MjcfScene(R"(<mujoco><worldbody><body name="arm" pos="0 0 1">
+          <joint name="hinge" axis="0 1 0"/><geom type="sphere" size="0.1"/>
+          <body name="hand" pos="0.5 0 0"><geom type="sphere" size="0.1"/></body>
+          </body></worldbody></mujoco>)"),
+                            1);
+    ASSERT_TRUE(welded.ok()) << welded.status();
+    ids.push_back(welded->world_ids(0));
     v1::StepRequest step = StepRequestFor(ids, 9);
     ASSERT_TRUE(alice->Step(step).ok());
     before = MustGetState(*alice, ids);
@@ -840,8 +858,18 @@ TEST(ServerPersistenceTest, WorldsSurviveARestartWithIdsOwnersAndState) {
     std::unique_ptr<client::Client> alice = Connect(*server, "alice");
     absl::StatusOr<v1::ListWorldsResponse> listed = alice->ListWorlds();
     ASSERT_TRUE(listed.ok()) << listed.status();
-    ASSERT_EQ(listed->worlds_size(), 3);
-    for (int i = 0; i < 3; ++i) EXPECT_EQ(listed->worlds(i).world_id(), ids[i]);
+    ASSERT_EQ(listed->worlds_size(), 4);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(listed->worlds(i).world_id(), ids[i]);
+    // the MJCF world still says where its merged hand went
+    absl::StatusOr<v1::DescribeWorldResponse> described = alice->DescribeWorld(ids[3]);
+    ASSERT_TRUE(described.ok()) << described.status();
+    const v1::SourceMap& source = described->description().source();
+    ASSERT_EQ(source.bodies_size(), 2);
+    EXPECT_EQ(source.bodies(1).name(), "hand");
+    EXPECT_EQ(source.bodies(1).body(), 0);
+    EXPECT_EQ(source.bodies(1).offset().pos().x(), 0.5);
+    ASSERT_EQ(source.joints_size(), 1);
+    EXPECT_EQ(source.joints(0).name(), "hinge");
     const v1::GetStateResponse after = MustGetState(*alice, ids);
     EXPECT_EQ(after.observations().body_pose(), before.observations().body_pose());
     EXPECT_EQ(after.observations().body_velocity(), before.observations().body_velocity());
@@ -851,7 +879,7 @@ TEST(ServerPersistenceTest, WorldsSurviveARestartWithIdsOwnersAndState) {
     EXPECT_EQ(bob->ListWorlds()->worlds_size(), 0);
     const std::vector<uint64_t> fresh = MustCreate(*bob, FallingBallScene(), 1);
     ASSERT_EQ(fresh.size(), 1u);
-    EXPECT_GT(fresh[0], ids[2]);
+    EXPECT_GT(fresh[0], ids[3]);
     EXPECT_EQ(fresh[0] >> 48, 3u);
     // Destroyed worlds do not come back after the next restart.
     ASSERT_TRUE(alice->DestroyWorlds({ids[0]}).ok());
@@ -860,7 +888,7 @@ TEST(ServerPersistenceTest, WorldsSurviveARestartWithIdsOwnersAndState) {
   {
     std::unique_ptr<AxionServer> server = StartServer(options);
     ASSERT_NE(server, nullptr);
-    EXPECT_EQ(Connect(*server, "alice")->ListWorlds()->worlds_size(), 2);
+    EXPECT_EQ(Connect(*server, "alice")->ListWorlds()->worlds_size(), 3);
     EXPECT_EQ(Connect(*server, "bob")->ListWorlds()->worlds_size(), 1);
   }
   std::filesystem::remove_all(dir);

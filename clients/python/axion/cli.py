@@ -99,6 +99,11 @@ def describe_dict(description):
         "shape_names": description.shape_names,
         "joints": [vars(j) for j in description.joints],
         "actuators": [vars(a) for a in description.actuators],
+        "source_bodies": [
+            {"name": b.name, "body": b.body, "offset": b.offset.tolist()}
+            for b in description.source_bodies
+        ],
+        "source_joints": [vars(j) for j in description.source_joints],
     }
 
 
@@ -169,6 +174,15 @@ def cmd_describe(client, args):
     ]
     if rows:
         print_table(["ACTUATOR", "TYPE", "CTRL RANGE", "FORCE RANGE"], rows)
+    # the file's bodies that have no body of their own: merged into another, or static
+    rows = [
+        [b.name, d.body_names[b.body] if b.body >= 0 else "(world)",
+         " ".join(f"{v:g}" for v in b.offset)]
+        for b in d.source_bodies
+        if b.body < 0 or d.body_names[b.body] != b.name
+    ]
+    if rows:
+        print_table(["FILE BODY", "CARRIED BY", "OFFSET (XYZ WXYZ)"], rows)
     return 0
 
 

@@ -110,6 +110,63 @@ class ActuatorInfo:
 
 
 @dataclasses.dataclass(frozen=True)
+class SourceBody:
+    """Where a body (MJCF) or link (URDF) of the scene's file went."""
+
+    name: str
+    body: int  # index of the body that carries it in body_names; -1: static (the world)
+    # pose of its frame in that body's frame (world frame when static): position xyz (m),
+    # quaternion w x y z; the identity for a body of its own
+    offset: np.ndarray  # (7,) float64
+
+    @classmethod
+    def from_proto(cls, message):
+        p, q = message.offset.pos, message.offset.quat
+        quat = (q.w, q.x, q.y, q.z) if message.offset.HasField("quat") else (1.0, 0.0, 0.0, 0.0)
+        return cls(
+            name=message.name,
+            body=message.body,
+            offset=np.array((p.x, p.y, p.z) + quat, dtype=np.float64),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceJoint:
+    """Where a joint of the scene's file went."""
+
+    name: str
+    joint: int  # index in WorldDescription.joints; -1: none (free, floating or fixed joint)
+    dof: int  # its coordinate: joint_velocity[joints[joint].dof_offset + dof]
+
+    @classmethod
+    def from_proto(cls, message):
+        return cls(name=message.name, joint=message.joint, dof=message.dof)
+
+
+def _quat_multiply(a, b):
+    """Hamilton product of (..., 4) arrays w x y z."""
+    aw, ax, ay, az = np.moveaxis(a, -1, 0)
+    bw, bx, by, bz = np.moveaxis(b, -1, 0)
+    return np.stack(
+        (
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ),
+        axis=-1,
+    )
+
+
+def _quat_rotate(q, v):
+    """Rotates (..., 3) vectors v by (..., 4) unit quaternions q (w x y z)."""
+    w = q[..., :1]
+    u = q[..., 1:]
+    t = 2.0 * np.cross(u, v)
+    return v + w * t + np.cross(u, t)
+
+
+@dataclasses.dataclass(frozen=True)
 class WorldDescription:
     """Names, order and per-world array sizes of a world."""
 
@@ -124,6 +181,10 @@ class WorldDescription:
     actuator_count: int
     contact_capacity: int
     timestep: float  # s
+    # where the bodies and joints of an MJCF or URDF file went, in file order (empty for a
+    # scene given as a ModelDescription)
+    source_bodies: List[SourceBody] = dataclasses.field(default_factory=list)
+    source_joints: List[SourceJoint] = dataclasses.field(default_factory=list)
 
     @classmethod
     def from_proto(cls, message):
@@ -139,7 +200,34 @@ class WorldDescription:
             actuator_count=message.actuator_count,
             contact_capacity=message.contact_capacity,
             timestep=message.timestep,
+            source_bodies=[SourceBody.from_proto(b) for b in message.source.bodies],
+            source_joints=[SourceJoint.from_proto(j) for j in message.source.joints],
         )
+
+    def source_body_poses(self, body_pose):
+        """World poses of the file's bodies from body_pose (... x body_count x 7).
+
+        Returns (... x len(source_bodies) x 7): position xyz, quaternion w x y z, in file order,
+        as the file's own simulator reports them (MuJoCo's xpos and xquat), merged bodies
+        included.
+        """
+        body_pose = np.asarray(body_pose, dtype=np.float64)
+        if body_pose.shape[-2:] != (self.body_count, 7):
+            raise ValueError(
+                f"body_pose: shape {body_pose.shape}, expected (..., {self.body_count}, 7)"
+            )
+        offsets = np.array([b.offset for b in self.source_bodies], dtype=np.float64).reshape(-1, 7)
+        carriers = np.array([b.body for b in self.source_bodies], dtype=np.int64)
+        moving = carriers >= 0
+        # a static body's offset is its world pose
+        carrier = np.broadcast_to(
+            np.array((0, 0, 0, 1, 0, 0, 0), dtype=np.float64),
+            body_pose.shape[:-2] + (len(carriers), 7),
+        ).copy()
+        carrier[..., moving, :] = body_pose[..., carriers[moving], :]
+        position = carrier[..., :3] + _quat_rotate(carrier[..., 3:], offsets[:, :3])
+        quat = _quat_multiply(carrier[..., 3:], offsets[:, 3:])
+        return np.concatenate((position, quat), axis=-1)
 
     @property
     def layout(self):

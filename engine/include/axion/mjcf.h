@@ -137,9 +137,10 @@ struct ImportResult {
     int dof = 0;       // DOF within that joint (kGeneric: index among its non-locked axes)
   };
   std::vector<SourceJoint> source_joints;
-  // Where each body of the file went, in file order: the Axion body that carries it (kWorldBody
-  // for a static one) and the pose of its frame in that body's frame (the identity for a body
-  // of its own; a body without joints is merged into its parent, see rule 1).
+  // Where each body (MJCF) or link (URDF) of the file went, in file order: the Axion body that
+  // carries it (kWorldBody for a static one) and the pose of its frame in that body's frame (in
+  // the world frame for a static one; the identity for a body of its own). MJCF merges a body
+  // without joints into its parent (rule 1); URDF a link on a fixed joint (urdf.h).
   struct SourceBody {
     std::string name;
     int body = kWorldBody;

@@ -702,6 +702,11 @@ absl::Status UrdfLoader::Build() {
         links_[i].where, ": link '", links_[i].name, "' is not connected to the root link '",
         links_[root].name, "': its parent joints form a cycle"));
   }
+  // Where each link went, in file order (a static link's frame in the world frame).
+  for (const UrdfLink& link : links_) {
+    result_.source_bodies.push_back(
+        {link.name, link.body, link.body == kWorldBody ? link.world : link.offset});
+  }
   return absl::OkStatus();
 }
 
