@@ -353,6 +353,22 @@ bool JointFixesRotation(const JointDesc& joint) {
          modes[5] == AxisMode::kLocked;
 }
 
+bool JointHoldsChildOffPlane(const ModelDesc& desc, const JointDesc& joint,
+                             const ShapeDesc& plane) {
+  if (!JointFixesRotation(joint) || plane.type != ShapeType::kPlane || plane.body != kWorldBody)
+    return false;
+  const std::array<AxisMode, 6> modes = JointAxisModes(joint);
+  const Quat frame = desc.bodies[joint.child].pose.quat * joint.child_frame.quat;
+  const Vec3 normal = rotate(plane.pose.quat, Vec3{0, 0, 1});
+  for (int k = 0; k < 3; ++k) {
+    Vec3 axis;
+    axis[k] = 1;
+    if (modes[k] != AxisMode::kLocked && std::abs(dot(normal, rotate(frame, axis))) > 1e-9)
+      return false;
+  }
+  return true;
+}
+
 std::vector<JointRowLayout> JointRows(const JointDesc& joint, bool has_drive) {
   std::vector<JointRowLayout> rows;
   if (joint.type == JointType::kRevolute) {
@@ -721,16 +737,36 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
   // the joined bodies' shape pairs the filter would pass, excluded
   std::vector<std::vector<int>> body_shapes(body_count + 1);  // kWorldBody's at 0
   for (int s = 0; s < shape_count; ++s) body_shapes[desc.shapes[s].body + 1].push_back(s);
+  std::set<std::pair<int, int>> excluded, unreachable;
+  auto exclude = [&](int a, int b) {
+    const std::pair<int, int> key{std::min(a, b), std::max(a, b)};
+    if (ShapesPassFilter(desc.shapes[a], desc.shapes[b]) && !explicit_pairs.count(key))
+      excluded.insert(key);
+  };
   for (auto [body_a, body_b] : joined) {
     if (body_a == body_b) continue;
     for (int a : body_shapes[body_a + 1]) {
-      for (int b : body_shapes[body_b + 1]) {
-        const std::pair<int, int> key{std::min(a, b), std::max(a, b)};
-        if (ShapesPassFilter(desc.shapes[a], desc.shapes[b]) && !explicit_pairs.count(key))
-          model->pair_rules_.push_back({key.first, key.second, Model::kPairExcluded});
+      for (int b : body_shapes[body_b + 1]) exclude(a, b);
+    }
+  }
+  // A body whose joint to the world holds its rotation and its translation along a static
+  // plane's normal can neither approach nor leave that plane: its contacts with it could not act
+  // (the joint carries the load), and one that starts inside it could never be resolved (Gym's
+  // thrower holds its target on two slides with capsule ends 0.5 mm into the floor). Excluded.
+  for (const JointDesc& joint : desc.joints) {
+    for (int plane : body_shapes[0]) {
+      if (!JointHoldsChildOffPlane(desc, joint, desc.shapes[plane])) continue;
+      for (int s : body_shapes[joint.child + 1]) {
+        exclude(plane, s);
+        unreachable.insert({std::min(plane, s), std::max(plane, s)});
       }
     }
   }
+  // (explicit pairs included: MJCF's one-way contype/conaffinity pairs arrive as explicit pairs)
+  for (Model::PairRule& rule : model->pair_rules_) {
+    if (unreachable.count({rule.shape_a, rule.shape_b})) rule.friction = Model::kPairExcluded;
+  }
+  for (auto [a, b] : excluded) model->pair_rules_.push_back({a, b, Model::kPairExcluded});
   std::sort(model->pair_rules_.begin(), model->pair_rules_.end(), PairRuleBefore);
   // pairs that may collide: those the filter passes, less the excluded, plus the explicit ones
   // it does not pass (a count over every pair of shapes, kept only as a number)
@@ -740,7 +776,7 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
       pair_count += ShapesPassFilter(desc.shapes[a], desc.shapes[b]) ? 1 : 0;
   for (const Model::PairRule& rule : model->pair_rules_) {
     const bool passes = ShapesPassFilter(desc.shapes[rule.shape_a], desc.shapes[rule.shape_b]);
-    if (rule.friction == Model::kPairExcluded) pair_count -= 1;
+    if (rule.friction == Model::kPairExcluded && passes) pair_count -= 1;
     if (rule.friction != Model::kPairExcluded && !passes) pair_count += 1;
   }
   model->collision_pair_count_ = pair_count;

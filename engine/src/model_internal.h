@@ -32,6 +32,11 @@ std::vector<JointRowLayout> JointRows(const JointDesc& joint, bool has_drive);
 // angular lock rows; it is given no rotational freedom instead (zero inverse inertia, see
 // BatchView::body_rotation_fixed).
 bool JointFixesRotation(const JointDesc& joint);
+// True when `joint` holds its child's rotation (JointFixesRotation) and its translation along the
+// normal of `plane`, a static plane: the child can neither approach nor leave the plane, and
+// Model::Compile leaves their shape pairs out. Reads child_frame (Compile resolves
+// JointDesc::axis into it first).
+bool JointHoldsChildOffPlane(const ModelDesc& desc, const JointDesc& joint, const ShapeDesc& plane);
 // DOF `dof`'s dry friction (JointDesc::friction_loss or its per-DOF override).
 Real JointFrictionLoss(const JointDesc& joint, int dof);
 // A limited ball joint's cone limit (rad, upper[0]); 0 for every other joint.

@@ -192,6 +192,68 @@ void PushAtTheFrictionLimit(bool with_bob) {
   EXPECT_LT(std::fabs(moved), 1e-6);
 }
 
+// A box on two slides (x and y free, its height and rotation held by the joint) sits 0.5 mm into
+// the floor, as Gym's thrower holds its target. No motion can bring it out of the floor or
+// closer, so its contacts with the floor could neither act nor be resolved: the model leaves the
+// pair out, whether the filter or an explicit pair asked for it, and the box slides under a push
+// at F / m, every step converged (before: every step at the Newton limit, halved to the last
+// level). A free height, or a floor tilted across a free axis, keeps the pair.
+TEST(ContactTest, BodyHeldAlongAPlanesNormalDoesNotTouchIt) {
+  auto slid_box = [](std::array<AxisMode, 6> modes, Quat floor_tilt, bool explicit_pair) {
+    ModelDesc d;
+    d.options.timestep = 0.01;
+    d.shapes.push_back(Ground(0.5, floor_tilt));
+    AddBox(d, {0, 0, 0.1 - 0.0005}, {});
+    JointDesc slides;
+    slides.type = JointType::kGeneric;
+    slides.child = 0;
+    slides.axis_mode = modes;
+    d.joints.push_back(slides);
+    if (explicit_pair) {
+      ContactPairDesc pair;
+      pair.shape_a = 0;
+      pair.shape_b = 1;
+      pair.friction = 0.5;
+      d.contact_pairs.push_back(pair);
+    }
+    return d;
+  };
+  using enum AxisMode;
+  const std::array<AxisMode, 6> planar{kFree, kFree, kLocked, kLocked, kLocked, kLocked};
+  for (bool explicit_pair : {false, true}) {
+    ModelDesc d = slid_box(planar, {}, explicit_pair);
+    std::shared_ptr<const Model> model = MustCompile(d);
+    EXPECT_FALSE(model->MayCollide(0, 1)) << "explicit pair: " << explicit_pair;
+    EXPECT_TRUE(model->collision_pairs().empty());
+    auto sim = MustCreateSimulator();
+    WorldId w = MustCreateWorld(*sim, model);
+    std::vector<Real> wrench(6, 0);
+    wrench[0] = 2;  // N, on 1 kg
+    ASSERT_TRUE(sim->SetExternalForces(w, wrench).ok());
+    int newton = 0;
+    for (int n = 0; n < 100; ++n) {
+      MustStep(*sim, w);
+      WorldStats stats = *sim->GetStats(w);
+      EXPECT_EQ(stats.contact_count, 0);
+      newton += stats.newton_iterations;
+      test::ExpectHealthy(*sim, w);
+    }
+    // x = a t^2 / 2 by backward Euler: a h^2 n (n + 1) / 2 after n steps
+    EXPECT_NEAR(test::BodyPos(*sim, w, 0).x, 2 * 0.01 * 0.01 * 100 * 101 / 2, 1e-9);
+    EXPECT_NEAR(test::BodyPos(*sim, w, 0).z, 0.0995, 1e-9);
+    EXPECT_LE(newton, 200);
+  }
+  // the height free: the floor holds the box up, the pair stays
+  EXPECT_TRUE(MustCompile(slid_box({kFree, kFree, kFree, kLocked, kLocked, kLocked}, {}, false))
+                  ->MayCollide(0, 1));
+  // a floor tilted about y: sliding along x moves the box into it
+  EXPECT_TRUE(MustCompile(slid_box(planar, {std::cos(0.05), 0, std::sin(0.05), 0}, false))
+                  ->MayCollide(0, 1));
+  // rotation free: the box can turn a corner into the floor
+  EXPECT_TRUE(MustCompile(slid_box({kFree, kFree, kLocked, kLocked, kFree, kLocked}, {}, false))
+                  ->MayCollide(0, 1));
+}
+
 TEST(ContactTest, PushAtTheFrictionLimitConvergesFastAndHolds) {
   PushAtTheFrictionLimit(false);
   PushAtTheFrictionLimit(true);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "axion/mjcf.h"
 #include "axion/model.h"
 #include "axion/simulator.h"
@@ -1322,14 +1323,15 @@ TEST(IslandTest, BallFallsBesideAWedgedTargetLikeMuJoCo) {
 // row's effective mass (kernels_common.h, kFbSmoothingSpeedCap). Without the cap a featherweight
 // body resting on a table (Gym's pusher object, 8e-9 kg, held at the table's height by its
 // slides) was free to sit 1e3 m/s off complementarity, and every step ended at the Newton limit
-// (54 iterations per step).
+// (54 iterations per step). (The table is a box: a plane's pairs with a body sliding in it are
+// left out, Model::pair_rules, as they now are for the pusher's.)
 TEST(ContactSmoothingTest, FeatherweightBodyRestingOnATableConverges) {
   for (const char* mass : {"8e-9", "1"}) {
     const std::string path = WriteTempModel(std::string("feather_") + mass + ".xml", R"(
 <mujoco model="feather">
   <option timestep="0.01"/>
   <worldbody>
-    <geom name="table" type="plane" size="1 1 0.1"/>
+    <geom name="table" type="box" pos="0 0 -0.1" size="1 1 0.1"/>
     <body name="object" pos="0 0 0.05">
       <joint name="x" type="slide" axis="1 0 0"/>
       <joint name="y" type="slide" axis="0 1 0"/>
@@ -1344,6 +1346,56 @@ TEST(ContactSmoothingTest, FeatherweightBodyRestingOnATableConverges) {
     EXPECT_LT(run.newton / run.steps, 1.0) << mass << " kg";
     EXPECT_LT(run.max_speed, 1e-6) << mass << " kg";
   }
+}
+
+// Gym's thrower: a target on two slides whose corner capsules reach 0.5 mm into the floor, and
+// whose walls reach the floor one way (contype 1, conaffinity 0). Its height is the joints', so
+// the compiled model leaves the target's pairs with the floor out (explicit pairs included) and
+// says so; the ball beside it, on a free joint, keeps its pair.
+TEST(MjcfCollisionTest, BodiesSlidingInAPlaneDoNotTouchItAndSaySo) {
+  auto warned = [](const ImportResult& r, const std::string& needle) {
+    return std::any_of(r.warnings.begin(), r.warnings.end(),
+                       [&](const std::string& w) { return w.find(needle) != std::string::npos; });
+  };
+  std::string xml = R"(
+<mujoco><worldbody>
+  <geom name="floor" type="plane" size="1 1 0.1"/>
+  <body name="target" pos="0 0 0.0">
+    <joint name="x" type="slide" axis="1 0 0"/><joint name="y" type="slide" axis="0 1 0"/>
+    <geom name="base" type="box" pos="0 0 0.002" size="0.075 0.075 0.001"/>
+    <geom name="wall" type="box" pos="0.075 0 0.031" size="0.001 0.075 0.03" conaffinity="0"/>
+    <geom name="post" type="capsule" fromto="0.07 0.07 0.0045 0.07 0.07 0.06" size="0.005"/>
+  </body>
+  <body name="ball" pos="0.5 0 0.1"><freejoint/><geom name="ball" size="0.03"/></body>
+</worldbody></mujoco>)";
+  absl::StatusOr<ImportResult> r = LoadMjcfString(xml, "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(warned(*r,
+                     "body 'target' slides in the plane of geom 'floor', its height held "
+                     "by joint 'x+y': Axion leaves their contacts out"));
+  EXPECT_EQ(r->model.contact_pairs.size(), 2u);  // floor-wall and wall-ball, one way
+  World w = MakeWorld(r->model);
+  ASSERT_NE(w.model, nullptr);
+  for (int shape = 1; shape <= 3; ++shape) EXPECT_FALSE(w.model->MayCollide(0, shape)) << shape;
+  EXPECT_TRUE(w.model->MayCollide(0, 4));
+  // The post, 0.5 mm into the floor, held every solve at its limit; now each step converges.
+  for (int n = 0; n < 200; ++n) {
+    ASSERT_TRUE(w.sim->StepAll(1).ok());
+    EXPECT_EQ(w.sim->GetStats(w.id)->flags, 0u) << "step " << n;
+  }
+  // the ball landed, the target stayed
+  absl::StatusOr<BodyState> state = w.sim->GetBodyState(w.id);
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_NEAR(state->pose[7 + 2], 0.03, 1e-3);
+  EXPECT_NEAR(state->pose[0], 0, 1e-12);
+  // without the joints' hold (a free target) nothing is left out, and no warning
+  absl::StatusOr<ImportResult> free_target = LoadMjcfString(
+      absl::StrReplaceAll(xml, {{R"(<joint name="x" type="slide" axis="1 0 0"/>)", "<freejoint/>"},
+                                {R"(<joint name="y" type="slide" axis="0 1 0"/>)", ""}}),
+      "");
+  ASSERT_TRUE(free_target.ok()) << free_target.status();
+  EXPECT_FALSE(warned(*free_target, "slides in the plane"));
+  EXPECT_TRUE(Model::Compile(free_target->model).value()->MayCollide(0, 3));
 }
 
 }  // namespace

@@ -185,8 +185,9 @@ inline ModelDesc RobotJoints() {
 // Systems that touch nothing of each other in one world, so each is an island of its own
 // (kernels_solver.h, world_build_islands): a 5-link chain hung at the origin, released
 // horizontally; two boxes dropped onto the floor and onto each other at y = 3 (they land, the
-// top one sliding); and, when `wedged`, a box held by a slide 1 mm inside the floor at y = -3,
-// whose joint and contact contradict each other, so its solve never converges.
+// top one sliding); and, when `wedged`, a box held by a slide 1 mm inside a static pad at
+// y = -3, whose joint and contact contradict each other, so its solve never converges. (The pad
+// is a box: the floor plane itself would leave the pair out, Model::pair_rules.)
 inline ModelDesc Islands(bool wedged) {
   ModelDesc d = Chain(5);
   ShapeDesc floor;
@@ -202,6 +203,11 @@ inline ModelDesc Islands(bool wedged) {
     slide.child = AddBox(d, {0, -3, 0.099}, {0.1, 0.1, 0.1});
     slide.axis = Vec3{1, 0, 0};
     d.joints.push_back(slide);
+    ShapeDesc pad;
+    pad.type = ShapeType::kBox;
+    pad.pose.pos = {0, -3, -0.05};
+    pad.size = {0.3, 0.3, 0.05};
+    d.shapes.push_back(pad);
   }
   return d;
 }

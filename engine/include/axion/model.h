@@ -188,7 +188,9 @@ struct JointCouplingDesc {
 };
 
 // An explicit contact pair (MJCF <contact><pair>): shapes `shape_a` and `shape_b` collide
-// whatever their groups, masks, bodies' joints and excluded pairs, with this pair's friction
+// whatever their groups, masks, bodies' joints and excluded pairs (but one: a body whose joint to
+// the world holds its rotation and its translation along a static plane's normal never touches
+// that plane, see Model::pair_rules), with this pair's friction
 // (contact_dim 1: none) in place of what their own materials would give. MuJoCo's rule: the
 // pair replaces the contact the filter would have made between the two.
 struct ContactPairDesc {
@@ -367,7 +369,11 @@ class Model {
 
   // The exceptions to the group/mask filter, sorted by (shape_a, shape_b), shape_a < shape_b:
   // explicit pairs (friction >= 0: the pair's, 0 when frictionless) and pairs the filter would
-  // pass whose bodies are joined or excluded (friction kPairExcluded). What decides whether two
+  // pass whose bodies are joined or excluded (friction kPairExcluded). Also excluded, explicit
+  // or not: a static plane and the shapes of a body whose rigid joint to the world holds its
+  // rotation and its translation along the plane's normal (slides in the plane): no motion can
+  // bring them closer or apart, so their contacts could not act, and one that started inside
+  // the plane could never be resolved (the joint carries the load). What decides whether two
   // shapes collide is the filter and this list, O(shapes + joined shapes), where a list of every
   // pair that may collide grows with the square of the shapes.
   struct PairRule {

@@ -23,6 +23,7 @@
 #include "collision/hull.h"
 #include "collision/mass.h"
 #include "io/io_util.h"
+#include "model_internal.h"
 #include "tinyxml2.h"
 
 namespace axion {
@@ -334,6 +335,7 @@ class MjcfLoader {
   absl::Status Convert();
   absl::Status ConvertJoints(int b, int parent_body);
   void ApplyCollisionRules();
+  void WarnHeldOffPlanes();
 
   const MjcfOptions& options_;
   io::Warnings warnings_;
@@ -2137,6 +2139,44 @@ void MjcfLoader::ApplyCollisionRules() {
   }
 }
 
+// A body whose joints hold its rotation and its height over a plane (slides in the plane) never
+// touches it in Axion (Model::pair_rules); MuJoCo computes those contacts, which can push only
+// against the joints (and, with condim 3, add friction along the slides).
+void MjcfLoader::WarnHeldOffPlanes() {
+  const ModelDesc& model = result_.model;
+  auto collide = [&](int a, int b) {
+    const ShapeDesc& sa = model.shapes[a];
+    const ShapeDesc& sb = model.shapes[b];
+    if ((sa.collision_group & sb.collision_mask) && (sb.collision_group & sa.collision_mask))
+      return true;
+    for (const ContactPairDesc& pair : model.contact_pairs) {
+      if (std::min(pair.shape_a, pair.shape_b) == std::min(a, b) &&
+          std::max(pair.shape_a, pair.shape_b) == std::max(a, b))
+        return true;
+    }
+    return false;
+  };
+  for (const JointDesc& joint : model.joints) {
+    for (size_t p = 0; p < model.shapes.size(); ++p) {
+      if (!JointHoldsChildOffPlane(model, joint, model.shapes[p])) continue;
+      for (size_t s = 0; s < model.shapes.size(); ++s) {
+        if (model.shapes[s].body != joint.child ||
+            !collide(static_cast<int>(p), static_cast<int>(s)))
+          continue;
+        const std::string& plane = model.shapes[p].name;
+        warnings_.Add(
+            "held-off-plane",
+            absl::StrCat("body '", model.bodies[joint.child].name, "' slides in the plane of geom ",
+                         plane.empty() ? std::string("(unnamed)") : "'" + plane + "'",
+                         ", its height held by joint '", joint.name,
+                         "': Axion leaves their contacts out (they could only push against the "
+                         "joint; MuJoCo computes them)"));
+        break;
+      }
+    }
+  }
+}
+
 absl::StatusOr<ImportResult> MjcfLoader::Load(std::string_view xml, const std::string& file,
                                               const std::string& base_dir) {
   absl::StatusOr<ImportResult> result = LoadModel(xml, file, base_dir);
@@ -2207,6 +2247,7 @@ absl::StatusOr<ImportResult> MjcfLoader::LoadModel(std::string_view xml, const s
   for (const XMLElement* s : contact_sections_) AXION_IO_RETURN_IF_ERROR(ParseContact(s));
   for (const XMLElement* s : actuator_sections_) AXION_IO_RETURN_IF_ERROR(ParseActuators(s));
   ApplyCollisionRules();
+  WarnHeldOffPlanes();
   result_.warnings = warnings_.Lines();
   return std::move(result_);
 }
