@@ -101,9 +101,9 @@
 //     (torsional and rolling friction are not supported: warning). contype ->
 //     ShapeDesc::collision_group and
 //     conaffinity -> collision_mask. MuJoCo collides a pair when (contype_a & conaffinity_b) ||
-//     (contype_b & conaffinity_a); Axion requires both terms. The two agree whenever the rule is
-//     symmetric for every pair (the usual case); a model whose geoms rely on the asymmetric
-//     case gets a warning naming a pair.
+//     (contype_b & conaffinity_a); Axion's filter requires both terms, so the pairs that meet
+//     one way only become explicit ContactPairDescs with MuJoCo's mixing (up to 4096 per model;
+//     past that a warning names a pair).
 //     Ellipsoids with unequal radii become a convex hull of points on their surface (warning);
 //     mass properties still use the exact ellipsoid. Finite planes become infinite (warning).
 //  7. Collision filtering: MuJoCo never collides two bodies of one weld group, nor a weld group
@@ -113,7 +113,11 @@
 //     is, by the parent's joints. The pairs MuJoCo filters that no joint joins directly (a body
 //     and its parent across a light-body chain, <contact><exclude>) go into
 //     ModelDesc::exclude_body_pairs, so the filter is exact for any number of bodies and
-//     contype/conaffinity keep their meaning as groups and masks.
+//     contype/conaffinity keep their meaning as groups and masks. One difference, with a
+//     warning: a body on slides in a plane geom's plane (its rotation and height held by its
+//     joints, as Gym's pusher, striker and thrower hold their objects and targets) never touches
+//     that plane in Axion (Model::pair_rules): MuJoCo's contacts there can push only against
+//     the joints, and one that starts inside the plane could never be resolved by rigid rows.
 #pragma once
 
 #include <string>
