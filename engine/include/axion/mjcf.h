@@ -6,19 +6,25 @@
 // with inheritance and `childclass` (every top-level <default> is the main class), <asset> <mesh>
 // (file: OBJ or binary / ASCII STL; or vertex and face; scale), nested <body> (pos, quat,
 // euler, axisangle, xyaxes, zaxis), <geom> (plane, sphere, capsule, box, cylinder, ellipsoid,
-// mesh; size, fromto, density, mass, friction, condim, contype, conaffinity; an ellipsoid and a
-// mesh collide as convex hulls, a mesh with MuJoCo 2.2's mass properties for it),
-// <inertial> (pos, orientation, mass, diaginertia, fullinertia), <joint> (hinge, slide, ball,
-// free; pos, axis, range, limited, stiffness, damping, armature, ref, springref), <freejoint>,
-// <actuator> (motor, position, velocity on a joint: gear, ctrlrange, ctrllimited, kp, kv), and
-// <equality> <connect> and <weld> (body1, body2, anchor, active), which become joints closing
-// loops (a ball joint at the anchor, a fixed joint), held exactly where MuJoCo's are soft, and
-// <contact> <exclude> (body1, body2).
-// Everything else (visual elements, sites, cameras, lights, sensors, tendons, joint and tendon
-// equalities, solver-parameter attributes such as solref/solimp, ...) is skipped with a
-// warning naming the element or attribute, so no difference from MuJoCo is silent. Malformed or
-// inconsistent files are errors that name the file and line, the element, its name and the
-// attribute.
+// mesh; size, fromto, density, mass, friction, condim, contype, conaffinity; an ellipsoid with
+// unequal radii and a mesh collide as convex hulls, a mesh with MuJoCo 2.2's mass properties
+// for it), <inertial> (pos, orientation, mass, diaginertia, fullinertia), <joint> (hinge, slide,
+// ball, free; pos, axis, range, limited, stiffness, damping, armature, frictionloss, ref,
+// springref), <freejoint>, <composite> (particle, rope and loop: count, spacing, offset, prefix,
+// a template <geom> and "main" <joint>s, expanded into the bodies, joints and geoms MuJoCo 2.2
+// makes of them; not with coordinate "global"), <actuator> (motor, position, velocity, and
+// <general> where it is one of these (rule 4), on a joint: gear, ctrlrange, ctrllimited,
+// forcerange, forcelimited, kp, kv), <equality> <connect> and <weld> (body1, body2, active; a
+// connect's anchor), which become joints closing loops (a ball joint at the anchor, a fixed
+// joint), and <equality> <joint> (joint1, joint2, polycoef, active), which becomes a
+// JointCouplingDesc (joint1's coordinate a quartic of joint2's), all held exactly where
+// MuJoCo's are soft, and <contact> <exclude> (body1, body2) and <pair> (geom1, geom2, condim,
+// friction).
+// Everything else (visual elements, sites, cameras, lights, sensors, tendons, tendon equalities,
+// other composite types, solver-parameter attributes such as solref/solimp, ...) is skipped
+// with a warning naming the element or attribute, so no difference from MuJoCo is silent; an
+// error also names the unsupported elements skipped before it. Malformed or inconsistent files
+// are errors that name the file and line, the element, its name and the attribute.
 //
 // Conversion from MuJoCo's generalized coordinates to Axion's maximal coordinates:
 //
@@ -36,31 +42,36 @@
 //       - a free joint (<freejoint> or type="free"): no JointDesc; the body is free. Only
 //         allowed on children of <worldbody>, as in MuJoCo.
 //       - no joint: merged into the parent (rule 1); with MjcfOptions::merge_welded_bodies off,
-//         JointType::kFixed to the parent.
+//         JointType::kFixed to the parent (a massless body is merged anyway).
 //       - one hinge / slide: kRevolute / kPrismatic with the joint frame at `pos` and its x axis
 //         along `axis`; `ref` becomes JointDesc::reference, `range` the limits.
-//       - one ball: kBall at `pos` (ball range limits are not supported: warning).
-//       - two or three hinges (or slides) with a common anchor, mutually orthogonal axes and
-//         zero ref: one kGeneric joint whose frame axes are the joint axes: x = axis1,
-//         y = axis2, z = axis1 x axis2. A third hinge must be +-z; when it is -z the frame is
-//         (axis1, axis3, axis2) instead, which is right-handed, so every frame axis is exactly
-//         one MJCF axis with its sign. Those angular (or linear) axes are kLimited or kFree, the
-//         others kLocked; each DOF keeps its own MJCF joint's spring, damper and armature
-//         (JointDesc::dof_drive, dof_armature), and an actuator on an MJCF joint addresses the
-//         generic DOF of its axis. Axion measures a generic joint's rotation by the rotation
+//       - one ball: kBall at `pos`. Its range limits the rotation angle to the larger entry,
+//         as in MuJoCo (one cone, twist included: JointDesc::upper[0]); a range of pi or more
+//         never binds and is dropped (warning). ref and springref are ignored: the spring pulls
+//         toward the initial configuration, as MuJoCo's ball spring does.
+//       - two or three hinges with a common anchor (or slides, whose anchors do not matter),
+//         mutually orthogonal axes and zero ref: one kGeneric joint whose frame axes are the
+//         joint axes: x = axis1, y = axis2, z = axis1 x axis2. A third hinge must be +-z; when
+//         it is -z the frame is (axis1, axis3, axis2) instead, which is right-handed, so every
+//         frame axis is exactly one MJCF axis with its sign. Those angular (or linear) axes are
+//         kLimited or kFree, the others kLocked; each DOF keeps its own MJCF joint's spring,
+//         damper, armature and frictionloss (JointDesc::dof_drive, dof_armature,
+//         dof_friction_loss), and an actuator on an MJCF joint addresses the generic DOF of its
+//         axis. Axion measures a generic joint's rotation by the rotation
 //         vector of the relative rotation, so its coordinates (and the limits and springs on
 //         them) equal MuJoCo's hinge angles when one axis is displaced and agree to first order
 //         otherwise. With three hinges every rotation is reachable in both engines, so the
 //         kinematics are identical; with two, Axion allows exp(a x + b y) where MuJoCo allows
 //         R(x, a) R(y, b): the two differ at second order (about a b / 2 about the locked axis).
-//         Set MjcfOptions::merge_joints = false to get the exact chain below.
+//         Set MjcfOptions::merge_joints = false to get MuJoCo's kinematics exactly (the
+//         universal joint or the chain below).
 //       - two hinges otherwise (anchors differ, axes not orthogonal, or merging off), with zero
 //         ref and axes more than ~6 degrees apart: one kUniversal joint, MuJoCo's kinematics
 //         exactly: the first hinge turns the body about its axis and anchor, the second about
 //         its own axis through its own anchor as the first leaves it (JointDesc::second_axis,
 //         second_anchor). Its two DOFs are the two hinge angles, each with its own limit,
-//         spring, damper and armature. MuJoCo's humanoid feet are such joints: ankle_y (anchor
-//         z = 0.08) and ankle_x (anchor z = 0.04) are orthogonal but do not meet.
+//         spring, damper, armature and frictionloss. MuJoCo's humanoid feet are such joints:
+//         ankle_y (anchor z = 0.08) and ankle_x (anchor z = 0.04) are orthogonal but do not meet.
 //       - anything else (three hinges that do not share an anchor or are not orthogonal,
 //         hinges mixed with slides or balls, a non-zero ref, more than three joints): a chain
 //         in MuJoCo's order, parent -> joint 1 -> light body -> joint 2 -> ... -> body, each
@@ -75,24 +86,32 @@
 //         cost solver effort (a body of 1% mass between two joints makes the Schur complement
 //         ill-conditioned, and under load Newton converges slowly), which is why the two joint
 //         kinds above are preferred.
-//  3. Joint springs and dampers: stiffness and damping become the DOF's drive (JointDesc::drive,
-//     or its JointDesc::dof_drive entry in a merged joint) with target position `springref`
-//     (0 by default) and target velocity 0; armature becomes JointDesc::armature (dof_armature
-//     entry). frictionloss is not supported (warning).
-//  4. Actuators: motor -> ActuatorType::kEffort with gear[0]; position -> kPosition with kp (and
-//     kv when given); velocity -> kVelocity with kv; ctrlrange/ctrllimited as in MuJoCo 2.2
-//     (autolimits off: a range without `limited`/`ctrllimited` is an error, as in MuJoCo).
-//     Axion's servos set the DOF's drive gains, replacing the joint's spring and damper, where
-//     MuJoCo adds the two: a position servo's kv therefore includes the joint's damping
-//     (exact), and a joint stiffness under a position servo, or a joint damping under a
-//     velocity servo, is replaced (warning).
-//     Other transmissions (tendon, site, body) and the <general> actuator are skipped with a
-//     warning.
+//  3. Joint springs, dampers and friction: stiffness and damping become the DOF's drive
+//     (JointDesc::drive, or its JointDesc::dof_drive entry in a merged joint) with target
+//     position `springref` (0 by default) and target velocity 0; armature becomes
+//     JointDesc::armature (dof_armature entry), and frictionloss JointDesc::friction_loss
+//     (dof_friction_loss entry), dry friction the DOF sticks against until pushed harder.
+//  4. Actuators: motor -> ActuatorType::kEffort with gear[0]; position -> kPosition with kp
+//     (default 1) and kv (default 0); velocity -> kVelocity with kv (default 1). A gear other
+//     than 1 on a position or velocity actuator is ignored (warning), as are gear values after
+//     the first. ctrlrange/ctrllimited and forcerange/forcelimited as in MuJoCo 2.2 (autolimits
+//     off: a range without `ctrllimited`/`forcelimited` is an error, as in MuJoCo). A servo's
+//     gains add to the joint's own spring and damper, as in MuJoCo.
+//     A <general> actuator with dyntype none, gaintype fixed and biastype none or affine
+//     (force = gainprm[0] ctrl + biasprm[0] + biasprm[1] q + biasprm[2] qdot) becomes the
+//     shortcut it equals: no bias -> kEffort with gear = gear[0] gainprm[0]; biasprm
+//     (0, -kp, -kv) with kp = gainprm[0] -> kPosition; biasprm (0, 0, -kv) with kv = gainprm[0]
+//     -> kVelocity. Other <general> actuators (and those servos with a gear other than 1),
+//     other actuator kinds (cylinder, muscle, ...), other transmissions (tendon, site, body,
+//     ...) and actuators on free or ball joints are skipped with a warning.
 //  5. Mass and inertia: with inertiafromgeom (auto: bodies without <inertial>) each geom's mass
 //     is its `mass` or density (1000 kg/m^3 by default) times its volume, with MuJoCo's volume
 //     and inertia formulas per shape (a capsule is a cylinder plus two hemispheres); the geoms
 //     are combined about the body's centre of mass with the parallel-axis theorem. BodyDesc
 //     gets the full tensor in the body frame (MuJoCo diagonalises it; the eigenvalues agree).
+//     Principal moments that break the triangle inequality are an error, as in MuJoCo, or with
+//     balanceinertia (or MjcfOptions::balance_inertia) take their mean (warning). A body with a
+//     BodyDesc of its own needs positive mass and a non-singular inertia (error otherwise).
 //  6. Geoms: friction = first value (sliding), combined as MuJoCo does for geoms of equal
 //     priority, the larger of the two (SolverOptions::friction_combine = kMax); condim ->
 //     ShapeDesc::contact_dim, 1 frictionless and 3 sliding friction, a contact taking the larger
@@ -105,7 +124,8 @@
 //     one way only become explicit ContactPairDescs with MuJoCo's mixing (up to 4096 per model;
 //     past that a warning names a pair).
 //     Ellipsoids with unequal radii become a convex hull of points on their surface (warning);
-//     mass properties still use the exact ellipsoid. Finite planes become infinite (warning).
+//     mass properties still use the exact ellipsoid. Meshes collide as the convex hull of their
+//     vertices (warning). Finite planes become infinite (warning).
 //  7. Collision filtering: MuJoCo never collides two bodies of one weld group, nor a weld group
 //     and its parent weld group unless one is the world; Axion skips the body pairs joined
 //     directly by a joint with collide_connected = false (joints to the world collide, as in
@@ -113,7 +133,10 @@
 //     is, by the parent's joints. The pairs MuJoCo filters that no joint joins directly (a body
 //     and its parent across a light-body chain, <contact><exclude>) go into
 //     ModelDesc::exclude_body_pairs, so the filter is exact for any number of bodies and
-//     contype/conaffinity keep their meaning as groups and masks. One difference, with a
+//     contype/conaffinity keep their meaning as groups and masks. A <contact><pair> becomes a
+//     ContactPairDesc: its two geoms collide whatever the filter, with the pair's condim and
+//     first friction value (MuJoCo's defaults, 3 and 1, not the geoms'; condim 4 and 6 are taken
+//     as 3 and different tangential frictions as the first, with warnings). One difference, with a
 //     warning: a body on slides in a plane geom's plane (its rotation and height held by its
 //     joints, as Gym's pusher, striker and thrower hold their objects and targets) never touches
 //     that plane in Axion (Model::pair_rules): MuJoCo's contacts there can push only against
@@ -134,10 +157,11 @@ struct ImportResult {
   ModelDesc model;
   // One line per unsupported element or attribute (with its count) and per approximation.
   std::vector<std::string> warnings;
-  // Where each joint of the file went, in file order.
+  // Where each joint of the file went, in file order (URDF: depth first from the root link).
   struct SourceJoint {
     std::string name;  // the file's joint name (generated "<body>_joint<k>" when unnamed)
-    int joint = -1;    // index in model.joints; -1 for free joints (no Axion joint)
+    int joint = -1;    // index in model.joints; -1 where there is no Axion joint (MJCF free
+                       // joints, URDF fixed and floating joints)
     int dof = 0;       // DOF within that joint (kGeneric: index among its non-locked axes)
   };
   std::vector<SourceJoint> source_joints;

@@ -1,9 +1,10 @@
 // URDF importer: reads a robot description into an axion::ModelDesc.
 //
 // Conversion rules:
-//  - Each <link> with mass becomes a BodyDesc: mass, centre of mass and the inertia tensor of
-//    <inertial> (rotated from the <origin> rpy frame into the link frame). Its pose is the
-//    world pose with every joint at zero, composed from the root through the joint origins.
+//  - Each link on a moving joint (and a floating root) becomes a BodyDesc: mass, centre of mass
+//    and the inertia tensor of <inertial> (rotated from the <origin> rpy frame into the link
+//    frame). Its pose is the world pose with every joint at zero, composed from the root
+//    through the joint origins.
 //  - The root link is welded to the world by default (fixed base): it becomes static and its
 //    collision shapes are world shapes. With UrdfOptions::floating_base it is a free body,
 //    unless it is named "world" (ROS and Gazebo's name for the world frame itself).
@@ -11,29 +12,41 @@
 //    of mass and inertia are added to the parent's, and its shapes and child joints move to the
 //    parent (one warning says so). Exact, and it spares the solver a body of its own held by six
 //    rows: robot files fix 1 g sensor frames to 5 kg trunks, which made a badly conditioned
-//    system. A link without mass behind a moving joint is an error.
+//    system. A link without mass behind a moving joint is an error. ImportResult::source_bodies
+//    says, for every link in file order, which body carries it and where.
 //  - Inertias: not positive definite is an error; principal moments that break the triangle
 //    inequality are an error too, or (UrdfOptions::balance_inertia) take their mean.
 //    UrdfOptions::inertia_from_collision takes them from the collision geometry instead.
 //  - <collision> geometry: box, sphere, cylinder (along z, as in Axion), and mesh: an STL
 //    (binary or ASCII) or OBJ file whose (scaled) vertices become a ShapeType::kConvexHull.
-//    Mesh paths are relative to the URDF's directory; "package://NAME/REST" is looked up as
-//    DIR/NAME/REST and DIR/REST for each DIR in UrdfOptions::package_dirs, then the URDF's
-//    directory and its parents. <visual> is ignored (one warning).
-//  - Joints: revolute -> kRevolute (limited; a <limit> whose lower is above its upper leaves it
-//    unlimited, as pybullet does, with a warning), continuous -> kRevolute (unlimited),
-//    prismatic -> kPrismatic, fixed -> merged (above), floating -> no joint (a free body),
-//    planar -> kGeneric with the two in-plane translations and the rotation about the normal
-//    free, spherical (pybullet's extension) -> kBall (a warning; its limits are ignored). The
-//    joint frame is the child link frame, its x axis along <axis> (ignored for joints without
-//    one). <dynamics damping> becomes the drive's damping; friction and <limit velocity> are
-//    not enforced (warnings).
-//  - Actuators: one kEffort actuator (gear 1) per revolute, continuous and prismatic joint,
-//    named after the joint, with ctrl range [-effort, effort] when <limit effort> is positive
-//    (unbounded otherwise); kPosition servos instead with UrdfOptions::position_kp.
-//  - Shapes of the robot's links do not collide with each other (UrdfOptions::self_collision
-//    turns that on, links joined directly by a joint excepted); they collide with everything
-//    else (collision group kUrdfRobotGroup, masked out of their own mask). Friction is
+//    Other geometry is skipped with a warning. Mesh paths are relative to the URDF's directory
+//    ("file://" dropped); "package://NAME/REST" is looked up as DIR/NAME/REST and DIR/REST for
+//    each DIR in UrdfOptions::package_dirs, then in the URDF's directory and up to three of its
+//    parents. <visual> is ignored (one warning), as are elements the importer does not know
+//    (<transmission>, <gazebo>, ...; one warning per kind).
+//  - Joints: revolute -> kRevolute and prismatic -> kPrismatic, limited by the <limit> they
+//    need (one whose lower is above its upper leaves the joint unlimited, as pybullet does,
+//    with a warning), continuous -> kRevolute (unlimited), fixed -> merged (above), floating ->
+//    no joint (a free body), planar -> kGeneric with the two in-plane translations and the
+//    rotation about the normal (<axis>) free, spherical (pybullet's extension) -> kBall at the
+//    child link's origin, its limits ignored (warnings). The joint frame is the child link
+//    frame, its x axis along <axis> (ignored for joints without one).
+//    <dynamics damping> becomes the drive's damping and <dynamics friction> the joint's
+//    JointDesc::friction_loss (dry friction); <limit velocity> is not enforced (warning).
+//  - <mimic joint multiplier offset>: the joint's coordinate follows its leader's, q =
+//    multiplier q_leader + offset, held exactly by a JointCouplingDesc (the leader feels the
+//    follower's load). Only revolute, continuous and prismatic joints couple; any other mimic is
+//    ignored with a warning.
+//  - Actuators: one kEffort actuator (gear 1) per revolute, continuous and prismatic joint but
+//    mimic joints, named after the joint, with ctrl range [-effort, effort] when <limit effort>
+//    is positive (unbounded otherwise); kPosition servos instead with UrdfOptions::position_kp,
+//    their ctrl within the joint's limits and their force within [-effort, effort] when
+//    <limit effort> is positive.
+//  - Shapes of the robot's links do not collide with each other; they collide with everything
+//    else (collision group kUrdfRobotGroup, masked out of their own mask). With
+//    UrdfOptions::self_collision they keep ShapeDesc's default group and mask: links joined
+//    directly by a joint then do not collide (but a fixed base's shapes and the links on moving
+//    joints to it do), nor do links that touch or overlap in the file's pose. Friction is
 //    Material's default.
 #pragma once
 
@@ -60,8 +73,9 @@ struct UrdfOptions {
   // compiler/balanceinertia does, with a warning naming the link.
   bool balance_inertia = false;
   // Whether the robot's links collide with each other (those joined directly by a joint never
-  // do). Off, as in pybullet and Gazebo: collision geometry is often coarser than the links
-  // (convex hulls of concave meshes). On, pairs that touch or overlap in the file's own pose
+  // do, but for links on a moving joint to a fixed base, which meet the base's shapes). Off, as
+  // in pybullet and Gazebo: collision geometry is often coarser than the links (convex hulls of
+  // concave meshes). On, pairs that touch or overlap in the file's own pose
   // (within the contact margin) never collide either (MoveIt's rule; a warning counts them):
   // no motion of the chain separates them, and they would be thrown apart at the first step.
   bool self_collision = false;
@@ -72,8 +86,8 @@ struct UrdfOptions {
   // > 0: each revolute, continuous and prismatic joint gets a position servo with these gains
   // (N m / rad and N m s / rad, or N / m and N s / m) instead of an effort actuator; its ctrl
   // is the target position, within the joint's limits where it has them. Learning to walk in
-  // joint targets is the usual way to drive a legged robot. The servo's effort is not bounded
-  // by <limit effort>.
+  // joint targets is the usual way to drive a legged robot. The servo's effort is bounded by
+  // <limit effort> where that is positive.
   Real position_kp = 0;
   Real position_kv = 0;
   // Non-empty: every mesh file must lie within this directory once symbolic links and '..' are

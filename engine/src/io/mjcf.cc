@@ -1441,7 +1441,7 @@ absl::Status MjcfLoader::EqualityJoint(const Elem& e) {
 }
 
 // <contact><exclude body1 body2>: the two bodies' geoms never collide (ApplyCollisionRules turns
-// that into Axion's excluded body pairs). Explicit <pair>s are not supported.
+// that into Axion's excluded body pairs). <pair geom1 geom2>: an explicit pair (ContactPair).
 absl::Status MjcfLoader::ParseContact(const XMLElement* section) {
   std::vector<const XMLElement*> children;
   AXION_IO_RETURN_IF_ERROR(Children(section, &children, 0));
