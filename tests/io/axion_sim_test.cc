@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -368,6 +369,68 @@ TEST(AxionSimTest, StrictSearchAfterACycleKeepsALandingStepOutOfTheFloor) {
       deepest[0], deepest[1]);
   EXPECT_GT(deepest[0], 0.027);
   EXPECT_LT(deepest[1], 0.005);
+}
+
+// A CSV file's columns by name.
+std::map<std::string, std::vector<double>> ReadCsvColumns(const std::string& path,
+                                                          std::vector<std::string>* names) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  std::stringstream header(line);
+  for (std::string name; std::getline(header, name, ',');) names->push_back(name);
+  std::map<std::string, std::vector<double>> columns;
+  while (std::getline(in, line)) {
+    std::stringstream row(line);
+    size_t k = 0;
+    for (std::string cell; std::getline(row, cell, ',') && k < names->size(); ++k) {
+      columns[(*names)[k]].push_back(std::stod(cell));
+    }
+  }
+  return columns;
+}
+
+// --trajectory_layout=file writes the model file's own bodies and joints, as MuJoCo names and
+// orders them: the humanoid's 16 bodies (its head and hands merged into the torso and forearms,
+// their poses composed from their carriers') and its 21 hinges (merged into generic joints in
+// the engine layout), the free joint left to the torso's pose.
+TEST(AxionSimTest, FileLayoutWritesTheFilesBodiesAndJoints) {
+  if (!Installed(kHumanoid)) GTEST_SKIP() << kHumanoid << " not installed (libmujoco-samples)";
+  const std::string run = kBinary + " --model=" + kHumanoid +
+                          " --steps=30 --noise=0.1 --backend=cpu --threads=1 --trajectory=";
+  std::string out;
+  const std::string file_csv = ::testing::TempDir() + "humanoid_file_layout.csv";
+  const std::string engine_csv = ::testing::TempDir() + "humanoid_engine_layout.csv";
+  ASSERT_EQ(RunCommand(run + file_csv + " --trajectory_layout=file", &out), 0) << out;
+  ASSERT_EQ(RunCommand(run + engine_csv, &out), 0) << out;
+  std::vector<std::string> file_names, engine_names;
+  auto file = ReadCsvColumns(file_csv, &file_names);
+  auto engine = ReadCsvColumns(engine_csv, &engine_names);
+  EXPECT_EQ(file_names.size(), 2u + 16 * 7 + 21);
+  EXPECT_EQ(engine_names.size(), 2u + 13 * 7 + 21);
+  ASSERT_EQ(file["step"].size(), 31u);
+  EXPECT_EQ(file_names[2], "torso.x");
+  EXPECT_EQ(file_names[9], "head.x");
+  EXPECT_NE(std::find(file_names.begin(), file_names.end(), "right_hand.qz"), file_names.end());
+  // the head starts 0.19 m above the torso (humanoid.xml), and keeps its place on it
+  EXPECT_NEAR(file["head.z"][0], 1.69, 1e-12);
+  for (size_t k = 0; k < 31; ++k) {
+    EXPECT_EQ(file["torso.z"][k], engine["torso.z"][k]);
+    // torso pose and head offset (0, 0, 0.19): the head at torso + R(torso) (0, 0, 0.19)
+    const double w = file["torso.qw"][k], x = file["torso.qx"][k], y = file["torso.qy"][k],
+                 z = file["torso.qz"][k];
+    EXPECT_NEAR(file["head.z"][k], file["torso.z"][k] + 0.19 * (1 - 2 * (x * x + y * y)), 1e-12);
+    EXPECT_NEAR(file["head.x"][k], file["torso.x"][k] + 0.19 * 2 * (x * z + w * y), 1e-12);
+    // hinges as MuJoCo names them, from the engine's merged joints' DOFs
+    EXPECT_EQ(file["abdomen_z"][k], engine["abdomen_z+abdomen_y.0"][k]);
+    EXPECT_EQ(file["abdomen_y"][k], engine["abdomen_z+abdomen_y.1"][k]);
+    EXPECT_EQ(file["right_knee"][k], engine["right_knee"][k]);
+    EXPECT_EQ(file["left_hip_z"][k], engine["left_hip_x+left_hip_y+left_hip_z.2"][k]);
+  }
+  EXPECT_GT(std::abs(file["right_knee"][30] - file["right_knee"][0]), 1e-4);  // it moved
+  test::RunCommand(run + file_csv + " --trajectory_layout=bodies 2>&1", &out);
+  EXPECT_NE(out.find("--trajectory_layout='bodies': expected engine or file"), std::string::npos)
+      << out;
 }
 
 TEST(AxionSimTest, RejectsBadInputWithAMessage) {

@@ -13,7 +13,8 @@
 //             [--loop_rows=16]
 //             [--halving_iterations=20] [--halving_residual=1e-2] [--contact_capacity=N]
 //             [--pair_capacity=N]
-//             [--trajectory=out.csv|out.npy] [--progress] [--floor=HEIGHT]
+//             [--trajectory=out.csv|out.npy] [--trajectory_layout=engine|file]
+//             [--progress] [--floor=HEIGHT]
 //             [--floating_base] [--self_collision] [--inertia_from_collision]
 //             [--position_kp=KP --position_kv=KV] (URDF)
 //             [--balance_inertia] [--merge_welded_bodies=true|false] (MJCF)
@@ -111,6 +112,10 @@ ABSL_FLAG(int, pair_capacity, -1,
 ABSL_FLAG(int, threads, 0, "CPU worker threads (0: all hardware threads)");
 ABSL_FLAG(std::string, trajectory, "",
           "write world 0's body poses and joint positions per step to this .csv or .npy file");
+ABSL_FLAG(std::string, trajectory_layout, "engine",
+          "columns of --trajectory: engine (Axion's bodies and joint coordinates) or file (the "
+          "model file's own bodies, those merged into others included, and joints, named and "
+          "ordered as in the file: MuJoCo's xpos, xquat and hinge / slide / ball qpos)");
 ABSL_FLAG(bool, progress, false, "show a progress bar even when stderr is not a terminal");
 ABSL_FLAG(uint32_t, seed, 1, "seed of the control noise");
 ABSL_FLAG(bool, floating_base, false, "URDF: make the root link a free body");
@@ -176,41 +181,84 @@ absl::StatusOr<ImportResult> LoadModel(const std::string& path) {
 }
 
 // Rows of world 0's trajectory: step, time, then per body x y z qw qx qy qz, then the joint
-// position coordinates.
+// position coordinates. The engine layout writes Axion's bodies and joints; the file layout the
+// model file's (ImportResult::source_bodies, each pose its carrier's composed with its offset,
+// and source_joints, each joint's coordinates: one per hinge or slide, a ball's quaternion; free
+// and fixed joints have none, their bodies' poses say it all).
 class TrajectoryWriter {
  public:
   static absl::StatusOr<std::unique_ptr<TrajectoryWriter>> Open(const std::string& path,
-                                                                const Model& model) {
+                                                                const Model& model,
+                                                                const std::string& layout,
+                                                                const ImportResult& source) {
     auto w = std::unique_ptr<TrajectoryWriter>(new TrajectoryWriter);
     w->npy_ = EndsWith(path, ".npy");
     if (!w->npy_ && !EndsWith(path, ".csv")) {
       return absl::InvalidArgumentError(
           absl::StrCat("--trajectory='", path, "': expected a .csv or .npy file"));
     }
+    if (layout != "engine" && layout != "file") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--trajectory_layout='", layout, "': expected engine or file"));
+    }
     w->path_ = path;
     w->columns_.push_back("step");
     w->columns_.push_back("time");
-    for (const BodyDesc& b : model.desc().bodies) {
-      for (const char* c : {"x", "y", "z", "qw", "qx", "qy", "qz"}) {
-        w->columns_.push_back(absl::StrCat(b.name, ".", c));
-      }
-    }
     const ModelDesc& desc = model.desc();
-    for (size_t j = 0; j < desc.joints.size(); ++j) {
-      int count = JointPositionCount(desc.joints[j]);
-      for (int k = 0; k < count; ++k) {
-        w->columns_.push_back(count == 1 ? desc.joints[j].name
-                                         : absl::StrCat(desc.joints[j].name, ".", k));
+    auto add_pose = [&](const std::string& name) {
+      for (const char* c : {"x", "y", "z", "qw", "qx", "qy", "qz"}) {
+        w->columns_.push_back(absl::StrCat(name, ".", c));
       }
+    };
+    auto add_coordinates = [&](const std::string& name, int count) {
+      for (int k = 0; k < count; ++k) {
+        w->columns_.push_back(count == 1 ? name : absl::StrCat(name, ".", k));
+      }
+    };
+    if (layout == "engine") {
+      for (const BodyDesc& b : desc.bodies) add_pose(b.name);
+      for (size_t j = 0; j < desc.joints.size(); ++j) {
+        add_coordinates(desc.joints[j].name, JointPositionCount(desc.joints[j]));
+      }
+      return w;
     }
+    for (const ImportResult::SourceBody& b : source.source_bodies) {
+      w->file_bodies_.push_back(b);
+      add_pose(b.name);
+    }
+    for (const ImportResult::SourceJoint& j : source.source_joints) {
+      if (j.joint < 0) continue;
+      const bool ball = desc.joints[j.joint].type == JointType::kBall;
+      const int first = model.joint_position_offset()[j.joint] + (ball ? 0 : j.dof);
+      for (int k = 0; k < (ball ? 4 : 1); ++k) w->file_coordinates_.push_back(first + k);
+      add_coordinates(j.name, ball ? 4 : 1);
+    }
+    w->file_layout_ = true;
     return w;
   }
 
   void Append(uint64_t step, Real time, const BodyState& bodies, const JointState& joints) {
     rows_.push_back(static_cast<double>(step));
     rows_.push_back(time);
-    for (Real v : bodies.pose) rows_.push_back(v);
-    for (Real v : joints.position) rows_.push_back(v);
+    if (!file_layout_) {
+      for (Real v : bodies.pose) rows_.push_back(v);
+      for (Real v : joints.position) rows_.push_back(v);
+      return;
+    }
+    for (const ImportResult::SourceBody& b : file_bodies_) {
+      Pose pose = b.offset;  // a static body's offset is its world pose
+      if (b.body >= 0) {
+        const Real* carrier = &bodies.pose[7 * static_cast<size_t>(b.body)];
+        const Quat rotation{carrier[3], carrier[4], carrier[5], carrier[6]};
+        pose.pos = Vec3{carrier[0], carrier[1], carrier[2]} + rotate(rotation, b.offset.pos);
+        pose.quat = rotation * b.offset.quat;
+      }
+      for (Real v : {pose.pos.x, pose.pos.y, pose.pos.z, pose.quat.w, pose.quat.x, pose.quat.y,
+                     pose.quat.z}) {
+        rows_.push_back(v);
+      }
+    }
+    for (int index : file_coordinates_) rows_.push_back(joints.position[index]);
   }
 
   absl::Status Close() {
@@ -257,6 +305,9 @@ class TrajectoryWriter {
   std::string path_;
   std::vector<std::string> columns_;
   std::vector<double> rows_;  // (steps + 1) x columns, row-major
+  bool file_layout_ = false;
+  std::vector<ImportResult::SourceBody> file_bodies_;  // file layout: the file's bodies
+  std::vector<int> file_coordinates_;  // file layout: joint_position index of each column
 };
 
 const char* PreconditionerName(Preconditioner preconditioner) {
@@ -404,8 +455,8 @@ absl::Status Run() {
   std::unique_ptr<TrajectoryWriter> trajectory;
   std::string trajectory_path = absl::GetFlag(FLAGS_trajectory);
   if (!trajectory_path.empty()) {
-    absl::StatusOr<std::unique_ptr<TrajectoryWriter>> opened =
-        TrajectoryWriter::Open(trajectory_path, **model);
+    absl::StatusOr<std::unique_ptr<TrajectoryWriter>> opened = TrajectoryWriter::Open(
+        trajectory_path, **model, absl::GetFlag(FLAGS_trajectory_layout), *imported);
     if (!opened.ok()) return opened.status();
     trajectory = std::move(*opened);
   }
@@ -577,7 +628,8 @@ int main(int argc, char** argv) {
       "Steps many worlds of an MJCF or URDF model and reports throughput.\n"
       "  axion-sim --model=FILE [--worlds=W] [--steps=N] [--noise=0.01] [--backend=cpu|cuda|auto]\n"
       "            [--timestep=DT] [--preconditioner=tree|jacobi] [--threads=T]\n"
-      "            [--trajectory=out.csv|out.npy] [--progress]");
+      "            [--trajectory=out.csv|out.npy] [--trajectory_layout=engine|file] "
+      "[--progress]");
   absl::ParseCommandLine(argc, argv);
   absl::Status status = axion::Run();
   if (!status.ok()) {
