@@ -132,6 +132,19 @@ def test_create_keeps_welded_bodies_on_request(axion, tmp_path):
     assert "CARRIED BY" not in axion("describe", kept["world_ids"][0]).stdout
 
 
+def test_create_raises_light_bodies_on_request(axion, tmp_path):
+    model = tmp_path / "light_arm.xml"
+    model.write_text("""<mujoco><worldbody>
+      <body name="base" pos="0 0 1"><freejoint/><geom type="sphere" size="0.1"/>
+        <body name="finger"><joint type="hinge" armature="0.75"/>
+          <geom type="capsule" fromto="0 0 0 0.1 0 0" size="0.005" density="1e-4"/></body>
+      </body></worldbody></mujoco>""")
+    assert "body 'finger' weighs" in axion("create", model).stderr
+    raised = axion("create", model, "--bound-mass", "1e-3", "--bound-inertia", "1e-6")
+    assert len(raised.stdout.split()) == 1
+    assert "weighs" not in raised.stderr
+
+
 def test_create_with_preconditioner(axion):
     ids = [int(line) for line in
            axion("create", PENDULUM_XML, "--preconditioner", "Jacobi").stdout.split()]

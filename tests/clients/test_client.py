@@ -118,6 +118,28 @@ def test_mjcf_bodies_without_joints_merge_unless_kept(client):
     np.testing.assert_allclose(merged_hand, kept_hand, atol=2e-3)
 
 
+LIGHT_ARM_MJCF = """<mujoco model="light_arm"><worldbody>
+  <body name="base" pos="0 0 1"><freejoint/><geom type="sphere" size="0.1"/>
+    <body name="finger"><joint name="knuckle" type="hinge" armature="0.75"/>
+      <geom type="capsule" fromto="0 0 0 0.1 0 0" size="0.005" density="1e-4"/></body>
+  </body></worldbody></mujoco>"""
+
+
+def test_mjcf_bound_mass_raises_light_bodies(client):
+    # A 1e-8 kg finger on a heavy rotor: named in a warning, raised by the bounds.
+    light = client.create_worlds(LIGHT_ARM_MJCF)
+    assert any("body 'finger' weighs" in w for w in light.warnings)
+    raised = client.create_worlds(
+        axion.make_scene(LIGHT_ARM_MJCF, bound_mass=1e-3, bound_inertia=1e-6)
+    )
+    assert not any("weighs" in w for w in raised.warnings)
+    finger = client.get_model(raised.world_ids[0]).bodies[1]
+    assert finger.name == "finger"
+    assert finger.mass == pytest.approx(1e-3)
+    with pytest.raises(axion.InvalidArgument, match="mjcf_bound_mass"):
+        client.create_worlds(axion.make_scene(LIGHT_ARM_MJCF, bound_mass=-1.0))
+
+
 def test_create_worlds_from_model_description(client):
     created = client.create_worlds(free_sphere_model(), count=2)
     assert created.description.model_name == "free_sphere"

@@ -1000,6 +1000,77 @@ TEST(MjcfMassTest, BalanceInertiaMatchesMuJoCo) {
   EXPECT_TRUE(HasWarning(*balanced, "each moment set to their mean"));
 }
 
+// <compiler boundmass boundinertia>: each body's mass and each principal moment below the
+// bounds raised to them, the principal axes kept (a tilted box's smallest moment raised alone),
+// before the triangle-inequality check (which the raised moments then pass), for inertias from
+// geoms and from <inertial> alike, as libmujoco computes them; MjcfOptions sets the same bounds
+// for a file without them.
+TEST(MjcfMassTest, BoundMassAndInertiaMatchMuJoCo) {
+  const std::string bodies = R"(<worldbody>
+    <body name="light" pos="0 0 1"><joint type="hinge"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.01" density="1"/></body>
+    <body name="tilted" pos="0 0 3"><joint type="hinge"/>
+      <geom type="box" size="1 0.05 0.05" mass="0.02" quat="0.9238795 0.2 0.3826834 0.1"/></body>
+    <body name="heavy" pos="0 0 4"><joint type="hinge"/><geom type="sphere" size="0.1"/></body>
+    <body name="explicit" pos="0 0 5"><joint type="hinge"/>
+      <inertial pos="0.1 0 0" mass="0.001" diaginertia="0.0001 0.0001 0.001"/></body>
+  </worldbody>)";
+  const std::string path = WriteTemp(
+      "bounded.xml", absl::StrCat(R"(<mujoco><compiler boundmass="0.01" boundinertia="0.0005"/>)",
+                                  bodies, "</mujoco>"));
+  absl::StatusOr<ImportResult> bounded = LoadMjcfFile(path);
+  ASSERT_TRUE(bounded.ok()) << bounded.status();
+  ExpectBodiesMatchMuJoCo(path, bounded->model);
+  const ModelDesc& m = bounded->model;
+  EXPECT_EQ(m.bodies[FindBody(m, "light")].mass, 0.01);
+  EXPECT_NEAR(m.bodies[FindBody(m, "heavy")].mass, 4.18879, 1e-5);  // above the bound: its own
+  const std::array<double, 3> tilted =
+      SymmetricEigenvalues(m.bodies[FindBody(m, "tilted")].inertia);
+  EXPECT_NEAR(tilted[0], 0.0005, 1e-15);
+  EXPECT_NEAR(tilted[2], 0.02 * (1 + 0.0025) / 3, 1e-12);  // m (a^2 + c^2) / 3, kept
+  // the raised moment stays about the box's long axis
+  const Quat q = quat_normalized(Quat{0.9238795, 0.2, 0.3826834, 0.1});
+  const Vec3 axis = rotate(q, Vec3{1, 0, 0});
+  const Vec3 turned = m.bodies[FindBody(m, "tilted")].inertia * axis;
+  for (int k = 0; k < 3; ++k) EXPECT_NEAR(turned[k], 0.0005 * axis[k], 1e-15) << k;
+  // without the bounds the explicit inertia breaks the triangle inequality
+  absl::StatusOr<ImportResult> unbounded =
+      LoadMjcfString(absl::StrCat("<mujoco>", bodies, "</mujoco>"), "");
+  ASSERT_FALSE(unbounded.ok());
+  EXPECT_NE(unbounded.status().message().find("triangle inequality"), std::string::npos);
+  // the options' bounds, for a file without them
+  MjcfOptions options;
+  options.bound_mass = 0.01;
+  options.bound_inertia = 0.0005;
+  absl::StatusOr<ImportResult> from_options =
+      LoadMjcfString(absl::StrCat("<mujoco>", bodies, "</mujoco>"), "", options);
+  ASSERT_TRUE(from_options.ok()) << from_options.status();
+  for (size_t b = 0; b < m.bodies.size(); ++b) {
+    EXPECT_EQ(from_options->model.bodies[b].mass, m.bodies[b].mass);
+    for (int k = 0; k < 9; ++k) {
+      EXPECT_EQ(from_options->model.bodies[b].inertia.m[k], m.bodies[b].inertia.m[k]);
+    }
+  }
+  // a body far lighter than the heaviest is named, with the bound that helps
+  const std::string arm = R"(<worldbody><body name="base" pos="0 0 1"><freejoint/>
+      <geom type="sphere" size="0.1"/><body name="finger"><joint type="hinge" armature="0.75"/>
+      <geom type="capsule" fromto="0 0 0 0.1 0 0" size="0.005" density="1e-4"/></body></body>
+      </worldbody>)";
+  absl::StatusOr<ImportResult> light =
+      LoadMjcfString(absl::StrCat("<mujoco>", arm, "</mujoco>"), "");
+  ASSERT_TRUE(light.ok()) << light.status();
+  EXPECT_TRUE(HasWarning(*light, "body 'finger' weighs "));
+  EXPECT_TRUE(HasWarning(*light, "<compiler boundmass boundinertia>"));
+  absl::StatusOr<ImportResult> raised =
+      LoadMjcfString(absl::StrCat(R"(<mujoco><compiler boundmass="1e-3"/>)", arm, "</mujoco>"), "");
+  ASSERT_TRUE(raised.ok()) << raised.status();
+  EXPECT_FALSE(HasWarning(*raised, "weighs"));
+  absl::StatusOr<ImportResult> negative =
+      LoadMjcfString(R"(<mujoco><compiler boundmass="-1"/><worldbody/></mujoco>)", "");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.status().message().find("boundmass"), std::string::npos);
+}
+
 // Some exporters write "faces" of one or two corners; they enclose nothing and are skipped.
 TEST(MjcfMeshTest, ObjFacesOfTwoCornersAreSkipped) {
   const std::string dir = ::testing::TempDir();

@@ -124,6 +124,8 @@ def cmd_create(client, args):
         inertia_from_collision=args.inertia_from_collision,
         balance_inertia=args.balance_inertia,
         keep_welded_bodies=args.keep_welded_bodies,
+        bound_mass=args.bound_mass,
+        bound_inertia=args.bound_inertia,
     )
     created = client.create_worlds(scene, args.count, solver_options=options or None)
     for warning in created.warnings:
@@ -368,6 +370,12 @@ def build_parser():
     sub.add_argument("--keep-welded-bodies", action="store_true",
                      help="MJCF: keep each body without joints on a fixed joint of its own "
                           "(default: merged into its parent)")
+    sub.add_argument("--bound-mass", type=float, default=0.0,
+                     help="MJCF: raise every body's mass to at least this (kg; MuJoCo's "
+                          "boundmass)")
+    sub.add_argument("--bound-inertia", type=float, default=0.0,
+                     help="MJCF: raise every body's principal moments to at least this "
+                          "(kg m^2; MuJoCo's boundinertia)")
     sub.add_argument("--timestep", type=float, help="override the time step (s)")
     sub.add_argument("--preconditioner", type=str.lower, choices=["jacobi", "tree"],
                      help="override the preconditioner of the linear solve (default: the model's)")

@@ -37,6 +37,8 @@ def make_scene(
     position_gains=None,
     floor=None,
     keep_welded_bodies=False,
+    bound_mass=0.0,
+    bound_inertia=0.0,
 ):
     """An axion.v1.Scene from any of:
 
@@ -56,7 +58,9 @@ def make_scene(
     joint actuators position servos (their controls are target positions). `floor` adds a
     ground plane at that height (m) to an MJCF or URDF scene. `keep_welded_bodies` keeps each
     MJCF body without joints as a body of its own on a fixed joint (by default it is merged into
-    its parent, which it moves with).
+    its parent, which it moves with). `bound_mass` (kg) and `bound_inertia` (kg m^2) raise every
+    MJCF body's mass and principal moments to at least these (MuJoCo's <compiler boundmass
+    boundinertia>): links of 1e-7 kg on heavy rotors otherwise solve slowly.
     """
     if isinstance(source, pb.Scene):
         return source
@@ -92,6 +96,8 @@ def make_scene(
             mjcf=text,
             balance_inertia=balance_inertia,
             mjcf_keep_welded_bodies=keep_welded_bodies,
+            mjcf_bound_mass=bound_mass,
+            mjcf_bound_inertia=bound_inertia,
         )
         if light_body_mass_fraction is not None:
             scene.mjcf_light_body_mass_fraction.value = light_body_mass_fraction

@@ -2,7 +2,7 @@
 //
 // Supported: <include>, <compiler> (angle, inertiafromgeom, eulerseq, coordinate "local" or
 // "global" (MuJoCo 2.2's, the Gym hopper's and walker2d's), autolimits, meshdir, assetdir,
-// balanceinertia), <option> (timestep, gravity), <default> classes
+// balanceinertia, boundmass, boundinertia), <option> (timestep, gravity), <default> classes
 // with inheritance and `childclass` (every top-level <default> is the main class), <asset> <mesh>
 // (file: OBJ or binary / ASCII STL; or vertex and face; scale), nested <body> (pos, quat,
 // euler, axisangle, xyaxes, zaxis), <geom> (plane, sphere, capsule, box, cylinder, ellipsoid,
@@ -112,6 +112,10 @@
 //     Principal moments that break the triangle inequality are an error, as in MuJoCo, or with
 //     balanceinertia (or MjcfOptions::balance_inertia) take their mean (warning). A body with a
 //     BodyDesc of its own needs positive mass and a non-singular inertia (error otherwise).
+//     boundmass and boundinertia (or MjcfOptions::bound_mass, bound_inertia) raise each body's
+//     mass and each principal moment below them to the bound, the principal axes and the
+//     centre of mass kept, before those checks, as MuJoCo does (a body without mass then has
+//     the bounds at its frame's origin).
 //  6. Geoms: friction = first value (sliding), combined as MuJoCo does for geoms of equal
 //     priority, the larger of the two (SolverOptions::friction_combine = kMax); condim ->
 //     ShapeDesc::contact_dim, 1 frictionless and 3 sliding friction, a contact taking the larger
@@ -192,6 +196,12 @@ struct MjcfOptions {
   // with <compiler balanceinertia="true"> (which also turns this on); false: such a body is an
   // error, as in MuJoCo.
   bool balance_inertia = false;
+  // Lower bounds on every body's mass (kg) and principal moments of inertia (kg m^2), as
+  // <compiler boundmass boundinertia> sets them (the larger of the two applies). Raising links
+  // of 1e-7 kg on heavy rotors (Gym's thrower, pusher and striker arms) to grams changes their
+  // motion little, and lets maximal coordinates solve them quickly (rule 5).
+  Real bound_mass = 0;
+  Real bound_inertia = 0;
   // Non-empty: every file the model references (<include>, meshes) must lie within this
   // directory once symbolic links and '..' are resolved, or loading fails naming it. The server
   // sets its --asset_dir here, so a client's scene reads no other file of the server's.

@@ -17,7 +17,8 @@
 //             [--progress] [--floor=HEIGHT]
 //             [--floating_base] [--self_collision] [--inertia_from_collision]
 //             [--position_kp=KP --position_kv=KV] (URDF)
-//             [--balance_inertia] [--merge_welded_bodies=true|false] (MJCF)
+//             [--balance_inertia] [--merge_welded_bodies=true|false]
+//             [--bound_mass=KG] [--bound_inertia=KGM2] (MJCF)
 #include <unistd.h>
 
 #include <algorithm>
@@ -136,6 +137,12 @@ ABSL_FLAG(bool, balance_inertia, false,
 ABSL_FLAG(bool, merge_welded_bodies, true,
           "MJCF: merge each moving body without joints into its parent (false: a body of its "
           "own on a fixed joint)");
+ABSL_FLAG(double, bound_mass, 0,
+          "MJCF: lower bound on every body's mass, kg (MuJoCo's <compiler boundmass>; the larger "
+          "of the two applies)");
+ABSL_FLAG(double, bound_inertia, 0,
+          "MJCF: lower bound on every body's principal moments of inertia, kg m^2 (MuJoCo's "
+          "<compiler boundinertia>)");
 ABSL_FLAG(bool, step_stats, false,
           "print world 0's solver figures after every step (Newton and CR iterations, "
           "sub-steps, final residual, contacts) to stderr, to see where a run's iterations go");
@@ -174,6 +181,12 @@ absl::StatusOr<ImportResult> LoadModel(const std::string& path) {
     MjcfOptions options;
     options.balance_inertia = absl::GetFlag(FLAGS_balance_inertia);
     options.merge_welded_bodies = absl::GetFlag(FLAGS_merge_welded_bodies);
+    options.bound_mass = absl::GetFlag(FLAGS_bound_mass);
+    options.bound_inertia = absl::GetFlag(FLAGS_bound_inertia);
+    if (!(options.bound_mass >= 0) || !(options.bound_inertia >= 0) ||
+        !std::isfinite(options.bound_mass) || !std::isfinite(options.bound_inertia)) {
+      return absl::InvalidArgumentError("--bound_mass and --bound_inertia must be finite and >= 0");
+    }
     return LoadMjcfFile(path, options);
   }
   return absl::InvalidArgumentError(

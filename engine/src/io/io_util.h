@@ -53,6 +53,9 @@ Mat33 PointMassTensor(Real mass, Vec3 d);
 bool BreaksTriangleInequality(const Mat33& inertia, Real moments[3]);
 // MuJoCo's balanceinertia: the three moments set to their mean.
 Mat33 BalancedInertia(const Real moments[3]);
+// MuJoCo's boundinertia: each principal moment of `inertia` below `bound` raised to it, the
+// principal axes kept. The tensor itself when no moment is below the bound.
+Mat33 BoundPrincipalMoments(const Mat33& inertia, Real bound);
 // What the importers say of such a tensor: the moments, and what balance_inertia would do.
 std::string TriangleInequalityMessage(const Real moments[3], bool balanced);
 
