@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "axion/model.h"
 #include "gtest/gtest.h"
 
@@ -235,6 +236,40 @@ TEST(UrdfTest, FixedLinksMergeIntoTheirParentWithTheirMass) {
   EXPECT_EQ(fixed->source_bodies[1].body, kWorldBody);
   EXPECT_NEAR(fixed->source_bodies[1].offset.pos.x, 0.5, 1e-15);
   EXPECT_EQ(fixed->source_bodies[2].body, 0);
+}
+
+// Leftovers of a xacro run and pybullet's lenient vectors (Clearpath's husky, pybullet's
+// microtaur): "$(optenv NAME DEFAULT)" takes its default (the server's environment is never
+// read), a vector of more than three numbers its first three, each with a warning; other
+// substitution args are errors naming the attribute.
+TEST(UrdfTest, SubstitutionArgsAndLongVectorsAreReadAsPybulletReadsThem) {
+  auto arm = [](const std::string& xyz, const std::string& rpy) {
+    return absl::StrCat(R"(<robot name="r">
+      <link name="base"/>
+      <link name="arm"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1"/></inertial></link>
+      <joint name="j" type="continuous"><parent link="base"/><child link="arm"/>
+        <origin xyz=")",
+                        xyz, R"(" rpy=")", rpy, R"("/></joint></robot>)");
+  };
+  absl::StatusOr<ImportResult> r =
+      LoadUrdfString(arm("$(optenv ARM_XYZ 0.1 0 0.2)", "0 0 1.5708 0"), "", UrdfOptions{});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NEAR(r->model.bodies[0].pose.pos.x, 0.1, 1e-15);
+  EXPECT_NEAR(r->model.bodies[0].pose.pos.z, 0.2, 1e-15);
+  const Vec3 x = rotate(r->model.bodies[0].pose.quat, Vec3{1, 0, 0});
+  EXPECT_NEAR(x.y, 1, 1e-9);  // yaw of 1.5708 rad
+  EXPECT_TRUE(HasWarning(*r, "'$(optenv ARM_XYZ 0.1 0 0.2)' read as '0.1 0 0.2'"));
+  EXPECT_TRUE(HasWarning(*r, "read by their first 3"));
+  for (const char* bad : {"$(env ARM_XYZ)", "$(optenv ARM_XYZ)", "$(optenv ARM_XYZ 0 0 0"}) {
+    absl::StatusOr<ImportResult> refused = LoadUrdfString(arm(bad, "0 0 0"), "", UrdfOptions{});
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.status().message().find("attribute 'xyz'"), std::string::npos)
+        << refused.status();
+    EXPECT_NE(refused.status().message().find("substitution arg"), std::string::npos)
+        << refused.status();
+  }
+  // two numbers stay an error
+  EXPECT_FALSE(LoadUrdfString(arm("0 0", "0 0 0"), "", UrdfOptions{}).ok());
 }
 
 // Conventions of robot files in the wild: pybullet's spherical joints become ball joints, a

@@ -14,6 +14,10 @@
 //    rows: robot files fix 1 g sensor frames to 5 kg trunks, which made a badly conditioned
 //    system. A link without mass behind a moving joint is an error. ImportResult::source_bodies
 //    says, for every link in file order, which body carries it and where.
+//  - Attributes: a ROS substitution arg a xacro run left behind, "$(optenv NAME DEFAULT)",
+//    takes its default (the process environment is never read: a server must not hand its own
+//    to a client's file); other substitution args are errors. A vector of more than three
+//    numbers is read by its first three, as pybullet reads it. Both with a warning.
 //  - Inertias: not positive definite is an error; principal moments that break the triangle
 //    inequality are an error too, or (UrdfOptions::balance_inertia) take their mean.
 //    UrdfOptions::inertia_from_collision takes them from the collision geometry instead.

@@ -14,6 +14,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "collision/collision.h"
 #include "collision/hull.h"
 #include "collision/mass.h"
@@ -101,7 +103,7 @@ class UrdfLoader {
   absl::Status ExcludeOverlappingLinks();
 
   const UrdfOptions& options_;
-  io::Warnings warnings_;
+  mutable io::Warnings warnings_;  // also added to while reading attributes (Reals)
   std::string file_;
   std::string base_dir_;
   std::vector<UrdfLink> links_;
@@ -114,16 +116,44 @@ absl::StatusOr<std::vector<Real>> UrdfLoader::Reals(const XMLElement* e, const s
                                                     const std::string& owner_name, const char* key,
                                                     size_t count, std::vector<Real> fallback,
                                                     bool required) const {
-  const char* text = e->Attribute(key);
-  if (!text) {
+  const char* attribute = e->Attribute(key);
+  if (!attribute) {
     if (required)
       return Error(e, owner, owner_name, key, absl::StrCat("<", e->Name(), "> needs it"));
     return fallback;
+  }
+  // ROS substitution args a xacro run left in the file, "$(optenv NAME DEFAULT)": the default,
+  // as roslaunch takes it when NAME is unset. The server's own environment is never read (a
+  // client's file must not learn it); "$(env NAME)", which has no default, is an error.
+  std::string text = attribute;
+  for (size_t start = text.find("$("); start != std::string::npos; start = text.find("$(")) {
+    const size_t end = text.find(')', start);
+    std::vector<std::string> words = absl::StrSplit(
+        text.substr(start + 2, end == std::string::npos ? std::string::npos : end - start - 2), ' ',
+        absl::SkipEmpty());
+    if (end == std::string::npos || words.size() < 3 || words[0] != "optenv") {
+      return Error(e, owner, owner_name, key,
+                   absl::StrCat("'", attribute,
+                                "': a substitution arg other than $(optenv NAME DEFAULT), which "
+                                "needs the environment of a ROS launch"));
+    }
+    text.replace(start, end - start + 1, absl::StrJoin(words.begin() + 2, words.end(), " "));
+    warnings_.Add("substitution-args",
+                  absl::StrCat("ROS substitution args take their defaults (first: ", Where(e),
+                               ": '", attribute, "' read as '", text, "')"));
   }
   std::vector<Real> values;
   if (!io::ParseReals(text, &values)) {
     return Error(e, owner, owner_name, key,
                  absl::StrCat("'", text, "' is not a list of finite numbers"));
+  }
+  if (values.size() > count && count == 3) {
+    // pybullet reads the first three of a longer vector; so does Axion, saying so
+    warnings_.Add("long-vector",
+                  absl::StrCat("vectors of more than 3 numbers are read by their first 3, as "
+                               "pybullet reads them (first: ",
+                               Where(e), ": ", key, "='", text, "')"));
+    values.resize(3);
   }
   if (values.size() != count) {
     return Error(e, owner, owner_name, key,
