@@ -1492,6 +1492,9 @@ TEST(MjcfWarningTest, UnsupportedElementsAndAttributesAreNamed) {
   }
   // Repeats are counted on one line.
   EXPECT_TRUE(HasWarning(*r, "(2 occurrences)"));
+  // what only changes the drawing says so; what changes the physics is "not supported"
+  EXPECT_TRUE(HasWarning(*r, "<geom> attribute 'rgba' only affects rendering"));
+  EXPECT_TRUE(HasWarning(*r, "<geom> attribute 'solref' is not supported"));
   EXPECT_DOUBLE_EQ(r->model.options.timestep, 0.01);
 }
 

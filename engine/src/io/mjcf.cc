@@ -455,11 +455,18 @@ Elem MjcfLoader::Resolve(const XMLElement* e, const std::string& class_name) {
 void MjcfLoader::WarnUnsupportedAttributes(const Elem& e) {
   const auto& table = SupportedAttributes();
   auto it = table.find(e.tag);
+  // Attributes that only change how MuJoCo draws the model (colours, materials, the visualiser's
+  // groups with the default inertiagrouprange, the texture directory) say so, so that the
+  // warnings of "not supported" are the ones that change the physics.
+  static const std::set<std::string>* const kRendering =
+      new std::set<std::string>{"rgba", "material", "group", "texturedir"};
   for (const auto& [key, value] : e.attrs) {
     if (it != table.end() && it->second.count(key)) continue;
-    warnings_.Add(absl::StrCat("attr:", e.tag, ":", key),
-                  absl::StrCat("<", e.tag, "> attribute '", key,
-                               "' is not supported and was ignored (first at ", e.Describe(), ")"));
+    const char* reason = kRendering->count(key) ? "' only affects rendering and was ignored"
+                                                : "' is not supported and was ignored";
+    warnings_.Add(
+        absl::StrCat("attr:", e.tag, ":", key),
+        absl::StrCat("<", e.tag, "> attribute '", key, reason, " (first at ", e.Describe(), ")"));
   }
 }
 
