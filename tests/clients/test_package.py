@@ -133,6 +133,39 @@ def test_error_classes_map_status_codes():
     assert type(axion.errors.error_for(999, "")) is axion.Unknown
 
 
+def pb_description(source_bodies):
+    """A WorldDescription of one body, 'base', and `source_bodies` (name, body, offset)."""
+    message = axion.pb.WorldDescription(body_names=["base"], body_count=1)
+    for name, body, offset in source_bodies:
+        entry = message.source.bodies.add(name=name, body=body)
+        entry.offset.pos.x, entry.offset.pos.y, entry.offset.pos.z = offset[:3]
+        entry.offset.quat.w, entry.offset.quat.x, entry.offset.quat.y, entry.offset.quat.z = (
+            offset[3:])
+    return types.WorldDescription.from_proto(message)
+
+
+def test_source_body_poses_compose_carriers_and_offsets():
+    # Body 0 turned 90 degrees about z at (1, 0, 0); a file body carried 0.5 m along its x axis
+    # ends 0.5 m along world y, turned likewise; a static one stays at its offset.
+    quarter = np.array([np.cos(np.pi / 4), 0, 0, np.sin(np.pi / 4)])
+    description = pb_description(
+        [("carried", 0, [0.5, 0, 0, 1, 0, 0, 0]), ("ground", -1, [0, 0, -1, 1, 0, 0, 0])])
+    body_pose = np.array([[[1, 0, 0, *quarter]], [[0, 0, 0, 1, 0, 0, 0]]])  # 2 worlds x 1 body
+    poses = description.source_body_poses(body_pose)
+    assert poses.shape == (2, 2, 7)
+    np.testing.assert_allclose(poses[0, 0], [1, 0.5, 0, *quarter], atol=1e-15)
+    np.testing.assert_allclose(poses[1, 0], [0.5, 0, 0, 1, 0, 0, 0], atol=1e-15)
+    np.testing.assert_allclose(poses[:, 1], [[0, 0, -1, 1, 0, 0, 0]] * 2, atol=1e-15)
+    with pytest.raises(ValueError, match="body_pose"):
+        description.source_body_poses(np.zeros((2, 3, 7)))
+    # an offset turned 90 degrees about x, on the carrier turned about z: its y axis ends along
+    # world z (the carrier's turn applied after the offset's)
+    turned = pb_description([("turned", 0, [0, 0, 0, np.cos(np.pi / 4), np.sin(np.pi / 4), 0, 0])])
+    quat = turned.source_body_poses(body_pose)[0, 0, 3:]
+    np.testing.assert_allclose(types._quat_rotate(quat, np.array([0.0, 1, 0])), [0, 0, 1],
+                               atol=1e-15)
+
+
 def test_cli_world_id_parsing():
     assert parse_world_ids(["1,2", " 3 ", "0x10"]) == [1, 2, 3, 16]
     assert parse_world_ids(None) == []
