@@ -664,9 +664,9 @@ absl::StatusOr<ImportedScene> ImportScene(const v1::Scene& scene, const std::str
         options.bound_inertia = scene.mjcf_bound_inertia();
         if (!(options.bound_mass >= 0) || !std::isfinite(options.bound_mass) ||
             !(options.bound_inertia >= 0) || !std::isfinite(options.bound_inertia)) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "scene.mjcf_bound_mass / mjcf_bound_inertia: ", scene.mjcf_bound_mass(), " / ",
-              scene.mjcf_bound_inertia(), " must be finite and >= 0"));
+          return absl::InvalidArgumentError(
+              absl::StrCat("scene.mjcf_bound_mass / mjcf_bound_inertia: ", scene.mjcf_bound_mass(),
+                           " / ", scene.mjcf_bound_inertia(), " must be finite and >= 0"));
         }
         options.file_root = asset_dir;  // a client's scene reads nothing outside it
         return FromImport(LoadMjcfString(xml, asset_dir, options), field, scene);
