@@ -1071,6 +1071,31 @@ TEST(MjcfMassTest, BoundMassAndInertiaMatchMuJoCo) {
   EXPECT_NE(negative.status().message().find("boundmass"), std::string::npos);
 }
 
+// <compiler settotalmass>: every body's mass and inertia scaled, last (after boundmass), so
+// that the file's total, static bodies included as MuJoCo counts them, is the value.
+TEST(MjcfMassTest, SetTotalMassMatchesMuJoCo) {
+  const std::string bodies = R"(<worldbody>
+    <body name="static" pos="0 0 -1"><geom type="box" size="0.1 0.1 0.1" mass="4"/></body>
+    <body name="a" pos="0 0 1"><joint type="hinge"/><geom type="sphere" size="0.1" mass="1"/></body>
+    <body name="b" pos="0 0 2"><freejoint/><geom type="box" size="0.1 0.2 0.3" mass="3"/>
+      <body name="c" pos="0 0 0.5"><geom type="sphere" size="0.05" mass="0.1"/></body></body>
+  </worldbody>)";
+  const std::string path = WriteTemp(
+      "total_mass.xml", absl::StrCat(R"(<mujoco><compiler settotalmass="16" boundmass="0.5"/>)",
+                                     bodies, "</mujoco>"));
+  absl::StatusOr<ImportResult> scaled = LoadMjcfFile(path);
+  ASSERT_TRUE(scaled.ok()) << scaled.status();
+  ExpectBodiesMatchMuJoCo(path, scaled->model);
+  // 16 / (4 + 1 + 3 + 0.5): c bounded to 0.5 kg first, the static box counted
+  EXPECT_NEAR(scaled->model.bodies[FindBody(scaled->model, "a")].mass, 16 / 8.5, 1e-12);
+  absl::StatusOr<ImportResult> massless = LoadMjcfString(
+      R"(<mujoco><compiler settotalmass="1"/><worldbody><body><joint/></body></worldbody>
+         </mujoco>)",
+      "");
+  ASSERT_FALSE(massless.ok());
+  EXPECT_NE(massless.status().message().find("settotalmass"), std::string::npos);
+}
+
 // Some exporters write "faces" of one or two corners; they enclose nothing and are skipped.
 TEST(MjcfMeshTest, ObjFacesOfTwoCornersAreSkipped) {
   const std::string dir = ::testing::TempDir();

@@ -2,7 +2,8 @@
 //
 // Supported: <include>, <compiler> (angle, inertiafromgeom, eulerseq, coordinate "local" or
 // "global" (MuJoCo 2.2's, the Gym hopper's and walker2d's), autolimits, meshdir, assetdir,
-// balanceinertia, boundmass, boundinertia), <option> (timestep, gravity), <default> classes
+// balanceinertia, boundmass, boundinertia, settotalmass), <option> (timestep, gravity),
+// <default> classes
 // with inheritance and `childclass` (every top-level <default> is the main class), <asset> <mesh>
 // (file: OBJ or binary / ASCII STL; or vertex and face; scale), nested <body> (pos, quat,
 // euler, axisangle, xyaxes, zaxis), <geom> (plane, sphere, capsule, box, cylinder, ellipsoid,
@@ -115,7 +116,9 @@
 //     boundmass and boundinertia (or MjcfOptions::bound_mass, bound_inertia) raise each body's
 //     mass and each principal moment below them to the bound, the principal axes and the
 //     centre of mass kept, before those checks, as MuJoCo does (a body without mass then has
-//     the bounds at its frame's origin).
+//     the bounds at its frame's origin). settotalmass then scales every body's mass and
+//     inertia so that the file's total (static bodies included, as MuJoCo counts it) is its
+//     value.
 //  6. Geoms: friction = first value (sliding), combined as MuJoCo does for geoms of equal
 //     priority, the larger of the two (SolverOptions::friction_combine = kMax); condim ->
 //     ShapeDesc::contact_dim, 1 frictionless and 3 sliding friction, a contact taking the larger

@@ -45,7 +45,7 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
   static const auto* table = new std::map<std::string, std::set<std::string>>{
       {"compiler",
        {"angle", "inertiafromgeom", "eulerseq", "coordinate", "autolimits", "meshdir", "assetdir",
-        "balanceinertia", "boundmass", "boundinertia"}},
+        "balanceinertia", "boundmass", "boundinertia", "settotalmass"}},
       {"mesh", {"name", "class", "file", "scale", "vertex", "face"}},
       {"option", {"timestep", "gravity"}},
       {"body", {"name", "childclass", "pos", "quat", "axisangle", "euler", "xyaxes", "zaxis"}},
@@ -353,6 +353,7 @@ class MjcfLoader {
   bool balance_inertia_ = false;  // <compiler balanceinertia>, or MjcfOptions::balance_inertia
   Real bound_mass_ = 0;           // <compiler boundmass>
   Real bound_inertia_ = 0;        // <compiler boundinertia>
+  Real set_total_mass_ = -1;      // <compiler settotalmass>; <= 0: off
   std::string meshdir_;  // of <compiler meshdir> (else assetdir), relative to the model's file
 
   // <asset><mesh> by name: its triangles, scaled, in the mesh file's frame
@@ -515,6 +516,8 @@ absl::Status MjcfLoader::ParseCompiler(const XMLElement* xml) {
   AXION_IO_ASSIGN_OR_RETURN(bound_inertia_, e.Real1("boundinertia", bound_inertia_));
   if (!(bound_inertia_ >= 0) || !std::isfinite(bound_inertia_))
     return e.Error("boundinertia", "must be finite and >= 0");
+  AXION_IO_ASSIGN_OR_RETURN(set_total_mass_, e.Real1("settotalmass", set_total_mass_));
+  if (!std::isfinite(set_total_mass_)) return e.Error("settotalmass", "must be finite");
   return absl::OkStatus();
 }
 
@@ -1727,6 +1730,21 @@ absl::Status MjcfLoader::ComputeMass() {
     warnings_.Add(absl::StrCat("balanced:", b.where),
                   absl::StrCat(b.where, ": ", io::TriangleInequalityMessage(moments, true)));
     b.inertia = io::BalancedInertia(moments);
+  }
+  // <compiler settotalmass>: every body's mass and inertia scaled so that the model's total
+  // (every body of the file, static ones included, as MuJoCo counts it) is the value, last.
+  if (set_total_mass_ > 0) {
+    Real total = 0;
+    for (const MjBody& b : bodies_) total += b.mass;
+    if (!(total > 0)) {
+      return absl::InvalidArgumentError(
+          "<compiler settotalmass>: the model has no mass to scale (every body is massless)");
+    }
+    const Real scale = set_total_mass_ / total;
+    for (MjBody& b : bodies_) {
+      b.mass *= scale;
+      b.inertia = scale * b.inertia;
+    }
   }
   return absl::OkStatus();
 }
