@@ -3,11 +3,10 @@
 // Supported: <include>, <compiler> (angle, inertiafromgeom, eulerseq, coordinate "local" or
 // "global" (MuJoCo 2.2's, the Gym hopper's and walker2d's), autolimits, meshdir, assetdir,
 // balanceinertia, boundmass, boundinertia, settotalmass), <option> (timestep, gravity),
-// <default> classes
-// with inheritance and `childclass` (every top-level <default> is the main class), <asset> <mesh>
-// (file: OBJ or binary / ASCII STL; or vertex and face; scale), nested <body> (pos, quat,
-// euler, axisangle, xyaxes, zaxis), <geom> (plane, sphere, capsule, box, cylinder, ellipsoid,
-// mesh; size, fromto, density, mass, friction, condim, contype, conaffinity; an ellipsoid with
+// <default> classes with inheritance and `childclass` (every top-level <default> is the main
+// class), <asset> <mesh> (file: OBJ or binary / ASCII STL; or vertex and face; scale), nested
+// <body> (pos, quat, euler, axisangle, xyaxes, zaxis), <geom> (plane, sphere, capsule, box,
+// cylinder, ellipsoid, mesh; size, fromto, density, mass, friction, condim, contype, conaffinity; an ellipsoid with
 // unequal radii and a mesh collide as convex hulls, a mesh with MuJoCo 2.2's mass properties
 // for it), <inertial> (pos, orientation, mass, diaginertia, fullinertia), <joint> (hinge, slide,
 // ball, free; pos, axis, range, limited, stiffness, damping, armature, frictionloss, ref,
