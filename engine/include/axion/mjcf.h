@@ -6,9 +6,9 @@
 // <default> classes with inheritance and `childclass` (every top-level <default> is the main
 // class), <asset> <mesh> (file: OBJ or binary / ASCII STL; or vertex and face; scale), nested
 // <body> (pos, quat, euler, axisangle, xyaxes, zaxis), <geom> (plane, sphere, capsule, box,
-// cylinder, ellipsoid, mesh; size, fromto, density, mass, friction, condim, contype, conaffinity; an ellipsoid with
-// unequal radii and a mesh collide as convex hulls, a mesh with MuJoCo 2.2's mass properties
-// for it), <inertial> (pos, orientation, mass, diaginertia, fullinertia), <joint> (hinge, slide,
+// cylinder, ellipsoid, mesh; size, fromto, density, mass, friction, condim, contype,
+// conaffinity; an ellipsoid with unequal radii and a mesh collide as convex hulls, a mesh with
+// MuJoCo 2.2's mass properties for it), <inertial> (pos, orientation, mass, diaginertia, fullinertia), <joint> (hinge, slide,
 // ball, free; pos, axis, range, limited, stiffness, damping, armature, frictionloss, ref,
 // springref), <freejoint>, <composite> (particle, rope and loop: count, spacing, offset, prefix,
 // a template <geom> and "main" <joint>s, expanded into the bodies, joints and geoms MuJoCo 2.2
