@@ -238,6 +238,52 @@ TEST(UrdfTest, FixedLinksMergeIntoTheirParentWithTheirMass) {
   EXPECT_EQ(fixed->source_bodies[2].body, 0);
 }
 
+// ROS mobile bases (Clearpath's husky) root their tree at a massless base_footprint with the
+// massive base_link fixed to it: with a floating base the two are one free body with
+// base_link's mass, at base_link's centre. A floating base with no mass at all stays welded to
+// the world, as pybullet fixes a base of mass 0.
+TEST(UrdfTest, MasslessFloatingRootTakesTheMassOfItsFixedLinks) {
+  const std::string robot = R"(<robot name="r">
+    <link name="base_footprint"/>
+    <link name="base_link"><inertial><origin xyz="0 0 0.1"/><mass value="40"/>
+      <inertia ixx="1" iyy="2" izz="2.5"/></inertial></link>
+    <joint name="base_joint" type="fixed"><origin xyz="0 0 0.2"/><parent link="base_footprint"/>
+      <child link="base_link"/></joint>
+    <link name="wheel"><inertial><mass value="2"/><inertia ixx="0.1" iyy="0.1" izz="0.1"/></inertial>
+    </link>
+    <joint name="axle" type="continuous"><origin xyz="0.3 0 0"/><parent link="base_link"/>
+      <child link="wheel"/><axis xyz="0 1 0"/></joint>
+  </robot>)";
+  absl::StatusOr<ImportResult> r = LoadFloating(robot);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->model.bodies.size(), 2u);
+  EXPECT_EQ(r->model.bodies[0].name, "base_footprint");
+  EXPECT_EQ(r->model.bodies[0].mass, 40);
+  EXPECT_NEAR(r->model.bodies[0].com.z, 0.3, 1e-15);
+  EXPECT_NEAR(r->model.bodies[0].inertia(2, 2), 2.5, 1e-12);
+  EXPECT_EQ(r->model.joints[0].parent, 0);
+  // a base without any mass (pybullet's planes and tables) stays welded to the world, saying so,
+  // and a massless link that moves is still an error
+  absl::StatusOr<ImportResult> massless = LoadFloating(R"(<robot name="r">
+    <link name="base_footprint"><collision><geometry><box size="1 1 0.1"/></geometry></collision>
+    </link><link name="sensor"/>
+    <joint name="mount" type="fixed"><parent link="base_footprint"/><child link="sensor"/></joint>
+  </robot>)");
+  ASSERT_TRUE(massless.ok()) << massless.status();
+  EXPECT_TRUE(massless->model.bodies.empty());
+  ASSERT_EQ(massless->model.shapes.size(), 1u);
+  EXPECT_EQ(massless->model.shapes[0].body, kWorldBody);
+  EXPECT_TRUE(HasWarning(*massless, "root link 'base_footprint' has no mass"));
+  absl::StatusOr<ImportResult> moving = LoadFloating(R"(<robot name="r">
+    <link name="base"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1"/></inertial></link>
+    <link name="flap"/>
+    <joint name="hinge" type="continuous"><parent link="base"/><child link="flap"/></joint>
+  </robot>)");
+  ASSERT_FALSE(moving.ok());
+  EXPECT_NE(moving.status().message().find("link 'flap': mass must be positive"), std::string::npos)
+      << moving.status();
+}
+
 // Leftovers of a xacro run and pybullet's lenient vectors (Clearpath's husky, pybullet's
 // microtaur): "$(optenv NAME DEFAULT)" takes its default (the server's environment is never
 // read), a vector of more than three numbers its first three, each with a warning; other

@@ -7,13 +7,17 @@
 //    through the joint origins.
 //  - The root link is welded to the world by default (fixed base): it becomes static and its
 //    collision shapes are world shapes. With UrdfOptions::floating_base it is a free body,
-//    unless it is named "world" (ROS and Gazebo's name for the world frame itself).
+//    unless it is named "world" (ROS and Gazebo's name for the world frame itself) or has no
+//    mass, its own or its fixed links' (pybullet fixes a base of mass 0: its planes, tables and
+//    trays; a warning says so).
 //  - A link reached through a fixed joint is one rigid body with its parent: its mass, centre
 //    of mass and inertia are added to the parent's, and its shapes and child joints move to the
 //    parent (one warning says so). Exact, and it spares the solver a body of its own held by six
 //    rows: robot files fix 1 g sensor frames to 5 kg trunks, which made a badly conditioned
-//    system. A link without mass behind a moving joint is an error. ImportResult::source_bodies
-//    says, for every link in file order, which body carries it and where.
+//    system. A link that moves needs mass, its own or its fixed links' (a massless ROS
+//    base_footprint carries its base_link); one with neither is an error.
+//    ImportResult::source_bodies says, for every link in file order, which body carries it and
+//    where.
 //  - Attributes: a ROS substitution arg a xacro run left behind, "$(optenv NAME DEFAULT)",
 //    takes its default (the process environment is never read: a server must not hand its own
 //    to a client's file); other substitution args are errors. A vector of more than three

@@ -586,7 +586,27 @@ absl::Status UrdfLoader::Build() {
     return absl::InvalidArgumentError(
         absl::StrCat(file_, ": no root link (the joints form a cycle)"));
   ModelDesc& model = result_.model;
+  // The root's mass with the links fixed to it: a floating base without any stays welded to
+  // the world, as pybullet fixes a base of mass 0 (its planes, tables and trays).
+  Real root_mass = 0;
+  for (std::vector<int> fixed_links = {root}; !fixed_links.empty();) {
+    const int l = fixed_links.back();
+    fixed_links.pop_back();
+    root_mass += links_[l].mass;
+    for (int j : links_[l].child_joints) {
+      if (joints_[j].type == "fixed") fixed_links.push_back(joints_[j].child);
+    }
+  }
+  const bool floating_root =
+      options_.floating_base && links_[root].name != "world" && root_mass > 0;
+  if (options_.floating_base && links_[root].name != "world" && !(root_mass > 0)) {
+    warnings_.Add("massless-base",
+                  absl::StrCat("root link '", links_[root].name,
+                               "' has no mass, nor any link fixed to it: welded to the world "
+                               "despite floating_base, as pybullet fixes a base of mass 0"));
+  }
   // Depth-first from the root: parents are placed before their children.
+  std::vector<int> body_link;  // per body: the link it was made for
   std::vector<int> stack = {root};
   std::vector<bool> visited(links_.size(), false);
   while (!stack.empty()) {
@@ -601,7 +621,7 @@ absl::Status UrdfLoader::Build() {
     const UrdfLink* parent = joint ? &links_[joint->parent] : nullptr;
     link.world = parent ? io::ComposePose(parent->world, joint->origin) : Pose{};
     // a root link named "world" is the world frame (ROS and Gazebo's convention)
-    bool fixed = joint ? joint->type == "fixed" : !options_.floating_base || link.name == "world";
+    bool fixed = joint ? joint->type == "fixed" : !floating_root;
     if (fixed) {
       // Welded to the world (fixed base), or fixed to its parent: one rigid body with it, the
       // link's mass added to the parent's. Exact, and cheaper and better conditioned than a
@@ -629,12 +649,9 @@ absl::Status UrdfLoader::Build() {
                                    link.name, "' into link '", parent->name, "')"));
       }
     } else {
-      if (!(link.mass > 0)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            link.where, ": link '", link.name, "': mass must be positive for a link that moves",
-            joint ? absl::StrCat(" (joint '", joint->name, "' is ", joint->type, ")")
-                  : std::string(" (floating base)")));
-      }
+      // Its mass may come from links fixed to it (ROS's massless base_footprint carries
+      // base_link): checked once they are merged, below.
+      body_link.push_back(l);
       BodyDesc body;
       body.name = link.name;
       body.mass = link.mass;
@@ -731,6 +748,17 @@ absl::Status UrdfLoader::Build() {
     return absl::InvalidArgumentError(absl::StrCat(
         links_[i].where, ": link '", links_[i].name, "' is not connected to the root link '",
         links_[root].name, "': its parent joints form a cycle"));
+  }
+  // A body that moves needs mass, its own or its fixed links'.
+  for (size_t b = 0; b < model.bodies.size(); ++b) {
+    if (model.bodies[b].mass > 0) continue;
+    const UrdfLink& link = links_[body_link[b]];
+    const UrdfJoint* joint = link.parent_joint >= 0 ? &joints_[link.parent_joint] : nullptr;
+    return absl::InvalidArgumentError(absl::StrCat(
+        link.where, ": link '", link.name,
+        "': mass must be positive for a link that moves, its own or that of links fixed to it",
+        joint ? absl::StrCat(" (joint '", joint->name, "' is ", joint->type, ")")
+              : std::string(" (floating base)")));
   }
   // Where each link went, in file order (a static link's frame in the world frame).
   for (const UrdfLink& link : links_) {
