@@ -1505,6 +1505,7 @@ TEST(MjcfWarningTest, UnsupportedElementsAndAttributesAreNamed) {
       <geom size="0.1" solref="0.02 1"/>
       <site name="s"/>
     </body>
+    <body name="target" mocap="true"><geom size="0.05" contype="0" conaffinity="0"/></body>
   </worldbody>
   <tendon/><sensor/><equality><tendon tendon1="t"/></equality><contact><tendon/></contact><keyframe/>
 </mujoco>)";
@@ -1520,6 +1521,9 @@ TEST(MjcfWarningTest, UnsupportedElementsAndAttributesAreNamed) {
   // what only changes the drawing says so; what changes the physics is "not supported"
   EXPECT_TRUE(HasWarning(*r, "<geom> attribute 'rgba' only affects rendering"));
   EXPECT_TRUE(HasWarning(*r, "<geom> attribute 'solref' is not supported"));
+  // a mocap body is static until moved, which Axion has no call for
+  EXPECT_TRUE(HasWarning(*r, "<body> attribute 'mocap' is not supported: the body is static"));
+  EXPECT_EQ(r->model.shapes.back().body, kWorldBody);
   EXPECT_DOUBLE_EQ(r->model.options.timestep, 0.01);
 }
 

@@ -464,7 +464,10 @@ void MjcfLoader::WarnUnsupportedAttributes(const Elem& e) {
   for (const auto& [key, value] : e.attrs) {
     if (it != table.end() && it->second.count(key)) continue;
     const char* reason = kRendering->count(key) ? "' only affects rendering and was ignored"
-                                                : "' is not supported and was ignored";
+                         : key == "mocap"
+                             ? "' is not supported: the body is static, as a MuJoCo mocap body "
+                               "is until its pose is set (Axion has no call to move it)"
+                             : "' is not supported and was ignored";
     warnings_.Add(
         absl::StrCat("attr:", e.tag, ":", key),
         absl::StrCat("<", e.tag, "> attribute '", key, reason, " (first at ", e.Describe(), ")"));
