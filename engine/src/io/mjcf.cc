@@ -2189,25 +2189,30 @@ void MjcfLoader::ApplyCollisionRules() {
 // against the joints (and, with condim 3, add friction along the slides).
 void MjcfLoader::WarnHeldOffPlanes() {
   const ModelDesc& model = result_.model;
+  std::set<std::pair<int, int>> explicit_pairs;
+  for (const ContactPairDesc& pair : model.contact_pairs) {
+    explicit_pairs.insert(
+        {std::min(pair.shape_a, pair.shape_b), std::max(pair.shape_a, pair.shape_b)});
+  }
   auto collide = [&](int a, int b) {
     const ShapeDesc& sa = model.shapes[a];
     const ShapeDesc& sb = model.shapes[b];
-    if ((sa.collision_group & sb.collision_mask) && (sb.collision_group & sa.collision_mask))
-      return true;
-    for (const ContactPairDesc& pair : model.contact_pairs) {
-      if (std::min(pair.shape_a, pair.shape_b) == std::min(a, b) &&
-          std::max(pair.shape_a, pair.shape_b) == std::max(a, b))
-        return true;
-    }
-    return false;
+    return ((sa.collision_group & sb.collision_mask) && (sb.collision_group & sa.collision_mask)) ||
+           explicit_pairs.count({std::min(a, b), std::max(a, b)}) > 0;
   };
+  std::vector<std::vector<int>> body_shapes(model.bodies.size());
+  std::vector<int> planes;
+  for (size_t s = 0; s < model.shapes.size(); ++s) {
+    const ShapeDesc& shape = model.shapes[s];
+    if (shape.body >= 0) body_shapes[shape.body].push_back(static_cast<int>(s));
+    if (shape.body == kWorldBody && shape.type == ShapeType::kPlane)
+      planes.push_back(static_cast<int>(s));
+  }
   for (const JointDesc& joint : model.joints) {
-    for (size_t p = 0; p < model.shapes.size(); ++p) {
+    for (int p : planes) {
       if (!JointHoldsChildOffPlane(model, joint, model.shapes[p])) continue;
-      for (size_t s = 0; s < model.shapes.size(); ++s) {
-        if (model.shapes[s].body != joint.child ||
-            !collide(static_cast<int>(p), static_cast<int>(s)))
-          continue;
+      for (int s : body_shapes[joint.child]) {
+        if (!collide(p, s)) continue;
         const std::string& plane = model.shapes[p].name;
         warnings_.Add(
             "held-off-plane",
