@@ -575,6 +575,10 @@ absl::Status ApplySolverOverrides(const v1::SolverOptions& overrides, SolverOpti
   if (overrides.has_speculative_contacts()) {
     options->speculative_contacts = overrides.speculative_contacts().value();
   }
+  if (overrides.has_fluid_density()) options->fluid_density = overrides.fluid_density().value();
+  if (overrides.has_fluid_viscosity()) {
+    options->fluid_viscosity = overrides.fluid_viscosity().value();
+  }
   if (overrides.has_contact_compliance()) {
     options->contact_compliance = overrides.contact_compliance().value();
   }
@@ -619,6 +623,8 @@ void SolverOptionsToProto(const SolverOptions& options, v1::SolverOptions* proto
   proto->mutable_fb_epsilon()->set_value(options.fb_epsilon);
   proto->mutable_speculative_contacts()->set_value(options.speculative_contacts);
   proto->mutable_contact_compliance()->set_value(options.contact_compliance);
+  proto->mutable_fluid_density()->set_value(options.fluid_density);
+  proto->mutable_fluid_viscosity()->set_value(options.fluid_viscosity);
   proto->mutable_friction_newton()->set_value(options.friction_newton);
   proto->set_friction_combine(ToProto(options.friction_combine));
   proto->mutable_line_search_growth()->set_value(options.line_search_growth);

@@ -37,6 +37,8 @@ WorldParams MakeWorldParams(const SolverOptions& o) {
   p.friction_newton = o.friction_newton;
   p.friction_combine = static_cast<int32_t>(o.friction_combine);
   p.contact_compliance = o.contact_compliance;
+  p.fluid_density = o.fluid_density;
+  p.fluid_viscosity = o.fluid_viscosity;
   p.newton_iterations = o.newton_iterations;
   p.cr_iterations = o.cr_iterations;
   p.newton_tolerance = o.newton_tolerance;
@@ -179,6 +181,16 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
       StoreMat(&s.body_inertia[9 * (b0 + i)], body.inertia);
       StoreMat(&s.body_inv_inertia[9 * (b0 + i)],
                rotation_fixed[i] ? Mat33{} : inverse(body.inertia));
+      // the box of the body's mass and principal moments: I_x = m (s_y^2 + s_z^2) / 12, ...
+      Real moments[3];
+      Mat33 axes;
+      symmetric_eigen(body.inertia, moments, &axes);
+      for (int k = 0; k < 3; ++k) {
+        const Real twice = moments[(k + 1) % 3] + moments[(k + 2) % 3] - moments[k];
+        s.body_fluid_box[3 * (b0 + i) + k] =
+            std::sqrt(std::max(twice, Real(0)) * Real(6) / body.mass);
+      }
+      StoreMat(&s.body_fluid_axes[9 * (b0 + i)], axes);
     }
     for (int j = 0; j < m.joint_count(); ++j) {
       const JointDesc& joint = d.joints[j];

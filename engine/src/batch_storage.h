@@ -59,7 +59,7 @@ namespace axion {
 #define AXION_BODY_MODEL(X) \
   X(int32_t, body_world, 1) \
   X(Real, body_inv_mass, 1) X(Real, body_inertia, 9) X(Real, body_inv_inertia, 9) \
-      X(int32_t, body_rotation_fixed, 1)
+      X(int32_t, body_rotation_fixed, 1) X(Real, body_fluid_box, 3) X(Real, body_fluid_axes, 9)
 #define AXION_BODY_STATE(X) X(Real, body_q, 7) X(Real, body_u, 6) X(Real, body_wrench, 6)
 #define AXION_BODY_SCRATCH(X)                                                                     \
   X(Real, body_q_prev, 7)                                                                         \

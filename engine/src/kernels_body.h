@@ -96,16 +96,47 @@ AXION_HD void world_apply_actuators(const BatchView& v, int world) {
 /// explicit w x I w pumps energy into tumbling bodies; backward Euler would bleed it at
 /// O(h^2) per step; the midpoint rule conserves both kinetic energy and |L| of a torque-free
 /// body, and stays stable at any step size.
+/// Fluid force and torque on a body moving at twist u (world frame), MuJoCo's inertia-box
+/// model: in the body's principal axes, with s the sides of the box of its mass and moments
+/// and d their mean,
+///   f_i = -3 pi mu d v_i - rho / 2 s_j s_k |v_i| v_i
+///   t_i = -pi mu d^3 w_i - rho s_i (s_j^4 + s_k^4) / 64 |w_i| w_i
+/// (mu the viscosity, rho the density; checked against libmujoco's qfrc_passive).
+AXION_HD Vec6 body_fluid_wrench(const BatchView& v, int body, const WorldParams& p, Quat rot,
+                                Vec6 u) {
+  const Mat33 axes = load33(v.body_fluid_axes + 9 * body);
+  const Vec3 s = load3(v.body_fluid_box + 3 * body);
+  const Vec3 lin = transpose(axes) * rotate_inv(rot, u.lin);
+  const Vec3 ang = transpose(axes) * rotate_inv(rot, u.ang);
+  const Real kPi = Real(3.14159265358979323846);
+  const Real d = (s.x + s.y + s.z) / 3;
+  const Real mu = p.fluid_viscosity, rho = p.fluid_density;
+  Vec3 force, torque;
+  for (int i = 0; i < 3; ++i) {
+    const Real sj = s[(i + 1) % 3], sk = s[(i + 2) % 3];
+    force[i] = -3 * kPi * mu * d * lin[i] - Real(0.5) * rho * sj * sk * std::fabs(lin[i]) * lin[i];
+    torque[i] = -kPi * mu * d * d * d * ang[i] - rho * s[i] *
+                                                     (sj * sj * sj * sj + sk * sk * sk * sk) / 64 *
+                                                     std::fabs(ang[i]) * ang[i];
+  }
+  return {rotate(rot, axes * force), rotate(rot, axes * torque)};
+}
+
 AXION_HD void body_predict(const BatchView& v, int body, const WorldParams& p) {
   Real h = v.world_step_length[v.body_world[body]];
   Vec6 u = load6(v.body_u_prev + 6 * body);
   Vec6 wrench = load6(v.body_wrench + 6 * body);
   Vec6 effort = load6(v.body_jt + 6 * body);
+  Quat rot = body_rotation(v.body_q_prev, body);
+  // the fluid's drag from the step's start velocity, as MuJoCo applies its passive forces
+  if (p.fluid_density > 0 || p.fluid_viscosity > 0) {
+    const Vec6 fluid = body_fluid_wrench(v, body, p, rot, u);
+    wrench = {wrench.lin + fluid.lin, wrench.ang + fluid.ang};
+  }
   Real inv_mass = v.body_inv_mass[body];
   Vec3 gravity{p.gravity[0], p.gravity[1], p.gravity[2]};
   Vec3 lin = u.lin + h * (gravity + inv_mass * (wrench.lin + effort.lin));
 
-  Quat rot = body_rotation(v.body_q_prev, body);
   Mat33 inertia = load33(v.body_inertia + 9 * body);
   Mat33 inv_inertia = load33(v.body_inv_inertia + 9 * body);
   Vec3 w0 = rotate_inv(rot, u.ang);

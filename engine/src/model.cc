@@ -227,6 +227,10 @@ absl::Status ValidateSolverOptions(SolverOptions* options) {
     return Invalid("options", "baumgarte", "must be in [0, 1], got " + Fmt(o.baumgarte));
   if (!Finite(o.contact_margin) || o.contact_margin < 0)
     return Invalid("options", "contact_margin", "must be >= 0, got " + Fmt(o.contact_margin));
+  if (!Finite(o.fluid_density) || o.fluid_density < 0)
+    return Invalid("options", "fluid_density", "must be >= 0, got " + Fmt(o.fluid_density));
+  if (!Finite(o.fluid_viscosity) || o.fluid_viscosity < 0)
+    return Invalid("options", "fluid_viscosity", "must be >= 0, got " + Fmt(o.fluid_viscosity));
   if (!Finite(o.contact_compliance) || o.contact_compliance < 0)
     return Invalid("options", "contact_compliance",
                    "must be >= 0, got " + Fmt(o.contact_compliance));

@@ -315,7 +315,14 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
   ex.bodies(
       wr, AXION_LAMBDA(int i) {
         int w = v.body_world[i];
-        if (stepping(v, w)) body_predict(v, i, v.world_params[w]);
+        if (!stepping(v, w)) return;
+        body_predict(v, i, v.world_params[w]);
+        // a body no row acts on moves freely: u~ is its solution. Started at u- as the others
+        // are, a step that changes its velocity by less than newton_tolerance took no Newton
+        // step, and a free ball pushed by 1e-5 N never moved.
+        if (v.body_row_count[i] == 0) {
+          for (int k = 0; k < 6; ++k) v.body_u[6 * i + k] = v.body_u_tilde[6 * i + k];
+        }
       });
   ex.rows(
       wr, AXION_LAMBDA(int r) {

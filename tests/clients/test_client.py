@@ -162,6 +162,11 @@ def test_create_worlds_solver_options_contacts(client):
     assert options.HasField("speculative_contacts") and not options.speculative_contacts.value
     assert options.HasField("friction_newton") and not options.friction_newton.value
     assert options.contact_compliance.value == pytest.approx(1e-6)
+    fluid = client.get_model(client.create_worlds(
+        PENDULUM_MJCF, solver_options={"fluid_density": 1.2, "fluid_viscosity": 1.8e-5},
+    ).world_ids[0]).options
+    assert fluid.fluid_density.value == pytest.approx(1.2)
+    assert fluid.fluid_viscosity.value == pytest.approx(1.8e-5)
     default = client.get_model(client.create_worlds(PENDULUM_MJCF).world_ids[0]).options
     assert default.speculative_contacts.value
     assert default.friction_newton.value

@@ -62,6 +62,61 @@ TEST(RigidBodyTest, FreeFallMatchesBackwardEulerRecurrence) {
   test::ExpectHealthy(*sim, w);
 }
 
+// A ball falling through a fluid (SolverOptions::fluid_viscosity, fluid_density) reaches its
+// terminal speed: the drag, taken at each step's start, balances its weight. The ball's
+// equivalent box has sides s = sqrt(6 I / m) = sqrt(12 / 5) r; viscous drag 3 pi mu s v gives
+// v = m g / (3 pi mu s), quadratic drag rho / 2 s^2 v^2 gives v = sqrt(2 m g / (rho s^2)).
+// Negative coefficients are refused.
+TEST(RigidBodyTest, FallingBallReachesTheFluidsTerminalSpeed) {
+  auto fall = [](Real density, Real viscosity) {
+    ModelDesc d;
+    d.options.timestep = 0.01;
+    d.options.fluid_density = density;
+    d.options.fluid_viscosity = viscosity;
+    BodyDesc b;
+    b.mass = 1;
+    b.inertia = test::SphereInertia(1, 0.1);
+    d.bodies.push_back(b);
+    auto sim = MustCreateSimulator();
+    WorldId w = MustCreateWorld(*sim, MustCompile(d));
+    MustStep(*sim, w, 3000);  // 30 s: 44 of the viscous fall's time constants m / k
+    test::ExpectHealthy(*sim, w);
+    return -test::BodyVel(*sim, w, 0).z;
+  };
+  const Real kPi = 3.14159265358979323846, g = 9.81, side = std::sqrt(12.0 / 5.0) * 0.1;
+  EXPECT_NEAR(fall(0, 1), g / (3 * kPi * 1 * side), 1e-9);
+  EXPECT_NEAR(fall(100, 0), std::sqrt(2 * g / (100 * side * side)), 1e-9);
+  EXPECT_NEAR(fall(0, 0), g * 30, 1e-9);  // no fluid: free fall for 30 s
+  ModelDesc bad;
+  bad.options.fluid_density = -1;
+  EXPECT_FALSE(Model::Compile(bad).ok());
+}
+
+// A free body pushed by a force too small to change its velocity by newton_tolerance in a step
+// (1e-5 N on 1 kg: 1e-7 m/s per step) still accelerates at F / m: a body no row acts on takes
+// its unconstrained velocity u~ exactly. Started at u- as constrained bodies are, it took no
+// Newton step and never moved.
+TEST(RigidBodyTest, FreeBodyFollowsForcesBelowTheNewtonTolerance) {
+  ModelDesc d;
+  d.options.timestep = 0.01;
+  d.options.gravity = {0, 0, 0};
+  BodyDesc b;
+  b.mass = 1;
+  b.inertia = test::SphereInertia(1, 0.1);
+  d.bodies.push_back(b);
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, MustCompile(d));
+  std::vector<Real> wrench(6, 0);
+  wrench[0] = 1e-5;  // N
+  wrench[5] = 1e-8;  // N m about z, on I = 0.004 kg m^2: 2.5e-8 rad/s per step
+  ASSERT_TRUE(sim->SetExternalForces(w, wrench).ok());
+  MustStep(*sim, w, 100);
+  EXPECT_NEAR(test::BodyVel(*sim, w, 0).x, 1e-5, 1e-15);
+  EXPECT_NEAR(test::BodyPos(*sim, w, 0).x, 1e-5 * 0.01 * 0.01 * 100 * 101 / 2, 1e-15);
+  EXPECT_NEAR(test::BodyOmega(*sim, w, 0).z, 1e-8 / 0.004, 1e-15);
+  EXPECT_EQ(sim->GetStats(w)->newton_iterations, 0);
+}
+
 // World-frame angular momentum L = R I R^T w of body 0.
 Vec3 AngularMomentum(Simulator& sim, WorldId w, const Mat33& inertia) {
   Quat q = test::BodyQuat(sim, w, 0);

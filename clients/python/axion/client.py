@@ -65,6 +65,8 @@ _WRAPPED_OPTIONS = (
     "fb_epsilon",
     "speculative_contacts",
     "contact_compliance",
+    "fluid_density",
+    "fluid_viscosity",
     "friction_newton",
     "step_halvings",
     "halving_iterations",

@@ -259,6 +259,43 @@ inline void symmetric_eigenvalues(const Mat33& a, Real out[3]) {
   std::sort(out, out + 3);
 }
 
+// Eigen-decomposition of a symmetric 3x3 matrix by cyclic Jacobi rotations (host only):
+// a = axes diag(values) axes^T, the eigenvectors the columns of `axes` (orthonormal, unsorted).
+// A 3 x 3 matrix converges to round-off in a handful of sweeps.
+inline void symmetric_eigen(const Mat33& m, Real values[3], Mat33* axes) {
+  Mat33 a = m, v = mat33_identity();
+  for (int sweep = 0; sweep < 50; ++sweep) {
+    const Real off = a(0, 1) * a(0, 1) + a(0, 2) * a(0, 2) + a(1, 2) * a(1, 2);
+    const Real scale = a(0, 0) * a(0, 0) + a(1, 1) * a(1, 1) + a(2, 2) * a(2, 2);
+    if (!(off > Real(1e-30) * scale)) break;
+    for (int p = 0; p < 2; ++p) {
+      for (int q = p + 1; q < 3; ++q) {
+        if (a(p, q) == 0) continue;
+        // the rotation in the (p, q) plane that zeroes a(p, q)
+        const Real theta = (a(q, q) - a(p, p)) / (2 * a(p, q));
+        const Real t =
+            (theta >= 0 ? Real(1) : Real(-1)) / (std::abs(theta) + std::sqrt(theta * theta + 1));
+        const Real c = 1 / std::sqrt(t * t + 1), s = t * c;
+        for (int k = 0; k < 3; ++k) {  // a <- a J, v <- v J
+          const Real akp = a(k, p), akq = a(k, q);
+          a(k, p) = c * akp - s * akq;
+          a(k, q) = s * akp + c * akq;
+          const Real vkp = v(k, p), vkq = v(k, q);
+          v(k, p) = c * vkp - s * vkq;
+          v(k, q) = s * vkp + c * vkq;
+        }
+        for (int k = 0; k < 3; ++k) {  // a <- J^T a
+          const Real apk = a(p, k), aqk = a(q, k);
+          a(p, k) = c * apk - s * aqk;
+          a(q, k) = s * apk + c * aqk;
+        }
+      }
+    }
+  }
+  for (int k = 0; k < 3; ++k) values[k] = a(k, k);
+  *axes = v;
+}
+
 // Whether ascending principal moments break the triangle inequality I1 + I2 >= I3 (beyond
 // 1e-6 relative): no real mass distribution has them (host only).
 inline bool breaks_triangle_inequality(const Real moments[3]) {

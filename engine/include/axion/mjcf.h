@@ -2,20 +2,21 @@
 //
 // Supported: <include>, <compiler> (angle, inertiafromgeom, eulerseq, coordinate "local" or
 // "global" (MuJoCo 2.2's, the Gym hopper's and walker2d's), autolimits, meshdir, assetdir,
-// balanceinertia, boundmass, boundinertia, settotalmass), <option> (timestep, gravity), <default>
-// classes with inheritance and `childclass` (every top-level <default> is the main class), <asset>
-// <mesh> (file: OBJ or binary / ASCII STL; or vertex and face; scale), nested <body> (pos, quat,
-// euler, axisangle, xyaxes, zaxis), <geom> (plane, sphere, capsule, box, cylinder, ellipsoid, mesh;
-// size, fromto, density, mass, friction, condim, contype, conaffinity; an ellipsoid with unequal
-// radii and a mesh collide as convex hulls, a mesh with MuJoCo 2.2's mass properties for it),
-// <inertial> (pos, orientation, mass, diaginertia, fullinertia), <joint> (hinge, slide, ball, free;
-// pos, axis, range, limited, stiffness, damping, armature, frictionloss, ref, springref),
-// <freejoint>, <composite> (particle, rope and loop: count, spacing, offset, prefix, a template
-// <geom> and "main" <joint>s, expanded into the bodies, joints and geoms MuJoCo 2.2 makes of them;
-// not with coordinate "global"), <actuator> (motor, position, velocity, and <general> where it is
-// one of these (rule 4), on a joint: gear, ctrlrange, ctrllimited, forcerange, forcelimited, kp,
-// kv), <equality> <connect> and <weld> (body1, body2, active; a connect's anchor), which become
-// joints closing loops (a ball joint at the anchor, a fixed joint), and <equality> <joint> (joint1,
+// balanceinertia, boundmass, boundinertia, settotalmass), <option> (timestep, gravity; density and
+// viscosity, MuJoCo's inertia-box fluid model: SolverOptions::fluid_density), <default> classes
+// with inheritance and `childclass` (every top-level <default> is the main class), <asset> <mesh>
+// (file: OBJ or binary / ASCII STL; or vertex and face; scale), nested <body> (pos, quat, euler,
+// axisangle, xyaxes, zaxis), <geom> (plane, sphere, capsule, box, cylinder, ellipsoid, mesh; size,
+// fromto, density, mass, friction, condim, contype, conaffinity; an ellipsoid with unequal radii
+// and a mesh collide as convex hulls, a mesh with MuJoCo 2.2's mass properties for it), <inertial>
+// (pos, orientation, mass, diaginertia, fullinertia), <joint> (hinge, slide, ball, free; pos, axis,
+// range, limited, stiffness, damping, armature, frictionloss, ref, springref), <freejoint>,
+// <composite> (particle, rope and loop: count, spacing, offset, prefix, a template <geom> and
+// "main" <joint>s, expanded into the bodies, joints and geoms MuJoCo 2.2 makes of them; not with
+// coordinate "global"), <actuator> (motor, position, velocity, and <general> where it is one of
+// these (rule 4), on a joint: gear, ctrlrange, ctrllimited, forcerange, forcelimited, kp, kv),
+// <equality> <connect> and <weld> (body1, body2, active; a connect's anchor), which become joints
+// closing loops (a ball joint at the anchor, a fixed joint), and <equality> <joint> (joint1,
 // joint2, polycoef, active), which becomes a JointCouplingDesc (joint1's coordinate a quartic of
 // joint2's), all held exactly where MuJoCo's are soft, and <contact> <exclude> (body1, body2) and
 // <pair> (geom1, geom2, condim, friction).

@@ -227,6 +227,14 @@ struct SolverOptions {
   bool speculative_contacts = true;  // also shapes that close their gap within the step at
                                      // their start velocity (plus gravity): long steps then
                                      // find a falling limb's contact before it is deep
+  // A fluid around every body (MuJoCo's inertia-box model, <option density viscosity>): each
+  // body moves through it as the box of its mass and principal moments, slowed by viscous
+  // drag, -3 pi viscosity d v and -pi viscosity d^3 w (d the box's mean side), and by
+  // quadratic drag, -density/2 A_i |v_i| v_i per principal axis (A_i the box's face across it)
+  // and -density s_i (s_j^4 + s_k^4) / 64 |w_i| w_i. Taken from the step's start velocity, as
+  // MuJoCo applies its passive forces; 0 and 0: none.
+  Real fluid_density = 0;            // (kg/m^3)
+  Real fluid_viscosity = 0;          // (Pa s)
   Real contact_compliance = 0;       // (m/N) normal compliance: a contact carrying force F
                                      // rests at penetration compliance * F. A little keeps
                                      // the impulses of redundant contacts (piles, boxes on

@@ -40,6 +40,8 @@ struct WorldParams {
   int32_t friction_newton;
   int32_t friction_combine;  // FrictionCombine
   Real contact_compliance;
+  Real fluid_density;    // (kg/m^3) SolverOptions
+  Real fluid_viscosity;  // (Pa s) SolverOptions
   int32_t newton_iterations;
   int32_t cr_iterations;
   Real newton_tolerance;
@@ -163,6 +165,11 @@ struct BatchView {
   // which Newton would solve to a tolerance for what the model states exactly; they were a
   // third of the rows of a pile of particles on slides (RESULTS.md, "Rotations held").
   const int32_t* body_rotation_fixed;
+  // (body_count x 3) sides of the box with the body's mass and principal moments (m), which
+  // the fluid forces act on (SolverOptions::fluid_density, fluid_viscosity)
+  const Real* body_fluid_box;
+  // (body_count x 9) the body's principal axes, the columns, in the body frame
+  const Real* body_fluid_axes;
   Real* body_q;                   // (body_count x 7) inertial pose: COM position, quaternion
   Real* body_u;                   // (body_count x 6) twist: COM velocity, angular velocity
   Real* body_q_prev;              // (body_count x 7) q- of the current step

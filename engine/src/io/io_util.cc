@@ -413,42 +413,14 @@ Mat33 BoundPrincipalMoments(const Mat33& inertia, Real bound) {
   Real moments[3];
   symmetric_eigenvalues(inertia, moments);
   if (!(moments[0] < bound)) return inertia;
-  // Principal axes by cyclic Jacobi rotations: a = V diag(d) V^T. A 3 x 3 tensor converges to
-  // round-off in a handful of sweeps.
-  Mat33 a = inertia, v = mat33_identity();
-  for (int sweep = 0; sweep < 50; ++sweep) {
-    const Real off = a(0, 1) * a(0, 1) + a(0, 2) * a(0, 2) + a(1, 2) * a(1, 2);
-    const Real scale = a(0, 0) * a(0, 0) + a(1, 1) * a(1, 1) + a(2, 2) * a(2, 2);
-    if (!(off > Real(1e-30) * scale)) break;
-    for (int p = 0; p < 2; ++p) {
-      for (int q = p + 1; q < 3; ++q) {
-        if (a(p, q) == 0) continue;
-        // the rotation in the (p, q) plane that zeroes a(p, q)
-        const Real theta = (a(q, q) - a(p, p)) / (2 * a(p, q));
-        const Real t =
-            (theta >= 0 ? Real(1) : Real(-1)) / (std::abs(theta) + std::sqrt(theta * theta + 1));
-        const Real c = 1 / std::sqrt(t * t + 1), s = t * c;
-        for (int k = 0; k < 3; ++k) {  // a <- a J, v <- v J
-          const Real akp = a(k, p), akq = a(k, q);
-          a(k, p) = c * akp - s * akq;
-          a(k, q) = s * akp + c * akq;
-          const Real vkp = v(k, p), vkq = v(k, q);
-          v(k, p) = c * vkp - s * vkq;
-          v(k, q) = s * vkp + c * vkq;
-        }
-        for (int k = 0; k < 3; ++k) {  // a <- J^T a
-          const Real apk = a(p, k), aqk = a(q, k);
-          a(p, k) = c * apk - s * aqk;
-          a(q, k) = s * apk + c * aqk;
-        }
-      }
-    }
-  }
+  Real values[3];
+  Mat33 axes;
+  symmetric_eigen(inertia, values, &axes);
   Mat33 bounded;
   for (int k = 0; k < 3; ++k) {
-    const Real moment = std::max(a(k, k), bound);
+    const Real moment = std::max(values[k], bound);
     for (int r = 0; r < 3; ++r) {
-      for (int c = 0; c < 3; ++c) bounded(r, c) += moment * v(r, k) * v(c, k);
+      for (int c = 0; c < 3; ++c) bounded(r, c) += moment * axes(r, k) * axes(c, k);
     }
   }
   return bounded;

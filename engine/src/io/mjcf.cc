@@ -47,7 +47,7 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
        {"angle", "inertiafromgeom", "eulerseq", "coordinate", "autolimits", "meshdir", "assetdir",
         "balanceinertia", "boundmass", "boundinertia", "settotalmass"}},
       {"mesh", {"name", "class", "file", "scale", "vertex", "face"}},
-      {"option", {"timestep", "gravity"}},
+      {"option", {"timestep", "gravity", "density", "viscosity"}},
       {"body", {"name", "childclass", "pos", "quat", "axisangle", "euler", "xyaxes", "zaxis"}},
       {"inertial",
        {"pos", "quat", "axisangle", "euler", "xyaxes", "zaxis", "mass", "diaginertia",
@@ -612,6 +612,13 @@ absl::Status MjcfLoader::ParseOption(const XMLElement* xml) {
   AXION_IO_ASSIGN_OR_RETURN(options.timestep, e.Real1("timestep", Real(0.002)));
   if (!(options.timestep > 0)) return e.Error("timestep", "must be positive");
   AXION_IO_ASSIGN_OR_RETURN(options.gravity, e.Vec("gravity", Vec3{0, 0, -9.81}));
+  // the medium (MuJoCo's inertia-box fluid model; SolverOptions::fluid_density)
+  AXION_IO_ASSIGN_OR_RETURN(options.fluid_density, e.Real1("density", Real(0)));
+  if (!(options.fluid_density >= 0) || !std::isfinite(options.fluid_density))
+    return e.Error("density", "must be finite and >= 0");
+  AXION_IO_ASSIGN_OR_RETURN(options.fluid_viscosity, e.Real1("viscosity", Real(0)));
+  if (!(options.fluid_viscosity >= 0) || !std::isfinite(options.fluid_viscosity))
+    return e.Error("viscosity", "must be finite and >= 0");
   for (const XMLElement* c = xml->FirstChildElement(); c; c = c->NextSiblingElement()) {
     WarnElement(c, "option", "is not supported and was ignored");
   }
