@@ -224,6 +224,7 @@ absl::StatusOr<BodyDesc> FromProto(const v1::Body& proto, int index) {
   body.pose = FromProto(proto.pose());
   body.linear_velocity = FromProto(proto.linear_velocity());
   body.angular_velocity = FromProto(proto.angular_velocity());
+  body.in_fluid = !proto.fluid_exempt();
   return body;
 }
 
@@ -446,6 +447,7 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
     ToProto(body.pose, out->mutable_pose());
     ToProto(body.linear_velocity, out->mutable_linear_velocity());
     ToProto(body.angular_velocity, out->mutable_angular_velocity());
+    out->set_fluid_exempt(!body.in_fluid);
   }
   for (const ShapeDesc& shape : desc.shapes) {
     v1::Shape* out = proto->add_shapes();

@@ -188,7 +188,7 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
       for (int k = 0; k < 3; ++k) {
         const Real twice = moments[(k + 1) % 3] + moments[(k + 2) % 3] - moments[k];
         s.body_fluid_box[3 * (b0 + i) + k] =
-            std::sqrt(std::max(twice, Real(0)) * Real(6) / body.mass);
+            body.in_fluid ? std::sqrt(std::max(twice, Real(0)) * Real(6) / body.mass) : Real(0);
       }
       StoreMat(&s.body_fluid_axes[9 * (b0 + i)], axes);
     }

@@ -186,7 +186,7 @@ uint64_t Fingerprint(const Model& m) {
   const ModelDesc& d = m.desc();
   h.Add(d.bodies.size()), h.Add(d.joints.size()), h.Add(d.shapes.size()), h.Add(d.actuators.size());
   for (const BodyDesc& b : d.bodies) {
-    h.Add(b.mass), h.Add(b.com);
+    h.Add(b.mass), h.Add(b.com), h.Add(b.in_fluid);
     for (Real x : b.inertia.m) h.Add(x);
   }
   for (size_t j = 0; j < d.joints.size(); ++j) {

@@ -140,6 +140,22 @@ def test_mjcf_bound_mass_raises_light_bodies(client):
         client.create_worlds(axion.make_scene(LIGHT_ARM_MJCF, bound_mass=-1.0))
 
 
+def test_fluid_options_and_light_bodies_exempt_from_the_fluid(client):
+    # A slide and a hinge in one MJCF body become a chain through a light stand-in body, which
+    # the fluid leaves alone; the scene survives the round trip through its ModelDescription.
+    xml = """<mujoco><option density="1000" viscosity="0.1" gravity="0 0 0"/><worldbody>
+      <body name="fish"><joint name="x" type="slide" axis="1 0 0"/><joint name="turn" axis="0 0 1"/>
+        <geom type="capsule" fromto="0 0 0 1 0 0" size="0.1"/></body></worldbody></mujoco>"""
+    created = client.create_worlds(xml)
+    model = client.get_model(created.world_ids[0])
+    assert model.options.fluid_density.value == 1000
+    assert model.options.fluid_viscosity.value == pytest.approx(0.1)
+    exempt = {b.name: b.fluid_exempt for b in model.bodies}
+    assert exempt == {"fish/x": True, "fish": False}
+    again = client.get_model(client.create_worlds(model).world_ids[0])
+    assert [b.fluid_exempt for b in again.bodies] == [b.fluid_exempt for b in model.bodies]
+
+
 def test_create_worlds_from_model_description(client):
     created = client.create_worlds(free_sphere_model(), count=2)
     assert created.description.model_name == "free_sphere"

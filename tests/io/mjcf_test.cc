@@ -1554,6 +1554,33 @@ TEST(MjcfCollisionTest, OneWayContypeConaffinityPairsBecomeExplicit) {
   EXPECT_EQ(r->model.contact_pairs[1].friction, 1);
 }
 
+// <option collision>: MuJoCo's "predefined" makes only the <pair>s' contacts (Gym's swimmer
+// lies on its floor without touching it), "dynamic" only those its filters pass.
+TEST(MjcfCollisionTest, OptionCollisionPicksFilteredOrExplicitPairs) {
+  auto model = [](const std::string& mode) {
+    return absl::StrCat(R"(<mujoco><option collision=")", mode, R"("/><worldbody>
+      <geom name="floor" type="plane" size="0 0 0.1"/>
+      <body name="a" pos="0 0 0.1"><freejoint/><geom name="ga" size="0.1"/></body>
+      <body name="b" pos="1 0 0.1"><freejoint/><geom name="gb" size="0.1"/></body>
+      </worldbody><contact><pair geom1="floor" geom2="gb"/></contact></mujoco>)");
+  };
+  for (const char* mode : {"all", "predefined", "dynamic"}) {
+    absl::StatusOr<ImportResult> r = LoadMjcfString(model(mode), "");
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->warnings.empty()) << mode << ": " << r->warnings.front();
+    absl::StatusOr<std::shared_ptr<const Model>> m = Model::Compile(r->model);
+    ASSERT_TRUE(m.ok()) << m.status();
+    const bool all = std::string(mode) == "all";
+    EXPECT_EQ((*m)->MayCollide(0, 1), std::string(mode) != "predefined") << mode;  // floor-ga
+    EXPECT_EQ((*m)->MayCollide(0, 2), true) << mode;                               // floor-gb
+    EXPECT_EQ(r->model.contact_pairs.size(), std::string(mode) == "dynamic" ? 0u : 1u) << mode;
+    EXPECT_EQ((*m)->MayCollide(1, 2), all || std::string(mode) == "dynamic") << mode;
+  }
+  absl::StatusOr<ImportResult> bad = LoadMjcfString(model("some"), "");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("'collision'"), std::string::npos) << bad.status();
+}
+
 TEST(MjcfStaticTest, BodiesWeldedToTheWorldBecomeWorldShapes) {
   std::string xml = R"(
 <mujoco><worldbody>

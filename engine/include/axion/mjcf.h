@@ -3,7 +3,8 @@
 // Supported: <include>, <compiler> (angle, inertiafromgeom, eulerseq, coordinate "local" or
 // "global" (MuJoCo 2.2's, the Gym hopper's and walker2d's), autolimits, meshdir, assetdir,
 // balanceinertia, boundmass, boundinertia, settotalmass), <option> (timestep, gravity; density and
-// viscosity, MuJoCo's inertia-box fluid model: SolverOptions::fluid_density), <default> classes
+// viscosity, MuJoCo's inertia-box fluid model: SolverOptions::fluid_density, light chain bodies
+// exempt; collision "all", "predefined" or "dynamic"), <default> classes
 // with inheritance and `childclass` (every top-level <default> is the main class), <asset> <mesh>
 // (file: OBJ or binary / ASCII STL; or vertex and face; scale), nested <body> (pos, quat, euler,
 // axisangle, xyaxes, zaxis), <geom> (plane, sphere, capsule, box, cylinder, ellipsoid, mesh; size,

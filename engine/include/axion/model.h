@@ -37,6 +37,9 @@ struct BodyDesc {
   Pose pose;                         // initial pose of the body frame in the world frame
   Vec3 linear_velocity;              // initial velocity of the centre of mass, world frame (m/s)
   Vec3 angular_velocity;             // initial angular velocity, world frame (rad/s)
+  // Whether the fluid around the bodies (SolverOptions::fluid_density, fluid_viscosity) acts on
+  // it; the MJCF importer's light chain bodies, which stand for no body of the file, say false.
+  bool in_fluid = true;
 };
 
 enum class ShapeType : int32_t {

@@ -47,7 +47,7 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
        {"angle", "inertiafromgeom", "eulerseq", "coordinate", "autolimits", "meshdir", "assetdir",
         "balanceinertia", "boundmass", "boundinertia", "settotalmass"}},
       {"mesh", {"name", "class", "file", "scale", "vertex", "face"}},
-      {"option", {"timestep", "gravity", "density", "viscosity"}},
+      {"option", {"timestep", "gravity", "density", "viscosity", "collision"}},
       {"body", {"name", "childclass", "pos", "quat", "axisangle", "euler", "xyaxes", "zaxis"}},
       {"inertial",
        {"pos", "quat", "axisangle", "euler", "xyaxes", "zaxis", "mass", "diaginertia",
@@ -350,10 +350,11 @@ class MjcfLoader {
   std::string eulerseq_ = "xyz";
   std::string inertiafromgeom_ = "auto";
   bool autolimits_ = false;
-  bool balance_inertia_ = false;  // <compiler balanceinertia>, or MjcfOptions::balance_inertia
-  Real bound_mass_ = 0;           // <compiler boundmass>
-  Real bound_inertia_ = 0;        // <compiler boundinertia>
-  Real set_total_mass_ = -1;      // <compiler settotalmass>; <= 0: off
+  bool balance_inertia_ = false;   // <compiler balanceinertia>, or MjcfOptions::balance_inertia
+  Real bound_mass_ = 0;            // <compiler boundmass>
+  Real bound_inertia_ = 0;         // <compiler boundinertia>
+  Real set_total_mass_ = -1;       // <compiler settotalmass>; <= 0: off
+  std::string collision_ = "all";  // <option collision>
   std::string meshdir_;  // of <compiler meshdir> (else assetdir), relative to the model's file
 
   // <asset><mesh> by name: its triangles, scaled, in the mesh file's frame
@@ -619,6 +620,13 @@ absl::Status MjcfLoader::ParseOption(const XMLElement* xml) {
   AXION_IO_ASSIGN_OR_RETURN(options.fluid_viscosity, e.Real1("viscosity", Real(0)));
   if (!(options.fluid_viscosity >= 0) || !std::isfinite(options.fluid_viscosity))
     return e.Error("viscosity", "must be finite and >= 0");
+  // which contacts MuJoCo makes: every pair its filters pass and the explicit ones (all), only
+  // the explicit ones (predefined: Gym's swimmer, which touches nothing), or only the filtered
+  // ones (dynamic)
+  collision_ = e.Str("collision", collision_);
+  if (collision_ != "all" && collision_ != "predefined" && collision_ != "dynamic")
+    return e.Error("collision", absl::StrCat("must be 'all', 'predefined' or 'dynamic', got '",
+                                             collision_, "'"));
   for (const XMLElement* c = xml->FirstChildElement(); c; c = c->NextSiblingElement()) {
     WarnElement(c, "option", "is not supported and was ignored");
   }
@@ -1544,7 +1552,7 @@ absl::Status MjcfLoader::ContactPair(const Elem& e) {
                      "isotropic, the first (first at ", e.Describe(), ")"));
   }
   pair.friction = friction[0];
-  result_.model.contact_pairs.push_back(std::move(pair));
+  if (collision_ != "dynamic") result_.model.contact_pairs.push_back(std::move(pair));
   return absl::OkStatus();
 }
 
@@ -1990,6 +1998,7 @@ absl::Status MjcfLoader::ConvertJoints(int b, int parent_body) {
       light.inertia = fraction * real.inertia;
       light.com = real.com;
       light.pose = real.pose;
+      light.in_fluid = false;  // a stand-in: its box would drag the body's again
       next = static_cast<int>(model.bodies.size());
       model.bodies.push_back(std::move(light));
     }
@@ -2173,6 +2182,11 @@ void MjcfLoader::ApplyCollisionRules() {
     }
   }
   for (const auto& [a, b] : exclude) result_.model.exclude_body_pairs.push_back({a, b});
+  if (collision_ == "predefined") {
+    // only the <pair>s collide: no group meets any mask, and the filter's own pairs stay out
+    for (ShapeDesc& shape : result_.model.shapes) shape.collision_group = shape.collision_mask = 0;
+    return;
+  }
   for (ContactPairDesc& pair : added) result_.model.contact_pairs.push_back(std::move(pair));
   if (!asymmetric.empty()) {
     warnings_.Add("contype-asymmetric",
