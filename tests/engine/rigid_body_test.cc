@@ -67,16 +67,22 @@ TEST(RigidBodyTest, FreeFallMatchesBackwardEulerRecurrence) {
 // equivalent box has sides s = sqrt(6 I / m) = sqrt(12 / 5) r; viscous drag 3 pi mu s v gives
 // v = m g / (3 pi mu s), quadratic drag rho / 2 s^2 v^2 gives v = sqrt(2 m g / (rho s^2)).
 // Negative coefficients are refused.
+// A ball of 1 kg and radius 0.1 m at the origin, stepped at 0.01 s.
+ModelDesc OneBall() {
+  ModelDesc d;
+  d.options.timestep = 0.01;
+  BodyDesc b;
+  b.mass = 1;
+  b.inertia = test::SphereInertia(1, 0.1);
+  d.bodies.push_back(b);
+  return d;
+}
+
 TEST(RigidBodyTest, FallingBallReachesTheFluidsTerminalSpeed) {
   auto fall = [](Real density, Real viscosity) {
-    ModelDesc d;
-    d.options.timestep = 0.01;
+    ModelDesc d = OneBall();
     d.options.fluid_density = density;
     d.options.fluid_viscosity = viscosity;
-    BodyDesc b;
-    b.mass = 1;
-    b.inertia = test::SphereInertia(1, 0.1);
-    d.bodies.push_back(b);
     auto sim = MustCreateSimulator();
     WorldId w = MustCreateWorld(*sim, MustCompile(d));
     MustStep(*sim, w, 3000);  // 30 s: 44 of the viscous fall's time constants m / k
@@ -97,13 +103,8 @@ TEST(RigidBodyTest, FallingBallReachesTheFluidsTerminalSpeed) {
 // its unconstrained velocity u~ exactly. Started at u- as constrained bodies are, it took no
 // Newton step and never moved.
 TEST(RigidBodyTest, FreeBodyFollowsForcesBelowTheNewtonTolerance) {
-  ModelDesc d;
-  d.options.timestep = 0.01;
+  ModelDesc d = OneBall();
   d.options.gravity = {0, 0, 0};
-  BodyDesc b;
-  b.mass = 1;
-  b.inertia = test::SphereInertia(1, 0.1);
-  d.bodies.push_back(b);
   auto sim = MustCreateSimulator();
   WorldId w = MustCreateWorld(*sim, MustCompile(d));
   std::vector<Real> wrench(6, 0);
