@@ -89,13 +89,6 @@ AXION_HD void world_apply_actuators(const BatchView& v, int world) {
   }
 }
 
-/// Unconstrained velocity u~ = u- + h M^-1 f(q-, u-): gravity, user wrench and actuator
-/// efforts (in body_jt). The gyroscopic term enters Euler's equations in the body frame,
-///   I (w+ - w-) + h w x (I w) = h tau,
-/// solved implicitly with the midpoint rule w = (w- + w+)/2 by three Newton iterations. An
-/// explicit w x I w pumps energy into tumbling bodies; backward Euler would bleed it at
-/// O(h^2) per step; the midpoint rule conserves both kinetic energy and |L| of a torque-free
-/// body, and stays stable at any step size.
 /// Fluid force and torque on a body moving at twist u (world frame), MuJoCo's inertia-box
 /// model: in the body's principal axes, with s the sides of the box of its mass and moments
 /// and d their mean,
@@ -115,13 +108,21 @@ AXION_HD Vec6 body_fluid_wrench(const BatchView& v, int body, const WorldParams&
   for (int i = 0; i < 3; ++i) {
     const Real sj = s[(i + 1) % 3], sk = s[(i + 2) % 3];
     force[i] = -3 * kPi * mu * d * lin[i] - Real(0.5) * rho * sj * sk * std::fabs(lin[i]) * lin[i];
-    torque[i] = -kPi * mu * d * d * d * ang[i] - rho * s[i] *
-                                                     (sj * sj * sj * sj + sk * sk * sk * sk) / 64 *
-                                                     std::fabs(ang[i]) * ang[i];
+    const Real quartic = sj * sj * sj * sj + sk * sk * sk * sk;
+    torque[i] =
+        -kPi * mu * d * d * d * ang[i] - rho * s[i] * quartic / 64 * std::fabs(ang[i]) * ang[i];
   }
   return {rotate(rot, axes * force), rotate(rot, axes * torque)};
 }
 
+/// Unconstrained velocity u~ = u- + h M^-1 f(q-, u-): gravity, user wrench and actuator
+/// efforts (in body_jt), and the fluid's drag (body_fluid_wrench). The gyroscopic term enters
+/// Euler's equations in the body frame,
+///   I (w+ - w-) + h w x (I w) = h tau,
+/// solved implicitly with the midpoint rule w = (w- + w+)/2 by three Newton iterations. An
+/// explicit w x I w pumps energy into tumbling bodies; backward Euler would bleed it at
+/// O(h^2) per step; the midpoint rule conserves both kinetic energy and |L| of a torque-free
+/// body, and stays stable at any step size.
 AXION_HD void body_predict(const BatchView& v, int body, const WorldParams& p) {
   Real h = v.world_step_length[v.body_world[body]];
   Vec6 u = load6(v.body_u_prev + 6 * body);
