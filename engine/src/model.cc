@@ -18,13 +18,6 @@ bool Finite(Real x) { return std::isfinite(x); }
 bool Finite(Vec3 v) { return Finite(v.x) && Finite(v.y) && Finite(v.z); }
 bool Finite(Quat q) { return Finite(q.w) && Finite(q.x) && Finite(q.y) && Finite(q.z); }
 
-// The group/mask filter alone: shapes on different bodies, not both planes, each in a group
-// the other's mask takes.
-bool ShapesPassFilter(const ShapeDesc& a, const ShapeDesc& b) {
-  return a.body != b.body && !(a.type == ShapeType::kPlane && b.type == ShapeType::kPlane) &&
-         (a.collision_group & b.collision_mask) && (b.collision_group & a.collision_mask);
-}
-
 // The pair rules' order, (shape_a, shape_b).
 bool PairRuleBefore(const Model::PairRule& x, const Model::PairRule& y) {
   return x.shape_a < y.shape_a || (x.shape_a == y.shape_a && x.shape_b < y.shape_b);
@@ -355,6 +348,11 @@ bool JointFixesRotation(const JointDesc& joint) {
   const std::array<AxisMode, 6> modes = JointAxisModes(joint);
   return modes[3] == AxisMode::kLocked && modes[4] == AxisMode::kLocked &&
          modes[5] == AxisMode::kLocked;
+}
+
+bool ShapesPassFilter(const ShapeDesc& a, const ShapeDesc& b) {
+  return a.body != b.body && !(a.type == ShapeType::kPlane && b.type == ShapeType::kPlane) &&
+         (a.collision_group & b.collision_mask) && (b.collision_group & a.collision_mask);
 }
 
 bool JointHoldsChildOffPlane(const ModelDesc& desc, const JointDesc& joint,

@@ -32,6 +32,9 @@ std::vector<JointRowLayout> JointRows(const JointDesc& joint, bool has_drive);
 // angular lock rows; it is given no rotational freedom instead (zero inverse inertia, see
 // BatchView::body_rotation_fixed).
 bool JointFixesRotation(const JointDesc& joint);
+// The group/mask filter alone: shapes on different bodies, not both planes, each in a group
+// the other's mask takes (Model::Compile's exceptions, the pair rules, come on top).
+bool ShapesPassFilter(const ShapeDesc& a, const ShapeDesc& b);
 // True when `joint` holds its child's rotation (JointFixesRotation) and its translation along the
 // normal of `plane`, a static plane: the child can neither approach nor leave the plane, and
 // Model::Compile leaves their shape pairs out. Reads child_frame (Compile resolves

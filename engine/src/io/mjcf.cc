@@ -2216,9 +2216,7 @@ void MjcfLoader::WarnHeldOffPlanes() {
         {std::min(pair.shape_a, pair.shape_b), std::max(pair.shape_a, pair.shape_b)});
   }
   auto collide = [&](int a, int b) {
-    const ShapeDesc& sa = model.shapes[a];
-    const ShapeDesc& sb = model.shapes[b];
-    return ((sa.collision_group & sb.collision_mask) && (sb.collision_group & sa.collision_mask)) ||
+    return ShapesPassFilter(model.shapes[a], model.shapes[b]) ||
            explicit_pairs.count({std::min(a, b), std::max(a, b)}) > 0;
   };
   std::vector<std::vector<int>> body_shapes(model.bodies.size());

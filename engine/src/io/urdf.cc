@@ -597,9 +597,9 @@ absl::Status UrdfLoader::Build() {
       if (joints_[j].type == "fixed") fixed_links.push_back(joints_[j].child);
     }
   }
-  const bool floating_root =
-      options_.floating_base && links_[root].name != "world" && root_mass > 0;
-  if (options_.floating_base && links_[root].name != "world" && !(root_mass > 0)) {
+  const bool floating_asked = options_.floating_base && links_[root].name != "world";
+  const bool floating_root = floating_asked && root_mass > 0;
+  if (floating_asked && !floating_root) {
     warnings_.Add("massless-base",
                   absl::StrCat("root link '", links_[root].name,
                                "' has no mass, nor any link fixed to it: welded to the world "
@@ -749,16 +749,17 @@ absl::Status UrdfLoader::Build() {
         links_[i].where, ": link '", links_[i].name, "' is not connected to the root link '",
         links_[root].name, "': its parent joints form a cycle"));
   }
-  // A body that moves needs mass, its own or its fixed links'.
+  // A body that moves needs mass, its own or its fixed links' (a floating root has some: one
+  // without stayed welded above).
   for (size_t b = 0; b < model.bodies.size(); ++b) {
     if (model.bodies[b].mass > 0) continue;
     const UrdfLink& link = links_[body_link[b]];
-    const UrdfJoint* joint = link.parent_joint >= 0 ? &joints_[link.parent_joint] : nullptr;
+    const UrdfJoint& joint = joints_[link.parent_joint];
     return absl::InvalidArgumentError(absl::StrCat(
         link.where, ": link '", link.name,
-        "': mass must be positive for a link that moves, its own or that of links fixed to it",
-        joint ? absl::StrCat(" (joint '", joint->name, "' is ", joint->type, ")")
-              : std::string(" (floating base)")));
+        "': mass must be positive for a link that moves, its own or that of links fixed to it "
+        "(joint '",
+        joint.name, "' is ", joint.type, ")"));
   }
   // Where each link went, in file order (a static link's frame in the world frame).
   for (const UrdfLink& link : links_) {
