@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "collision/hull.h"
@@ -661,6 +662,46 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
                                   " already follows another coupling"));
   }
 
+  // keyframes: whole states, or nothing of a part
+  for (int k = 0; k < static_cast<int>(desc.keyframes.size()); ++k) {
+    const KeyframeDesc& key = desc.keyframes[k];
+    const std::string what = Describe("keyframe", k, key.name);
+    const size_t bodies = desc.bodies.size(), actuators = desc.actuators.size();
+    if (!Finite(key.time)) return Invalid(what, "time", "is not finite");
+    if (!key.body_pose.empty() && key.body_pose.size() != 7 * bodies)
+      return Invalid(what, "body_pose",
+                     absl::StrCat("needs ", 7 * bodies, " values (7 per body), got ",
+                                  key.body_pose.size()));
+    if (!key.body_velocity.empty() && key.body_velocity.size() != 6 * bodies)
+      return Invalid(what, "body_velocity",
+                     absl::StrCat("needs ", 6 * bodies, " values (6 per body), got ",
+                                  key.body_velocity.size()));
+    if (!key.controls.empty() && key.controls.size() != actuators)
+      return Invalid(what, "controls",
+                     absl::StrCat("needs ", actuators, " values (1 per actuator), got ",
+                                   key.controls.size()));
+    for (size_t i = 0; i < key.body_pose.size(); ++i) {
+      if (!Finite(key.body_pose[i]))
+        return Invalid(what, "body_pose", absl::StrCat("of body ", i / 7, " is not finite"));
+    }
+    for (size_t i = 0; i < key.body_pose.size(); i += 7) {
+      if (!(quat_norm(load_quat(&key.body_pose[i + 3])) > Real(1e-9)))
+        return Invalid(what, "body_pose", absl::StrCat("of body ", i / 7, ": quaternion is zero"));
+    }
+    for (size_t i = 0; i < key.body_velocity.size(); ++i) {
+      if (!Finite(key.body_velocity[i]))
+        return Invalid(what, "body_velocity", absl::StrCat("of body ", i / 6, " is not finite"));
+    }
+    for (size_t a = 0; a < key.controls.size(); ++a) {
+      const ActuatorDesc& act = desc.actuators[a];
+      if (!Finite(key.controls[a]) || (act.ctrl_limited && (key.controls[a] < act.ctrl_min ||
+                                                            key.controls[a] > act.ctrl_max)))
+        return Invalid(what, "controls",
+                       absl::StrCat("of actuator ", a, " ('", act.name, "') = ",
+                                    Fmt(key.controls[a]), " is not finite or outside its range"));
+    }
+  }
+
   // compile: offsets, parent-side joint frames, row counts
   model->joint_position_offset_.clear();
   model->joint_dof_offset_.clear();
@@ -861,6 +902,18 @@ int Model::FindJoint(const std::string& name) const {
   }
   return -1;
 }
+int Model::FindKeyframe(const std::string& name) const {
+  for (int i = 0; i < static_cast<int>(desc_.keyframes.size()); ++i) {
+    if (desc_.keyframes[i].name == name) return i;
+  }
+  int index = 0;
+  if (!name.empty() && name.size() < 10 &&
+      std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+      absl::SimpleAtoi(name, &index) && index < static_cast<int>(desc_.keyframes.size()))
+    return index;
+  return -1;
+}
+
 int Model::FindActuator(const std::string& name) const {
   for (int i = 0; i < actuator_count(); ++i) {
     if (desc_.actuators[i].name == name) return i;

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "backend.h"
 #include "batch_storage.h"
 #include "model_internal.h"
@@ -396,6 +397,22 @@ absl::StatusOr<BodyState> Simulator::GetBodyState(WorldId world) const {
   return out;
 }
 
+namespace {
+// Body-frame poses and velocities (BodyState, validated) into the bodies' centre-of-mass state
+// of the world whose first body is b0.
+void StoreBodyState(const ModelDesc& d, const BodyState& state, int b0, BatchStorage& host) {
+  for (int i = 0; i < static_cast<int>(d.bodies.size()); ++i) {
+    Quat rot = quat_normalized(load_quat(&state.pose[7 * i + 3]));
+    Vec3 lever = rotate(rot, d.bodies[i].com);
+    Vec3 omega = load3(&state.velocity[6 * i + 3]);
+    Real* q = &host.body_q[7 * (b0 + i)];
+    store3(q, load3(&state.pose[7 * i]) + lever);
+    store_quat(q + 3, rot);
+    store6(&host.body_u[6 * (b0 + i)], {load3(&state.velocity[6 * i]) + cross(omega, lever), omega});
+  }
+}
+}  // namespace
+
 absl::Status Simulator::SetBodyState(WorldId world, const BodyState& state) {
   Impl& im = *impl_;
   absl::StatusOr<int> w = im.Find(world);
@@ -429,17 +446,30 @@ absl::Status Simulator::SetBodyState(WorldId world, const BodyState& state) {
   }
   absl::Status s = im.EnsureHost();
   if (!s.ok()) return s;
-  const int b0 = im.host.world_body_offset[*w];
-  for (int i = 0; i < n; ++i) {
-    Quat rot = quat_normalized(load_quat(&state.pose[7 * i + 3]));
-    Vec3 lever = rotate(rot, d.bodies[i].com);
-    Vec3 omega = load3(&state.velocity[6 * i + 3]);
-    Real* q = &im.host.body_q[7 * (b0 + i)];
-    store3(q, load3(&state.pose[7 * i]) + lever);
-    store_quat(q + 3, rot);
-    store6(&im.host.body_u[6 * (b0 + i)],
-           {load3(&state.velocity[6 * i]) + cross(omega, lever), omega});
+  StoreBodyState(d, state, im.host.world_body_offset[*w], im.host);
+  WriteJointCoordinates(*w, im.host);
+  im.host.world_flags[*w] &= ~static_cast<uint32_t>(kWorldNonFinite);
+  return im.MarkHostWritten();
+}
+
+absl::Status Simulator::SetJointState(WorldId world, const JointState& state) {
+  Impl& im = *impl_;
+  absl::StatusOr<int> w = im.Find(world);
+  if (!w.ok()) return w.status();
+  absl::StatusOr<BodyState> current = GetBodyState(world);
+  if (!current.ok()) return current.status();
+  const Model& model = *im.worlds[*w].layout.model;
+  absl::StatusOr<BodyState> bodies = BodyStateFromJoints(model, state, *std::move(current));
+  if (!bodies.ok()) {
+    return absl::Status(bodies.status().code(),
+                        absl::StrCat("world ", world, ": ", bodies.status().message()));
   }
+  absl::Status s = im.EnsureHost();
+  if (!s.ok()) return s;
+  StoreBodyState(model.desc(), *bodies, im.host.world_body_offset[*w], im.host);
+  // the coordinates written back unwrap angles from these, so they keep the turns given
+  std::copy(state.position.begin(), state.position.end(),
+            im.host.qpos.begin() + im.host.world_qpos_offset[*w]);
   WriteJointCoordinates(*w, im.host);
   im.host.world_flags[*w] &= ~static_cast<uint32_t>(kWorldNonFinite);
   return im.MarkHostWritten();
@@ -524,6 +554,39 @@ absl::Status Simulator::Reset(WorldId world) {
   if (!s.ok()) return s;
   ResetWorldState(im.worlds[*w].layout, *w, im.host);
   im.worlds[*w].step_count = 0;
+  return im.MarkHostWritten();
+}
+
+absl::Status Simulator::Reset(WorldId world, const std::string& keyframe) {
+  Impl& im = *impl_;
+  absl::StatusOr<int> w = im.Find(world);
+  if (!w.ok()) return w.status();
+  const Model& model = *im.worlds[*w].layout.model;
+  const int k = model.FindKeyframe(keyframe);
+  if (k < 0) {
+    std::vector<std::string> names;
+    for (const KeyframeDesc& key : model.desc().keyframes) names.push_back(key.name);
+    return absl::NotFoundError(absl::StrCat(
+        "world ", world, ": model '", model.name(), "' has no keyframe '", keyframe, "' (it has ",
+        names.empty() ? "none" : absl::StrCat("'", absl::StrJoin(names, "', '"), "'"), ")"));
+  }
+  absl::Status s = Reset(world);
+  if (!s.ok()) return s;
+  // the keyframe was validated with the model: sizes, finite values, control ranges
+  const KeyframeDesc& key = model.desc().keyframes[k];
+  if (!key.body_pose.empty() || !key.body_velocity.empty()) {
+    absl::StatusOr<BodyState> bodies = GetBodyState(world);
+    if (!bodies.ok()) return bodies.status();
+    if (!key.body_pose.empty()) bodies->pose = key.body_pose;
+    if (!key.body_velocity.empty()) bodies->velocity = key.body_velocity;
+    s = SetBodyState(world, *bodies);
+    if (!s.ok()) return s;
+  }
+  if (!key.controls.empty()) {
+    s = SetControls(world, key.controls);
+    if (!s.ok()) return s;
+  }
+  im.host.world_time[*w] = key.time;
   return im.MarkHostWritten();
 }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <initializer_list>
+#include <iterator>
 #include <limits>
 #include <utility>
 
@@ -244,6 +245,219 @@ TEST(SimulatorTest, JointStateFollowsTheBodiesBeforeAnyStep) {
   joints = *sim->GetJointState(w);
   EXPECT_EQ(joints.position[0], 0);
   EXPECT_NEAR(joints.velocity[0], 2, 1e-12);
+}
+
+// A floating base and a chain through every joint kind, each with its frames turned away from
+// the bodies' axes, anchors off the bodies' origins and a reference angle where it has one.
+ModelDesc JointZoo() {
+  ModelDesc d;
+  d.options.timestep = 0.01;
+  d.options.gravity = {0, 0, 0};
+  const JointType types[] = {JointType::kRevolute, JointType::kPrismatic, JointType::kBall,
+                             JointType::kUniversal, JointType::kGeneric, JointType::kFixed,
+                             JointType::kRevolute};
+  const int links = static_cast<int>(std::size(types));
+  for (int i = 0; i <= links; ++i) {
+    BodyDesc b;
+    b.name = i == 0 ? "base" : "link" + std::to_string(i);
+    b.mass = 1 + 0.1 * i;
+    b.inertia = test::BoxInertia(b.mass, {0.1, 0.05, 0.04});
+    b.com = {0.02, -0.01, 0.03};
+    b.pose.pos = {0.3 * i, 0.05 * i, 1 + 0.02 * i};
+    b.pose.quat = quat_from_axis_angle(normalized(Vec3{1, 2, Real(3 - i)}), 0.2 * i);
+    d.bodies.push_back(b);
+  }
+  for (int i = 0; i < links; ++i) {
+    JointDesc j;
+    j.name = "joint" + std::to_string(i);
+    j.type = types[i];
+    j.parent = i;
+    j.child = i + 1;
+    j.child_frame.pos = {-0.15, 0.01 * i, 0.02};
+    j.child_frame.quat = quat_from_axis_angle(normalized(Vec3{3, -1, Real(1 + i)}), 0.4 + 0.1 * i);
+    if (j.type == JointType::kRevolute || j.type == JointType::kPrismatic) j.reference = 0.25;
+    if (j.type == JointType::kUniversal) {
+      j.second_axis = normalized(rotate(j.child_frame.quat, Vec3{0.2, 1, 0.1}));
+      j.second_anchor = j.child_frame.pos + Vec3{0.03, -0.02, 0.05};
+    }
+    if (j.type == JointType::kGeneric) {
+      j.axis_mode = {AxisMode::kFree,   AxisMode::kLocked, AxisMode::kLocked,
+                     AxisMode::kLocked, AxisMode::kFree,   AxisMode::kFree};
+    }
+    d.joints.push_back(j);
+  }
+  return d;
+}
+
+// Joint positions and velocities of the zoo: revolute, prismatic, ball (quaternion), universal,
+// generic (slide x, turns y and z), fixed (none), revolute.
+JointState ZooJointState() {
+  JointState js;
+  const Quat ball = quat_from_axis_angle(normalized(Vec3{1, -2, 0.5}), 1.1);
+  js.position = {1.2, 0.4, ball.w, ball.x, ball.y, ball.z, 0.7, -0.5, 0.12, 0.6, -0.9, -2.4};
+  js.velocity = {0.8, -0.3, 0.5, 1.5, -0.7, 1.1, 0.6, 0.25, -1.3, 0.9, 2.0};
+  return js;
+}
+
+// SetJointState places every body a joint moves by forward kinematics from its parent: the
+// world reports the coordinates it was given (angles with their turns), a body's velocity is the
+// rate of its pose as the coordinates move (central differences), the floating base keeps its
+// own state, and the joints' rows find nothing to correct: a step without forces keeps every
+// coordinate moving at its rate.
+TEST(SimulatorTest, JointStatePlacesTheBodiesItsJointsMove) {
+  std::shared_ptr<const Model> model = test::MustCompile(JointZoo());
+  ASSERT_EQ(model->joint_position_count(), 12);
+  ASSERT_EQ(model->joint_dof_count(), 11);
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, model);
+  BodyState base = *sim->GetBodyState(w);
+  const Quat base_quat = quat_from_axis_angle(normalized(Vec3{0, 1, 1}), 0.7);
+  store3(&base.pose[0], {0.5, -0.2, 1.4});
+  store_quat(&base.pose[3], base_quat);
+  store6(&base.velocity[0], {{0.3, -0.1, 0.2}, {0.4, 0.2, -0.6}});
+  ASSERT_TRUE(sim->SetBodyState(w, base).ok());
+  const JointState given = ZooJointState();
+  ASSERT_TRUE(sim->SetJointState(w, given).ok());
+
+  const JointState read = *sim->GetJointState(w);
+  for (size_t k = 0; k < given.position.size(); ++k)
+    EXPECT_NEAR(read.position[k], given.position[k], 1e-12) << "position " << k;
+  for (size_t k = 0; k < given.velocity.size(); ++k)
+    EXPECT_NEAR(read.velocity[k], given.velocity[k], 1e-12) << "velocity " << k;
+  const BodyState bodies = *sim->GetBodyState(w);
+  for (int k = 0; k < 7; ++k) EXPECT_NEAR(bodies.pose[k], base.pose[k], 1e-15) << k;
+  for (int k = 0; k < 6; ++k) EXPECT_NEAR(bodies.velocity[k], base.velocity[k], 1e-15) << k;
+
+  // velocities against the poses' central differences along the coordinates' rates (the ball
+  // turns by its rate in the parent joint frame, the floating base by its own twist)
+  const Real eps = 1e-6;
+  auto moved = [&](Real t) {
+    JointState js = given;
+    for (int k = 0; k < 12; ++k) {
+      if (k >= 2 && k < 6) continue;
+      const int dof = k < 2 ? k : k - 1;
+      js.position[k] += t * given.velocity[dof];
+    }
+    const Quat ball = quat_from_axis_angle(
+        normalized(Vec3{given.velocity[2], given.velocity[3], given.velocity[4]}),
+        t * norm(Vec3{given.velocity[2], given.velocity[3], given.velocity[4]}));
+    store_quat(&js.position[2], ball * load_quat(&given.position[2]));
+    BodyState b = base;
+    store3(&b.pose[0], load3(&base.pose[0]) + t * load3(&base.velocity[0]));
+    const Vec3 spin = load3(&base.velocity[3]);
+    store_quat(&b.pose[3], quat_from_axis_angle(normalized(spin), t * norm(spin)) * base_quat);
+    return *BodyStateFromJoints(*model, js, b);
+  };
+  const BodyState ahead = moved(eps), behind = moved(-eps);
+  for (int i = 0; i < model->body_count(); ++i) {
+    const Vec3 rate = (1 / (2 * eps)) * (load3(&ahead.pose[7 * i]) - load3(&behind.pose[7 * i]));
+    const Quat turn =
+        load_quat(&ahead.pose[7 * i + 3]) * conjugate(load_quat(&behind.pose[7 * i + 3]));
+    const Vec3 spin = (1 / (2 * eps)) * quat_log(turn);
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_NEAR(bodies.velocity[6 * i + k], rate[k], 1e-7) << "body " << i << " axis " << k;
+      EXPECT_NEAR(bodies.velocity[6 * i + 3 + k], spin[k], 1e-7) << "body " << i << " axis " << k;
+    }
+  }
+
+  // a step without forces: each coordinate moves on at about its rate, every row satisfied
+  MustStep(*sim, w);
+  test::ExpectHealthy(*sim, w);
+  EXPECT_LE(sim->GetStats(w)->newton_iterations, 3);
+  const JointState after = *sim->GetJointState(w);
+  for (int k : {0, 1, 6, 7, 8, 9, 10, 11}) {
+    const int dof = k < 2 ? k : k - 1;
+    EXPECT_NEAR(after.position[k], given.position[k] + 0.01 * given.velocity[dof], 2e-3) << k;
+  }
+}
+
+TEST(SimulatorTest, BadJointStatesAreRefusedWithoutTouchingTheWorld) {
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, test::MustCompile(JointZoo()));
+  MustStep(*sim, w, 2);
+  const std::string before = Bytes(*sim, w);
+  JointState js = ZooJointState();
+  js.position.pop_back();
+  absl::Status s = sim->SetJointState(w, js);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("needs 12 positions and 11 velocities"));
+  js = ZooJointState();
+  js.velocity[10] = std::numeric_limits<Real>::quiet_NaN();
+  s = sim->SetJointState(w, js);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("joint 6 ('joint6'): velocity is not finite"));
+  js = ZooJointState();
+  for (int k = 2; k < 6; ++k) js.position[k] = 0;
+  s = sim->SetJointState(w, js);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("joint 2 ('joint2'): quaternion is zero"));
+  EXPECT_EQ(Bytes(*sim, w), before);
+}
+
+// A keyframe is a whole starting state: Reset(world, name) gives its poses, velocities,
+// controls and time, by name or by index; an unknown name is NotFound and changes nothing.
+TEST(SimulatorTest, ResetToAKeyframeStartsThere) {
+  ModelDesc d = Pendulum(1);
+  KeyframeDesc up;
+  up.name = "up";
+  up.time = 2.5;
+  const Quat turn = quat_from_axis_angle({0, 1, 0}, -Real(M_PI) / 2);
+  up.body_pose = {0, 0, 1, turn.w, turn.x, turn.y, turn.z};
+  up.body_velocity = {-0.5, 0, 0, 0, 0.5, 0};
+  up.controls = {0.75};
+  d.keyframes.push_back(up);
+  KeyframeDesc still;
+  still.controls = {-1};
+  d.keyframes.push_back(still);
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, test::MustCompile(d));
+  MustStep(*sim, w, 5);
+
+  ASSERT_TRUE(sim->Reset(w, "up").ok());
+  EXPECT_EQ(sim->GetStats(w)->time, 2.5);
+  EXPECT_EQ(sim->GetStats(w)->step_count, 0u);
+  EXPECT_EQ(*sim->GetControls(w), std::vector<Real>{0.75});
+  const JointState joints = *sim->GetJointState(w);
+  EXPECT_NEAR(joints.position[0], -M_PI / 2, 1e-12);  // the bob straight up
+  EXPECT_NEAR(joints.velocity[0], 0.5, 1e-12);
+  EXPECT_NEAR(test::BodyPos(*sim, w, 0).z, 1, 1e-12);
+
+  const std::string from_up = Bytes(*sim, w);
+  MustStep(*sim, w, 3);
+  ASSERT_TRUE(sim->Reset(w, "0").ok());  // by index
+  EXPECT_EQ(Bytes(*sim, w), from_up);
+
+  ASSERT_TRUE(sim->Reset(w, "1").ok());  // unnamed: the initial state, its own controls
+  EXPECT_EQ(*sim->GetControls(w), std::vector<Real>{-1});
+  EXPECT_NEAR(test::BodyPos(*sim, w, 0).x, 1, 1e-12);
+  EXPECT_EQ(sim->GetStats(w)->time, 0);
+
+  const std::string before = Bytes(*sim, w);
+  absl::Status s = sim->Reset(w, "home");
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("has no keyframe 'home' (it has 'up', '')"));
+  EXPECT_EQ(sim->Reset(w, "2").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(Bytes(*sim, w), before);
+}
+
+TEST(SimulatorTest, KeyframesAreCheckedWithTheModel) {
+  auto compile_error = [](KeyframeDesc key) {
+    ModelDesc d = Pendulum(1);
+    d.keyframes.push_back(std::move(key));
+    return std::string(Model::Compile(d).status().message());
+  };
+  KeyframeDesc key;
+  key.name = "k";
+  key.body_pose = {0, 0, 1, 1, 0, 0};
+  EXPECT_THAT(compile_error(key), HasSubstr("keyframe 0 ('k'): body_pose needs 7 values"));
+  key.body_pose = {0, 0, 1, 0, 0, 0, 0};
+  EXPECT_THAT(compile_error(key), HasSubstr("of body 0: quaternion is zero"));
+  key.body_pose.clear();
+  key.body_velocity = {0, 0, std::numeric_limits<Real>::infinity(), 0, 0, 0};
+  EXPECT_THAT(compile_error(key), HasSubstr("body_velocity of body 0 is not finite"));
+  key.body_velocity.clear();
+  key.controls = {2};
+  EXPECT_THAT(compile_error(key), HasSubstr("controls of actuator 0 ('motor') = 2"));
+  key.controls = {1, 0};
+  EXPECT_THAT(compile_error(key), HasSubstr("controls needs 1 values"));
 }
 
 TEST(SimulatorTest, NonFiniteWorldIsFrozenAndOthersKeepRunning) {

@@ -317,6 +317,19 @@ struct SolverOptions {
                         // world_build_islands); off: the world is one Newton system
 };
 
+// A named state of the model's worlds (MJCF's <keyframe><key>): Simulator::Reset(world, name)
+// starts a world there instead of at the bodies' initial poses. Joints keep their zero at the
+// initial poses (JointDesc::child_frame), so a keyframe moves bodies without changing the model.
+struct KeyframeDesc {
+  std::string name;
+  Real time = 0;                    // simulated time (s), finite
+  std::vector<Real> body_pose;      // (body_count x 7): body-frame position, quaternion w x y z
+                                    // (BodyState's layout); empty: the initial poses
+  std::vector<Real> body_velocity;  // (body_count x 6): linear velocity of the body-frame origin
+                                    // then angular velocity, world frame; empty: initial ones
+  std::vector<Real> controls;       // (actuator_count), within ctrl ranges; empty: zero
+};
+
 struct ModelDesc {
   std::string name;
   std::vector<BodyDesc> bodies;
@@ -333,6 +346,7 @@ struct ModelDesc {
   // Body pairs (body indices, kWorldBody allowed) whose shapes never collide, on top of the
   // group/mask filter and the joined-bodies rule (importers use it for MuJoCo's parent filter).
   std::vector<std::array<int, 2>> exclude_body_pairs;
+  std::vector<KeyframeDesc> keyframes;
 };
 
 // A floor: an infinite ground plane named "floor" at `height` (m), normal +z, for scenes from
@@ -405,6 +419,9 @@ class Model {
   int FindBody(const std::string& name) const;  // -1 when absent
   int FindJoint(const std::string& name) const;
   int FindActuator(const std::string& name) const;
+  // A keyframe by name, or else by its index written in decimal ("0": the first; MJCF keys are
+  // often unnamed); -1 when neither matches.
+  int FindKeyframe(const std::string& name) const;
 
  private:
   Model() = default;

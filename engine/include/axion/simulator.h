@@ -71,6 +71,18 @@ struct JointState {
   std::vector<Real> velocity;  // (joint_dof_count)
 };
 
+// Forward kinematics: the body state that joint coordinates give (JointState's layout, as
+// GetJointState returns it: a DOF's coordinate with the joint's reference included, a ball
+// joint's quaternion relative to its initial configuration). Each body a joint moves takes its
+// pose and velocity from its parent's through that joint, parents first; bodies no joint moves
+// (free bodies, a floating base, a body of the world's) keep theirs from `bodies`, so a
+// floating base is placed by its body state and its limbs by their joints. A body that is the
+// child of several joints (a loop closed by a weld or a connect) is placed by the first joint,
+// in index order, whose parent is placed; the other joints' rows pull any difference out when
+// the world steps, as do couplings, which are not applied here. Errors name the joint.
+absl::StatusOr<BodyState> BodyStateFromJoints(const Model& model, const JointState& joints,
+                                              BodyState bodies);
+
 struct ContactReport {
   int body_a = kWorldBody, body_b = kWorldBody;  // body indices (kWorldBody for static)
   int shape_a = -1, shape_b = -1;
@@ -120,11 +132,19 @@ class Simulator {
   absl::StatusOr<BodyState> GetBodyState(WorldId world) const;
   absl::Status SetBodyState(WorldId world, const BodyState& state);
   absl::StatusOr<JointState> GetJointState(WorldId world) const;
+  // Joint positions and velocities (JointState's layout): the bodies the joints move follow
+  // from their parents (BodyStateFromJoints), the others keep their state, so set a floating
+  // base's body state first. Angles keep their turns: GetJointState returns them as given.
+  absl::Status SetJointState(WorldId world, const JointState& state);
   absl::StatusOr<WorldStats> GetStats(WorldId world) const;
   absl::StatusOr<std::vector<ContactReport>> GetContacts(WorldId world) const;
 
   // Back to the model's initial state (controls and external forces cleared).
   absl::Status Reset(WorldId world);
+  // Back to a keyframe of the world's model (Model::FindKeyframe: by name, or by index):
+  // its body state, controls and time; the parts it leaves empty as Reset(world) leaves them.
+  // Steps count from 0 again. An unknown keyframe is NotFound, and the world is untouched.
+  absl::Status Reset(WorldId world, const std::string& keyframe);
   // Complete world state as bytes, restored bit-exactly by Restore into a world of the same model.
   absl::StatusOr<std::string> Snapshot(WorldId world) const;
   absl::Status Restore(WorldId world, std::string_view bytes);
