@@ -669,17 +669,17 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
     const size_t bodies = desc.bodies.size(), actuators = desc.actuators.size();
     if (!Finite(key.time)) return Invalid(what, "time", "is not finite");
     if (!key.body_pose.empty() && key.body_pose.size() != 7 * bodies)
-      return Invalid(what, "body_pose",
-                     absl::StrCat("needs ", 7 * bodies, " values (7 per body), got ",
-                                  key.body_pose.size()));
+      return Invalid(
+          what, "body_pose",
+          absl::StrCat("needs ", 7 * bodies, " values (7 per body), got ", key.body_pose.size()));
     if (!key.body_velocity.empty() && key.body_velocity.size() != 6 * bodies)
       return Invalid(what, "body_velocity",
                      absl::StrCat("needs ", 6 * bodies, " values (6 per body), got ",
                                   key.body_velocity.size()));
     if (!key.controls.empty() && key.controls.size() != actuators)
-      return Invalid(what, "controls",
-                     absl::StrCat("needs ", actuators, " values (1 per actuator), got ",
-                                   key.controls.size()));
+      return Invalid(
+          what, "controls",
+          absl::StrCat("needs ", actuators, " values (1 per actuator), got ", key.controls.size()));
     for (size_t i = 0; i < key.body_pose.size(); ++i) {
       if (!Finite(key.body_pose[i]))
         return Invalid(what, "body_pose", absl::StrCat("of body ", i / 7, " is not finite"));
@@ -694,8 +694,8 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
     }
     for (size_t a = 0; a < key.controls.size(); ++a) {
       const ActuatorDesc& act = desc.actuators[a];
-      if (!Finite(key.controls[a]) || (act.ctrl_limited && (key.controls[a] < act.ctrl_min ||
-                                                            key.controls[a] > act.ctrl_max)))
+      if (!Finite(key.controls[a]) ||
+          (act.ctrl_limited && (key.controls[a] < act.ctrl_min || key.controls[a] > act.ctrl_max)))
         return Invalid(what, "controls",
                        absl::StrCat("of actuator ", a, " ('", act.name, "') = ",
                                     Fmt(key.controls[a]), " is not finite or outside its range"));

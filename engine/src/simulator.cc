@@ -408,7 +408,8 @@ void StoreBodyState(const ModelDesc& d, const BodyState& state, int b0, BatchSto
     Real* q = &host.body_q[7 * (b0 + i)];
     store3(q, load3(&state.pose[7 * i]) + lever);
     store_quat(q + 3, rot);
-    store6(&host.body_u[6 * (b0 + i)], {load3(&state.velocity[6 * i]) + cross(omega, lever), omega});
+    store6(&host.body_u[6 * (b0 + i)],
+           {load3(&state.velocity[6 * i]) + cross(omega, lever), omega});
   }
 }
 }  // namespace

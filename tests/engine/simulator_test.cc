@@ -253,8 +253,8 @@ ModelDesc JointZoo() {
   ModelDesc d;
   d.options.timestep = 0.01;
   d.options.gravity = {0, 0, 0};
-  const JointType types[] = {JointType::kRevolute, JointType::kPrismatic, JointType::kBall,
-                             JointType::kUniversal, JointType::kGeneric, JointType::kFixed,
+  const JointType types[] = {JointType::kRevolute,  JointType::kPrismatic, JointType::kBall,
+                             JointType::kUniversal, JointType::kGeneric,   JointType::kFixed,
                              JointType::kRevolute};
   const int links = static_cast<int>(std::size(types));
   for (int i = 0; i <= links; ++i) {
