@@ -1532,5 +1532,136 @@ TEST(MjcfFluidTest, SwimmerSwimsInItsMediumAsInMuJoCo) {
   EXPECT_LT(dry, 5e-3);
 }
 
+// A keyframe is MuJoCo's state: reset to it, every body of the file (merged, on a chain of light
+// bodies, on a universal or generic joint, on a ball, a floating base) has the pose and
+// velocity libmujoco gives the same keyframe (mj_resetDataKeyframe, mj_forward), its exact
+// joints report MuJoCo's qpos, and its controls are MuJoCo's (clamped to ctrlrange, with a
+// warning, and dropped for an actuator Axion skipped).
+TEST(MjcfKeyframeTest, ResetToAKeyGivesMuJoCosStateOfEveryBody) {
+  const std::string path = WriteTempModel("keyframes.xml", R"(<mujoco>
+  <option gravity="0 0 0"/>
+  <worldbody>
+    <body name="base" pos="0.1 0.2 1" euler="10 20 30">
+      <freejoint name="root"/>
+      <geom type="box" size="0.2 0.1 0.05"/>
+      <body name="arm" pos="0.3 0 0" euler="0 30 0">
+        <joint name="shoulder" axis="0 1 0" pos="-0.05 0 0" ref="10"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+        <body name="forearm" pos="0.3 0 0">
+          <joint name="elbow_a" axis="0 0 1"/>
+          <joint name="elbow_b" axis="0 1 0" pos="0.02 0 0"/>
+          <geom type="capsule" fromto="0 0 0 0.25 0 0" size="0.025"/>
+          <body name="hand" pos="0.25 0.01 0" euler="0 0 40"><geom type="sphere" size="0.04"/></body>
+        </body>
+      </body>
+      <body name="thigh" pos="-0.3 0 0">
+        <joint name="hip" type="ball" pos="0.02 0 0"/>
+        <geom type="capsule" fromto="0 0 0 -0.3 0 0" size="0.03"/>
+        <body name="shin" pos="-0.3 0 0" euler="15 0 0">
+          <joint name="knee_slide" type="slide" axis="1 0 0"/>
+          <joint name="knee" axis="0 1 1" pos="0.01 0.02 0"/>
+          <geom type="box" size="0.1 0.03 0.03"/>
+        </body>
+      </body>
+      <body name="wrist" pos="0 0.3 0">
+        <joint name="w1" axis="1 0 0"/><joint name="w2" axis="0 1 0"/><joint name="w3" axis="0 0 1"/>
+        <geom type="box" size="0.05 0.04 0.03"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor name="shoulder_motor" joint="shoulder" ctrlrange="-1 1" ctrllimited="true"/>
+    <motor name="hip_motor" joint="hip"/>
+    <position name="elbow_servo" joint="elbow_a" kp="10" ctrlrange="-0.5 0.5" ctrllimited="true"/>
+  </actuator>
+  <keyframe>
+    <key name="reach" time="1.5"
+         qpos="0.5 -0.2 1.3 0.9 0.1 -0.3 0.2  0.6  0.4 -0.7  0.8 0.3 -0.2 0.4  0.05 0.9  0.3 -0.4 0.5"
+         qvel="0.1 -0.2 0.3 0.5 -0.4 0.6  1.1  0.7 -0.9  0.4 0.3 -0.8  0.2 1.3  0.6 -0.5 0.9"
+         ctrl="0.5 3 0.7"/>
+    <key qvel="0 0 0 0 0 0  -2  0 0  0 0 0  0 0  0 0 0"/>
+  </keyframe>
+</mujoco>)");
+  absl::StatusOr<ImportResult> imported = LoadMjcfFile(path);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  bool clamped = false;
+  for (const std::string& line : imported->warnings)
+    clamped = clamped || line.find(
+                             "ctrl of actuator 'elbow_servo' (0.7) lies outside its "
+                             "ctrlrange and was clamped to 0.5") != std::string::npos;
+  EXPECT_TRUE(clamped);
+  const ModelDesc& desc = imported->model;
+  ASSERT_EQ(desc.keyframes.size(), 2u);
+  ASSERT_EQ(desc.actuators.size(), 2u);  // the ball's motor is skipped
+  World w = MakeWorld(desc);
+  ASSERT_NE(w.sim, nullptr);
+  MuJoCoRun mujoco(path);
+  ASSERT_NE(mujoco.m, nullptr) << mujoco.load_error;
+  ASSERT_EQ(mujoco.m->nkey, 2);
+
+  for (int key = 0; key < 2; ++key) {
+    SCOPED_TRACE(key);
+    ASSERT_TRUE(w.sim->Reset(w.id, key == 0 ? "reach" : "1").ok());
+    mj_resetDataKeyframe(mujoco.m, mujoco.d, key);
+    mj_forward(mujoco.m, mujoco.d);
+    EXPECT_EQ(w.sim->GetStats(w.id)->time, mujoco.d->time);
+    const BodyState state = *w.sim->GetBodyState(w.id);
+    for (const ImportResult::SourceBody& source : imported->source_bodies) {
+      SCOPED_TRACE(source.name);
+      const int id = mj_name2id(mujoco.m, mjOBJ_BODY, source.name.c_str());
+      ASSERT_GE(id, 1);
+      ASSERT_NE(source.body, kWorldBody);
+      const Vec3 carrier = load3(&state.pose[7 * source.body]);
+      const Quat carrier_quat = load_quat(&state.pose[7 * source.body + 3]);
+      const Vec3 pos = carrier + rotate(carrier_quat, source.offset.pos);
+      const Quat quat = carrier_quat * source.offset.quat;
+      const Vec3 linear = load3(&state.velocity[6 * source.body]) +
+                          cross(load3(&state.velocity[6 * source.body + 3]), pos - carrier);
+      mjtNum velocity[6];
+      mj_objectVelocity(mujoco.m, mujoco.d, mjOBJ_XBODY, id, velocity, 0);
+      const Quat mj_quat{mujoco.d->xquat[4 * id], mujoco.d->xquat[4 * id + 1],
+                         mujoco.d->xquat[4 * id + 2], mujoco.d->xquat[4 * id + 3]};
+      for (int k = 0; k < 3; ++k) {
+        EXPECT_NEAR(pos[k], mujoco.d->xpos[3 * id + k], 1e-12) << k;
+        EXPECT_NEAR(state.velocity[6 * source.body + 3 + k], velocity[k], 1e-12) << k;
+        EXPECT_NEAR(linear[k], velocity[3 + k], 1e-12) << k;
+        // the same rotation (either sign of the quaternion): each axis turned alike
+        const Vec3 axis{k == 0 ? 1.0 : 0.0, k == 1 ? 1.0 : 0.0, k == 2 ? 1.0 : 0.0};
+        EXPECT_LT(norm(rotate(quat, axis) - rotate(mj_quat, axis)), 1e-12) << k;
+      }
+    }
+    // the joints that are MuJoCo's own report its coordinates (the merged wrist's generic joint
+    // measures a rotation vector instead)
+    const JointState joints = *w.sim->GetJointState(w.id);
+    for (const char* name : {"shoulder", "elbow_a", "elbow_b", "knee_slide", "knee"}) {
+      SCOPED_TRACE(name);
+      const ImportResult::SourceJoint* source = nullptr;
+      for (const ImportResult::SourceJoint& j : imported->source_joints)
+        if (j.name == name) source = &j;
+      ASSERT_NE(source, nullptr);
+      const int mj = mj_name2id(mujoco.m, mjOBJ_JOINT, name);
+      const int qpos = w.model->joint_position_offset()[source->joint] + source->dof;
+      const int dof = w.model->joint_dof_offset()[source->joint] + source->dof;
+      EXPECT_NEAR(joints.position[qpos], mujoco.d->qpos[mujoco.m->jnt_qposadr[mj]], 1e-12);
+      EXPECT_NEAR(joints.velocity[dof], mujoco.d->qvel[mujoco.m->jnt_dofadr[mj]], 1e-12);
+    }
+  }
+  // controls: MuJoCo's for the actuators made, the clamped one at its bound
+  ASSERT_TRUE(w.sim->Reset(w.id, "reach").ok());
+  EXPECT_EQ(*w.sim->GetControls(w.id), (std::vector<Real>{0.5, 0.5}));
+
+  // a key of the wrong length is an error naming it and its line
+  const std::string bad =
+      WriteTempModel("bad_key.xml",
+                     R"(<mujoco><worldbody><body><joint/><geom size="0.1"/></body></worldbody>
+  <keyframe><key name="short" qpos="0.1 0.2"/></keyframe></mujoco>)");
+  absl::StatusOr<ImportResult> refused = LoadMjcfFile(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(std::string(refused.status().message())
+                .find("bad_key.xml:2: key 'short': attribute 'qpos': expected 1 numbers, got 2"),
+            std::string::npos)
+      << refused.status();
+}
+
 }  // namespace
 }  // namespace axion

@@ -1507,13 +1507,15 @@ TEST(MjcfWarningTest, UnsupportedElementsAndAttributesAreNamed) {
     </body>
     <body name="target" mocap="true"><geom size="0.05" contype="0" conaffinity="0"/></body>
   </worldbody>
-  <tendon/><sensor/><equality><tendon tendon1="t"/></equality><contact><tendon/></contact><keyframe/>
+  <tendon/><sensor/><equality><tendon tendon1="t"/></equality><contact><tendon/></contact>
+  <keyframe><key mpos="0 0 1"/><lag/></keyframe>
 </mujoco>)";
   absl::StatusOr<ImportResult> r = LoadMjcfString(xml, "");
   ASSERT_TRUE(r.ok()) << r.status();
   for (const char* needle :
        {"<size>", "'integrator'", "<flag>", "'solref'", "'rgba'", "<site>", "<tendon>", "<sensor>",
-        "<tendon> in <equality>", "<tendon> in <contact>", "<keyframe>"}) {
+        "<tendon> in <equality>", "<tendon> in <contact>", "<key> attribute 'mpos'",
+        "<lag> in <keyframe>"}) {
     EXPECT_TRUE(HasWarning(*r, needle)) << needle;
   }
   // Repeats are counted on one line.

@@ -14,8 +14,9 @@
 // range, limited, stiffness, damping, armature, frictionloss, ref, springref), <freejoint>,
 // <composite> (particle, rope and loop: count, spacing, offset, prefix, a template <geom> and
 // "main" <joint>s, expanded into the bodies, joints and geoms MuJoCo 2.2 makes of them; not with
-// coordinate "global"), <actuator> (motor, position, velocity, and <general> where it is one of
-// these (rule 4), on a joint: gear, ctrlrange, ctrllimited, forcerange, forcelimited, kp, kv),
+// coordinate "global"), <keyframe><key> (rule 8), <actuator> (motor, position, velocity, and
+// <general> where it is one of these (rule 4), on a joint: gear, ctrlrange, ctrllimited,
+// forcerange, forcelimited, kp, kv),
 // <equality> <connect> and <weld> (body1, body2, active; a connect's anchor), which become joints
 // closing loops (a ball joint at the anchor, a fixed joint), and <equality> <joint> (joint1,
 // joint2, polycoef, active), which becomes a JointCouplingDesc (joint1's coordinate a quartic of
@@ -148,6 +149,18 @@
 //     joints, as Gym's pusher, striker and thrower hold their objects and targets) never touches
 //     that plane in Axion (Model::pair_rules): MuJoCo's contacts there can push only against
 //     the joints, and one that starts inside the plane could never be resolved by rigid rows.
+//  8. Keyframes: each <keyframe><key> (name, time, qpos, qvel, ctrl; MuJoCo's defaults qpos0,
+//     zero velocities and controls) becomes a KeyframeDesc holding the body state MuJoCo's
+//     forward kinematics give its qpos and qvel: every body placed in its parent's frame and
+//     moved by its joints in order, a light body of a chain (rule 2) by the joints up to its
+//     own, velocities as MuJoCo's DOFs define them (a hinge's or slide's axis where its earlier
+//     joints leave it; a ball's and a free joint's spin along the body's final axes). Reset to
+//     it (Simulator::Reset(world, name), or its index for an unnamed key), every body has the
+//     pose and velocity libmujoco gives the key. A generic joint merged from two hinges holds
+//     exp(a x + b y) where MuJoCo holds R(x, a) R(y, b) (rule 2): such a key's pose lies off it by
+//     second-order terms, which the first step pulls out. ctrl follows the actuators made
+//     (those skipped drop theirs); a value outside its ctrlrange is clamped (warning), as
+//     MuJoCo clamps it when it acts. act, mpos and mquat are not supported (warning).
 #pragma once
 
 #include <string>

@@ -75,6 +75,7 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
       {"general",
        {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited",
         "dyntype", "gaintype", "biastype", "gainprm", "biasprm"}},
+      {"key", {"name", "time", "qpos", "qvel", "ctrl"}},
   };
   return *table;
 }
@@ -326,6 +327,7 @@ class MjcfLoader {
   absl::Status EqualityJoint(const Elem& e);
   absl::Status ContactPair(const Elem& e);
   absl::Status ParseContact(const XMLElement* e);
+  absl::Status ParseKeyframes(const XMLElement* e);
   absl::StatusOr<Quat> Orientation(const Elem& e);
   Real Angle(Real value) const { return degrees_ ? value * kPi / 180 : value; }
 
@@ -366,11 +368,17 @@ class MjcfLoader {
   std::vector<const XMLElement*> actuator_sections_;
   std::vector<const XMLElement*> equality_sections_;
   std::vector<const XMLElement*> contact_sections_;
+  std::vector<const XMLElement*> keyframe_sections_;
   std::set<std::pair<int, int>> excluded_bodies_;  // <contact><exclude>: MJCF bodies (-1 world)
 
   ImportResult result_;
   std::vector<int> axion_body_;  // per MJCF body: its Axion body, or kWorldBody
   std::vector<Pose> offset_;     // per MJCF body: its frame in that Axion body's frame
+  // Per Axion body: the MJCF body whose frame it is, and how many of that body's joints move
+  // it (its own: all of them, -1; a light body of a chain: the joints up to its own).
+  std::vector<std::pair<int, int>> axion_body_frame_;
+  // Per MJCF actuator in file order (MuJoCo's ctrl order): its Axion actuator, or -1 (skipped).
+  std::vector<int> actuator_target_;
   std::map<std::string, std::pair<int, int>> joint_target_;  // MJCF joint -> (joint, dof)
   std::set<std::string> joint_names_;
   std::map<std::string, JointKind> joint_kind_;
@@ -1609,6 +1617,7 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
   AXION_IO_RETURN_IF_ERROR(Children(section, &children, 0));
   for (const XMLElement* c : children) {
     std::string tag = c->Name();
+    actuator_target_.push_back(-1);  // until created
     if (tag != "motor" && tag != "position" && tag != "velocity" && tag != "general") {
       WarnElement(c, "actuator", "is not supported and was ignored (no actuator created)");
       continue;
@@ -1639,8 +1648,11 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
     WarnUnsupportedAttributes(e);
     std::string joint = e.Str("joint");
     auto target = joint_target_.find(joint);
-    if (target == joint_target_.end()) {
-      if (!joint_kind_.count(joint))
+    auto kind = joint_kind_.find(joint);
+    if (target == joint_target_.end() || kind == joint_kind_.end() ||
+        kind->second == JointKind::kBall || kind->second == JointKind::kFree) {
+      // a ball's actuator turns it about gear[0..2] in its child's frame: no single DOF
+      if (kind == joint_kind_.end())
         return e.Error("joint", absl::StrCat("unknown joint '", joint, "'"));
       warnings_.Add(absl::StrCat("actuator-joint-kind:", joint),
                     absl::StrCat(e.Describe(),
@@ -1722,7 +1734,179 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
       if (a.kp < 0) return e.Error("kp", "is negative");
       if (a.kv < 0) return e.Error("kv", "is negative");
     }
+    actuator_target_.back() = static_cast<int>(result_.model.actuators.size());
     result_.model.actuators.push_back(std::move(a));
+  }
+  return absl::OkStatus();
+}
+
+// <keyframe><key>: MuJoCo's qpos and qvel turned into the body state they give, by MuJoCo's
+// forward kinematics (mj_kinematics: each body placed in its parent's frame, then moved by its
+// joints in order, a hinge or ball turning it about its anchor, a slide along its axis, a free
+// joint setting its pose), and velocities as MuJoCo's DOFs define them (a hinge's axis and a
+// slide's in the frame its earlier joints leave, a ball's and a free joint's rotation in the
+// body's frame). A chain's light bodies take the frames after their joints. Where the model
+// merged hinges into one generic joint, a pose MuJoCo reaches by two hinges may lie off the
+// Axion joint by second-order terms (mjcf.h, rule 2), which the first step pulls out.
+absl::Status MjcfLoader::ParseKeyframes(const XMLElement* section) {
+  std::vector<const XMLElement*> children;
+  AXION_IO_RETURN_IF_ERROR(Children(section, &children, 0));
+  // MuJoCo's qpos0 and the sizes of qpos and qvel
+  std::vector<Real> qpos0;
+  int nv = 0;
+  for (const MjBody& body : bodies_) {
+    for (const MjJoint& j : body.joints) {
+      switch (j.kind) {
+        case JointKind::kFree:
+          qpos0.insert(qpos0.end(),
+                       {body.world.pos.x, body.world.pos.y, body.world.pos.z, body.world.quat.w,
+                        body.world.quat.x, body.world.quat.y, body.world.quat.z});
+          nv += 6;
+          break;
+        case JointKind::kBall:
+          qpos0.insert(qpos0.end(), {1, 0, 0, 0});
+          nv += 3;
+          break;
+        default:
+          qpos0.push_back(j.ref);
+          nv += 1;
+      }
+    }
+  }
+  const size_t nq = qpos0.size(), nu = actuator_target_.size();
+  ModelDesc& model = result_.model;
+  for (const XMLElement* c : children) {
+    if (std::string(c->Name()) != "key") {
+      WarnElement(c, "keyframe", "is not supported and was ignored");
+      continue;
+    }
+    Elem e = Resolve(c, "");
+    WarnUnsupportedAttributes(e);
+    KeyframeDesc key;
+    key.name = e.name;
+    AXION_IO_ASSIGN_OR_RETURN(key.time, e.Real1("time", 0));
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> qpos, e.Reals("qpos", nq, nq, qpos0));
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> qvel,
+                              e.Reals("qvel", nv, nv, std::vector<Real>(nv, 0)));
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> ctrl,
+                              e.Reals("ctrl", nu, nu, std::vector<Real>(nu, 0)));
+
+    // per MJCF body: its frame, and its motion as the velocity of its origin and its spin; per
+    // joint on the way, the frame after it (the light bodies')
+    struct Motion {
+      Pose pose;
+      Vec3 linear, angular;
+    };
+    std::vector<Motion> motion(bodies_.size());
+    std::vector<std::vector<Motion>> after_joint(bodies_.size());
+    int qa = 0, va = 0;
+    for (size_t b = 0; b < bodies_.size(); ++b) {
+      const MjBody& body = bodies_[b];
+      const Motion parent =
+          body.parent < 0 ? Motion{Pose{{}, {1, 0, 0, 0}}, {}, {}} : motion[body.parent];
+      Pose pose{parent.pose.pos + rotate(parent.pose.quat, body.local.pos),
+                parent.pose.quat * body.local.quat};
+      // positions: each joint moves the frame, in order
+      struct Step {
+        JointKind kind;
+        Vec3 axis, anchor;  // world, before the joint moves the frame
+        const Real* rate;
+      };
+      std::vector<Step> steps;
+      std::vector<Pose> frames;
+      for (const MjJoint& j : body.joints) {
+        const Real* q = &qpos[qa];
+        Step st{j.kind, rotate(pose.quat, j.axis), pose.pos + rotate(pose.quat, j.pos), &qvel[va]};
+        switch (j.kind) {
+          case JointKind::kFree:
+            pose = {{q[0], q[1], q[2]}, quat_normalized({q[3], q[4], q[5], q[6]})};
+            st.anchor = pose.pos;
+            qa += 7, va += 6;
+            break;
+          case JointKind::kSlide:
+            pose.pos += (q[0] - j.ref) * st.axis;
+            qa += 1, va += 1;
+            break;
+          case JointKind::kHinge:
+          case JointKind::kBall: {
+            const Quat turn = j.kind == JointKind::kBall
+                                  ? quat_normalized({q[0], q[1], q[2], q[3]})
+                                  : quat_from_axis_angle(j.axis, q[0] - j.ref);
+            if (j.kind == JointKind::kBall && !(quat_norm({q[0], q[1], q[2], q[3]}) > 0))
+              return e.Error("qpos", absl::StrCat("ball joint '", j.name, "': zero quaternion"));
+            pose.quat = quat_normalized(pose.quat * turn);
+            pose.pos = st.anchor - rotate(pose.quat, j.pos);
+            qa += j.kind == JointKind::kBall ? 4 : 1;
+            va += j.kind == JointKind::kBall ? 3 : 1;
+            break;
+          }
+        }
+        steps.push_back(st);
+        frames.push_back(pose);
+      }
+      // velocities at each frame: the parent's motion carried there plus the joints' twists up
+      // to it (a ball's and a free joint's spin along the body's final axes, as MuJoCo's DOFs)
+      auto motion_at = [&](const Pose& frame, size_t joints) {
+        Motion m{frame, parent.linear + cross(parent.angular, frame.pos - parent.pose.pos),
+                 parent.angular};
+        for (size_t k = 0; k < joints; ++k) {
+          const Step& st = steps[k];
+          Vec3 spin;
+          switch (st.kind) {
+            case JointKind::kSlide:
+              m.linear += st.rate[0] * st.axis;
+              break;
+            case JointKind::kHinge:
+              spin = st.rate[0] * st.axis;
+              break;
+            case JointKind::kFree:
+              m.linear = Vec3{st.rate[0], st.rate[1], st.rate[2]};
+              spin = rotate(pose.quat, Vec3{st.rate[3], st.rate[4], st.rate[5]});
+              break;
+            case JointKind::kBall:
+              spin = rotate(pose.quat, Vec3{st.rate[0], st.rate[1], st.rate[2]});
+              break;
+          }
+          m.angular += spin;
+          m.linear += cross(spin, frame.pos - st.anchor);
+        }
+        return m;
+      };
+      motion[b] = motion_at(pose, steps.size());
+      for (size_t k = 0; k < frames.size(); ++k)
+        after_joint[b].push_back(motion_at(frames[k], k + 1));
+    }
+
+    // the Axion bodies' state
+    const size_t n = model.bodies.size();
+    if (axion_body_frame_.size() != n)
+      return absl::InternalError("keyframe: the Axion bodies' MJCF frames are not all known");
+    key.body_pose.resize(7 * n);
+    key.body_velocity.resize(6 * n);
+    for (size_t i = 0; i < n; ++i) {
+      const auto [b, joints] = axion_body_frame_[i];
+      const Motion& m = joints < 0 ? motion[b] : after_joint[b][joints - 1];
+      store3(&key.body_pose[7 * i], m.pose.pos);
+      store_quat(&key.body_pose[7 * i + 3], m.pose.quat);
+      store6(&key.body_velocity[6 * i], {m.linear, m.angular});
+    }
+    // controls of the actuators made; MuJoCo clamps a control to its range when it acts
+    key.controls.assign(model.actuators.size(), 0);
+    for (size_t a = 0; a < nu; ++a) {
+      const int target = actuator_target_[a];
+      if (target < 0) continue;
+      const ActuatorDesc& act = model.actuators[target];
+      Real u = ctrl[a];
+      if (act.ctrl_limited && (u < act.ctrl_min || u > act.ctrl_max)) {
+        u = std::clamp(u, act.ctrl_min, act.ctrl_max);
+        warnings_.Add(absl::StrCat("key-ctrl:", result_.model.keyframes.size(), ":", a),
+                      absl::StrCat(e.Describe(), ": ctrl of actuator '", act.name, "' (", ctrl[a],
+                                   ") lies outside its ctrlrange and was clamped to ", u,
+                                   ", as MuJoCo clamps it when it acts"));
+      }
+      key.controls[target] = u;
+    }
+    model.keyframes.push_back(std::move(key));
   }
   return absl::OkStatus();
 }
@@ -2001,6 +2185,7 @@ absl::Status MjcfLoader::ConvertJoints(int b, int parent_body) {
       light.in_fluid = false;  // a stand-in: its box would drag the body's again
       next = static_cast<int>(model.bodies.size());
       model.bodies.push_back(std::move(light));
+      axion_body_frame_.push_back({b, static_cast<int>(i) + 1});
     }
     record(j, static_cast<int>(model.joints.size()), 0);
     model.joints.push_back(SingleJoint(j, previous, next));
@@ -2068,6 +2253,7 @@ absl::Status MjcfLoader::Convert() {
       axion_body_[b] = static_cast<int>(model.bodies.size());
       offset_[b] = Pose{};
       model.bodies.push_back(std::move(d));
+      axion_body_frame_.push_back({static_cast<int>(b), -1});
       int parent_body = body.parent < 0 ? kWorldBody : axion_body_[body.parent];
       AXION_IO_RETURN_IF_ERROR(ConvertJoints(static_cast<int>(b), parent_body));
     }
@@ -2324,6 +2510,8 @@ absl::StatusOr<ImportResult> MjcfLoader::LoadModel(std::string_view xml, const s
       equality_sections_.push_back(s);
     } else if (tag == "contact") {
       contact_sections_.push_back(s);
+    } else if (tag == "keyframe") {
+      keyframe_sections_.push_back(s);
     } else if (tag == "visual" || tag == "statistic") {
       WarnElement(s, "mujoco", "only affects rendering and was ignored");
     } else {
@@ -2335,6 +2523,7 @@ absl::StatusOr<ImportResult> MjcfLoader::LoadModel(std::string_view xml, const s
   for (const XMLElement* s : equality_sections_) AXION_IO_RETURN_IF_ERROR(ParseEquality(s));
   for (const XMLElement* s : contact_sections_) AXION_IO_RETURN_IF_ERROR(ParseContact(s));
   for (const XMLElement* s : actuator_sections_) AXION_IO_RETURN_IF_ERROR(ParseActuators(s));
+  for (const XMLElement* s : keyframe_sections_) AXION_IO_RETURN_IF_ERROR(ParseKeyframes(s));
   ApplyCollisionRules();
   WarnHeldOffPlanes();
   WarnLightBodies();
