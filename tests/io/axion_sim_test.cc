@@ -433,6 +433,40 @@ TEST(AxionSimTest, FileLayoutWritesTheFilesBodiesAndJoints) {
       << out;
 }
 
+// --keyframe starts every world at a key of the file: its time and joint coordinates are the
+// trajectory's first row; an unknown key is refused by name.
+TEST(AxionSimTest, KeyframeFlagStartsTheRunThere) {
+  const std::string model = ::testing::TempDir() + "pendulum_with_key.xml";
+  std::ofstream(model) << R"(<mujoco>
+  <compiler angle="radian"/>
+  <option timestep="0.001"/>
+  <worldbody>
+    <body name="bob" pos="0 0 2">
+      <joint name="hinge" axis="0 1 0"/>
+      <geom type="sphere" size="0.05" pos="0 0 -1"/>
+    </body>
+  </worldbody>
+  <keyframe><key name="raised" time="2" qpos="1.2" qvel="-0.5"/></keyframe>
+</mujoco>)";
+  const std::string csv = ::testing::TempDir() + "pendulum_from_key.csv";
+  std::string out;
+  ASSERT_EQ(RunCommand(kBinary + " --model=" + model +
+                           " --steps=10 --worlds=2 --backend=cpu --threads=1 --keyframe=raised "
+                           "--trajectory=" + csv,
+                       &out),
+            0)
+      << out;
+  std::vector<std::string> names;
+  auto columns = ReadCsvColumns(csv, &names);
+  ASSERT_EQ(columns["time"].size(), 11u);
+  EXPECT_EQ(columns["time"][0], 2);
+  EXPECT_NEAR(columns["time"][10], 2.01, 1e-12);
+  EXPECT_NEAR(columns["hinge"][0], 1.2, 1e-12);
+  EXPECT_LT(columns["hinge"][10], 1.2 - 0.004);  // swinging back at 0.5 rad/s, and falling
+  test::RunCommand(kBinary + " --model=" + model + " --steps=1 --keyframe=lowered 2>&1", &out);
+  EXPECT_NE(out.find("has no keyframe 'lowered' (it has 'raised')"), std::string::npos) << out;
+}
+
 TEST(AxionSimTest, RejectsBadInputWithAMessage) {
   std::string out;
   EXPECT_NE(RunCommand(kBinary + " --model=" + kModels + "/pendulum.txt", &out), 0);

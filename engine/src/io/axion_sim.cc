@@ -117,6 +117,8 @@ ABSL_FLAG(std::string, trajectory_layout, "engine",
           "columns of --trajectory: engine (Axion's bodies and joint coordinates) or file (the "
           "model file's own bodies, those merged into others included, and joints, named and "
           "ordered as in the file: MuJoCo's xpos, xquat and hinge / slide / ball qpos)");
+ABSL_FLAG(std::string, keyframe, "",
+          "start every world at this keyframe of the model (MJCF <key>): its name, or its index");
 ABSL_FLAG(bool, progress, false, "show a progress bar even when stderr is not a terminal");
 ABSL_FLAG(uint32_t, seed, 1, "seed of the control noise");
 ABSL_FLAG(bool, floating_base, false, "URDF: make the root link a free body");
@@ -464,6 +466,14 @@ absl::Status Run() {
   absl::StatusOr<std::vector<WorldId>> worlds =
       (*sim)->CreateWorlds(*model, world_count, world_options);
   if (!worlds.ok()) return worlds.status();
+  Real start_time = 0;
+  if (const std::string keyframe = absl::GetFlag(FLAGS_keyframe); !keyframe.empty()) {
+    for (WorldId w : *worlds) {
+      absl::Status reset = (*sim)->Reset(w, keyframe);
+      if (!reset.ok()) return reset;
+    }
+    start_time = (*model)->desc().keyframes[(*model)->FindKeyframe(keyframe)].time;
+  }
 
   std::unique_ptr<TrajectoryWriter> trajectory;
   std::string trajectory_path = absl::GetFlag(FLAGS_trajectory);
@@ -479,8 +489,9 @@ absl::Status Run() {
     if (!bodies.ok()) return bodies.status();
     absl::StatusOr<JointState> joints = (*sim)->GetJointState(worlds->front());
     if (!joints.ok()) return joints.status();
-    trajectory->Append(step, static_cast<Real>(step) * (*model)->desc().options.timestep, *bodies,
-                       *joints);
+    trajectory->Append(step,
+                       start_time + static_cast<Real>(step) * (*model)->desc().options.timestep,
+                       *bodies, *joints);
     return absl::OkStatus();
   };
   absl::Status status = record(0);
