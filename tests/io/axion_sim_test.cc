@@ -452,7 +452,8 @@ TEST(AxionSimTest, KeyframeFlagStartsTheRunThere) {
   std::string out;
   ASSERT_EQ(RunCommand(kBinary + " --model=" + model +
                            " --steps=10 --worlds=2 --backend=cpu --threads=1 --keyframe=raised "
-                           "--trajectory=" + csv,
+                           "--trajectory=" +
+                           csv,
                        &out),
             0)
       << out;
