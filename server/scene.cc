@@ -428,6 +428,15 @@ absl::StatusOr<ModelDesc> ModelDescFromProto(const v1::ModelDescription& proto) 
     if (p.contact_dim() != 0) pair.contact_dim = p.contact_dim();
     desc.contact_pairs.push_back(pair);
   }
+  for (const v1::Keyframe& k : proto.keyframes()) {
+    KeyframeDesc key;
+    key.name = k.name();
+    key.time = k.time();
+    key.body_pose.assign(k.body_pose().begin(), k.body_pose().end());
+    key.body_velocity.assign(k.body_velocity().begin(), k.body_velocity().end());
+    key.controls.assign(k.controls().begin(), k.controls().end());
+    desc.keyframes.push_back(std::move(key));
+  }
   absl::Status options = ApplySolverOverrides(proto.options(), &desc.options);
   if (!options.ok()) return options;
   if (proto.has_contact_capacity()) desc.contact_capacity = proto.contact_capacity().value();
@@ -525,6 +534,14 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
     out->set_shape_b(pair.shape_b);
     out->mutable_friction()->set_value(pair.friction);
     out->set_contact_dim(pair.contact_dim);
+  }
+  for (const KeyframeDesc& key : desc.keyframes) {
+    v1::Keyframe* out = proto->add_keyframes();
+    out->set_name(key.name);
+    out->set_time(key.time);
+    for (Real v : key.body_pose) out->add_body_pose(v);
+    for (Real v : key.body_velocity) out->add_body_velocity(v);
+    for (Real v : key.controls) out->add_controls(v);
   }
   SolverOptionsToProto(desc.options, proto->mutable_options());
   proto->mutable_contact_capacity()->set_value(desc.contact_capacity);
@@ -735,6 +752,7 @@ void DescribeModel(const Model& model, const SolverOptions& options, int contact
                                                          : model.contact_capacity());
   description->set_timestep(options.timestep);
   *description->mutable_source() = source;
+  for (const KeyframeDesc& key : desc.keyframes) description->add_keyframe_names(key.name);
 }
 
 }  // namespace axion::server

@@ -46,6 +46,8 @@ absl::Status ForWorld(const SimulationCore::World& world, const absl::Status& st
 
 int ActuatorCount(const SimulationCore::World& w) { return w.model->actuator_count(); }
 int BodyCount(const SimulationCore::World& w) { return w.model->body_count(); }
+int PositionCount(const SimulationCore::World& w) { return w.model->joint_position_count(); }
+int DofCount(const SimulationCore::World& w) { return w.model->joint_dof_count(); }
 
 // Decodes a packed float32 array holding `per_world(world)` x `row` values per world, in world
 // order, checking size and finiteness. Empty input decodes to an empty vector ("keep current").
@@ -148,6 +150,101 @@ absl::Status ApplyBodyState(Simulator* simulator, absl::Span<SimulationCore::Wor
     if (!status.ok()) return ForWorld(*world, status);
   }
   return absl::OkStatus();
+}
+
+// The joint state to give one world: the request's positions and velocities where given (its
+// slices of `position` / `velocity` start at the offsets), the world's current ones where not,
+// since the engine takes both whole.
+absl::StatusOr<JointState> RequestedJointState(const Simulator& simulator,
+                                               const SimulationCore::World& world,
+                                               const std::vector<Real>& position,
+                                               size_t position_offset,
+                                               const std::vector<Real>& velocity,
+                                               size_t velocity_offset) {
+  JointState state;
+  if (position.empty() || velocity.empty()) {
+    absl::StatusOr<JointState> current = simulator.GetJointState(world.engine_id);
+    if (!current.ok()) return ForWorld(world, current.status());
+    state = std::move(*current);
+  }
+  if (!position.empty()) {
+    const auto first = position.begin() + static_cast<std::ptrdiff_t>(position_offset);
+    state.position.assign(first, first + PositionCount(world));
+  }
+  if (!velocity.empty()) {
+    const auto first = velocity.begin() + static_cast<std::ptrdiff_t>(velocity_offset);
+    state.velocity.assign(first, first + DofCount(world));
+  }
+  return state;
+}
+
+// Runs the engine's forward kinematics on each world's requested joint state without setting
+// it, so that whatever SetJointState would refuse (a ball joint's zero quaternion) is refused
+// before any world changes. Where the bodies end up does not matter here: they start from
+// identity poses.
+absl::Status CheckJointState(const Simulator& simulator,
+                             absl::Span<SimulationCore::World* const> worlds,
+                             const std::vector<Real>& position, const std::vector<Real>& velocity) {
+  if (position.empty() && velocity.empty()) return absl::OkStatus();
+  const char* field = velocity.empty()   ? "joint_position"
+                      : position.empty() ? "joint_velocity"
+                                         : "joint_position / joint_velocity";
+  size_t position_offset = 0, velocity_offset = 0;
+  for (const SimulationCore::World* world : worlds) {
+    absl::StatusOr<JointState> joints = RequestedJointState(
+        simulator, *world, position, position_offset, velocity, velocity_offset);
+    if (!joints.ok()) return joints.status();
+    const size_t body_count = static_cast<size_t>(world->model->body_count());
+    BodyState bodies;
+    bodies.pose.assign(body_count * 7, 0);
+    for (size_t b = 0; b < body_count; ++b) bodies.pose[7 * b + 3] = 1;
+    bodies.velocity.assign(body_count * 6, 0);
+    absl::StatusOr<BodyState> placed =
+        BodyStateFromJoints(*world->model, *joints, std::move(bodies));
+    if (!placed.ok()) {
+      return absl::Status(placed.status().code(), absl::StrCat(field, ": world ", world->id, ": ",
+                                                               placed.status().message()));
+    }
+    if (!position.empty()) position_offset += static_cast<size_t>(PositionCount(*world));
+    if (!velocity.empty()) velocity_offset += static_cast<size_t>(DofCount(*world));
+  }
+  return absl::OkStatus();
+}
+
+// Sets the worlds' joint state (either part may be empty: keep), after any body state of the
+// same request, so that a part left out is the one the new body state gives.
+absl::Status ApplyJointState(Simulator* simulator, absl::Span<SimulationCore::World* const> worlds,
+                             const std::vector<Real>& position, const std::vector<Real>& velocity) {
+  if (position.empty() && velocity.empty()) return absl::OkStatus();
+  size_t position_offset = 0, velocity_offset = 0;
+  for (const SimulationCore::World* world : worlds) {
+    absl::StatusOr<JointState> joints = RequestedJointState(
+        *simulator, *world, position, position_offset, velocity, velocity_offset);
+    if (!joints.ok()) return joints.status();
+    absl::Status status = simulator->SetJointState(world->engine_id, *joints);
+    if (!status.ok()) return ForWorld(*world, status);
+    if (!position.empty()) position_offset += static_cast<size_t>(PositionCount(*world));
+    if (!velocity.empty()) velocity_offset += static_cast<size_t>(DofCount(*world));
+  }
+  return absl::OkStatus();
+}
+
+// NOT_FOUND naming the keyframes the world's scene has, when `keyframe` is none of them.
+absl::Status CheckKeyframe(const SimulationCore::World& world, const std::string& keyframe) {
+  if (world.model->FindKeyframe(keyframe) >= 0) return absl::OkStatus();
+  const std::vector<KeyframeDesc>& keys = world.model->desc().keyframes;
+  std::string known = "it has none";
+  if (!keys.empty()) {
+    known = "its keyframes: ";
+    for (size_t k = 0; k < keys.size(); ++k) {
+      absl::StrAppend(&known, k == 0 ? "" : ", ", "'", keys[k].name, "'");
+    }
+    // unnamed ones (MJCF keys often are) are reached by index only
+    absl::StrAppend(&known, "; or an index from 0 to ", keys.size() - 1);
+  }
+  return absl::NotFoundError(absl::StrCat("keyframe: world ", world.id, ": scene '",
+                                          world.model->name(), "' has no keyframe '", keyframe,
+                                          "' (", known, ")"));
 }
 
 // Sets per-world slices of a flat array with `setter`.
@@ -411,8 +508,21 @@ absl::Status SimulationCore::SetState(const std::string& owner, const v1::SetSta
     status = DecodeFloats(request.external_forces(), "external_forces", *worlds, BodyCount, 6,
                           "(body_count x 6)", &forces);
   }
+  std::vector<Real> joint_position, joint_velocity;
+  if (status.ok()) {
+    status = DecodeFloats(request.joint_position(), "joint_position", *worlds, PositionCount, 1,
+                          "(joint_position_count)", &joint_position);
+  }
+  if (status.ok()) {
+    status = DecodeFloats(request.joint_velocity(), "joint_velocity", *worlds, DofCount, 1,
+                          "(joint_dof_count)", &joint_velocity);
+  }
+  if (status.ok()) status = CheckJointState(*simulator_, *worlds, joint_position, joint_velocity);
   if (!status.ok()) return status;
   status = ApplyBodyState(simulator_.get(), *worlds, pose, velocity);
+  if (!status.ok()) return status;
+  // after the body state, so that a floating base is where its limbs are placed from
+  status = ApplyJointState(simulator_.get(), *worlds, joint_position, joint_velocity);
   if (!status.ok()) return status;
   status = ApplyPerWorld(*worlds, controls, ActuatorCount, 1, [&](WorldId id, auto values) {
     return simulator_->SetControls(id, values);
@@ -452,13 +562,30 @@ absl::Status SimulationCore::Reset(const std::string& owner, const v1::ResetRequ
     status = DecodeFloats(request.body_velocity(), "body_velocity", worlds, BodyCount, 6,
                           "(body_count x 6)", &velocity);
   }
+  std::vector<Real> joint_position, joint_velocity;
+  if (status.ok()) {
+    status = DecodeFloats(request.joint_position(), "joint_position", worlds, PositionCount, 1,
+                          "(joint_position_count)", &joint_position);
+  }
+  if (status.ok()) {
+    status = DecodeFloats(request.joint_velocity(), "joint_velocity", worlds, DofCount, 1,
+                          "(joint_dof_count)", &joint_velocity);
+  }
+  if (status.ok()) status = CheckJointState(*simulator_, worlds, joint_position, joint_velocity);
+  const std::string& keyframe = request.keyframe();
+  for (size_t i = 0; status.ok() && !keyframe.empty() && i < worlds.size(); ++i) {
+    status = CheckKeyframe(*worlds[i], keyframe);
+  }
   if (!status.ok()) return status;
   for (World* world : worlds) {
-    status = simulator_->Reset(world->engine_id);
+    status = keyframe.empty() ? simulator_->Reset(world->engine_id)
+                              : simulator_->Reset(world->engine_id, keyframe);
     if (!status.ok()) return ForWorld(*world, status);
     response->add_world_ids(world->id);
   }
-  return ApplyBodyState(simulator_.get(), worlds, pose, velocity);
+  status = ApplyBodyState(simulator_.get(), worlds, pose, velocity);
+  if (!status.ok()) return status;
+  return ApplyJointState(simulator_.get(), worlds, joint_position, joint_velocity);
 }
 
 absl::Status SimulationCore::Snapshot(const std::string& owner, const v1::SnapshotRequest& request,
