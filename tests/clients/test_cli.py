@@ -6,6 +6,7 @@ import subprocess
 
 import pytest
 
+import axion as axion_client  # the package; `axion` is the command's fixture here
 from clients_support import MODELS_DIR
 
 PENDULUM_XML = MODELS_DIR / "double_pendulum.xml"
@@ -77,6 +78,7 @@ def test_create_list_describe_destroy(axion):
     assert [j["name"] for j in described["joints"]] == ["base_yaw", "shoulder", "elbow"]
     text = axion("describe", ids[2]).stdout
     assert "3 actuators" in text and "elbow" in text
+    assert described["keyframe_names"] == [] and "keyframes" not in text
 
     assert axion("destroy", ids[0]).stdout.split() == [str(ids[0])]
     assert axion("destroy", "--all").stdout.split() == [str(i) for i in ids[1:]]
@@ -231,3 +233,13 @@ def test_usage_errors_exit_2(axion):
     assert axion("step", "--worlds", "abc", check=False).returncode == 2
     assert axion("create", "x.xml", "--count", "0", check=False).returncode == 2
     assert axion(check=False).returncode == 2
+
+
+def test_describe_lists_keyframes(axion, server, client_id):
+    with axion_client.Client(server.target, client_id=client_id) as client:
+        model = client.get_model(client.create_worlds(PENDULUM_XML).world_ids[0])
+        model.keyframes.add(name="up")
+        model.keyframes.add()
+        world = client.create_worlds(model).world_ids[0]
+    assert json.loads(axion("describe", world, "--json").stdout)["keyframe_names"] == ["up", ""]
+    assert "keyframes: 0 'up', 1" in axion("describe", world).stdout

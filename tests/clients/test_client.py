@@ -564,6 +564,104 @@ def test_reset_all_worlds_with_given_pose(client):
     np.testing.assert_array_equal(obs.stats.step_count, [0, 0])
 
 
+def pendulum_pose(angle):
+    """The pendulum's body pose (its frame on the hinge at (0, 0, 2)) turned `angle` about y."""
+    return [0.0, 0.0, 2.0, np.cos(angle / 2), 0.0, np.sin(angle / 2), 0.0]
+
+
+def test_set_state_joint_state_places_the_bodies(client):
+    ids = client.create_worlds(PENDULUM_MJCF, count=2).world_ids
+    position = np.array([[0.5], [-1.0]], dtype=np.float32)  # (W x P)
+    velocity = np.array([[2.0], [0.0]], dtype=np.float32)  # (W x D)
+    client.set_state(ids, joint_position=position, joint_velocity=velocity)
+    obs = client.get_state(ids, observe=["joint_position", "joint_velocity", "body_pose",
+                                         "body_velocity"])
+    np.testing.assert_allclose(obs.joint_position, position, atol=1e-6)
+    np.testing.assert_allclose(obs.joint_velocity, velocity, atol=1e-5)
+    # the hinge turns the bob's frame about y in place: its ball, 1 m below, swings out to -x
+    np.testing.assert_allclose(obs.body_pose[:, 0],
+                               [pendulum_pose(0.5), pendulum_pose(-1.0)], atol=1e-6)
+    np.testing.assert_allclose(obs.body_velocity[:, 0], [[0, 0, 0, 0, 2, 0], [0] * 6], atol=1e-5)
+    # velocities alone keep the positions
+    client.set_state(ids, joint_velocity=np.zeros((2, 1), dtype=np.float32))
+    obs = client.get_state(ids, observe=["joint_position", "joint_velocity"])
+    np.testing.assert_allclose(obs.joint_position, position, atol=1e-6)
+    np.testing.assert_array_equal(obs.joint_velocity, 0.0)
+    # released at 0.5 rad, gravity swings it back
+    swung = client.step(ids[0], steps=20, observe=["joint_velocity"])
+    assert swung.joint_velocity[0, 0] < -0.1
+
+
+def test_bad_joint_state_is_invalid_argument_and_changes_nothing(client):
+    ids = client.create_worlds(PENDULUM_MJCF, count=2).world_ids
+    client.step(ids, steps=3, controls=np.ones((2, 1), dtype=np.float32))
+    before = client.snapshot(ids)
+    with pytest.raises(axion.InvalidArgument, match="joint_position: expected 2 float32"):
+        client.set_state(ids, joint_position=np.zeros(3, dtype=np.float32))
+    with pytest.raises(axion.InvalidArgument, match="joint_velocity") as raised:
+        client.set_state(ids, joint_position=[[0.1], [0.2]], joint_velocity=[[0.0], [np.nan]])
+    assert str(ids[1]) in raised.value.message and "not finite" in raised.value.message
+    with pytest.raises(axion.InvalidArgument, match="joint_position"):
+        client.reset(ids, joint_position=np.zeros((2, 2), dtype=np.float32))
+    assert client.snapshot(ids) == before
+
+
+def pendulum_with_keyframes(client):
+    """The pendulum's ModelDescription with two keyframes: "swung" (0.5 rad, turning at
+    2 rad/s, t = 2 s, the motor at 1 N m) and an unnamed one at -1 rad."""
+    model = client.get_model(client.create_worlds(PENDULUM_MJCF).world_ids[0])
+    model.keyframes.add(name="swung", time=2.0, body_pose=pendulum_pose(0.5),
+                        body_velocity=[0, 0, 0, 0, 2, 0], controls=[1.0])
+    model.keyframes.append(axion.pb.Keyframe(body_pose=pendulum_pose(-1.0)))
+    return model
+
+
+def test_keyframes_survive_the_model_description_round_trip(client):
+    model = pendulum_with_keyframes(client)
+    created = client.create_worlds(model)
+    assert created.description.keyframe_names == ["swung", ""]
+    assert client.describe_world(created.world_ids[0]).keyframe_names == ["swung", ""]
+    described = client.get_model(created.world_ids[0])
+    assert list(described.keyframes) == list(model.keyframes)
+    assert list(described.keyframes[0].body_pose) == pendulum_pose(0.5)
+    again = client.get_model(client.create_worlds(described).world_ids[0])
+    assert again == described
+    model.keyframes[1].controls.extend([0.0, 0.0])  # one actuator
+    with pytest.raises(axion.InvalidArgument, match="keyframe 1"):
+        client.create_worlds(model)
+
+
+def test_reset_to_keyframe_by_name_and_index(client):
+    ids = client.create_worlds(pendulum_with_keyframes(client), count=2).world_ids
+    client.step(ids, steps=5)
+    assert client.reset(ids, keyframe="swung") == ids
+    obs = client.get_state(ids, observe=["joint_position", "joint_velocity", "controls", "stats"])
+    np.testing.assert_allclose(obs.joint_position, [[0.5], [0.5]], atol=1e-6)
+    np.testing.assert_allclose(obs.joint_velocity, [[2.0], [2.0]], atol=1e-5)
+    np.testing.assert_array_equal(obs.controls, [[1.0], [1.0]])
+    np.testing.assert_array_equal(obs.stats.time, [2.0, 2.0])
+    np.testing.assert_array_equal(obs.stats.step_count, [0, 0])
+    # by index (the unnamed one), masked, and then the given joint velocity over it
+    client.reset(ids, mask=[False, True], keyframe=1, joint_velocity=[[-3.0]])
+    obs = client.get_state(ids, observe=["joint_position", "joint_velocity", "controls", "stats"])
+    np.testing.assert_allclose(obs.joint_position, [[0.5], [-1.0]], atol=1e-6)
+    np.testing.assert_allclose(obs.joint_velocity, [[2.0], [-3.0]], atol=1e-5)
+    np.testing.assert_array_equal(obs.controls, [[1.0], [0.0]])
+    np.testing.assert_array_equal(obs.stats.time, [2.0, 0.0])
+
+
+def test_unknown_keyframe_is_not_found_and_resets_nothing(client):
+    ids = client.create_worlds(pendulum_with_keyframes(client), count=2).world_ids
+    client.step(ids, steps=3)
+    before = client.snapshot(ids)
+    with pytest.raises(axion.NotFound, match="no keyframe 'jump'") as raised:
+        client.reset(ids, keyframe="jump")
+    assert "'swung', ''" in raised.value.message
+    with pytest.raises(axion.NotFound, match="it has none"):
+        client.reset(ids + client.create_worlds(PENDULUM_MJCF).world_ids, keyframe="swung")
+    assert client.snapshot(ids) == before
+
+
 def test_snapshot_restore_is_bit_exact(client):
     ids = client.create_worlds(BOX_ON_PLANE_MJCF, count=2).world_ids
     client.step(ids, steps=7)

@@ -81,3 +81,16 @@ def test_reset_mask_option(client):
         np.testing.assert_array_equal(obs[1], initial[1])
     finally:
         env.close()
+
+
+def test_keyframe_option(client):
+    model = client.get_model(client.create_worlds(PENDULUM_MJCF).world_ids[0])
+    model.keyframes.add(name="out", body_pose=[0, 0, 2, np.cos(0.25), 0, np.sin(0.25), 0])
+    env = axion.gym.AxionVectorEnv(client, model, num_envs=2)
+    try:
+        initial, _ = env.reset()
+        obs, _ = env.reset(options={"keyframe": "out", "reset_mask": np.array([False, True])})
+        np.testing.assert_array_equal(obs[0], initial[0])
+        np.testing.assert_allclose(obs[1], [0.5, 0], atol=1e-6)
+    finally:
+        env.close()

@@ -126,6 +126,23 @@ def test_truncation_and_autoreset(client):
         np.testing.assert_array_equal(env.episode_steps, [0, 0])
 
 
+def test_resets_start_from_the_reset_keyframe(client):
+    model = client.get_model(client.create_worlds(PENDULUM_MJCF).world_ids[0])
+    model.keyframes.add(name="out", body_pose=[0, 0, 2, np.cos(0.25), 0, np.sin(0.25), 0])
+    with axion.VectorEnv(client, model, 2, max_episode_steps=2, autoreset=True,
+                         reset_keyframe="out") as env:
+        np.testing.assert_allclose(env.reset(), [[0.5, 0], [0.5, 0]], atol=1e-6)
+        env.step(np.zeros((2, 1), dtype=np.float32))
+        obs, _, _, truncated, _ = env.step(np.zeros((2, 1), dtype=np.float32))
+        assert truncated.all()
+        np.testing.assert_allclose(obs, [[0.5, 0], [0.5, 0]], atol=1e-6)  # autoreset
+        # an explicit keyframe overrides it: index 0 is "out" too, "initial" is no keyframe
+        obs = env.reset(mask=[True, False], keyframe=0)
+        np.testing.assert_allclose(obs[0], [0.5, 0], atol=1e-6)
+        with pytest.raises(axion.NotFound, match="initial"):
+            env.reset(keyframe="initial")
+
+
 def test_reward_and_termination_functions(client):
     def reward_fn(obs, actions, info):
         return -np.abs(obs[:, 0])

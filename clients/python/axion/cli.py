@@ -104,6 +104,7 @@ def describe_dict(description):
             for b in description.source_bodies
         ],
         "source_joints": [vars(j) for j in description.source_joints],
+        "keyframe_names": description.keyframe_names,
     }
 
 
@@ -185,6 +186,10 @@ def cmd_describe(client, args):
     ]
     if rows:
         print_table(["FILE BODY", "CARRIED BY", "OFFSET (XYZ WXYZ)"], rows)
+    if d.keyframe_names:
+        print("keyframes: " + ", ".join(
+            f"{index} '{name}'" if name else str(index)
+            for index, name in enumerate(d.keyframe_names)))
     return 0
 
 

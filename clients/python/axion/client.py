@@ -405,10 +405,19 @@ class Client:
         body_velocity=None,
         controls=None,
         external_forces=None,
+        joint_position=None,
+        joint_velocity=None,
         timeout=None,
     ):
-        """Writes body poses (W x B x 7), velocities (W x B x 6), controls (W x A) and external
-        forces (W x B x 6); fields left None keep their current values."""
+        """Writes body poses (W x B x 7), velocities (W x B x 6), controls (W x A), external
+        forces (W x B x 6), joint positions (W x P) and joint velocities (W x D); fields left
+        None keep their current values.
+
+        Joint positions and velocities are laid out as get_state returns them (a ball joint's
+        quaternion w x y z, see WorldDescription.joints). The bodies the joints move follow
+        from their parents; free bodies and floating bases keep their state, and are set by
+        body_pose / body_velocity, which are applied first.
+        """
         ids = world_id_list(world_ids)
         request = pb.SetStateRequest(
             world_ids=ids,
@@ -416,6 +425,8 @@ class Client:
             body_velocity=pack_float32(body_velocity, "body_velocity", len(ids)),
             controls=pack_float32(controls, "controls", len(ids)),
             external_forces=pack_float32(external_forces, "external_forces", len(ids)),
+            joint_position=pack_float32(joint_position, "joint_position", len(ids)),
+            joint_velocity=pack_float32(joint_velocity, "joint_velocity", len(ids)),
         )
         self._call(self.stub.SetState, request, timeout)
 
@@ -427,13 +438,21 @@ class Client:
         mask=None,
         body_pose=None,
         body_velocity=None,
+        keyframe=None,
+        joint_position=None,
+        joint_velocity=None,
         timeout=None,
     ):
-        """Returns worlds to their initial state; returns the ids that were reset.
+        """Returns worlds to their initial state, or to a keyframe; returns the ids that were
+        reset.
 
-        `mask` (one bool per listed world) selects which listed worlds are reset. `body_pose`
-        (reset_count x B x 7) and `body_velocity` (reset_count x B x 6) optionally replace the
-        initial state of the reset worlds, in order.
+        `mask` (one bool per listed world) selects which listed worlds are reset. `keyframe`
+        (a name, or an index: WorldDescription.keyframe_names) starts them from that keyframe
+        of their scene instead (axion.NotFound, naming the scene's keyframes, when it has
+        none such). `body_pose` (reset_count x B x 7) and `body_velocity` (reset_count x B x 6)
+        then optionally replace the bodies' state of the reset worlds, in order, and after them
+        `joint_position` (reset_count x P) and `joint_velocity` (reset_count x D) the joints'
+        (as in set_state).
         """
         if all_worlds == (world_ids is not None):
             raise ValueError("pass either world_ids or all_worlds=True")
@@ -441,8 +460,13 @@ class Client:
         request = pb.ResetRequest(world_ids=ids, all=all_worlds)
         if mask is not None:
             request.mask.extend(bool(m) for m in mask)
+        if keyframe is not None:
+            # an index travels as its decimal text, which the server tries after the names
+            request.keyframe = str(keyframe)
         request.body_pose = pack_float32(body_pose, "body_pose", None)
         request.body_velocity = pack_float32(body_velocity, "body_velocity", None)
+        request.joint_position = pack_float32(joint_position, "joint_position", None)
+        request.joint_velocity = pack_float32(joint_velocity, "joint_velocity", None)
         response = self._call(self.stub.Reset, request, timeout)
         return list(response.world_ids)
 

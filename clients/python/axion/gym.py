@@ -55,16 +55,19 @@ class AxionVectorEnv(gymnasium.vector.VectorEnv):
     def reset(self, *, seed=None, options=None):
         """Resets all worlds, or those of options["reset_mask"] (N bools); returns (obs, {}).
 
-        The physics is deterministic: `seed` only seeds the spaces' random sampling.
+        options["keyframe"] (a name or an index) starts them from that keyframe of the model
+        instead of the env's `reset_keyframe`. The physics is deterministic: `seed` only seeds
+        the spaces' random sampling.
         """
         super().reset(seed=seed)
         if seed is not None:
             self.action_space.seed(seed)
             self.observation_space.seed(seed)
-        mask = None
+        mask = keyframe = None
         if options:
             mask = options.get("reset_mask", options.get("mask"))
-        return self.env.reset(mask=mask), {}
+            keyframe = options.get("keyframe")
+        return self.env.reset(mask=mask, keyframe=keyframe), {}
 
     def step(self, actions):
         obs, reward, terminated, truncated, info = self.env.step(actions)

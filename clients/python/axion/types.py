@@ -185,6 +185,9 @@ class WorldDescription:
     # scene given as a ModelDescription)
     source_bodies: List[SourceBody] = dataclasses.field(default_factory=list)
     source_joints: List[SourceJoint] = dataclasses.field(default_factory=list)
+    # keyframes of the scene in index order (Client.reset(keyframe=) takes a name or an index;
+    # unnamed ones are ""); their states are in the ModelDescription (Client.get_model)
+    keyframe_names: List[str] = dataclasses.field(default_factory=list)
 
     @classmethod
     def from_proto(cls, message):
@@ -202,6 +205,7 @@ class WorldDescription:
             timestep=message.timestep,
             source_bodies=[SourceBody.from_proto(b) for b in message.source.bodies],
             source_joints=[SourceJoint.from_proto(j) for j in message.source.joints],
+            keyframe_names=list(message.keyframe_names),
         )
 
     def source_body_poses(self, body_pose):

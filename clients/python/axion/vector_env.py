@@ -54,6 +54,9 @@ class VectorEnv:
         info["final_observation"] (rows where info["_final_observation"] is True).
       clip_actions: clip actions to the actuators' control ranges (the server rejects
         out-of-range controls); NaN is passed on and rejected (InvalidArgument).
+      reset_keyframe: the keyframe of the model (a name or an index, see
+        WorldDescription.keyframe_names) that reset() and autoresets start worlds from; None:
+        the model's initial state.
       solver_options, contact_capacity, format, floating_base: as Client.create_worlds.
       destroy_on_close: destroy the worlds in close().
     """
@@ -71,6 +74,7 @@ class VectorEnv:
         termination_fn=None,
         autoreset=False,
         clip_actions=True,
+        reset_keyframe=None,
         solver_options=None,
         contact_capacity=0,
         format=None,
@@ -100,6 +104,7 @@ class VectorEnv:
         self.termination_fn = termination_fn
         self.autoreset = autoreset
         self.clip_actions = clip_actions
+        self.reset_keyframe = reset_keyframe
         self.destroy_on_close = destroy_on_close
         self.observation_fields = observation
         self._stream = None
@@ -177,18 +182,23 @@ class VectorEnv:
         state = self.client.get_state(self._ids, observe=self._state_observe)
         return self._flatten(state)
 
-    def reset(self, mask=None):
+    def reset(self, mask=None, keyframe=None):
         """Resets the worlds where `mask` (N bools) is True, all when None; returns the
-        observations (N x obs_dim) of every world (the others unchanged)."""
+        observations (N x obs_dim) of every world (the others unchanged).
+
+        The worlds start from `keyframe` (a name or an index), else from `reset_keyframe`.
+        """
+        if keyframe is None:
+            keyframe = self.reset_keyframe
         if mask is None:
-            self.client.reset(self._ids)
+            self.client.reset(self._ids, keyframe=keyframe)
             self.episode_steps[:] = 0
         else:
             mask = np.asarray(mask, dtype=bool)
             if mask.shape != (self.num_worlds,):
                 raise ValueError(f"mask: expected shape ({self.num_worlds},), got {mask.shape}")
             if mask.any():
-                self.client.reset(self._ids, mask=mask)
+                self.client.reset(self._ids, mask=mask, keyframe=keyframe)
                 self.episode_steps[mask] = 0
         return self.observe()
 
