@@ -650,6 +650,17 @@ def test_reset_to_keyframe_by_name_and_index(client):
     np.testing.assert_array_equal(obs.stats.time, [2.0, 0.0])
 
 
+def test_mjcf_keys_are_keyframes(client):
+    xml = PENDULUM_MJCF.replace(
+        "</mujoco>", '<keyframe><key name="up" qpos="0.7" time="3"/></keyframe></mujoco>')
+    ids = client.create_worlds(xml).world_ids
+    assert client.describe_world(ids[0]).keyframe_names == ["up"]
+    client.reset(ids, keyframe="up")
+    obs = client.get_state(ids, observe=["joint_position", "stats"])
+    np.testing.assert_allclose(obs.joint_position, [[0.7]], atol=1e-6)
+    np.testing.assert_array_equal(obs.stats.time, [3.0])
+
+
 def test_unknown_keyframe_is_not_found_and_resets_nothing(client):
     ids = client.create_worlds(pendulum_with_keyframes(client), count=2).world_ids
     client.step(ids, steps=3)
