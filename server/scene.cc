@@ -428,6 +428,8 @@ absl::StatusOr<ModelDesc> ModelDescFromProto(const v1::ModelDescription& proto) 
     if (p.contact_dim() != 0) pair.contact_dim = p.contact_dim();
     desc.contact_pairs.push_back(pair);
   }
+  for (const v1::BodyPair& pair : proto.exclude_body_pairs())
+    desc.exclude_body_pairs.push_back({pair.body_a(), pair.body_b()});
   for (const v1::Keyframe& k : proto.keyframes()) {
     KeyframeDesc key;
     key.name = k.name();
@@ -534,6 +536,11 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
     out->set_shape_b(pair.shape_b);
     out->mutable_friction()->set_value(pair.friction);
     out->set_contact_dim(pair.contact_dim);
+  }
+  for (const auto& [a, b] : desc.exclude_body_pairs) {
+    v1::BodyPair* out = proto->add_exclude_body_pairs();
+    out->set_body_a(a);
+    out->set_body_b(b);
   }
   for (const KeyframeDesc& key : desc.keyframes) {
     v1::Keyframe* out = proto->add_keyframes();

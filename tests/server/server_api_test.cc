@@ -838,11 +838,13 @@ TEST(ServerPersistenceTest, WorldsSurviveARestartWithIdsOwnersAndState) {
     ids = MustCreate(*alice, RestingBallScene(), 2);
     std::vector<uint64_t> wheel = MustCreate(*alice, WheelScene(), 1);
     ids.push_back(wheel[0]);
+    // a ball laid inside the hand, kept apart by <contact><exclude>
     const absl::StatusOr<v1::CreateWorldsResponse> welded =
         alice->CreateWorlds(client::MjcfScene(R"(<mujoco><worldbody><body name="arm" pos="0 0 1">
           <joint name="hinge" axis="0 1 0"/><geom type="sphere" size="0.1"/>
           <body name="hand" pos="0.5 0 0"><geom type="sphere" size="0.1"/></body>
-          </body></worldbody></mujoco>)"),
+          </body><body name="ball" pos="0.5 0 1.05"><freejoint/><geom type="sphere" size="0.1"/>
+          </body></worldbody><contact><exclude body1="hand" body2="ball"/></contact></mujoco>)"),
                             1);
     ASSERT_TRUE(welded.ok()) << welded.status();
     ids.push_back(welded->world_ids(0));
@@ -861,19 +863,29 @@ TEST(ServerPersistenceTest, WorldsSurviveARestartWithIdsOwnersAndState) {
     ASSERT_EQ(listed->worlds_size(), 4);
     for (int i = 0; i < 4; ++i) EXPECT_EQ(listed->worlds(i).world_id(), ids[i]);
     // the MJCF world still says where its merged hand went
-    absl::StatusOr<v1::DescribeWorldResponse> described = alice->DescribeWorld(ids[3]);
+    absl::StatusOr<v1::DescribeWorldResponse> described =
+        alice->DescribeWorld(ids[3], /*include_model=*/true);
     ASSERT_TRUE(described.ok()) << described.status();
     const v1::SourceMap& source = described->description().source();
-    ASSERT_EQ(source.bodies_size(), 2);
+    ASSERT_EQ(source.bodies_size(), 3);
     EXPECT_EQ(source.bodies(1).name(), "hand");
     EXPECT_EQ(source.bodies(1).body(), 0);
     EXPECT_EQ(source.bodies(1).offset().pos().x(), 0.5);
-    ASSERT_EQ(source.joints_size(), 1);
+    ASSERT_EQ(source.joints_size(), 2);  // the hinge and the ball's free joint
     EXPECT_EQ(source.joints(0).name(), "hinge");
+    // ... and still keeps the ball out of the hand's contacts
+    ASSERT_EQ(described->model().exclude_body_pairs_size(), 1);
+    EXPECT_EQ(described->model().exclude_body_pairs(0).body_a(), 0);
+    EXPECT_EQ(described->model().exclude_body_pairs(0).body_b(), 1);
     const v1::GetStateResponse after = MustGetState(*alice, ids);
     EXPECT_EQ(after.observations().body_pose(), before.observations().body_pose());
     EXPECT_EQ(after.observations().body_velocity(), before.observations().body_velocity());
     EXPECT_EQ(alice->Snapshot({ids[2]})->snapshots(0).data(), snapshot_before);
+    v1::StepRequest step = StepRequestFor({ids[3]}, 1);
+    step.mutable_observe()->set_stats(true);
+    const absl::StatusOr<v1::StepResponse> stepped = alice->Step(step);
+    ASSERT_TRUE(stepped.ok()) << stepped.status();
+    EXPECT_EQ(stepped->observations().stats().contact_count(0), 0);
     // Another client still sees none of them; new ids continue after the restored ones.
     std::unique_ptr<client::Client> bob = Connect(*server, "bob");
     EXPECT_EQ(bob->ListWorlds()->worlds_size(), 0);
