@@ -739,6 +739,8 @@ void DescribeModel(const Model& model, const SolverOptions& options, int contact
     info->set_position_count(JointPositionCount(joint));
     info->set_dof_offset(model.joint_dof_offset()[j]);
     info->set_dof_count(JointDofCount(joint));
+    info->set_parent_body(joint.parent);
+    info->set_child_body(joint.child);
   }
   for (const ActuatorDesc& actuator : desc.actuators) {
     v1::ActuatorInfo* info = description->add_actuators();

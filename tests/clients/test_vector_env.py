@@ -143,6 +143,56 @@ def test_resets_start_from_the_reset_keyframe(client):
             env.reset(keyframe="initial")
 
 
+FLOATING_ARM_MJCF = """<mujoco><option gravity="0 0 0"/><worldbody>
+  <body name="base" pos="0 0 1"><freejoint/><geom type="box" size="0.1 0.1 0.1"/>
+    <body name="upper" pos="0.2 0 0"><joint name="shoulder" type="ball"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+      <body name="lower" pos="0.3 0 0"><joint name="elbow" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/></body></body></body>
+  </worldbody><actuator><motor joint="elbow"/></actuator></mujoco>"""
+
+
+def test_reset_noise_perturbs_joints_and_free_bodies_within_the_scale(client):
+    """Gym's reset_noise_scale: each reset world starts off the initial state by draws within
+    the scale, the same ones for the same seed, and its joints hold exactly."""
+    observe = ("joint_position", "joint_velocity", "body_pose", "body_velocity")
+    scale = 0.05
+    with axion.VectorEnv(client, FLOATING_ARM_MJCF, 3, observation=observe) as quiet:
+        initial = quiet.reset()[0]
+    with axion.VectorEnv(client, FLOATING_ARM_MJCF, 3, observation=observe,
+                         reset_noise_scale=scale, seed=7) as env:
+        assert env.description.free_bodies == [0]
+        first = env.reset()
+        position, velocity = first[:, 0:5], first[:, 5:9]
+        base_pose, base_velocity = first[:, 9:16], first[:, 30:36]
+        # every world drew its own noise, none larger than the scale (float32 transport)
+        assert not np.allclose(first[0], first[1])
+        tolerance = scale + 1e-6
+        assert np.all(np.abs(position[:, 4] - initial[4]) <= tolerance)  # the elbow
+        assert np.any(np.abs(position[:, 4] - initial[4]) > 0.1 * scale)
+        assert np.all(np.abs(velocity) <= tolerance)
+        assert np.all(np.abs(base_pose[:, :3] - initial[9:12]) <= tolerance)
+        assert np.all(np.abs(base_velocity) <= tolerance)
+        # the ball and the base turned by rotation vectors within the scale on each axis
+        shoulder_turn = 2 * np.arccos(np.clip(np.abs(position[:, 0]), 0, 1))
+        assert np.all(shoulder_turn <= np.sqrt(3) * scale + 1e-5)
+        assert np.all(shoulder_turn > 0)
+        base_turn = 2 * np.arccos(np.clip(np.abs(np.sum(base_pose[:, 3:] * initial[12:16], 1)), 0, 1))
+        assert np.all(base_turn <= np.sqrt(3) * scale + 1e-5) and np.all(base_turn > 0)
+        # the joints hold: a step without forces solves at once and keeps every rate
+        obs, _, _, _, info = env.step(np.zeros((3, 1), dtype=np.float32))
+        np.testing.assert_array_equal(info["flags"], 0)
+        np.testing.assert_allclose(obs[:, 5:9], velocity, atol=2e-3)
+        # the same seed draws the same noise; a masked reset perturbs only its worlds
+        np.testing.assert_array_equal(env.reset(seed=7), first)
+        stepped, *_ = env.step(np.zeros((3, 1), dtype=np.float32))
+        again = env.reset(mask=[False, True, False])
+        np.testing.assert_array_equal(again[[0, 2]], stepped[[0, 2]])
+        assert not np.allclose(again[1], first[1])
+    with pytest.raises(ValueError, match="reset_noise_scale"):
+        axion.VectorEnv(client, FLOATING_ARM_MJCF, 1, reset_noise_scale=-1)
+
+
 def test_reward_and_termination_functions(client):
     def reward_fn(obs, actions, info):
         return -np.abs(obs[:, 0])

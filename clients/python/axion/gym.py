@@ -56,8 +56,8 @@ class AxionVectorEnv(gymnasium.vector.VectorEnv):
         """Resets all worlds, or those of options["reset_mask"] (N bools); returns (obs, {}).
 
         options["keyframe"] (a name or an index) starts them from that keyframe of the model
-        instead of the env's `reset_keyframe`. The physics is deterministic: `seed` only seeds
-        the spaces' random sampling.
+        instead of the env's `reset_keyframe`. The physics is deterministic: `seed` seeds the
+        reset noise (VectorEnv's reset_noise_scale) and the spaces' random sampling.
         """
         super().reset(seed=seed)
         if seed is not None:
@@ -67,7 +67,7 @@ class AxionVectorEnv(gymnasium.vector.VectorEnv):
         if options:
             mask = options.get("reset_mask", options.get("mask"))
             keyframe = options.get("keyframe")
-        return self.env.reset(mask=mask, keyframe=keyframe), {}
+        return self.env.reset(mask=mask, keyframe=keyframe, seed=seed), {}
 
     def step(self, actions):
         obs, reward, terminated, truncated, info = self.env.step(actions)

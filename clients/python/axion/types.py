@@ -68,6 +68,8 @@ class JointInfo:
     position_count: int  # coordinates in joint_position (ball: 4, a quaternion w x y z)
     dof_offset: int  # first index in joint_velocity
     dof_count: int  # coordinates in joint_velocity
+    parent_body: int = -1  # body index; -1: the world
+    child_body: int = 0
 
     @classmethod
     def from_proto(cls, message):
@@ -78,6 +80,8 @@ class JointInfo:
             position_count=message.position_count,
             dof_offset=message.dof_offset,
             dof_count=message.dof_count,
+            parent_body=message.parent_body,
+            child_body=message.child_body,
         )
 
 
@@ -232,6 +236,13 @@ class WorldDescription:
         position = carrier[..., :3] + _quat_rotate(carrier[..., 3:], offsets[:, :3])
         quat = _quat_multiply(carrier[..., 3:], offsets[:, 3:])
         return np.concatenate((position, quat), axis=-1)
+
+    @property
+    def free_bodies(self):
+        """Indices of the bodies no joint moves (free bodies, floating bases): their state is
+        their body pose and velocity, where the others' follows from their joints."""
+        children = {joint.child_body for joint in self.joints}
+        return [b for b in range(self.body_count) if b not in children]
 
     @property
     def layout(self):

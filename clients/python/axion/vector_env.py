@@ -24,7 +24,7 @@ import numpy as np
 
 from axion import errors
 from axion.client import Client
-from axion.types import WorldStats, observation_request
+from axion.types import WorldStats, _quat_multiply, observation_request
 
 OBSERVATION_CHOICES = (
     "joint_position",
@@ -57,6 +57,13 @@ class VectorEnv:
       reset_keyframe: the keyframe of the model (a name or an index, see
         WorldDescription.keyframe_names) that reset() and autoresets start worlds from; None:
         the model's initial state.
+      reset_noise_scale: perturbs each reset world's starting state (Gym's MuJoCo tasks'
+        reset_noise_scale) by independent uniform draws from [-scale, scale]: every joint
+        position coordinate (a ball joint turned by a rotation vector of three draws) and
+        velocity, and every free body's position, orientation (a rotation vector), linear
+        and angular velocity. The bodies the joints move follow from the perturbed
+        coordinates, so every joint holds exactly. 0: no noise.
+      seed: seed of the reset noise (numpy's default_rng); reset(seed=) reseeds it.
       solver_options, contact_capacity, format, floating_base: as Client.create_worlds.
       destroy_on_close: destroy the worlds in close().
     """
@@ -75,6 +82,8 @@ class VectorEnv:
         autoreset=False,
         clip_actions=True,
         reset_keyframe=None,
+        reset_noise_scale=0.0,
+        seed=None,
         solver_options=None,
         contact_capacity=0,
         format=None,
@@ -86,6 +95,8 @@ class VectorEnv:
             raise ValueError(f"num_worlds must be >= 1, got {num_worlds}")
         if frame_skip < 1:
             raise ValueError(f"frame_skip must be >= 1, got {frame_skip}")
+        if not (np.isfinite(reset_noise_scale) and reset_noise_scale >= 0):
+            raise ValueError(f"reset_noise_scale must be finite and >= 0, got {reset_noise_scale}")
         observation = tuple(observation)
         for field in observation:
             if field not in OBSERVATION_CHOICES:
@@ -105,6 +116,8 @@ class VectorEnv:
         self.autoreset = autoreset
         self.clip_actions = clip_actions
         self.reset_keyframe = reset_keyframe
+        self.reset_noise_scale = float(reset_noise_scale)
+        self._rng = np.random.default_rng(seed)
         self.destroy_on_close = destroy_on_close
         self.observation_fields = observation
         self._stream = None
@@ -139,6 +152,12 @@ class VectorEnv:
         self.episode_steps = np.zeros(self.num_worlds, dtype=np.int64)  # (N,)
         self._observe = observation_request(observation + ("stats",))
         self._state_observe = observation_request(observation)
+        description = created.description
+        self._free_bodies = np.asarray(description.free_bodies, dtype=np.int64)
+        self._ball_offsets = [j.position_offset for j in description.joints if j.type == "ball"]
+        self._scalar_positions = np.ones(description.joint_position_count, dtype=bool)
+        for offset in self._ball_offsets:
+            self._scalar_positions[offset : offset + 4] = False
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -182,25 +201,63 @@ class VectorEnv:
         state = self.client.get_state(self._ids, observe=self._state_observe)
         return self._flatten(state)
 
-    def reset(self, mask=None, keyframe=None):
+    def reset(self, mask=None, keyframe=None, seed=None):
         """Resets the worlds where `mask` (N bools) is True, all when None; returns the
         observations (N x obs_dim) of every world (the others unchanged).
 
-        The worlds start from `keyframe` (a name or an index), else from `reset_keyframe`.
+        The worlds start from `keyframe` (a name or an index), else from `reset_keyframe`,
+        perturbed by `reset_noise_scale`; `seed` reseeds that noise.
         """
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
         if keyframe is None:
             keyframe = self.reset_keyframe
         if mask is None:
-            self.client.reset(self._ids, keyframe=keyframe)
+            reset_ids = self.client.reset(self._ids, keyframe=keyframe)
             self.episode_steps[:] = 0
         else:
             mask = np.asarray(mask, dtype=bool)
             if mask.shape != (self.num_worlds,):
                 raise ValueError(f"mask: expected shape ({self.num_worlds},), got {mask.shape}")
+            reset_ids = []
             if mask.any():
-                self.client.reset(self._ids, mask=mask, keyframe=keyframe)
+                reset_ids = self.client.reset(self._ids, mask=mask, keyframe=keyframe)
                 self.episode_steps[mask] = 0
+        if self.reset_noise_scale > 0 and len(reset_ids) > 0:
+            self._perturb(reset_ids)
         return self.observe()
+
+    def _perturb(self, ids):
+        """Adds reset_noise_scale's uniform noise to the state of worlds `ids` (see __init__)."""
+        state = self.client.get_state(
+            ids, observe=("joint_position", "joint_velocity", "body_pose", "body_velocity")
+        )
+        scale, count = self.reset_noise_scale, len(ids)
+
+        def draw(*shape):
+            return self._rng.uniform(-scale, scale, size=(count,) + shape)
+
+        position = np.array(state.joint_position, dtype=np.float64)
+        position[:, self._scalar_positions] += draw(int(self._scalar_positions.sum()))
+        for offset in self._ball_offsets:
+            turned = _quat_multiply(_rotation_quat(draw(3)), position[:, offset : offset + 4])
+            position[:, offset : offset + 4] = turned
+        velocity = np.array(state.joint_velocity, dtype=np.float64)
+        velocity += draw(velocity.shape[1])
+        pose = np.array(state.body_pose, dtype=np.float64)
+        body_velocity = np.array(state.body_velocity, dtype=np.float64)
+        free = self._free_bodies
+        if len(free) > 0:
+            pose[:, free, :3] += draw(len(free), 3)
+            pose[:, free, 3:] = _quat_multiply(_rotation_quat(draw(len(free), 3)), pose[:, free, 3:])
+            body_velocity[:, free] += draw(len(free), 6)
+        self.client.set_state(
+            ids,
+            body_pose=pose,
+            body_velocity=body_velocity,
+            joint_position=position,
+            joint_velocity=velocity,
+        )
 
     def step(self, actions):
         """Applies actions (N x act_dim) for `frame_skip` steps.
@@ -264,3 +321,14 @@ class VectorEnv:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _rotation_quat(rotation_vector):
+    """Unit quaternions (..., 4) w x y z of rotation vectors (..., 3)."""
+    angle = np.linalg.norm(rotation_vector, axis=-1, keepdims=True)
+    safe = np.where(angle > 0, angle, 1.0)
+    return np.concatenate(
+        (np.cos(angle / 2), np.where(angle > 0, np.sin(angle / 2) / safe, 0.5) * rotation_vector),
+        axis=-1,
+    )
+
