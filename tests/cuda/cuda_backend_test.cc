@@ -439,6 +439,51 @@ TEST_F(CudaBackendTest, ResetMatchesAFreshWorld) {
   ExpectSameWorld(*gpu, used, *gpu, fresh, "25 steps after reset");
 }
 
+// Keyframes and joint states are written on the host and reach the device before the next
+// step: a keyframe reset, then joint angles and rates set by forward kinematics, give the CPU's
+// state on the GPU, and the same motion after it.
+TEST_F(CudaBackendTest, KeyframeResetAndJointStateMatchCpu) {
+  ModelDesc desc = scenes::Chain(10);
+  KeyframeDesc key;
+  key.name = "swung";
+  key.time = 0.5;
+  {
+    auto cpu = MustCreate(Backend::kCpu);
+    ASSERT_TRUE(cpu);
+    auto model = MustCompile(desc);
+    WorldId w = MustCreateWorlds(*cpu, model, 1)[0];
+    ASSERT_TRUE(cpu->StepAll(40).ok());
+    BodyState swung = *cpu->GetBodyState(w);
+    key.body_pose = swung.pose;
+    key.body_velocity = swung.velocity;
+  }
+  desc.keyframes.push_back(key);
+  auto model = MustCompile(desc);
+  auto cpu = MustCreate(Backend::kCpu);
+  auto gpu = MustCreate(Backend::kCuda);
+  ASSERT_TRUE(cpu && gpu);
+  WorldId c = MustCreateWorlds(*cpu, model, 2)[1];
+  WorldId g = MustCreateWorlds(*gpu, model, 2)[1];
+  ASSERT_TRUE(cpu->StepAll(5).ok());
+  ASSERT_TRUE(gpu->StepAll(5).ok());
+  for (Simulator* sim : {cpu.get(), gpu.get()}) {
+    WorldId w = sim == cpu.get() ? c : g;
+    ASSERT_TRUE(sim->Reset(w, "swung").ok());
+    JointState joints = *sim->GetJointState(w);
+    for (size_t k = 0; k < joints.position.size(); ++k) {
+      joints.position[k] += Real(0.02) * static_cast<Real>(k % 3);
+      joints.velocity[k] -= Real(0.1) * static_cast<Real>(k % 4);
+    }
+    ASSERT_TRUE(sim->SetJointState(w, joints).ok());
+  }
+  ExpectSameWorld(*cpu, c, *gpu, g, "after the keyframe reset and the joint state");
+  ASSERT_TRUE(cpu->StepAll(50).ok());
+  ASSERT_TRUE(gpu->StepAll(50).ok());
+  ExpectClose(cpu->GetBodyState(c)->pose, gpu->GetBodyState(g)->pose, 1e-6, "pose");
+  ExpectClose(cpu->GetBodyState(c)->velocity, gpu->GetBodyState(g)->velocity, 1e-5, "velocity");
+  EXPECT_EQ(gpu->GetStats(g)->time, cpu->GetStats(c)->time);
+}
+
 // Creating and destroying worlds between steps re-packs the device arrays and keeps every
 // surviving world's state: the result equals a batch that never changed.
 TEST_F(CudaBackendTest, CreateAndDestroyWorldsBetweenSteps) {
