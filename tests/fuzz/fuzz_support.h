@@ -108,6 +108,13 @@ inline void CompileAndStep(const ModelDesc& desc) {
   }
   if (*(*sim)->Snapshot((*healthy)[0]) != neighbour.after_three_steps)
     Fail("a fuzzed world changed its neighbour's step");
+  // every keyframe the model compiled with is a state the world can start from and step
+  for (size_t k = 0; k < (*model)->desc().keyframes.size() && k < 4; ++k) {
+    absl::Status reset = (*sim)->Reset((*worlds)[0], std::to_string(k));
+    if (!reset.ok()) Fail("Reset to a compiled keyframe", reset);
+    stepped = (*sim)->Step({(*worlds)[0]}, {1});
+    if (!stepped.ok()) Fail("a step from a keyframe", stepped);
+  }
 }
 
 }  // namespace axion::fuzz
