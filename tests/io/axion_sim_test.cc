@@ -406,7 +406,7 @@ TEST(AxionSimTest, FileLayoutWritesTheFilesBodiesAndJoints) {
   std::vector<std::string> file_names, engine_names;
   auto file = ReadCsvColumns(file_csv, &file_names);
   auto engine = ReadCsvColumns(engine_csv, &engine_names);
-  EXPECT_EQ(file_names.size(), 2u + 16 * 7 + 21);
+  EXPECT_EQ(file_names.size(), 2u + 16 * 7 + 7 + 21);  // MuJoCo's qpos: the root's 7, 21 hinges
   EXPECT_EQ(engine_names.size(), 2u + 13 * 7 + 21);
   ASSERT_EQ(file["step"].size(), 31u);
   EXPECT_EQ(file_names[2], "torso.x");
@@ -421,12 +421,20 @@ TEST(AxionSimTest, FileLayoutWritesTheFilesBodiesAndJoints) {
                  z = file["torso.qz"][k];
     EXPECT_NEAR(file["head.z"][k], file["torso.z"][k] + 0.19 * (1 - 2 * (x * x + y * y)), 1e-12);
     EXPECT_NEAR(file["head.x"][k], file["torso.x"][k] + 0.19 * 2 * (x * z + w * y), 1e-12);
-    // hinges as MuJoCo names them, from the engine's merged joints' DOFs
-    EXPECT_EQ(file["abdomen_z"][k], engine["abdomen_z+abdomen_y.0"][k]);
-    EXPECT_EQ(file["abdomen_y"][k], engine["abdomen_z+abdomen_y.1"][k]);
+    // MuJoCo's qpos: the root's free joint is the torso's pose; a hinge of its own is the
+    // engine's DOF; merged hinges are solved from the body's rotation (MuJoCo's angles, which
+    // the engine's rotation vector components match to first order)
+    const char* const pose[] = {"x", "y", "z", "qw", "qx", "qy", "qz"};
+    for (int c = 0; c < 7; ++c) {
+      EXPECT_EQ(file["root." + std::to_string(c)][k], file[std::string("torso.") + pose[c]][k])
+          << pose[c];
+    }
     EXPECT_EQ(file["right_knee"][k], engine["right_knee"][k]);
-    EXPECT_EQ(file["left_hip_z"][k], engine["left_hip_x+left_hip_y+left_hip_z.2"][k]);
+    EXPECT_NEAR(file["abdomen_z"][k], engine["abdomen_z+abdomen_y.0"][k], 1e-4);
+    EXPECT_NEAR(file["abdomen_y"][k], engine["abdomen_z+abdomen_y.1"][k], 1e-4);
+    EXPECT_NEAR(file["left_hip_z"][k], engine["left_hip_x+left_hip_y+left_hip_z.2"][k], 1e-4);
   }
+  EXPECT_NE(file["abdomen_z"][30], engine["abdomen_z+abdomen_y.0"][30]);
   EXPECT_GT(std::abs(file["right_knee"][30] - file["right_knee"][0]), 1e-4);  // it moved
   test::RunCommand(run + file_csv + " --trajectory_layout=bodies 2>&1", &out);
   EXPECT_NE(out.find("--trajectory_layout='bodies': expected engine or file"), std::string::npos)

@@ -1567,6 +1567,10 @@ TEST(MjcfKeyframeTest, ResetToAKeyGivesMuJoCosStateOfEveryBody) {
         <joint name="w1" axis="1 0 0"/><joint name="w2" axis="0 1 0"/><joint name="w3" axis="0 0 1"/>
         <geom type="box" size="0.05 0.04 0.03"/>
       </body>
+      <body name="head" pos="0 -0.3 0" euler="0 0 20">
+        <joint name="n1" axis="0 0 1" pos="0 0 0.01"/><joint name="n2" axis="0 1 0" pos="0 0 0.01"/>
+        <geom type="sphere" size="0.05"/>
+      </body>
     </body>
   </worldbody>
   <actuator>
@@ -1576,10 +1580,10 @@ TEST(MjcfKeyframeTest, ResetToAKeyGivesMuJoCosStateOfEveryBody) {
   </actuator>
   <keyframe>
     <key name="reach" time="1.5"
-         qpos="0.5 -0.2 1.3 0.9 0.1 -0.3 0.2  0.6  0.4 -0.7  0.8 0.3 -0.2 0.4  0.05 0.9  0.3 -0.4 0.5"
-         qvel="0.1 -0.2 0.3 0.5 -0.4 0.6  1.1  0.7 -0.9  0.4 0.3 -0.8  0.2 1.3  0.6 -0.5 0.9"
+         qpos="0.5 -0.2 1.3 0.9 0.1 -0.3 0.2  0.6  0.4 -0.7  0.8 0.3 -0.2 0.4  0.05 0.9  0.3 -0.4 0.5  0.35 -0.6"
+         qvel="0.1 -0.2 0.3 0.5 -0.4 0.6  1.1  0.7 -0.9  0.4 0.3 -0.8  0.2 1.3  0.6 -0.5 0.9  0.8 -0.3"
          ctrl="0.5 3 0.7"/>
-    <key qvel="0 0 0 0 0 0  -2  0 0  0 0 0  0 0  0 0 0"/>
+    <key qvel="0 0 0 0 0 0  -2  0 0  0 0 0  0 0  0 0 0  0 0"/>
   </keyframe>
 </mujoco>)");
   absl::StatusOr<ImportResult> imported = LoadMjcfFile(path);
@@ -1630,9 +1634,21 @@ TEST(MjcfKeyframeTest, ResetToAKeyGivesMuJoCosStateOfEveryBody) {
         EXPECT_LT(norm(rotate(quat, axis) - rotate(mj_quat, axis)), 1e-12) << k;
       }
     }
-    // the joints that are MuJoCo's own report its coordinates (the merged wrist's generic joint
-    // measures a rotation vector instead)
+    // the joints that are MuJoCo's own report its coordinates (the merged wrist's and head's
+    // generic joints measure a rotation vector instead)
     const JointState joints = *w.sim->GetJointState(w.id);
+    // ... and the file's coordinates are MuJoCo's qpos and qvel, merged hinges solved exactly
+    absl::StatusOr<FileCoordinates> file = FileJointCoordinates(*imported, *w.model, state, joints);
+    ASSERT_TRUE(file.ok()) << file.status();
+    ASSERT_EQ(file->position.size(), static_cast<size_t>(mujoco.m->nq));
+    ASSERT_EQ(file->velocity.size(), static_cast<size_t>(mujoco.m->nv));
+    for (int k = 0; k < mujoco.m->nq; ++k)
+      EXPECT_NEAR(file->position[k], mujoco.d->qpos[k], 1e-12) << k;
+    for (int k = 0; k < mujoco.m->nv; ++k)
+      EXPECT_NEAR(file->velocity[k], mujoco.d->qvel[k], 1e-12) << k;
+    ASSERT_EQ(file->position_offset.size(), imported->source_joints.size());
+    EXPECT_EQ(file->position_offset.back(), mujoco.m->jnt_qposadr[mujoco.m->njnt - 1]);
+    EXPECT_EQ(file->velocity_count.front(), 6);  // the free joint's
     for (const char* name : {"shoulder", "elbow_a", "elbow_b", "knee_slide", "knee"}) {
       SCOPED_TRACE(name);
       const ImportResult::SourceJoint* source = nullptr;

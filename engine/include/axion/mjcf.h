@@ -169,6 +169,7 @@
 
 #include "absl/status/statusor.h"
 #include "axion/model.h"
+#include "axion/simulator.h"
 
 namespace axion {
 
@@ -178,11 +179,16 @@ struct ImportResult {
   // One line per unsupported element or attribute (with its count) and per approximation.
   std::vector<std::string> warnings;
   // Where each joint of the file went, in file order (URDF: depth first from the root link).
+  // The file's kinds of joint (MJCF hinge, slide, ball, free; URDF revolute and continuous,
+  // prismatic, spherical, floating, fixed, planar).
+  enum class JointKind { kHinge, kSlide, kBall, kFree, kFixed, kPlanar };
   struct SourceJoint {
     std::string name;  // the file's joint name (generated "<body>_joint<k>" when unnamed)
     int joint = -1;    // index in model.joints; -1 where there is no Axion joint (MJCF free
                        // joints, URDF fixed and floating joints)
     int dof = 0;       // DOF within that joint (kGeneric: index among its non-locked axes)
+    JointKind kind = JointKind::kHinge;
+    int file_body = -1;  // the body (MJCF) or link (URDF) it moves: index in source_bodies
   };
   std::vector<SourceJoint> source_joints;
   // Where each body (MJCF) or link (URDF) of the file went, in file order: the Axion body that
@@ -196,6 +202,25 @@ struct ImportResult {
   };
   std::vector<SourceBody> source_bodies;
 };
+
+// The file's own coordinates of a state of an imported model, in the file's joint order
+// (source_joints): MJCF gives MuJoCo's qpos and qvel exactly (a hinge's angle, a slide's
+// displacement, a ball's quaternion and body-frame angular velocity, a free joint's position
+// and quaternion, linear velocity and body-frame angular velocity), merged hinges included:
+// their angles are solved from the body's rotation, where Axion's generic joint measures a
+// rotation vector (mjcf.h, rule 2). URDF gives each moving joint's coordinates (a spherical
+// joint as a ball, a floating joint as a free joint, a planar joint's three); fixed joints
+// none. `bodies` and `joints` are a world's state of `model` (Model::Compile of
+// imported.model), as Simulator::GetBodyState and GetJointState return them.
+struct FileCoordinates {
+  std::vector<Real> position;  // MuJoCo's qpos
+  std::vector<Real> velocity;  // MuJoCo's qvel
+  // per file joint (source_joints): its first index in position and in velocity, and counts
+  std::vector<int> position_offset, position_count, velocity_offset, velocity_count;
+};
+absl::StatusOr<FileCoordinates> FileJointCoordinates(const ImportResult& imported,
+                                                     const Model& model, const BodyState& bodies,
+                                                     const JointState& joints);
 
 struct MjcfOptions {
   // Mass and inertia of each intermediate body of a joint chain, as a fraction of the mass and

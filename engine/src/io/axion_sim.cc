@@ -116,7 +116,7 @@ ABSL_FLAG(std::string, trajectory, "",
 ABSL_FLAG(std::string, trajectory_layout, "engine",
           "columns of --trajectory: engine (Axion's bodies and joint coordinates) or file (the "
           "model file's own bodies, those merged into others included, and joints, named and "
-          "ordered as in the file: MuJoCo's xpos, xquat and hinge / slide / ball qpos)");
+          "ordered as in the file: MuJoCo's xpos, xquat and qpos)");
 ABSL_FLAG(std::string, keyframe, "",
           "start every world at this keyframe of the model (MJCF <key>): its name, or its index");
 ABSL_FLAG(bool, progress, false, "show a progress bar even when stderr is not a terminal");
@@ -198,8 +198,8 @@ absl::StatusOr<ImportResult> LoadModel(const std::string& path) {
 // Rows of world 0's trajectory: step, time, then per body x y z qw qx qy qz, then the joint
 // position coordinates. The engine layout writes Axion's bodies and joints; the file layout the
 // model file's (ImportResult::source_bodies, each pose its carrier's composed with its offset,
-// and source_joints, each joint's coordinates: one per hinge or slide, a ball's quaternion; free
-// and fixed joints have none, their bodies' poses say it all).
+// and the file's joint coordinates, FileJointCoordinates: MuJoCo's qpos for MJCF, merged hinges
+// included; a fixed joint has none).
 class TrajectoryWriter {
  public:
   static absl::StatusOr<std::unique_ptr<TrajectoryWriter>> Open(const std::string& path,
@@ -241,13 +241,23 @@ class TrajectoryWriter {
       w->file_bodies_.push_back(b);
       add_pose(b.name);
     }
-    for (const ImportResult::SourceJoint& j : source.source_joints) {
-      if (j.joint < 0) continue;
-      const bool ball = desc.joints[j.joint].type == JointType::kBall;
-      const int first = model.joint_position_offset()[j.joint] + (ball ? 0 : j.dof);
-      for (int k = 0; k < (ball ? 4 : 1); ++k) w->file_coordinates_.push_back(first + k);
-      add_coordinates(j.name, ball ? 4 : 1);
+    // the coordinates' count per file joint, from the model's initial state
+    BodyState bodies;
+    JointState joints;
+    for (const BodyDesc& b : desc.bodies) {
+      bodies.pose.insert(bodies.pose.end(),
+                         {b.pose.pos.x, b.pose.pos.y, b.pose.pos.z, b.pose.quat.w, b.pose.quat.x,
+                          b.pose.quat.y, b.pose.quat.z});
     }
+    bodies.velocity.assign(6 * desc.bodies.size(), 0);
+    joints.position.assign(model.joint_position_count(), 0);
+    joints.velocity.assign(model.joint_dof_count(), 0);
+    absl::StatusOr<FileCoordinates> counted = FileJointCoordinates(source, model, bodies, joints);
+    if (!counted.ok()) return counted.status();
+    for (size_t j = 0; j < source.source_joints.size(); ++j)
+      add_coordinates(source.source_joints[j].name, counted->position_count[j]);
+    w->source_ = &source;
+    w->model_ = &model;
     w->file_layout_ = true;
     return w;
   }
@@ -273,7 +283,8 @@ class TrajectoryWriter {
         rows_.push_back(v);
       }
     }
-    for (int index : file_coordinates_) rows_.push_back(joints.position[index]);
+    absl::StatusOr<FileCoordinates> file = FileJointCoordinates(*source_, *model_, bodies, joints);
+    for (Real v : file->position) rows_.push_back(v);  // the state fits the model it came from
   }
 
   absl::Status Close() {
@@ -322,7 +333,8 @@ class TrajectoryWriter {
   std::vector<double> rows_;  // (steps + 1) x columns, row-major
   bool file_layout_ = false;
   std::vector<ImportResult::SourceBody> file_bodies_;  // file layout: the file's bodies
-  std::vector<int> file_coordinates_;  // file layout: joint_position index of each column
+  const ImportResult* source_ = nullptr;  // file layout: the import, and its compiled model
+  const Model* model_ = nullptr;
 };
 
 const char* PreconditionerName(Preconditioner preconditioner) {

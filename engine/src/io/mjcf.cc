@@ -2061,12 +2061,20 @@ absl::Status MjcfLoader::ConvertJoints(int b, int parent_body) {
   const MjBody& body = bodies_[b];
   ModelDesc& model = result_.model;
   int child = axion_body_[b];
+  auto kind_of = [](JointKind kind) {
+    using Kind = ImportResult::JointKind;
+    return kind == JointKind::kHinge   ? Kind::kHinge
+           : kind == JointKind::kSlide ? Kind::kSlide
+           : kind == JointKind::kBall  ? Kind::kBall
+                                       : Kind::kFree;
+  };
   auto record = [&](const MjJoint& j, int joint, int dof) {
     joint_target_[j.name] = {joint, dof};
-    result_.source_joints.push_back({j.name, joint, dof});
+    result_.source_joints.push_back({j.name, joint, dof, kind_of(j.kind), b});
   };
   if (body.free) {
-    result_.source_joints.push_back({body.joints[0].name, -1, 0});
+    result_.source_joints.push_back(
+        {body.joints[0].name, -1, 0, ImportResult::JointKind::kFree, b});
     return absl::OkStatus();
   }
   const std::vector<MjJoint>& joints = body.joints;

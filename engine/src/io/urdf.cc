@@ -628,7 +628,8 @@ absl::Status UrdfLoader::Build() {
       // body of its own held by six rows: robot files hang 1 g sensor frames on 5 kg trunks.
       link.body = parent ? parent->body : kWorldBody;
       link.offset = parent ? io::ComposePose(parent->offset, joint->origin) : Pose{};
-      if (joint) result_.source_joints.push_back({joint->name, -1, 0});
+      if (joint)
+        result_.source_joints.push_back({joint->name, -1, 0, ImportResult::JointKind::kFixed, l});
       if (parent && link.mass <= 0) {
         warnings_.Add(absl::StrCat("merged:", link.name),
                       absl::StrCat("link '", link.name, "' has no mass: merged into link '",
@@ -721,10 +722,17 @@ absl::Status UrdfLoader::Build() {
           d.type = JointType::kFixed;
           d.child_frame = Pose{};
         }
-        result_.source_joints.push_back({joint->name, static_cast<int>(model.joints.size()), 0});
+        using Kind = ImportResult::JointKind;
+        const Kind kind = joint->type == "prismatic"    ? Kind::kSlide
+                          : joint->type == "spherical"  ? Kind::kBall
+                          : joint->type == "planar"     ? Kind::kPlanar
+                          : d.type == JointType::kFixed ? Kind::kFixed
+                                                        : Kind::kHinge;
+        result_.source_joints.push_back(
+            {joint->name, static_cast<int>(model.joints.size()), 0, kind, l});
         model.joints.push_back(std::move(d));
       } else if (joint) {
-        result_.source_joints.push_back({joint->name, -1, 0});
+        result_.source_joints.push_back({joint->name, -1, 0, ImportResult::JointKind::kFree, l});
       }
     }
     for (const ShapeDesc& s : link.shapes) {
