@@ -399,9 +399,13 @@ absl::StatusOr<BodyState> Simulator::GetBodyState(WorldId world) const {
 
 namespace {
 // Body-frame poses and velocities (BodyState, validated) into the bodies' centre-of-mass state
-// of the world whose first body is b0.
-void StoreBodyState(const ModelDesc& d, const BodyState& state, int b0, BatchStorage& host) {
+// of the world whose first body is b0; only the bodies some joint moves where `moved_only`.
+void StoreBodyState(const ModelDesc& d, const BodyState& state, int b0, BatchStorage& host,
+                    bool moved_only = false) {
+  std::vector<char> store(d.bodies.size(), !moved_only);
+  for (const JointDesc& joint : d.joints) store[joint.child] = 1;
   for (int i = 0; i < static_cast<int>(d.bodies.size()); ++i) {
+    if (!store[i]) continue;
     Quat rot = quat_normalized(load_quat(&state.pose[7 * i + 3]));
     Vec3 lever = rotate(rot, d.bodies[i].com);
     Vec3 omega = load3(&state.velocity[6 * i + 3]);
@@ -467,7 +471,9 @@ absl::Status Simulator::SetJointState(WorldId world, const JointState& state) {
   }
   absl::Status s = im.EnsureHost();
   if (!s.ok()) return s;
-  StoreBodyState(model.desc(), *bodies, im.host.world_body_offset[*w], im.host);
+  // the bodies no joint moves keep their bits
+  StoreBodyState(model.desc(), *bodies, im.host.world_body_offset[*w], im.host,
+                 /*moved_only=*/true);
   // the coordinates written back unwrap angles from these, so they keep the turns given
   std::copy(state.position.begin(), state.position.end(),
             im.host.qpos.begin() + im.host.world_qpos_offset[*w]);
