@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "axion/mjcf.h"
 #include "axion/model.h"
+#include "axion/simulator.h"
 #include "gtest/gtest.h"
 
 namespace axion {
@@ -236,6 +238,54 @@ TEST(UrdfTest, FixedLinksMergeIntoTheirParentWithTheirMass) {
   EXPECT_EQ(fixed->source_bodies[1].body, kWorldBody);
   EXPECT_NEAR(fixed->source_bodies[1].offset.pos.x, 0.5, 1e-15);
   EXPECT_EQ(fixed->source_bodies[2].body, 0);
+}
+
+// The file's coordinates of a URDF robot are its moving joints' own, in the file's joint order:
+// one per revolute, continuous or prismatic joint, a spherical joint's quaternion and its spin
+// in the child link's frame, none for a fixed joint.
+TEST(UrdfTest, FileCoordinatesAreTheJointsOwn) {
+  std::string xml = R"(<robot name="r">
+    <link name="base"><inertial><mass value="4"/><inertia ixx="0.1" iyy="0.2" izz="0.3"/></inertial></link>
+    <link name="upper"><inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01"/></inertial></link>
+    <link name="lower"><inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01"/></inertial></link>
+    <link name="tool"><inertial><mass value="0.1"/><inertia ixx="0.001" iyy="0.001" izz="0.001"/></inertial></link>
+    <link name="wrist"><inertial><mass value="0.5"/><inertia ixx="0.01" iyy="0.01" izz="0.01"/></inertial></link>
+    <joint name="shoulder" type="continuous"><origin xyz="0 0.2 0"/><parent link="base"/><child link="upper"/>
+      <axis xyz="0 1 0"/></joint>
+    <joint name="slider" type="prismatic"><origin xyz="0.3 0 0"/><parent link="upper"/><child link="lower"/>
+      <axis xyz="1 0 0"/><limit lower="-0.1" upper="0.1" effort="10" velocity="1"/></joint>
+    <joint name="tool_mount" type="fixed"><origin xyz="0.1 0 0"/><parent link="lower"/><child link="tool"/></joint>
+    <joint name="wrist_ball" type="spherical"><origin xyz="0.2 0 0"/><parent link="lower"/><child link="wrist"/></joint>
+  </robot>)";
+  absl::StatusOr<ImportResult> r = LoadUrdfString(xml, "", UrdfOptions{});
+  ASSERT_TRUE(r.ok()) << r.status();
+  absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(r->model);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const Quat ball = quat_from_axis_angle(normalized(Vec3{1, 2, -1}), 0.8);
+  JointState joints;
+  joints.position = {0.7, 0.05, ball.w, ball.x, ball.y, ball.z};
+  joints.velocity = {1.5, -0.2, 0.3, -0.6, 0.9};
+  BodyState rest;
+  for (const BodyDesc& b : (*model)->desc().bodies) {
+    rest.pose.insert(rest.pose.end(), {b.pose.pos.x, b.pose.pos.y, b.pose.pos.z, b.pose.quat.w,
+                                       b.pose.quat.x, b.pose.quat.y, b.pose.quat.z});
+  }
+  rest.velocity.assign(6 * (*model)->body_count(), 0);
+  absl::StatusOr<BodyState> bodies = BodyStateFromJoints(**model, joints, rest);
+  ASSERT_TRUE(bodies.ok()) << bodies.status();
+  absl::StatusOr<FileCoordinates> file = FileJointCoordinates(*r, **model, *bodies, joints);
+  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_EQ(r->source_joints.size(), 4u);
+  EXPECT_EQ(file->position_count, (std::vector<int>{1, 1, 0, 4}));
+  EXPECT_EQ(file->velocity_count, (std::vector<int>{1, 1, 0, 3}));
+  ASSERT_EQ(file->position.size(), 6u);
+  for (int k = 0; k < 6; ++k) EXPECT_NEAR(file->position[k], joints.position[k], 1e-15) << k;
+  EXPECT_NEAR(file->velocity[0], 1.5, 1e-15);
+  EXPECT_NEAR(file->velocity[1], -0.2, 1e-15);
+  // the ball's spin: given in the parent's joint frame (the wrist starts aligned with the lower
+  // link), reported in the wrist's own frame, as MuJoCo's ball DOFs are
+  const Vec3 spin = rotate_inv(ball, Vec3{0.3, -0.6, 0.9});
+  for (int k = 0; k < 3; ++k) EXPECT_NEAR(file->velocity[2 + k], spin[k], 1e-12) << k;
 }
 
 // ROS mobile bases (Clearpath's husky) root their tree at a massless base_footprint with the
