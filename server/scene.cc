@@ -8,7 +8,6 @@
 #include "absl/strings/str_cat.h"
 
 #if defined(AXION_SERVER_HAS_IO)
-#include "axion/mjcf.h"
 #include "axion/urdf.h"
 #endif
 
@@ -131,6 +130,24 @@ absl::StatusOr<ActuatorType> FromProto(v1::ActuatorType type, int index) {
       return absl::InvalidArgumentError(absl::StrCat(
           "actuators[", index, "].type: unset or unknown value ", static_cast<int>(type)));
   }
+}
+
+v1::SourceJointKind ToProto(ImportResult::JointKind kind) {
+  switch (kind) {
+    case ImportResult::JointKind::kHinge:
+      return v1::SOURCE_JOINT_KIND_HINGE;
+    case ImportResult::JointKind::kSlide:
+      return v1::SOURCE_JOINT_KIND_SLIDE;
+    case ImportResult::JointKind::kBall:
+      return v1::SOURCE_JOINT_KIND_BALL;
+    case ImportResult::JointKind::kFree:
+      return v1::SOURCE_JOINT_KIND_FREE;
+    case ImportResult::JointKind::kFixed:
+      return v1::SOURCE_JOINT_KIND_FIXED;
+    case ImportResult::JointKind::kPlanar:
+      return v1::SOURCE_JOINT_KIND_PLANAR;
+  }
+  return v1::SOURCE_JOINT_KIND_UNSPECIFIED;
 }
 
 v1::ActuatorType ToProto(ActuatorType type) {
@@ -370,10 +387,31 @@ absl::StatusOr<ImportedScene> FromImport(absl::StatusOr<ImportResult> result, co
     out->set_name(joint.name);
     out->set_joint(joint.joint);
     out->set_dof(joint.dof);
+    out->set_kind(ToProto(joint.kind));
+    out->set_file_body(joint.file_body);
   }
   return imported;
 }
 #endif
+
+// The state FileJointCoordinates reads the layout from: the model's initial poses (the layout is
+// the same for every state).
+absl::StatusOr<FileCoordinates> InitialFileCoordinates(const ImportResult& file,
+                                                       const Model& model) {
+  const ModelDesc& desc = model.desc();
+  BodyState bodies;
+  bodies.pose.reserve(desc.bodies.size() * 7);
+  for (const BodyDesc& body : desc.bodies) {
+    const Pose& p = body.pose;
+    bodies.pose.insert(bodies.pose.end(),
+                       {p.pos.x, p.pos.y, p.pos.z, p.quat.w, p.quat.x, p.quat.y, p.quat.z});
+  }
+  bodies.velocity.assign(desc.bodies.size() * 6, 0);
+  JointState joints;
+  joints.position.assign(static_cast<size_t>(model.joint_position_count()), 0);
+  joints.velocity.assign(static_cast<size_t>(model.joint_dof_count()), 0);
+  return FileCoordinatesOf(file, model, bodies, joints);
+}
 
 }  // namespace
 
@@ -724,8 +762,64 @@ absl::StatusOr<ImportedScene> ImportScene(const v1::Scene& scene, const std::str
   return absl::InvalidArgumentError("scene: no source set (expected mjcf, urdf or model)");
 }
 
+absl::StatusOr<ImportResult> SourceMapToImport(const v1::SourceMap& source) {
+  if (source.bodies().empty() && source.joints().empty()) {
+    return absl::FailedPreconditionError(
+        "its scene came from no model file (a ModelDescription, not MJCF or URDF: its source "
+        "map is empty), so it has no file coordinates");
+  }
+  ImportResult file;
+  for (const v1::SourceBody& body : source.bodies()) {
+    file.source_bodies.push_back({body.name(), body.body(), FromProto(body.offset())});
+  }
+  for (int j = 0; j < source.joints_size(); ++j) {
+    const v1::SourceJoint& joint = source.joints(j);
+    ImportResult::JointKind kind;
+    switch (joint.kind()) {
+      case v1::SOURCE_JOINT_KIND_HINGE:
+        kind = ImportResult::JointKind::kHinge;
+        break;
+      case v1::SOURCE_JOINT_KIND_SLIDE:
+        kind = ImportResult::JointKind::kSlide;
+        break;
+      case v1::SOURCE_JOINT_KIND_BALL:
+        kind = ImportResult::JointKind::kBall;
+        break;
+      case v1::SOURCE_JOINT_KIND_FREE:
+        kind = ImportResult::JointKind::kFree;
+        break;
+      case v1::SOURCE_JOINT_KIND_FIXED:
+        kind = ImportResult::JointKind::kFixed;
+        break;
+      case v1::SOURCE_JOINT_KIND_PLANAR:
+        kind = ImportResult::JointKind::kPlanar;
+        break;
+      default:
+        return absl::FailedPreconditionError(absl::StrCat(
+            "its stored source map has no kind for file joint ", j, " '", joint.name(),
+            "' (saved by an older server), so it has no file coordinates; create it again"));
+    }
+    file.source_joints.push_back(
+        {joint.name(), joint.joint(), joint.dof(), kind, joint.file_body()});
+  }
+  return file;
+}
+
+absl::StatusOr<FileCoordinates> FileCoordinatesOf(const ImportResult& file, const Model& model,
+                                                  const BodyState& bodies,
+                                                  const JointState& joints) {
+#if defined(AXION_SERVER_HAS_IO)
+  return FileJointCoordinates(file, model, bodies, joints);
+#else
+  (void)file, (void)model, (void)bodies, (void)joints;
+  return absl::UnimplementedError(
+      "file coordinates: this server was built without the axion_io importers");
+#endif
+}
+
 void DescribeModel(const Model& model, const SolverOptions& options, int contact_capacity,
-                   const v1::SourceMap& source, v1::WorldDescription* description) {
+                   const v1::SourceMap& source, const absl::StatusOr<ImportResult>& file,
+                   v1::WorldDescription* description) {
   const ModelDesc& desc = model.desc();
   description->set_model_name(desc.name);
   for (const BodyDesc& body : desc.bodies) description->add_body_names(body.name);
@@ -762,6 +856,19 @@ void DescribeModel(const Model& model, const SolverOptions& options, int contact
   description->set_timestep(options.timestep);
   *description->mutable_source() = source;
   for (const KeyframeDesc& key : desc.keyframes) description->add_keyframe_names(key.name);
+  if (!file.ok()) return;
+  const absl::StatusOr<FileCoordinates> layout = InitialFileCoordinates(*file, model);
+  if (!layout.ok() || static_cast<int>(layout->position_offset.size()) != source.joints_size())
+    return;
+  description->set_file_position_count(static_cast<int32_t>(layout->position.size()));
+  description->set_file_velocity_count(static_cast<int32_t>(layout->velocity.size()));
+  for (int j = 0; j < source.joints_size(); ++j) {
+    v1::SourceJoint* joint = description->mutable_source()->mutable_joints(j);
+    joint->set_file_position_offset(layout->position_offset[j]);
+    joint->set_file_position_count(layout->position_count[j]);
+    joint->set_file_velocity_offset(layout->velocity_offset[j]);
+    joint->set_file_velocity_count(layout->velocity_count[j]);
+  }
 }
 
 }  // namespace axion::server

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "axion/mjcf.h"
 #include "axion/model.h"
 #include "axion/simulator.h"
 #include "axion/v1/axion.pb.h"
@@ -34,9 +35,24 @@ absl::Status ApplySolverOverrides(const v1::SolverOptions& overrides, SolverOpti
 // All fields set.
 void SolverOptionsToProto(const SolverOptions& options, v1::SolverOptions* proto);
 
-// Names, order and array sizes of a world of `model` with the given effective options, and
-// where the bodies and joints of its source file went.
+// What FileJointCoordinates needs of a scene's import (its source joints and bodies), rebuilt
+// from the SourceMap the server keeps, which is all a world restored from --snapshot_dir has.
+// FAILED_PRECONDITION, saying why, where the map cannot give file coordinates: it is empty (a
+// scene given as a ModelDescription has no file) or lacks joint kinds (stored by an older
+// server). The caller prefixes the world.
+absl::StatusOr<ImportResult> SourceMapToImport(const v1::SourceMap& source);
+
+// One world's state in its scene file's own coordinates (mjcf.h, FileJointCoordinates: MuJoCo's
+// qpos and qvel for MJCF). UNIMPLEMENTED on a server built without the importers.
+absl::StatusOr<FileCoordinates> FileCoordinatesOf(const ImportResult& file, const Model& model,
+                                                  const BodyState& bodies,
+                                                  const JointState& joints);
+
+// Names, order and array sizes of a world of `model` with the given effective options, where
+// the bodies and joints of its source file went, and where their coordinates lie in the file
+// coordinates (`file`: SourceMapToImport(source); none where it is an error).
 void DescribeModel(const Model& model, const SolverOptions& options, int contact_capacity,
-                   const v1::SourceMap& source, v1::WorldDescription* description);
+                   const v1::SourceMap& source, const absl::StatusOr<ImportResult>& file,
+                   v1::WorldDescription* description);
 
 }  // namespace axion::server

@@ -107,6 +107,22 @@ absl::Status CheckControlRanges(absl::Span<SimulationCore::World* const> worlds,
   return absl::OkStatus();
 }
 
+// File coordinates exist only for worlds of a model file: a request asking for them of a world
+// without is refused whole, before it changes anything (a step's inputs included).
+absl::Status CheckFileObservations(absl::Span<const SimulationCore::World* const> worlds,
+                                   const v1::ObservationRequest& observe) {
+  if (!observe.file_position() && !observe.file_velocity()) return absl::OkStatus();
+  const char* field = observe.file_position() ? "observe.file_position" : "observe.file_velocity";
+  for (const SimulationCore::World* world : worlds) {
+    const absl::Status& status = world->file->status();
+    if (!status.ok()) {
+      return absl::Status(status.code(),
+                          absl::StrCat(field, ": world ", world->id, ": ", status.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Body poses from a client: quaternions must be non-zero; they are normalised here.
 absl::Status NormalizePoses(absl::Span<SimulationCore::World* const> worlds, const char* field,
                             std::vector<Real>* poses) {
@@ -346,14 +362,16 @@ std::vector<SimulationCore::World*> SimulationCore::OwnedWorlds(const std::strin
 
 absl::StatusOr<SimulationCore::World*> SimulationCore::AddWorld(
     uint64_t id, const std::string& owner, std::shared_ptr<const Model> model,
-    std::shared_ptr<const v1::SourceMap> source, const SolverOptions& options, int contact_capacity,
-    WorldId engine_id) {
+    std::shared_ptr<const v1::SourceMap> source,
+    std::shared_ptr<const absl::StatusOr<ImportResult>> file, const SolverOptions& options,
+    int contact_capacity, WorldId engine_id) {
   auto world = std::make_unique<World>();
   world->id = id;
   world->engine_id = engine_id;
   world->owner = owner;
   world->model = std::move(model);
   world->source = std::move(source);
+  world->file = std::move(file);
   world->options = options;
   world->contact_capacity = contact_capacity;
   World* raw = world.get();
@@ -412,16 +430,18 @@ absl::Status SimulationCore::CreateWorlds(const std::string& owner,
       simulator_->CreateWorlds(*model, count, world_options);
   if (!engine_ids.ok()) return engine_ids.status();
   auto source = std::make_shared<const v1::SourceMap>(std::move(scene->source));
+  auto file = std::make_shared<const absl::StatusOr<ImportResult>>(SourceMapToImport(*source));
   for (WorldId engine_id : *engine_ids) {
     const uint64_t id =
         (uint64_t{options_.replica_id} << kIdCounterBits) | (next_counter_++ & kIdCounterMask);
     absl::StatusOr<World*> world =
-        AddWorld(id, owner, *model, source, effective, contact_capacity, engine_id);
+        AddWorld(id, owner, *model, source, file, effective, contact_capacity, engine_id);
     if (!world.ok()) return world.status();
     response->add_world_ids(id);
   }
   for (std::string& warning : scene->warnings) response->add_warnings(std::move(warning));
-  DescribeModel(**model, effective, contact_capacity, *source, response->mutable_description());
+  DescribeModel(**model, effective, contact_capacity, *source, *file,
+                response->mutable_description());
   UpdateGauges();
   return absl::OkStatus();
 }
@@ -472,7 +492,7 @@ absl::Status SimulationCore::DescribeWorld(const std::string& owner,
   if (!world.ok()) return world.status();
   response->set_world_id((*world)->id);
   DescribeModel(*(*world)->model, (*world)->options, (*world)->contact_capacity, *(*world)->source,
-                response->mutable_description());
+                *(*world)->file, response->mutable_description());
   if (request.include_model()) {
     ModelDescToProto((*world)->model->desc(), response->mutable_model());
     SolverOptionsToProto((*world)->options, response->mutable_model()->mutable_options());
@@ -663,6 +683,7 @@ absl::StatusOr<SimulationCore::PreparedStep> SimulationCore::PrepareStep(
     status = DecodeFloats(request.external_forces(), "external_forces", step.worlds, BodyCount, 6,
                           "(body_count x 6)", &step.external_forces);
   }
+  if (status.ok()) status = CheckFileObservations(step.worlds, request.observe());
   if (!status.ok()) return status;
   return step;
 }
@@ -715,6 +736,8 @@ absl::Status SimulationCore::StepWorlds(absl::Span<const World* const> worlds,
 absl::Status SimulationCore::Observe(absl::Span<const World* const> worlds,
                                      const v1::ObservationRequest& observe,
                                      v1::Observations* out) const {
+  absl::Status checked = CheckFileObservations(worlds, observe);
+  if (!checked.ok()) return checked;
   for (const World* world : worlds) out->add_world_ids(world->id);
   size_t total_bodies = 0;
   for (const World* world : worlds) total_bodies += static_cast<size_t>(world->model->body_count());
@@ -736,6 +759,19 @@ absl::Status SimulationCore::Observe(absl::Span<const World* const> worlds,
       if (!state.ok()) return ForWorld(*world, state.status());
       if (observe.joint_position()) AppendFloat32(state->position, out->mutable_joint_position());
       if (observe.joint_velocity()) AppendFloat32(state->velocity, out->mutable_joint_velocity());
+    }
+  }
+  if (observe.file_position() || observe.file_velocity()) {
+    for (const World* world : worlds) {
+      absl::StatusOr<BodyState> bodies = simulator_->GetBodyState(world->engine_id);
+      if (!bodies.ok()) return ForWorld(*world, bodies.status());
+      absl::StatusOr<JointState> joints = simulator_->GetJointState(world->engine_id);
+      if (!joints.ok()) return ForWorld(*world, joints.status());
+      absl::StatusOr<FileCoordinates> file =
+          FileCoordinatesOf(**world->file, *world->model, *bodies, *joints);
+      if (!file.ok()) return ForWorld(*world, file.status());
+      if (observe.file_position()) AppendFloat32(file->position, out->mutable_file_position());
+      if (observe.file_velocity()) AppendFloat32(file->velocity, out->mutable_file_velocity());
     }
   }
   if (observe.body_contact_force() || observe.contacts()) {
@@ -867,6 +903,7 @@ absl::StatusOr<int> SimulationCore::LoadWorlds(const std::string& dir) {
   // Worlds created together share one compiled Model; recompile each distinct scene once.
   absl::flat_hash_map<std::string, std::shared_ptr<const Model>> models;
   absl::flat_hash_map<std::string, std::shared_ptr<const v1::SourceMap>> sources;
+  absl::flat_hash_map<std::string, std::shared_ptr<const absl::StatusOr<ImportResult>>> files;
   for (const v1::StoredWorld& record : stored) {
     if (worlds_.contains(record.world_id())) {
       return absl::AlreadyExistsError(
@@ -885,6 +922,10 @@ absl::StatusOr<int> SimulationCore::LoadWorlds(const std::string& dir) {
     record.source().SerializeToString(&key);
     std::shared_ptr<const v1::SourceMap>& source = sources[key];
     if (!source) source = std::make_shared<const v1::SourceMap>(record.source());
+    // rebuilt from the stored map, so a restored world observes what it did before
+    std::shared_ptr<const absl::StatusOr<ImportResult>>& file = files[key];
+    if (!file)
+      file = std::make_shared<const absl::StatusOr<ImportResult>>(SourceMapToImport(*source));
     SolverOptions options = model->desc().options;
     absl::Status status = ApplySolverOverrides(record.effective_options(), &options);
     if (!status.ok()) return ForWorld(record.world_id(), status);
@@ -897,7 +938,7 @@ absl::StatusOr<int> SimulationCore::LoadWorlds(const std::string& dir) {
     status = simulator_->Restore(engine_ids->front(), record.snapshot());
     if (!status.ok()) return ForWorld(record.world_id(), status);
     absl::StatusOr<World*> world =
-        AddWorld(record.world_id(), record.owner(), model, source, options,
+        AddWorld(record.world_id(), record.owner(), model, source, file, options,
                  record.contact_capacity(), engine_ids->front());
     if (!world.ok()) return world.status();
     if ((record.world_id() >> kIdCounterBits) == options_.replica_id) {

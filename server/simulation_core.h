@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "axion/mjcf.h"
 #include "axion/simulator.h"
 #include "axion/v1/axion.pb.h"
 #include "server/metrics.h"
@@ -42,6 +43,9 @@ class SimulationCore {
     std::shared_ptr<const Model> model;
     // Where the scene file's bodies and joints went; shared by the worlds created together.
     std::shared_ptr<const v1::SourceMap> source;
+    // `source` as FileJointCoordinates takes it (SourceMapToImport), or why the world has no
+    // file coordinates; shared likewise.
+    std::shared_ptr<const absl::StatusOr<ImportResult>> file;
     SolverOptions options;      // effective options (scene plus creation overrides)
     int contact_capacity = -1;  // requested at creation; -1: the model's
   };
@@ -110,6 +114,7 @@ class SimulationCore {
   absl::StatusOr<World*> AddWorld(uint64_t id, const std::string& owner,
                                   std::shared_ptr<const Model> model,
                                   std::shared_ptr<const v1::SourceMap> source,
+                                  std::shared_ptr<const absl::StatusOr<ImportResult>> file,
                                   const SolverOptions& options, int contact_capacity,
                                   WorldId engine_id);
   void RemoveWorld(World* world);

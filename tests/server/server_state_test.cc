@@ -1,8 +1,12 @@
 // Joint state and keyframes through the API: SetState and Reset with joint positions and
-// velocities, checked against the arm's analytic forward kinematics, and scenes' keyframes.
+// velocities, checked against the arm's analytic forward kinematics, scenes' keyframes, and a
+// model file's own coordinates (MuJoCo's qpos and qvel) observed after a reset to its key.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "server_test_util.h"
 
@@ -441,6 +445,251 @@ TEST(ServerStatePersistenceTest, KeyframesSurviveARestart) {
     ASSERT_TRUE(alice->Reset(reset).ok());
     ExpectNear(client::UnpackFloat32(MustGetState(*alice, ids).observations().joint_position()),
                {0.3, -0.7}, 1e-5);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// ---- file coordinates -----------------------------------------------------------------------
+
+// A free torso carrying a thigh on a ball joint and a wrist on three orthogonal hinges at one
+// anchor, which the importer merges into one generic joint (its joint_position holds a rotation
+// vector's components, not MuJoCo's angles). The key's qpos: the root's position and quaternion
+// (7), the hip's quaternion (4), w1, w2, w3 (3); its qvel: 6, 3 and 3. Both quaternions are
+// exactly unit, so they are MuJoCo's qpos as written.
+constexpr char kCreatureXml[] = R"(<mujoco model="creature">
+  <option gravity="0 0 0"/>
+  <worldbody>
+    <body name="torso" pos="0 0 1" euler="10 20 30">
+      <freejoint name="root"/>
+      <geom type="box" size="0.2 0.1 0.05"/>
+      <body name="thigh" pos="-0.3 0 0">
+        <joint name="hip" type="ball" pos="0.02 0 0"/>
+        <geom type="capsule" fromto="0 0 0 -0.3 0 0" size="0.03"/>
+      </body>
+      <body name="wrist" pos="0 0.3 0" euler="0 0 20">
+        <joint name="w1" axis="1 0 0"/><joint name="w2" axis="0 1 0"/><joint name="w3" axis="0 0 1"/>
+        <geom type="box" size="0.05 0.04 0.03"/>
+      </body>
+    </body>
+  </worldbody>
+  <keyframe>
+    <key name="pose" qpos="0.5 -0.2 1.3  0.7 0.1 -0.5 0.5  0.9 0.3 -0.1 0.3  0.3 -0.4 0.5"
+         qvel="0.1 -0.2 0.3 0.5 -0.4 0.6  1.1 0.7 -0.9  0.8 -0.3 0.6"/>
+  </keyframe>
+</mujoco>)";
+const std::vector<double> kKeyQpos = {0.5, -0.2, 1.3,  0.7, 0.1, -0.5, 0.5,
+                                      0.9, 0.3,  -0.1, 0.3, 0.3, -0.4, 0.5};
+const std::vector<double> kKeyQvel = {0.1, -0.2, 0.3,  0.5, -0.4, 0.6,
+                                      1.1, 0.7,  -0.9, 0.8, -0.3, 0.6};
+
+v1::ObservationRequest FileObservations() {
+  v1::ObservationRequest observe;
+  observe.set_file_position(true);
+  observe.set_file_velocity(true);
+  observe.set_joint_position(true);
+  observe.set_stats(true);
+  return observe;
+}
+
+v1::GetStateResponse MustGetFileState(client::Client& client, const std::vector<uint64_t>& ids) {
+  v1::GetStateRequest request;
+  for (uint64_t id : ids) request.add_world_ids(id);
+  *request.mutable_observe() = FileObservations();
+  absl::StatusOr<v1::GetStateResponse> state = client.GetState(request);
+  EXPECT_TRUE(state.ok()) << state.status();
+  return state.ok() ? *state : v1::GetStateResponse();
+}
+
+void ResetToPose(client::Client& client, uint64_t id) {
+  v1::ResetRequest reset;
+  reset.add_world_ids(id);
+  reset.set_keyframe("pose");
+  absl::StatusOr<v1::ResetResponse> done = client.Reset(reset);
+  ASSERT_TRUE(done.ok()) << done.status();
+}
+
+// After a reset to the key, the world's file coordinates are the key's qpos and qvel (float32),
+// through GetState, Step and StepStream alike, while the merged wrist's joint_position is not
+// MuJoCo's hinge angles; a world left at its initial state reads qpos0 beside it.
+TEST_F(ServerStateTest, FileCoordinatesAreTheKeysQposAndQvel) {
+  absl::StatusOr<v1::CreateWorldsResponse> created =
+      client_->CreateWorlds(client::MjcfScene(kCreatureXml), 2);
+  ASSERT_TRUE(created.ok()) << created.status();
+  const std::vector<uint64_t> ids(created->world_ids().begin(), created->world_ids().end());
+  const v1::WorldDescription& description = created->description();
+  EXPECT_EQ(description.file_position_count(), 14);
+  EXPECT_EQ(description.file_velocity_count(), 12);
+  const v1::SourceMap& source = description.source();
+  ASSERT_EQ(source.joints_size(), 5);
+  const std::vector<std::string> names = {"root", "hip", "w1", "w2", "w3"};
+  const std::vector<v1::SourceJointKind> kinds = {
+      v1::SOURCE_JOINT_KIND_FREE, v1::SOURCE_JOINT_KIND_BALL, v1::SOURCE_JOINT_KIND_HINGE,
+      v1::SOURCE_JOINT_KIND_HINGE, v1::SOURCE_JOINT_KIND_HINGE};
+  const std::vector<int> file_body = {0, 1, 2, 2, 2};
+  const std::vector<int> position_offset = {0, 7, 11, 12, 13}, position_count = {7, 4, 1, 1, 1};
+  const std::vector<int> velocity_offset = {0, 6, 9, 10, 11}, velocity_count = {6, 3, 1, 1, 1};
+  for (int j = 0; j < 5; ++j) {
+    SCOPED_TRACE(names[j]);
+    const v1::SourceJoint& joint = source.joints(j);
+    EXPECT_EQ(joint.name(), names[j]);
+    EXPECT_EQ(joint.kind(), kinds[j]);
+    EXPECT_EQ(joint.file_body(), file_body[j]);
+    EXPECT_EQ(joint.file_position_offset(), position_offset[j]);
+    EXPECT_EQ(joint.file_position_count(), position_count[j]);
+    EXPECT_EQ(joint.file_velocity_offset(), velocity_offset[j]);
+    EXPECT_EQ(joint.file_velocity_count(), velocity_count[j]);
+  }
+  // the three hinges share one generic joint
+  const int wrist = source.joints(2).joint();
+  ASSERT_GE(wrist, 0);
+  EXPECT_EQ(source.joints(3).joint(), wrist);
+  EXPECT_EQ(description.joints(wrist).type(), v1::JOINT_TYPE_GENERIC);
+
+  ResetToPose(*client_, ids[0]);
+  const v1::GetStateResponse state = MustGetFileState(*client_, ids);
+  const std::vector<float> position = client::UnpackFloat32(state.observations().file_position());
+  const std::vector<float> velocity = client::UnpackFloat32(state.observations().file_velocity());
+  ASSERT_EQ(position.size(), 2u * 14);
+  ASSERT_EQ(velocity.size(), 2u * 12);
+  ExpectNear({position.begin(), position.begin() + 14}, kKeyQpos, 2e-6);
+  ExpectNear({velocity.begin(), velocity.begin() + 12}, kKeyQvel, 2e-6);
+  // the second world at qpos0: the torso where the file puts it, every joint at its zero
+  ExpectNear({position.begin() + 14, position.begin() + 17}, {0, 0, 1}, 1e-6);
+  ExpectNear({position.begin() + 21, position.end()}, {1, 0, 0, 0, 0, 0, 0}, 1e-6);
+  ExpectNear({velocity.begin() + 12, velocity.end()}, std::vector<double>(12, 0), 1e-6);
+  // the engine's own coordinates of the wrist are a rotation vector's, off MuJoCo's angles
+  const std::vector<float> joint_position =
+      client::UnpackFloat32(state.observations().joint_position());
+  const int wrist_offset = description.joints(wrist).position_offset();
+  double largest = 0;
+  for (int k = 0; k < 3; ++k) {
+    largest = std::max(largest, std::abs(joint_position[wrist_offset + source.joints(2 + k).dof()] -
+                                         kKeyQpos[11 + k]));
+  }
+  EXPECT_GT(largest, 0.01);
+
+  // a step of 0 steps observes the same; so does the stream
+  v1::StepRequest step = StepRequestFor({ids[0]}, 0);
+  *step.mutable_observe() = FileObservations();
+  absl::StatusOr<v1::StepResponse> stepped = client_->Step(step);
+  ASSERT_TRUE(stepped.ok()) << stepped.status();
+  ExpectNear(client::UnpackFloat32(stepped->observations().file_position()), kKeyQpos, 2e-6);
+  ExpectNear(client::UnpackFloat32(stepped->observations().file_velocity()), kKeyQvel, 2e-6);
+  std::unique_ptr<client::StepStream> stream = client_->OpenStepStream();
+  v1::StepStreamRequest streamed;
+  streamed.set_request_id(7);
+  *streamed.mutable_step() = step;
+  ASSERT_TRUE(stream->Write(streamed).ok());
+  absl::StatusOr<v1::StepStreamResponse> answer = stream->Read();
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  ASSERT_EQ(answer->status().code(), 0) << answer->status().message();
+  ExpectNear(client::UnpackFloat32(answer->step().observations().file_position()), kKeyQpos, 2e-6);
+  ExpectNear(client::UnpackFloat32(answer->step().observations().file_velocity()), kKeyQvel, 2e-6);
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+// A world made from a ModelDescription has no model file: asking for its file coordinates is
+// FAILED_PRECONDITION naming it, alone or beside a world that has them, and a Step so refused
+// neither applies its controls nor steps; the stream answers in band and goes on.
+TEST_F(ServerStateTest, FileCoordinatesOfAWorldWithoutAModelFileAreRefused) {
+  absl::StatusOr<v1::CreateWorldsResponse> wheel =
+      client_->CreateWorlds(client::ModelScene(WheelScene()), 1);
+  ASSERT_TRUE(wheel.ok()) << wheel.status();
+  EXPECT_EQ(wheel->description().file_position_count(), 0);
+  EXPECT_EQ(wheel->description().file_velocity_count(), 0);
+  const std::vector<uint64_t> creatures = [&] {
+    absl::StatusOr<v1::CreateWorldsResponse> created =
+        client_->CreateWorlds(client::MjcfScene(kCreatureXml), 1);
+    EXPECT_TRUE(created.ok()) << created.status();
+    return created.ok() ? std::vector<uint64_t>{created->world_ids(0)} : std::vector<uint64_t>{};
+  }();
+  ASSERT_EQ(creatures.size(), 1u);
+  const uint64_t creature = creatures[0], wheel_id = wheel->world_ids(0);
+  const std::string wheel_before = SnapshotOf(wheel_id), creature_before = SnapshotOf(creature);
+
+  v1::GetStateRequest get;
+  get.add_world_ids(creature);
+  get.add_world_ids(wheel_id);
+  get.mutable_observe()->set_file_velocity(true);
+  absl::Status status = client_->GetState(get).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(),
+              HasSubstr("observe.file_velocity: world " + std::to_string(wheel_id)));
+  EXPECT_THAT(status.message(), HasSubstr("no model file"));
+
+  v1::StepRequest step = StepRequestFor({creature, wheel_id}, 3);
+  step.set_controls(client::PackFloat32(std::vector<float>{1}));
+  step.mutable_observe()->set_file_position(true);
+  status = client_->Step(step).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(),
+              HasSubstr("observe.file_position: world " + std::to_string(wheel_id)));
+  EXPECT_EQ(SnapshotOf(wheel_id), wheel_before);
+  EXPECT_EQ(SnapshotOf(creature), creature_before);
+
+  std::unique_ptr<client::StepStream> stream = client_->OpenStepStream();
+  v1::StepStreamRequest refused;
+  refused.set_request_id(1);
+  *refused.mutable_step() = StepRequestFor({wheel_id}, 1);
+  refused.mutable_step()->mutable_observe()->set_file_position(true);
+  v1::StepStreamRequest fine = refused;
+  fine.set_request_id(2);
+  fine.mutable_step()->mutable_observe()->set_file_position(false);
+  ASSERT_TRUE(stream->Write(refused).ok());
+  ASSERT_TRUE(stream->Write(fine).ok());
+  absl::StatusOr<v1::StepStreamResponse> first = stream->Read();
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->status().code(), static_cast<int>(grpc::StatusCode::FAILED_PRECONDITION));
+  EXPECT_THAT(first->status().message(), HasSubstr(std::to_string(wheel_id)));
+  absl::StatusOr<v1::StepStreamResponse> second = stream->Read();
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->status().code(), 0) << second->status().message();
+  EXPECT_TRUE(stream->Finish().ok());
+  // only the good request stepped the wheel
+  EXPECT_EQ(MustGetState(*client_, {wheel_id}).observations().stats().step_count(0), 1u);
+}
+
+// The source map the file coordinates come from is stored with the world: after a restart the
+// world reads the same file coordinates, bit for bit, describes the same layout, and resets to
+// the key's qpos.
+TEST(ServerStatePersistenceTest, FileCoordinatesSurviveARestart) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("axion_server_file_test_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  ServerOptions options = TestServerOptions();
+  options.snapshot_dir = dir.string();
+  std::vector<uint64_t> ids;
+  v1::GetStateResponse before;
+  std::string description_before;
+  {
+    std::unique_ptr<AxionServer> server = StartServer(options);
+    ASSERT_NE(server, nullptr);
+    std::unique_ptr<client::Client> alice = Connect(*server, "alice");
+    absl::StatusOr<v1::CreateWorldsResponse> created =
+        alice->CreateWorlds(client::MjcfScene(kCreatureXml), 1);
+    ASSERT_TRUE(created.ok()) << created.status();
+    ids = {created->world_ids(0)};
+    description_before = created->description().SerializeAsString();
+    ResetToPose(*alice, ids[0]);
+    ASSERT_TRUE(alice->Step(StepRequestFor(ids, 5)).ok());  // away from the key
+    before = MustGetFileState(*alice, ids);
+    ASSERT_TRUE(server->Shutdown().ok());
+  }
+  {
+    std::unique_ptr<AxionServer> server = StartServer(options);
+    ASSERT_NE(server, nullptr);
+    std::unique_ptr<client::Client> alice = Connect(*server, "alice");
+    const v1::GetStateResponse after = MustGetFileState(*alice, ids);
+    ASSERT_FALSE(after.observations().file_position().empty());
+    EXPECT_EQ(after.observations().file_position(), before.observations().file_position());
+    EXPECT_EQ(after.observations().file_velocity(), before.observations().file_velocity());
+    absl::StatusOr<v1::DescribeWorldResponse> described = alice->DescribeWorld(ids[0], false);
+    ASSERT_TRUE(described.ok()) << described.status();
+    EXPECT_EQ(described->description().SerializeAsString(), description_before);
+    ResetToPose(*alice, ids[0]);
+    const v1::GetStateResponse reset = MustGetFileState(*alice, ids);
+    ExpectNear(client::UnpackFloat32(reset.observations().file_position()), kKeyQpos, 2e-6);
+    ExpectNear(client::UnpackFloat32(reset.observations().file_velocity()), kKeyQvel, 2e-6);
   }
   std::filesystem::remove_all(dir);
 }
