@@ -53,6 +53,37 @@ BOX_ON_PLANE_MJCF = """
 </mujoco>
 """
 
+# A free torso carrying a thigh on a ball joint and a wrist on three orthogonal hinges at one
+# anchor, which the importer merges into one generic joint (its joint_position holds a rotation
+# vector's components, not MuJoCo's angles), and a key holding MuJoCo's qpos (the root's 7, the
+# hip's quaternion, w1 w2 w3; both quaternions exactly unit) and qvel (6, 3, 3).
+CREATURE_MJCF = """
+<mujoco model="creature">
+  <option gravity="0 0 0"/>
+  <worldbody>
+    <body name="torso" pos="0 0 1" euler="10 20 30">
+      <freejoint name="root"/>
+      <geom type="box" size="0.2 0.1 0.05"/>
+      <body name="thigh" pos="-0.3 0 0">
+        <joint name="hip" type="ball" pos="0.02 0 0"/>
+        <geom type="capsule" fromto="0 0 0 -0.3 0 0" size="0.03"/>
+      </body>
+      <body name="wrist" pos="0 0.3 0" euler="0 0 20">
+        <joint name="w1" axis="1 0 0"/><joint name="w2" axis="0 1 0"/>
+        <joint name="w3" axis="0 0 1"/>
+        <geom type="box" size="0.05 0.04 0.03"/>
+      </body>
+    </body>
+  </worldbody>
+  <keyframe>
+    <key name="pose" qpos="0.5 -0.2 1.3  0.7 0.1 -0.5 0.5  0.9 0.3 -0.1 0.3  0.3 -0.4 0.5"
+         qvel="0.1 -0.2 0.3 0.5 -0.4 0.6  1.1 0.7 -0.9  0.8 -0.3 0.6"/>
+  </keyframe>
+</mujoco>
+"""
+CREATURE_KEY_QPOS = [0.5, -0.2, 1.3, 0.7, 0.1, -0.5, 0.5, 0.9, 0.3, -0.1, 0.3, 0.3, -0.4, 0.5]
+CREATURE_KEY_QVEL = [0.1, -0.2, 0.3, 0.5, -0.4, 0.6, 1.1, 0.7, -0.9, 0.8, -0.3, 0.6]
+
 
 def free_sphere_model(mass=2.0, height=10.0):
     """A ModelDescription of one free sphere (no ground, no joints), built directly."""

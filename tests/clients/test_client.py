@@ -14,6 +14,9 @@ import axion
 from axion._proto import axion_pb2_grpc
 from clients_support import (
     BOX_ON_PLANE_MJCF,
+    CREATURE_KEY_QPOS,
+    CREATURE_KEY_QVEL,
+    CREATURE_MJCF,
     MODELS_DIR,
     PENDULUM_INERTIA,
     PENDULUM_MJCF,
@@ -671,6 +674,97 @@ def test_unknown_keyframe_is_not_found_and_resets_nothing(client):
     with pytest.raises(axion.NotFound, match="it has none"):
         client.reset(ids + client.create_worlds(PENDULUM_MJCF).world_ids, keyframe="swung")
     assert client.snapshot(ids) == before
+
+
+# -- file coordinates (MuJoCo's qpos and qvel) ---------------------------------------------------
+
+FILE_FIELDS = ["file_position", "file_velocity", "joint_position"]
+
+
+def test_file_coordinates_are_the_keys_qpos_and_qvel(client):
+    created = client.create_worlds(CREATURE_MJCF, count=2)
+    ids, description = created.world_ids, created.description
+    assert (description.file_position_count, description.file_velocity_count) == (14, 12)
+    joints = description.source_joints
+    assert [j.name for j in joints] == ["root", "hip", "w1", "w2", "w3"]
+    assert [j.kind for j in joints] == ["free", "ball", "hinge", "hinge", "hinge"]
+    assert [j.file_body for j in joints] == [0, 1, 2, 2, 2]
+    assert [(j.file_position_offset, j.file_position_count) for j in joints] == [
+        (0, 7), (7, 4), (11, 1), (12, 1), (13, 1)]
+    assert [(j.file_velocity_offset, j.file_velocity_count) for j in joints] == [
+        (0, 6), (6, 3), (9, 1), (10, 1), (11, 1)]
+    wrist = description.joints[joints[2].joint]
+    assert wrist.type == "generic" and joints[4].joint == joints[2].joint
+
+    client.reset(ids[:1], keyframe="pose")
+    obs = client.get_state(ids, observe=FILE_FIELDS)
+    assert obs.file_position.shape == (2, 14) and obs.file_position.dtype == np.float32
+    assert obs.file_velocity.shape == (2, 12)
+    np.testing.assert_allclose(obs.file_position[0], CREATURE_KEY_QPOS, atol=2e-6)
+    np.testing.assert_allclose(obs.file_velocity[0], CREATURE_KEY_QVEL, atol=2e-6)
+    # the other world at qpos0: the torso where the file puts it, every joint at its zero
+    np.testing.assert_allclose(obs.file_position[1, :3], [0, 0, 1], atol=1e-6)
+    np.testing.assert_allclose(obs.file_position[1, 7:], [1, 0, 0, 0, 0, 0, 0], atol=1e-6)
+    np.testing.assert_array_equal(obs.file_velocity[1], 0)
+    # the engine's merged wrist measures a rotation vector, off MuJoCo's angles
+    merged = [obs.joint_position[0, wrist.position_offset + j.dof] for j in joints[2:]]
+    assert np.max(np.abs(np.subtract(merged, CREATURE_KEY_QPOS[11:]))) > 0.01
+
+    # the same through step (0 steps: observe only) and the stream
+    stepped = client.step(ids[:1], steps=0, observe=FILE_FIELDS)
+    np.testing.assert_array_equal(stepped.file_position, obs.file_position[:1])
+    np.testing.assert_array_equal(stepped.file_velocity, obs.file_velocity[:1])
+    with client.open_step_stream() as stream:
+        streamed = stream.step(ids[:1], steps=0, observe=FILE_FIELDS)
+    np.testing.assert_array_equal(streamed.file_position, obs.file_position[:1])
+    # ... and a step moves them on
+    moved = client.step(ids[:1], steps=3, observe=FILE_FIELDS)
+    assert not np.allclose(moved.file_position, obs.file_position[:1])
+
+
+def test_file_coordinates_of_a_model_description_world_are_refused(client):
+    creature = client.create_worlds(CREATURE_MJCF).world_ids[0]
+    created = client.create_worlds(free_sphere_model())
+    sphere = created.world_ids[0]
+    assert created.description.file_position_count == 0
+    assert created.description.source_joints == []
+    before = client.snapshot([creature, sphere])
+    with pytest.raises(axion.FailedPrecondition, match=f"world {sphere}.*no model file"):
+        client.get_state([creature, sphere], observe=["file_velocity"])
+    with pytest.raises(axion.FailedPrecondition, match="observe.file_position"):
+        client.step([creature, sphere], steps=3, observe=["file_position"])
+    assert client.snapshot([creature, sphere]) == before  # nothing stepped
+    # "all" asks for what every world has, so it serves both
+    assert not axion.types.observation_request("all").file_position
+    obs = client.get_state([creature, sphere])
+    assert obs.file_position is None and obs.joint_position is not None
+
+
+def test_file_coordinates_survive_a_server_restart(server_binary, tmp_path, client_id):
+    args = [f"--snapshot_dir={tmp_path}"]
+    process = start_server(server_binary, args)
+    try:
+        with axion.Client(process.target, client_id=client_id) as first:
+            world = first.create_worlds(CREATURE_MJCF).world_ids[0]
+            first.reset([world], keyframe="pose")
+            first.step([world], steps=5)
+            before = first.get_state([world], observe=FILE_FIELDS)
+    finally:
+        process.stop()  # writes the world to the snapshot dir
+    process = start_server(server_binary, args)
+    try:
+        with axion.Client(process.target, client_id=client_id) as second:
+            after = second.get_state([world], observe=FILE_FIELDS)
+            np.testing.assert_array_equal(after.file_position, before.file_position)
+            np.testing.assert_array_equal(after.file_velocity, before.file_velocity)
+            joints = second.describe_world(world).source_joints
+            assert [j.kind for j in joints] == ["free", "ball", "hinge", "hinge", "hinge"]
+            second.reset([world], keyframe="pose")
+            reset = second.get_state([world], observe=FILE_FIELDS)
+            np.testing.assert_allclose(reset.file_position[0], CREATURE_KEY_QPOS, atol=2e-6)
+            np.testing.assert_allclose(reset.file_velocity[0], CREATURE_KEY_QVEL, atol=2e-6)
+    finally:
+        process.stop()
 
 
 def test_snapshot_restore_is_bit_exact(client):

@@ -117,6 +117,13 @@ def test_observation_request_names():
     request = types.observation_request(["body_pose", "stats"])
     assert request.body_pose and request.stats and not request.contacts
     assert all(getattr(types.observation_request("all"), f) for f in types.OBSERVATION_FIELDS)
+    # the file coordinates only by name: worlds without a model file have none
+    assert not any(getattr(types.observation_request("all"), f)
+                   for f in types.FILE_OBSERVATION_FIELDS)
+    assert types.observation_request(["file_position"]).file_position
+    layout = types.Layout(1, 2, 2, 0, file_position_count=7, file_velocity_count=6)
+    assert layout.field_size("file_position") == (7, (7,))
+    assert layout.field_size("file_velocity") == (6, (6,))
     with pytest.raises(ValueError, match="unknown observation"):
         types.observation_request(["qpos"])
 

@@ -4,7 +4,15 @@ import numpy as np
 import pytest
 
 import axion
-from clients_support import MODELS_DIR, PENDULUM_INERTIA, PENDULUM_MJCF, free_sphere_model
+from clients_support import (
+    CREATURE_KEY_QPOS,
+    CREATURE_KEY_QVEL,
+    CREATURE_MJCF,
+    MODELS_DIR,
+    PENDULUM_INERTIA,
+    PENDULUM_MJCF,
+    free_sphere_model,
+)
 
 ARM_URDF = MODELS_DIR / "three_link_arm.urdf"
 
@@ -218,6 +226,29 @@ def test_body_observations_of_free_bodies(client):
         np.testing.assert_allclose(obs[:, :7], [[0, 0, 10, 1, 0, 0, 0]] * 3)
         obs, *_ = env.step(np.zeros((3, 0), dtype=np.float32))
         np.testing.assert_allclose(obs[:, 7 + 2], -9.81 * 0.01, rtol=1e-5)
+
+
+def test_file_coordinates_observation_is_mujocos_qpos_and_qvel(client):
+    observe = ("file_position", "file_velocity")
+    with axion.VectorEnv(client, CREATURE_MJCF, 2, observation=observe,
+                         reset_keyframe="pose") as env:
+        assert env.obs_dim == 14 + 12
+        assert env.observation_slices == {"file_position": slice(0, 14),
+                                          "file_velocity": slice(14, 26)}
+        obs = env.reset()
+        assert obs.shape == (2, 26) and obs.dtype == np.float32
+        np.testing.assert_allclose(obs[:, :14], [CREATURE_KEY_QPOS] * 2, atol=2e-6)
+        np.testing.assert_allclose(obs[:, 14:], [CREATURE_KEY_QVEL] * 2, atol=2e-6)
+        stepped, *_ = env.step(None)
+        state = client.get_state(env.world_ids, observe=list(observe))
+        np.testing.assert_array_equal(stepped[:, :14], state.file_position)
+        np.testing.assert_array_equal(stepped[:, 14:], state.file_velocity)
+        assert not np.allclose(stepped[:, :14], obs[:, :14])
+    # a scene without a model file has no file coordinates
+    with axion.VectorEnv(client, free_sphere_model(), 1, observation=observe) as env:
+        assert env.obs_dim == 0
+        with pytest.raises(axion.FailedPrecondition, match="no model file"):
+            env.reset()
 
 
 def test_unknown_observation_field_is_rejected(client):

@@ -5,6 +5,9 @@
     worlds = client.create_worlds("humanoid.xml", count=8)
     obs = client.step(worlds.world_ids, steps=10, observe=["joint_position"])
     obs.joint_position  # (8 x joint_position_count) float32
+    # the state in the model file's own coordinates: MuJoCo's qpos and qvel for MJCF
+    obs = client.get_state(worlds.world_ids, observe=["file_position", "file_velocity"])
+    obs.file_position  # (8 x description.file_position_count)
 
 axion.VectorEnv runs N worlds of one model over one open stream for training loops; the
 Gymnasium wrapper is axion.gym.AxionVectorEnv (needs the [gym] extra).

@@ -93,6 +93,8 @@ def describe_dict(description):
         "joint_position_count": description.joint_position_count,
         "joint_dof_count": description.joint_dof_count,
         "actuator_count": description.actuator_count,
+        "file_position_count": description.file_position_count,
+        "file_velocity_count": description.file_velocity_count,
         "contact_capacity": description.contact_capacity,
         "timestep": description.timestep,
         "body_names": description.body_names,
@@ -410,7 +412,8 @@ def build_parser():
     worlds_option(sub, "read")
     sub.add_argument("--fields", help="comma-separated observations (default "
                      "joint_position,joint_velocity; also body_pose, body_velocity, "
-                     "body_contact_force, controls, contacts)")
+                     "body_contact_force, controls, contacts, and for a model file's worlds "
+                     "file_position, file_velocity: MuJoCo's qpos and qvel)")
     sub.add_argument("--json", action="store_true", help="print JSON instead of a table")
     sub.set_defaults(run=cmd_state)
 

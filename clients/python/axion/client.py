@@ -384,14 +384,18 @@ class Client:
           controls: (world_count x actuator_count) array, kept until changed (None: keep).
           external_forces: (world_count x body_count x 6) force then torque on each body's
             centre of mass, world frame (None: keep).
-          observe: field names (see axion.types.OBSERVATION_FIELDS), "all" or None.
+          observe: field names (axion.types.OBSERVATION_FIELDS, and FILE_OBSERVATION_FIELDS:
+            "file_position" and "file_velocity", the state in the model file's own coordinates,
+            MuJoCo's qpos and qvel, for worlds of an MJCF or URDF file only), "all" (every
+            field but the file coordinates) or None.
         """
         request = self._step_request(world_ids, steps, controls, external_forces, observe)
         response = self._call(self.stub.Step, request, timeout)
         return self._observations(response.observations, request.observe, timeout)
 
     def get_state(self, world_ids, observe="all", timeout=None):
-        """Observations of worlds without stepping (default: every field)."""
+        """Observations of worlds without stepping (default "all": every field but the file
+        coordinates, which are asked for by name as in step())."""
         request = pb.GetStateRequest(world_ids=world_id_list(world_ids))
         request.observe.CopyFrom(observation_request(observe))
         response = self._call(self.stub.GetState, request, timeout, True)

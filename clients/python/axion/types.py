@@ -15,6 +15,7 @@ from axion._proto import axion_pb2 as pb
 
 ArrayOrList = Union[np.ndarray, List[np.ndarray]]
 
+# The observations every world has; "all" asks for these.
 OBSERVATION_FIELDS = (
     "body_pose",
     "body_velocity",
@@ -25,6 +26,9 @@ OBSERVATION_FIELDS = (
     "stats",
     "controls",
 )
+# The state in the scene file's own coordinates (MuJoCo's qpos and qvel), asked for by name:
+# only worlds of an MJCF or URDF file have them (others raise axion.FailedPrecondition).
+FILE_OBSERVATION_FIELDS = ("file_position", "file_velocity")
 
 
 def _enum_name(enum_type, value, prefix):
@@ -40,6 +44,8 @@ class Layout:
     joint_position_count: int
     joint_dof_count: int
     actuator_count: int
+    file_position_count: int = 0  # 0: a scene without a model file
+    file_velocity_count: int = 0
 
     def field_size(self, field):
         """(values per world, trailing shape) of an observation field."""
@@ -55,6 +61,10 @@ class Layout:
             return self.joint_dof_count, (self.joint_dof_count,)
         if field == "controls":
             return self.actuator_count, (self.actuator_count,)
+        if field == "file_position":
+            return self.file_position_count, (self.file_position_count,)
+        if field == "file_velocity":
+            return self.file_velocity_count, (self.file_velocity_count,)
         raise KeyError(field)
 
 
@@ -136,15 +146,38 @@ class SourceBody:
 
 @dataclasses.dataclass(frozen=True)
 class SourceJoint:
-    """Where a joint of the scene's file went."""
+    """Where a joint of the scene's file went, and where its coordinates lie in the file
+    coordinates (Observations.file_position and file_velocity: MuJoCo's qpos and qvel)."""
 
     name: str
     joint: int  # index in WorldDescription.joints; -1: none (free, floating or fixed joint)
     dof: int  # its coordinate: joint_velocity[joints[joint].dof_offset + dof]
+    # its kind in the file: hinge, slide, ball, free, fixed or planar ("unspecified": not
+    # recorded, a world stored by an older server, which then has no file coordinates)
+    kind: str = "unspecified"
+    file_body: int = -1  # index in WorldDescription.source_bodies of the body it moves
+    # file_position[file_position_offset : + file_position_count] are its coordinates (MuJoCo's
+    # jnt_qposadr; free: position and quaternion w x y z, 7; ball: quaternion, 4; hinge and
+    # slide: 1) and file_velocity[file_velocity_offset : + file_velocity_count] its velocities
+    # (jnt_dofadr; free: 6, ball: 3, hinge and slide: 1)
+    file_position_offset: int = 0
+    file_position_count: int = 0
+    file_velocity_offset: int = 0
+    file_velocity_count: int = 0
 
     @classmethod
     def from_proto(cls, message):
-        return cls(name=message.name, joint=message.joint, dof=message.dof)
+        return cls(
+            name=message.name,
+            joint=message.joint,
+            dof=message.dof,
+            kind=_enum_name(pb.SourceJointKind, message.kind, "SOURCE_JOINT_KIND_"),
+            file_body=message.file_body,
+            file_position_offset=message.file_position_offset,
+            file_position_count=message.file_position_count,
+            file_velocity_offset=message.file_velocity_offset,
+            file_velocity_count=message.file_velocity_count,
+        )
 
 
 def _quat_multiply(a, b):
@@ -192,6 +225,10 @@ class WorldDescription:
     # keyframes of the scene in index order (Client.reset(keyframe=) takes a name or an index;
     # unnamed ones are ""); their states are in the ModelDescription (Client.get_model)
     keyframe_names: List[str] = dataclasses.field(default_factory=list)
+    # per-world lengths of the file coordinates, observations file_position (Pf: MuJoCo's nq
+    # for MJCF) and file_velocity (Df: nv); 0 for a scene given as a ModelDescription
+    file_position_count: int = 0
+    file_velocity_count: int = 0
 
     @classmethod
     def from_proto(cls, message):
@@ -210,6 +247,8 @@ class WorldDescription:
             source_bodies=[SourceBody.from_proto(b) for b in message.source.bodies],
             source_joints=[SourceJoint.from_proto(j) for j in message.source.joints],
             keyframe_names=list(message.keyframe_names),
+            file_position_count=message.file_position_count,
+            file_velocity_count=message.file_velocity_count,
         )
 
     def source_body_poses(self, body_pose):
@@ -247,7 +286,12 @@ class WorldDescription:
     @property
     def layout(self):
         return Layout(
-            self.body_count, self.joint_position_count, self.joint_dof_count, self.actuator_count
+            self.body_count,
+            self.joint_position_count,
+            self.joint_dof_count,
+            self.actuator_count,
+            self.file_position_count,
+            self.file_velocity_count,
         )
 
     def ctrl_range(self):
@@ -357,11 +401,19 @@ class WorldStats:
 class Observations:
     """Observations of several worlds; a field is None unless it was requested.
 
-    Shapes for worlds of one scene (W worlds, B bodies, P joint coordinates, D DOF, A actuators):
+    Shapes for worlds of one scene (W worlds, B bodies, P joint coordinates, D DOF, A actuators,
+    Pf and Df the file coordinates' lengths, WorldDescription.file_position_count and
+    file_velocity_count):
       body_pose (W x B x 7): position xyz (m), quaternion w x y z, world frame
       body_velocity (W x B x 6): linear (m/s) then angular (rad/s) velocity, world frame
       joint_position (W x P), joint_velocity (W x D), body_contact_force (W x B x 3) N,
       controls (W x A).
+      file_position (W x Pf), file_velocity (W x Df): the state in the scene file's own
+        coordinates, file joint by file joint (SourceJoint.file_position_offset, ...): for
+        MJCF MuJoCo's qpos and qvel exactly (a free joint's position, quaternion w x y z,
+        linear velocity in the world frame and angular velocity in the body frame; a ball's
+        quaternion and body-frame angular velocity; hinge angles, merged hinges included, and
+        slide displacements); for URDF each moving joint's coordinates.
     """
 
     world_ids: List[int]
@@ -371,12 +423,18 @@ class Observations:
     joint_velocity: Optional[ArrayOrList] = None
     body_contact_force: Optional[ArrayOrList] = None
     controls: Optional[ArrayOrList] = None
+    file_position: Optional[ArrayOrList] = None
+    file_velocity: Optional[ArrayOrList] = None
     contacts: Optional[Contacts] = None
     stats: Optional[WorldStats] = None
 
 
 def observation_request(observe):
-    """An ObservationRequest from field names, 'all', None or an ObservationRequest."""
+    """An ObservationRequest from field names, 'all', None or an ObservationRequest.
+
+    'all' is OBSERVATION_FIELDS, what every world has; the file coordinates
+    (FILE_OBSERVATION_FIELDS) are asked for by name.
+    """
     if isinstance(observe, pb.ObservationRequest):
         return observe
     request = pb.ObservationRequest()
@@ -384,11 +442,10 @@ def observation_request(observe):
         return request
     if isinstance(observe, str):
         observe = OBSERVATION_FIELDS if observe == "all" else (observe,)
+    names = OBSERVATION_FIELDS + FILE_OBSERVATION_FIELDS
     for name in observe:
-        if name not in OBSERVATION_FIELDS:
-            raise ValueError(
-                f"unknown observation '{name}'; expected one of {', '.join(OBSERVATION_FIELDS)}"
-            )
+        if name not in names:
+            raise ValueError(f"unknown observation '{name}'; expected one of {', '.join(names)}")
         setattr(request, name, True)
     return request
 
@@ -431,6 +488,8 @@ def decode_observations(message, layouts, requested=None):
         "joint_velocity",
         "body_contact_force",
         "controls",
+        "file_position",
+        "file_velocity",
     ):
         data = getattr(message, field)
         if data or (requested is not None and getattr(requested, field)):

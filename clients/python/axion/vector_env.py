@@ -10,11 +10,20 @@ coordinates, D degrees of freedom, B bodies; see WorldDescription for the per-jo
   body_pose           B x 7: position xyz (m) then quaternion w x y z, world frame.
   body_velocity       B x 6: linear (m/s) then angular (rad/s) velocity, world frame.
   body_contact_force  B x 3: net contact force on each body (N), world frame.
+  file_position       Pf values: the state in the model file's own coordinates, MuJoCo's
+                      qpos for MJCF (a free joint's position and quaternion, a ball's
+                      quaternion, hinge angles and slide displacements, in the file's joint
+                      order; SourceJoint.file_position_offset says where each joint's lie).
+                      Only for an MJCF or URDF model.
+  file_velocity       Df values: MuJoCo's qvel likewise (a free joint's linear velocity in the
+                      world frame and angular velocity in the body frame, a ball's body-frame
+                      angular velocity, hinge and slide rates).
 
 The default is ("joint_position", "joint_velocity"), i.e. obs[:, :P] = joint positions and
 obs[:, P:P+D] = joint velocities; `observation_slices` maps each field to its columns. Free
 bodies (an MJCF <freejoint>, a floating URDF base) have no joint coordinates: add "body_pose"
-and "body_velocity" to observe them.
+and "body_velocity" to observe them, or observe ("file_position", "file_velocity"), which hold
+them as MuJoCo's qpos and qvel do (what Gym's MuJoCo tasks build their observations from).
 
 Actions are the actuator controls, (num_worlds x actuator_count) in actuator order, held for
 `frame_skip` engine steps.
@@ -32,6 +41,8 @@ OBSERVATION_CHOICES = (
     "body_pose",
     "body_velocity",
     "body_contact_force",
+    "file_position",
+    "file_velocity",
 )
 
 
