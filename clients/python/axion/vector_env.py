@@ -35,6 +35,9 @@ from axion import errors
 from axion.client import Client
 from axion.types import WorldStats, _quat_multiply, observation_request
 
+# What the reset noise perturbs (VectorEnv._perturbed).
+_START_FIELDS = ("joint_position", "joint_velocity", "body_pose", "body_velocity")
+
 OBSERVATION_CHOICES = (
     "joint_position",
     "joint_velocity",
@@ -129,6 +132,7 @@ class VectorEnv:
         self.reset_keyframe = reset_keyframe
         self.reset_noise_scale = float(reset_noise_scale)
         self._rng = np.random.default_rng(seed)
+        self._start_states = {}  # keyframe -> one world's starting state, for the reset noise
         self.destroy_on_close = destroy_on_close
         self.observation_fields = observation
         self._stream = None
@@ -223,52 +227,64 @@ class VectorEnv:
             self._rng = np.random.default_rng(seed)
         if keyframe is None:
             keyframe = self.reset_keyframe
-        if mask is None:
-            reset_ids = self.client.reset(self._ids, keyframe=keyframe)
-            self.episode_steps[:] = 0
-        else:
+        if mask is not None:
             mask = np.asarray(mask, dtype=bool)
             if mask.shape != (self.num_worlds,):
                 raise ValueError(f"mask: expected shape ({self.num_worlds},), got {mask.shape}")
-            reset_ids = []
-            if mask.any():
-                reset_ids = self.client.reset(self._ids, mask=mask, keyframe=keyframe)
-                self.episode_steps[mask] = 0
-        if self.reset_noise_scale > 0 and len(reset_ids) > 0:
-            self._perturb(reset_ids)
+            if not mask.any():
+                return self.observe()
+        count = self.num_worlds if mask is None else int(mask.sum())
+        noisy = self.reset_noise_scale > 0
+        start_state = self._start_states.get(keyframe) if noisy else None
+        if start_state is not None:
+            # the starting state is known: one call resets and perturbs
+            self.client.reset(
+                self._ids, mask=mask, keyframe=keyframe, **self._perturbed(start_state, count)
+            )
+        else:
+            reset_ids = self.client.reset(self._ids, mask=mask, keyframe=keyframe)
+            if noisy:
+                # every world of the model starts alike: read one once, then perturb them all
+                start_state = self.client.get_state(reset_ids[:1], observe=_START_FIELDS)
+                self._start_states[keyframe] = start_state
+                self.client.set_state(reset_ids, **self._perturbed(start_state, count))
+        if mask is None:
+            self.episode_steps[:] = 0
+        else:
+            self.episode_steps[mask] = 0
         return self.observe()
 
-    def _perturb(self, ids):
-        """Adds reset_noise_scale's uniform noise to the state of worlds `ids` (see __init__)."""
-        state = self.client.get_state(
-            ids, observe=("joint_position", "joint_velocity", "body_pose", "body_velocity")
-        )
-        scale, count = self.reset_noise_scale, len(ids)
+    def _perturbed(self, start_state, count):
+        """`count` copies of one world's starting state (Observations of _START_FIELDS) with
+        reset_noise_scale's uniform noise (see __init__), as set_state / reset arguments."""
+        scale = self.reset_noise_scale
 
         def draw(*shape):
             return self._rng.uniform(-scale, scale, size=(count,) + shape)
 
-        position = np.array(state.joint_position, dtype=np.float64)
+        def copies(array):
+            return np.repeat(np.asarray(array, dtype=np.float64)[:1], count, axis=0)
+
+        position = copies(start_state.joint_position)
         position[:, self._scalar_positions] += draw(int(self._scalar_positions.sum()))
         for offset in self._ball_offsets:
             turned = _quat_multiply(_rotation_quat(draw(3)), position[:, offset : offset + 4])
             position[:, offset : offset + 4] = turned
-        velocity = np.array(state.joint_velocity, dtype=np.float64)
+        velocity = copies(start_state.joint_velocity)
         velocity += draw(velocity.shape[1])
-        pose = np.array(state.body_pose, dtype=np.float64)
-        body_velocity = np.array(state.body_velocity, dtype=np.float64)
+        pose = copies(start_state.body_pose)
+        body_velocity = copies(start_state.body_velocity)
         free = self._free_bodies
         if len(free) > 0:
             pose[:, free, :3] += draw(len(free), 3)
             pose[:, free, 3:] = _quat_multiply(_rotation_quat(draw(len(free), 3)), pose[:, free, 3:])
             body_velocity[:, free] += draw(len(free), 6)
-        self.client.set_state(
-            ids,
-            body_pose=pose,
-            body_velocity=body_velocity,
-            joint_position=position,
-            joint_velocity=velocity,
-        )
+        return {
+            "body_pose": pose,
+            "body_velocity": body_velocity,
+            "joint_position": position,
+            "joint_velocity": velocity,
+        }
 
     def step(self, actions):
         """Applies actions (N x act_dim) for `frame_skip` steps.
