@@ -4,6 +4,8 @@ import json
 import os
 import subprocess
 
+import numpy as np
+
 import pytest
 
 import axion as axion_client  # the package; `axion` is the command's fixture here
@@ -243,3 +245,34 @@ def test_describe_lists_keyframes(axion, server, client_id):
         world = client.create_worlds(model).world_ids[0]
     assert json.loads(axion("describe", world, "--json").stdout)["keyframe_names"] == ["up", ""]
     assert "keyframes: 0 'up', 1" in axion("describe", world).stdout
+
+
+def test_reset_to_the_initial_state_or_a_keyframe(axion, server, client_id):
+    with axion_client.Client(server.target, client_id=client_id) as client:
+        model = client.get_model(client.create_worlds(PENDULUM_XML).world_ids[0])
+        bodies = len(model.bodies)
+        pose = np.tile([0.0, 0.0, 5.0, 1.0, 0.0, 0.0, 0.0], bodies)
+        model.keyframes.add(name="lifted", time=2.0, body_pose=pose)
+        worlds = client.create_worlds(model, 2).world_ids
+    axion("step", "--worlds", worlds[0], "--steps", "10")
+    assert axion("reset", "--worlds", worlds[0], "--keyframe", "lifted").stdout.split() == [
+        str(worlds[0])
+    ]
+    state = json.loads(
+        axion("state", "--worlds", worlds[0], "--fields", "body_pose", "--json").stdout
+    )
+    assert state["worlds"][0]["time"] == 2.0
+    assert state["worlds"][0]["body_pose"][0][2] == 5.0
+    assert axion("reset").stdout.split()[-2:] == [str(w) for w in worlds]  # all, to the start
+    state = json.loads(axion("state", "--worlds", worlds[0], "--json").stdout)
+    assert state["worlds"][0]["time"] == 0.0
+    # a keyframe some listed world's scene lacks resets none of them
+    axion("step", "--worlds", worlds[0], "--steps", "3")
+    result = axion("reset", "--keyframe", "missing", check=False)
+    assert result.returncode == 1 and "NOT_FOUND" in result.stderr
+    assert "no keyframe 'missing' (its keyframes: 'lifted'" in result.stderr or (
+        "no keyframe 'missing' (it has none)" in result.stderr
+    )
+    state = json.loads(axion("state", "--worlds", worlds[0], "--json").stdout)
+    assert state["worlds"][0]["time"] > 0.0 and state["worlds"][0]["step_count"] == 3
+

@@ -4,6 +4,7 @@
     axion step --steps 1000 --progress         # steps all of this client's worlds
     axion state --worlds 1,2 --json
     axion snapshot --worlds 1 -o world1.snap && axion restore world1.snap
+    axion reset --keyframe home                # every world back to the model's <key name="home">
     axion list ; axion destroy --all ; axion health
 
 The connection comes from --target/--token/--client-id or the environment variables
@@ -308,6 +309,14 @@ def cmd_restore(client, args):
     return 0
 
 
+def cmd_reset(client, args):
+    ids = selected_worlds(client, args)
+    reset = client.reset(ids, keyframe=args.keyframe)
+    for world_id in reset:
+        print(world_id)
+    return 0
+
+
 def cmd_destroy(client, args):
     ids = parse_world_ids(args.world_ids)
     if args.all == bool(ids):
@@ -428,6 +437,13 @@ def build_parser():
                      help="restore into these worlds instead of the recorded ones (one id per "
                           "snapshot, or any number for a single snapshot)")
     sub.set_defaults(run=cmd_restore)
+
+    sub = commands.add_parser("reset", help="return worlds to their initial state or a keyframe")
+    worlds_option(sub, "reset")
+    sub.add_argument("--keyframe", metavar="NAME",
+                     help="a keyframe of the model (its name, or its index; `axion describe` "
+                          "lists them) instead of the initial state")
+    sub.set_defaults(run=cmd_reset)
 
     sub = commands.add_parser("destroy", help="destroy worlds")
     sub.add_argument("world_ids", nargs="*", help="world ids (comma-separated or separate)")
