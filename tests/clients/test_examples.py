@@ -47,6 +47,18 @@ def test_urdf_arm_reaches_targets(server):
     assert match and float(match.group(1)) < 0.02
 
 
+@pytest.mark.skipif(not HUMANOID_XML.is_file(), reason=f"{HUMANOID_XML} is not installed "
+                    "(Debian package libmujoco-samples)")
+def test_gym_humanoid(server):
+    result = run_example(server, "gym_humanoid.py", "--worlds", 3, "--steps", 40,
+                         "--episode-steps", 10)
+    assert "observation 53 (MuJoCo's qpos[2:] and qvel), 21 actions" in result.stdout
+    match = re.search(r"(\d+) episodes: mean return (-?[\d.]+), mean length ([\d.]+)",
+                      result.stdout)
+    assert match and int(match.group(1)) >= 3 and float(match.group(3)) <= 10
+    assert "600 world-steps" in result.stdout
+
+
 def test_plot_trajectory_writes_png(server, tmp_path):
     pytest.importorskip("matplotlib")
     output = tmp_path / "trajectory.png"
