@@ -66,9 +66,16 @@ struct BodyState {
                                // angular velocity, world frame
 };
 
+// Joint coordinates, per joint in joint order (Model::joint_position_offset / joint_dof_offset).
+// A DOF's position includes its joint's `reference`; angles keep their turns across steps. A
+// ball joint's position is the child joint frame's rotation relative to the parent's (w x y z,
+// identity in the initial configuration, w >= 0) and its velocity the child's angular velocity
+// relative to the parent, in the parent's joint frame; a generic joint's angular DOFs are the
+// components of that rotation's rotation vector and their rates (MJCF importers: see
+// FileJointCoordinates, mjcf.h, for MuJoCo's own qpos and qvel).
 struct JointState {
   std::vector<Real> position;  // (joint_position_count): angle or displacement; ball: quaternion
-  std::vector<Real> velocity;  // (joint_dof_count)
+  std::vector<Real> velocity;  // (joint_dof_count): rad/s or m/s
 };
 
 // Forward kinematics: the body state that joint coordinates give (JointState's layout, as
