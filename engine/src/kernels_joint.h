@@ -6,10 +6,6 @@
 
 namespace axion::kernels {
 
-AXION_HD Vec3 unit_axis(int k) {
-  return {k == 0 ? Real(1) : Real(0), k == 1 ? Real(1) : Real(0), k == 2 ? Real(1) : Real(0)};
-}
-
 /// Two hinges in series (JointType::kUniversal), seen from the joint frames: the first turns
 /// the child about the parent frame's x axis a1 by theta1, the second about the child's axis a2
 /// (joint_second_axis, child joint frame) by theta2, so q_rel = R(x, theta1) R(a2, theta2).

@@ -11,8 +11,6 @@
 namespace axion {
 namespace {
 
-Vec3 UnitAxis(int k) { return {k == 0 ? Real(1) : 0, k == 1 ? Real(1) : 0, k == 2 ? Real(1) : 0}; }
-
 // exp of a rotation vector.
 Quat RotationFromVector(Vec3 phi) {
   const Real angle = norm(phi);
@@ -69,7 +67,7 @@ BodyMotion ChildMotion(const JointDesc& joint, const Pose& parent_frame, const B
   Vec3 a2_local, offset;  // kUniversal's second axis and anchor offset (child joint frame)
   switch (joint.type) {
     case JointType::kRevolute:
-      turn = quat_from_axis_angle(UnitAxis(0), position[0]);
+      turn = quat_from_axis_angle(unit_axis(0), position[0]);
       break;
     case JointType::kPrismatic:
       shift = {position[0], 0, 0};
@@ -82,10 +80,10 @@ BodyMotion ChildMotion(const JointDesc& joint, const Pose& parent_frame, const B
     case JointType::kGeneric:
       for (int k = 0; k < static_cast<int>(axes.size()); ++k) {
         if (axes[k] < 3) {
-          shift += position[k] * UnitAxis(axes[k]);
+          shift += position[k] * unit_axis(axes[k]);
         } else {
-          phi += position[k] * UnitAxis(axes[k] - 3);
-          phi_rate += rate[k] * UnitAxis(axes[k] - 3);
+          phi += position[k] * unit_axis(axes[k] - 3);
+          phi_rate += rate[k] * unit_axis(axes[k] - 3);
         }
       }
       turn = RotationFromVector(phi);
@@ -93,7 +91,7 @@ BodyMotion ChildMotion(const JointDesc& joint, const Pose& parent_frame, const B
     case JointType::kUniversal: {
       a2_local = rotate_inv(joint.child_frame.quat, normalized(joint.second_axis));
       offset = rotate_inv(joint.child_frame.quat, joint.second_anchor - joint.child_frame.pos);
-      const Quat first = quat_from_axis_angle(UnitAxis(0), position[0]);
+      const Quat first = quat_from_axis_angle(unit_axis(0), position[0]);
       const Quat second = quat_from_axis_angle(a2_local, position[1]);
       turn = first * second;
       // the second anchor where the first hinge carries it: X2 = Y2 (kernels_joint.h)
@@ -112,11 +110,11 @@ BodyMotion ChildMotion(const JointDesc& joint, const Pose& parent_frame, const B
   Vec3 omega, linear;
   switch (joint.type) {
     case JointType::kRevolute:
-      omega = rate[0] * rotate(frame_p, UnitAxis(0));
+      omega = rate[0] * rotate(frame_p, unit_axis(0));
       linear = cross(omega, x - anchor_c);
       break;
     case JointType::kPrismatic:
-      linear = rate[0] * rotate(frame_p, UnitAxis(0));
+      linear = rate[0] * rotate(frame_p, unit_axis(0));
       break;
     case JointType::kBall:
       omega = rotate(frame_p, Vec3{rate[0], rate[1], rate[2]});
@@ -127,13 +125,13 @@ BodyMotion ChildMotion(const JointDesc& joint, const Pose& parent_frame, const B
     case JointType::kGeneric: {
       Vec3 shift_rate;
       for (int k = 0; k < static_cast<int>(axes.size()); ++k)
-        if (axes[k] < 3) shift_rate += rate[k] * UnitAxis(axes[k]);
+        if (axes[k] < 3) shift_rate += rate[k] * unit_axis(axes[k]);
       omega = rotate(frame_p, RotationVectorVelocity(phi, phi_rate));
       linear = rotate(frame_p, shift_rate) + cross(omega, x - anchor_c);
       break;
     }
     case JointType::kUniversal: {
-      const Vec3 omega1 = rate[0] * rotate(frame_p, UnitAxis(0));
+      const Vec3 omega1 = rate[0] * rotate(frame_p, unit_axis(0));
       const Vec3 omega2 = rate[1] * rotate(frame_c, a2_local);
       const Vec3 second_anchor = anchor_c + rotate(frame_c, offset);
       omega = omega1 + omega2;

@@ -39,6 +39,10 @@ AXION_HD Vec3 normalized(Vec3 a) {
   return n > Real(0) ? (Real(1) / n) * a : Vec3{};
 }
 AXION_HD Vec3 cwise_mul(Vec3 a, Vec3 b) { return {a.x * b.x, a.y * b.y, a.z * b.z}; }
+// The unit vector along axis k (0: x, 1: y, 2: z).
+AXION_HD Vec3 unit_axis(int k) {
+  return {k == 0 ? Real(1) : Real(0), k == 1 ? Real(1) : Real(0), k == 2 ? Real(1) : Real(0)};
+}
 AXION_HD Vec3 load3(const Real* p) { return {p[0], p[1], p[2]}; }
 AXION_HD void store3(Real* p, Vec3 v) {
   p[0] = v.x;

@@ -12,8 +12,6 @@ namespace {
 
 using Kind = ImportResult::JointKind;
 
-Vec3 UnitAxis(int k) { return {k == 0 ? Real(1) : 0, k == 1 ? Real(1) : 0, k == 2 ? Real(1) : 0}; }
-
 // A body's pose and velocity (origin and spin) from a BodyState; the world for kWorldBody.
 struct Motion {
   Pose pose{{}, {1, 0, 0, 0}};
@@ -198,7 +196,7 @@ absl::StatusOr<FileCoordinates> FileJointCoordinates(const ImportResult& importe
     std::vector<Real> theta;
     while (end < source.size() && source[end].joint == sj.joint) {
       const int a = dof_axes[source[end].dof];
-      axes.push_back(UnitAxis(a - 3));
+      axes.push_back(unit_axis(a - 3));
       theta.push_back(joints.position[q0 + source[end].dof]);
       ++end;
     }
