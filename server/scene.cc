@@ -382,6 +382,12 @@ absl::StatusOr<ImportedScene> FromImport(absl::StatusOr<ImportResult> result, co
     out->set_body(body.body);
     ToProto(body.offset, out->mutable_offset());
   }
+  for (const ImportResult::SourceBody& site : result->source_sites) {
+    v1::SourceBody* out = imported.source.add_sites();
+    out->set_name(site.name);
+    out->set_body(site.body);
+    ToProto(site.offset, out->mutable_offset());
+  }
   for (const ImportResult::SourceJoint& joint : result->source_joints) {
     v1::SourceJoint* out = imported.source.add_joints();
     out->set_name(joint.name);

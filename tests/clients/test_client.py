@@ -121,6 +121,28 @@ def test_mjcf_bodies_without_joints_merge_unless_kept(client):
     np.testing.assert_allclose(merged_hand, kept_hand, atol=2e-3)
 
 
+def test_mjcf_sites_are_named_frames_on_their_bodies(client):
+    # A pendulum with a site at its bob (turned), one on its hinge and a world target.
+    mjcf = PENDULUM_MJCF.replace(
+        '<geom name="ball"',
+        '<site name="tip" pos="0 0 -1" euler="0 0.3 0"/><site pos="0 0 0"/><geom name="ball"',
+    ).replace("<worldbody>", '<worldbody><site name="target" pos="1 0 1"/>')
+    created = client.create_worlds(mjcf)
+    assert not any("site" in w for w in created.warnings)
+    sites = created.description.source_sites
+    assert [(s.name, s.body) for s in sites] == [("target", -1), ("tip", 0), ("bob_site2", 0)]
+    obs = client.step(created.world_ids, steps=100, observe=["body_pose", "joint_position"])
+    poses = created.description.source_site_poses(obs.body_pose)[0]
+    angle = float(obs.joint_position[0, 0])  # about +y: the bob swings to +x / -x
+    np.testing.assert_allclose(poses[0], [1, 0, 1, 1, 0, 0, 0])
+    np.testing.assert_allclose(poses[1, :3], [-np.sin(angle), 0, 2 - np.cos(angle)], atol=1e-5)
+    np.testing.assert_allclose(poses[2, :3], [0, 0, 2], atol=1e-5)
+    # the tip's frame turns with the bob, on top of its own 0.3 rad about y
+    half = (angle + 0.3) / 2
+    np.testing.assert_allclose(np.abs(poses[1, 3:]), np.abs([np.cos(half), 0, np.sin(half), 0]),
+                               atol=1e-5)
+
+
 LIGHT_ARM_MJCF = """<mujoco model="light_arm"><worldbody>
   <body name="base" pos="0 0 1"><freejoint/><geom type="sphere" size="0.1"/>
     <body name="finger"><joint name="knuckle" type="hinge" armature="0.75"/>

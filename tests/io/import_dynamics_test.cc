@@ -1541,6 +1541,7 @@ TEST(MjcfKeyframeTest, ResetToAKeyGivesMuJoCosStateOfEveryBody) {
   const std::string path = WriteTempModel("keyframes.xml", R"(<mujoco>
   <option gravity="0 0 0"/>
   <worldbody>
+    <site name="target" pos="1 2 0.5" zaxis="0 1 1"/>
     <body name="base" pos="0.1 0.2 1" euler="10 20 30">
       <freejoint name="root"/>
       <geom type="box" size="0.2 0.1 0.05"/>
@@ -1551,7 +1552,8 @@ TEST(MjcfKeyframeTest, ResetToAKeyGivesMuJoCosStateOfEveryBody) {
           <joint name="elbow_a" axis="0 0 1"/>
           <joint name="elbow_b" axis="0 1 0" pos="0.02 0 0"/>
           <geom type="capsule" fromto="0 0 0 0.25 0 0" size="0.025"/>
-          <body name="hand" pos="0.25 0.01 0" euler="0 0 40"><geom type="sphere" size="0.04"/></body>
+          <body name="hand" pos="0.25 0.01 0" euler="0 0 40"><geom type="sphere" size="0.04"/>
+            <site name="fingertip" pos="0.05 0 0.01" euler="0 30 0"/></body>
         </body>
       </body>
       <body name="thigh" pos="-0.3 0 0">
@@ -1561,11 +1563,13 @@ TEST(MjcfKeyframeTest, ResetToAKeyGivesMuJoCosStateOfEveryBody) {
           <joint name="knee_slide" type="slide" axis="1 0 0"/>
           <joint name="knee" axis="0 1 1" pos="0.01 0.02 0"/>
           <geom type="box" size="0.1 0.03 0.03"/>
+          <site name="toe" type="capsule" fromto="0.1 0 0 0.1 0.05 0.02" size="0.01"/>
         </body>
       </body>
       <body name="wrist" pos="0 0.3 0">
         <joint name="w1" axis="1 0 0"/><joint name="w2" axis="0 1 0"/><joint name="w3" axis="0 0 1"/>
         <geom type="box" size="0.05 0.04 0.03"/>
+        <site pos="0 0 0.04"/>
       </body>
       <body name="head" pos="0 -0.3 0" euler="0 0 20">
         <joint name="n1" axis="0 0 1" pos="0 0 0.01"/><joint name="n2" axis="0 1 0" pos="0 0 0.01"/>
@@ -1638,6 +1642,27 @@ TEST(MjcfKeyframeTest, ResetToAKeyGivesMuJoCosStateOfEveryBody) {
         EXPECT_LT(norm(rotate(quat, axis) - rotate(mj_quat, axis)), 1e-12) << k;
       }
     }
+    // every site where MuJoCo has it (site_xpos, site_xmat)
+    ASSERT_EQ(imported->source_sites.size(), static_cast<size_t>(mujoco.m->nsite));
+    for (int id = 0; id < mujoco.m->nsite; ++id) {
+      const ImportResult::SourceBody& site = imported->source_sites[id];
+      SCOPED_TRACE(site.name);
+      Pose pose = site.offset;  // a static site's offset is its world pose
+      if (site.body != kWorldBody) {
+        const Vec3 carrier = load3(&state.pose[7 * site.body]);
+        const Quat carrier_quat = load_quat(&state.pose[7 * site.body + 3]);
+        pose = {carrier + rotate(carrier_quat, site.offset.pos), carrier_quat * site.offset.quat};
+      }
+      for (int k = 0; k < 3; ++k) {
+        body_error = std::max(body_error, std::abs(pose.pos[k] - mujoco.d->site_xpos[3 * id + k]));
+        EXPECT_NEAR(pose.pos[k], mujoco.d->site_xpos[3 * id + k], 1e-12) << k;
+        const Vec3 column = rotate(pose.quat, unit_axis(k));  // the site's axis k in the world
+        for (int r = 0; r < 3; ++r)
+          EXPECT_NEAR(column[r], mujoco.d->site_xmat[9 * id + 3 * r + k], 1e-12) << r << k;
+      }
+    }
+    EXPECT_EQ(imported->source_sites[0].name, "target");
+    EXPECT_EQ(imported->source_sites[3].name, "wrist_site1");  // unnamed: its body's first
     // the joints that are MuJoCo's own report its coordinates (the merged wrist's and head's
     // generic joints measure a rotation vector instead)
     const JointState joints = *w.sim->GetJointState(w.id);
@@ -1682,7 +1707,8 @@ TEST(MjcfKeyframeTest, ResetToAKeyGivesMuJoCosStateOfEveryBody) {
     }
   }
   std::printf(
-      "keyframes against libmujoco: bodies' poses and velocities within %.1e, qpos and qvel "
+      "keyframes against libmujoco: bodies' (and sites') poses and velocities within %.1e, qpos "
+      "and qvel "
       "within %.1e; the merged hinges' generic coordinates differ from MuJoCo's angles by up to "
       "%.3f rad\n",
       body_error, qpos_error, generic_gap);

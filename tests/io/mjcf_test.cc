@@ -1503,7 +1503,7 @@ TEST(MjcfWarningTest, UnsupportedElementsAndAttributesAreNamed) {
     <body name="b"><freejoint/>
       <geom size="0.1" solref="0.02 1" rgba="1 0 0 1"/>
       <geom size="0.1" solref="0.02 1"/>
-      <site name="s"/>
+      <site name="s"/><camera name="c"/>
     </body>
     <body name="target" mocap="true"><geom size="0.05" contype="0" conaffinity="0"/></body>
   </worldbody>
@@ -1513,8 +1513,8 @@ TEST(MjcfWarningTest, UnsupportedElementsAndAttributesAreNamed) {
   absl::StatusOr<ImportResult> r = LoadMjcfString(xml, "");
   ASSERT_TRUE(r.ok()) << r.status();
   for (const char* needle :
-       {"<size>", "'integrator'", "<flag>", "'solref'", "'rgba'", "<site>", "<tendon>", "<sensor>",
-        "<tendon> in <equality>", "<tendon> in <contact>", "<key> attribute 'mpos'",
+       {"<size>", "'integrator'", "<flag>", "'solref'", "'rgba'", "<camera>", "<tendon>",
+        "<sensor>", "<tendon> in <equality>", "<tendon> in <contact>", "<key> attribute 'mpos'",
         "<lag> in <keyframe>"}) {
     EXPECT_TRUE(HasWarning(*r, needle)) << needle;
   }

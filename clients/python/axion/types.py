@@ -221,6 +221,9 @@ class WorldDescription:
     # where the bodies and joints of an MJCF or URDF file went, in file order (empty for a
     # scene given as a ModelDescription)
     source_bodies: List[SourceBody] = dataclasses.field(default_factory=list)
+    # the file's sites (MJCF <site>), in MuJoCo's order: carrier body and offset, as
+    # source_bodies (see source_site_poses)
+    source_sites: List[SourceBody] = dataclasses.field(default_factory=list)
     source_joints: List[SourceJoint] = dataclasses.field(default_factory=list)
     # keyframes of the scene in index order (Client.reset(keyframe=) takes a name or an index;
     # unnamed ones are ""); their states are in the ModelDescription (Client.get_model)
@@ -245,6 +248,7 @@ class WorldDescription:
             contact_capacity=message.contact_capacity,
             timestep=message.timestep,
             source_bodies=[SourceBody.from_proto(b) for b in message.source.bodies],
+            source_sites=[SourceBody.from_proto(s) for s in message.source.sites],
             source_joints=[SourceJoint.from_proto(j) for j in message.source.joints],
             keyframe_names=list(message.keyframe_names),
             file_position_count=message.file_position_count,
@@ -258,13 +262,25 @@ class WorldDescription:
         as the file's own simulator reports them (MuJoCo's xpos and xquat), merged bodies
         included.
         """
+        return self._frame_poses(self.source_bodies, body_pose)
+
+    def source_site_poses(self, body_pose):
+        """World poses of the file's sites from body_pose (... x body_count x 7).
+
+        Returns (... x len(source_sites) x 7): position xyz, quaternion w x y z, in MuJoCo's site
+        order (its site_xpos, and site_xmat as a quaternion).
+        """
+        return self._frame_poses(self.source_sites, body_pose)
+
+    def _frame_poses(self, frames, body_pose):
+        """World poses of frames (SourceBody: carrier and offset) from body_pose."""
         body_pose = np.asarray(body_pose, dtype=np.float64)
         if body_pose.shape[-2:] != (self.body_count, 7):
             raise ValueError(
                 f"body_pose: shape {body_pose.shape}, expected (..., {self.body_count}, 7)"
             )
-        offsets = np.array([b.offset for b in self.source_bodies], dtype=np.float64).reshape(-1, 7)
-        carriers = np.array([b.body for b in self.source_bodies], dtype=np.int64)
+        offsets = np.array([b.offset for b in frames], dtype=np.float64).reshape(-1, 7)
+        carriers = np.array([b.body for b in frames], dtype=np.int64)
         moving = carriers >= 0
         # a static body's offset is its world pose
         carrier = np.broadcast_to(

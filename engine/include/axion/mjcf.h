@@ -14,7 +14,8 @@
 // range, limited, stiffness, damping, armature, frictionloss, ref, springref), <freejoint>,
 // <composite> (particle, rope and loop: count, spacing, offset, prefix, a template <geom> and
 // "main" <joint>s, expanded into the bodies, joints and geoms MuJoCo 2.2 makes of them; not with
-// coordinate "global"), <keyframe><key> (rule 8), <actuator> (motor, position, velocity, and
+// coordinate "global"), <site> (named frames: ImportResult::source_sites), <keyframe><key>
+// (rule 8), <actuator> (motor, position, velocity, and
 // <general> where it is one of these (rule 4), on a joint: gear, ctrlrange, ctrllimited,
 // forcerange, forcelimited, kp, kv),
 // <equality> <connect> and <weld> (body1, body2, active; a connect's anchor), which become joints
@@ -22,7 +23,7 @@
 // joint2, polycoef, active), which becomes a JointCouplingDesc (joint1's coordinate a quartic of
 // joint2's), all held exactly where MuJoCo's are soft, and <contact> <exclude> (body1, body2) and
 // <pair> (geom1, geom2, condim, friction).
-// Everything else (visual elements, sites, cameras, lights, sensors, tendons, tendon equalities,
+// Everything else (visual elements, cameras, lights, sensors, tendons, tendon equalities,
 // other composite types, solver-parameter attributes such as solref/solimp, ...) is skipped
 // with a warning naming the element or attribute, so no difference from MuJoCo is silent; an
 // error also names the unsupported elements skipped before it. Malformed or inconsistent files
@@ -201,6 +202,11 @@ struct ImportResult {
     Pose offset;
   };
   std::vector<SourceBody> source_bodies;
+  // The file's sites (MJCF <site>: named frames for targets, fingertips and sensors), in
+  // MuJoCo's order (the world's, then body by body; an unnamed one is "<body>_site<k>"): the
+  // Axion body that carries each and its pose in that body's frame (the world frame for a
+  // static one), as source_bodies. URDF has none.
+  std::vector<SourceBody> source_sites;
 };
 
 // The file's own coordinates of a state of an imported model, in the file's joint order

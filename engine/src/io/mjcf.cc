@@ -76,6 +76,10 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
        {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited",
         "dyntype", "gaintype", "biastype", "gainprm", "biasprm"}},
       {"key", {"name", "time", "qpos", "qvel", "ctrl"}},
+      // a site's type and size only draw it
+      {"site",
+       {"name", "class", "type", "size", "fromto", "pos", "quat", "axisangle", "euler", "xyaxes",
+        "zaxis"}},
   };
   return *table;
 }
@@ -265,9 +269,16 @@ absl::StatusOr<MeshMass> MuJoCoMeshMass(const io::TriangleMesh& mesh) {
   return out;
 }
 
+// A named frame (<site>), in its body's frame.
+struct MjSite {
+  std::string name;
+  Pose pose;
+};
+
 struct MjBody {
   std::string name;
   std::string where;
+  std::vector<MjSite> sites;
   int parent = -1;  // index into bodies; -1 = world
   Pose local;       // in the parent frame
   Pose world;       // at qpos0
@@ -322,6 +333,7 @@ class MjcfLoader {
   absl::Status ParseJoint(const XMLElement* e, const std::string& class_name, int body,
                           MjJoint* joint);
   absl::Status ParseInertial(const XMLElement* e, MjBody* body);
+  absl::Status ParseSite(const XMLElement* e, const std::string& class_name, MjSite* site);
   absl::Status ParseActuators(const XMLElement* e);
   absl::Status ParseEquality(const XMLElement* e);
   absl::Status EqualityJoint(const Elem& e);
@@ -364,6 +376,7 @@ class MjcfLoader {
 
   std::map<std::string, DefaultClass> classes_;
   std::vector<MjGeom> world_geoms_;
+  std::vector<MjSite> world_sites_;
   std::vector<MjBody> bodies_;
   std::vector<const XMLElement*> actuator_sections_;
   std::vector<const XMLElement*> equality_sections_;
@@ -1110,7 +1123,12 @@ absl::Status MjcfLoader::ParseBody(const XMLElement* xml, int parent,
             Where(c), ": composite: not supported with <compiler coordinate=\"global\">"));
       }
       AXION_IO_RETURN_IF_ERROR(ExpandComposite(c, index));
-    } else if (tag == "site" || tag == "camera" || tag == "light") {
+    } else if (tag == "site") {
+      MjSite site;
+      AXION_IO_RETURN_IF_ERROR(ParseSite(c, cls, &site));
+      if (global_coordinates_) site.pose = io::ComposePose(to_body, site.pose);
+      bodies_[index].sites.push_back(std::move(site));
+    } else if (tag == "camera" || tag == "light") {
       WarnElement(c, "body", "has no physical effect and was ignored");
     } else {
       WarnElement(c, "body", "is not supported and was ignored");
@@ -1341,6 +1359,26 @@ absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent) {
   return absl::OkStatus();
 }
 
+// A site: a named frame on its body (pos and orientation, or fromto: its midpoint, z along it
+// from the second point to the first),
+// which ImportResult::source_sites places on the Axion body that carries it.
+absl::Status MjcfLoader::ParseSite(const XMLElement* xml, const std::string& class_name,
+                                   MjSite* site) {
+  Elem e = Resolve(xml, class_name);
+  WarnUnsupportedAttributes(e);
+  site->name = e.name;  // unnamed: "<body>_site<k>" once converted
+  AXION_IO_ASSIGN_OR_RETURN(site->pose.pos, e.Vec("pos", Vec3{}));
+  AXION_IO_ASSIGN_OR_RETURN(site->pose.quat, Orientation(e));
+  if (e.Has("fromto")) {
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> ft, e.Reals("fromto", 6, 6));
+    const Vec3 from{ft[0], ft[1], ft[2]}, to{ft[3], ft[4], ft[5]};
+    if (norm(to - from) < Real(1e-12)) return e.Error("fromto", "the two points coincide");
+    // MuJoCo turns z onto from - to (mjuu_z2quat of fromto's first point minus its second)
+    site->pose = {Real(0.5) * (from + to), io::QuatFromZAxis(from - to)};
+  }
+  return absl::OkStatus();
+}
+
 absl::Status MjcfLoader::ParseWorld(const XMLElement* xml) {
   std::vector<const XMLElement*> children;
   AXION_IO_RETURN_IF_ERROR(Children(xml, &children, 0));
@@ -1357,7 +1395,11 @@ absl::Status MjcfLoader::ParseWorld(const XMLElement* xml) {
     } else if (tag == "joint" || tag == "freejoint" || tag == "inertial") {
       return absl::InvalidArgumentError(
           absl::StrCat(Where(c), ": <", tag, "> is not allowed in <worldbody>"));
-    } else if (tag == "site" || tag == "camera" || tag == "light") {
+    } else if (tag == "site") {
+      MjSite site;
+      AXION_IO_RETURN_IF_ERROR(ParseSite(c, "main", &site));
+      world_sites_.push_back(std::move(site));
+    } else if (tag == "camera" || tag == "light") {
       WarnElement(c, "worldbody", "has no physical effect and was ignored");
     } else {
       WarnElement(c, "worldbody", "is not supported and was ignored");
@@ -2275,6 +2317,18 @@ absl::Status MjcfLoader::Convert() {
       joint_kind_[j.name] = j.kind;
     }
   }
+  // sites in MuJoCo's order (the world's, then body by body), on the bodies that carry them
+  auto add_sites = [&](const std::vector<MjSite>& sites, const std::string& owner, int body,
+                       const Pose& offset) {
+    for (size_t k = 0; k < sites.size(); ++k) {
+      const std::string name =
+          sites[k].name.empty() ? absl::StrCat(owner, "_site", k + 1) : sites[k].name;
+      result_.source_sites.push_back({name, body, io::ComposePose(offset, sites[k].pose)});
+    }
+  };
+  add_sites(world_sites_, "world", kWorldBody, Pose{});
+  for (size_t b = 0; b < bodies_.size(); ++b)
+    add_sites(bodies_[b].sites, bodies_[b].name, axion_body_[b], offset_[b]);
   return absl::OkStatus();
 }
 
