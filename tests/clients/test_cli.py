@@ -237,6 +237,18 @@ def test_usage_errors_exit_2(axion):
     assert axion(check=False).returncode == 2
 
 
+def test_describe_lists_sites(axion, tmp_path):
+    model = tmp_path / "pendulum_with_sites.xml"
+    model.write_text(PENDULUM_XML.read_text().replace(
+        "<worldbody>", '<worldbody><site name="target" pos="1 0 1"/>', 1))
+    world = create(axion, model, 1)[0]
+    described = json.loads(axion("describe", world, "--json").stdout)
+    assert described["source_sites"] == [
+        {"name": "target", "body": -1, "offset": [1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0]}
+    ]
+    assert "target" in axion("describe", world).stdout.split("SITE")[1]
+
+
 def test_describe_lists_keyframes(axion, server, client_id):
     with axion_client.Client(server.target, client_id=client_id) as client:
         model = client.get_model(client.create_worlds(PENDULUM_XML).world_ids[0])

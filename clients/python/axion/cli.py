@@ -107,6 +107,10 @@ def describe_dict(description):
             for b in description.source_bodies
         ],
         "source_joints": [vars(j) for j in description.source_joints],
+        "source_sites": [
+            {"name": b.name, "body": b.body, "offset": b.offset.tolist()}
+            for b in description.source_sites
+        ],
         "keyframe_names": description.keyframe_names,
     }
 
@@ -189,6 +193,13 @@ def cmd_describe(client, args):
     ]
     if rows:
         print_table(["FILE BODY", "CARRIED BY", "OFFSET (XYZ WXYZ)"], rows)
+    rows = [
+        [s.name, d.body_names[s.body] if s.body >= 0 else "(world)",
+         " ".join(f"{v:g}" for v in s.offset)]
+        for s in d.source_sites
+    ]
+    if rows:
+        print_table(["SITE", "CARRIED BY", "OFFSET (XYZ WXYZ)"], rows)
     if d.keyframe_names:
         print("keyframes: " + ", ".join(
             f"{index} '{name}'" if name else str(index)
