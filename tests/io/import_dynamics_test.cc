@@ -11,6 +11,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -763,6 +764,82 @@ TEST(FrictionLossTest, DryFrictionStopsTheSwingLikeMuJoCo) {
   EXPECT_LT(std::abs(axion_speed), 1e-12);
   EXPECT_LE(9.81 * 0.25 * std::abs(std::cos(axion)), 1 + 1e-9);
   EXPECT_LT(largest_difference, 0.05);
+}
+
+// Armature on a floating root's slide is inertia the body's mass does not have: an arm swung by
+// its motor then moves the figure's centre of mass (MuJoCo's M[dof][dof] + armature), where
+// without it the centre stays put. Axion's drive row on the slide does the same as MuJoCo (RK4:
+// its Euler alone moves the centre 1.3 mm here without any armature), on a slide of its own and
+// on a slide-slide-hinge root chained through light bodies.
+TEST(ArmatureTest, RootSlideArmatureMovesTheCentreOfMassAsInMuJoCo) {
+  auto model = [](const std::string& root_joints, const std::string& armature) {
+    return absl::StrFormat(R"(<mujoco><option timestep="0.002" gravity="0 0 0"/>
+      <default><joint armature="%s"/></default>
+      <worldbody><body name="root">%s<geom type="box" size="0.1 0.1 0.1" mass="1"/>
+        <body name="arm"><joint name="swing" axis="0 0 1"/>
+          <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.02" mass="0.5"/></body>
+      </body></worldbody><actuator><motor joint="swing"/></actuator></mujoco>)",
+                           armature, root_joints);
+  };
+  const std::string slide = R"(<joint name="sx" type="slide" axis="1 0 0"/>)";
+  const std::string chain = slide + R"(<joint name="sy" type="slide" axis="0 1 0"/>
+      <joint name="rz" axis="0 0 1"/>)";
+  const std::string chain_sx = R"(<joint name="sx" type="slide" axis="1 0 0" armature="0.1"/>
+      <joint name="sy" type="slide" axis="0 1 0" armature="0"/><joint name="rz" axis="0 0 1" armature="0"/>)";
+  for (const auto& [root, armature, name] :
+       {std::tuple{slide, "0.1", "slide"}, std::tuple{chain, "0.1", "chain"},
+        std::tuple{chain_sx, "0", "chain, on its x slide alone"},
+        std::tuple{chain, "0", "chain without armature"},
+        std::tuple{slide, "0", "slide without armature"}}) {
+    SCOPED_TRACE(name);
+    const std::string path = WriteTempModel("root_armature.xml", model(root, armature));
+    absl::StatusOr<ImportResult> imported = LoadMjcfFile(path);
+    ASSERT_TRUE(imported.ok()) << imported.status();
+    World w = MakeWorld(TightlySolved(imported->model));
+    MuJoCoRun mujoco(path);
+    ASSERT_NE(mujoco.m, nullptr) << mujoco.load_error;
+    mujoco.m->opt.integrator = mjINT_RK4;
+    // the centre of mass along x of every body (the chain's light bodies included: 1% of the
+    // root's mass each, they make it that much heavier)
+    auto axion_centre = [&] {
+      const BodyState st = *w.sim->GetBodyState(w.id);
+      double sum = 0, mass = 0;
+      for (int b = 0; b < w.model->body_count(); ++b) {
+        const BodyDesc& body = w.model->desc().bodies[b];
+        sum += body.mass * (st.pose[7 * b] + rotate(load_quat(&st.pose[7 * b + 3]), body.com).x);
+        mass += body.mass;
+      }
+      return sum / mass;
+    };
+    auto mujoco_centre = [&] {
+      double sum = 0, mass = 0;
+      for (int b = 1; b < mujoco.m->nbody; ++b) {
+        sum += mujoco.m->body_mass[b] * mujoco.d->xipos[3 * b];
+        mass += mujoco.m->body_mass[b];
+      }
+      return sum / mass;
+    };
+    mj_forward(mujoco.m, mujoco.d);
+    const double start = axion_centre(), mujoco_start = mujoco_centre();
+    for (int i = 0; i < 1000; ++i) {
+      const std::vector<Real> torque{std::sin(0.03 * i)};
+      ASSERT_TRUE(w.sim->SetControls(w.id, torque).ok());
+      ASSERT_TRUE(w.sim->StepAll(1).ok());
+      mujoco.d->ctrl[0] = torque[0];
+      mj_step(mujoco.m, mujoco.d);
+    }
+    const double moved = axion_centre() - start, mujoco_moved = mujoco_centre() - mujoco_start;
+    std::printf("%s: centre of mass moved %.6f m (MuJoCo %.6f m) over 2 s\n", name, moved,
+                mujoco_moved);
+    if (std::string(name).find("without") != std::string::npos) {
+      EXPECT_LT(std::abs(moved), 1e-9);
+      EXPECT_LT(std::abs(mujoco_moved), 1e-7);
+    } else {
+      EXPECT_LT(moved, -1e-3);  // the arm swung toward +x, the root took more than its share
+      // within 5%: the chain's light bodies make the root 2% heavier than MuJoCo's
+      EXPECT_NEAR(moved, mujoco_moved, 0.05 * std::abs(mujoco_moved));
+    }
+  }
 }
 
 // Joint limits on links that weigh almost nothing but turn heavy rotors (armature), as in the
