@@ -785,7 +785,8 @@ TEST(ArmatureTest, RootSlideArmatureMovesTheCentreOfMassAsInMuJoCo) {
   const std::string chain = slide + R"(<joint name="sy" type="slide" axis="0 1 0"/>
       <joint name="rz" axis="0 0 1"/>)";
   const std::string chain_sx = R"(<joint name="sx" type="slide" axis="1 0 0" armature="0.1"/>
-      <joint name="sy" type="slide" axis="0 1 0" armature="0"/><joint name="rz" axis="0 0 1" armature="0"/>)";
+      <joint name="sy" type="slide" axis="0 1 0" armature="0"/>
+      <joint name="rz" axis="0 0 1" armature="0"/>)";
   for (const auto& [root, armature, name] :
        {std::tuple{slide, "0.1", "slide"}, std::tuple{chain, "0.1", "chain"},
         std::tuple{chain_sx, "0", "chain, on its x slide alone"},
