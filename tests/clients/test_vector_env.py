@@ -266,3 +266,22 @@ def test_close_destroys_worlds_and_owned_client(server, client_id):
         assert [w.world_id for w in c.list_worlds() if w.world_id in ids] == []
     with pytest.raises(axion.Cancelled):
         env.step(np.zeros((2, 1), dtype=np.float32))
+
+
+def test_site_pose_observations_follow_the_bodies(client):
+    # a pendulum with a site at its bob's centre and a world target: their poses as observed
+    mjcf = PENDULUM_MJCF.replace(
+        '<geom name="ball"', '<site name="tip" pos="0 0 -1"/><geom name="ball"'
+    ).replace("<worldbody>", '<worldbody><site name="target" pos="1 0 1"/>')
+    with axion.VectorEnv(client, mjcf, 2, observation=("joint_position", "site_pose")) as env:
+        assert env.observation_slices["site_pose"] == slice(1, 15)
+        obs = env.reset()
+        for _ in range(50):
+            obs, *_ = env.step(np.array([[1.0], [-1.0]], dtype=np.float32))
+        angle = obs[:, 0]
+        sites = obs[:, 1:].reshape(2, 2, 7)
+        np.testing.assert_allclose(sites[:, 0, :3], [[1, 0, 1]] * 2)
+        np.testing.assert_allclose(sites[:, 1, 0], -np.sin(angle), atol=1e-5)
+        np.testing.assert_allclose(sites[:, 1, 2], 2 - np.cos(angle), atol=1e-5)
+        assert angle[0] * angle[1] < 0  # pushed apart: the sites follow each world's own bob
+

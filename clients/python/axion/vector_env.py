@@ -18,6 +18,10 @@ coordinates, D degrees of freedom, B bodies; see WorldDescription for the per-jo
   file_velocity       Df values: MuJoCo's qvel likewise (a free joint's linear velocity in the
                       world frame and angular velocity in the body frame, a ball's body-frame
                       angular velocity, hinge and slide rates).
+  site_pose           S x 7: each MJCF <site>'s position xyz (m) and quaternion w x y z, world
+                      frame (WorldDescription.source_sites order; MuJoCo's site_xpos and
+                      site_xmat): targets and fingertips for rewards. Carried from the bodies'
+                      poses on the client, which then asks the server for body_pose too.
 
 The default is ("joint_position", "joint_velocity"), i.e. obs[:, :P] = joint positions and
 obs[:, P:P+D] = joint velocities; `observation_slices` maps each field to its columns. Free
@@ -46,6 +50,7 @@ OBSERVATION_CHOICES = (
     "body_contact_force",
     "file_position",
     "file_velocity",
+    "site_pose",
 )
 
 
@@ -158,15 +163,22 @@ class VectorEnv:
         self.observation_slices = {}
         start = 0
         for field in observation:
-            size = layout.field_size(field)[0]
+            if field == "site_pose":
+                size = 7 * len(created.description.source_sites)
+            else:
+                size = layout.field_size(field)[0]
             self.observation_slices[field] = slice(start, start + size)
             start += size
         self.obs_dim = start
         self.act_dim = created.description.actuator_count
         self.action_low, self.action_high = created.description.ctrl_range()  # (act_dim,)
         self.episode_steps = np.zeros(self.num_worlds, dtype=np.int64)  # (N,)
-        self._observe = observation_request(observation + ("stats",))
-        self._state_observe = observation_request(observation)
+        # site poses are the bodies' poses carried to the sites here (the server sends bodies)
+        served = tuple(f for f in observation if f != "site_pose")
+        if "site_pose" in observation and "body_pose" not in served:
+            served += ("body_pose",)
+        self._observe = observation_request(served + ("stats",))
+        self._state_observe = observation_request(served)
         description = created.description
         self._free_bodies = np.asarray(description.free_bodies, dtype=np.int64)
         self._ball_offsets = [j.position_offset for j in description.joints if j.type == "ball"]
@@ -179,12 +191,18 @@ class VectorEnv:
     def _flatten(self, observations):
         """(N x obs_dim) float32 from the requested fields, in `observation` order."""
         parts = [
-            getattr(observations, field).reshape(self.num_worlds, -1)
+            self._field(observations, field).reshape(self.num_worlds, -1)
             for field in self.observation_fields
         ]
         if not parts:
             return np.zeros((self.num_worlds, 0), dtype=np.float32)
         return np.concatenate(parts, axis=1)
+
+    def _field(self, observations, field):
+        if field == "site_pose":
+            poses = self.description.source_site_poses(observations.body_pose)
+            return poses.astype(np.float32)
+        return getattr(observations, field)
 
     def _ensure_stream(self):
         if self._closed:
