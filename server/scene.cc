@@ -400,23 +400,15 @@ absl::StatusOr<ImportedScene> FromImport(absl::StatusOr<ImportResult> result, co
 }
 #endif
 
-// The state FileJointCoordinates reads the layout from: the model's initial poses (the layout is
-// the same for every state).
-absl::StatusOr<FileCoordinates> InitialFileCoordinates(const ImportResult& file,
-                                                       const Model& model) {
-  const ModelDesc& desc = model.desc();
-  BodyState bodies;
-  bodies.pose.reserve(desc.bodies.size() * 7);
-  for (const BodyDesc& body : desc.bodies) {
-    const Pose& p = body.pose;
-    bodies.pose.insert(bodies.pose.end(),
-                       {p.pos.x, p.pos.y, p.pos.z, p.quat.w, p.quat.x, p.quat.y, p.quat.z});
-  }
-  bodies.velocity.assign(desc.bodies.size() * 6, 0);
-  JointState joints;
-  joints.position.assign(static_cast<size_t>(model.joint_position_count()), 0);
-  joints.velocity.assign(static_cast<size_t>(model.joint_dof_count()), 0);
-  return FileCoordinatesOf(file, model, bodies, joints);
+// Where each file joint's coordinates lie: those of the model's initial state (every state's).
+absl::StatusOr<FileCoordinates> FileLayoutOf(const ImportResult& file, const Model& model) {
+#if defined(AXION_SERVER_HAS_IO)
+  return InitialFileCoordinates(file, model);
+#else
+  (void)file, (void)model;
+  return absl::UnimplementedError(
+      "file coordinates: this server was built without the axion_io importers");
+#endif
 }
 
 }  // namespace
@@ -863,7 +855,7 @@ void DescribeModel(const Model& model, const SolverOptions& options, int contact
   *description->mutable_source() = source;
   for (const KeyframeDesc& key : desc.keyframes) description->add_keyframe_names(key.name);
   if (!file.ok()) return;
-  const absl::StatusOr<FileCoordinates> layout = InitialFileCoordinates(*file, model);
+  const absl::StatusOr<FileCoordinates> layout = FileLayoutOf(*file, model);
   if (!layout.ok() || static_cast<int>(layout->position_offset.size()) != source.joints_size())
     return;
   description->set_file_position_count(static_cast<int32_t>(layout->position.size()));

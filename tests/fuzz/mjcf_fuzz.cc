@@ -20,16 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // the file's coordinates of the initial state: MuJoCo's qpos0 (merged hinges solved)
   auto model = axion::Model::Compile(imported->model);
   if (!model.ok()) return 0;
-  axion::BodyState bodies;
-  for (const axion::BodyDesc& b : (*model)->desc().bodies) {
-    bodies.pose.insert(bodies.pose.end(), {b.pose.pos.x, b.pose.pos.y, b.pose.pos.z, b.pose.quat.w,
-                                           b.pose.quat.x, b.pose.quat.y, b.pose.quat.z});
-  }
-  bodies.velocity.assign(6 * (*model)->body_count(), 0);
-  axion::JointState joints;
-  joints.position.assign((*model)->joint_position_count(), 0);
-  joints.velocity.assign((*model)->joint_dof_count(), 0);
-  auto file = axion::FileJointCoordinates(*imported, **model, bodies, joints);
+  auto file = axion::InitialFileCoordinates(*imported, **model);
   if (!file.ok()) axion::fuzz::Fail("file coordinates of a compiled model", file.status());
   for (axion::Real x : file->position)
     if (!std::isfinite(x)) axion::fuzz::Fail("a non-finite file coordinate of a finite state");

@@ -227,6 +227,10 @@ struct FileCoordinates {
 absl::StatusOr<FileCoordinates> FileJointCoordinates(const ImportResult& imported,
                                                      const Model& model, const BodyState& bodies,
                                                      const JointState& joints);
+// The file coordinates of the model's initial state (MuJoCo's qpos0), whose offsets and counts
+// are every state's: the layout, for a trajectory's columns or a description.
+absl::StatusOr<FileCoordinates> InitialFileCoordinates(const ImportResult& imported,
+                                                       const Model& model);
 
 struct MjcfOptions {
   // Mass and inertia of each intermediate body of a joint chain, as a fraction of the mass and

@@ -241,18 +241,8 @@ class TrajectoryWriter {
       w->file_bodies_.push_back(b);
       add_pose(b.name);
     }
-    // the coordinates' count per file joint, from the model's initial state
-    BodyState bodies;
-    JointState joints;
-    for (const BodyDesc& b : desc.bodies) {
-      bodies.pose.insert(bodies.pose.end(),
-                         {b.pose.pos.x, b.pose.pos.y, b.pose.pos.z, b.pose.quat.w, b.pose.quat.x,
-                          b.pose.quat.y, b.pose.quat.z});
-    }
-    bodies.velocity.assign(6 * desc.bodies.size(), 0);
-    joints.position.assign(model.joint_position_count(), 0);
-    joints.velocity.assign(model.joint_dof_count(), 0);
-    absl::StatusOr<FileCoordinates> counted = FileJointCoordinates(source, model, bodies, joints);
+    // the coordinates' count per file joint
+    absl::StatusOr<FileCoordinates> counted = InitialFileCoordinates(source, model);
     if (!counted.ok()) return counted.status();
     for (size_t j = 0; j < source.source_joints.size(); ++j)
       add_coordinates(source.source_joints[j].name, counted->position_count[j]);

@@ -220,4 +220,20 @@ absl::StatusOr<FileCoordinates> FileJointCoordinates(const ImportResult& importe
   return out;
 }
 
+absl::StatusOr<FileCoordinates> InitialFileCoordinates(const ImportResult& imported,
+                                                       const Model& model) {
+  const ModelDesc& desc = model.desc();
+  BodyState bodies;
+  for (const BodyDesc& body : desc.bodies) {
+    const Pose& p = body.pose;
+    bodies.pose.insert(bodies.pose.end(),
+                       {p.pos.x, p.pos.y, p.pos.z, p.quat.w, p.quat.x, p.quat.y, p.quat.z});
+  }
+  bodies.velocity.assign(6 * desc.bodies.size(), 0);
+  JointState joints;
+  joints.position.assign(static_cast<size_t>(model.joint_position_count()), 0);
+  joints.velocity.assign(static_cast<size_t>(model.joint_dof_count()), 0);
+  return FileJointCoordinates(imported, model, bodies, joints);
+}
+
 }  // namespace axion

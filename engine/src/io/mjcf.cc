@@ -1871,11 +1871,11 @@ absl::Status MjcfLoader::ParseKeyframes(const XMLElement* section) {
             break;
           case JointKind::kHinge:
           case JointKind::kBall: {
+            if (j.kind == JointKind::kBall && !(quat_norm({q[0], q[1], q[2], q[3]}) > 0))
+              return e.Error("qpos", absl::StrCat("ball joint '", j.name, "': zero quaternion"));
             const Quat turn = j.kind == JointKind::kBall
                                   ? quat_normalized({q[0], q[1], q[2], q[3]})
                                   : quat_from_axis_angle(j.axis, q[0] - j.ref);
-            if (j.kind == JointKind::kBall && !(quat_norm({q[0], q[1], q[2], q[3]}) > 0))
-              return e.Error("qpos", absl::StrCat("ball joint '", j.name, "': zero quaternion"));
             pose.quat = quat_normalized(pose.quat * turn);
             pose.pos = st.anchor - rotate(pose.quat, j.pos);
             qa += j.kind == JointKind::kBall ? 4 : 1;
