@@ -228,6 +228,145 @@ absl::StatusOr<std::shared_ptr<const Model>> Simulator::GetModel(WorldId world) 
   return impl_->worlds[*w].layout.model;
 }
 
+namespace {
+// Whether `next` can take `current`'s place in a world that keeps its state: the same arrays
+// (bodies, shapes, joints, DOFs, coordinates, actuators, constraint rows), each joint's rows
+// meaning the same (kind, bodies, limited and driven axes; couplings), each shape on the same
+// body. The first difference, or OK.
+absl::Status CheckSameStructure(const Model& current, const Model& next) {
+  const ModelDesc& a = current.desc();
+  const ModelDesc& b = next.desc();
+  auto differ = [](const std::string& what, auto has, auto had) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the new model has ", has, " ", what, " where the world's has ", had));
+  };
+  if (next.body_count() != current.body_count())
+    return differ("bodies", next.body_count(), current.body_count());
+  if (next.shape_count() != current.shape_count())
+    return differ("shapes", next.shape_count(), current.shape_count());
+  if (next.joint_count() != current.joint_count())
+    return differ("joints", next.joint_count(), current.joint_count());
+  if (next.actuator_count() != current.actuator_count())
+    return differ("actuators", next.actuator_count(), current.actuator_count());
+  if (b.couplings.size() != a.couplings.size())
+    return differ("joint couplings", b.couplings.size(), a.couplings.size());
+  for (int j = 0; j < current.joint_count(); ++j) {
+    const JointDesc& ja = a.joints[j];
+    const JointDesc& jb = b.joints[j];
+    if (jb.type != ja.type || jb.parent != ja.parent || jb.child != ja.child ||
+        JointAxisModes(jb) != JointAxisModes(ja) || JointHasDrive(b, j) != JointHasDrive(a, j)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "joint ", j, " ('", ja.name,
+          "') differs in kind, bodies, limited axes or drive rows "
+          "(a limit, stiffness, damping, armature or servo the other lacks): its constraint rows "
+          "would not be the same"));
+    }
+  }
+  for (size_t k = 0; k < a.couplings.size(); ++k) {
+    const JointCouplingDesc& ca = a.couplings[k];
+    const JointCouplingDesc& cb = b.couplings[k];
+    if (cb.joint != ca.joint || cb.dof != ca.dof || cb.leader_joint != ca.leader_joint ||
+        cb.leader_dof != ca.leader_dof) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("joint coupling ", k, " ('", ca.name, "') couples other joints"));
+    }
+  }
+  for (int i = 0; i < current.shape_count(); ++i) {
+    if (b.shapes[i].body != a.shapes[i].body) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape ", i, " ('", a.shapes[i].name, "') is on body ", b.shapes[i].body,
+                       " where the world's is on ", a.shapes[i].body));
+    }
+  }
+  // implied by the joints, checked for what the batch's arrays hold
+  if (next.joint_row_count() != current.joint_row_count())
+    return differ("joint rows", next.joint_row_count(), current.joint_row_count());
+  return absl::OkStatus();
+}
+}  // namespace
+
+absl::Status Simulator::SetWorldModels(absl::Span<const WorldModelUpdate> updates) {
+  Impl& im = *impl_;
+  // check every update before any world changes
+  std::vector<Impl::WorldRecord> next = im.worlds;
+  std::vector<int> remodelled;  // batch indices of the worlds whose model changes
+  std::unordered_set<WorldId> seen;
+  for (size_t i = 0; i < updates.size(); ++i) {
+    const WorldModelUpdate& u = updates[i];
+    absl::StatusOr<int> w = im.Find(u.world);
+    if (!w.ok()) return w.status();
+    if (!seen.insert(u.world).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("world ", u.world, " is listed twice among the model updates"));
+    }
+    WorldLayout& layout = next[*w].layout;
+    if (u.model != nullptr) {
+      absl::Status s = CheckSameStructure(*layout.model, *u.model);
+      if (!s.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("world ", u.world, ": model '",
+                                                       u.model->name(), "' cannot replace '",
+                                                       layout.model->name(), "': ", s.message()));
+      }
+      if (u.model != layout.model) remodelled.push_back(*w);
+      layout.model = u.model;
+    }
+    if (u.options.has_value()) {
+      SolverOptions options = *u.options;
+      absl::Status s = ValidateSolverOptions(&options);
+      if (!s.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("world ", u.world, ": ", s.message()));
+      }
+      layout.params = MakeWorldParams(options);
+    }
+  }
+  if (updates.empty()) return absl::OkStatus();
+  std::vector<std::shared_ptr<const Model>> previous;
+  for (int w : remodelled) previous.push_back(im.worlds[w].layout.model);
+  // the new model arrays, each world's state carried over (same ids, same order)
+  absl::Status s = im.Repack(std::move(next));
+  if (!s.ok()) return s;
+  BatchStorage& h = im.host;
+  for (size_t k = 0; k < remodelled.size(); ++k) {
+    const int w = remodelled[k];
+    const ModelDesc& was = previous[k]->desc();
+    const ModelDesc& now = im.worlds[w].layout.model->desc();
+    // bodies keep their frames: the centre of mass moves inside a body whose com changed
+    bool moved = false;
+    const int b0 = h.world_body_offset[w];
+    for (size_t i = 0; i < now.bodies.size(); ++i) {
+      const Vec3 shift = now.bodies[i].com - was.bodies[i].com;
+      if (shift.x == 0 && shift.y == 0 && shift.z == 0) continue;
+      moved = true;
+      Real* q = &h.body_q[7 * (b0 + i)];
+      Real* u = &h.body_u[6 * (b0 + i)];
+      const Vec3 lever = rotate(load_quat(q + 3), shift);
+      store3(q, load3(q) + lever);
+      store3(u, load3(u) + cross(load3(u + 3), lever));
+    }
+    auto same = [](const Pose& x, const Pose& y) {
+      return x.pos.x == y.pos.x && x.pos.y == y.pos.y && x.pos.z == y.pos.z &&
+             x.quat.w == y.quat.w && x.quat.x == y.quat.x && x.quat.y == y.quat.y &&
+             x.quat.z == y.quat.z;
+    };
+    const Model& model = *im.worlds[w].layout.model;
+    for (size_t j = 0; j < now.joints.size() && !moved; ++j) {
+      moved = !same(model.joint_parent_frame()[j], previous[k]->joint_parent_frame()[j]) ||
+              !same(now.joints[j].child_frame, was.joints[j].child_frame);
+    }
+    // joint coordinates from the bodies where the frames they are read in moved
+    if (moved) WriteJointCoordinates(w, h);
+    // held controls within the new ranges
+    const int a0 = h.world_actuator_offset[w];
+    for (size_t a = 0; a < now.actuators.size(); ++a) {
+      const ActuatorDesc& act = now.actuators[a];
+      if (!act.ctrl_limited) continue;
+      Real& ctrl = h.actuator_ctrl[a0 + a];
+      ctrl = std::min(std::max(ctrl, act.ctrl_min), act.ctrl_max);
+    }
+  }
+  return im.MarkHostWritten();  // the state's upload carries the controls
+}
+
 absl::StatusOr<SolverOptions> Simulator::GetOptions(WorldId world) const {
   absl::StatusOr<int> w = impl_->Find(world);
   if (!w.ok()) return w.status();

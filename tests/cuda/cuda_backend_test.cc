@@ -484,6 +484,41 @@ TEST_F(CudaBackendTest, KeyframeResetAndJointStateMatchCpu) {
   EXPECT_EQ(gpu->GetStats(g)->time, cpu->GetStats(c)->time);
 }
 
+// New models and options for some worlds of a device batch (domain randomisation) reach the
+// device with the state the worlds had: the same trajectories as the CPU backend given the
+// same updates.
+TEST_F(CudaBackendTest, NewModelsAndOptionsMatchCpu) {
+  ModelDesc desc = scenes::Chain(10);
+  auto model = MustCompile(desc);
+  for (size_t i = 0; i < desc.bodies.size(); ++i) {
+    desc.bodies[i].mass *= Real(1) + Real(0.1) * static_cast<Real>(i % 4);
+    desc.bodies[i].inertia = Real(1.2) * desc.bodies[i].inertia;
+  }
+  auto heavier = MustCompile(desc);
+  SolverOptions lunar = desc.options;
+  lunar.gravity = {0, 0, -1.62};
+  auto cpu = MustCreate(Backend::kCpu);
+  auto gpu = MustCreate(Backend::kCuda);
+  ASSERT_TRUE(cpu && gpu);
+  std::vector<WorldId> c = MustCreateWorlds(*cpu, model, 3);
+  std::vector<WorldId> g = MustCreateWorlds(*gpu, model, 3);
+  ASSERT_TRUE(cpu->StepAll(20).ok());
+  ASSERT_TRUE(gpu->StepAll(20).ok());
+  for (Simulator* sim : {cpu.get(), gpu.get()}) {
+    const std::vector<WorldId>& w = sim == cpu.get() ? c : g;
+    std::vector<WorldModelUpdate> updates{{w[0], heavier, std::nullopt}, {w[2], nullptr, lunar}};
+    ASSERT_TRUE(sim->SetWorldModels(updates).ok());
+  }
+  for (int k = 0; k < 3; ++k) ExpectSameWorld(*cpu, c[k], *gpu, g[k], "after the updates");
+  ASSERT_TRUE(cpu->StepAll(50).ok());
+  ASSERT_TRUE(gpu->StepAll(50).ok());
+  for (int k = 0; k < 3; ++k) {
+    ExpectClose(cpu->GetBodyState(c[k])->pose, gpu->GetBodyState(g[k])->pose, 1e-6, "pose");
+    ExpectClose(cpu->GetBodyState(c[k])->velocity, gpu->GetBodyState(g[k])->velocity, 1e-5,
+                "velocity");
+  }
+}
+
 // Creating and destroying worlds between steps re-packs the device arrays and keeps every
 // surviving world's state: the result equals a batch that never changed.
 TEST_F(CudaBackendTest, CreateAndDestroyWorldsBetweenSteps) {

@@ -14,6 +14,7 @@
 namespace axion {
 namespace {
 
+using test::BodyPos;
 using test::MustCompile;
 using test::MustCreateSimulator;
 using test::MustCreateWorld;
@@ -764,6 +765,136 @@ TEST(IslandTest, ASolvedIslandTakesItsFirstTrial) {
   std::printf("60 steps beside a body in flight: %d Newton iterations, %d line-search trials\n",
               newton, trials);
   EXPECT_GT(newton, 60);  // the landing boxes take Newton iterations past the first
+}
+
+// Domain randomisation: a world given a model of other values keeps its state and moves as a
+// world created with that model from the same state; the same values again change no bit; a
+// model of another structure or bad options are refused before any world changes.
+TEST(SimulatorTest, NewModelsKeepTheStateAndChangeTheDynamics) {
+  auto sim = MustCreateSimulator();
+  auto model = MustCompile(Pendulum(1));
+  ModelDesc heavy_desc = Pendulum(1);
+  heavy_desc.bodies[0].mass = 3;
+  heavy_desc.bodies[0].inertia = test::SphereInertia(3, 0.05);
+  heavy_desc.joints[0].drive.damping = 4;
+  heavy_desc.actuators[0].ctrl_min = -0.25;
+  heavy_desc.actuators[0].ctrl_max = 0.25;
+  auto heavy = MustCompile(heavy_desc);
+  std::vector<WorldId> ids = *sim->CreateWorlds(model, 3);
+  const WorldId changed = ids[0], same = ids[1], untouched = ids[2];
+  auto reference = MustCreateSimulator();
+  const WorldId ref_untouched = MustCreateWorld(*reference, model);
+  for (WorldId w : ids) ASSERT_TRUE(sim->SetControls(w, std::vector<Real>{0.5}).ok());
+  ASSERT_TRUE(reference->SetControls(ref_untouched, std::vector<Real>{0.5}).ok());
+  for (int i = 0; i < 25; ++i) {
+    ASSERT_TRUE(sim->StepAll().ok());
+    MustStep(*reference, ref_untouched);
+  }
+  const std::string before = Bytes(*sim, changed);
+  const JointState joints_before = *sim->GetJointState(changed);
+
+  std::vector<WorldModelUpdate> updates(2);
+  updates[0].world = changed;
+  updates[0].model = heavy;
+  updates[1].world = same;
+  updates[1].model = MustCompile(Pendulum(1));  // another compile of the same scene
+  ASSERT_TRUE(sim->SetWorldModels(updates).ok());
+  EXPECT_EQ(*sim->GetModel(changed), heavy);
+  EXPECT_EQ(Bytes(*sim, changed), before);
+  EXPECT_EQ(sim->GetJointState(changed)->position, joints_before.position);
+  EXPECT_EQ(*sim->GetControls(changed), std::vector<Real>{0.25});  // clamped into the new range
+  EXPECT_EQ(sim->GetStats(changed)->step_count, 25u);
+
+  // the changed world moves as a heavy world started from its state
+  const WorldId fresh = MustCreateWorld(*reference, heavy);
+  ASSERT_TRUE(reference->SetBodyState(fresh, *sim->GetBodyState(changed)).ok());
+  ASSERT_TRUE(reference->SetControls(fresh, std::vector<Real>{0.25}).ok());
+  Real apart = 0;
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(sim->StepAll().ok());
+    MustStep(*reference, fresh);
+    MustStep(*reference, ref_untouched);
+    const Vec3 a = BodyPos(*sim, changed, 0), b = BodyPos(*reference, fresh, 0);
+    ASSERT_NEAR(a.x, b.x, 1e-6) << "step " << i;
+    ASSERT_NEAR(a.z, b.z, 1e-6) << "step " << i;
+    apart = std::max(apart, std::fabs(a.z - BodyPos(*sim, untouched, 0).z));
+  }
+  EXPECT_GT(apart, 0.05);  // the damping holds the swing back
+  // the same values change no bit, and the world beside them neither
+  EXPECT_EQ(Bytes(*sim, same), Bytes(*sim, untouched));
+  EXPECT_EQ(Bytes(*sim, untouched), Bytes(*reference, ref_untouched));
+
+  // snapshots carry the new model's fingerprint
+  const std::string snap = *sim->Snapshot(changed);
+  EXPECT_FALSE(sim->Restore(untouched, snap).ok());
+  MustStep(*sim, changed, 3);
+  ASSERT_TRUE(sim->Restore(changed, snap).ok());
+
+  // refused before any world changes
+  const std::string changed_bytes = Bytes(*sim, changed), untouched_bytes = Bytes(*sim, untouched);
+  auto refused = [&](std::vector<WorldModelUpdate> bad, absl::StatusCode code,
+                     const std::string& text) {
+    absl::Status st = sim->SetWorldModels(bad);
+    EXPECT_EQ(st.code(), code) << st;
+    EXPECT_THAT(std::string(st.message()), HasSubstr(text));
+    EXPECT_EQ(Bytes(*sim, changed), changed_bytes);
+    EXPECT_EQ(Bytes(*sim, untouched), untouched_bytes);
+    EXPECT_EQ(*sim->GetModel(untouched), model);
+  };
+  ModelDesc extra_body = Pendulum(1);
+  extra_body.bodies.push_back(extra_body.bodies[0]);
+  ModelDesc slide = Pendulum(1);
+  slide.joints[0].type = JointType::kPrismatic;
+  ModelDesc limited = Pendulum(1);
+  limited.joints[0].limited = true;
+  limited.joints[0].lower = {-1};
+  limited.joints[0].upper = {1};
+  ModelDesc moved_shape = Pendulum(1);
+  moved_shape.shapes[1].body = kWorldBody;
+  SolverOptions bad_options;
+  bad_options.timestep = -1;
+  WorldModelUpdate ok_update{untouched, heavy, std::nullopt};
+  refused({ok_update, {changed, MustCompile(extra_body), std::nullopt}},
+          absl::StatusCode::kInvalidArgument, "the new model has 2 bodies where the world's has 1");
+  refused({ok_update, {changed, MustCompile(slide), std::nullopt}},
+          absl::StatusCode::kInvalidArgument, "joint 0 ('hinge') differs in kind");
+  refused({{changed, MustCompile(limited), std::nullopt}}, absl::StatusCode::kInvalidArgument,
+          "joint 0 ('hinge') differs");
+  refused({{changed, MustCompile(moved_shape), std::nullopt}}, absl::StatusCode::kInvalidArgument,
+          "shape 1 ('') is on body -1");
+  refused({ok_update, {changed, nullptr, bad_options}}, absl::StatusCode::kInvalidArgument,
+          "world 1: options: timestep must be positive");
+  refused({ok_update, ok_update}, absl::StatusCode::kInvalidArgument, "listed twice");
+  refused({ok_update, {12345, heavy, std::nullopt}}, absl::StatusCode::kNotFound,
+          "world 12345 does not exist");
+}
+
+// A new centre of mass moves inside the body: its frame keeps its pose and velocity. New
+// solver options (here gravity) apply from the next step.
+TEST(SimulatorTest, NewModelsKeepTheBodyFramesAndNewOptionsApply) {
+  auto sim = MustCreateSimulator();
+  ModelDesc desc = Pendulum(1);
+  auto model = MustCompile(desc);
+  const WorldId w = MustCreateWorld(*sim, model);
+  MustStep(*sim, w, 10);
+  const BodyState before = *sim->GetBodyState(w);
+  const JointState joints = *sim->GetJointState(w);
+  desc.bodies[0].com = {0.02, 0, 0.01};
+  SolverOptions weightless = desc.options;
+  weightless.gravity = {0, 0, 0};
+  WorldModelUpdate update{w, MustCompile(desc), weightless};
+  ASSERT_TRUE(sim->SetWorldModels({&update, 1}).ok());
+  const BodyState after = *sim->GetBodyState(w);
+  for (size_t i = 0; i < before.pose.size(); ++i) EXPECT_NEAR(after.pose[i], before.pose[i], 1e-15);
+  for (size_t i = 0; i < before.velocity.size(); ++i)
+    EXPECT_NEAR(after.velocity[i], before.velocity[i], 1e-15);
+  EXPECT_NEAR(sim->GetJointState(w)->position[0], joints.position[0], 1e-15);
+  EXPECT_EQ(sim->GetOptions(w)->gravity.z, 0);
+  // without gravity the swing keeps its rate but for the hinge's damping
+  const Real rate = sim->GetJointState(w)->velocity[0];
+  MustStep(*sim, w, 20);
+  EXPECT_NEAR(sim->GetJointState(w)->velocity[0], rate, 0.02 * std::fabs(rate));
+  EXPECT_GT(std::fabs(rate), 0.1);
 }
 
 TEST(SimulatorTest, CudaBackendRequestIsClearWhenUnavailable) {

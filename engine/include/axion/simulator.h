@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -106,6 +107,18 @@ struct WorldOptions {
   int pair_capacity = -1;     // -1: the model's (Model::pair_capacity)
 };
 
+// A new model and/or solver options for one world (Simulator::SetWorldModels).
+struct WorldModelUpdate {
+  WorldId world = 0;
+  // The world's new model: the same structure as its current one (bodies, shapes and the body
+  // each is on, joints with their kinds, bodies, limited and driven axes, couplings, actuators,
+  // coordinates), any values (masses, inertias, centres of mass, frames, shape sizes,
+  // frictions, drives, gains, ranges). nullptr keeps the world's.
+  std::shared_ptr<const Model> model;
+  // The world's new solver options (gravity, time step, tolerances, ...); unset keeps them.
+  std::optional<SolverOptions> options;
+};
+
 class Simulator {
  public:
   static absl::StatusOr<std::unique_ptr<Simulator>> Create(const SimulatorOptions& options = {});
@@ -122,6 +135,16 @@ class Simulator {
   std::vector<WorldId> world_ids() const;  // in creation order
   absl::StatusOr<std::shared_ptr<const Model>> GetModel(WorldId world) const;
   absl::StatusOr<SolverOptions> GetOptions(WorldId world) const;
+  // Gives worlds new models or solver options (domain randomisation: each world its own masses,
+  // frictions, gains or gravity) while they keep their state: bodies keep the poses and
+  // velocities of their frames (a moved centre of mass moves inside the body), joints their
+  // coordinates, controls their values (clamped into a narrower control range), contacts and
+  // warm starts theirs; the step count goes on. Snapshots then carry the new model's
+  // fingerprint. Every update is checked before any world changes (unknown or repeated
+  // worlds, a model of another structure, invalid options: an error naming the world and the
+  // difference). One call re-packs the batch once, whatever the number of worlds, so update
+  // many worlds in one call.
+  absl::Status SetWorldModels(absl::Span<const WorldModelUpdate> updates);
 
   // Advances each listed world by steps[i] steps (1 for all when `steps` is empty), all worlds
   // together in shared batched passes. Worlds not listed do not move.
