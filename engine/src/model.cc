@@ -863,6 +863,61 @@ bool JointHasDrive(const ModelDesc& desc, int joint_index) {
   return false;
 }
 
+absl::Status CheckSameStructure(const Model& current, const Model& next) {
+  const ModelDesc& a = current.desc();
+  const ModelDesc& b = next.desc();
+  auto differ = [](const std::string& what, auto has, auto had) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the new model has ", has, " ", what, " where the world's has ", had));
+  };
+  if (next.body_count() != current.body_count())
+    return differ("bodies", next.body_count(), current.body_count());
+  if (next.shape_count() != current.shape_count())
+    return differ("shapes", next.shape_count(), current.shape_count());
+  if (next.joint_count() != current.joint_count())
+    return differ("joints", next.joint_count(), current.joint_count());
+  if (next.actuator_count() != current.actuator_count())
+    return differ("actuators", next.actuator_count(), current.actuator_count());
+  if (b.couplings.size() != a.couplings.size())
+    return differ("joint couplings", b.couplings.size(), a.couplings.size());
+  for (int j = 0; j < current.joint_count(); ++j) {
+    const JointDesc& ja = a.joints[j];
+    const JointDesc& jb = b.joints[j];
+    const std::vector<JointRowLayout> ra = JointRows(ja, JointHasDrive(a, j));
+    const std::vector<JointRowLayout> rb = JointRows(jb, JointHasDrive(b, j));
+    bool same_rows = ra.size() == rb.size();
+    for (size_t r = 0; same_rows && r < ra.size(); ++r)
+      same_rows = ra[r].kind == rb[r].kind && ra[r].axis == rb[r].axis && ra[r].dof == rb[r].dof;
+    if (jb.type != ja.type || jb.parent != ja.parent || jb.child != ja.child || !same_rows) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "joint ", j, " ('", ja.name,
+          "') differs in kind, bodies or constraint rows (limits, a ball's cone, drive rows, "
+          "friction loss: a stiffness, damping, armature or friction loss that is zero in one "
+          "and not the other, or a servo in one only)"));
+    }
+  }
+  for (size_t k = 0; k < a.couplings.size(); ++k) {
+    const JointCouplingDesc& ca = a.couplings[k];
+    const JointCouplingDesc& cb = b.couplings[k];
+    if (cb.joint != ca.joint || cb.dof != ca.dof || cb.leader_joint != ca.leader_joint ||
+        cb.leader_dof != ca.leader_dof) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("joint coupling ", k, " ('", ca.name, "') couples other joints"));
+    }
+  }
+  for (int i = 0; i < current.shape_count(); ++i) {
+    if (b.shapes[i].body != a.shapes[i].body) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape ", i, " ('", a.shapes[i].name, "') is on body ", b.shapes[i].body,
+                       " where the world's is on ", a.shapes[i].body));
+    }
+  }
+  // implied by the joints, checked for what the batch's arrays hold
+  if (next.joint_row_count() != current.joint_row_count())
+    return differ("joint rows", next.joint_row_count(), current.joint_row_count());
+  return absl::OkStatus();
+}
+
 bool Model::MayCollide(int a, int b, Real* friction) const {
   if (friction) *friction = -1;
   if (a == b || a < 0 || b < 0 || a >= shape_count() || b >= shape_count()) return false;

@@ -228,63 +228,6 @@ absl::StatusOr<std::shared_ptr<const Model>> Simulator::GetModel(WorldId world) 
   return impl_->worlds[*w].layout.model;
 }
 
-namespace {
-// Whether `next` can take `current`'s place in a world that keeps its state: the same arrays
-// (bodies, shapes, joints, DOFs, coordinates, actuators, constraint rows), each joint's rows
-// meaning the same (kind, bodies, limited and driven axes; couplings), each shape on the same
-// body. The first difference, or OK.
-absl::Status CheckSameStructure(const Model& current, const Model& next) {
-  const ModelDesc& a = current.desc();
-  const ModelDesc& b = next.desc();
-  auto differ = [](const std::string& what, auto has, auto had) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the new model has ", has, " ", what, " where the world's has ", had));
-  };
-  if (next.body_count() != current.body_count())
-    return differ("bodies", next.body_count(), current.body_count());
-  if (next.shape_count() != current.shape_count())
-    return differ("shapes", next.shape_count(), current.shape_count());
-  if (next.joint_count() != current.joint_count())
-    return differ("joints", next.joint_count(), current.joint_count());
-  if (next.actuator_count() != current.actuator_count())
-    return differ("actuators", next.actuator_count(), current.actuator_count());
-  if (b.couplings.size() != a.couplings.size())
-    return differ("joint couplings", b.couplings.size(), a.couplings.size());
-  for (int j = 0; j < current.joint_count(); ++j) {
-    const JointDesc& ja = a.joints[j];
-    const JointDesc& jb = b.joints[j];
-    if (jb.type != ja.type || jb.parent != ja.parent || jb.child != ja.child ||
-        JointAxisModes(jb) != JointAxisModes(ja) || JointHasDrive(b, j) != JointHasDrive(a, j)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "joint ", j, " ('", ja.name,
-          "') differs in kind, bodies, limited axes or drive rows "
-          "(a limit, stiffness, damping, armature or servo the other lacks): its constraint rows "
-          "would not be the same"));
-    }
-  }
-  for (size_t k = 0; k < a.couplings.size(); ++k) {
-    const JointCouplingDesc& ca = a.couplings[k];
-    const JointCouplingDesc& cb = b.couplings[k];
-    if (cb.joint != ca.joint || cb.dof != ca.dof || cb.leader_joint != ca.leader_joint ||
-        cb.leader_dof != ca.leader_dof) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("joint coupling ", k, " ('", ca.name, "') couples other joints"));
-    }
-  }
-  for (int i = 0; i < current.shape_count(); ++i) {
-    if (b.shapes[i].body != a.shapes[i].body) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("shape ", i, " ('", a.shapes[i].name, "') is on body ", b.shapes[i].body,
-                       " where the world's is on ", a.shapes[i].body));
-    }
-  }
-  // implied by the joints, checked for what the batch's arrays hold
-  if (next.joint_row_count() != current.joint_row_count())
-    return differ("joint rows", next.joint_row_count(), current.joint_row_count());
-  return absl::OkStatus();
-}
-}  // namespace
-
 absl::Status Simulator::SetWorldModels(absl::Span<const WorldModelUpdate> updates) {
   Impl& im = *impl_;
   // check every update before any world changes

@@ -849,6 +849,8 @@ TEST(SimulatorTest, NewModelsKeepTheStateAndChangeTheDynamics) {
   limited.joints[0].limited = true;
   limited.joints[0].lower = {-1};
   limited.joints[0].upper = {1};
+  ModelDesc dry = Pendulum(1);
+  dry.joints[0].friction_loss = 0.5;  // a friction-loss row the world's hinge lacks
   ModelDesc moved_shape = Pendulum(1);
   moved_shape.shapes[1].body = kWorldBody;
   SolverOptions bad_options;
@@ -857,8 +859,11 @@ TEST(SimulatorTest, NewModelsKeepTheStateAndChangeTheDynamics) {
   refused({ok_update, {changed, MustCompile(extra_body), std::nullopt}},
           absl::StatusCode::kInvalidArgument, "the new model has 2 bodies where the world's has 1");
   refused({ok_update, {changed, MustCompile(slide), std::nullopt}},
-          absl::StatusCode::kInvalidArgument, "joint 0 ('hinge') differs in kind");
+          absl::StatusCode::kInvalidArgument,
+          "joint 0 ('hinge') differs in kind, bodies or constraint rows");
   refused({{changed, MustCompile(limited), std::nullopt}}, absl::StatusCode::kInvalidArgument,
+          "joint 0 ('hinge') differs");
+  refused({{changed, MustCompile(dry), std::nullopt}}, absl::StatusCode::kInvalidArgument,
           "joint 0 ('hinge') differs");
   refused({{changed, MustCompile(moved_shape), std::nullopt}}, absl::StatusCode::kInvalidArgument,
           "shape 1 ('') is on body -1");

@@ -439,6 +439,13 @@ class Model {
   std::vector<PairRule> pair_rules_;
 };
 
+// Whether a world of `current` can take `next` and keep its state (Simulator::SetWorldModels):
+// the same bodies, shapes (each on the same body), joints (each of the same kind between the
+// same bodies, with the same constraint rows: limits, drive rows, friction loss), couplings and
+// actuators; values (masses, inertias, frames, sizes, frictions, gains, ranges) may differ.
+// The first difference, by element and name, or OK.
+absl::Status CheckSameStructure(const Model& current, const Model& next);
+
 // How far joint positions (JointState::position's layout, joint_position_count entries) lie
 // outside the model's joint limits: the largest excess over every limited DOF, angular (rad:
 // hinges, a universal joint's hinges, generic joints' angular axes, a ball joint's turn past
