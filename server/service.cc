@@ -331,6 +331,24 @@ grpc::ServerUnaryReactor* SimulationService::Restore(grpc::CallbackServerContext
   });
 }
 
+grpc::ServerUnaryReactor* SimulationService::GetParameters(grpc::CallbackServerContext* context,
+                                                           const v1::GetParametersRequest* request,
+                                                           v1::GetParametersResponse* response) {
+  return RunOnScheduler(context, "GetParameters",
+                        [this, request, response](const std::string& owner) {
+                          return core_->GetParameters(owner, *request, response);
+                        });
+}
+
+grpc::ServerUnaryReactor* SimulationService::SetParameters(grpc::CallbackServerContext* context,
+                                                           const v1::SetParametersRequest* request,
+                                                           v1::SetParametersResponse* response) {
+  return RunOnScheduler(context, "SetParameters",
+                        [this, request, response](const std::string& owner) {
+                          return core_->SetParameters(owner, *request, response);
+                        });
+}
+
 grpc::ServerUnaryReactor* SimulationService::Step(grpc::CallbackServerContext* context,
                                                   const v1::StepRequest* request,
                                                   v1::StepResponse* response) {

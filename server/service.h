@@ -69,6 +69,12 @@ class SimulationService final : public v1::Simulation::CallbackService {
   grpc::ServerUnaryReactor* Restore(grpc::CallbackServerContext* context,
                                     const v1::RestoreRequest* request,
                                     v1::RestoreResponse* response) override;
+  grpc::ServerUnaryReactor* GetParameters(grpc::CallbackServerContext* context,
+                                          const v1::GetParametersRequest* request,
+                                          v1::GetParametersResponse* response) override;
+  grpc::ServerUnaryReactor* SetParameters(grpc::CallbackServerContext* context,
+                                          const v1::SetParametersRequest* request,
+                                          v1::SetParametersResponse* response) override;
 
  private:
   friend class StepStreamReactor;

@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "axion/v1/world_store.pb.h"
 #include "server/arrays.h"
+#include "server/parameters.h"
 #include "server/scene.h"
 
 namespace axion::server {
@@ -648,6 +649,61 @@ absl::Status SimulationCore::Restore(const std::string& owner, const v1::Restore
       return absl::Status(status.code(), absl::StrCat("snapshots[", i, "]: world ", world->id, ": ",
                                                       EngineMessage(*world, status)));
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SimulationCore::GetParameters(const std::string& owner,
+                                           const v1::GetParametersRequest& request,
+                                           v1::GetParametersResponse* response) {
+  absl::StatusOr<std::vector<World*>> worlds = FindAll(owner, request.world_ids(), "world_ids");
+  if (!worlds.ok()) return worlds.status();
+  for (const World* world : *worlds) {
+    response->add_world_ids(world->id);
+    AppendParameters(world->model->desc(), world->options, response->mutable_parameters());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SimulationCore::SetParameters(const std::string& owner,
+                                           const v1::SetParametersRequest& request,
+                                           v1::SetParametersResponse*) {
+  absl::StatusOr<std::vector<World*>> worlds = FindAll(owner, request.world_ids(), "world_ids");
+  if (!worlds.ok()) return worlds.status();
+  // each world's values written into copies, compiled and checked before any world changes
+  std::vector<ModelDesc> descs;
+  std::vector<SolverOptions> options;
+  descs.reserve(worlds->size());
+  for (const World* world : *worlds) {
+    descs.push_back(world->model->desc());
+    options.push_back(world->options);
+  }
+  std::vector<ParameterTarget> targets;
+  for (size_t i = 0; i < worlds->size(); ++i)
+    targets.push_back({(*worlds)[i]->id, &descs[i], &options[i]});
+  bool changes_model = false, changes_options = false;
+  absl::Status status =
+      ApplyParameters(request.parameters(), targets, &changes_model, &changes_options);
+  if (!status.ok()) return status;
+  std::vector<WorldModelUpdate> updates(worlds->size());
+  for (size_t i = 0; i < worlds->size(); ++i) {
+    const World& world = *(*worlds)[i];
+    updates[i].world = world.engine_id;
+    if (changes_model) {
+      absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(std::move(descs[i]));
+      if (!model.ok()) return ForWorld(world, model.status());
+      status = CheckSameStructure(*world.model, **model);
+      if (!status.ok()) return ForWorld(world, status);
+      updates[i].model = *std::move(model);
+    }
+    if (changes_options) updates[i].options = options[i];
+  }
+  status = simulator_->SetWorldModels(updates);
+  if (!status.ok()) return status;
+  for (size_t i = 0; i < worlds->size(); ++i) {
+    World& world = *(*worlds)[i];
+    if (updates[i].model != nullptr) world.model = updates[i].model;
+    if (changes_options) world.options = options[i];
   }
   return absl::OkStatus();
 }

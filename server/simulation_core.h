@@ -79,6 +79,12 @@ class SimulationCore {
                         v1::SnapshotResponse* response);
   absl::Status Restore(const std::string& owner, const v1::RestoreRequest& request,
                        v1::RestoreResponse* response);
+  absl::Status GetParameters(const std::string& owner, const v1::GetParametersRequest& request,
+                             v1::GetParametersResponse* response);
+  // Compiles each listed world's model with the request's values and swaps them in together
+  // (Simulator::SetWorldModels); the worlds keep their state.
+  absl::Status SetParameters(const std::string& owner, const v1::SetParametersRequest& request,
+                             v1::SetParametersResponse* response);
 
   // Stepping in phases so the scheduler can merge many requests into one engine call:
   // PrepareStep (validate, no change), ApplyStepInputs, StepWorlds (the batched engine call),

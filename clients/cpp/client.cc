@@ -157,6 +157,22 @@ absl::StatusOr<v1::RestoreResponse> Client::Restore(const v1::RestoreRequest& re
   });
 }
 
+absl::StatusOr<v1::GetParametersResponse> Client::GetParameters(
+    absl::Span<const uint64_t> world_ids) {
+  v1::GetParametersRequest request;
+  for (uint64_t id : world_ids) request.add_world_ids(id);
+  return Invoke<v1::GetParametersResponse>(*this, [&](auto* context, auto* response) {
+    return stub_->GetParameters(context, request, response);
+  });
+}
+
+absl::StatusOr<v1::SetParametersResponse> Client::SetParameters(
+    const v1::SetParametersRequest& request) {
+  return Invoke<v1::SetParametersResponse>(*this, [&](auto* context, auto* response) {
+    return stub_->SetParameters(context, request, response);
+  });
+}
+
 std::unique_ptr<StepStream> Client::OpenStepStream() {
   std::unique_ptr<StepStream> stream(new StepStream());
   // Streams live as long as a training run: no per-call deadline.

@@ -80,6 +80,8 @@ class Client {
   absl::StatusOr<v1::ResetResponse> Reset(const v1::ResetRequest& request);
   absl::StatusOr<v1::SnapshotResponse> Snapshot(absl::Span<const uint64_t> world_ids);
   absl::StatusOr<v1::RestoreResponse> Restore(const v1::RestoreRequest& request);
+  absl::StatusOr<v1::GetParametersResponse> GetParameters(absl::Span<const uint64_t> world_ids);
+  absl::StatusOr<v1::SetParametersResponse> SetParameters(const v1::SetParametersRequest& request);
   std::unique_ptr<StepStream> OpenStepStream();
 
   v1::Simulation::Stub* stub() { return stub_.get(); }
