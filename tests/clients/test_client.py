@@ -853,6 +853,45 @@ def test_wrong_array_size_is_invalid_argument(client):
         client.step(ids, controls=np.zeros(3, dtype=np.float32))
 
 
+def test_parameters_give_each_world_its_own_dynamics(client):
+    """Domain randomisation: per-world gear and mass, read back, and the torque's effect on each
+    pendulum from rest (omega = gear tau h / I, the inertia scaling with the mass)."""
+    ids = client.create_worlds(PENDULUM_MJCF, count=3).world_ids
+    nominal = client.get_parameters(ids)
+    assert isinstance(nominal, axion.Parameters)
+    assert nominal.world_ids == ids
+    assert nominal.body_mass.shape == (3, 1) and nominal.body_com.shape == (3, 1, 3)
+    assert nominal.shape_friction.shape == (3, 1) and nominal.dof_damping.shape == (3, 1)
+    np.testing.assert_allclose(nominal.actuator_gear, [[1], [1], [1]])
+    np.testing.assert_allclose(nominal.gravity, [[0, 0, -9.81]] * 3, rtol=1e-6)
+    np.testing.assert_allclose(nominal.body_mass, 1.0, rtol=1e-6)
+    # written back unchanged: nothing changes (the same bits as a fourth, untouched world)
+    client.set_parameters(ids, nominal)
+    client.set_parameters(ids[1:], actuator_gear=[[2.0], [1.0]], body_mass=[[1.0], [3.0]])
+    got = client.get_parameters(ids)
+    np.testing.assert_allclose(got.actuator_gear, [[1], [2], [1]])
+    np.testing.assert_allclose(got.body_mass[:, 0], [1, 1, 3], rtol=1e-6)
+    obs = client.step(ids, controls=np.ones((3, 1), np.float32), observe="joint_velocity")
+    rates = obs.joint_velocity[:, 0]
+    assert rates[0] == pytest.approx(0.005 / PENDULUM_INERTIA, rel=5e-3)
+    assert rates[1] == pytest.approx(2 * rates[0], rel=1e-5)
+    assert rates[2] == pytest.approx(rates[0] / 3, rel=1e-5)
+
+
+def test_bad_parameters_change_no_world(client):
+    ids = client.create_worlds(PENDULUM_MJCF, count=2).world_ids
+    before = client.get_parameters(ids)
+    with pytest.raises(axion.InvalidArgument, match=r"body_mass: world \d+, body 'bob'.*must be > 0"):
+        client.set_parameters(ids, body_mass=[[2.0], [-1.0]])
+    with pytest.raises(axion.InvalidArgument, match="joint 0 .'hinge'. differs"):
+        client.set_parameters(ids, dof_damping=[[0.5], [0.5]])  # the hinge has no damper
+    with pytest.raises(TypeError, match="unknown parameter 'mass'"):
+        client.set_parameters(ids, mass=[[1.0], [1.0]])
+    after = client.get_parameters(ids)
+    for field in axion.PARAMETER_FIELDS:
+        np.testing.assert_array_equal(getattr(after, field), getattr(before, field))
+
+
 def test_malformed_scene_is_invalid_argument(client):
     with pytest.raises(axion.InvalidArgument):
         client.create_worlds("<mujoco><worldbody><body><geom type='banana'/></body>"

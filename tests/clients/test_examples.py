@@ -59,6 +59,17 @@ def test_gym_humanoid(server):
     assert "600 world-steps" in result.stdout
 
 
+@pytest.mark.skipif(not HUMANOID_XML.is_file(), reason=f"{HUMANOID_XML} is not installed "
+                    "(Debian package libmujoco-samples)")
+def test_gym_humanoid_with_domain_randomisation(server):
+    result = run_example(server, "gym_humanoid.py", "--worlds", 4, "--steps", 30,
+                         "--episode-steps", 10, "--randomize", 0.2)
+    match = re.search(r"total mass ([\d.]+) to ([\d.]+) kg", result.stdout)
+    # the humanoid weighs 40.8 kg; each of its 13 bodies within 20% of its own mass
+    assert match and 32 < float(match.group(1)) < float(match.group(2)) < 49
+    assert "600 world-steps" in result.stdout
+
+
 def test_plot_trajectory_writes_png(server, tmp_path):
     pytest.importorskip("matplotlib")
     output = tmp_path / "trajectory.png"

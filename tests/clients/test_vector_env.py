@@ -151,6 +151,38 @@ def test_resets_start_from_the_reset_keyframe(client):
             env.reset(keyframe="initial")
 
 
+def test_randomize_fn_draws_each_episodes_parameters(client):
+    """Domain randomisation per episode: each reset world gets randomize_fn's gears, drawn
+    again at its autoreset, the same draws for the same seed; the torque acts through them."""
+    seen = []
+
+    def randomize(rng, nominal, count):
+        assert nominal.actuator_gear.shape == (1, 1)
+        gear = nominal.actuator_gear * rng.uniform(0.5, 1.5, size=(count, 1))
+        seen.append(gear)
+        return {"actuator_gear": gear}
+
+    def run(seed):
+        seen.clear()
+        with axion.VectorEnv(client, PENDULUM_MJCF, 3, max_episode_steps=2, autoreset=True,
+                             seed=seed, randomize_fn=randomize) as env:
+            env.reset()
+            np.testing.assert_allclose(env.get_parameters().actuator_gear, seen[0], rtol=1e-6)
+            obs, *_ = env.step(np.ones((3, 1), np.float32))
+            np.testing.assert_allclose(obs[:, 1], seen[0][:, 0] * 0.005 / PENDULUM_INERTIA,
+                                       rtol=5e-3)
+            env.step(np.ones((3, 1), np.float32))  # truncated: autoreset draws again
+            assert len(seen) == 2
+            np.testing.assert_allclose(env.get_parameters().actuator_gear, seen[1], rtol=1e-6)
+            env.set_parameters(mask=[False, True, False], actuator_gear=[[1.0]])
+            return np.concatenate(seen), env.get_parameters().actuator_gear[:, 0]
+
+    draws, gears = run(7)
+    assert gears[1] == 1.0 and gears[0] != 1.0
+    assert not np.allclose(draws[:3], draws[3:])
+    np.testing.assert_array_equal(run(7)[0], draws)
+
+
 FLOATING_ARM_MJCF = """<mujoco><option gravity="0 0 0"/><worldbody>
   <body name="base" pos="0 0 1"><freejoint/><geom type="box" size="0.1 0.1 0.1"/>
     <body name="upper" pos="0.2 0 0"><joint name="shoulder" type="ball"/>

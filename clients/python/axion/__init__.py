@@ -36,12 +36,14 @@ from axion.errors import (
 )
 from axion.scene import make_scene
 from axion.types import (
+    PARAMETER_FIELDS,
     ActuatorInfo,
     Contacts,
     CreatedWorlds,
     JointInfo,
     Layout,
     Observations,
+    Parameters,
     SourceBody,
     SourceJoint,
     WorldDescription,
@@ -59,6 +61,7 @@ __all__ = [
     "StepStream",
     "VectorEnv",
     "make_scene",
+    "PARAMETER_FIELDS",
     "solver_options",
     "ActuatorInfo",
     "Contacts",
@@ -66,6 +69,7 @@ __all__ = [
     "JointInfo",
     "Layout",
     "Observations",
+    "Parameters",
     "SourceBody",
     "SourceJoint",
     "WorldDescription",

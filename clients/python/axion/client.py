@@ -16,10 +16,12 @@ from axion._proto import axion_pb2 as pb
 from axion._proto import axion_pb2_grpc as pb_grpc
 from axion.scene import make_scene
 from axion.types import (
+    PARAMETER_FIELDS,
     CreatedWorlds,
     WorldDescription,
     WorldInfo,
     decode_observations,
+    decode_parameters,
     observation_request,
     pack_float32,
     world_id_list,
@@ -488,6 +490,48 @@ class Client:
             snapshots=[pb.WorldSnapshot(world_id=int(w), data=bytes(d)) for w, d in items]
         )
         self._call(self.stub.Restore, request, timeout)
+
+    # -- physical parameters -----------------------------------------------------------------
+
+    def get_parameters(self, world_ids, timeout=None):
+        """Physical parameters of worlds (Parameters: masses, centres of mass, frictions,
+        joint springs, dampers, armatures and dry friction, actuator gains, gravity)."""
+        ids = world_id_list(world_ids)
+        response = self._call(
+            self.stub.GetParameters, pb.GetParametersRequest(world_ids=ids), timeout, True
+        )
+        layouts = self.layouts(ids, timeout)
+        return decode_parameters(response.world_ids, response.parameters, layouts)
+
+    def set_parameters(self, world_ids, parameters=None, *, timeout=None, **arrays):
+        """Gives each world its own physical parameters (domain randomisation); the worlds keep
+        their state and go on from it.
+
+        Arrays by name (see Parameters for the fields and shapes), (world_count x ...) or a
+        list of per-world arrays, or a Parameters whose non-None fields are taken (named
+        arrays override it). Fields not given keep the worlds' values. Every value of every
+        world is checked before any world changes (axion.InvalidArgument naming the field,
+        world and element).
+        """
+        ids = world_id_list(world_ids)
+        fields = {}
+        if parameters is not None:
+            fields = {f: getattr(parameters, f) for f in PARAMETER_FIELDS}
+        for name, value in arrays.items():
+            if name not in PARAMETER_FIELDS:
+                raise TypeError(
+                    f"unknown parameter '{name}'; expected one of {', '.join(PARAMETER_FIELDS)}"
+                )
+            fields[name] = value
+        message = pb.WorldParameters(
+            **{
+                name: pack_float32(value, name, len(ids))
+                for name, value in fields.items()
+                if value is not None
+            }
+        )
+        request = pb.SetParametersRequest(world_ids=ids, parameters=message)
+        self._call(self.stub.SetParameters, request, timeout)
 
     def open_step_stream(self, timeout=None):
         """A StepStream (one bidirectional StepStream call kept open for many steps).

@@ -46,9 +46,10 @@ class Layout:
     actuator_count: int
     file_position_count: int = 0  # 0: a scene without a model file
     file_velocity_count: int = 0
+    shape_count: int = 0
 
     def field_size(self, field):
-        """(values per world, trailing shape) of an observation field."""
+        """(values per world, trailing shape) of an observation or parameter field."""
         if field == "body_pose":
             return self.body_count * 7, (self.body_count, 7)
         if field in ("body_velocity", "external_forces"):
@@ -65,6 +66,18 @@ class Layout:
             return self.file_position_count, (self.file_position_count,)
         if field == "file_velocity":
             return self.file_velocity_count, (self.file_velocity_count,)
+        if field == "body_mass":
+            return self.body_count, (self.body_count,)
+        if field == "body_com":
+            return self.body_count * 3, (self.body_count, 3)
+        if field.startswith("shape_"):
+            return self.shape_count, (self.shape_count,)
+        if field.startswith("dof_"):
+            return self.joint_dof_count, (self.joint_dof_count,)
+        if field.startswith("actuator_"):
+            return self.actuator_count, (self.actuator_count,)
+        if field == "gravity":
+            return 3, (3,)
         raise KeyError(field)
 
 
@@ -308,6 +321,7 @@ class WorldDescription:
             self.actuator_count,
             self.file_position_count,
             self.file_velocity_count,
+            len(self.shape_names),
         )
 
     def ctrl_range(self):
@@ -443,6 +457,71 @@ class Observations:
     file_velocity: Optional[ArrayOrList] = None
     contacts: Optional[Contacts] = None
     stats: Optional[WorldStats] = None
+
+
+# Physical parameters of a world (Client.get_parameters, set_parameters), as
+# axion.v1.WorldParameters carries them.
+PARAMETER_FIELDS = (
+    "body_mass",
+    "body_com",
+    "shape_friction",
+    "shape_restitution",
+    "dof_stiffness",
+    "dof_damping",
+    "dof_armature",
+    "dof_friction_loss",
+    "actuator_gear",
+    "actuator_kp",
+    "actuator_kv",
+    "gravity",
+)
+
+
+@dataclasses.dataclass
+class Parameters:
+    """Physical parameters of several worlds (domain randomisation), float32.
+
+    Shapes for W worlds of one scene (B bodies, S shapes, D DOF, A actuators); a list of
+    per-world arrays where the worlds' scenes differ:
+      body_mass (W x B) kg, > 0; setting it scales the body's inertia alike.
+      body_com (W x B x 3) m: centre of mass in the body frame (the body frame stays put).
+      shape_friction (W x S) >= 0; shape_restitution (W x S) in [0, 1].
+      dof_stiffness, dof_damping, dof_armature, dof_friction_loss (W x D) >= 0: the joints'
+        springs, dampers, rotor inertias and dry friction per DOF. A value that is zero in the
+        scene stays zero (and a non-zero one non-zero): those decide the joint's constraint
+        rows, and the server refuses a change, naming the joint.
+      actuator_gear, actuator_kp, actuator_kv (W x A): an effort actuator's gear, a servo's
+        gains (>= 0).
+      gravity (W x 3) m/s^2.
+    A value equal to what get_parameters returned keeps the world's exact value, so arrays
+    read, partly changed and written back change only what was changed.
+    """
+
+    world_ids: List[int]
+    body_mass: Optional[ArrayOrList] = None
+    body_com: Optional[ArrayOrList] = None
+    shape_friction: Optional[ArrayOrList] = None
+    shape_restitution: Optional[ArrayOrList] = None
+    dof_stiffness: Optional[ArrayOrList] = None
+    dof_damping: Optional[ArrayOrList] = None
+    dof_armature: Optional[ArrayOrList] = None
+    dof_friction_loss: Optional[ArrayOrList] = None
+    actuator_gear: Optional[ArrayOrList] = None
+    actuator_kp: Optional[ArrayOrList] = None
+    actuator_kv: Optional[ArrayOrList] = None
+    gravity: Optional[ArrayOrList] = None
+
+
+def decode_parameters(world_ids, message, layouts):
+    """Parameters from an axion.v1.WorldParameters message of `world_ids` (one Layout each)."""
+    ids = list(world_ids)
+    return Parameters(
+        world_ids=ids,
+        **{
+            field: unpack_float32(getattr(message, field), len(ids), layouts, field)
+            for field in PARAMETER_FIELDS
+        },
+    )
 
 
 def observation_request(observe):

@@ -82,7 +82,14 @@ class VectorEnv:
         velocity, and every free body's position, orientation (a rotation vector), linear
         and angular velocity. The bodies the joints move follow from the perturbed
         coordinates, so every joint holds exactly. 0: no noise.
-      seed: seed of the reset noise (numpy's default_rng); reset(seed=) reseeds it.
+      seed: seed of the reset noise and of randomize_fn's generator (numpy's default_rng);
+        reset(seed=) reseeds it.
+      randomize_fn: domain randomisation, drawn anew for each episode:
+        randomize_fn(rng, nominal, count) -> {parameter: array (count x ...)} gives the worlds
+        being reset their physical parameters (any of axion.PARAMETER_FIELDS: masses, centres
+        of mass, frictions, joint dynamics, actuator gains, gravity) before they restart;
+        `nominal` is the model's own Parameters (arrays of one world, (1 x ...)) and `rng`
+        the env's generator. None: every world keeps the model's.
       solver_options, contact_capacity, format, floating_base: as Client.create_worlds.
       destroy_on_close: destroy the worlds in close().
     """
@@ -103,6 +110,7 @@ class VectorEnv:
         reset_keyframe=None,
         reset_noise_scale=0.0,
         seed=None,
+        randomize_fn=None,
         solver_options=None,
         contact_capacity=0,
         format=None,
@@ -137,6 +145,8 @@ class VectorEnv:
         self.reset_keyframe = reset_keyframe
         self.reset_noise_scale = float(reset_noise_scale)
         self._rng = np.random.default_rng(seed)
+        self.randomize_fn = randomize_fn
+        self._nominal = None  # the model's Parameters, read at the first randomised reset
         self._start_states = {}  # keyframe -> one world's starting state, for the reset noise
         self.destroy_on_close = destroy_on_close
         self.observation_fields = observation
@@ -252,6 +262,13 @@ class VectorEnv:
             if not mask.any():
                 return self.observe()
         count = self.num_worlds if mask is None else int(mask.sum())
+        if self.randomize_fn is not None:
+            if self._nominal is None:
+                self._nominal = self.client.get_parameters(self._ids[:1])
+            arrays = self.randomize_fn(self._rng, self._nominal, count)
+            if arrays:
+                ids = self._ids if mask is None else [w for w, m in zip(self._ids, mask) if m]
+                self.client.set_parameters(ids, **arrays)
         noisy = self.reset_noise_scale > 0
         start_state = self._start_states.get(keyframe) if noisy else None
         if start_state is not None:
@@ -271,6 +288,22 @@ class VectorEnv:
         else:
             self.episode_steps[mask] = 0
         return self.observe()
+
+    def get_parameters(self):
+        """The worlds' physical parameters (axion.Parameters, arrays (N x ...))."""
+        return self.client.get_parameters(self._ids)
+
+    def set_parameters(self, mask=None, **arrays):
+        """Gives the worlds where `mask` (N bools) is True, all when None, physical parameters
+        (arrays (count x ...) by name, see axion.Parameters); their state is kept."""
+        ids = self._ids
+        if mask is not None:
+            mask = np.asarray(mask, dtype=bool)
+            if mask.shape != (self.num_worlds,):
+                raise ValueError(f"mask: expected shape ({self.num_worlds},), got {mask.shape}")
+            ids = [w for w, m in zip(self._ids, mask) if m]
+        if ids:
+            self.client.set_parameters(ids, **arrays)
 
     def _perturbed(self, start_state, count):
         """`count` copies of one world's starting state (Observations of _START_FIELDS) with

@@ -14,6 +14,9 @@ MuJoCo's humanoid.xml in N worlds behind axion.VectorEnv, set up as Gymnasium's 
                the centre of mass's speed; the root's is the nearest observed)
   terminated   the root's height outside [1, 2] m; truncated after --episode-steps
   frame_skip   5 steps of 0.005 s per action
+  --randomize  domain randomisation (0: none): each episode scales every body's mass, every
+               shape's friction, every joint's damping and every motor's gear by its own
+               uniform draw from [1 - s, 1 + s] (VectorEnv randomize_fn, server SetParameters)
 Random actions stand in for a policy; prints the episodes' returns and lengths and world-steps/s.
 """
 
@@ -39,7 +42,18 @@ def main():
     parser.add_argument("--steps", type=int, default=1000, help="actions per world")
     parser.add_argument("--episode-steps", type=int, default=1000, help="truncation length")
     parser.add_argument("--seed", type=int, default=0, help="seed of the actions and reset noise")
+    parser.add_argument("--randomize", type=float, default=0.0,
+                        help="scale s of the per-episode parameter draws from [1 - s, 1 + s]")
     args = parser.parse_args()
+    if not 0 <= args.randomize < 1:
+        parser.error(f"--randomize must be in [0, 1), got {args.randomize}")
+
+    def randomize(rng, nominal, count):
+        def scaled(values):
+            return values * rng.uniform(1 - args.randomize, 1 + args.randomize,
+                                        size=(count,) + values.shape[1:])
+        return {field: scaled(getattr(nominal, field))
+                for field in ("body_mass", "shape_friction", "dof_damping", "actuator_gear")}
 
     def reward(obs, actions, info):
         z, forward_speed = obs[:, positions.start + 2], obs[:, velocities.start]
@@ -56,13 +70,17 @@ def main():
                          observation=("file_position", "file_velocity"), frame_skip=5,
                          max_episode_steps=args.episode_steps, reward_fn=reward,
                          termination_fn=terminated, autoreset=True, reset_noise_scale=0.01,
-                         seed=args.seed) as env:
+                         seed=args.seed,
+                         randomize_fn=randomize if args.randomize > 0 else None) as env:
         positions = env.observation_slices["file_position"]
         velocities = env.observation_slices["file_velocity"]
         policy_dim = env.obs_dim - 2  # qpos[2:] and qvel: the root's x and y left out
         print(f"{args.worlds} worlds of '{env.description.model_name}': observation {policy_dim} "
               f"(MuJoCo's qpos[2:] and qvel), {env.act_dim} actions")
         obs = env.reset()
+        if args.randomize > 0:
+            mass = env.get_parameters().body_mass.sum(axis=1)
+            print(f"randomised: total mass {mass.min():.2f} to {mass.max():.2f} kg across worlds")
         returns = np.zeros(args.worlds)
         lengths = np.zeros(args.worlds, dtype=np.int64)
         finished_returns, finished_lengths = [], []
