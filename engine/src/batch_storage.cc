@@ -81,6 +81,186 @@ size_t BatchStorage::bytes() const {
   return total;
 }
 
+void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hull) {
+  const ModelDesc& d = layout.model->desc();
+  const Model& m = *layout.model;
+  const int b0 = s.world_body_offset[w], j0 = s.world_joint_offset[w], f0 = s.world_dof_offset[w],
+            q0 = s.world_qpos_offset[w], a0 = s.world_actuator_offset[w],
+            s0 = s.world_shape_offset[w], r0 = s.world_row_offset[w];
+  s.world_params[w] = layout.params;
+  s.world_joint_row_count[w] = m.joint_row_count();
+  auto global_body = [&](int body) { return body < 0 ? -1 : b0 + body; };
+
+  std::vector<bool> rotation_fixed(m.body_count(), false);
+  for (const JointDesc& joint : d.joints) {
+    if (JointFixesRotation(joint)) rotation_fixed[joint.child] = true;
+  }
+  for (int i = 0; i < m.body_count(); ++i) {
+    const BodyDesc& body = d.bodies[i];
+    s.body_world[b0 + i] = w;
+    s.body_inv_mass[b0 + i] = Real(1) / body.mass;
+    s.body_rotation_fixed[b0 + i] = rotation_fixed[i] ? 1 : 0;
+    StoreMat(&s.body_inertia[9 * (b0 + i)], body.inertia);
+    StoreMat(&s.body_inv_inertia[9 * (b0 + i)],
+             rotation_fixed[i] ? Mat33{} : inverse(body.inertia));
+    // the box of the body's mass and principal moments: I_x = m (s_y^2 + s_z^2) / 12, ...
+    Real moments[3];
+    Mat33 axes;
+    symmetric_eigen(body.inertia, moments, &axes);
+    for (int k = 0; k < 3; ++k) {
+      const Real twice = moments[(k + 1) % 3] + moments[(k + 2) % 3] - moments[k];
+      s.body_fluid_box[3 * (b0 + i) + k] =
+          body.in_fluid ? std::sqrt(std::max(twice, Real(0)) * Real(6) / body.mass) : Real(0);
+    }
+    StoreMat(&s.body_fluid_axes[9 * (b0 + i)], axes);
+  }
+  for (int j = 0; j < m.joint_count(); ++j) {
+    const JointDesc& joint = d.joints[j];
+    const int g = j0 + j;
+    const Pose& parent_frame = m.joint_parent_frame()[j];
+    Vec3 parent_com = joint.parent == kWorldBody ? Vec3{} : d.bodies[joint.parent].com;
+    Vec3 child_com = d.bodies[joint.child].com;
+    s.joint_type[g] = static_cast<int32_t>(joint.type);
+    s.joint_parent[g] = global_body(joint.parent);
+    s.joint_child[g] = global_body(joint.child);
+    store3(&s.joint_parent_pos[3 * g], parent_frame.pos - parent_com);
+    store_quat(&s.joint_parent_quat[4 * g], parent_frame.quat);
+    store3(&s.joint_child_pos[3 * g], joint.child_frame.pos - child_com);
+    store_quat(&s.joint_child_quat[4 * g], joint.child_frame.quat);
+    std::array<AxisMode, 6> modes = JointAxisModes(joint);
+    for (int k = 0; k < 6; ++k) s.joint_axis_mode[6 * g + k] = static_cast<int32_t>(modes[k]);
+    s.joint_dof_offset[g] = f0 + m.joint_dof_offset()[j];
+    s.joint_dof_offset[g + 1] = f0 + m.joint_dof_offset()[j] + JointDofCount(joint);
+    s.joint_qpos_offset[g] = q0 + m.joint_position_offset()[j];
+    s.joint_compliance[g] = joint.compliance;
+    s.joint_reference[g] = joint.reference;
+    Vec3 second_axis = rotate_inv(joint.child_frame.quat, normalized(joint.second_axis));
+    Vec3 second_offset =
+        rotate_inv(joint.child_frame.quat, joint.second_anchor - joint.child_frame.pos);
+    store3(&s.joint_second_axis[3 * g], second_axis);
+    store3(&s.joint_second_offset[3 * g], second_offset);
+    s.joint_cone_limit[g] = JointConeLimit(joint);
+    std::vector<int> axes = JointDofAxes(joint);
+    for (int k = 0; k < static_cast<int>(axes.size()); ++k) {
+      int dof = s.joint_dof_offset[g] + k;
+      s.dof_joint[dof] = g;
+      s.dof_axis[dof] = axes[k];
+      s.dof_limited[dof] = modes[axes[k]] == AxisMode::kLimited;
+      s.dof_lower[dof] = k < static_cast<int>(joint.lower.size()) ? joint.lower[k] : 0;
+      s.dof_upper[dof] = k < static_cast<int>(joint.upper.size()) ? joint.upper[k] : 0;
+      const DriveDesc& drive = joint.dof_drive.empty() ? joint.drive : joint.dof_drive[k];
+      s.dof_armature[dof] = joint.dof_armature.empty() ? joint.armature : joint.dof_armature[k];
+      s.dof_friction_loss[dof] = JointFrictionLoss(joint, k);
+      s.dof_stiffness[dof] = drive.stiffness;
+      s.dof_damping[dof] = drive.damping;
+      s.dof_target_position[dof] = drive.target_position;
+      s.dof_target_velocity[dof] = drive.target_velocity;
+    }
+  }
+  // joint rows: fixed layout, child is row body a and parent row body b
+  int row = r0;
+  for (int j = 0; j < m.joint_count(); ++j) {
+    const JointDesc& joint = d.joints[j];
+    for (const JointRowLayout& r : JointRows(joint, JointHasDrive(d, j))) {
+      s.row_kind[row] = r.kind;
+      s.row_joint[row] = j0 + j;
+      s.row_axis[row] = r.axis;
+      s.row_dof[row] = r.dof < 0 ? -1 : s.joint_dof_offset[j0 + j] + r.dof;
+      s.row_contact[row] = -1;
+      s.row_body_a[row] = global_body(joint.child);
+      s.row_body_b[row] = global_body(joint.parent);
+      ++row;
+    }
+  }
+  // couplings: the follower's row (its joint's child and parent), then the leader's slot
+  // (the leader joint's bodies that are not already the follower's: those fold into the row)
+  for (const JointCouplingDesc& c : d.couplings) {
+    const JointDesc& follower = d.joints[c.joint];
+    const int fa = global_body(follower.child), fb = global_body(follower.parent);
+    const int dof = s.joint_dof_offset[j0 + c.joint] + c.dof;
+    s.row_kind[row] = kRowCoupling;
+    s.row_joint[row] = j0 + c.joint;
+    s.row_axis[row] = 0;
+    s.row_dof[row] = dof;
+    s.row_contact[row] = -1;
+    s.row_body_a[row] = fa;
+    s.row_body_b[row] = fb;
+    ++row;
+    const bool leads = c.leader_joint >= 0;
+    const int la = leads ? global_body(d.joints[c.leader_joint].child) : -1;
+    const int lb = leads ? global_body(d.joints[c.leader_joint].parent) : -1;
+    s.row_kind[row] = kRowCouplingLeader;
+    s.row_joint[row] = leads ? j0 + c.leader_joint : -1;
+    s.row_axis[row] = 0;
+    s.row_dof[row] = leads ? s.joint_dof_offset[j0 + c.leader_joint] + c.leader_dof : -1;
+    s.row_contact[row] = -1;
+    s.row_body_a[row] = la == fa || la == fb ? -1 : la;
+    s.row_body_b[row] = lb == fa || lb == fb ? -1 : lb;
+    ++row;
+    for (int k = 0; k < 5; ++k) s.dof_coupling_poly[5 * dof + k] = c.polynomial[k];
+    s.dof_coupling_compliance[dof] = c.compliance;
+  }
+  for (int r = r0; r < s.world_row_offset[w + 1]; ++r) s.row_world[r] = w;
+  for (int a = 0; a < m.actuator_count(); ++a) {
+    const ActuatorDesc& act = d.actuators[a];
+    s.actuator_type[a0 + a] = static_cast<int32_t>(act.type);
+    s.actuator_dof[a0 + a] = f0 + m.joint_dof_offset()[act.joint] + act.dof;
+    s.actuator_gear[a0 + a] = act.gear;
+    s.actuator_kp[a0 + a] = act.kp;
+    s.actuator_kv[a0 + a] = act.kv;
+    s.actuator_force_limited[a0 + a] = act.force_limited;
+    s.actuator_force_min[a0 + a] = act.force_limited ? act.force_min : Real(0);
+    s.actuator_force_max[a0 + a] = act.force_limited ? act.force_max : Real(0);
+  }
+  for (int i = 0; i < m.shape_count(); ++i) {
+    const ShapeDesc& shape = d.shapes[i];
+    const int g = s0 + i;
+    Vec3 com = shape.body == kWorldBody ? Vec3{} : d.bodies[shape.body].com;
+    s.shape_world[g] = w;
+    s.shape_body[g] = global_body(shape.body);
+    s.shape_type[g] = static_cast<int32_t>(shape.type);
+    store3(&s.shape_pos[3 * g], shape.pose.pos - com);
+    store_quat(&s.shape_quat[4 * g], shape.pose.quat);
+    store3(&s.shape_size[3 * g], shape.size);
+    s.shape_friction[g] = shape.material.friction;
+    s.shape_restitution[g] = shape.material.restitution;
+    s.shape_contact_dim[g] = shape.contact_dim;
+    s.shape_collision_group[g] = shape.collision_group;
+    s.shape_collision_mask[g] = shape.collision_mask;
+    if (hull == nullptr) continue;  // the hulls stay as packed
+    s.shape_hull[g] = -1;
+    if (shape.type == ShapeType::kConvexHull) {
+      // Validated at compile time, so building again cannot fail.
+      HullData data = *BuildHull(shape.vertices);
+      s.shape_hull[g] = (*hull)++;
+      s.hull_vertices.insert(s.hull_vertices.end(), data.vertices.begin(), data.vertices.end());
+      s.hull_vertex_offset.push_back(static_cast<int32_t>(s.hull_vertices.size() / 3));
+      s.hull_face_index_offset.push_back(static_cast<int32_t>(s.hull_face_index.size()));
+      s.hull_face_index.insert(s.hull_face_index.end(), data.faces.begin(), data.faces.end());
+      s.hull_face_start.insert(s.hull_face_start.end(), data.face_offset.begin(),
+                               data.face_offset.end());
+      s.hull_face_plane.insert(s.hull_face_plane.end(), data.face_plane.begin(),
+                               data.face_plane.end());
+      s.hull_face_offset.push_back(s.hull_face_offset.back() +
+                                   static_cast<int32_t>(data.face_offset.size()) - 1);
+    }
+  }
+  // the filter's exceptions, grouped by lower shape for kernels::world_shapes_may_collide's
+  // binary search (the model sorts them by (a, b))
+  const int rule0 = s.world_pair_rule_offset[w];
+  for (int k = s0; k < s.world_shape_offset[w + 1]; ++k) {
+    s.shape_rule_first[k] = rule0;
+    s.shape_rule_count[k] = 0;
+  }
+  for (size_t k = 0; k < m.pair_rules().size(); ++k) {
+    const Model::PairRule& rule = m.pair_rules()[k];
+    const int g = rule0 + static_cast<int>(k), lower = s0 + rule.shape_a;
+    if (s.shape_rule_count[lower]++ == 0) s.shape_rule_first[lower] = g;
+    s.pair_rule_shape_b[g] = s0 + rule.shape_b;
+    s.pair_rule_friction[g] = rule.friction;
+  }
+}
+
 BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
   BatchStorage s;
   const int world_count = static_cast<int>(worlds.size());
@@ -159,184 +339,8 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
   // model arrays, world by world
   int hull = 0;
   for (int w = 0; w < world_count; ++w) {
-    const WorldLayout& layout = worlds[w];
-    const ModelDesc& d = layout.model->desc();
-    const Model& m = *layout.model;
-    const int b0 = s.world_body_offset[w], j0 = s.world_joint_offset[w], f0 = s.world_dof_offset[w],
-              q0 = s.world_qpos_offset[w], a0 = s.world_actuator_offset[w],
-              s0 = s.world_shape_offset[w], r0 = s.world_row_offset[w];
-    s.world_params[w] = layout.params;
-    s.world_joint_row_count[w] = m.joint_row_count();
-    auto global_body = [&](int body) { return body < 0 ? -1 : b0 + body; };
-
-    std::vector<bool> rotation_fixed(m.body_count(), false);
-    for (const JointDesc& joint : d.joints) {
-      if (JointFixesRotation(joint)) rotation_fixed[joint.child] = true;
-    }
-    for (int i = 0; i < m.body_count(); ++i) {
-      const BodyDesc& body = d.bodies[i];
-      s.body_world[b0 + i] = w;
-      s.body_inv_mass[b0 + i] = Real(1) / body.mass;
-      s.body_rotation_fixed[b0 + i] = rotation_fixed[i] ? 1 : 0;
-      StoreMat(&s.body_inertia[9 * (b0 + i)], body.inertia);
-      StoreMat(&s.body_inv_inertia[9 * (b0 + i)],
-               rotation_fixed[i] ? Mat33{} : inverse(body.inertia));
-      // the box of the body's mass and principal moments: I_x = m (s_y^2 + s_z^2) / 12, ...
-      Real moments[3];
-      Mat33 axes;
-      symmetric_eigen(body.inertia, moments, &axes);
-      for (int k = 0; k < 3; ++k) {
-        const Real twice = moments[(k + 1) % 3] + moments[(k + 2) % 3] - moments[k];
-        s.body_fluid_box[3 * (b0 + i) + k] =
-            body.in_fluid ? std::sqrt(std::max(twice, Real(0)) * Real(6) / body.mass) : Real(0);
-      }
-      StoreMat(&s.body_fluid_axes[9 * (b0 + i)], axes);
-    }
-    for (int j = 0; j < m.joint_count(); ++j) {
-      const JointDesc& joint = d.joints[j];
-      const int g = j0 + j;
-      const Pose& parent_frame = m.joint_parent_frame()[j];
-      Vec3 parent_com = joint.parent == kWorldBody ? Vec3{} : d.bodies[joint.parent].com;
-      Vec3 child_com = d.bodies[joint.child].com;
-      s.joint_type[g] = static_cast<int32_t>(joint.type);
-      s.joint_parent[g] = global_body(joint.parent);
-      s.joint_child[g] = global_body(joint.child);
-      store3(&s.joint_parent_pos[3 * g], parent_frame.pos - parent_com);
-      store_quat(&s.joint_parent_quat[4 * g], parent_frame.quat);
-      store3(&s.joint_child_pos[3 * g], joint.child_frame.pos - child_com);
-      store_quat(&s.joint_child_quat[4 * g], joint.child_frame.quat);
-      std::array<AxisMode, 6> modes = JointAxisModes(joint);
-      for (int k = 0; k < 6; ++k) s.joint_axis_mode[6 * g + k] = static_cast<int32_t>(modes[k]);
-      s.joint_dof_offset[g] = f0 + m.joint_dof_offset()[j];
-      s.joint_dof_offset[g + 1] = f0 + m.joint_dof_offset()[j] + JointDofCount(joint);
-      s.joint_qpos_offset[g] = q0 + m.joint_position_offset()[j];
-      s.joint_compliance[g] = joint.compliance;
-      s.joint_reference[g] = joint.reference;
-      Vec3 second_axis = rotate_inv(joint.child_frame.quat, normalized(joint.second_axis));
-      Vec3 second_offset =
-          rotate_inv(joint.child_frame.quat, joint.second_anchor - joint.child_frame.pos);
-      store3(&s.joint_second_axis[3 * g], second_axis);
-      store3(&s.joint_second_offset[3 * g], second_offset);
-      s.joint_cone_limit[g] = JointConeLimit(joint);
-      std::vector<int> axes = JointDofAxes(joint);
-      for (int k = 0; k < static_cast<int>(axes.size()); ++k) {
-        int dof = s.joint_dof_offset[g] + k;
-        s.dof_joint[dof] = g;
-        s.dof_axis[dof] = axes[k];
-        s.dof_limited[dof] = modes[axes[k]] == AxisMode::kLimited;
-        s.dof_lower[dof] = k < static_cast<int>(joint.lower.size()) ? joint.lower[k] : 0;
-        s.dof_upper[dof] = k < static_cast<int>(joint.upper.size()) ? joint.upper[k] : 0;
-        const DriveDesc& drive = joint.dof_drive.empty() ? joint.drive : joint.dof_drive[k];
-        s.dof_armature[dof] = joint.dof_armature.empty() ? joint.armature : joint.dof_armature[k];
-        s.dof_friction_loss[dof] = JointFrictionLoss(joint, k);
-        s.dof_stiffness[dof] = drive.stiffness;
-        s.dof_damping[dof] = drive.damping;
-        s.dof_target_position[dof] = drive.target_position;
-        s.dof_target_velocity[dof] = drive.target_velocity;
-      }
-    }
-    // joint rows: fixed layout, child is row body a and parent row body b
-    int row = r0;
-    for (int j = 0; j < m.joint_count(); ++j) {
-      const JointDesc& joint = d.joints[j];
-      for (const JointRowLayout& r : JointRows(joint, JointHasDrive(d, j))) {
-        s.row_kind[row] = r.kind;
-        s.row_joint[row] = j0 + j;
-        s.row_axis[row] = r.axis;
-        s.row_dof[row] = r.dof < 0 ? -1 : s.joint_dof_offset[j0 + j] + r.dof;
-        s.row_contact[row] = -1;
-        s.row_body_a[row] = global_body(joint.child);
-        s.row_body_b[row] = global_body(joint.parent);
-        ++row;
-      }
-    }
-    // couplings: the follower's row (its joint's child and parent), then the leader's slot
-    // (the leader joint's bodies that are not already the follower's: those fold into the row)
-    for (const JointCouplingDesc& c : d.couplings) {
-      const JointDesc& follower = d.joints[c.joint];
-      const int fa = global_body(follower.child), fb = global_body(follower.parent);
-      const int dof = s.joint_dof_offset[j0 + c.joint] + c.dof;
-      s.row_kind[row] = kRowCoupling;
-      s.row_joint[row] = j0 + c.joint;
-      s.row_axis[row] = 0;
-      s.row_dof[row] = dof;
-      s.row_contact[row] = -1;
-      s.row_body_a[row] = fa;
-      s.row_body_b[row] = fb;
-      ++row;
-      const bool leads = c.leader_joint >= 0;
-      const int la = leads ? global_body(d.joints[c.leader_joint].child) : -1;
-      const int lb = leads ? global_body(d.joints[c.leader_joint].parent) : -1;
-      s.row_kind[row] = kRowCouplingLeader;
-      s.row_joint[row] = leads ? j0 + c.leader_joint : -1;
-      s.row_axis[row] = 0;
-      s.row_dof[row] = leads ? s.joint_dof_offset[j0 + c.leader_joint] + c.leader_dof : -1;
-      s.row_contact[row] = -1;
-      s.row_body_a[row] = la == fa || la == fb ? -1 : la;
-      s.row_body_b[row] = lb == fa || lb == fb ? -1 : lb;
-      ++row;
-      for (int k = 0; k < 5; ++k) s.dof_coupling_poly[5 * dof + k] = c.polynomial[k];
-      s.dof_coupling_compliance[dof] = c.compliance;
-    }
-    for (int r = r0; r < s.world_row_offset[w + 1]; ++r) s.row_world[r] = w;
-    for (int a = 0; a < m.actuator_count(); ++a) {
-      const ActuatorDesc& act = d.actuators[a];
-      s.actuator_type[a0 + a] = static_cast<int32_t>(act.type);
-      s.actuator_dof[a0 + a] = f0 + m.joint_dof_offset()[act.joint] + act.dof;
-      s.actuator_gear[a0 + a] = act.gear;
-      s.actuator_kp[a0 + a] = act.kp;
-      s.actuator_kv[a0 + a] = act.kv;
-      s.actuator_force_limited[a0 + a] = act.force_limited;
-      s.actuator_force_min[a0 + a] = act.force_limited ? act.force_min : Real(0);
-      s.actuator_force_max[a0 + a] = act.force_limited ? act.force_max : Real(0);
-    }
-    for (int i = 0; i < m.shape_count(); ++i) {
-      const ShapeDesc& shape = d.shapes[i];
-      const int g = s0 + i;
-      Vec3 com = shape.body == kWorldBody ? Vec3{} : d.bodies[shape.body].com;
-      s.shape_world[g] = w;
-      s.shape_body[g] = global_body(shape.body);
-      s.shape_type[g] = static_cast<int32_t>(shape.type);
-      store3(&s.shape_pos[3 * g], shape.pose.pos - com);
-      store_quat(&s.shape_quat[4 * g], shape.pose.quat);
-      store3(&s.shape_size[3 * g], shape.size);
-      s.shape_friction[g] = shape.material.friction;
-      s.shape_restitution[g] = shape.material.restitution;
-      s.shape_contact_dim[g] = shape.contact_dim;
-      s.shape_collision_group[g] = shape.collision_group;
-      s.shape_collision_mask[g] = shape.collision_mask;
-      s.shape_hull[g] = -1;
-      if (shape.type == ShapeType::kConvexHull) {
-        // Validated at compile time, so building again cannot fail.
-        HullData data = *BuildHull(shape.vertices);
-        s.shape_hull[g] = hull++;
-        s.hull_vertices.insert(s.hull_vertices.end(), data.vertices.begin(), data.vertices.end());
-        s.hull_vertex_offset.push_back(static_cast<int32_t>(s.hull_vertices.size() / 3));
-        s.hull_face_index_offset.push_back(static_cast<int32_t>(s.hull_face_index.size()));
-        s.hull_face_index.insert(s.hull_face_index.end(), data.faces.begin(), data.faces.end());
-        s.hull_face_start.insert(s.hull_face_start.end(), data.face_offset.begin(),
-                                 data.face_offset.end());
-        s.hull_face_plane.insert(s.hull_face_plane.end(), data.face_plane.begin(),
-                                 data.face_plane.end());
-        s.hull_face_offset.push_back(s.hull_face_offset.back() +
-                                     static_cast<int32_t>(data.face_offset.size()) - 1);
-      }
-    }
-    // the filter's exceptions, grouped by lower shape for kernels::world_shapes_may_collide's
-    // binary search (the model sorts them by (a, b))
-    const int rule0 = s.world_pair_rule_offset[w];
-    for (int k = s0; k < s.world_shape_offset[w + 1]; ++k) {
-      s.shape_rule_first[k] = rule0;
-      s.shape_rule_count[k] = 0;
-    }
-    for (size_t k = 0; k < m.pair_rules().size(); ++k) {
-      const Model::PairRule& rule = m.pair_rules()[k];
-      const int g = rule0 + static_cast<int>(k), lower = s0 + rule.shape_a;
-      if (s.shape_rule_count[lower]++ == 0) s.shape_rule_first[lower] = g;
-      s.pair_rule_shape_b[g] = s0 + rule.shape_b;
-      s.pair_rule_friction[g] = rule.friction;
-    }
-    ResetWorldState(layout, w, s);
+    WriteWorldModel(worlds[w], w, s, &hull);
+    ResetWorldState(worlds[w], w, s);
   }
   return s;
 }

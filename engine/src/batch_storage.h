@@ -258,6 +258,12 @@ struct WorldLayout {
 // Builds the batch for `worlds` (model arrays filled, state at each model's initial state).
 BatchStorage PackBatch(const std::vector<WorldLayout>& worlds);
 
+// Writes world `w`'s model arrays (bodies, joints, DOFs, joint rows, actuators, shapes, pair
+// rules, its parameters) from `layout`. With `hull` (the hulls packed so far) the world's convex
+// hulls are appended to the hull arrays; without, the shapes keep the hulls packed for them, so
+// a model whose hulls and pair rules match the packed one's is written in place.
+void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hull);
+
 // Copies world `from` of `src` into world `to` of `dst` (same model): the state needed to
 // continue the simulation bit-exactly (and the last step's contacts and statistics).
 void CopyWorldState(const BatchStorage& src, int from, BatchStorage& dst, int to);

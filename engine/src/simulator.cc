@@ -265,9 +265,48 @@ absl::Status Simulator::SetWorldModels(absl::Span<const WorldModelUpdate> update
   if (updates.empty()) return absl::OkStatus();
   std::vector<std::shared_ptr<const Model>> previous;
   for (int w : remodelled) previous.push_back(im.worlds[w].layout.model);
-  // the new model arrays, each world's state carried over (same ids, same order)
-  absl::Status s = im.Repack(std::move(next));
-  if (!s.ok()) return s;
+  // The new model arrays: written in place where every model's hulls and pair rules have the
+  // sizes packed (O(updated worlds)), else the batch is re-packed, each world's state carried.
+  bool in_place = true;
+  for (size_t k = 0; k < remodelled.size() && in_place; ++k) {
+    const Model& was = *previous[k];
+    const Model& now = *next[remodelled[k]].layout.model;
+    in_place = now.pair_rules().size() == was.pair_rules().size();
+    for (int i = 0; i < now.shape_count() && in_place; ++i) {
+      const ShapeDesc& a = was.desc().shapes[i];
+      const ShapeDesc& b = now.desc().shapes[i];
+      const bool hull = a.type == ShapeType::kConvexHull;
+      in_place = hull == (b.type == ShapeType::kConvexHull);
+      for (size_t v = 0; hull && in_place && v < a.vertices.size(); ++v) {
+        in_place = b.vertices.size() == a.vertices.size() && a.vertices[v].x == b.vertices[v].x &&
+                   a.vertices[v].y == b.vertices[v].y && a.vertices[v].z == b.vertices[v].z;
+      }
+    }
+  }
+  absl::Status s;
+  if (in_place) {
+    s = im.EnsureHost();
+    if (!s.ok()) return s;
+    auto write = [&](const std::vector<Impl::WorldRecord>& records) {
+      for (const WorldModelUpdate& u : updates) {
+        const int w = im.index.at(u.world);
+        im.worlds[w].layout = records[w].layout;
+        WriteWorldModel(im.worlds[w].layout, w, im.host, /*hull=*/nullptr);
+      }
+    };
+    const std::vector<Impl::WorldRecord> before = im.worlds;
+    write(next);
+    // the CPU backend steps the host arrays; a device takes them all again
+    s = im.backend->Load(im.host);
+    if (!s.ok()) {
+      write(before);  // the device keeps the batch it had (see ExecutionBackend::Load)
+      return s;
+    }
+    im.host_current = im.device_current = im.inputs_current = im.observables_current = true;
+  } else {
+    s = im.Repack(std::move(next));
+    if (!s.ok()) return s;
+  }
   BatchStorage& h = im.host;
   for (size_t k = 0; k < remodelled.size(); ++k) {
     const int w = remodelled[k];

@@ -902,6 +902,46 @@ TEST(SimulatorTest, NewModelsKeepTheBodyFramesAndNewOptionsApply) {
   EXPECT_GT(std::fabs(rate), 0.1);
 }
 
+// A model whose convex hull changes is re-packed into the batch rather than written in place:
+// the world beside it keeps every bit, and the changed body settles on its new, smaller hull.
+TEST(SimulatorTest, NewModelsWithOtherHullsArePackedAgain) {
+  auto cube = [](Real half) {
+    ModelDesc d;
+    d.options.timestep = 0.01;
+    BodyDesc body;
+    body.name = "cube";
+    body.mass = 1;
+    body.inertia = test::SphereInertia(1, 0.1);
+    body.pose.pos = {0, 0, 0.1};
+    d.bodies.push_back(body);
+    ShapeDesc ground;
+    ground.type = ShapeType::kPlane;
+    d.shapes.push_back(ground);
+    ShapeDesc hull;
+    hull.body = 0;
+    hull.type = ShapeType::kConvexHull;
+    for (int k = 0; k < 8; ++k)
+      hull.vertices.push_back({k & 1 ? half : -half, k & 2 ? half : -half, k & 4 ? half : -half});
+    d.shapes.push_back(hull);
+    return d;
+  };
+  auto sim = MustCreateSimulator();
+  std::vector<WorldId> ids = *sim->CreateWorlds(MustCompile(cube(0.1)), 2);
+  auto reference = MustCreateSimulator();
+  const WorldId ref = MustCreateWorld(*reference, MustCompile(cube(0.1)));
+  ASSERT_TRUE(sim->StepAll(10).ok());
+  MustStep(*reference, ref, 10);
+  const std::string before = Bytes(*sim, ids[0]);
+  WorldModelUpdate update{ids[0], MustCompile(cube(0.05)), std::nullopt};
+  ASSERT_TRUE(sim->SetWorldModels({&update, 1}).ok());
+  EXPECT_EQ(Bytes(*sim, ids[0]), before);
+  ASSERT_TRUE(sim->StepAll(100).ok());
+  MustStep(*reference, ref, 100);
+  EXPECT_EQ(Bytes(*sim, ids[1]), Bytes(*reference, ref));
+  EXPECT_NEAR(BodyPos(*sim, ids[0], 0).z, 0.05, 2e-3);  // fallen onto its smaller hull
+  EXPECT_NEAR(BodyPos(*sim, ids[1], 0).z, 0.10, 2e-3);
+}
+
 TEST(SimulatorTest, CudaBackendRequestIsClearWhenUnavailable) {
   if (CudaAvailable()) GTEST_SKIP() << "a CUDA device is present";
   SimulatorOptions o;
