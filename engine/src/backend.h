@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "batch_storage.h"
 #include "pipeline.h"
 
@@ -22,6 +23,9 @@ class ExecutionBackend {
   // The host wrote only the step's inputs, actuator_ctrl and body_wrench, which no step
   // changes (the host's copy is always the current one): upload those two arrays alone.
   virtual absl::Status UploadInputs(BatchStorage& host) = 0;
+  // The host rewrote the model arrays of `worlds` (batch indices) in place, the layout and the
+  // hulls unchanged (Simulator::SetWorldModels): upload those worlds' parts of them.
+  virtual absl::Status UploadWorldModels(BatchStorage& host, absl::Span<const int> worlds) = 0;
   // Bring the host's state arrays up to date with the backend's.
   virtual absl::Status Download(BatchStorage& host) = 0;
   // Bring only what body and joint state reads need up to date: body_q, body_u, qpos and

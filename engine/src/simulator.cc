@@ -295,14 +295,16 @@ absl::Status Simulator::SetWorldModels(absl::Span<const WorldModelUpdate> update
       }
     };
     const std::vector<Impl::WorldRecord> before = im.worlds;
+    std::vector<int> written;
+    for (const WorldModelUpdate& u : updates) written.push_back(im.index.at(u.world));
     write(next);
-    // the CPU backend steps the host arrays; a device takes them all again
-    s = im.backend->Load(im.host);
+    // the CPU backend steps the host arrays; a device takes those worlds' parts
+    s = im.backend->UploadWorldModels(im.host, written);
     if (!s.ok()) {
-      write(before);  // the device keeps the batch it had (see ExecutionBackend::Load)
+      write(before);
+      im.backend->UploadWorldModels(im.host, written).IgnoreError();  // the first error is told
       return s;
     }
-    im.host_current = im.device_current = im.inputs_current = im.observables_current = true;
   } else {
     s = im.Repack(std::move(next));
     if (!s.ok()) return s;

@@ -685,6 +685,62 @@ class CudaBackend final : public ExecutionBackend {
     return absl::OkStatus();
   }
 
+  absl::Status UploadWorldModels(BatchStorage& host, absl::Span<const int> worlds) override {
+    absl::Status s = CheckLayout(host);
+    if (!s.ok() || arena_ == nullptr) return s;
+    AXION_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+    cudaError_t error = cudaSuccess;
+    for (int w : worlds) {
+      // elements [begin, end) of an array of `width` values per element
+      auto copy = [&](const auto& h, auto* d, int begin, int end, int width) {
+        const size_t first = static_cast<size_t>(begin) * width;
+        const size_t count = static_cast<size_t>(end - begin) * width;
+        if (count > 0 && error == cudaSuccess) {
+          error = cudaMemcpyAsync(d + first, h.data() + first, count * sizeof(h[0]),
+                                  cudaMemcpyHostToDevice, stream_);
+        }
+      };
+#define AXION_UPLOAD(offsets) \
+  [&](const auto& h, auto* d, int width) { copy(h, d, offsets[w], offsets[w + 1], width); }
+#define AXION_UPLOAD_WORLD(T, name, width) copy(host.name, d_.name, w, w + 1, width);
+#define AXION_UPLOAD_BODY(T, name, width) \
+  AXION_UPLOAD(host.world_body_offset)(host.name, d_.name, width);
+#define AXION_UPLOAD_JOINT(T, name, width) \
+  AXION_UPLOAD(host.world_joint_offset)(host.name, d_.name, width);
+#define AXION_UPLOAD_DOF(T, name, width) \
+  AXION_UPLOAD(host.world_dof_offset)(host.name, d_.name, width);
+#define AXION_UPLOAD_ACT(T, name, width) \
+  AXION_UPLOAD(host.world_actuator_offset)(host.name, d_.name, width);
+#define AXION_UPLOAD_SHAPE(T, name, width) \
+  AXION_UPLOAD(host.world_shape_offset)(host.name, d_.name, width);
+#define AXION_UPLOAD_RULE(T, name, width) \
+  AXION_UPLOAD(host.world_pair_rule_offset)(host.name, d_.name, width);
+#define AXION_UPLOAD_ROW(T, name, width) \
+  AXION_UPLOAD(host.world_row_offset)(host.name, d_.name, width);
+      AXION_WORLD_MODEL(AXION_UPLOAD_WORLD)
+      AXION_BODY_MODEL(AXION_UPLOAD_BODY)
+      AXION_JOINT_MODEL(AXION_UPLOAD_JOINT)
+      AXION_DOF_MODEL(AXION_UPLOAD_DOF)
+      AXION_ACTUATOR_MODEL(AXION_UPLOAD_ACT)
+      AXION_SHAPE_MODEL(AXION_UPLOAD_SHAPE)
+      AXION_PAIR_RULE_MODEL(AXION_UPLOAD_RULE)
+      AXION_ROW_MODEL(AXION_UPLOAD_ROW)
+#undef AXION_UPLOAD_ROW
+#undef AXION_UPLOAD_RULE
+#undef AXION_UPLOAD_SHAPE
+#undef AXION_UPLOAD_ACT
+#undef AXION_UPLOAD_DOF
+#undef AXION_UPLOAD_JOINT
+#undef AXION_UPLOAD_BODY
+#undef AXION_UPLOAD_WORLD
+#undef AXION_UPLOAD
+    }
+    AXION_CUDA_RETURN_IF_ERROR(error);
+    // the host vectors must outlive the copies
+    AXION_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    return absl::OkStatus();
+  }
+
   absl::Status DownloadObservables(BatchStorage& host) override {
     absl::Status s = CheckLayout(host);
     if (!s.ok() || state_bytes_ == 0) return s;
