@@ -81,6 +81,31 @@ size_t BatchStorage::bytes() const {
   return total;
 }
 
+void WriteMocapFrames(const WorldLayout& layout, int w, BatchStorage& s) {
+  const ModelDesc& d = layout.model->desc();
+  if (d.mocap_bodies.empty()) return;
+  auto mocap = [&](int m) {
+    return layout.mocap_pose.empty() ? d.mocap_bodies[m].pose : layout.mocap_pose[m];
+  };
+  auto carried = [](const Pose& by, const Pose& local) {
+    return Pose{by.pos + rotate(by.quat, local.pos), by.quat * local.quat};
+  };
+  const int s0 = s.world_shape_offset[w], j0 = s.world_joint_offset[w];
+  for (size_t i = 0; i < d.shapes.size(); ++i) {
+    if (d.shapes[i].mocap < 0) continue;
+    const Pose pose = carried(mocap(d.shapes[i].mocap), d.shapes[i].pose);
+    store3(&s.shape_pos[3 * (s0 + i)], pose.pos);
+    store_quat(&s.shape_quat[4 * (s0 + i)], pose.quat);
+  }
+  for (size_t j = 0; j < d.joints.size(); ++j) {
+    if (d.joints[j].parent_mocap < 0) continue;
+    const Pose frame =
+        carried(mocap(d.joints[j].parent_mocap), layout.model->joint_parent_frame()[j]);
+    store3(&s.joint_parent_pos[3 * (j0 + j)], frame.pos);
+    store_quat(&s.joint_parent_quat[4 * (j0 + j)], frame.quat);
+  }
+}
+
 void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hull) {
   const ModelDesc& d = layout.model->desc();
   const Model& m = *layout.model;
@@ -259,6 +284,7 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
     s.pair_rule_shape_b[g] = s0 + rule.shape_b;
     s.pair_rule_friction[g] = rule.friction;
   }
+  WriteMocapFrames(layout, w, s);
 }
 
 BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {

@@ -250,6 +250,10 @@ struct BatchStorage {
 // One world's place in the batch: its model and per-world options.
 struct WorldLayout {
   std::shared_ptr<const Model> model;
+  // Where the world's mocap bodies are (model->mocap_count(), world frame); empty: at the
+  // model's initial poses. Their shapes and joint anchors are written from these into the
+  // model arrays (WriteMocapFrames).
+  std::vector<Pose> mocap_pose;
   WorldParams params;
   int contact_capacity = 0;
   int pair_capacity = 0;
@@ -263,6 +267,10 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds);
 // hulls are appended to the hull arrays; without, the shapes keep the hulls packed for them, so
 // a model whose hulls and pair rules match the packed one's is written in place.
 void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hull);
+
+// Writes the static shapes and joint frames that ride on world `w`'s mocap bodies at the
+// layout's mocap poses (part of WriteWorldModel).
+void WriteMocapFrames(const WorldLayout& layout, int w, BatchStorage& s);
 
 // Copies world `from` of `src` into world `to` of `dst` (same model): the state needed to
 // continue the simulation bit-exactly (and the last step's contacts and statistics).

@@ -147,7 +147,7 @@ BodyMotion ChildMotion(const JointDesc& joint, const Pose& parent_frame, const B
 }  // namespace
 
 absl::StatusOr<BodyState> BodyStateFromJoints(const Model& model, const JointState& joints,
-                                              BodyState bodies) {
+                                              BodyState bodies, absl::Span<const Real> mocap_pose) {
   const ModelDesc& d = model.desc();
   const int n = model.body_count();
   if (static_cast<int>(joints.position.size()) != model.joint_position_count() ||
@@ -162,6 +162,10 @@ absl::StatusOr<BodyState> BodyStateFromJoints(const Model& model, const JointSta
     return absl::InvalidArgumentError(absl::StrCat("body state needs ", 7 * n, " pose and ", 6 * n,
                                                    " velocity values, got ", bodies.pose.size(),
                                                    " and ", bodies.velocity.size()));
+  }
+  if (!mocap_pose.empty() && static_cast<int>(mocap_pose.size()) != 7 * model.mocap_count()) {
+    return absl::InvalidArgumentError(absl::StrCat("mocap poses need ", 7 * model.mocap_count(),
+                                                   " values, got ", mocap_pose.size()));
   }
   for (int j = 0; j < model.joint_count(); ++j) {
     const JointDesc& joint = d.joints[j];
@@ -193,8 +197,14 @@ absl::StatusOr<BodyState> BodyStateFromJoints(const Model& model, const JointSta
       position.assign(joints.position.begin() + q0, joints.position.begin() + q0 + count);
       if (joint.type != JointType::kBall)
         for (Real& p : position) p -= joint.reference;
-      const BodyMotion parent =
+      BodyMotion parent =
           joint.parent == kWorldBody ? BodyMotion{} : LoadMotion(bodies, joint.parent);
+      if (joint.parent_mocap >= 0) {  // a mocap body: where it is, at rest
+        const int m = joint.parent_mocap;
+        parent.pose = mocap_pose.empty()
+                          ? d.mocap_bodies[m].pose
+                          : Pose{load3(&mocap_pose[7 * m]), load_quat(&mocap_pose[7 * m + 3])};
+      }
       const BodyMotion child = ChildMotion(joint, model.joint_parent_frame()[j], parent,
                                            position.data(), joints.velocity.data() + v0);
       store3(&bodies.pose[7 * joint.child], child.pose.pos);

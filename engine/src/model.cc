@@ -101,10 +101,18 @@ absl::Status ValidateBody(int index, BodyDesc* body) {
   return absl::OkStatus();
 }
 
-absl::Status ValidateShape(int index, int body_count, ShapeDesc* shape) {
+absl::Status ValidateShape(int index, int body_count, int mocap_count, ShapeDesc* shape) {
   std::string what = Describe("shape", index, shape->name);
   if (shape->body < kWorldBody || shape->body >= body_count) {
     return Invalid(what, "body", absl::StrCat("refers to missing body ", shape->body));
+  }
+  if (shape->mocap < -1 || shape->mocap >= mocap_count) {
+    return Invalid(what, "mocap", absl::StrCat("refers to missing mocap body ", shape->mocap));
+  }
+  if (shape->mocap >= 0 && shape->body != kWorldBody) {
+    return Invalid(what, "mocap",
+                   "is set on a shape of a moving body (only static shapes ride "
+                   "on mocap bodies)");
   }
   absl::Status s = ValidatePose(what, "pose", &shape->pose);
   if (!s.ok()) return s;
@@ -189,7 +197,10 @@ uint64_t Fingerprint(const Model& m) {
     h.Add(m.joint_parent_frame()[j]);
     for (AxisMode mode : joint.axis_mode) h.Add(mode);
   }
-  for (const ShapeDesc& s : d.shapes) h.Add(s.type), h.Add(s.body), h.Add(s.pose), h.Add(s.size);
+  for (const ShapeDesc& s : d.shapes)
+    h.Add(s.type), h.Add(s.body), h.Add(s.mocap), h.Add(s.pose), h.Add(s.size);
+  h.Add(d.mocap_bodies.size());
+  for (const JointDesc& joint : d.joints) h.Add(joint.parent_mocap);
   for (const ActuatorDesc& a : d.actuators) h.Add(a.type), h.Add(a.joint), h.Add(a.dof);
   h.Add(d.contact_pairs.size());
   for (const ContactPairDesc& p : d.contact_pairs) h.Add(p.shape_a), h.Add(p.shape_b);
@@ -358,7 +369,9 @@ bool ShapesPassFilter(const ShapeDesc& a, const ShapeDesc& b) {
 
 bool JointHoldsChildOffPlane(const ModelDesc& desc, const JointDesc& joint,
                              const ShapeDesc& plane) {
-  if (!JointFixesRotation(joint) || plane.type != ShapeType::kPlane || plane.body != kWorldBody)
+  // (a plane on a mocap body moves, and may come to press on the body)
+  if (!JointFixesRotation(joint) || plane.type != ShapeType::kPlane || plane.body != kWorldBody ||
+      plane.mocap >= 0)
     return false;
   const std::array<AxisMode, 6> modes = JointAxisModes(joint);
   const Quat frame = desc.bodies[joint.child].pose.quat * joint.child_frame.quat;
@@ -439,8 +452,14 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
     absl::Status s = ValidateBody(i, &desc.bodies[i]);
     if (!s.ok()) return s;
   }
+  const int mocap_count = static_cast<int>(desc.mocap_bodies.size());
+  for (int m = 0; m < mocap_count; ++m) {
+    absl::Status s = ValidatePose(Describe("mocap body", m, desc.mocap_bodies[m].name), "pose",
+                                  &desc.mocap_bodies[m].pose);
+    if (!s.ok()) return s;
+  }
   for (int i = 0; i < static_cast<int>(desc.shapes.size()); ++i) {
-    absl::Status s = ValidateShape(i, body_count, &desc.shapes[i]);
+    absl::Status s = ValidateShape(i, body_count, mocap_count, &desc.shapes[i]);
     if (!s.ok()) return s;
   }
 
@@ -456,6 +475,13 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
       return Invalid(what, "child", absl::StrCat("refers to missing body ", joint.child));
     }
     if (joint.child == joint.parent) return Invalid(what, "child", "equals the parent");
+    if (joint.parent_mocap < -1 || joint.parent_mocap >= mocap_count) {
+      return Invalid(what, "parent_mocap",
+                     absl::StrCat("refers to missing mocap body ", joint.parent_mocap));
+    }
+    if (joint.parent_mocap >= 0 && joint.parent != kWorldBody) {
+      return Invalid(what, "parent_mocap", "is set on a joint whose parent is a body");
+    }
     if (static_cast<int>(joint.type) < 0 || static_cast<int>(joint.type) > 5) {
       return Invalid(what, "type", absl::StrCat("is unknown (", static_cast<int>(joint.type), ")"));
     }
@@ -692,6 +718,19 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
       if (!Finite(key.body_velocity[i]))
         return Invalid(what, "body_velocity", absl::StrCat("of body ", i / 6, " is not finite"));
     }
+    if (!key.mocap_pose.empty() && key.mocap_pose.size() != 7 * desc.mocap_bodies.size())
+      return Invalid(what, "mocap_pose",
+                     absl::StrCat("needs ", 7 * desc.mocap_bodies.size(),
+                                  " values (7 per mocap body), got ", key.mocap_pose.size()));
+    for (size_t i = 0; i < key.mocap_pose.size(); ++i) {
+      if (!Finite(key.mocap_pose[i]))
+        return Invalid(what, "mocap_pose", absl::StrCat("of mocap body ", i / 7, " is not finite"));
+    }
+    for (size_t i = 0; i < key.mocap_pose.size(); i += 7) {
+      if (!(quat_norm(load_quat(&key.mocap_pose[i + 3])) > Real(1e-9)))
+        return Invalid(what, "mocap_pose",
+                       absl::StrCat("of mocap body ", i / 7, ": quaternion is zero"));
+    }
     for (size_t a = 0; a < key.controls.size(); ++a) {
       const ActuatorDesc& act = desc.actuators[a];
       if (!Finite(key.controls[a]) ||
@@ -717,10 +756,11 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
     Pose world{child.pose.pos + rotate(child.pose.quat, joint.child_frame.pos),
                child.pose.quat * joint.child_frame.quat};
     Pose parent_frame = world;
-    if (joint.parent != kWorldBody) {
-      const BodyDesc& parent = desc.bodies[joint.parent];
-      parent_frame.pos = rotate_inv(parent.pose.quat, world.pos - parent.pose.pos);
-      parent_frame.quat = conjugate(parent.pose.quat) * world.quat;
+    if (joint.parent != kWorldBody || joint.parent_mocap >= 0) {
+      const Pose& parent = joint.parent != kWorldBody ? desc.bodies[joint.parent].pose
+                                                      : desc.mocap_bodies[joint.parent_mocap].pose;
+      parent_frame.pos = rotate_inv(parent.quat, world.pos - parent.pos);
+      parent_frame.quat = conjugate(parent.quat) * world.quat;
     }
     model->joint_parent_frame_.push_back(parent_frame);
     bool has_drive = JointHasDrive(desc, j);
@@ -880,6 +920,8 @@ absl::Status CheckSameStructure(const Model& current, const Model& next) {
     return differ("actuators", next.actuator_count(), current.actuator_count());
   if (b.couplings.size() != a.couplings.size())
     return differ("joint couplings", b.couplings.size(), a.couplings.size());
+  if (next.mocap_count() != current.mocap_count())
+    return differ("mocap bodies", next.mocap_count(), current.mocap_count());
   for (int j = 0; j < current.joint_count(); ++j) {
     const JointDesc& ja = a.joints[j];
     const JointDesc& jb = b.joints[j];
@@ -888,7 +930,8 @@ absl::Status CheckSameStructure(const Model& current, const Model& next) {
     bool same_rows = ra.size() == rb.size();
     for (size_t r = 0; same_rows && r < ra.size(); ++r)
       same_rows = ra[r].kind == rb[r].kind && ra[r].axis == rb[r].axis && ra[r].dof == rb[r].dof;
-    if (jb.type != ja.type || jb.parent != ja.parent || jb.child != ja.child || !same_rows) {
+    if (jb.type != ja.type || jb.parent != ja.parent || jb.child != ja.child ||
+        jb.parent_mocap != ja.parent_mocap || !same_rows) {
       return absl::InvalidArgumentError(absl::StrCat(
           "joint ", j, " ('", ja.name,
           "') differs in kind, bodies or constraint rows (limits, a ball's cone, drive rows, "
@@ -906,10 +949,11 @@ absl::Status CheckSameStructure(const Model& current, const Model& next) {
     }
   }
   for (int i = 0; i < current.shape_count(); ++i) {
-    if (b.shapes[i].body != a.shapes[i].body) {
+    if (b.shapes[i].body != a.shapes[i].body || b.shapes[i].mocap != a.shapes[i].mocap) {
       return absl::InvalidArgumentError(
           absl::StrCat("shape ", i, " ('", a.shapes[i].name, "') is on body ", b.shapes[i].body,
-                       " where the world's is on ", a.shapes[i].body));
+                       " (mocap ", b.shapes[i].mocap, ") where the world's is on body ",
+                       a.shapes[i].body, " (mocap ", a.shapes[i].mocap, ")"));
     }
   }
   // implied by the joints, checked for what the batch's arrays hold
@@ -966,6 +1010,13 @@ int Model::FindKeyframe(const std::string& name) const {
       std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
       absl::SimpleAtoi(name, &index) && index < static_cast<int>(desc_.keyframes.size()))
     return index;
+  return -1;
+}
+
+int Model::FindMocapBody(const std::string& name) const {
+  for (int i = 0; i < mocap_count(); ++i) {
+    if (desc_.mocap_bodies[i].name == name) return i;
+  }
   return -1;
 }
 

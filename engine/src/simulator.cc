@@ -103,6 +103,17 @@ class Simulator::Impl {
     return s;
   }
 
+  // Puts world w's mocap bodies at `poses` (empty: their initial poses): the shapes and joint
+  // anchors on them are rewritten in the model arrays, and the backend takes that world's.
+  absl::Status MoveMocapBodies(int w, std::vector<Pose> poses) {
+    WorldLayout& layout = worlds[w].layout;
+    if (layout.model->mocap_count() == 0) return absl::OkStatus();
+    layout.mocap_pose = std::move(poses);
+    WriteMocapFrames(layout, w, host);
+    const int written[] = {w};
+    return backend->UploadWorldModels(host, written);
+  }
+
   // Re-packs the batch for `next` worlds, carrying over the state of worlds that survive.
   absl::Status Repack(std::vector<WorldRecord> next) {
     absl::Status s = EnsureHost();
@@ -587,7 +598,9 @@ absl::Status Simulator::SetJointState(WorldId world, const JointState& state) {
   absl::StatusOr<BodyState> current = GetBodyState(world);
   if (!current.ok()) return current.status();
   const Model& model = *im.worlds[*w].layout.model;
-  absl::StatusOr<BodyState> bodies = BodyStateFromJoints(model, state, *std::move(current));
+  absl::StatusOr<std::vector<Real>> mocap = GetMocapPoses(world);
+  if (!mocap.ok()) return mocap.status();
+  absl::StatusOr<BodyState> bodies = BodyStateFromJoints(model, state, *std::move(current), *mocap);
   if (!bodies.ok()) {
     return absl::Status(bodies.status().code(),
                         absl::StrCat("world ", world, ": ", bodies.status().message()));
@@ -684,6 +697,8 @@ absl::Status Simulator::Reset(WorldId world) {
   if (!s.ok()) return s;
   ResetWorldState(im.worlds[*w].layout, *w, im.host);
   im.worlds[*w].step_count = 0;
+  s = im.MoveMocapBodies(*w, {});
+  if (!s.ok()) return s;
   return im.MarkHostWritten();
 }
 
@@ -716,6 +731,10 @@ absl::Status Simulator::Reset(WorldId world, const std::string& keyframe) {
     s = SetControls(world, key.controls);
     if (!s.ok()) return s;
   }
+  if (!key.mocap_pose.empty()) {
+    s = SetMocapPoses(world, key.mocap_pose);
+    if (!s.ok()) return s;
+  }
   im.host.world_time[*w] = key.time;
   return im.MarkHostWritten();
 }
@@ -726,7 +745,8 @@ absl::StatusOr<std::string> Simulator::Snapshot(WorldId world) const {
   if (!w.ok()) return w.status();
   absl::Status s = im.EnsureHost();
   if (!s.ok()) return s;
-  return EncodeSnapshot(im.host, *w, *im.worlds[*w].layout.model, im.worlds[*w].step_count);
+  const WorldLayout& layout = im.worlds[*w].layout;
+  return EncodeSnapshot(im.host, *w, *layout.model, im.worlds[*w].step_count, layout.mocap_pose);
 }
 
 absl::Status Simulator::Restore(WorldId world, std::string_view bytes) {
@@ -735,13 +755,63 @@ absl::Status Simulator::Restore(WorldId world, std::string_view bytes) {
   if (!w.ok()) return w.status();
   absl::Status s = im.EnsureHost();
   if (!s.ok()) return s;
-  absl::StatusOr<uint64_t> steps = DecodeSnapshot(bytes, *im.worlds[*w].layout.model, *w, im.host);
+  WorldLayout& layout = im.worlds[*w].layout;
+  std::vector<Pose> mocap;
+  absl::StatusOr<uint64_t> steps = DecodeSnapshot(bytes, *layout.model, *w, im.host, &mocap);
   if (!steps.ok()) {
     return absl::Status(steps.status().code(),
                         absl::StrCat("world ", world, ": ", steps.status().message()));
   }
   im.worlds[*w].step_count = *steps;
+  s = im.MoveMocapBodies(*w, std::move(mocap));
+  if (!s.ok()) return s;
   return im.MarkHostWritten();
+}
+
+absl::StatusOr<std::vector<Real>> Simulator::GetMocapPoses(WorldId world) const {
+  Impl& im = *impl_;
+  absl::StatusOr<int> w = im.Find(world);
+  if (!w.ok()) return w.status();
+  const WorldLayout& layout = im.worlds[*w].layout;
+  std::vector<Real> out(7 * layout.model->mocap_count());
+  for (int m = 0; m < layout.model->mocap_count(); ++m) {
+    const Pose& pose = layout.mocap_pose.empty() ? layout.model->desc().mocap_bodies[m].pose
+                                                 : layout.mocap_pose[m];
+    store3(&out[7 * m], pose.pos);
+    store_quat(&out[7 * m + 3], pose.quat);
+  }
+  return out;
+}
+
+absl::Status Simulator::SetMocapPoses(WorldId world, absl::Span<const Real> pose) {
+  Impl& im = *impl_;
+  absl::StatusOr<int> w = im.Find(world);
+  if (!w.ok()) return w.status();
+  const ModelDesc& d = im.worlds[*w].layout.model->desc();
+  const size_t n = d.mocap_bodies.size();
+  if (pose.size() != 7 * n) {
+    return absl::InvalidArgumentError(absl::StrCat("world ", world, ": mocap poses need ", 7 * n,
+                                                   " values (7 per mocap body), got ",
+                                                   pose.size()));
+  }
+  std::vector<Pose> poses(n);
+  for (size_t m = 0; m < n; ++m) {
+    for (int k = 0; k < 7; ++k) {
+      if (!std::isfinite(pose[7 * m + k])) {
+        return absl::InvalidArgumentError(absl::StrCat("world ", world, ": pose of mocap body ", m,
+                                                       " ('", d.mocap_bodies[m].name,
+                                                       "') is not finite"));
+      }
+    }
+    const Quat q = load_quat(&pose[7 * m + 3]);
+    if (!(quat_norm(q) > Real(1e-9))) {
+      return absl::InvalidArgumentError(absl::StrCat("world ", world, ": quaternion of mocap body ",
+                                                     m, " ('", d.mocap_bodies[m].name,
+                                                     "') is zero"));
+    }
+    poses[m] = {load3(&pose[7 * m]), quat_normalized(q)};
+  }
+  return im.MoveMocapBodies(*w, std::move(poses));
 }
 
 size_t Simulator::memory_capacity_bytes() const { return impl_->backend->device_capacity_bytes(); }

@@ -5,8 +5,9 @@
 //   body_q (bodies x 7) | body_u (bodies x 6) | body_wrench (bodies x 6) |
 //   dof_velocity (dofs) | qpos (qpos) | actuator_ctrl (actuators) | joint-row lambda (rows) |
 //   i32 previous contact count n | n x (i32 shape a, i32 shape b (world-local), Real point on a[3],
-//   Real point on b[3], Real lambda[3])   (AXSNAP01 had the point on a only; AXSNAP02 no step
-//   level)
+//   Real point on b[3], Real lambda[3]) | mocap body poses (mocap bodies x 7: position,
+//   quaternion)   (AXSNAP01 had the point on a only; AXSNAP02 no step level; a model without
+//   mocap bodies, which every model was before they came, has an empty last block)
 // The joint-row impulses and the last step's contacts are part of the state because they
 // warm-start the next Newton solve, and the step level because it sets the next step's length.
 #include "snapshot.h"
@@ -129,7 +130,8 @@ Counts CountsOf(const Model& m) {
 
 }  // namespace
 
-std::string EncodeSnapshot(const BatchStorage& h, int w, const Model& model, uint64_t step_count) {
+std::string EncodeSnapshot(const BatchStorage& h, int w, const Model& model, uint64_t step_count,
+                           const std::vector<Pose>& mocap_pose) {
   std::string out;
   Counts c = CountsOf(model);
   uint32_t real_size = sizeof(Real);
@@ -158,11 +160,18 @@ std::string EncodeSnapshot(const BatchStorage& h, int w, const Model& model, uin
     Put(out, &h.contact_prev_points[6 * (slot0 + i)], 6);
     Put(out, &h.contact_prev_lambda[3 * (slot0 + i)], 3);
   }
+  for (int m = 0; m < model.mocap_count(); ++m) {
+    const Pose& pose = mocap_pose.empty() ? model.desc().mocap_bodies[m].pose : mocap_pose[m];
+    Real values[7];
+    store3(values, pose.pos);
+    store_quat(values + 3, pose.quat);
+    Put(out, values, 7);
+  }
   return out;
 }
 
 absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& model, int w,
-                                        BatchStorage& h) {
+                                        BatchStorage& h, std::vector<Pose>* mocap_pose) {
   Reader r{bytes};
   char magic[8];
   uint32_t real_size = 0;
@@ -229,6 +238,12 @@ absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& mod
     ok = ok && contact_shapes[2 * i] >= 0 && contact_shapes[2 * i] < shape_count &&
          contact_shapes[2 * i + 1] >= 0 && contact_shapes[2 * i + 1] < shape_count;
   }
+  std::vector<Real> mocap(7 * model.mocap_count());
+  ok = ok && r.Get(mocap.data(), mocap.size());
+  for (int m = 0; ok && m < model.mocap_count(); ++m) {
+    for (int k = 0; k < 7; ++k) ok = ok && std::isfinite(mocap[7 * m + k]);
+    ok = ok && std::fabs(quat_norm(load_quat(&mocap[7 * m + 3])) - Real(1)) <= kQuatNormTolerance;
+  }
   if (!ok || r.pos != bytes.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("snapshot has ", bytes.size(), " bytes, which does not match the model"));
@@ -256,6 +271,9 @@ absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& mod
     std::copy_n(&d.contact_lambda[3 * i], 3, &h.contact_prev_lambda[3 * (slot0 + i)]);
   }
   h.world_prev_contact_count[w] = contacts;
+  mocap_pose->clear();
+  for (int m = 0; m < model.mocap_count(); ++m)
+    mocap_pose->push_back({load3(&mocap[7 * m]), load_quat(&mocap[7 * m + 3])});
   return step_count;
 }
 

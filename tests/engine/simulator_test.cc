@@ -942,6 +942,122 @@ TEST(SimulatorTest, NewModelsWithOtherHullsArePackedAgain) {
   EXPECT_NEAR(BodyPos(*sim, ids[1], 0).z, 0.10, 2e-3);
 }
 
+// A paddle on a mocap body, moved a centimetre per step, pushes a ball along the floor, and a
+// body welded to the mocap body rides with it; the poses survive a re-pack, snapshots carry
+// them, a reset returns them, and bad poses are refused.
+ModelDesc MocapScene() {
+  ModelDesc d;
+  d.options.timestep = 0.01;
+  d.mocap_bodies.push_back({"paddle", Pose{{-0.2, 0, 0.1}, {}}});
+  ShapeDesc floor;
+  floor.type = ShapeType::kPlane;
+  d.shapes.push_back(floor);
+  ShapeDesc paddle;
+  paddle.name = "paddle";
+  paddle.type = ShapeType::kBox;
+  paddle.mocap = 0;
+  paddle.size = {0.05, 0.2, 0.1};
+  d.shapes.push_back(paddle);
+  BodyDesc ball;
+  ball.name = "ball";
+  ball.mass = 1;
+  ball.inertia = test::SphereInertia(1, 0.05);
+  ball.pose.pos = {0.1, 0, 0.05};
+  d.bodies.push_back(ball);
+  ShapeDesc ball_shape;
+  ball_shape.body = 0;
+  ball_shape.size = {0.05, 0, 0};
+  d.shapes.push_back(ball_shape);
+  BodyDesc handle = ball;
+  handle.name = "handle";
+  handle.pose.pos = {-0.2, 0, 0.5};
+  d.bodies.push_back(handle);
+  JointDesc weld;
+  weld.name = "weld";
+  weld.type = JointType::kFixed;
+  weld.child = 1;
+  weld.parent_mocap = 0;
+  d.joints.push_back(weld);
+  return d;
+}
+
+TEST(SimulatorTest, MocapBodiesCarryTheirShapesAndJoints) {
+  auto sim = MustCreateSimulator();
+  auto model = MustCompile(MocapScene());
+  ASSERT_EQ(model->mocap_count(), 1);
+  EXPECT_EQ(model->FindMocapBody("paddle"), 0);
+  std::vector<WorldId> ids = *sim->CreateWorlds(model, 2);
+  const WorldId w = ids[0];
+  EXPECT_EQ(*sim->GetMocapPoses(w), (std::vector<Real>{-0.2, 0, 0.1, 1, 0, 0, 0}));
+  std::string snapshot;
+  for (int step = 1; step <= 40; ++step) {
+    const Real x = -0.2 + 0.01 * step;
+    ASSERT_TRUE(sim->SetMocapPoses(w, std::vector<Real>{x, 0, 0.1, 1, 0, 0, 0}).ok());
+    if (step == 20) {
+      snapshot = *sim->Snapshot(w);
+      // a re-pack (another world made) keeps where the paddle is
+      ASSERT_TRUE(sim->CreateWorlds(model, 1).ok());
+    }
+    ASSERT_TRUE(sim->Step(std::vector<WorldId>{w}).ok());
+    const Vec3 handle = BodyPos(*sim, w, 1);
+    ASSERT_NEAR(handle.x, x, 1e-6) << "step " << step;
+    ASSERT_NEAR(handle.z, 0.5, 1e-6) << "step " << step;
+  }
+  // the paddle's face is at 0.25: the ball ahead of it, pushed 0.15 m, still on the floor
+  const Vec3 ball = BodyPos(*sim, w, 0);
+  EXPECT_GT(ball.x, 0.25 + 0.05 - 2e-3);
+  EXPECT_NEAR(ball.z, 0.05, 2e-3);
+  EXPECT_NEAR(BodyPos(*sim, ids[1], 0).x, 0.1, 1e-9);  // the other world's paddle never moved
+
+  // a snapshot puts the paddle back where it was taken; a reset where it started
+  ASSERT_TRUE(sim->Restore(w, snapshot).ok());
+  EXPECT_NEAR(sim->GetMocapPoses(w)->at(0), -0.2 + 0.01 * 20, 1e-15);
+  ASSERT_TRUE(sim->Reset(w).ok());
+  EXPECT_EQ(*sim->GetMocapPoses(w), (std::vector<Real>{-0.2, 0, 0.1, 1, 0, 0, 0}));
+  MustStep(*sim, w, 5);
+  EXPECT_NEAR(BodyPos(*sim, w, 1).x, -0.2, 1e-6);
+
+  // refused, the world untouched
+  const std::string before = Bytes(*sim, w);
+  EXPECT_EQ(sim->SetMocapPoses(w, std::vector<Real>{0, 0, 0}).code(),
+            absl::StatusCode::kInvalidArgument);
+  absl::Status s = sim->SetMocapPoses(w, std::vector<Real>{0, 0, 0, 0, 0, 0, 0});
+  EXPECT_THAT(std::string(s.message()), HasSubstr("quaternion of mocap body 0 ('paddle') is zero"));
+  s = sim->SetMocapPoses(
+      w, std::vector<Real>{std::numeric_limits<Real>::quiet_NaN(), 0, 0, 1, 0, 0, 0});
+  EXPECT_THAT(std::string(s.message()), HasSubstr("pose of mocap body 0 ('paddle') is not finite"));
+  EXPECT_EQ(Bytes(*sim, w), before);
+  EXPECT_EQ(sim->GetMocapPoses(w)->at(0), -0.2);
+}
+
+// A keyframe places the mocap bodies; the parent side of a joint on one is kept in its frame.
+TEST(SimulatorTest, KeyframesPlaceMocapBodies) {
+  ModelDesc d = MocapScene();
+  KeyframeDesc key;
+  key.name = "raised";
+  key.mocap_pose = {0.3, 0.1, 0.4, std::cos(0.25), 0, 0, std::sin(0.25)};
+  d.keyframes.push_back(key);
+  auto model = MustCompile(d);
+  EXPECT_NEAR(model->joint_parent_frame()[0].pos.z, 0.4, 1e-15);  // 0.4 above the paddle
+  auto sim = MustCreateSimulator();
+  const WorldId w = MustCreateWorld(*sim, model);
+  ASSERT_TRUE(sim->Reset(w, "raised").ok());
+  const std::vector<Real> placed = *sim->GetMocapPoses(w);
+  for (int k = 0; k < 7; ++k) EXPECT_NEAR(placed[k], key.mocap_pose[k], 1e-15);
+  MustStep(*sim, w, 30);
+  const Vec3 handle = BodyPos(*sim, w, 1);
+  EXPECT_NEAR(handle.x, 0.3, 1e-6);
+  EXPECT_NEAR(handle.y, 0.1, 1e-6);
+  EXPECT_NEAR(handle.z, 0.8, 1e-6);
+  d.keyframes[0].mocap_pose.pop_back();
+  EXPECT_THAT(std::string(Model::Compile(d).status().message()),
+              HasSubstr("mocap_pose needs 7 values (7 per mocap body), got 6"));
+  d = MocapScene();
+  d.shapes[2].mocap = 0;  // the ball's shape is on a body
+  EXPECT_THAT(std::string(Model::Compile(d).status().message()),
+              HasSubstr("is set on a shape of a moving body"));
+}
+
 TEST(SimulatorTest, CudaBackendRequestIsClearWhenUnavailable) {
   if (CudaAvailable()) GTEST_SKIP() << "a CUDA device is present";
   SimulatorOptions o;

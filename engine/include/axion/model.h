@@ -63,6 +63,9 @@ struct Material {
 struct ShapeDesc {
   std::string name;
   int body = kWorldBody;  // owning body index, or kWorldBody for static geometry
+  // Static geometry only: the mocap body (ModelDesc::mocap_bodies) it is on, its pose then in
+  // that body's frame; -1: fixed in the world.
+  int mocap = -1;
   ShapeType type = ShapeType::kSphere;
   Pose pose;                   // shape frame in the body frame (in the world frame for kWorldBody)
   Vec3 size;                   // see ShapeType
@@ -109,6 +112,9 @@ struct JointDesc {
   // slide axis. The parent side of the frame is computed from the bodies' initial poses, so the
   // initial configuration is the joint's zero (plus `reference`).
   Pose child_frame;
+  // With parent == kWorldBody: the mocap body (ModelDesc::mocap_bodies) the parent side is on,
+  // which carries it when moved (a weld or connect to a MuJoCo mocap body); -1: the world.
+  int parent_mocap = -1;
   // Convenience: when set, the joint frame's x axis is this direction (child body frame) and
   // child_frame.quat is replaced by the shortest rotation taking x onto it. Must be non-zero.
   std::optional<Vec3> axis;
@@ -328,6 +334,18 @@ struct KeyframeDesc {
   std::vector<Real> body_velocity;  // (body_count x 6): linear velocity of the body-frame origin
                                     // then angular velocity, world frame; empty: initial ones
   std::vector<Real> controls;       // (actuator_count), within ctrl ranges; empty: zero
+  std::vector<Real> mocap_pose;     // (mocap_count x 7): position, quaternion w x y z; empty:
+                                    // the initial poses
+};
+
+// A mocap body (MuJoCo's mocap="true"): static geometry (ShapeDesc::mocap) and joint anchors
+// (JointDesc::parent_mocap) that move together where the user places them, per world
+// (Simulator::SetMocapPoses). Each move takes them there at once, with no velocity (contacts
+// see them at rest, as MuJoCo's do): what is in the way is pushed out, what is welded to one
+// follows.
+struct MocapBodyDesc {
+  std::string name;
+  Pose pose;  // initial pose, world frame
 };
 
 struct ModelDesc {
@@ -347,6 +365,7 @@ struct ModelDesc {
   // group/mask filter and the joined-bodies rule (importers use it for MuJoCo's parent filter).
   std::vector<std::array<int, 2>> exclude_body_pairs;
   std::vector<KeyframeDesc> keyframes;
+  std::vector<MocapBodyDesc> mocap_bodies;
 };
 
 // A floor: an infinite ground plane named "floor" at `height` (m), normal +z, for scenes from
@@ -373,6 +392,7 @@ class Model {
   int shape_count() const { return static_cast<int>(desc_.shapes.size()); }
   int joint_count() const { return static_cast<int>(desc_.joints.size()); }
   int actuator_count() const { return static_cast<int>(desc_.actuators.size()); }
+  int mocap_count() const { return static_cast<int>(desc_.mocap_bodies.size()); }
   int joint_dof_count() const { return joint_dof_count_; }  // sum of JointDofCount
   int joint_position_count() const { return joint_position_count_; }
   int joint_row_count() const { return joint_row_count_; }  // constraint rows of joints
@@ -385,7 +405,8 @@ class Model {
   // Per joint: first index of its coordinates in the world's joint position / velocity arrays.
   const std::vector<int>& joint_position_offset() const { return joint_position_offset_; }
   const std::vector<int>& joint_dof_offset() const { return joint_dof_offset_; }
-  // Joint-frame pose on the parent side, in the parent body frame (world frame for kWorldBody).
+  // Joint-frame pose on the parent side, in the parent body frame (world frame for kWorldBody;
+  // the mocap body's frame for a joint with parent_mocap).
   const std::vector<Pose>& joint_parent_frame() const { return joint_parent_frame_; }
   // Candidate pairs per world the broad phase holds (ModelDesc::pair_capacity, or by default
   // the fewer of collision_pair_count() and 64 per shape + 64: boxes grow by how far their
@@ -422,6 +443,7 @@ class Model {
   // A keyframe by name, or else by its index written in decimal ("0": the first; MJCF keys are
   // often unnamed); -1 when neither matches.
   int FindKeyframe(const std::string& name) const;
+  int FindMocapBody(const std::string& name) const;
 
  private:
   Model() = default;

@@ -87,9 +87,11 @@ struct JointState {
 // floating base is placed by its body state and its limbs by their joints. A body that is the
 // child of several joints (a loop closed by a weld or a connect) is placed by the first joint,
 // in index order, whose parent is placed; the other joints' rows pull any difference out when
-// the world steps, as do couplings, which are not applied here. Errors name the joint.
+// the world steps, as do couplings, which are not applied here. Joints on a mocap body start
+// from `mocap_pose` (mocap_count x 7; empty: the model's initial poses). Errors name the joint.
 absl::StatusOr<BodyState> BodyStateFromJoints(const Model& model, const JointState& joints,
-                                              BodyState bodies);
+                                              BodyState bodies,
+                                              absl::Span<const Real> mocap_pose = {});
 
 struct ContactReport {
   int body_a = kWorldBody, body_b = kWorldBody;  // body indices (kWorldBody for static)
@@ -166,6 +168,14 @@ class Simulator {
   // from their parents (BodyStateFromJoints), the others keep their state, so set a floating
   // base's body state first. Angles keep their turns: GetJointState returns them as given.
   absl::Status SetJointState(WorldId world, const JointState& state);
+  // Poses of the world's mocap bodies (Model::mocap_count() x 7: position, quaternion w x y z,
+  // world frame). Setting them moves the static shapes and joint anchors on them there at once,
+  // without velocity (MuJoCo's mocap_pos and mocap_quat): a body in the way is pushed out by its
+  // contacts on the next step, one welded to them pulled along. Validated (finite, non-zero
+  // quaternions, normalised); on error the world is untouched. Reset returns them to the model's
+  // (or the keyframe's) poses; snapshots carry them.
+  absl::StatusOr<std::vector<Real>> GetMocapPoses(WorldId world) const;
+  absl::Status SetMocapPoses(WorldId world, absl::Span<const Real> pose);
   absl::StatusOr<WorldStats> GetStats(WorldId world) const;
   absl::StatusOr<std::vector<ContactReport>> GetContacts(WorldId world) const;
 
