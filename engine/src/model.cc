@@ -356,7 +356,8 @@ int JointBilateralRows(const JointDesc& joint) {
 }
 
 bool JointFixesRotation(const JointDesc& joint) {
-  if (joint.parent != kWorldBody || joint.compliance != 0) return false;
+  // (a joint on a mocap body turns with it)
+  if (joint.parent != kWorldBody || joint.parent_mocap >= 0 || joint.compliance != 0) return false;
   const std::array<AxisMode, 6> modes = JointAxisModes(joint);
   return modes[3] == AxisMode::kLocked && modes[4] == AxisMode::kLocked &&
          modes[5] == AxisMode::kLocked;

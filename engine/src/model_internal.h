@@ -28,9 +28,9 @@ std::array<AxisMode, 6> JointAxisModes(const JointDesc& joint);
 bool JointHasDrive(const ModelDesc& desc, int joint_index);
 std::vector<JointRowLayout> JointRows(const JointDesc& joint, bool has_drive);
 // True when the joint holds its child's rotation rigidly to the world: a rigid joint to the
-// world whose three angular axes are locked (slides only, or welded). Its child then carries no
-// angular lock rows; it is given no rotational freedom instead (zero inverse inertia, see
-// BatchView::body_rotation_fixed).
+// world (not to a mocap body) whose three angular axes are locked (slides only, or welded). Its
+// child then carries no angular lock rows; it is given no rotational freedom instead (zero inverse
+// inertia, see BatchView::body_rotation_fixed).
 bool JointFixesRotation(const JointDesc& joint);
 // The group/mask filter alone: shapes on different bodies, not both planes, each in a group
 // the other's mask takes (Model::Compile's exceptions, the pair rules, come on top).

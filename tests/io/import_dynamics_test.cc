@@ -1615,6 +1615,86 @@ TEST(MjcfFluidTest, SwimmerSwimsInItsMediumAsInMuJoCo) {
 // velocity libmujoco gives the same keyframe (mj_resetDataKeyframe, mj_forward), its exact
 // joints report MuJoCo's qpos, and its controls are MuJoCo's (clamped to ctrlrange, with a
 // warning, and dropped for an actuator Axion skipped).
+// MuJoCo's mocap bodies: a block welded to a mocap "hand" follows it along a circle, and a
+// paddle on a second mocap body pushes a ball along the floor, against libmujoco driven the
+// same way (mocap_pos each step). Axion's weld and contacts are rigid and MuJoCo's soft: its
+// default solref lets the block trail the hand by 2.5 cm at 0.63 m/s and the ball run up to
+// 2.3 cm ahead of the paddle, which bounds the difference.
+TEST(MjcfMocapTest, MocapBodiesMovedEachStepAsInMuJoCo) {
+  const std::string path = WriteTempModel("mocap.xml", R"(<mujoco>
+  <option timestep="0.005"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="0 0 1"/>
+    <body name="hand" mocap="true" pos="0 0 1">
+      <geom type="box" size="0.05 0.05 0.05" contype="0" conaffinity="0"/>
+    </body>
+    <body name="block" pos="0.2 0 1" euler="0 0 30"><freejoint/>
+      <geom type="box" size="0.05 0.05 0.05" mass="1"/></body>
+    <body name="paddle" mocap="true" pos="-0.3 1 0.1">
+      <geom type="box" size="0.05 0.2 0.1" friction="0.5"/>
+    </body>
+    <body name="ball" pos="0 1 0.05"><freejoint/>
+      <geom type="sphere" size="0.05" mass="0.5" friction="0.5"/></body>
+  </worldbody>
+  <equality><weld body1="hand" body2="block"/></equality>
+  <keyframe><key name="raised" mpos="0.1 0.2 1.5  -0.3 1 0.1"/></keyframe>
+</mujoco>)");
+  SideBySide s = LoadSideBySide(path);
+  ASSERT_TRUE(s.ok());
+  ASSERT_EQ(s.imported.model.mocap_bodies.size(), 2u);
+  EXPECT_EQ(s.w.model->FindMocapBody("paddle"), 1);
+  mjModel* m = s.mujoco->m;
+  mjData* d = s.mujoco->d;
+  ASSERT_EQ(m->nmocap, 2);
+  const int block = s.w.model->FindBody("block"), ball = s.w.model->FindBody("ball");
+  const int mj_block = mj_name2id(m, mjOBJ_BODY, "block"),
+            mj_ball = mj_name2id(m, mjOBJ_BODY, "ball");
+  double worst_block = 0, worst_ball = 0;
+  const int steps = 400;
+  for (int k = 1; k <= steps; ++k) {
+    const double t = k * 0.005;
+    // the hand on a circle of 0.2 m in 2 s; the paddle at 0.4 m/s along x
+    const double hand[3] = {0.2 * std::sin(kPi * t), 0.2 - 0.2 * std::cos(kPi * t), 1.0};
+    const double paddle_x = -0.3 + 0.4 * t;
+    std::vector<Real> poses = {hand[0], hand[1], hand[2], 1, 0, 0, 0, paddle_x, 1, 0.1, 1, 0, 0, 0};
+    ASSERT_TRUE(s.w.sim->SetMocapPoses(s.w.id, poses).ok());
+    ASSERT_TRUE(s.w.sim->Step(std::vector<WorldId>{s.w.id}).ok());
+    for (int i = 0; i < 3; ++i) d->mocap_pos[i] = hand[i];
+    d->mocap_pos[3] = paddle_x;
+    mj_step(m, d);
+    const BodyState state = *s.w.sim->GetBodyState(s.w.id);
+    for (int i = 0; i < 3; ++i) {
+      worst_block =
+          std::max(worst_block, std::abs(state.pose[7 * block + i] - d->xpos[3 * mj_block + i]));
+      worst_ball =
+          std::max(worst_ball, std::abs(state.pose[7 * ball + i] - d->xpos[3 * mj_ball + i]));
+    }
+    // the weld holds the block at its start offset from the hand, rigidly
+    ASSERT_NEAR(state.pose[7 * block] - hand[0], 0.2, 1e-6) << "step " << k;
+    ASSERT_NEAR(state.pose[7 * block + 2], 1.0, 1e-6) << "step " << k;
+  }
+  std::printf("block against MuJoCo's at most %.2e m, ball %.2e m over %d steps\n", worst_block,
+              worst_ball, steps);
+  EXPECT_LT(worst_block, 0.03);
+  EXPECT_LT(worst_ball, 0.03);
+  // the paddle (its face at x = 0.55 by now) pushed the ball from x = 0 along
+  EXPECT_GT(s.w.sim->GetBodyState(s.w.id)->pose[7 * ball], 0.55 + 0.05 - 1e-3);
+
+  // the key's mocap poses, in both
+  ASSERT_TRUE(s.w.sim->Reset(s.w.id, "raised").ok());
+  mj_resetDataKeyframe(m, d, 0);
+  for (int k = 0; k < 200; ++k) {
+    ASSERT_TRUE(s.w.sim->Step(std::vector<WorldId>{s.w.id}).ok());
+    mj_step(m, d);
+  }
+  const BodyState raised = *s.w.sim->GetBodyState(s.w.id);
+  EXPECT_NEAR(raised.pose[7 * block], 0.3, 1e-6);
+  EXPECT_NEAR(raised.pose[7 * block + 1], 0.2, 1e-6);
+  EXPECT_NEAR(raised.pose[7 * block + 2], 1.5, 1e-6);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_NEAR(raised.pose[7 * block + i], d->xpos[3 * mj_block + i], 0.01);
+}
+
 TEST(MjcfKeyframeTest, ResetToAKeyGivesMuJoCosStateOfEveryBody) {
   const std::string path = WriteTempModel("keyframes.xml", R"(<mujoco>
   <option gravity="0 0 0"/>

@@ -1514,8 +1514,7 @@ TEST(MjcfWarningTest, UnsupportedElementsAndAttributesAreNamed) {
   ASSERT_TRUE(r.ok()) << r.status();
   for (const char* needle :
        {"<size>", "'integrator'", "<flag>", "'solref'", "'rgba'", "<camera>", "<tendon>",
-        "<sensor>", "<tendon> in <equality>", "<tendon> in <contact>", "<key> attribute 'mpos'",
-        "<lag> in <keyframe>"}) {
+        "<sensor>", "<tendon> in <equality>", "<tendon> in <contact>", "<lag> in <keyframe>"}) {
     EXPECT_TRUE(HasWarning(*r, needle)) << needle;
   }
   // Repeats are counted on one line.
@@ -1523,9 +1522,14 @@ TEST(MjcfWarningTest, UnsupportedElementsAndAttributesAreNamed) {
   // what only changes the drawing says so; what changes the physics is "not supported"
   EXPECT_TRUE(HasWarning(*r, "<geom> attribute 'rgba' only affects rendering"));
   EXPECT_TRUE(HasWarning(*r, "<geom> attribute 'solref' is not supported"));
-  // a mocap body is static until moved, which Axion has no call for
-  EXPECT_TRUE(HasWarning(*r, "<body> attribute 'mocap' is not supported: the body is static"));
+  // a mocap body: static geometry the key (and Simulator::SetMocapPoses) places
+  EXPECT_FALSE(HasWarning(*r, "'mocap'"));
+  EXPECT_FALSE(HasWarning(*r, "'mpos'"));
   EXPECT_EQ(r->model.shapes.back().body, kWorldBody);
+  EXPECT_EQ(r->model.shapes.back().mocap, 0);
+  ASSERT_EQ(r->model.mocap_bodies.size(), 1u);
+  EXPECT_EQ(r->model.mocap_bodies[0].name, "target");
+  EXPECT_EQ(r->model.keyframes[0].mocap_pose, (std::vector<Real>{0, 0, 1, 1, 0, 0, 0}));
   EXPECT_DOUBLE_EQ(r->model.options.timestep, 0.01);
 }
 

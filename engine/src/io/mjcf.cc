@@ -48,7 +48,8 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
         "balanceinertia", "boundmass", "boundinertia", "settotalmass"}},
       {"mesh", {"name", "class", "file", "scale", "vertex", "face"}},
       {"option", {"timestep", "gravity", "density", "viscosity", "collision"}},
-      {"body", {"name", "childclass", "pos", "quat", "axisangle", "euler", "xyaxes", "zaxis"}},
+      {"body",
+       {"name", "childclass", "pos", "quat", "axisangle", "euler", "xyaxes", "zaxis", "mocap"}},
       {"inertial",
        {"pos", "quat", "axisangle", "euler", "xyaxes", "zaxis", "mass", "diaginertia",
         "fullinertia"}},
@@ -75,7 +76,7 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
       {"general",
        {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited",
         "dyntype", "gaintype", "biastype", "gainprm", "biasprm"}},
-      {"key", {"name", "time", "qpos", "qvel", "ctrl"}},
+      {"key", {"name", "time", "qpos", "qvel", "ctrl", "mpos", "mquat"}},
       // a site's type and size only draw it
       {"site",
        {"name", "class", "type", "size", "fromto", "pos", "quat", "axisangle", "euler", "xyaxes",
@@ -294,6 +295,7 @@ struct MjBody {
   Mat33 inertia;
   bool free = false;
   bool moving = false;  // a joint on it or on an ancestor
+  bool mocap = false;   // mocap="true": placed by the user (ModelDesc::mocap_bodies)
 };
 
 class MjcfLoader {
@@ -387,6 +389,9 @@ class MjcfLoader {
   ImportResult result_;
   std::vector<int> axion_body_;  // per MJCF body: its Axion body, or kWorldBody
   std::vector<Pose> offset_;     // per MJCF body: its frame in that Axion body's frame
+  // per MJCF body: the mocap body that carries it (itself, or a static descendant's), else -1;
+  // offset_ is then in that mocap body's frame
+  std::vector<int> mocap_of_;
   // Per Axion body: the MJCF body whose frame it is, and how many of that body's joints move
   // it (its own: all of them, -1; a light body of a chain: the joints up to its own).
   std::vector<std::pair<int, int>> axion_body_frame_;
@@ -486,10 +491,7 @@ void MjcfLoader::WarnUnsupportedAttributes(const Elem& e) {
   for (const auto& [key, value] : e.attrs) {
     if (it != table.end() && it->second.count(key)) continue;
     const char* reason = kRendering->count(key) ? "' only affects rendering and was ignored"
-                         : key == "mocap"
-                             ? "' is not supported: the body is static, as a MuJoCo mocap body "
-                               "is until its pose is set (Axion has no call to move it)"
-                             : "' is not supported and was ignored";
+                                                : "' is not supported and was ignored";
     warnings_.Add(
         absl::StrCat("attr:", e.tag, ":", key),
         absl::StrCat("<", e.tag, "> attribute '", key, reason, " (first at ", e.Describe(), ")"));
@@ -1047,6 +1049,9 @@ absl::Status MjcfLoader::ParseBody(const XMLElement* xml, int parent,
     body.name = e.name.empty() ? absl::StrCat("body", index + 1) : e.name;
     body.where = e.Describe();
     body.parent = parent;
+    AXION_IO_ASSIGN_OR_RETURN(body.mocap, e.Bool("mocap", false));
+    if (body.mocap && parent >= 0)
+      return e.Error("mocap", "is set on a body that is not a child of the world (MuJoCo's rule)");
     Pose given;
     AXION_IO_ASSIGN_OR_RETURN(given.pos, e.Vec("pos", Vec3{}));
     AXION_IO_ASSIGN_OR_RETURN(given.quat, Orientation(e));
@@ -1467,7 +1472,13 @@ absl::Status MjcfLoader::ParseEquality(const XMLElement* section) {
     joint.collide_connected = true;
     joint.parent = axion_body_[body1];
     joint.child = body2 < 0 ? kWorldBody : axion_body_[body2];
-    if (joint.child == kWorldBody) std::swap(joint.parent, joint.child);
+    // the static side, when it is on a mocap body, carries the joint's parent frame
+    int static_side = body1;
+    if (joint.child == kWorldBody) {
+      std::swap(joint.parent, joint.child);
+      static_side = body2;
+    }
+    if (joint.parent == kWorldBody && static_side >= 0) joint.parent_mocap = mocap_of_[static_side];
     if (joint.child == kWorldBody || joint.parent == joint.child) {
       warnings_.Add(absl::StrCat("static-equality:", e.Describe()),
                     absl::StrCat(e.Describe(),
@@ -1832,6 +1843,27 @@ absl::Status MjcfLoader::ParseKeyframes(const XMLElement* section) {
                               e.Reals("qvel", nv, nv, std::vector<Real>(nv, 0)));
     AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> ctrl,
                               e.Reals("ctrl", nu, nu, std::vector<Real>(nu, 0)));
+    // mocap poses: the mocap bodies' own where the key gives none, as in MuJoCo
+    const size_t nmocap = model.mocap_bodies.size();
+    if (e.Has("mpos") || e.Has("mquat")) {
+      std::vector<Real> mpos0, mquat0;
+      for (const MocapBodyDesc& m : model.mocap_bodies) {
+        mpos0.insert(mpos0.end(), {m.pose.pos.x, m.pose.pos.y, m.pose.pos.z});
+        mquat0.insert(mquat0.end(), {m.pose.quat.w, m.pose.quat.x, m.pose.quat.y, m.pose.quat.z});
+      }
+      AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> mpos,
+                                e.Reals("mpos", 3 * nmocap, 3 * nmocap, mpos0));
+      AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> mquat,
+                                e.Reals("mquat", 4 * nmocap, 4 * nmocap, mquat0));
+      for (size_t m = 0; m < nmocap; ++m) {
+        const Quat q{mquat[4 * m], mquat[4 * m + 1], mquat[4 * m + 2], mquat[4 * m + 3]};
+        if (!(quat_norm(q) > Real(1e-9)))
+          return e.Error("mquat", absl::StrCat("quaternion ", m, " is zero"));
+        const Quat unit = quat_normalized(q);
+        key.mocap_pose.insert(key.mocap_pose.end(), {mpos[3 * m], mpos[3 * m + 1], mpos[3 * m + 2],
+                                                     unit.w, unit.x, unit.y, unit.z});
+      }
+    }
 
     // per MJCF body: its frame, and its motion as the velocity of its origin and its spin; per
     // joint on the way, the frame after it (the light bodies')
@@ -2253,11 +2285,26 @@ absl::Status MjcfLoader::Convert() {
   for (const MjGeom& g : world_geoms_) model.shapes.push_back(MakeShape(g, kWorldBody, Pose{}));
   axion_body_.assign(bodies_.size(), kWorldBody);
   offset_.assign(bodies_.size(), Pose{});
+  mocap_of_.assign(bodies_.size(), -1);
   for (size_t b = 0; b < bodies_.size(); ++b) {
     MjBody& body = bodies_[b];
     bool parent_moving = body.parent >= 0 && bodies_[body.parent].moving;
     body.moving = !body.joints.empty() || parent_moving;
-    if (!body.moving) {
+    if (body.mocap) {
+      // Static geometry and anchors that the user moves (Simulator::SetMocapPoses).
+      if (!body.joints.empty())
+        return absl::InvalidArgumentError(absl::StrCat(
+            body.where, ": a mocap body has no joints (MuJoCo's rule); it is moved by its pose"));
+      mocap_of_[b] = static_cast<int>(model.mocap_bodies.size());
+      model.mocap_bodies.push_back({body.name, body.world});
+      axion_body_[b] = kWorldBody;
+      offset_[b] = Pose{};
+    } else if (!body.moving && body.parent >= 0 && mocap_of_[body.parent] >= 0) {
+      // Welded to a mocap body: rides on it.
+      mocap_of_[b] = mocap_of_[body.parent];
+      axion_body_[b] = kWorldBody;
+      offset_[b] = io::ComposePose(offset_[body.parent], body.local);
+    } else if (!body.moving) {
       // Welded to the world: part of the static scene.
       axion_body_[b] = kWorldBody;
       offset_[b] = body.world;
@@ -2305,12 +2352,28 @@ absl::Status MjcfLoader::Convert() {
       model.bodies.push_back(std::move(d));
       axion_body_frame_.push_back({static_cast<int>(b), -1});
       int parent_body = body.parent < 0 ? kWorldBody : axion_body_[body.parent];
+      const size_t first_joint = model.joints.size();
       AXION_IO_RETURN_IF_ERROR(ConvertJoints(static_cast<int>(b), parent_body));
+      // hinged to a mocap body: the joint's parent side rides on it
+      const int carrier = body.parent < 0 ? -1 : mocap_of_[body.parent];
+      for (size_t j = first_joint; j < model.joints.size(); ++j) {
+        if (model.joints[j].parent == kWorldBody) model.joints[j].parent_mocap = carrier;
+      }
+      if (carrier >= 0) {
+        warnings_.Add(absl::StrCat("mocap-child:", body.name),
+                      absl::StrCat("body '", body.name, "' hangs from mocap body '",
+                                   model.mocap_bodies[carrier].name,
+                                   "': MuJoCo's parent filter is not applied between them (the "
+                                   "mocap body's geoms collide with it as the world's would)"));
+      }
     }
     for (const MjGeom& g : body.geoms) {
       model.shapes.push_back(MakeShape(g, axion_body_[b], offset_[b]));
+      model.shapes.back().mocap = mocap_of_[b];
     }
-    result_.source_bodies.push_back({body.name, axion_body_[b], offset_[b]});
+    // (a body on a mocap body is reported where it starts)
+    result_.source_bodies.push_back(
+        {body.name, axion_body_[b], mocap_of_[b] >= 0 ? body.world : offset_[b]});
   }
   for (const MjBody& body : bodies_) {
     for (const MjJoint& j : body.joints) {
@@ -2327,8 +2390,17 @@ absl::Status MjcfLoader::Convert() {
     }
   };
   add_sites(world_sites_, "world", kWorldBody, Pose{});
-  for (size_t b = 0; b < bodies_.size(); ++b)
-    add_sites(bodies_[b].sites, bodies_[b].name, axion_body_[b], offset_[b]);
+  for (size_t b = 0; b < bodies_.size(); ++b) {
+    if (mocap_of_[b] >= 0 && !bodies_[b].sites.empty()) {
+      warnings_.Add("mocap-sites",
+                    absl::StrCat("sites on mocap body '", bodies_[b].name,
+                                 "' are reported where they start (ImportResult::source_sites); "
+                                 "the mocap poses place them (first: ",
+                                 bodies_[b].where, ")"));
+    }
+    add_sites(bodies_[b].sites, bodies_[b].name, axion_body_[b],
+              mocap_of_[b] >= 0 ? bodies_[b].world : offset_[b]);
+  }
   return absl::OkStatus();
 }
 
