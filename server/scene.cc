@@ -273,6 +273,7 @@ absl::StatusOr<ShapeDesc> FromProto(const v1::Shape& proto, int index) {
   if (proto.has_collision_group()) shape.collision_group = proto.collision_group().value();
   if (proto.has_collision_mask()) shape.collision_mask = proto.collision_mask().value();
   if (proto.has_contact_dim()) shape.contact_dim = proto.contact_dim().value();
+  if (proto.has_mocap()) shape.mocap = proto.mocap().value();
   return shape;
 }
 
@@ -283,6 +284,7 @@ absl::StatusOr<JointDesc> FromProto(const v1::Joint& proto, int index) {
   if (!type.ok()) return type.status();
   joint.type = *type;
   joint.parent = proto.parent();
+  if (proto.has_parent_mocap()) joint.parent_mocap = proto.parent_mocap().value();
   joint.child = proto.child();
   joint.child_frame = FromProto(proto.child_frame());
   if (proto.axis_mode_size() != 0 && proto.axis_mode_size() != 6) {
@@ -473,8 +475,11 @@ absl::StatusOr<ModelDesc> ModelDescFromProto(const v1::ModelDescription& proto) 
     key.body_pose.assign(k.body_pose().begin(), k.body_pose().end());
     key.body_velocity.assign(k.body_velocity().begin(), k.body_velocity().end());
     key.controls.assign(k.controls().begin(), k.controls().end());
+    key.mocap_pose.assign(k.mocap_pose().begin(), k.mocap_pose().end());
     desc.keyframes.push_back(std::move(key));
   }
+  for (const v1::MocapBody& m : proto.mocap_bodies())
+    desc.mocap_bodies.push_back({m.name(), FromProto(m.pose())});
   absl::Status options = ApplySolverOverrides(proto.options(), &desc.options);
   if (!options.ok()) return options;
   if (proto.has_contact_capacity()) desc.contact_capacity = proto.contact_capacity().value();
@@ -513,12 +518,14 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
     out->mutable_collision_group()->set_value(shape.collision_group);
     out->mutable_collision_mask()->set_value(shape.collision_mask);
     out->mutable_contact_dim()->set_value(shape.contact_dim);
+    if (shape.mocap >= 0) out->mutable_mocap()->set_value(shape.mocap);
   }
   for (const JointDesc& joint : desc.joints) {
     v1::Joint* out = proto->add_joints();
     out->set_name(joint.name);
     out->set_type(ToProto(joint.type));
     out->set_parent(joint.parent);
+    if (joint.parent_mocap >= 0) out->mutable_parent_mocap()->set_value(joint.parent_mocap);
     out->set_child(joint.child);
     ToProto(joint.child_frame, out->mutable_child_frame());
     for (AxisMode mode : joint.axis_mode) out->add_axis_mode(static_cast<v1::AxisMode>(mode));
@@ -585,6 +592,12 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
     for (Real v : key.body_pose) out->add_body_pose(v);
     for (Real v : key.body_velocity) out->add_body_velocity(v);
     for (Real v : key.controls) out->add_controls(v);
+    for (Real v : key.mocap_pose) out->add_mocap_pose(v);
+  }
+  for (const MocapBodyDesc& m : desc.mocap_bodies) {
+    v1::MocapBody* out = proto->add_mocap_bodies();
+    out->set_name(m.name);
+    ToProto(m.pose, out->mutable_pose());
   }
   SolverOptionsToProto(desc.options, proto->mutable_options());
   proto->mutable_contact_capacity()->set_value(desc.contact_capacity);
@@ -854,6 +867,7 @@ void DescribeModel(const Model& model, const SolverOptions& options, int contact
   description->set_timestep(options.timestep);
   *description->mutable_source() = source;
   for (const KeyframeDesc& key : desc.keyframes) description->add_keyframe_names(key.name);
+  for (const MocapBodyDesc& m : desc.mocap_bodies) description->add_mocap_names(m.name);
   if (!file.ok()) return;
   const absl::StatusOr<FileCoordinates> layout = FileLayoutOf(*file, model);
   if (!layout.ok() || static_cast<int>(layout->position_offset.size()) != source.joints_size())

@@ -49,6 +49,7 @@ int ActuatorCount(const SimulationCore::World& w) { return w.model->actuator_cou
 int BodyCount(const SimulationCore::World& w) { return w.model->body_count(); }
 int PositionCount(const SimulationCore::World& w) { return w.model->joint_position_count(); }
 int DofCount(const SimulationCore::World& w) { return w.model->joint_dof_count(); }
+int MocapCount(const SimulationCore::World& w) { return w.model->mocap_count(); }
 
 // Decodes a packed float32 array holding `per_world(world)` x `row` values per world, in world
 // order, checking size and finiteness. Empty input decodes to an empty vector ("keep current").
@@ -126,16 +127,18 @@ absl::Status CheckFileObservations(absl::Span<const SimulationCore::World* const
 
 // Body poses from a client: quaternions must be non-zero; they are normalised here.
 absl::Status NormalizePoses(absl::Span<SimulationCore::World* const> worlds, const char* field,
-                            std::vector<Real>* poses) {
+                            std::vector<Real>* poses,
+                            int (*count)(const SimulationCore::World&) = BodyCount,
+                            const char* element = "body") {
   if (poses->empty()) return absl::OkStatus();
   size_t offset = 0;
   for (const SimulationCore::World* world : worlds) {
-    for (int b = 0; b < world->model->body_count(); ++b, offset += 7) {
+    for (int b = 0; b < count(*world); ++b, offset += 7) {
       Real* q = poses->data() + offset + 3;
       const Real n = std::sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
       if (!(n > Real(1e-6))) {
-        return absl::InvalidArgumentError(absl::StrCat(field, ": world ", world->id, ", body ", b,
-                                                       ": quaternion norm ", n,
+        return absl::InvalidArgumentError(absl::StrCat(field, ": world ", world->id, ", ", element,
+                                                       " ", b, ": quaternion norm ", n,
                                                        " is not positive"));
       }
       for (int k = 0; k < 4; ++k) q[k] /= n;
@@ -538,7 +541,18 @@ absl::Status SimulationCore::SetState(const std::string& owner, const v1::SetSta
     status = DecodeFloats(request.joint_velocity(), "joint_velocity", *worlds, DofCount, 1,
                           "(joint_dof_count)", &joint_velocity);
   }
+  std::vector<Real> mocap;
+  if (status.ok()) {
+    status = DecodeFloats(request.mocap_pose(), "mocap_pose", *worlds, MocapCount, 7,
+                          "(mocap_count x 7)", &mocap);
+  }
+  if (status.ok()) status = NormalizePoses(*worlds, "mocap_pose", &mocap, MocapCount, "mocap body");
   if (status.ok()) status = CheckJointState(*simulator_, *worlds, joint_position, joint_velocity);
+  if (!status.ok()) return status;
+  // first, so that joints on a mocap body start from where it now is
+  status = ApplyPerWorld(*worlds, mocap, MocapCount, 7, [&](WorldId id, auto values) {
+    return simulator_->SetMocapPoses(id, values);
+  });
   if (!status.ok()) return status;
   status = ApplyBodyState(simulator_.get(), *worlds, pose, velocity);
   if (!status.ok()) return status;
@@ -739,6 +753,13 @@ absl::StatusOr<SimulationCore::PreparedStep> SimulationCore::PrepareStep(
     status = DecodeFloats(request.external_forces(), "external_forces", step.worlds, BodyCount, 6,
                           "(body_count x 6)", &step.external_forces);
   }
+  if (status.ok()) {
+    status = DecodeFloats(request.mocap_pose(), "mocap_pose", step.worlds, MocapCount, 7,
+                          "(mocap_count x 7)", &step.mocap_pose);
+  }
+  if (status.ok()) {
+    status = NormalizePoses(step.worlds, "mocap_pose", &step.mocap_pose, MocapCount, "mocap body");
+  }
   if (status.ok()) status = CheckFileObservations(step.worlds, request.observe());
   if (!status.ok()) return status;
   return step;
@@ -748,6 +769,10 @@ absl::Status SimulationCore::ApplyStepInputs(const PreparedStep& step) {
   absl::Status status =
       ApplyPerWorld(step.worlds, step.controls, ActuatorCount, 1,
                     [&](WorldId id, auto values) { return simulator_->SetControls(id, values); });
+  if (!status.ok()) return status;
+  status = ApplyPerWorld(step.worlds, step.mocap_pose, MocapCount, 7, [&](WorldId id, auto values) {
+    return simulator_->SetMocapPoses(id, values);
+  });
   if (!status.ok()) return status;
   return ApplyPerWorld(
       step.worlds, step.external_forces, BodyCount, 6,
@@ -889,6 +914,13 @@ absl::Status SimulationCore::Observe(absl::Span<const World* const> worlds,
       absl::StatusOr<std::vector<Real>> controls = simulator_->GetControls(world->engine_id);
       if (!controls.ok()) return ForWorld(*world, controls.status());
       AppendFloat32(*controls, out->mutable_controls());
+    }
+  }
+  if (observe.mocap_pose()) {
+    for (const World* world : worlds) {
+      absl::StatusOr<std::vector<Real>> mocap = simulator_->GetMocapPoses(world->engine_id);
+      if (!mocap.ok()) return ForWorld(*world, mocap.status());
+      AppendFloat32(*mocap, out->mutable_mocap_pose());
     }
   }
   return absl::OkStatus();

@@ -56,6 +56,7 @@ class SimulationCore {
     std::vector<int> steps;             // (world_count)
     std::vector<Real> controls;         // (sum of actuator_count) or empty: keep current
     std::vector<Real> external_forces;  // (sum of body_count x 6) or empty: keep current
+    std::vector<Real> mocap_pose;       // (sum of mocap_count x 7) or empty: keep current
   };
 
   static absl::StatusOr<std::unique_ptr<SimulationCore>> Create(const CoreOptions& options,

@@ -449,6 +449,112 @@ TEST(ServerStatePersistenceTest, KeyframesSurviveARestart) {
   std::filesystem::remove_all(dir);
 }
 
+// ---- mocap bodies -----------------------------------------------------------------------------
+
+// A mocap "hand" at (0, 0, 1) and a 1 kg block welded to it 0.2 m along x, gravity on.
+constexpr char kHandXml[] = R"(<mujoco>
+  <worldbody>
+    <body name="hand" mocap="true" pos="0 0 1">
+      <geom type="box" size="0.05 0.05 0.05" contype="0" conaffinity="0"/></body>
+    <body name="block" pos="0.2 0 1"><freejoint/><geom type="box" size="0.05 0.05 0.05" mass="1"/>
+    </body>
+  </worldbody>
+  <equality><weld body1="hand" body2="block"/></equality>
+</mujoco>)";
+
+// The client moves each world's hand (SetState, then Step inputs); the welded block follows,
+// in each world its own; observations report the hands; bad poses change nothing.
+TEST_F(ServerStateTest, MocapPosesMoveWhatIsWeldedToThem) {
+  absl::StatusOr<v1::CreateWorldsResponse> created =
+      client_->CreateWorlds(client::MjcfScene(kHandXml), 2);
+  ASSERT_TRUE(created.ok()) << created.status();
+  const std::vector<uint64_t> ids(created->world_ids().begin(), created->world_ids().end());
+  absl::StatusOr<v1::DescribeWorldResponse> described = client_->DescribeWorld(ids[0], true);
+  ASSERT_TRUE(described.ok()) << described.status();
+  EXPECT_THAT(described->description().mocap_names(), ElementsAre("hand"));
+  ASSERT_EQ(described->model().mocap_bodies_size(), 1);
+
+  v1::SetStateRequest set;
+  for (uint64_t id : ids) set.add_world_ids(id);
+  set.set_mocap_pose(client::PackFloat32({0.5, 0, 1, 2, 0, 0, 0, 0, 0.5, 1, 1, 0, 0, 0}));
+  absl::StatusOr<v1::SetStateResponse> done = client_->SetState(set);
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_TRUE(client_->Step(StepRequestFor(ids, 5)).ok());
+  // the hands where they were put (the first quaternion normalised), the blocks beside them
+  v1::StepRequest step = StepRequestFor(ids, 5);
+  step.set_mocap_pose(client::PackFloat32({0.6, 0, 1, 1, 0, 0, 0, 0, 0.6, 1, 1, 0, 0, 0}));
+  step.mutable_observe()->set_mocap_pose(true);
+  step.mutable_observe()->set_body_pose(true);
+  absl::StatusOr<v1::StepResponse> stepped = client_->Step(step);
+  ASSERT_TRUE(stepped.ok()) << stepped.status();
+  ExpectNear(client::UnpackFloat32(stepped->observations().mocap_pose()),
+             {0.6, 0, 1, 1, 0, 0, 0, 0, 0.6, 1, 1, 0, 0, 0}, 1e-6);
+  const std::vector<float> pose = client::UnpackFloat32(stepped->observations().body_pose());
+  ASSERT_EQ(pose.size(), 14u);
+  ExpectNear({pose[0], pose[1], pose[2]}, {0.8, 0, 1}, 1e-5);
+  ExpectNear({pose[7], pose[8], pose[9]}, {0.2, 0.6, 1}, 1e-5);
+
+  // a zero quaternion is refused, naming the world and the mocap body; nothing moves
+  const std::string before = SnapshotOf(ids[1]);
+  set.set_mocap_pose(client::PackFloat32({0, 0, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}));
+  done = client_->SetState(set);
+  EXPECT_EQ(done.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(done.status().message()),
+              HasSubstr(absl::StrCat("mocap_pose: world ", ids[1], ", mocap body 0")));
+  step.set_mocap_pose(client::PackFloat32({0, 0, 1, 1, 0, 0, 0}));
+  EXPECT_EQ(client_->Step(step).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(SnapshotOf(ids[1]), before);
+  absl::StatusOr<v1::GetStateResponse> state = [&] {
+    v1::GetStateRequest request;
+    request.add_world_ids(ids[0]);
+    request.mutable_observe()->set_mocap_pose(true);
+    return client_->GetState(request);
+  }();
+  ASSERT_TRUE(state.ok());
+  ExpectNear(client::UnpackFloat32(state->observations().mocap_pose()), {0.6, 0, 1, 1, 0, 0, 0},
+             1e-6);
+}
+
+TEST(ServerStatePersistenceTest, MocapPosesSurviveARestart) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("axion_server_mocap_test_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  ServerOptions options = TestServerOptions();
+  options.snapshot_dir = dir.string();
+  uint64_t id = 0;
+  v1::GetStateRequest request;
+  request.mutable_observe()->set_mocap_pose(true);
+  request.mutable_observe()->set_body_pose(true);
+  {
+    std::unique_ptr<AxionServer> server = StartServer(options);
+    ASSERT_NE(server, nullptr);
+    std::unique_ptr<client::Client> alice = Connect(*server, "alice");
+    absl::StatusOr<v1::CreateWorldsResponse> created =
+        alice->CreateWorlds(client::MjcfScene(kHandXml), 1);
+    ASSERT_TRUE(created.ok()) << created.status();
+    id = created->world_ids(0);
+    v1::StepRequest step = StepRequestFor({id}, 3);
+    step.set_mocap_pose(client::PackFloat32({0.1, 0.2, 1.1, 1, 0, 0, 0}));
+    ASSERT_TRUE(alice->Step(step).ok());
+    ASSERT_TRUE(server->Shutdown().ok());
+  }
+  {
+    std::unique_ptr<AxionServer> server = StartServer(options);
+    ASSERT_NE(server, nullptr);
+    std::unique_ptr<client::Client> alice = Connect(*server, "alice");
+    request.add_world_ids(id);
+    absl::StatusOr<v1::GetStateResponse> state = alice->GetState(request);
+    ASSERT_TRUE(state.ok()) << state.status();
+    ExpectNear(client::UnpackFloat32(state->observations().mocap_pose()),
+               {0.1, 0.2, 1.1, 1, 0, 0, 0}, 1e-6);
+    ASSERT_TRUE(alice->Step(StepRequestFor({id}, 3)).ok());
+    state = alice->GetState(request);
+    const std::vector<float> pose = client::UnpackFloat32(state->observations().body_pose());
+    ExpectNear({pose[0], pose[1], pose[2]}, {0.3, 0.2, 1.1}, 1e-5);
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // ---- file coordinates -----------------------------------------------------------------------
 
 // A free torso carrying a thigh on a ball joint and a wrist on three orthogonal hinges at one
