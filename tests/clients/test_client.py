@@ -892,6 +892,37 @@ def test_bad_parameters_change_no_world(client):
         np.testing.assert_array_equal(getattr(after, field), getattr(before, field))
 
 
+HAND_MJCF = """<mujoco><worldbody>
+  <body name="hand" mocap="true" pos="0 0 1">
+    <geom type="box" size="0.05 0.05 0.05" contype="0" conaffinity="0"/></body>
+  <body name="block" pos="0.2 0 1"><freejoint/><geom type="box" size="0.05 0.05 0.05" mass="1"/>
+  </body></worldbody>
+  <equality><weld body1="hand" body2="block"/></equality></mujoco>"""
+
+
+def test_mocap_poses_move_what_is_welded_to_them(client):
+    """Teleoperation: each world's mocap hand set per step (set_state, step, a stream); the
+    welded block follows 0.2 m beside it; observations report the hands."""
+    created = client.create_worlds(HAND_MJCF, count=2)
+    ids = created.world_ids
+    assert created.description.mocap_names == ["hand"]
+    client.set_state(ids, mocap_pose=np.array([[[0, 0.5, 1, 1, 0, 0, 0]], [[0, -0.5, 1, 1, 0, 0, 0]]]))
+    obs = client.step(ids, steps=3, observe=["body_pose", "mocap_pose"])
+    assert obs.mocap_pose.shape == (2, 1, 7)
+    np.testing.assert_allclose(obs.body_pose[:, 0, :3], [[0.2, 0.5, 1], [0.2, -0.5, 1]], atol=1e-5)
+    path = [0.01 * k for k in range(1, 11)]
+    with client.open_step_stream() as stream:
+        for x in path:
+            hands = np.array([[[x, 0.5, 1, 1, 0, 0, 0]], [[-x, -0.5, 1, 1, 0, 0, 0]]], np.float32)
+            obs = stream.step(ids, mocap_pose=hands, observe=["body_pose", "mocap_pose"])
+            np.testing.assert_allclose(obs.mocap_pose, hands, atol=1e-6)
+            np.testing.assert_allclose(obs.body_pose[:, 0, 0], [x + 0.2, -x + 0.2], atol=1e-5)
+    state = client.get_state(ids)  # "all" includes the mocap poses
+    np.testing.assert_allclose(state.mocap_pose[:, 0, 0], [0.1, -0.1], atol=1e-6)
+    with pytest.raises(axion.InvalidArgument, match="mocap_pose: world .*, mocap body 0"):
+        client.step(ids, mocap_pose=np.zeros((2, 1, 7), np.float32))
+
+
 def test_malformed_scene_is_invalid_argument(client):
     with pytest.raises(axion.InvalidArgument):
         client.create_worlds("<mujoco><worldbody><body><geom type='banana'/></body>"

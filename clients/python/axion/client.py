@@ -357,13 +357,14 @@ class Client:
 
     # -- stepping and state ----------------------------------------------------------------
 
-    def _step_request(self, world_ids, steps, controls, external_forces, observe):
+    def _step_request(self, world_ids, steps, controls, external_forces, observe, mocap_pose=None):
         ids = world_id_list(world_ids)
         request = pb.StepRequest(
             world_ids=ids,
             steps=[int(steps)] if isinstance(steps, (int, np.integer)) else [int(s) for s in steps],
             controls=pack_float32(controls, "controls", len(ids)),
             external_forces=pack_float32(external_forces, "external_forces", len(ids)),
+            mocap_pose=pack_float32(mocap_pose, "mocap_pose", len(ids)),
         )
         request.observe.CopyFrom(observation_request(observe))
         return request
@@ -376,6 +377,7 @@ class Client:
         controls=None,
         external_forces=None,
         observe=None,
+        mocap_pose=None,
         timeout=None,
     ):
         """Applies controls and forces, advances the worlds and returns Observations.
@@ -386,12 +388,16 @@ class Client:
           controls: (world_count x actuator_count) array, kept until changed (None: keep).
           external_forces: (world_count x body_count x 6) force then torque on each body's
             centre of mass, world frame (None: keep).
+          mocap_pose: (world_count x mocap_count x 7) where the mocap bodies go before the
+            step, position then quaternion w x y z, kept until changed (None: keep).
           observe: field names (axion.types.OBSERVATION_FIELDS, and FILE_OBSERVATION_FIELDS:
             "file_position" and "file_velocity", the state in the model file's own coordinates,
             MuJoCo's qpos and qvel, for worlds of an MJCF or URDF file only), "all" (every
             field but the file coordinates) or None.
         """
-        request = self._step_request(world_ids, steps, controls, external_forces, observe)
+        request = self._step_request(
+            world_ids, steps, controls, external_forces, observe, mocap_pose
+        )
         response = self._call(self.stub.Step, request, timeout)
         return self._observations(response.observations, request.observe, timeout)
 
@@ -413,11 +419,12 @@ class Client:
         external_forces=None,
         joint_position=None,
         joint_velocity=None,
+        mocap_pose=None,
         timeout=None,
     ):
         """Writes body poses (W x B x 7), velocities (W x B x 6), controls (W x A), external
-        forces (W x B x 6), joint positions (W x P) and joint velocities (W x D); fields left
-        None keep their current values.
+        forces (W x B x 6), joint positions (W x P), joint velocities (W x D) and mocap body
+        poses (W x M x 7, applied first); fields left None keep their current values.
 
         Joint positions and velocities are laid out as get_state returns them (a ball joint's
         quaternion w x y z, see WorldDescription.joints). The bodies the joints move follow
@@ -433,6 +440,7 @@ class Client:
             external_forces=pack_float32(external_forces, "external_forces", len(ids)),
             joint_position=pack_float32(joint_position, "joint_position", len(ids)),
             joint_velocity=pack_float32(joint_velocity, "joint_velocity", len(ids)),
+            mocap_pose=pack_float32(mocap_pose, "mocap_pose", len(ids)),
         )
         self._call(self.stub.SetState, request, timeout)
 
@@ -581,11 +589,22 @@ class StepStream:
         """Requests submitted and not yet collected with result()."""
         return len(self._pending)
 
-    def submit(self, world_ids, steps=1, *, controls=None, external_forces=None, observe=None):
+    def submit(
+        self,
+        world_ids,
+        steps=1,
+        *,
+        controls=None,
+        external_forces=None,
+        observe=None,
+        mocap_pose=None,
+    ):
         """Sends a step request (arguments as Client.step); returns its request id."""
         if self._closed or self.broken:
             raise errors.Cancelled("step stream is closed")
-        request = self._client._step_request(world_ids, steps, controls, external_forces, observe)
+        request = self._client._step_request(
+            world_ids, steps, controls, external_forces, observe, mocap_pose
+        )
         request_id = self._next_id
         self._next_id += 1
         self._pending.append((request_id, request.observe))
@@ -614,12 +633,26 @@ class StepStream:
             raise errors.error_for(response.status.code, response.status.message)
         return self._client._observations(response.step.observations, observe)
 
-    def step(self, world_ids, steps=1, *, controls=None, external_forces=None, observe=None):
+    def step(
+        self,
+        world_ids,
+        steps=1,
+        *,
+        controls=None,
+        external_forces=None,
+        observe=None,
+        mocap_pose=None,
+    ):
         """submit() then result(): one synchronous step over the stream."""
         if self._pending:
             raise RuntimeError("collect the pipelined results before a synchronous step")
         self.submit(
-            world_ids, steps, controls=controls, external_forces=external_forces, observe=observe
+            world_ids,
+            steps,
+            controls=controls,
+            external_forces=external_forces,
+            observe=observe,
+            mocap_pose=mocap_pose,
         )
         return self.result()
 

@@ -25,6 +25,7 @@ OBSERVATION_FIELDS = (
     "contacts",
     "stats",
     "controls",
+    "mocap_pose",
 )
 # The state in the scene file's own coordinates (MuJoCo's qpos and qvel), asked for by name:
 # only worlds of an MJCF or URDF file have them (others raise axion.FailedPrecondition).
@@ -47,6 +48,7 @@ class Layout:
     file_position_count: int = 0  # 0: a scene without a model file
     file_velocity_count: int = 0
     shape_count: int = 0
+    mocap_count: int = 0
 
     def field_size(self, field):
         """(values per world, trailing shape) of an observation or parameter field."""
@@ -66,6 +68,8 @@ class Layout:
             return self.file_position_count, (self.file_position_count,)
         if field == "file_velocity":
             return self.file_velocity_count, (self.file_velocity_count,)
+        if field == "mocap_pose":
+            return self.mocap_count * 7, (self.mocap_count, 7)
         if field == "body_mass":
             return self.body_count, (self.body_count,)
         if field == "body_com":
@@ -245,6 +249,8 @@ class WorldDescription:
     # for MJCF) and file_velocity (Df: nv); 0 for a scene given as a ModelDescription
     file_position_count: int = 0
     file_velocity_count: int = 0
+    # mocap bodies (MuJoCo's mocap="true") in index order: mocap_pose is (M x 7)
+    mocap_names: List[str] = dataclasses.field(default_factory=list)
 
     @classmethod
     def from_proto(cls, message):
@@ -266,6 +272,7 @@ class WorldDescription:
             keyframe_names=list(message.keyframe_names),
             file_position_count=message.file_position_count,
             file_velocity_count=message.file_velocity_count,
+            mocap_names=list(message.mocap_names),
         )
 
     def source_body_poses(self, body_pose):
@@ -322,6 +329,7 @@ class WorldDescription:
             self.file_position_count,
             self.file_velocity_count,
             len(self.shape_names),
+            len(self.mocap_names),
         )
 
     def ctrl_range(self):
@@ -437,7 +445,7 @@ class Observations:
       body_pose (W x B x 7): position xyz (m), quaternion w x y z, world frame
       body_velocity (W x B x 6): linear (m/s) then angular (rad/s) velocity, world frame
       joint_position (W x P), joint_velocity (W x D), body_contact_force (W x B x 3) N,
-      controls (W x A).
+      controls (W x A), mocap_pose (W x M x 7): the mocap bodies' positions and quaternions.
       file_position (W x Pf), file_velocity (W x Df): the state in the scene file's own
         coordinates, file joint by file joint (SourceJoint.file_position_offset, ...): for
         MJCF MuJoCo's qpos and qvel exactly (a free joint's position, quaternion w x y z,
@@ -455,6 +463,7 @@ class Observations:
     controls: Optional[ArrayOrList] = None
     file_position: Optional[ArrayOrList] = None
     file_velocity: Optional[ArrayOrList] = None
+    mocap_pose: Optional[ArrayOrList] = None
     contacts: Optional[Contacts] = None
     stats: Optional[WorldStats] = None
 
@@ -585,6 +594,7 @@ def decode_observations(message, layouts, requested=None):
         "controls",
         "file_position",
         "file_velocity",
+        "mocap_pose",
     ):
         data = getattr(message, field)
         if data or (requested is not None and getattr(requested, field)):
