@@ -259,6 +259,16 @@ def test_describe_lists_keyframes(axion, server, client_id):
     assert "keyframes: 0 'up', 1" in axion("describe", world).stdout
 
 
+def test_describe_lists_mocap_bodies(axion, server, client_id):
+    with axion_client.Client(server.target, client_id=client_id) as client:
+        world = client.create_worlds("""<mujoco><worldbody>
+          <body name="target" mocap="true"><geom size="0.05" contype="0" conaffinity="0"/></body>
+          <body name="ball" pos="0 0 1"><freejoint/><geom size="0.1"/></body>
+          </worldbody></mujoco>""").world_ids[0]
+    assert json.loads(axion("describe", world, "--json").stdout)["mocap_names"] == ["target"]
+    assert "mocap bodies: 0 'target'" in axion("describe", world).stdout
+
+
 def test_reset_to_the_initial_state_or_a_keyframe(axion, server, client_id):
     with axion_client.Client(server.target, client_id=client_id) as client:
         model = client.get_model(client.create_worlds(PENDULUM_XML).world_ids[0])

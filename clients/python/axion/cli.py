@@ -112,6 +112,7 @@ def describe_dict(description):
             for b in description.source_sites
         ],
         "keyframe_names": description.keyframe_names,
+        "mocap_names": description.mocap_names,
     }
 
 
@@ -204,6 +205,9 @@ def cmd_describe(client, args):
         print("keyframes: " + ", ".join(
             f"{index} '{name}'" if name else str(index)
             for index, name in enumerate(d.keyframe_names)))
+    if d.mocap_names:
+        print("mocap bodies: " + ", ".join(f"{index} '{name}'"
+                                           for index, name in enumerate(d.mocap_names)))
     return 0
 
 
