@@ -15,7 +15,7 @@
 // <composite> (particle, rope and loop: count, spacing, offset, prefix, a template <geom> and
 // "main" <joint>s, expanded into the bodies, joints and geoms MuJoCo 2.2 makes of them; not with
 // coordinate "global"), <site> (named frames: ImportResult::source_sites), <keyframe><key>
-// (rule 8), <actuator> (motor, position, velocity, and
+// (rule 8), mocap bodies (<body mocap="true">, rule 9), <actuator> (motor, position, velocity, and
 // <general> where it is one of these (rule 4), on a joint: gear, ctrlrange, ctrllimited,
 // forcerange, forcelimited, kp, kv),
 // <equality> <connect> and <weld> (body1, body2, active; a connect's anchor), which become joints
@@ -161,7 +161,17 @@
 //     exp(a x + b y) where MuJoCo holds R(x, a) R(y, b) (rule 2): such a key's pose lies off it by
 //     second-order terms, which the first step pulls out. ctrl follows the actuators made
 //     (those skipped drop theirs); a value outside its ctrlrange is clamped (warning), as
-//     MuJoCo clamps it when it acts. act, mpos and mquat are not supported (warning).
+//     MuJoCo clamps it when it acts. mpos and mquat place the mocap bodies (rule 9,
+//     KeyframeDesc::mocap_pose); act is not supported (warning).
+//  9. Mocap bodies: a <body mocap="true"> (a child of the world without joints, as MuJoCo asks)
+//     becomes a MocapBodyDesc; its geoms and those of the bodies welded below it become world
+//     shapes riding on it (ShapeDesc::mocap), and a joint whose parent side is on it (a body
+//     hinged below it, a <weld> or <connect> to it) keeps that side in its frame
+//     (JointDesc::parent_mocap). Simulator::SetMocapPoses moves them, per world, as MuJoCo's
+//     mocap_pos and mocap_quat do: at once and without velocity, so a welded body follows and
+//     what is in the way is pushed out. Sites on a mocap body are reported where they start
+//     (warning); MuJoCo's parent filter between a mocap body and a body hinged below it is not
+//     applied (warning).
 #pragma once
 
 #include <string>
