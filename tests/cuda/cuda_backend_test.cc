@@ -519,6 +519,57 @@ TEST_F(CudaBackendTest, NewModelsAndOptionsMatchCpu) {
   }
 }
 
+// Mocap bodies moved on the host reach the device's shapes and joint frames: a paddle pushing a
+// ball and a body welded to the paddle, moved every step, as on the CPU.
+TEST_F(CudaBackendTest, MocapPosesMatchCpu) {
+  ModelDesc d;
+  d.options.timestep = 0.01;
+  d.mocap_bodies.push_back({"paddle", Pose{{-0.2, 0, 0.1}, {}}});
+  ShapeDesc floor;
+  floor.type = ShapeType::kPlane;
+  d.shapes.push_back(floor);
+  ShapeDesc paddle;
+  paddle.type = ShapeType::kBox;
+  paddle.mocap = 0;
+  paddle.size = {0.05, 0.2, 0.1};
+  d.shapes.push_back(paddle);
+  for (Real x : {0.1, -0.2}) {
+    BodyDesc body;
+    body.mass = 1;
+    body.inertia = Real(0.001) * mat33_identity();
+    body.pose.pos = {x, 0, x > 0 ? 0.05 : 0.5};
+    d.bodies.push_back(body);
+    ShapeDesc sphere;
+    sphere.body = static_cast<int>(d.bodies.size()) - 1;
+    sphere.size = {0.05, 0, 0};
+    d.shapes.push_back(sphere);
+  }
+  JointDesc weld;
+  weld.type = JointType::kFixed;
+  weld.child = 1;
+  weld.parent_mocap = 0;
+  d.joints.push_back(weld);
+  auto model = MustCompile(d);
+  auto cpu = MustCreate(Backend::kCpu);
+  auto gpu = MustCreate(Backend::kCuda);
+  ASSERT_TRUE(cpu && gpu);
+  std::vector<WorldId> c = MustCreateWorlds(*cpu, model, 3);
+  std::vector<WorldId> g = MustCreateWorlds(*gpu, model, 3);
+  for (int step = 1; step <= 40; ++step) {
+    for (int k = 0; k < 3; ++k) {
+      const std::vector<Real> pose{-0.2 + 0.01 * step * k, 0.0, 0.1, 1, 0, 0, 0};
+      ASSERT_TRUE(cpu->SetMocapPoses(c[k], pose).ok());
+      ASSERT_TRUE(gpu->SetMocapPoses(g[k], pose).ok());
+    }
+    ASSERT_TRUE(cpu->StepAll().ok());
+    ASSERT_TRUE(gpu->StepAll().ok());
+  }
+  for (int k = 0; k < 3; ++k) {
+    ExpectClose(cpu->GetBodyState(c[k])->pose, gpu->GetBodyState(g[k])->pose, 1e-6, "pose");
+    EXPECT_EQ(*gpu->GetMocapPoses(g[k]), *cpu->GetMocapPoses(c[k]));
+  }
+}
+
 // Creating and destroying worlds between steps re-packs the device arrays and keeps every
 // surviving world's state: the result equals a batch that never changed.
 TEST_F(CudaBackendTest, CreateAndDestroyWorldsBetweenSteps) {
