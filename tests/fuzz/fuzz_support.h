@@ -115,6 +115,18 @@ inline void CompileAndStep(const ModelDesc& desc) {
     stepped = (*sim)->Step({(*worlds)[0]}, {1});
     if (!stepped.ok()) Fail("a step from a keyframe", stepped);
   }
+  // mocap bodies moved (turned and shifted) carry their shapes and joints into the next step
+  if ((*model)->mocap_count() > 0) {
+    std::vector<Real> mocap = *(*sim)->GetMocapPoses((*worlds)[0]);
+    for (size_t m = 0; m < mocap.size(); m += 7) {
+      mocap[m] += Real(0.01);
+      mocap[m + 3] += Real(0.1);
+    }
+    absl::Status moved = (*sim)->SetMocapPoses((*worlds)[0], mocap);
+    if (!moved.ok()) Fail("SetMocapPoses near the current poses", moved);
+    stepped = (*sim)->Step({(*worlds)[0]}, {1});
+    if (!stepped.ok()) Fail("a step after moving the mocap bodies", stepped);
+  }
 }
 
 }  // namespace axion::fuzz
