@@ -80,7 +80,7 @@ class CpuBackend final : public ExecutionBackend {
   absl::Status Load(BatchStorage&) override { return absl::OkStatus(); }
   absl::Status Upload(BatchStorage&) override { return absl::OkStatus(); }
   absl::Status UploadInputs(BatchStorage&) override { return absl::OkStatus(); }
-  absl::Status UploadWorldModels(BatchStorage&, absl::Span<const int>) override {
+  absl::Status UploadWorldModels(BatchStorage&, absl::Span<const int>, bool) override {
     return absl::OkStatus();
   }
   absl::Status Download(BatchStorage&) override { return absl::OkStatus(); }

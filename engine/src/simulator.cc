@@ -111,7 +111,7 @@ class Simulator::Impl {
     layout.mocap_pose = std::move(poses);
     WriteMocapFrames(layout, w, host);
     const int written[] = {w};
-    return backend->UploadWorldModels(host, written);
+    return backend->UploadWorldModels(host, written, /*frames_only=*/true);
   }
 
   // Re-packs the batch for `next` worlds, carrying over the state of worlds that survive.

@@ -685,7 +685,8 @@ class CudaBackend final : public ExecutionBackend {
     return absl::OkStatus();
   }
 
-  absl::Status UploadWorldModels(BatchStorage& host, absl::Span<const int> worlds) override {
+  absl::Status UploadWorldModels(BatchStorage& host, absl::Span<const int> worlds,
+                                 bool frames_only) override {
     absl::Status s = CheckLayout(host);
     if (!s.ok() || arena_ == nullptr) return s;
     AXION_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
@@ -700,6 +701,15 @@ class CudaBackend final : public ExecutionBackend {
                                   cudaMemcpyHostToDevice, stream_);
         }
       };
+      if (frames_only) {
+        const std::vector<int32_t>& shapes = host.world_shape_offset;
+        const std::vector<int32_t>& joints = host.world_joint_offset;
+        copy(host.shape_pos, d_.shape_pos, shapes[w], shapes[w + 1], 3);
+        copy(host.shape_quat, d_.shape_quat, shapes[w], shapes[w + 1], 4);
+        copy(host.joint_parent_pos, d_.joint_parent_pos, joints[w], joints[w + 1], 3);
+        copy(host.joint_parent_quat, d_.joint_parent_quat, joints[w], joints[w + 1], 4);
+        continue;
+      }
 #define AXION_UPLOAD(offsets) \
   [&](const auto& h, auto* d, int width) { copy(h, d, offsets[w], offsets[w + 1], width); }
 #define AXION_UPLOAD_WORLD(T, name, width) copy(host.name, d_.name, w, w + 1, width);
