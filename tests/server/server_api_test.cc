@@ -34,17 +34,7 @@ v1::StepResponse StepWheelsAndCheckSpeeds(client::Client& client, const std::vec
   return *stepped;
 }
 
-class ServerApiTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    server_ = StartServer(TestServerOptions());
-    ASSERT_NE(server_, nullptr);
-    client_ = Connect(*server_, "alice");
-  }
-
-  std::unique_ptr<AxionServer> server_;
-  std::unique_ptr<client::Client> client_;
-};
+class ServerApiTest : public ServerTest {};
 
 TEST_F(ServerApiTest, CreateStepQueryDestroy) {
   const std::vector<uint64_t> ids = MustCreate(*client_, FallingBallScene(10), 3);

@@ -54,16 +54,7 @@ v1::ModelDescription SlidingBoxScene() {
   return model;
 }
 
-class ServerParametersTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    server_ = StartServer(TestServerOptions());
-    ASSERT_NE(server_, nullptr);
-    client_ = Connect(*server_, "alice");
-  }
-  std::unique_ptr<AxionServer> server_;
-  std::unique_ptr<client::Client> client_;
-};
+class ServerParametersTest : public ServerTest {};
 
 TEST_F(ServerParametersTest, GetParametersReadsEachWorldsScene) {
   const std::vector<uint64_t> wheel = MustCreate(*client_, WheelScene(), 1);

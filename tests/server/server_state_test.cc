@@ -128,22 +128,13 @@ void ExpectNear(const std::vector<float>& actual, const std::vector<double>& exp
   }
 }
 
-class ServerStateTest : public ::testing::Test {
+class ServerStateTest : public ServerTest {
  protected:
-  void SetUp() override {
-    server_ = StartServer(TestServerOptions());
-    ASSERT_NE(server_, nullptr);
-    client_ = Connect(*server_, "alice");
-  }
-
   std::string SnapshotOf(uint64_t id) {
     absl::StatusOr<v1::SnapshotResponse> snapshot = client_->Snapshot({id});
     EXPECT_TRUE(snapshot.ok()) << snapshot.status();
     return snapshot.ok() ? snapshot->snapshots(0).data() : "";
   }
-
-  std::unique_ptr<AxionServer> server_;
-  std::unique_ptr<client::Client> client_;
 };
 
 // Joint angles and rates place the links where the analytic forward kinematics puts them, in

@@ -60,6 +60,19 @@ inline std::unique_ptr<client::Client> Connect(const AxionServer& server,
   return Connect(LocalClientOptions(server, client_id));
 }
 
+// A test with its own in-process server and a client of identity "alice".
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = StartServer(TestServerOptions());
+    ASSERT_NE(server_, nullptr);
+    client_ = Connect(*server_, "alice");
+  }
+
+  std::unique_ptr<AxionServer> server_;
+  std::unique_ptr<client::Client> client_;
+};
+
 inline void SetVec(v1::Vec3* v, double x, double y, double z) {
   v->set_x(x);
   v->set_y(y);
