@@ -522,34 +522,7 @@ TEST_F(CudaBackendTest, NewModelsAndOptionsMatchCpu) {
 // Mocap bodies moved on the host reach the device's shapes and joint frames: a paddle pushing a
 // ball and a body welded to the paddle, moved every step, as on the CPU.
 TEST_F(CudaBackendTest, MocapPosesMatchCpu) {
-  ModelDesc d;
-  d.options.timestep = 0.01;
-  d.mocap_bodies.push_back({"paddle", Pose{{-0.2, 0, 0.1}, {}}});
-  ShapeDesc floor;
-  floor.type = ShapeType::kPlane;
-  d.shapes.push_back(floor);
-  ShapeDesc paddle;
-  paddle.type = ShapeType::kBox;
-  paddle.mocap = 0;
-  paddle.size = {0.05, 0.2, 0.1};
-  d.shapes.push_back(paddle);
-  for (Real x : {0.1, -0.2}) {
-    BodyDesc body;
-    body.mass = 1;
-    body.inertia = Real(0.001) * mat33_identity();
-    body.pose.pos = {x, 0, x > 0 ? 0.05 : 0.5};
-    d.bodies.push_back(body);
-    ShapeDesc sphere;
-    sphere.body = static_cast<int>(d.bodies.size()) - 1;
-    sphere.size = {0.05, 0, 0};
-    d.shapes.push_back(sphere);
-  }
-  JointDesc weld;
-  weld.type = JointType::kFixed;
-  weld.child = 1;
-  weld.parent_mocap = 0;
-  d.joints.push_back(weld);
-  auto model = MustCompile(d);
+  auto model = MustCompile(scenes::MocapPaddle());
   auto cpu = MustCreate(Backend::kCpu);
   auto gpu = MustCreate(Backend::kCuda);
   ASSERT_TRUE(cpu && gpu);

@@ -945,45 +945,9 @@ TEST(SimulatorTest, NewModelsWithOtherHullsArePackedAgain) {
 // A paddle on a mocap body, moved a centimetre per step, pushes a ball along the floor, and a
 // body welded to the mocap body rides with it; the poses survive a re-pack, snapshots carry
 // them, a reset returns them, and bad poses are refused.
-ModelDesc MocapScene() {
-  ModelDesc d;
-  d.options.timestep = 0.01;
-  d.mocap_bodies.push_back({"paddle", Pose{{-0.2, 0, 0.1}, {}}});
-  ShapeDesc floor;
-  floor.type = ShapeType::kPlane;
-  d.shapes.push_back(floor);
-  ShapeDesc paddle;
-  paddle.name = "paddle";
-  paddle.type = ShapeType::kBox;
-  paddle.mocap = 0;
-  paddle.size = {0.05, 0.2, 0.1};
-  d.shapes.push_back(paddle);
-  BodyDesc ball;
-  ball.name = "ball";
-  ball.mass = 1;
-  ball.inertia = test::SphereInertia(1, 0.05);
-  ball.pose.pos = {0.1, 0, 0.05};
-  d.bodies.push_back(ball);
-  ShapeDesc ball_shape;
-  ball_shape.body = 0;
-  ball_shape.size = {0.05, 0, 0};
-  d.shapes.push_back(ball_shape);
-  BodyDesc handle = ball;
-  handle.name = "handle";
-  handle.pose.pos = {-0.2, 0, 0.5};
-  d.bodies.push_back(handle);
-  JointDesc weld;
-  weld.name = "weld";
-  weld.type = JointType::kFixed;
-  weld.child = 1;
-  weld.parent_mocap = 0;
-  d.joints.push_back(weld);
-  return d;
-}
-
 TEST(SimulatorTest, MocapBodiesCarryTheirShapesAndJoints) {
   auto sim = MustCreateSimulator();
-  auto model = MustCompile(MocapScene());
+  auto model = MustCompile(scenes::MocapPaddle());
   ASSERT_EQ(model->mocap_count(), 1);
   EXPECT_EQ(model->FindMocapBody("paddle"), 0);
   std::vector<WorldId> ids = *sim->CreateWorlds(model, 2);
@@ -1032,7 +996,7 @@ TEST(SimulatorTest, MocapBodiesCarryTheirShapesAndJoints) {
 
 // A keyframe places the mocap bodies; the parent side of a joint on one is kept in its frame.
 TEST(SimulatorTest, KeyframesPlaceMocapBodies) {
-  ModelDesc d = MocapScene();
+  ModelDesc d = scenes::MocapPaddle();
   KeyframeDesc key;
   key.name = "raised";
   key.mocap_pose = {0.3, 0.1, 0.4, std::cos(0.25), 0, 0, std::sin(0.25)};
@@ -1052,7 +1016,7 @@ TEST(SimulatorTest, KeyframesPlaceMocapBodies) {
   d.keyframes[0].mocap_pose.pop_back();
   EXPECT_THAT(std::string(Model::Compile(d).status().message()),
               HasSubstr("mocap_pose needs 7 values (7 per mocap body), got 6"));
-  d = MocapScene();
+  d = scenes::MocapPaddle();
   d.shapes[2].mocap = 0;  // the ball's shape is on a body
   EXPECT_THAT(std::string(Model::Compile(d).status().message()),
               HasSubstr("is set on a shape of a moving body"));

@@ -250,4 +250,44 @@ inline ModelDesc ArmTurningIntoPost(Real omega) {
   return d;
 }
 
+// A paddle (a box on mocap body 0, starting at x = -0.2 on the floor) and two 1 kg balls of
+// 5 cm radius: body 0 resting on the floor at x = 0.1, ahead of the paddle; body 1 at
+// (-0.2, 0, 0.5), welded 0.4 m above the paddle (a fixed joint whose parent side is on the
+// mocap body). Moving the mocap body pushes the first and carries the second.
+inline ModelDesc MocapPaddle() {
+  ModelDesc d;
+  d.options.timestep = 0.01;
+  d.mocap_bodies.push_back({"paddle", Pose{{-0.2, 0, 0.1}, {}}});
+  ShapeDesc floor;
+  floor.type = ShapeType::kPlane;
+  d.shapes.push_back(floor);
+  ShapeDesc paddle;
+  paddle.name = "paddle";
+  paddle.type = ShapeType::kBox;
+  paddle.mocap = 0;
+  paddle.size = {0.05, 0.2, 0.1};
+  d.shapes.push_back(paddle);
+  const char* names[] = {"ball", "handle"};
+  const Vec3 positions[] = {{0.1, 0, 0.05}, {-0.2, 0, 0.5}};
+  for (int i = 0; i < 2; ++i) {
+    BodyDesc body;
+    body.name = names[i];
+    body.mass = 1;
+    body.inertia = SphereInertia(1, 0.05);
+    body.pose.pos = positions[i];
+    d.bodies.push_back(body);
+    ShapeDesc sphere;
+    sphere.body = i;
+    sphere.size = {0.05, 0, 0};
+    d.shapes.push_back(sphere);
+  }
+  JointDesc weld;
+  weld.name = "weld";
+  weld.type = JointType::kFixed;
+  weld.child = 1;
+  weld.parent_mocap = 0;
+  d.joints.push_back(weld);
+  return d;
+}
+
 }  // namespace axion::scenes
