@@ -197,10 +197,13 @@ uint64_t Fingerprint(const Model& m) {
     h.Add(m.joint_parent_frame()[j]);
     for (AxisMode mode : joint.axis_mode) h.Add(mode);
   }
-  for (const ShapeDesc& s : d.shapes)
-    h.Add(s.type), h.Add(s.body), h.Add(s.mocap), h.Add(s.pose), h.Add(s.size);
-  h.Add(d.mocap_bodies.size());
-  for (const JointDesc& joint : d.joints) h.Add(joint.parent_mocap);
+  for (const ShapeDesc& s : d.shapes) h.Add(s.type), h.Add(s.body), h.Add(s.pose), h.Add(s.size);
+  // (only where there are mocap bodies: the fingerprints of models without stay as they were)
+  if (!d.mocap_bodies.empty()) {
+    h.Add(d.mocap_bodies.size());
+    for (const ShapeDesc& s : d.shapes) h.Add(s.mocap);
+    for (const JointDesc& joint : d.joints) h.Add(joint.parent_mocap);
+  }
   for (const ActuatorDesc& a : d.actuators) h.Add(a.type), h.Add(a.joint), h.Add(a.dof);
   h.Add(d.contact_pairs.size());
   for (const ContactPairDesc& p : d.contact_pairs) h.Add(p.shape_a), h.Add(p.shape_b);
