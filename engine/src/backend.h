@@ -24,10 +24,11 @@ class ExecutionBackend {
   // changes (the host's copy is always the current one): upload those two arrays alone.
   virtual absl::Status UploadInputs(BatchStorage& host) = 0;
   // The host rewrote the model arrays of `worlds` (batch indices) in place, the layout and the
-  // hulls unchanged (Simulator::SetWorldModels): upload those worlds' parts of them; with
-  // `frames_only`, only the shape poses and the joints' parent frames (a mocap move).
-  virtual absl::Status UploadWorldModels(BatchStorage& host, absl::Span<const int> worlds,
-                                         bool frames_only = false) = 0;
+  // hulls unchanged (Simulator::SetWorldModels): upload those worlds' parts of them.
+  virtual absl::Status UploadWorldModels(BatchStorage& host, absl::Span<const int> worlds) = 0;
+  // Mocap bodies moved: upload the shape poses and the joints' parent frames (shape_pos,
+  // shape_quat, joint_parent_pos, joint_parent_quat), every world's at once.
+  virtual absl::Status UploadFrames(BatchStorage& host) = 0;
   // Bring the host's state arrays up to date with the backend's.
   virtual absl::Status Download(BatchStorage& host) = 0;
   // Bring only what body and joint state reads need up to date: body_q, body_u, qpos and

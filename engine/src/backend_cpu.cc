@@ -80,9 +80,10 @@ class CpuBackend final : public ExecutionBackend {
   absl::Status Load(BatchStorage&) override { return absl::OkStatus(); }
   absl::Status Upload(BatchStorage&) override { return absl::OkStatus(); }
   absl::Status UploadInputs(BatchStorage&) override { return absl::OkStatus(); }
-  absl::Status UploadWorldModels(BatchStorage&, absl::Span<const int>, bool) override {
+  absl::Status UploadWorldModels(BatchStorage&, absl::Span<const int>) override {
     return absl::OkStatus();
   }
+  absl::Status UploadFrames(BatchStorage&) override { return absl::OkStatus(); }
   absl::Status Download(BatchStorage&) override { return absl::OkStatus(); }
   absl::Status DownloadObservables(BatchStorage&) override { return absl::OkStatus(); }
   size_t device_bytes() const override { return 0; }

@@ -59,6 +59,10 @@ class Simulator::Impl {
   bool inputs_current = true;  // backend's actuator_ctrl and body_wrench reflect the host's
   // Body and joint state reads download only what they read (DownloadObservables).
   bool observables_current = true;  // host body_q, body_u, qpos, dof_velocity reflect backend
+  // Mocap moves rewrite the host's shape poses and joint parent frames; a training loop moving
+  // every world's mocap bodies each step then sends those four arrays once per step, not a
+  // transfer per world (backend's UploadFrames).
+  bool frames_current = true;
 
   absl::StatusOr<int> Find(WorldId id) const {
     auto it = index.find(id);
@@ -97,6 +101,11 @@ class Simulator::Impl {
     return s;
   }
   absl::Status EnsureDevice() {
+    if (!frames_current) {
+      absl::Status s = backend->UploadFrames(host);
+      if (!s.ok()) return s;
+      frames_current = true;
+    }
     if (device_current) return EnsureInputs();
     absl::Status s = backend->Upload(host);
     if (s.ok()) device_current = inputs_current = true;
@@ -104,14 +113,13 @@ class Simulator::Impl {
   }
 
   // Puts world w's mocap bodies at `poses` (empty: their initial poses): the shapes and joint
-  // anchors on them are rewritten in the model arrays, and the backend takes that world's.
-  absl::Status MoveMocapBodies(int w, std::vector<Pose> poses) {
+  // anchors on them are rewritten in the model arrays, which the next step takes to a device.
+  void MoveMocapBodies(int w, std::vector<Pose> poses) {
     WorldLayout& layout = worlds[w].layout;
-    if (layout.model->mocap_count() == 0) return absl::OkStatus();
+    if (layout.model->mocap_count() == 0) return;
     layout.mocap_pose = std::move(poses);
     WriteMocapFrames(layout, w, host);
-    const int written[] = {w};
-    return backend->UploadWorldModels(host, written, /*frames_only=*/true);
+    frames_current = false;
   }
 
   // Re-packs the batch for `next` worlds, carrying over the state of worlds that survive.
@@ -132,7 +140,7 @@ class Simulator::Impl {
     worlds = std::move(next);
     index.clear();
     for (int w = 0; w < static_cast<int>(worlds.size()); ++w) index[worlds[w].id] = w;
-    host_current = device_current = inputs_current = observables_current = true;
+    host_current = device_current = inputs_current = observables_current = frames_current = true;
     return absl::OkStatus();
   }
 };
@@ -697,8 +705,7 @@ absl::Status Simulator::Reset(WorldId world) {
   if (!s.ok()) return s;
   ResetWorldState(im.worlds[*w].layout, *w, im.host);
   im.worlds[*w].step_count = 0;
-  s = im.MoveMocapBodies(*w, {});
-  if (!s.ok()) return s;
+  im.MoveMocapBodies(*w, {});
   return im.MarkHostWritten();
 }
 
@@ -763,8 +770,7 @@ absl::Status Simulator::Restore(WorldId world, std::string_view bytes) {
                         absl::StrCat("world ", world, ": ", steps.status().message()));
   }
   im.worlds[*w].step_count = *steps;
-  s = im.MoveMocapBodies(*w, std::move(mocap));
-  if (!s.ok()) return s;
+  im.MoveMocapBodies(*w, std::move(mocap));
   return im.MarkHostWritten();
 }
 
@@ -811,7 +817,8 @@ absl::Status Simulator::SetMocapPoses(WorldId world, absl::Span<const Real> pose
     }
     poses[m] = {load3(&pose[7 * m]), quat_normalized(q)};
   }
-  return im.MoveMocapBodies(*w, std::move(poses));
+  im.MoveMocapBodies(*w, std::move(poses));
+  return absl::OkStatus();
 }
 
 size_t Simulator::memory_capacity_bytes() const { return impl_->backend->device_capacity_bytes(); }

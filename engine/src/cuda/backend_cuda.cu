@@ -685,8 +685,7 @@ class CudaBackend final : public ExecutionBackend {
     return absl::OkStatus();
   }
 
-  absl::Status UploadWorldModels(BatchStorage& host, absl::Span<const int> worlds,
-                                 bool frames_only) override {
+  absl::Status UploadWorldModels(BatchStorage& host, absl::Span<const int> worlds) override {
     absl::Status s = CheckLayout(host);
     if (!s.ok() || arena_ == nullptr) return s;
     AXION_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
@@ -701,15 +700,6 @@ class CudaBackend final : public ExecutionBackend {
                                   cudaMemcpyHostToDevice, stream_);
         }
       };
-      if (frames_only) {
-        const std::vector<int32_t>& shapes = host.world_shape_offset;
-        const std::vector<int32_t>& joints = host.world_joint_offset;
-        copy(host.shape_pos, d_.shape_pos, shapes[w], shapes[w + 1], 3);
-        copy(host.shape_quat, d_.shape_quat, shapes[w], shapes[w + 1], 4);
-        copy(host.joint_parent_pos, d_.joint_parent_pos, joints[w], joints[w + 1], 3);
-        copy(host.joint_parent_quat, d_.joint_parent_quat, joints[w], joints[w + 1], 4);
-        continue;
-      }
 #define AXION_UPLOAD(offsets) \
   [&](const auto& h, auto* d, int width) { copy(h, d, offsets[w], offsets[w + 1], width); }
 #define AXION_UPLOAD_WORLD(T, name, width) copy(host.name, d_.name, w, w + 1, width);
@@ -747,6 +737,18 @@ class CudaBackend final : public ExecutionBackend {
     }
     AXION_CUDA_RETURN_IF_ERROR(error);
     // the host vectors must outlive the copies
+    AXION_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    return absl::OkStatus();
+  }
+
+  absl::Status UploadFrames(BatchStorage& host) override {
+    absl::Status s = CheckLayout(host);
+    if (!s.ok() || arena_ == nullptr) return s;
+    AXION_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+    AXION_CUDA_RETURN_IF_ERROR(CopyArray(host.shape_pos, d_.shape_pos, kToDevice));
+    AXION_CUDA_RETURN_IF_ERROR(CopyArray(host.shape_quat, d_.shape_quat, kToDevice));
+    AXION_CUDA_RETURN_IF_ERROR(CopyArray(host.joint_parent_pos, d_.joint_parent_pos, kToDevice));
+    AXION_CUDA_RETURN_IF_ERROR(CopyArray(host.joint_parent_quat, d_.joint_parent_quat, kToDevice));
     AXION_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
     return absl::OkStatus();
   }
