@@ -183,6 +183,27 @@ def test_randomize_fn_draws_each_episodes_parameters(client):
     np.testing.assert_array_equal(run(7)[0], draws)
 
 
+HAND_MJCF = """<mujoco><worldbody>
+  <body name="hand" mocap="true" pos="0 0 1">
+    <geom type="box" size="0.05 0.05 0.05" contype="0" conaffinity="0"/></body>
+  <body name="block" pos="0.2 0 1"><freejoint/><geom type="box" size="0.05 0.05 0.05" mass="1"/>
+  </body></worldbody>
+  <equality><weld body1="hand" body2="block"/></equality></mujoco>"""
+
+
+def test_mocap_pose_observed_and_moved_each_step(client):
+    """A policy's moving target: the hand's pose observed, set with each step's actions."""
+    with axion.VectorEnv(client, HAND_MJCF, 2, observation=("mocap_pose", "body_pose")) as env:
+        assert env.observation_slices["mocap_pose"] == slice(0, 7)
+        obs = env.reset()
+        np.testing.assert_allclose(obs[:, :7], [[0, 0, 1, 1, 0, 0, 0]] * 2, atol=1e-6)
+        hands = np.array([[[0.3, 0, 1, 1, 0, 0, 0]], [[0, 0.3, 1.2, 1, 0, 0, 0]]], np.float32)
+        obs, *_ = env.step(np.zeros((2, 0), np.float32), mocap_pose=hands)
+        np.testing.assert_allclose(obs[:, :7], hands[:, 0], atol=1e-6)
+        body = env.observation_slices["body_pose"]
+        np.testing.assert_allclose(obs[:, body][:, :3], [[0.5, 0, 1], [0.2, 0.3, 1.2]], atol=1e-4)
+
+
 FLOATING_ARM_MJCF = """<mujoco><option gravity="0 0 0"/><worldbody>
   <body name="base" pos="0 0 1"><freejoint/><geom type="box" size="0.1 0.1 0.1"/>
     <body name="upper" pos="0.2 0 0"><joint name="shoulder" type="ball"/>

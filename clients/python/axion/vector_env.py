@@ -22,6 +22,8 @@ coordinates, D degrees of freedom, B bodies; see WorldDescription for the per-jo
                       frame (WorldDescription.source_sites order; MuJoCo's site_xpos and
                       site_xmat): targets and fingertips for rewards. Carried from the bodies'
                       poses on the client, which then asks the server for body_pose too.
+  mocap_pose          M x 7: each mocap body's position (m) and quaternion w x y z (targets a
+                      policy follows; step(actions, mocap_pose=) moves them).
 
 The default is ("joint_position", "joint_velocity"), i.e. obs[:, :P] = joint positions and
 obs[:, P:P+D] = joint velocities; `observation_slices` maps each field to its columns. Free
@@ -51,6 +53,7 @@ OBSERVATION_CHOICES = (
     "file_position",
     "file_velocity",
     "site_pose",
+    "mocap_pose",
 )
 
 
@@ -337,8 +340,9 @@ class VectorEnv:
             "joint_velocity": velocity,
         }
 
-    def step(self, actions):
-        """Applies actions (N x act_dim) for `frame_skip` steps.
+    def step(self, actions, mocap_pose=None):
+        """Applies actions (N x act_dim) for `frame_skip` steps, the mocap bodies first moved
+        to `mocap_pose` (N x M x 7, position and quaternion w x y z; None: where they are).
 
         Returns (obs (N x obs_dim) float32, reward (N,) float32, terminated (N,) bool,
         truncated (N,) bool, info dict of (N,) arrays: time, step_count, episode_step, flags,
@@ -346,7 +350,11 @@ class VectorEnv:
         """
         actions = self._check_actions(actions)
         observations = self._ensure_stream().step(
-            self._ids, self.frame_skip, controls=actions, observe=self._observe
+            self._ids,
+            self.frame_skip,
+            controls=actions,
+            observe=self._observe,
+            mocap_pose=mocap_pose,
         )
         obs = self._flatten(observations)
         stats = observations.stats
