@@ -39,6 +39,14 @@ PENDULUM_MJCF = """
 """
 PENDULUM_INERTIA = 1.0 + 0.4 * 0.05**2  # kg m^2 about the hinge
 
+# A mocap "hand" at (0, 0, 1) and a free 1 kg block welded to it 0.2 m along x.
+HAND_MJCF = """<mujoco><worldbody>
+  <body name="hand" mocap="true" pos="0 0 1">
+    <geom type="box" size="0.05 0.05 0.05" contype="0" conaffinity="0"/></body>
+  <body name="block" pos="0.2 0 1"><freejoint/><geom type="box" size="0.05 0.05 0.05" mass="1"/>
+  </body></worldbody>
+  <equality><weld body1="hand" body2="block"/></equality></mujoco>"""
+
 # A 0.2 m, 2 kg box resting on the ground plane (released 1 cm above it).
 BOX_ON_PLANE_MJCF = """
 <mujoco model="box_on_plane">

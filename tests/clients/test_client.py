@@ -17,6 +17,7 @@ from clients_support import (
     CREATURE_KEY_QPOS,
     CREATURE_KEY_QVEL,
     CREATURE_MJCF,
+    HAND_MJCF,
     MODELS_DIR,
     PENDULUM_INERTIA,
     PENDULUM_MJCF,
@@ -890,14 +891,6 @@ def test_bad_parameters_change_no_world(client):
     after = client.get_parameters(ids)
     for field in axion.PARAMETER_FIELDS:
         np.testing.assert_array_equal(getattr(after, field), getattr(before, field))
-
-
-HAND_MJCF = """<mujoco><worldbody>
-  <body name="hand" mocap="true" pos="0 0 1">
-    <geom type="box" size="0.05 0.05 0.05" contype="0" conaffinity="0"/></body>
-  <body name="block" pos="0.2 0 1"><freejoint/><geom type="box" size="0.05 0.05 0.05" mass="1"/>
-  </body></worldbody>
-  <equality><weld body1="hand" body2="block"/></equality></mujoco>"""
 
 
 def test_mocap_poses_move_what_is_welded_to_them(client):

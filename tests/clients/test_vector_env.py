@@ -8,6 +8,7 @@ from clients_support import (
     CREATURE_KEY_QPOS,
     CREATURE_KEY_QVEL,
     CREATURE_MJCF,
+    HAND_MJCF,
     MODELS_DIR,
     PENDULUM_INERTIA,
     PENDULUM_MJCF,
@@ -181,14 +182,6 @@ def test_randomize_fn_draws_each_episodes_parameters(client):
     assert gears[1] == 1.0 and gears[0] != 1.0
     assert not np.allclose(draws[:3], draws[3:])
     np.testing.assert_array_equal(run(7)[0], draws)
-
-
-HAND_MJCF = """<mujoco><worldbody>
-  <body name="hand" mocap="true" pos="0 0 1">
-    <geom type="box" size="0.05 0.05 0.05" contype="0" conaffinity="0"/></body>
-  <body name="block" pos="0.2 0 1"><freejoint/><geom type="box" size="0.05 0.05 0.05" mass="1"/>
-  </body></worldbody>
-  <equality><weld body1="hand" body2="block"/></equality></mujoco>"""
 
 
 def test_mocap_pose_observed_and_moved_each_step(client):
