@@ -56,6 +56,8 @@ struct ParameterArray {
   std::string (*element_name)(const ModelDesc&, int element);
   void (*get)(const ModelDesc&, const SolverOptions&, int element, Real* values);
   void (*set)(ModelDesc*, SolverOptions*, int element, const Real* values);
+  // Why an element's value cannot change, or nullptr where it can.
+  const char* (*fixed)(const ModelDesc&, int element) = nullptr;
 };
 
 int Bodies(const ModelDesc& d) { return static_cast<int>(d.bodies.size()); }
@@ -106,6 +108,16 @@ const ParameterArray kArrays[] = {
      },
      [](ModelDesc* d, SolverOptions*, int i, const Real* v) {
        d->shapes[i].material.restitution = v[0];
+     }},
+    {"shape_size", &v1::WorldParameters::shape_size, &v1::WorldParameters::mutable_shape_size, 3,
+     Range::kAny, true, Shapes, ShapeName,
+     [](const ModelDesc& d, const SolverOptions&, int i, Real* v) { store3(v, d.shapes[i].size); },
+     [](ModelDesc* d, SolverOptions*, int i, const Real* v) { d->shapes[i].size = load3(v); },
+     [](const ModelDesc& d, int i) -> const char* {
+       const ShapeType type = d.shapes[i].type;
+       return type == ShapeType::kPlane        ? "is a plane, which has no size"
+              : type == ShapeType::kConvexHull ? "is a convex hull, sized by its vertices"
+                                               : nullptr;
      }},
     {"dof_stiffness", &v1::WorldParameters::dof_stiffness,
      &v1::WorldParameters::mutable_dof_stiffness, 1, Range::kNonNegative, true, DofCount, DofName,
@@ -233,7 +245,14 @@ absl::Status ApplyParameters(const v1::WorldParameters& parameters,
             changed = true;
           }
         }
-        if (changed) array.set(world.desc, world.options, i, current.data());
+        if (!changed) continue;
+        const char* fixed = array.fixed ? array.fixed(*world.desc, i) : nullptr;
+        if (fixed != nullptr) {
+          return absl::InvalidArgumentError(absl::StrCat(array.name, ": world ", world.world_id,
+                                                         ", ", array.element_name(*world.desc, i),
+                                                         " ", fixed));
+        }
+        array.set(world.desc, world.options, i, current.data());
       }
     }
   }

@@ -863,6 +863,7 @@ def test_parameters_give_each_world_its_own_dynamics(client):
     assert nominal.world_ids == ids
     assert nominal.body_mass.shape == (3, 1) and nominal.body_com.shape == (3, 1, 3)
     assert nominal.shape_friction.shape == (3, 1) and nominal.dof_damping.shape == (3, 1)
+    np.testing.assert_allclose(nominal.shape_size, [[[0.05, 0, 0]]] * 3, rtol=1e-6)
     np.testing.assert_allclose(nominal.actuator_gear, [[1], [1], [1]])
     np.testing.assert_allclose(nominal.gravity, [[0, 0, -9.81]] * 3, rtol=1e-6)
     np.testing.assert_allclose(nominal.body_mass, 1.0, rtol=1e-6)

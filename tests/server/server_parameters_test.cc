@@ -130,6 +130,29 @@ TEST_F(ServerParametersTest, FrictionAndGravitySetEachBoxsSlide) {
   }
 }
 
+// Each world's ball its own radius: resting on the ground at it (a smaller one falls onto it, a
+// larger one is pushed out of the floor); the plane's size is no parameter.
+TEST_F(ServerParametersTest, ShapeSizesSetWhereBallsRest) {
+  const std::vector<uint64_t> balls = MustCreate(*client_, RestingBallScene(), 3);
+  v1::SetParametersRequest set = SetFor(balls);
+  set.mutable_parameters()->set_shape_size(
+      client::PackFloat32({0, 0, 0, 0.1f, 0, 0, 0, 0, 0, 0.05f, 0, 0, 0, 0, 0, 0.15f, 0, 0}));
+  absl::StatusOr<v1::SetParametersResponse> done = client_->SetParameters(set);
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_TRUE(client_->Step(StepRequestFor(balls, 200)).ok());
+  const std::vector<float> pose = Floats(MustGetState(*client_, balls).observations().body_pose());
+  EXPECT_NEAR(pose[2], 0.1, 1e-3);
+  EXPECT_NEAR(pose[7 + 2], 0.05, 1e-3);
+  EXPECT_NEAR(pose[14 + 2], 0.15, 1e-3);
+  set = SetFor({balls[0]});
+  set.mutable_parameters()->set_shape_size(client::PackFloat32({1, 1, 0, 0.1f, 0, 0}));
+  done = client_->SetParameters(set);
+  EXPECT_EQ(done.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(done.status().message()),
+              HasSubstr("shape_size: world " + std::to_string(balls[0]) +
+                        ", shape 'ground' is a plane, which has no size"));
+}
+
 // Parameters read and written back keep every bit: the world goes on exactly as one never
 // written (its snapshot's fingerprint still the scene's).
 TEST_F(ServerParametersTest, WritingBackWhatWasReadChangesNothing) {

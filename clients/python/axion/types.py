@@ -74,6 +74,8 @@ class Layout:
             return self.body_count, (self.body_count,)
         if field == "body_com":
             return self.body_count * 3, (self.body_count, 3)
+        if field == "shape_size":
+            return self.shape_count * 3, (self.shape_count, 3)
         if field.startswith("shape_"):
             return self.shape_count, (self.shape_count,)
         if field.startswith("dof_"):
@@ -475,6 +477,7 @@ PARAMETER_FIELDS = (
     "body_com",
     "shape_friction",
     "shape_restitution",
+    "shape_size",
     "dof_stiffness",
     "dof_damping",
     "dof_armature",
@@ -495,6 +498,9 @@ class Parameters:
       body_mass (W x B) kg, > 0; setting it scales the body's inertia alike.
       body_com (W x B x 3) m: centre of mass in the body frame (the body frame stays put).
       shape_friction (W x S) >= 0; shape_restitution (W x S) in [0, 1].
+      shape_size (W x S x 3) m, as ShapeDesc::size (a sphere's radius, a capsule's or
+        cylinder's radius and half length, a box's half extents); planes and convex hulls keep
+        theirs. Masses and inertias stay as they are (set body_mass with them).
       dof_stiffness, dof_damping, dof_armature, dof_friction_loss (W x D) >= 0: the joints'
         springs, dampers, rotor inertias and dry friction per DOF. A value that is zero in the
         scene stays zero (and a non-zero one non-zero): those decide the joint's constraint
@@ -511,6 +517,7 @@ class Parameters:
     body_com: Optional[ArrayOrList] = None
     shape_friction: Optional[ArrayOrList] = None
     shape_restitution: Optional[ArrayOrList] = None
+    shape_size: Optional[ArrayOrList] = None
     dof_stiffness: Optional[ArrayOrList] = None
     dof_damping: Optional[ArrayOrList] = None
     dof_armature: Optional[ArrayOrList] = None
