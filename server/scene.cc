@@ -383,12 +383,14 @@ absl::StatusOr<ImportedScene> FromImport(absl::StatusOr<ImportResult> result, co
     out->set_name(body.name);
     out->set_body(body.body);
     ToProto(body.offset, out->mutable_offset());
+    if (body.mocap >= 0) out->mutable_mocap()->set_value(body.mocap);
   }
   for (const ImportResult::SourceBody& site : result->source_sites) {
     v1::SourceBody* out = imported.source.add_sites();
     out->set_name(site.name);
     out->set_body(site.body);
     ToProto(site.offset, out->mutable_offset());
+    if (site.mocap >= 0) out->mutable_mocap()->set_value(site.mocap);
   }
   for (const ImportResult::SourceJoint& joint : result->source_joints) {
     v1::SourceJoint* out = imported.source.add_joints();
@@ -781,7 +783,8 @@ absl::StatusOr<ImportResult> SourceMapToImport(const v1::SourceMap& source) {
   }
   ImportResult file;
   for (const v1::SourceBody& body : source.bodies()) {
-    file.source_bodies.push_back({body.name(), body.body(), FromProto(body.offset())});
+    file.source_bodies.push_back({body.name(), body.body(), FromProto(body.offset()),
+                                  body.has_mocap() ? body.mocap().value() : -1});
   }
   for (int j = 0; j < source.joints_size(); ++j) {
     const v1::SourceJoint& joint = source.joints(j);

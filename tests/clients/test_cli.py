@@ -244,7 +244,7 @@ def test_describe_lists_sites(axion, tmp_path):
     world = create(axion, model, 1)[0]
     described = json.loads(axion("describe", world, "--json").stdout)
     assert described["source_sites"] == [
-        {"name": "target", "body": -1, "offset": [1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0]}
+        {"name": "target", "body": -1, "offset": [1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0], "mocap": -1}
     ]
     assert "target" in axion("describe", world).stdout.split("SITE")[1]
 

@@ -173,6 +173,25 @@ def test_source_body_poses_compose_carriers_and_offsets():
                                atol=1e-15)
 
 
+def test_frames_on_mocap_bodies_follow_the_mocap_poses():
+    # a site 0.1 m along the x axis of mocap body 0, which is turned 90 degrees about z at
+    # (0, 0, 1): it ends 0.1 m along world y from there; without the mocap poses, an error
+    quarter = np.array([np.cos(np.pi / 4), 0, 0, np.sin(np.pi / 4)])
+    message = axion.pb.WorldDescription(body_names=["base"], body_count=1, mocap_names=["hand"])
+    site = message.source.sites.add(name="tip", body=-1)
+    site.offset.pos.x = 0.1
+    site.offset.quat.w = 1
+    site.mocap.value = 0
+    description = types.WorldDescription.from_proto(message)
+    assert description.source_sites[0].mocap == 0
+    body_pose = np.zeros((1, 1, 7))
+    body_pose[..., 3] = 1
+    poses = description.source_site_poses(body_pose, np.array([[[0, 0, 1, *quarter]]]))
+    np.testing.assert_allclose(poses[0, 0], [0, 0.1, 1, *quarter], atol=1e-15)
+    with pytest.raises(ValueError, match="mocap_pose"):
+        description.source_site_poses(body_pose)
+
+
 def test_cli_world_id_parsing():
     assert parse_world_ids(["1,2", " 3 ", "0x10"]) == [1, 2, 3, 16]
     assert parse_world_ids(None) == []

@@ -197,6 +197,18 @@ def test_mocap_pose_observed_and_moved_each_step(client):
         np.testing.assert_allclose(obs[:, body][:, :3], [[0.5, 0, 1], [0.2, 0.3, 1.2]], atol=1e-4)
 
 
+def test_site_pose_on_a_mocap_body_follows_it(client):
+    """A target site on a mocap body: its observed pose is where the mocap body was put."""
+    model = HAND_MJCF.replace('contype="0" conaffinity="0"/>',
+                              'contype="0" conaffinity="0"/><site name="target" pos="0 0 0.1"/>')
+    with axion.VectorEnv(client, model, 2, observation=("site_pose",)) as env:
+        assert env.description.source_sites[0].mocap == 0
+        np.testing.assert_allclose(env.reset()[:, :3], [[0, 0, 1.1]] * 2, atol=1e-6)
+        hands = np.array([[[0.3, 0, 1, 1, 0, 0, 0]], [[0, 0.3, 1.2, 1, 0, 0, 0]]], np.float32)
+        obs, *_ = env.step(np.zeros((2, 0), np.float32), mocap_pose=hands)
+        np.testing.assert_allclose(obs[:, :3], [[0.3, 0, 1.1], [0, 0.3, 1.3]], atol=1e-6)
+
+
 FLOATING_ARM_MJCF = """<mujoco><option gravity="0 0 0"/><worldbody>
   <body name="base" pos="0 0 1"><freejoint/><geom type="box" size="0.1 0.1 0.1"/>
     <body name="upper" pos="0.2 0 0"><joint name="shoulder" type="ball"/>

@@ -1505,7 +1505,8 @@ TEST(MjcfWarningTest, UnsupportedElementsAndAttributesAreNamed) {
       <geom size="0.1" solref="0.02 1"/>
       <site name="s"/><camera name="c"/>
     </body>
-    <body name="target" mocap="true"><geom size="0.05" contype="0" conaffinity="0"/></body>
+    <body name="target" mocap="true" pos="0 0 2"><geom size="0.05" contype="0" conaffinity="0"/>
+      <site name="tip" pos="0.1 0 0"/></body>
   </worldbody>
   <tendon/><sensor/><equality><tendon tendon1="t"/></equality><contact><tendon/></contact>
   <keyframe><key mpos="0 0 1"/><lag/></keyframe>
@@ -1530,6 +1531,15 @@ TEST(MjcfWarningTest, UnsupportedElementsAndAttributesAreNamed) {
   ASSERT_EQ(r->model.mocap_bodies.size(), 1u);
   EXPECT_EQ(r->model.mocap_bodies[0].name, "target");
   EXPECT_EQ(r->model.keyframes[0].mocap_pose, (std::vector<Real>{0, 0, 1, 1, 0, 0, 0}));
+  // the mocap body and its site are reported in its frame, riding on it
+  EXPECT_EQ(r->source_bodies.back().name, "target");
+  EXPECT_EQ(r->source_bodies.back().mocap, 0);
+  EXPECT_EQ(r->source_bodies.back().offset.pos.z, 0);
+  EXPECT_EQ(r->source_sites.back().name, "tip");
+  EXPECT_EQ(r->source_sites.back().body, kWorldBody);
+  EXPECT_EQ(r->source_sites.back().mocap, 0);
+  EXPECT_EQ(r->source_sites.back().offset.pos.x, 0.1);
+  EXPECT_EQ(r->model.mocap_bodies[0].pose.pos.z, 2);
   EXPECT_DOUBLE_EQ(r->model.options.timestep, 0.01);
 }
 

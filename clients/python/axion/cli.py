@@ -103,12 +103,12 @@ def describe_dict(description):
         "joints": [vars(j) for j in description.joints],
         "actuators": [vars(a) for a in description.actuators],
         "source_bodies": [
-            {"name": b.name, "body": b.body, "offset": b.offset.tolist()}
+            {"name": b.name, "body": b.body, "offset": b.offset.tolist(), "mocap": b.mocap}
             for b in description.source_bodies
         ],
         "source_joints": [vars(j) for j in description.source_joints],
         "source_sites": [
-            {"name": b.name, "body": b.body, "offset": b.offset.tolist()}
+            {"name": b.name, "body": b.body, "offset": b.offset.tolist(), "mocap": b.mocap}
             for b in description.source_sites
         ],
         "keyframe_names": description.keyframe_names,

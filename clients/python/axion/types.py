@@ -151,6 +151,8 @@ class SourceBody:
     # pose of its frame in that body's frame (world frame when static): position xyz (m),
     # quaternion w x y z; the identity for a body of its own
     offset: np.ndarray  # (7,) float64
+    # the mocap body (index into mocap_names) it rides on, offset then in its frame; -1: none
+    mocap: int = -1
 
     @classmethod
     def from_proto(cls, message):
@@ -160,6 +162,7 @@ class SourceBody:
             name=message.name,
             body=message.body,
             offset=np.array((p.x, p.y, p.z) + quat, dtype=np.float64),
+            mocap=message.mocap.value if message.HasField("mocap") else -1,
         )
 
 
@@ -277,24 +280,27 @@ class WorldDescription:
             mocap_names=list(message.mocap_names),
         )
 
-    def source_body_poses(self, body_pose):
-        """World poses of the file's bodies from body_pose (... x body_count x 7).
+    def source_body_poses(self, body_pose, mocap_pose=None):
+        """World poses of the file's bodies from body_pose (... x body_count x 7) and, for
+        bodies on mocap bodies, mocap_pose (... x mocap_count x 7).
 
         Returns (... x len(source_bodies) x 7): position xyz, quaternion w x y z, in file order,
         as the file's own simulator reports them (MuJoCo's xpos and xquat), merged bodies
         included.
         """
-        return self._frame_poses(self.source_bodies, body_pose)
+        return self._frame_poses(self.source_bodies, body_pose, mocap_pose)
 
-    def source_site_poses(self, body_pose):
-        """World poses of the file's sites from body_pose (... x body_count x 7).
+    def source_site_poses(self, body_pose, mocap_pose=None):
+        """World poses of the file's sites from body_pose (... x body_count x 7) and, for sites
+        on mocap bodies, mocap_pose (... x mocap_count x 7; None: the initial poses are not
+        known here, so such sites need it).
 
         Returns (... x len(source_sites) x 7): position xyz, quaternion w x y z, in MuJoCo's site
         order (its site_xpos, and site_xmat as a quaternion).
         """
-        return self._frame_poses(self.source_sites, body_pose)
+        return self._frame_poses(self.source_sites, body_pose, mocap_pose)
 
-    def _frame_poses(self, frames, body_pose):
+    def _frame_poses(self, frames, body_pose, mocap_pose=None):
         """World poses of frames (SourceBody: carrier and offset) from body_pose."""
         body_pose = np.asarray(body_pose, dtype=np.float64)
         if body_pose.shape[-2:] != (self.body_count, 7):
@@ -303,13 +309,21 @@ class WorldDescription:
             )
         offsets = np.array([b.offset for b in frames], dtype=np.float64).reshape(-1, 7)
         carriers = np.array([b.body for b in frames], dtype=np.int64)
+        mocaps = np.array([b.mocap for b in frames], dtype=np.int64)
         moving = carriers >= 0
+        riding = mocaps >= 0
+        if riding.any():
+            if mocap_pose is None:
+                raise ValueError("frames on mocap bodies: pass mocap_pose (observe 'mocap_pose')")
+            mocap_pose = np.asarray(mocap_pose, dtype=np.float64)
         # a static body's offset is its world pose
         carrier = np.broadcast_to(
             np.array((0, 0, 0, 1, 0, 0, 0), dtype=np.float64),
             body_pose.shape[:-2] + (len(carriers), 7),
         ).copy()
         carrier[..., moving, :] = body_pose[..., carriers[moving], :]
+        if riding.any():
+            carrier[..., riding, :] = mocap_pose[..., mocaps[riding], :]
         position = carrier[..., :3] + _quat_rotate(carrier[..., 3:], offsets[:, :3])
         quat = _quat_multiply(carrier[..., 3:], offsets[:, 3:])
         return np.concatenate((position, quat), axis=-1)

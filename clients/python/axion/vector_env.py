@@ -190,6 +190,9 @@ class VectorEnv:
         served = tuple(f for f in observation if f != "site_pose")
         if "site_pose" in observation and "body_pose" not in served:
             served += ("body_pose",)
+        on_mocap = any(s.mocap >= 0 for s in created.description.source_sites)
+        if "site_pose" in observation and on_mocap and "mocap_pose" not in served:
+            served += ("mocap_pose",)
         self._observe = observation_request(served + ("stats",))
         self._state_observe = observation_request(served)
         description = created.description
@@ -213,7 +216,9 @@ class VectorEnv:
 
     def _field(self, observations, field):
         if field == "site_pose":
-            poses = self.description.source_site_poses(observations.body_pose)
+            poses = self.description.source_site_poses(
+                observations.body_pose, observations.mocap_pose
+            )
             return poses.astype(np.float32)
         return getattr(observations, field)
 

@@ -169,9 +169,9 @@
 //     hinged below it, a <weld> or <connect> to it) keeps that side in its frame
 //     (JointDesc::parent_mocap). Simulator::SetMocapPoses moves them, per world, as MuJoCo's
 //     mocap_pos and mocap_quat do: at once and without velocity, so a welded body follows and
-//     what is in the way is pushed out. Sites on a mocap body are reported where they start
-//     (warning); MuJoCo's parent filter between a mocap body and a body hinged below it is not
-//     applied (warning).
+//     what is in the way is pushed out. The file's bodies and sites on a mocap body are reported
+//     in its frame (ImportResult::SourceBody::mocap). MuJoCo's parent filter between a mocap body
+//     and a body hinged below it is not applied (warning).
 #pragma once
 
 #include <string>
@@ -210,6 +210,9 @@ struct ImportResult {
     std::string name;
     int body = kWorldBody;
     Pose offset;
+    // On a mocap body (ModelDesc::mocap_bodies index; body is then kWorldBody): offset is in
+    // that mocap body's frame, and the frame moves with it. -1: not on one.
+    int mocap = -1;
   };
   std::vector<SourceBody> source_bodies;
   // The file's sites (MJCF <site>: named frames for targets, fingertips and sensors), in

@@ -2371,9 +2371,7 @@ absl::Status MjcfLoader::Convert() {
       model.shapes.push_back(MakeShape(g, axion_body_[b], offset_[b]));
       model.shapes.back().mocap = mocap_of_[b];
     }
-    // (a body on a mocap body is reported where it starts)
-    result_.source_bodies.push_back(
-        {body.name, axion_body_[b], mocap_of_[b] >= 0 ? body.world : offset_[b]});
+    result_.source_bodies.push_back({body.name, axion_body_[b], offset_[b], mocap_of_[b]});
   }
   for (const MjBody& body : bodies_) {
     for (const MjJoint& j : body.joints) {
@@ -2382,25 +2380,16 @@ absl::Status MjcfLoader::Convert() {
   }
   // sites in MuJoCo's order (the world's, then body by body), on the bodies that carry them
   auto add_sites = [&](const std::vector<MjSite>& sites, const std::string& owner, int body,
-                       const Pose& offset) {
+                       const Pose& offset, int mocap) {
     for (size_t k = 0; k < sites.size(); ++k) {
       const std::string name =
           sites[k].name.empty() ? absl::StrCat(owner, "_site", k + 1) : sites[k].name;
-      result_.source_sites.push_back({name, body, io::ComposePose(offset, sites[k].pose)});
+      result_.source_sites.push_back({name, body, io::ComposePose(offset, sites[k].pose), mocap});
     }
   };
-  add_sites(world_sites_, "world", kWorldBody, Pose{});
-  for (size_t b = 0; b < bodies_.size(); ++b) {
-    if (mocap_of_[b] >= 0 && !bodies_[b].sites.empty()) {
-      warnings_.Add("mocap-sites",
-                    absl::StrCat("sites on mocap body '", bodies_[b].name,
-                                 "' are reported where they start (ImportResult::source_sites); "
-                                 "the mocap poses place them (first: ",
-                                 bodies_[b].where, ")"));
-    }
-    add_sites(bodies_[b].sites, bodies_[b].name, axion_body_[b],
-              mocap_of_[b] >= 0 ? bodies_[b].world : offset_[b]);
-  }
+  add_sites(world_sites_, "world", kWorldBody, Pose{}, -1);
+  for (size_t b = 0; b < bodies_.size(); ++b)
+    add_sites(bodies_[b].sites, bodies_[b].name, axion_body_[b], offset_[b], mocap_of_[b]);
   return absl::OkStatus();
 }
 
