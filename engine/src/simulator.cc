@@ -251,7 +251,8 @@ absl::Status Simulator::SetWorldModels(absl::Span<const WorldModelUpdate> update
   Impl& im = *impl_;
   // check every update before any world changes
   std::vector<Impl::WorldRecord> next = im.worlds;
-  std::vector<int> remodelled;  // batch indices of the worlds whose model changes
+  std::vector<int> updated;     // batch indices of the updated worlds
+  std::vector<int> remodelled;  // those whose model changes
   std::unordered_set<WorldId> seen;
   for (size_t i = 0; i < updates.size(); ++i) {
     const WorldModelUpdate& u = updates[i];
@@ -261,6 +262,7 @@ absl::Status Simulator::SetWorldModels(absl::Span<const WorldModelUpdate> update
       return absl::InvalidArgumentError(
           absl::StrCat("world ", u.world, " is listed twice among the model updates"));
     }
+    updated.push_back(*w);
     WorldLayout& layout = next[*w].layout;
     if (u.model != nullptr) {
       absl::Status s = CheckSameStructure(*layout.model, *u.model);
@@ -295,10 +297,11 @@ absl::Status Simulator::SetWorldModels(absl::Span<const WorldModelUpdate> update
       const ShapeDesc& a = was.desc().shapes[i];
       const ShapeDesc& b = now.desc().shapes[i];
       const bool hull = a.type == ShapeType::kConvexHull;
-      in_place = hull == (b.type == ShapeType::kConvexHull);
+      in_place = hull == (b.type == ShapeType::kConvexHull) &&
+                 (!hull || a.vertices.size() == b.vertices.size());
       for (size_t v = 0; hull && in_place && v < a.vertices.size(); ++v) {
-        in_place = b.vertices.size() == a.vertices.size() && a.vertices[v].x == b.vertices[v].x &&
-                   a.vertices[v].y == b.vertices[v].y && a.vertices[v].z == b.vertices[v].z;
+        in_place = a.vertices[v].x == b.vertices[v].x && a.vertices[v].y == b.vertices[v].y &&
+                   a.vertices[v].z == b.vertices[v].z;
       }
     }
   }
@@ -306,22 +309,21 @@ absl::Status Simulator::SetWorldModels(absl::Span<const WorldModelUpdate> update
   if (in_place) {
     s = im.EnsureHost();
     if (!s.ok()) return s;
-    auto write = [&](const std::vector<Impl::WorldRecord>& records) {
-      for (const WorldModelUpdate& u : updates) {
-        const int w = im.index.at(u.world);
-        im.worlds[w].layout = records[w].layout;
+    std::vector<WorldLayout> before;
+    for (int w : updated) before.push_back(im.worlds[w].layout);
+    auto write = [&](auto layout_of) {
+      for (size_t k = 0; k < updated.size(); ++k) {
+        const int w = updated[k];
+        im.worlds[w].layout = layout_of(k);
         WriteWorldModel(im.worlds[w].layout, w, im.host, /*hull=*/nullptr);
       }
     };
-    const std::vector<Impl::WorldRecord> before = im.worlds;
-    std::vector<int> written;
-    for (const WorldModelUpdate& u : updates) written.push_back(im.index.at(u.world));
-    write(next);
+    write([&](size_t k) { return next[updated[k]].layout; });
     // the CPU backend steps the host arrays; a device takes those worlds' parts
-    s = im.backend->UploadWorldModels(im.host, written);
+    s = im.backend->UploadWorldModels(im.host, updated);
     if (!s.ok()) {
-      write(before);
-      im.backend->UploadWorldModels(im.host, written).IgnoreError();  // the first error is told
+      write([&](size_t k) { return before[k]; });
+      im.backend->UploadWorldModels(im.host, updated).IgnoreError();  // the first error is told
       return s;
     }
   } else {
