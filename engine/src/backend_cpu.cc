@@ -36,6 +36,10 @@ struct SerialExec {
     teams(r, f);
   }
   template <class F>
+  void narrow_teams(WorldRange r, F f) const {
+    teams(r, f);
+  }
+  template <class F>
   void bodies(WorldRange r, F f) const {
     run(v.world_body_offset, r, f);
   }

@@ -21,10 +21,20 @@ struct Team {
   int size = 1;
 };
 
+#if defined(__CUDA_ARCH__)
+// The lanes of the calling thread's warp that form its team: a team is `size` consecutive lanes
+// starting at a multiple of `size` (a power of two up to the warp).
+__device__ inline unsigned team_mask(Team team) {
+  if (team.size >= kTeamWidth) return 0xffffffffu;
+  const int first = (static_cast<int>(threadIdx.x) % kTeamWidth) - team.lane;
+  return ((1u << team.size) - 1u) << first;
+}
+#endif
+
 // Orders the team's memory accesses: what a lane wrote before it, the others read after it.
 AXION_HD void team_sync(Team team) {
 #if defined(__CUDA_ARCH__)
-  if (team.size > 1) __syncwarp();
+  if (team.size > 1) __syncwarp(team_mask(team));
 #else
   (void)team;
 #endif
@@ -52,16 +62,26 @@ AXION_HD void team_combine_lanes(Real (&acc)[kTeamWidth][N], int used, Real (&ou
 template <int N, class F>
 AXION_HD void team_sum(Team team, int begin, int end, Real (&out)[N], F f) {
 #if defined(__CUDA_ARCH__)
-  if (team.size == kTeamWidth) {
-    Real acc[N];
-    for (int n = 0; n < N; ++n) acc[n] = 0;
-    for (int i = begin + team.lane; i < end; i += kTeamWidth) f(i, acc);
-    for (int k = kTeamWidth / 2; k >= 1; k /= 2) {
-      for (int n = 0; n < N; ++n) acc[n] += __shfl_xor_sync(0xffffffffu, acc[n], k);
+  if (team.size == kTeamWidth || team.size == kTeamWidth / 2) {
+    // a team of half a warp runs two virtual lanes per lane (l and l + 16), combined locally
+    // first, as the butterfly's first step would
+    const unsigned mask = team_mask(team);
+    Real acc[N], acc_high[N];
+    for (int n = 0; n < N; ++n) acc[n] = acc_high[n] = 0;
+    for (int i = begin + team.lane; i < end; i += kTeamWidth) {
+      f(i, acc);
+      if (team.size < kTeamWidth && i + kTeamWidth / 2 < end) f(i + kTeamWidth / 2, acc_high);
+    }
+    if (team.size < kTeamWidth) {
+      for (int n = 0; n < N; ++n) acc[n] += acc_high[n];
+    }
+    for (int k = team.size / 2; k >= 1; k /= 2) {
+      for (int n = 0; n < N; ++n) acc[n] += __shfl_xor_sync(mask, acc[n], k);
     }
     for (int n = 0; n < N; ++n) out[n] = acc[n];
     return;
   }
+  if (team.size > 1) __trap();  // (no other team width is launched)
 #endif
   (void)team;
   Real acc[kTeamWidth][N];
@@ -70,7 +90,7 @@ AXION_HD void team_sum(Team team, int begin, int end, Real (&out)[N], F f) {
     for (int n = 0; n < N; ++n) acc[l][n] = 0;
   }
 #if defined(__CUDA_ARCH__)
-  // (a team narrower than a warp, which the CUDA backend never launches: kept small)
+  // (a team of one thread on the device: kept small)
   for (int i = begin, l = 0; i < end; ++i, l = l + 1 == kTeamWidth ? 0 : l + 1) f(i, acc[l]);
 #else
   // whole rounds of the lanes first, a fixed trip count the compiler unrolls, then the last
@@ -95,10 +115,9 @@ AXION_HD Real max_or_nan(Real a, Real b) {
 // every lane gets the same bits).
 AXION_HD Real team_max(Team team, Real value) {
 #if defined(__CUDA_ARCH__)
-  if (team.size == kTeamWidth) {
-    for (int k = kTeamWidth / 2; k >= 1; k /= 2)
-      value = max_or_nan(value, __shfl_xor_sync(0xffffffffu, value, k));
-  }
+  const unsigned mask = team_mask(team);
+  for (int k = team.size / 2; k >= 1; k /= 2)
+    value = max_or_nan(value, __shfl_xor_sync(mask, value, k));
 #else
   (void)team;
 #endif

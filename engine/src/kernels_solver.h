@@ -365,23 +365,6 @@ AXION_HD void world_tree_build_once(const BatchView& v, int world) {
   v.world_tree_built[world] = 1;
 }
 
-// Where the tree factor runs on the world's team (world_tree_factor_team) rather than on one
-// thread (world_tree_factor); both give the same bits. A thread per world packs 32 worlds into
-// a warp and keeps each one's blocks in L1 along its chain, the fastest once the batch fills
-// the device; a team shortens the chain, the faster while it does not. H100, humanoids, the
-// first 100 steps, world-steps/s (thread against team): 15,369 against 26,509 at 64 worlds,
-// 171,555 against 234,304 at 1024, 295,656 against 332,166 at 2048, 384,094 against 359,188
-// at 3072, 499,847 against 406,919 at 8192.
-inline constexpr int kTreeTeamFactorWorlds = 2048;
-// ... and past this many Newton iterations of a step, where a batch's slowest worlds iterate
-// on their own (a step takes as many Newton trips as its slowest world): 3% more world-steps/s
-// in the training loop at 8192 humanoids.
-inline constexpr int kTreeTeamFactorAfter = 12;
-AXION_HD bool world_factors_on_team(const BatchView& v, int world) {
-  return v.world_count <= kTreeTeamFactorWorlds ||
-         v.world_newton_iterations[world] > kTreeTeamFactorAfter;
-}
-
 /// Per world on the CPU, at each Newton iteration's linear solve: the runs of live rows outside
 /// frozen islands, which the solve's passes then walk (team_for_solve_rows); none while no
 /// island is frozen, or on CUDA, where the passes walk all live rows.

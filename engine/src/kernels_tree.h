@@ -46,10 +46,9 @@
 // The elimination order is the leaves, then each body once every group below it is done,
 // followed by the group joining it to its parent; a root group goes last. A group eliminated
 // keeps Y_g = N_g^-1 J_gp, and its parent gathers J_gp^T Y_g from the groups below it in row
-// order, so the order in which bodies are taken changes no bits: the factor runs either on one
-// thread per world, bodies in reverse breadth-first order from each component's root
-// (body_tree_order), or on the world's team, the bodies of each level of the tree
-// (body_tree_level) side by side (world_factors_on_team picks). The solve runs level by level
+// order, so the order in which bodies are taken changes no bits: the factor runs on the world's
+// team, the bodies of each level of the tree (body_tree_level) side by side on however many
+// lanes the team has (one thread on the CPU). The solve runs level by level
 // on the team, each body summing what the groups below it hand up in row order, so it gives
 // the same bits on every backend and every run.
 #pragma once
@@ -750,32 +749,12 @@ AXION_HD void tree_group_start(const BatchView& v, int g) {
 }
 
 /// Per world, each Newton iteration after the rows are evaluated: the block LDL^T of the tree
-/// part of H, leaves first, on one thread: bodies and groups start, then the bodies in reverse
-/// breadth-first order. The thread keeps the blocks it has just written in L1 along the chain
-/// (a full batch runs fastest so).
-AXION_HD void world_tree_factor(const BatchView& v, int world) {
-  const int b0 = v.world_body_offset[world], b1 = v.world_body_offset[world + 1];
-  const int row0 = v.world_row_offset[world];
-  const int row_end = row0 + world_live_rows(v, world);
-  for (int b = b0; b < b1; ++b) {
-    if (!body_frozen(v, b)) tree_body_start(v, b);
-  }
-  for (int g = tree_next_group(v, row0, row_end); g < row_end;
-       g = tree_next_group(v, g + v.row_tree_size[g], row_end)) {
-    if (!row_frozen(v, g)) tree_group_start(v, g);
-  }
-  for (int i = b1 - b0 - 1; i >= 0; --i) {
-    const int b = v.body_tree_order[b0 + i];
-    if (!body_frozen(v, b)) tree_factor_body(v, b);
-  }
-}
-
-/// world_tree_factor on the world's team: bodies and groups start side by side, then the bodies
-/// level by level (a level's bodies depend on none of each other), each gathering from the
-/// groups below it. The same operations on every element in the same order, so the same bits:
-/// a world's chain is shorter (a humanoid's 13 bodies take 6 levels) but a warp carries one
-/// world instead of 32, which pays where few worlds iterate (see kTreeTeamFactorWorlds).
-AXION_HD void world_tree_factor_team(const BatchView& v, Team team, int world) {
+/// part of H, leaves first, on the world's team: bodies and groups start side by side, then the
+/// bodies level by level (a level's bodies depend on none of each other), each gathering from
+/// the groups below it. The same operations on every element in the same order whatever the
+/// team's width, so the same bits on every backend: a humanoid's 13 bodies take 6 levels, whose
+/// widest holds 3, so a full device runs it on teams of 4 lanes (backend_cuda.cu, NarrowTeams).
+AXION_HD void world_tree_factor(const BatchView& v, Team team, int world) {
   const int b0 = v.world_body_offset[world], b1 = v.world_body_offset[world + 1];
   const int row0 = v.world_row_offset[world];
   const int row_end = row0 + world_live_rows(v, world);

@@ -400,18 +400,14 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
             wr, AXION_LAMBDA(int r) {
               if (iterating(v, v.row_world[r]) && row_is_live(v, r)) row_precondition(v, r);
             });
-        // ... and the tree's factor: on one thread per world, or on its team where few worlds
-        // iterate
+        // ... and the tree's factor (the tree found once per step), level by level
         ex.worlds(
             wr, AXION_LAMBDA(int w) {
-              if (!iterating(v, w) || !world_uses_tree(v, w)) return;
-              world_tree_build_once(v, w);
-              if (!world_factors_on_team(v, w)) world_tree_factor(v, w);
+              if (iterating(v, w) && world_uses_tree(v, w)) world_tree_build_once(v, w);
             });
-        ex.teams(
+        ex.narrow_teams(
             wr, AXION_LAMBDA(int w, Team team) {
-              if (iterating(v, w) && world_uses_tree(v, w) && world_factors_on_team(v, w))
-                world_tree_factor_team(v, team, w);
+              if (iterating(v, w) && world_uses_tree(v, w)) world_tree_factor(v, team, w);
             });
         // ... the contacts' blocks outside the tree and the loop factor
         ex.lean_teams(

@@ -348,35 +348,58 @@ TEST_F(CudaBackendTest, LargeBatchIsBitIdenticalRunToRun) {
 // own Newton and line-search loops) gives the same bits as one slice: a world's arithmetic does
 // not depend on which worlds share its launches. Uneven slices of perturbed stacks, and the
 // humanoid through its fall and landing, where worlds take different Newton iterations.
-void ExpectSlicesMatchOneSlice(std::shared_ptr<const Model> model, int worlds, int steps,
-                               const char* slices) {
+// Steps `worlds` perturbed copies of `model` twice, with the environment variable `variable` at
+// `first` and then at `second`, and expects the same bits.
+void ExpectSameBitsUnder(std::shared_ptr<const Model> model, int worlds, int steps,
+                         const char* variable, const char* first, const char* second) {
   ASSERT_NE(model, nullptr);
-  auto run = [&](const char* slice_count, std::unique_ptr<Simulator>& sim,
-                 std::vector<WorldId>& ids) {
-    setenv("AXION_CUDA_SLICES", slice_count, 1);
+  auto run = [&](const char* value, std::unique_ptr<Simulator>& sim, std::vector<WorldId>& ids) {
+    setenv(variable, value, 1);
     sim = MustCreate(Backend::kCuda);
     ASSERT_TRUE(sim);
     ids = MustCreateWorlds(*sim, model, worlds);
     PerturbWorlds(*sim, ids);
     for (int step = 0; step < steps; ++step) ASSERT_TRUE(sim->StepAll(1).ok());
   };
-  std::unique_ptr<Simulator> one, sliced;
-  std::vector<WorldId> one_ids, sliced_ids;
-  run("1", one, one_ids);
-  run(slices, sliced, sliced_ids);
-  unsetenv("AXION_CUDA_SLICES");
-  ASSERT_EQ(one_ids.size(), sliced_ids.size());
-  for (size_t w = 0; w < one_ids.size(); ++w) {
-    ExpectSameWorld(*one, one_ids[w], *sliced, sliced_ids[w], "world " + std::to_string(w));
+  std::unique_ptr<Simulator> a, b;
+  std::vector<WorldId> a_ids, b_ids;
+  run(first, a, a_ids);
+  run(second, b, b_ids);
+  unsetenv(variable);
+  ASSERT_EQ(a_ids.size(), b_ids.size());
+  for (size_t w = 0; w < a_ids.size(); ++w) {
+    ExpectSameWorld(*a, a_ids[w], *b, b_ids[w],
+                    std::string(variable) + "=" + second + ", world " + std::to_string(w));
     if (::testing::Test::HasFailure()) return;  // one world's report is enough
   }
 }
 TEST_F(CudaBackendTest, SlicesGiveTheSameBitsAsOneSlice) {
-  ExpectSlicesMatchOneSlice(MustCompile(scenes::Stack(10)), 1000, 40, "7");
+  ExpectSameBitsUnder(MustCompile(scenes::Stack(10)), 1000, 40, "AXION_CUDA_SLICES", "1", "7");
 #if defined(AXION_TEST_HAVE_MJCF)
   absl::StatusOr<ImportResult> imported =
       LoadMjcfFile("/usr/share/mujoco/model/humanoid/humanoid.xml");
-  if (imported.ok()) ExpectSlicesMatchOneSlice(MustCompile(imported->model), 64, 120, "3");
+  if (imported.ok()) {
+    ExpectSameBitsUnder(MustCompile(imported->model), 64, 120, "AXION_CUDA_SLICES", "1", "3");
+  }
+#endif
+}
+
+// A full batch runs the linear solve on half warps and the tree factor on teams of 4 lanes
+// (NarrowTeams in backend_cuda.cu); a world's results do not depend on its team's width. The
+// humanoids land, their feet sliding (GCR), the chains hang from the world (a fixed root), the
+// stacks stand on contacts alone.
+TEST_F(CudaBackendTest, NarrowTeamsGiveTheSameBitsAsWarps) {
+  ExpectSameBitsUnder(MustCompile(scenes::Stack(10)), 100, 40, "AXION_CUDA_TEAMS", "wide",
+                      "narrow");
+  ExpectSameBitsUnder(MustCompile(scenes::Chain(10)), 100, 40, "AXION_CUDA_TEAMS", "wide",
+                      "narrow");
+#if defined(AXION_TEST_HAVE_MJCF)
+  absl::StatusOr<ImportResult> imported =
+      LoadMjcfFile("/usr/share/mujoco/model/humanoid/humanoid.xml");
+  if (imported.ok()) {
+    ExpectSameBitsUnder(MustCompile(imported->model), 64, 150, "AXION_CUDA_TEAMS", "wide",
+                        "narrow");
+  }
 #endif
 }
 

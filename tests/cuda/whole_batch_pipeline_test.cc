@@ -47,6 +47,10 @@ struct WholeBatchExec {
     teams(r, f);
   }
   template <class F>
+  void narrow_teams(WorldRange r, F f) const {
+    teams(r, f);
+  }
+  template <class F>
   void bodies(WorldRange, F f) const {
     run(body_count, f);
   }
@@ -405,38 +409,6 @@ ModelDesc Tripod(int count = 1) {
   return d;
 }
 
-// The tree factor on one thread (world_tree_factor) and on a team (world_tree_factor_team, level
-// by level) give the same bits: which one a world takes is a matter of speed alone.
-TEST(TeamTest, TeamFactorMatchesTheThreadFactor) {
-  auto model = MustCompile(Tripod());
-  ASSERT_NE(model, nullptr);
-  BatchStorage batch = PackBatch({LayoutOf(model), LayoutOf(MustCompile(Chain()))});
-  for (int step = 0; step < 60; ++step) {
-    for (int w = 0; w < batch.world_count(); ++w) batch.world_step_pending[w] = 1;
-    StepWholeBatch(batch);
-  }
-  BatchStorage thread = batch, team = batch;
-  BatchView vt = thread.view(), vm = team.view();
-  ASSERT_GT(vt.world_contact_count[0], 2);  // the legs rest on the ground
-  ASSERT_GE(vt.world_tree_levels[0], 3);
-  int leaves = 0;
-  for (int row = vt.world_row_offset[0]; row < vt.world_row_offset[1]; ++row)
-    leaves += vt.row_tree_head[row] == row && vt.row_tree_child[row] == kernels::kTreeLeaf;
-  ASSERT_GT(leaves, 0);
-  for (int w = 0; w < batch.world_count(); ++w) {
-    ASSERT_TRUE(kernels::world_uses_tree(vt, w));
-    kernels::world_tree_factor(vt, w);
-    kernels::world_tree_factor_team(vm, kernels::Team{}, w);
-  }
-  const int step = 60;
-  ExpectBitIdentical(thread.body_tree_block, team.body_tree_block, "body_tree_block", step);
-  ExpectBitIdentical(thread.row_tree_block, team.row_tree_block, "row_tree_block", step);
-  ExpectBitIdentical(thread.row_tree_y, team.row_tree_y, "row_tree_y", step);
-  ExpectBitIdentical(thread.row_tree_t, team.row_tree_t, "row_tree_t", step);
-  ExpectBitIdentical(thread.row_tree_dropped, team.row_tree_dropped, "row_tree_dropped", step);
-  ExpectBitIdentical(thread.row_tree_count, team.row_tree_count, "row_tree_count", step);
-}
-
 // On the CPU the linear solve walks only the runs of rows outside frozen islands
 // (world_build_solve_runs); its vectors are zero on the frozen rows, and each row keeps its
 // virtual lane in the sums, so CR and GCR give the same bits as over every live row. Two
@@ -474,7 +446,7 @@ TEST(TeamTest, SolveOverUnfrozenRowsMatchesTheSolveOverAllRows) {
       }
       for (int row = row0; row < row0 + live; ++row) kernels::row_precondition(v, row);
       kernels::world_tree_build_once(v, world);
-      kernels::world_tree_factor(v, world);
+      kernels::world_tree_factor(v, kernels::Team{}, world);
       kernels::world_loop_precondition(v, kernels::Team{}, world);
       ASSERT_GT(v.world_solve_runs[world], 0);
       if (!use_runs) v.world_solve_runs[world] = 0;  // every live row

@@ -69,14 +69,13 @@ __global__ void __launch_bounds__(kBlockSize) ForEachKernel(int begin, int count
 // Runs f(w, team) for w in [0, count): one warp per world, grid-stride by warps, so a warp's
 // lanes always share their world (the team's reductions and synchronisations need all 32).
 // MinBlocks > 1 caps the registers so that as many blocks share a multiprocessor (lean_teams).
-template <int MinBlocks, class F>
+template <int MinBlocks, int Width, class F>
 __global__ void __launch_bounds__(kBlockSize, MinBlocks)
     ForEachTeamKernel(int begin, int count, F f) {
-  const kernels::Team team{static_cast<int>(threadIdx.x) % kernels::kTeamWidth,
-                           kernels::kTeamWidth};
-  const int warps = static_cast<int>(blockDim.x * gridDim.x) / kernels::kTeamWidth;
-  for (int w = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x) / kernels::kTeamWidth;
-       w < count; w += warps)
+  const kernels::Team team{static_cast<int>(threadIdx.x) % Width, Width};
+  const int teams = static_cast<int>(blockDim.x * gridDim.x) / Width;
+  for (int w = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x) / Width; w < count;
+       w += teams)
     f(begin + w, team);
 }
 
@@ -201,6 +200,26 @@ class PassProfile {
   int substeps_ = 0;
 };
 
+// Team widths. A world's team is a warp while the device has lanes to spare; once the batch
+// fills it (more than kNarrowTeamWorlds worlds), the passes whose chain per world is short of
+// parallel work run narrower teams, more worlds to a warp: the linear solve on half warps (its
+// sums keep their 32 virtual lanes, two per lane, so the bits are the same) and the tree factor
+// on 4 lanes. H100, humanoids, the first 100 steps, world-steps/s: at 8192 worlds 469,434 and
+// 477,660 with warps (the factor on one thread per world, as it was), 510,281 with the factor on
+// 4 lanes, 538,072 with the solve on 16 as well (8 lanes for the factor: 488,932); at 1024
+// worlds 208,254-213,124 against 176,290 and at 64 24,812 against 17,552, where a world's chain,
+// not the worlds in flight, sets the pace. AXION_CUDA_TEAMS=wide|narrow fixes the choice.
+constexpr int kNarrowTeamWorlds = 2048;
+constexpr int kNarrowSolveWidth = kernels::kTeamWidth / 2;
+constexpr int kNarrowFactorWidth = 4;
+bool NarrowTeams(int world_count) {
+  if (const char* env = std::getenv("AXION_CUDA_TEAMS")) {
+    if (std::string(env) == "wide") return false;
+    if (std::string(env) == "narrow") return true;
+  }
+  return world_count > kNarrowTeamWorlds;
+}
+
 // Host copies of the batch's per-world element offsets (world_count + 1 each), so that a pass
 // over a range of worlds launches over exactly that range's bodies, joints, DOFs and shapes.
 struct HostOffsets {
@@ -251,13 +270,29 @@ struct CudaExec {
     const int begin = offset[wr.begin], count = offset[wr.end] - begin;
     launch_kernel(ForEachKernel<F>, begin, count, count, f, where);
   }
-  static int TeamThreads(WorldRange wr) {
+  static int TeamThreads(WorldRange wr, int width = kernels::kTeamWidth) {
     const int worlds = wr.end - wr.begin;
-    return worlds > INT32_MAX / kernels::kTeamWidth ? INT32_MAX : worlds * kernels::kTeamWidth;
+    return worlds > INT32_MAX / width ? INT32_MAX : worlds * width;
   }
   template <class F>
   void teams(WorldRange wr, F f, const Where& where = Where::current()) const {
-    launch_kernel(ForEachTeamKernel<1, F>, wr.begin, wr.end - wr.begin, TeamThreads(wr), f, where);
+    launch_kernel(ForEachTeamKernel<1, kernels::kTeamWidth, F>, wr.begin, wr.end - wr.begin,
+                  TeamThreads(wr), f, where);
+  }
+  // Team widths of lean_teams and narrow_teams (see NarrowTeams).
+  int solve_team_width = kernels::kTeamWidth;
+  int factor_team_width = kernels::kTeamWidth;
+  template <int MinBlocks, int Width, class F>
+  void launch_teams(WorldRange wr, F f, const Where& where) const {
+    launch_kernel(ForEachTeamKernel<MinBlocks, Width, F>, wr.begin, wr.end - wr.begin,
+                  TeamThreads(wr, Width), f, where);
+  }
+  // A team pass for work a world splits only a few ways at a time (the tree factor, level by
+  // level: a humanoid's widest level holds 3 bodies).
+  template <class F>
+  void narrow_teams(WorldRange wr, F f, const Where& where = Where::current()) const {
+    if (factor_team_width == kNarrowFactorWidth) return launch_teams<1, kNarrowFactorWidth>(wr, f, where);
+    launch_teams<1, kernels::kTeamWidth>(wr, f, where);
   }
   // A team pass whose registers are capped so that kLeanTeamBlocks blocks of kBlockSize (24
   // warps) share a multiprocessor: for the linear solve, a chain of dependent loads per world
@@ -265,8 +300,10 @@ struct CudaExec {
   static constexpr int kLeanTeamBlocks = 6;
   template <class F>
   void lean_teams(WorldRange wr, F f, const Where& where = Where::current()) const {
-    launch_kernel(ForEachTeamKernel<kLeanTeamBlocks, F>, wr.begin, wr.end - wr.begin,
-                  TeamThreads(wr), f, where);
+    if (solve_team_width == kNarrowSolveWidth) {
+      return launch_teams<kLeanTeamBlocks, kNarrowSolveWidth>(wr, f, where);
+    }
+    launch_teams<kLeanTeamBlocks, kernels::kTeamWidth>(wr, f, where);
   }
   // Per-world passes run one world per thread in blocks of one warp: blocks of kBlockSize left
   // most multiprocessors idle (8192 worlds filled 64 of the H100's 132).
@@ -641,6 +678,10 @@ class CudaBackend final : public ExecutionBackend {
     CudaExec exec;
     exec.stream = stream_;
     exec.max_blocks = std::max(1, multiprocessors_ * (2048 / kBlockSize));
+    if (NarrowTeams(world_count_)) {
+      exec.solve_team_width = kNarrowSolveWidth;
+      exec.factor_team_width = kNarrowFactorWidth;
+    }
     exec.offsets = &offsets_;
     exec.live_rows = {view_.world_row_offset, view_.world_joint_row_count,
                       view_.world_contact_count};
