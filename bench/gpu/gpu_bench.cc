@@ -7,7 +7,8 @@
 //             [--scene=all|humanoid|humanoids22|ragdoll|stack] [--settle_steps=N]
 //             [--min_time=SECONDS]
 //             [--max_steps=N] [--threads=N] [--preconditioner=model|tree|jacobi] [--rl_loop]
-//             [--contact_capacity=N] [--newton_iterations=N] [--newton_stall_iterations=N]
+//             [--contact_capacity=N] [--newton_iterations=N] [--newton_tolerance=X]
+//             [--newton_stall_iterations=N]
 //             [--loop_rows=N] [--step_halvings=N] [--halving_carryover=true|false]
 //
 // The first steps of each size (outside the timed loop) include the one-off costs: device
@@ -60,6 +61,8 @@ struct Flags {
   int loop_rows = -1;               // SolverOptions::loop_rows of every scene; -1: each model's own
   int step_halvings = -1;      // SolverOptions::step_halvings of every scene; -1: each model's own
   int halving_carryover = -1;  // SolverOptions::halving_carryover (0 / 1); -1: the model's own
+  double newton_tolerance =
+      0;  // SolverOptions::newton_tolerance of every scene; 0: the model's own
 };
 
 [[noreturn]] void Usage(const char* message) {
@@ -68,7 +71,8 @@ struct Flags {
       "%s\nusage: gpu_bench [--backend=auto|cpu|cuda] [--max_worlds=N] [--worlds=N,N,...] "
       "[--scene=all|humanoid|humanoids22|ragdoll|stack] [--settle_steps=N] [--min_time=SECONDS] "
       "[--max_steps=N] [--threads=N] [--preconditioner=model|tree|jacobi] [--rl_loop] "
-      "[--contact_capacity=N] [--newton_iterations=N] [--newton_stall_iterations=N] "
+      "[--contact_capacity=N] [--newton_iterations=N] [--newton_tolerance=X] "
+      "[--newton_stall_iterations=N] "
       "[--newton_tail_iterations=N] [--loop_rows=N] [--step_halvings=N] "
       "[--halving_carryover=true|false]\n",
       message);
@@ -136,6 +140,9 @@ Flags ParseFlags(int argc, char** argv) {
     } else if (std::string_view v = value("newton_iterations"); !v.empty()) {
       if (!ParseInt(v, &f.newton_iterations) || f.newton_iterations < 1)
         Usage("--newton_iterations must be a positive integer");
+    } else if (std::string_view v = value("newton_tolerance"); !v.empty()) {
+      f.newton_tolerance = std::atof(std::string(v).c_str());
+      if (!(f.newton_tolerance > 0)) Usage("--newton_tolerance must be a positive number");
     } else if (std::string_view v = value("newton_stall_iterations"); !v.empty()) {
       if (!ParseInt(v, &f.newton_stall_iterations))
         Usage("--newton_stall_iterations must be a non-negative integer");
@@ -223,19 +230,19 @@ ModelDesc Ragdoll() {
   joint(torso, pelvis, JointType::kRevolute, {0, 0, 0.08});
   for (Real side : {Real(-1), Real(1)}) {
     const std::string prefix = side < 0 ? "right_" : "left_";
-    int thigh =
-        body(prefix + "thigh", 4, {0, 0.1 * side, 0.65}, ShapeType::kCapsule, {0.06, 0.15, 0});
+    int thigh = body(prefix + "thigh", 4, {0, Real(0.1 * side), 0.65}, ShapeType::kCapsule,
+                     {0.06, 0.15, 0});
     joint(pelvis, thigh, JointType::kBall, {0, 0, 0.21});
     int shin =
-        body(prefix + "shin", 3, {0, 0.1 * side, 0.25}, ShapeType::kCapsule, {0.05, 0.14, 0});
+        body(prefix + "shin", 3, {0, Real(0.1 * side), 0.25}, ShapeType::kCapsule, {0.05, 0.14, 0});
     joint(thigh, shin, JointType::kRevolute, {0, 0, 0.19});
-    int foot =
-        body(prefix + "foot", 1, {0.04, 0.1 * side, 0.03}, ShapeType::kBox, {0.09, 0.05, 0.03});
+    int foot = body(prefix + "foot", 1, {0.04, Real(0.1 * side), 0.03}, ShapeType::kBox,
+                    {0.09, 0.05, 0.03});
     joint(shin, foot, JointType::kRevolute, {-0.04, 0, 0.03});
-    int upper = body(prefix + "upper_arm", 2, {0, 0.22 * side, 1.28}, ShapeType::kCapsule,
+    int upper = body(prefix + "upper_arm", 2, {0, Real(0.22 * side), 1.28}, ShapeType::kCapsule,
                      {0.045, 0.12, 0});
     joint(torso, upper, JointType::kBall, {0, 0, 0.165});
-    int lower = body(prefix + "lower_arm", 1.5, {0, 0.22 * side, 0.98}, ShapeType::kCapsule,
+    int lower = body(prefix + "lower_arm", 1.5, {0, Real(0.22 * side), 0.98}, ShapeType::kCapsule,
                      {0.04, 0.11, 0});
     joint(upper, lower, JointType::kRevolute, {0, 0, 0.15});
   }
@@ -251,11 +258,13 @@ struct Scene {
 std::string g_preconditioner = "model";
 int g_newton_iterations = 0, g_newton_stall_iterations = -1, g_loop_rows = -1, g_step_halvings = -1;
 int g_halving_carryover = -1, g_newton_tail_iterations = -1;
+double g_newton_tolerance = 0;
 
 std::shared_ptr<const Model> Compile(ModelDesc d, const std::string& name) {
   if (g_preconditioner == "tree") d.options.preconditioner = Preconditioner::kTree;
   if (g_preconditioner == "jacobi") d.options.preconditioner = Preconditioner::kJacobi;
   if (g_newton_iterations > 0) d.options.newton_iterations = g_newton_iterations;
+  if (g_newton_tolerance > 0) d.options.newton_tolerance = static_cast<Real>(g_newton_tolerance);
   if (g_newton_stall_iterations >= 0) d.options.newton_stall_iterations = g_newton_stall_iterations;
   if (g_newton_tail_iterations >= 0) d.options.newton_tail_iterations = g_newton_tail_iterations;
   if (g_loop_rows >= 0) d.options.loop_rows = g_loop_rows;
@@ -396,6 +405,7 @@ int main(int argc, char** argv) {
   if (flags.max_worlds < 0) flags.max_worlds = cuda ? 32768 : 1024;
   g_preconditioner = flags.preconditioner;
   g_newton_iterations = flags.newton_iterations;
+  g_newton_tolerance = flags.newton_tolerance;
   g_newton_stall_iterations = flags.newton_stall_iterations;
   g_newton_tail_iterations = flags.newton_tail_iterations;
   g_loop_rows = flags.loop_rows;
