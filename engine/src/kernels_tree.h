@@ -508,8 +508,8 @@ AXION_HD void tree_load_jacobians(const BatchView& v, const int* rows, int body,
 
 // tree_eliminate_group_any for a group of M factored rows `rows` whose complete block N_g is `n`
 // (M x M, row-major): every block stays in registers from load to store, where the general form
-// reloads them for each product (on the GPU, one thread per world waits on each of those
-// loads). The same operations in the same order, so the same bits.
+// reloads them for each product (on the GPU, each lane waits on each of those loads). The same
+// operations in the same order, so the same bits.
 template <int M>
 AXION_HD void tree_eliminate_group_fixed(const BatchView& v, int g, const int* rows, Real* n) {
   const int dropped = tree_invert_registers<M>(n, true);

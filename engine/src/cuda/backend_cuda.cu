@@ -9,10 +9,11 @@
 //
 // Execution: CudaExec launches each pipeline pass as one kernel over the whole batch (one thread
 // per element, grid-stride; per-world passes one thread per world, and team passes one warp per
-// world), masked by the world's phase. Its any() never synchronises and answers true; the
-// step's loops (Newton, line search) become WHILE nodes of a CUDA graph whose condition a one-block
-// kernel sets from the worlds' phases after each trip, so a loop stops on the device once no world
-// needs it, and never later than its LoopBounds. One sub-step is captured into such a graph once
+// world, or fewer lanes once the batch fills the device: NarrowTeams), masked by the world's
+// phase. Its any() never synchronises and answers true; the step's loops (Newton, line search)
+// become WHILE nodes of a CUDA graph whose condition a one-block kernel sets from the worlds'
+// phases after each trip, so a loop stops on the device once no world needs it, and never later
+// than its LoopBounds. One sub-step is captured into such a graph once
 // per layout and replayed for every sub-step without host round trips. The batch is cut into
 // slices of worlds (SliceCount), each a branch of the graph with loops of its own.
 #include <cuda_runtime.h>
