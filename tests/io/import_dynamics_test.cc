@@ -1695,6 +1695,53 @@ TEST(MjcfMocapTest, MocapBodiesMovedEachStepAsInMuJoCo) {
     EXPECT_NEAR(raised.pose[7 * block + i], d->xpos[3 * mj_block + i], 0.01);
 }
 
+// A body hinged below a mocap body touches the mocap body's geoms: MuJoCo puts a mocap body in
+// the world's weld group, and its parent filter spares pairs with the world. A flap hinged beside
+// a mocap block, leaning towards it, falls onto the block's top edge and rests there, in both.
+TEST(MjcfMocapTest, BodiesHingedBelowAMocapBodyTouchIt) {
+  const std::string path = WriteTempModel("mocap_flap.xml", R"(<mujoco>
+  <option timestep="0.005"/>
+  <worldbody>
+    <body name="hand" mocap="true" pos="0 0 1">
+      <geom type="box" size="0.1 0.1 0.1"/>
+      <body name="flap" pos="0 0.15 0" euler="10 0 0">
+        <joint name="hinge" type="hinge" axis="1 0 0"/>
+        <geom type="capsule" fromto="0 0 0 0 0 0.3" size="0.02" mass="0.2"/>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>)");
+  SideBySide s = LoadSideBySide(path);  // no warning
+  ASSERT_TRUE(s.ok());
+  mjModel* m = s.mujoco->m;
+  mjData* d = s.mujoco->d;
+  const int flap = s.w.model->FindBody("flap");
+  const int mj_flap = mj_name2id(m, mjOBJ_BODY, "flap");
+  for (int k = 0; k < 400; ++k) {
+    ASSERT_TRUE(s.w.sim->Step(std::vector<WorldId>{s.w.id}).ok());
+    mj_step(m, d);
+  }
+  // the flap's tip: it came to rest leaning on the block's top edge (y = 0.1, z = 1.1), not
+  // hanging below its hinge
+  const BodyState state = *s.w.sim->GetBodyState(s.w.id);
+  const Real* pose = &state.pose[7 * flap];
+  const Vec3 tip = Vec3{pose[0], pose[1], pose[2]} +
+                   rotate(Quat{pose[3], pose[4], pose[5], pose[6]}, Vec3{0, 0, 0.3});
+  const double* xmat = d->xmat + 9 * mj_flap;
+  const double* xpos = d->xpos + 3 * mj_flap;
+  const Vec3 mujoco_tip{xpos[0] + 0.3 * xmat[2], xpos[1] + 0.3 * xmat[5], xpos[2] + 0.3 * xmat[8]};
+  std::printf("flap tip at (%.4f, %.4f), MuJoCo's at (%.4f, %.4f)\n", tip.y, tip.z, mujoco_tip.y,
+              mujoco_tip.z);
+  EXPECT_GT(s.w.sim->GetStats(s.w.id)->contact_count, 0);
+  EXPECT_GT(d->ncon, 0);
+  EXPECT_GT(tip.z, 1.1);
+  EXPECT_LT(tip.y, 0.1);
+  EXPECT_NEAR(tip.y, mujoco_tip.y, 0.01);
+  EXPECT_NEAR(tip.z, mujoco_tip.z, 0.01);
+  EXPECT_LT(norm(load3(&state.velocity[6 * flap])) + norm(load3(&state.velocity[6 * flap + 3])),
+            1e-3);  // at rest
+}
+
 TEST(MjcfKeyframeTest, ResetToAKeyGivesMuJoCosStateOfEveryBody) {
   const std::string path = WriteTempModel("keyframes.xml", R"(<mujoco>
   <option gravity="0 0 0"/>

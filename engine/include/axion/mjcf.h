@@ -170,8 +170,8 @@
 //     (JointDesc::parent_mocap). Simulator::SetMocapPoses moves them, per world, as MuJoCo's
 //     mocap_pos and mocap_quat do: at once and without velocity, so a welded body follows and
 //     what is in the way is pushed out. The file's bodies and sites on a mocap body are reported
-//     in its frame (ImportResult::SourceBody::mocap). MuJoCo's parent filter between a mocap body
-//     and a body hinged below it is not applied (warning).
+//     in its frame (ImportResult::SourceBody::mocap). A body hinged below a mocap body collides
+//     with it, as in MuJoCo (a mocap body is in the world's weld group).
 #pragma once
 
 #include <string>

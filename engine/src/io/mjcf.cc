@@ -2354,17 +2354,11 @@ absl::Status MjcfLoader::Convert() {
       int parent_body = body.parent < 0 ? kWorldBody : axion_body_[body.parent];
       const size_t first_joint = model.joints.size();
       AXION_IO_RETURN_IF_ERROR(ConvertJoints(static_cast<int>(b), parent_body));
-      // hinged to a mocap body: the joint's parent side rides on it
+      // hinged to a mocap body: the joint's parent side rides on it. Their geoms collide:
+      // MuJoCo's mocap bodies belong to the world's weld group, which its parent filter spares.
       const int carrier = body.parent < 0 ? -1 : mocap_of_[body.parent];
       for (size_t j = first_joint; j < model.joints.size(); ++j) {
         if (model.joints[j].parent == kWorldBody) model.joints[j].parent_mocap = carrier;
-      }
-      if (carrier >= 0) {
-        warnings_.Add(absl::StrCat("mocap-child:", body.name),
-                      absl::StrCat("body '", body.name, "' hangs from mocap body '",
-                                   model.mocap_bodies[carrier].name,
-                                   "': MuJoCo's parent filter is not applied between them (the "
-                                   "mocap body's geoms collide with it as the world's would)"));
       }
     }
     for (const MjGeom& g : body.geoms) {
