@@ -552,10 +552,67 @@ AXION_HD void tree_eliminate_leaf_fixed(const BatchView& v, int g) {
   tree_eliminate_group_fixed<M>(v, g, rows, n);
 }
 
-// Eliminates the leaf group g: registers for the sizes contacts have (up to two points).
+// Whether leaf group g's M factored rows are whole contacts (normal, then its two friction
+// rows), so that its block C_g is block-diagonal by contact: compliance, and friction's
+// coupling to the contact's own normal and other friction row (tree_group_start).
+AXION_HD bool tree_leaf_of_contacts(const BatchView& v, int g, int m) {
+  if (m % 3 != 0) return false;
+  for (int i = 0; i < m; ++i) {
+    if (v.row_tree_rows[g + i] != i) return false;
+    const int kind = v.row_kind[g + i];
+    if (kind != (i % 3 == 0 ? kRowContactNormal : i % 3 == 1 ? kRowFriction1 : kRowFriction2))
+      return false;
+  }
+  return true;
+}
+
+// Contact c of a leaf of whole contacts eliminated alone: its 3 x 3 block of C_g inverted in
+// place (the rest of the block's rows and columns stay the zeros they are) and its rows' Y =
+// C_c^-1 J. Eliminating the whole block does the same operations plus ones on exact zeros, so
+// the bits are the same, up to the sign of a zero; a foot's four contacts cost four 3 x 3
+// inverses instead of a 12 x 12 one through memory.
+AXION_HD void tree_eliminate_leaf_contact(const BatchView& v, int g, int c) {
+  int rows[3];
+  Real n[9];
+  Real* block = v.row_tree_block + 12 * g;
+  AXION_UNROLL
+  for (int i = 0; i < 3; ++i) {
+    rows[i] = g + 3 * c + i;
+    AXION_UNROLL
+    for (int l = 0; l < 3; ++l) n[3 * i + l] = block[kTreeGroupRows * (3 * c + i) + 3 * c + l];
+  }
+  const int dropped = tree_invert_registers<3>(n, true);
+  AXION_UNROLL
+  for (int i = 0; i < 3; ++i) {
+    AXION_UNROLL
+    for (int l = 0; l < 3; ++l) block[kTreeGroupRows * (3 * c + i) + 3 * c + l] = n[3 * i + l];
+    if ((dropped >> i) & 1) v.row_tree_dropped[rows[i]] = 1;
+  }
+  const int p = v.row_tree_parent[g];
+  if (p < 0) return;
+  Real jp[3][6];
+  tree_load_jacobians<3>(v, rows, p, jp);
+  AXION_UNROLL
+  for (int col = 0; col < 6; ++col) {
+    AXION_UNROLL
+    for (int i = 0; i < 3; ++i) {
+      Real sum = 0;
+      AXION_UNROLL
+      for (int k = 0; k < 3; ++k) sum += n[3 * i + k] * jp[k][col];
+      v.row_tree_y[6 * rows[i] + col] = sum;
+    }
+  }
+}
+
+// Eliminates the leaf group g: contact by contact where it holds whole contacts, otherwise in
+// registers for up to kTreeFixedRows rows.
 AXION_HD void tree_eliminate_leaf(const BatchView& v, int g) {
   const int m = v.row_tree_count[g];
   if (m == 0) return;
+  if (m > 3 && tree_leaf_of_contacts(v, g, m)) {
+    for (int c = 0; c < m / 3; ++c) tree_eliminate_leaf_contact(v, g, c);
+    return;
+  }
   tree_by_rows(
       m, [&](auto rows) { tree_eliminate_leaf_fixed<decltype(rows)::value>(v, g); },
       [&] { tree_eliminate_group_any(v, g); });
