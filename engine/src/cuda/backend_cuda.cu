@@ -13,9 +13,9 @@
 // phase. Its any() never synchronises and answers true; the step's loops (Newton, line search)
 // become WHILE nodes of a CUDA graph whose condition a one-block kernel sets from the worlds'
 // phases after each trip, so a loop stops on the device once no world needs it, and never later
-// than its LoopBounds. One sub-step is captured into such a graph once
-// per layout and replayed for every sub-step without host round trips. The batch is cut into
-// slices of worlds (SliceCount), each a branch of the graph with loops of its own.
+// than its LoopBounds. One sub-step is captured into such a graph once per layout and replayed
+// for every sub-step without host round trips. The batch is cut into slices of worlds
+// (SliceCount), each a branch of the graph with loops of its own.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -67,9 +67,10 @@ __global__ void __launch_bounds__(kBlockSize) ForEachKernel(int begin, int count
     f(begin + i);
 }
 
-// Runs f(w, team) for w in [0, count): one warp per world, grid-stride by warps, so a warp's
-// lanes always share their world (the team's reductions and synchronisations need all 32).
-// MinBlocks > 1 caps the registers so that as many blocks share a multiprocessor (lean_teams).
+// Runs f(w, team) for w in [0, count): Width consecutive lanes per world (a warp, or an aligned
+// part of one: NarrowTeams), grid-stride by teams, so a team's lanes always share their world
+// (the team's reductions and synchronisations name exactly its lanes). MinBlocks > 1 caps the
+// registers so that as many blocks share a multiprocessor (lean_teams).
 template <int MinBlocks, int Width, class F>
 __global__ void __launch_bounds__(kBlockSize, MinBlocks)
     ForEachTeamKernel(int begin, int count, F f) {
@@ -292,7 +293,8 @@ struct CudaExec {
   // level: a humanoid's widest level holds 3 bodies).
   template <class F>
   void narrow_teams(WorldRange wr, F f, const Where& where = Where::current()) const {
-    if (factor_team_width == kNarrowFactorWidth) return launch_teams<1, kNarrowFactorWidth>(wr, f, where);
+    if (factor_team_width == kNarrowFactorWidth)
+      return launch_teams<1, kNarrowFactorWidth>(wr, f, where);
     launch_teams<1, kernels::kTeamWidth>(wr, f, where);
   }
   // A team pass whose registers are capped so that kLeanTeamBlocks blocks of kBlockSize (24
