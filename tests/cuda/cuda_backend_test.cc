@@ -344,10 +344,6 @@ TEST_F(CudaBackendTest, LargeBatchIsBitIdenticalRunToRun) {
   ExpectSameWorld(*first, first_ids[517], *alone, single, "world 517 alone");
 }
 
-// The batch cut into slices (AXION_CUDA_SLICES: branches of the captured graph, each with its
-// own Newton and line-search loops) gives the same bits as one slice: a world's arithmetic does
-// not depend on which worlds share its launches. Uneven slices of perturbed stacks, and the
-// humanoid through its fall and landing, where worlds take different Newton iterations.
 // Steps `worlds` perturbed copies of `model` twice, with the environment variable `variable` at
 // `first` and then at `second`, and expects the same bits.
 void ExpectSameBitsUnder(std::shared_ptr<const Model> model, int worlds, int steps,
@@ -373,6 +369,10 @@ void ExpectSameBitsUnder(std::shared_ptr<const Model> model, int worlds, int ste
     if (::testing::Test::HasFailure()) return;  // one world's report is enough
   }
 }
+// The batch cut into slices (AXION_CUDA_SLICES: branches of the captured graph, each with its
+// own Newton and line-search loops) gives the same bits as one slice: a world's arithmetic does
+// not depend on which worlds share its launches. Uneven slices of perturbed stacks, and the
+// humanoid through its fall and landing, where worlds take different Newton iterations.
 TEST_F(CudaBackendTest, SlicesGiveTheSameBitsAsOneSlice) {
   ExpectSameBitsUnder(MustCompile(scenes::Stack(10)), 1000, 40, "AXION_CUDA_SLICES", "1", "7");
 #if defined(AXION_TEST_HAVE_MJCF)
