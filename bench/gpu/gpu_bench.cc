@@ -61,8 +61,8 @@ struct Flags {
   int loop_rows = -1;               // SolverOptions::loop_rows of every scene; -1: each model's own
   int step_halvings = -1;      // SolverOptions::step_halvings of every scene; -1: each model's own
   int halving_carryover = -1;  // SolverOptions::halving_carryover (0 / 1); -1: the model's own
-  double newton_tolerance =
-      0;  // SolverOptions::newton_tolerance of every scene; 0: the model's own
+  // SolverOptions::newton_tolerance of every scene; 0: the model's own
+  double newton_tolerance = 0;
 };
 
 [[noreturn]] void Usage(const char* message) {

@@ -12,9 +12,10 @@
 namespace axion::kernels {
 
 // A world's team: the threads that run one per-world kernel together, lanes 0 .. size - 1.
-// On the CPU a team is one thread; on CUDA one warp, whose lanes take a world's rows and
-// bodies in turn (consecutive rows on consecutive lanes, so loads coalesce) where one thread
-// per world left most of the GPU idle and read every row alone.
+// On the CPU a team is one thread; on CUDA one warp, or an aligned part of one once the batch
+// fills the device (backend_cuda.cu, NarrowTeams), whose lanes take a world's rows and bodies
+// in turn (consecutive rows on consecutive lanes, so loads coalesce) where one thread per world
+// left most of the GPU idle and read every row alone.
 inline constexpr int kTeamWidth = 32;
 struct Team {
   int lane = 0;
@@ -57,8 +58,9 @@ AXION_HD void team_combine_lanes(Real (&acc)[kTeamWidth][N], int used, Real (&ou
 /// an order fixed by the data alone: element i goes to virtual lane (i - begin) % kTeamWidth,
 /// each lane adds its elements in order, and the lanes combine by a butterfly
 ///   acc_l += acc_{l+k}, k = 16, 8, 4, 2, 1.
-/// A warp runs the lanes; one thread runs all of them in turn. Both give the same bits (and
-/// every lane of a warp gets them), so reductions are deterministic and CPU and GPU agree.
+/// A warp runs the lanes, a half warp two per lane; one thread runs all of them in turn. All
+/// give the same bits (and every lane of the team gets them), so reductions are deterministic
+/// and CPU and GPU agree.
 template <int N, class F>
 AXION_HD void team_sum(Team team, int begin, int end, Real (&out)[N], F f) {
 #if defined(__CUDA_ARCH__)
@@ -81,7 +83,7 @@ AXION_HD void team_sum(Team team, int begin, int end, Real (&out)[N], F f) {
     for (int n = 0; n < N; ++n) out[n] = acc[n];
     return;
   }
-  if (team.size > 1) __trap();  // (no other team width is launched)
+  if (team.size > 1) __trap();  // (sums run on warps and half warps only: narrow_teams has none)
 #endif
   (void)team;
   Real acc[kTeamWidth][N];
