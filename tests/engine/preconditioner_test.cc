@@ -82,6 +82,24 @@ TEST(PreconditionerTest, TreeIsExactOnAChain) {
   ExpectTreeExact("30-link chain", d, 100, 1e-6);
 }
 
+// A box landing flat and sliding on the ground: its four corners' contacts are one leaf of
+// twelve rows below it, whose block (compliance, and sliding friction's coupling within each
+// contact) is eliminated contact by contact (kernels_tree.h, tree_eliminate_leaf_contact). The
+// tree is exact there: one CR (or GCR) iteration per Newton iteration, sliding or at rest.
+TEST(PreconditionerTest, ALeafOfFourContactsIsSolvedExactly) {
+  ModelDesc d = scenes::Stack(1);
+  d.bodies[0].pose.pos.z = 0.15;
+  d.bodies[0].linear_velocity = {1, 0.5, 0};
+  d.shapes[1].material.friction = 0.3;
+  auto [tree, jacobi] = SimulateBoth("box landing and sliding", d, 150);
+  EXPECT_GT(tree.newton, 0);
+  EXPECT_EQ(tree.cr, tree.newton);
+  // (worlds on the diagonal keep friction's symmetric form: 2e-5 m apart after the slide)
+  EXPECT_LT(MaxPoseDifference(tree, jacobi), 1e-4);
+  EXPECT_NEAR(tree.pose[2], 0.1, 1e-3);  // resting on its face
+  EXPECT_GT(tree.pose[0], 0.05);         // after sliding
+}
+
 // Worlds of contacts only are factored too, their contact groups hanging from the bodies. A
 // stack of five boxes dropped onto each other reaches the same poses with both preconditioners
 // and fewer CR iterations on the tree; a pile of 80 spheres in a box settles on the tree with
