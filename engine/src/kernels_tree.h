@@ -905,12 +905,46 @@ AXION_HD void tree_forward_group_any(const BatchView& v, int b, int g, const Rea
   for (int c = 0; c < 6; ++c) v.row_tree_u[6 * g + c] = u[c];
 }
 
+// tree_forward_group for a leaf of whole contacts (tree_leaf_of_contacts): w_g = C_g^-1 e_g
+// contact by contact, the rest of its block being zeros (tree_eliminate_leaf_contact), and u_g
+// summed in row order as the whole block's product sums it: the same bits, up to the sign of a
+// zero, from 9 entries of the block per contact instead of the whole block.
+AXION_HD void tree_forward_leaf_contacts(const BatchView& v, int g, int m, Real* out) {
+  const Real* n = v.row_tree_block + 12 * g;
+  const int p = v.row_tree_parent[g];
+  Real u[6] = {0, 0, 0, 0, 0, 0};
+  for (int c = 0; c < m / 3; ++c) {
+    Real e[3];
+    AXION_UNROLL
+    for (int i = 0; i < 3; ++i) e[i] = out[g + 3 * c + i];
+    AXION_UNROLL
+    for (int i = 0; i < 3; ++i) {
+      const int row = g + 3 * c + i;
+      Real s = 0;
+      AXION_UNROLL
+      for (int k = 0; k < 3; ++k) s += n[kTreeGroupRows * (3 * c + i) + 3 * c + k] * e[k];
+      if (v.row_tree_dropped[row]) continue;
+      out[row] = s;
+      if (p < 0) continue;
+      const Real* j = tree_row_jacobian(v, row, p);
+      AXION_UNROLL
+      for (int col = 0; col < 6; ++col) u[col] += j[col] * s;
+    }
+  }
+  if (p < 0) return;
+  for (int col = 0; col < 6; ++col) v.row_tree_u[6 * g + col] = u[col];
+}
+
 AXION_HD void tree_forward_group(const BatchView& v, int b, int g, const Real* t, Real* out) {
   const int m = v.row_tree_count[g];
   if (m == 0) {  // every row inactive: nothing for the parent
     if (v.row_tree_parent[g] >= 0) {
       for (int c = 0; c < 6; ++c) v.row_tree_u[6 * g + c] = 0;
     }
+    return;
+  }
+  if (t == nullptr && m > 3 && tree_leaf_of_contacts(v, g, m)) {
+    tree_forward_leaf_contacts(v, g, m, out);
     return;
   }
   tree_by_rows(
