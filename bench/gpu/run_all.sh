@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Every GPU check and measurement in one run, for a machine with a CUDA device: the GPU tests
-# (with the captured graph and with direct launches), a memcheck pass where compute-sanitizer is
-# installed, the batch-size sweeps of RESULTS.md, the training-loop sweep (and at 8192 humanoids
-# once more with every step starting whole, once with Newton capped at 20 iterations and once
-# without Newton's tail) and the per-pass profile at 8192 humanoids. Logs go to OUT_DIR; the
+# (with the captured graph, with direct launches and with every batch on narrow teams), memcheck
+# and synccheck passes where compute-sanitizer is installed, the batch-size sweeps of
+# RESULTS.md, the training-loop sweep (and at 8192 humanoids once more with every step starting
+# whole, once with Newton capped at 20 iterations and once without Newton's tail) and the
+# per-pass profile at 8192 humanoids. Logs go to OUT_DIR; the
 # tables are printed as they come.
 #
 # usage: bench/gpu/run_all.sh [BUILD_DIR (build/release)] [OUT_DIR (gpu-results)]
@@ -23,16 +24,22 @@ if ! "$bench" --backend=cuda --scene=stack --worlds=1 --min_time=0 --max_steps=1
   exit 1
 fi
 
-echo "== GPU tests (graph, then direct launches)"
+echo "== GPU tests (graph, direct launches, narrow teams)"
 "$tests" >"$out/cuda_test.log" 2>&1
 echo "graph: exit $? ($(grep -c '^\[       OK' "$out/cuda_test.log") passed)"
 AXION_CUDA_GRAPHS=0 "$tests" >"$out/cuda_test_direct.log" 2>&1
 echo "direct: exit $? ($(grep -c '^\[       OK' "$out/cuda_test_direct.log") passed)"
+AXION_CUDA_TEAMS=narrow "$tests" >"$out/cuda_test_narrow.log" 2>&1
+echo "narrow teams: exit $? ($(grep -c '^\[       OK' "$out/cuda_test_narrow.log") passed)"
 grep -h -E "^\[  FAILED|Failure" "$out"/cuda_test*.log | head -20
 if command -v compute-sanitizer >/dev/null; then
   compute-sanitizer --tool memcheck --print-limit 5 "$tests" \
     --gtest_filter='*Pendulum*:*BoxStack*:*Chain*:*Controls*' >"$out/memcheck.log" 2>&1
   grep -E "ERROR SUMMARY" "$out/memcheck.log"
+  # the narrow teams' __syncwarp masks
+  compute-sanitizer --tool synccheck --print-limit 5 "$tests" \
+    --gtest_filter='*NarrowTeams*:*Pendulum*:*BoxStack*' >"$out/synccheck.log" 2>&1
+  grep -E "ERROR SUMMARY" "$out/synccheck.log"
 fi
 
 echo "== sweep, scenes at rest (RESULTS.md)"
