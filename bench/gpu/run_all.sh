@@ -4,8 +4,7 @@
 # and synccheck passes where compute-sanitizer is installed, the batch-size sweeps of
 # RESULTS.md, the training-loop sweep (and at 8192 humanoids once more with every step starting
 # whole, once with Newton capped at 20 iterations and once without Newton's tail) and the
-# per-pass profile at 8192 humanoids. Logs go to OUT_DIR; the
-# tables are printed as they come.
+# per-pass profile at 8192 humanoids. Logs go to OUT_DIR; the tables are printed as they come.
 #
 # usage: bench/gpu/run_all.sh [BUILD_DIR (build/release)] [OUT_DIR (gpu-results)]
 set -uo pipefail
