@@ -509,18 +509,19 @@ AXION_HD void tree_load_jacobians(const BatchView& v, const int* rows, int body,
 // tree_eliminate_group_any for a group of M factored rows `rows` whose complete block N_g is `n`
 // (M x M, row-major): every block stays in registers from load to store, where the general form
 // reloads them for each product (on the GPU, each lane waits on each of those loads). The same
-// operations in the same order, so the same bits.
+// operations in the same order, so the same bits. The inverse goes to `block` (row stride
+// kTreeGroupRows: the group's, or a leaf contact's 3 x 3 part of it) and Y to the rows'
+// row_tree_y for the parent body p (none for a root, p < 0).
 template <int M>
-AXION_HD void tree_eliminate_group_fixed(const BatchView& v, int g, const int* rows, Real* n) {
+AXION_HD void tree_eliminate_block_fixed(const BatchView& v, int p, const int* rows, Real* n,
+                                         Real* block) {
   const int dropped = tree_invert_registers<M>(n, true);
-  Real* block = v.row_tree_block + 12 * g;
   AXION_UNROLL
   for (int i = 0; i < M; ++i) {
     AXION_UNROLL
     for (int l = 0; l < M; ++l) block[kTreeGroupRows * i + l] = n[M * i + l];
     if ((dropped >> i) & 1) v.row_tree_dropped[rows[i]] = 1;
   }
-  const int p = v.row_tree_parent[g];
   if (p < 0) return;
   Real jp[M][6];
   tree_load_jacobians<M>(v, rows, p, jp);
@@ -535,6 +536,11 @@ AXION_HD void tree_eliminate_group_fixed(const BatchView& v, int g, const int* r
       v.row_tree_y[6 * rows[i] + c] = s;
     }
   }
+}
+// ... for group g's whole block.
+template <int M>
+AXION_HD void tree_eliminate_group_fixed(const BatchView& v, int g, const int* rows, Real* n) {
+  tree_eliminate_block_fixed<M>(v, v.row_tree_parent[g], rows, n, v.row_tree_block + 12 * g);
 }
 
 // A leaf group of M factored rows: its block N_g = C_g from memory, then eliminated.
@@ -576,34 +582,14 @@ AXION_HD bool tree_leaf_of_contacts(const BatchView& v, int g, int m) {
 AXION_HD void tree_eliminate_leaf_contact(const BatchView& v, int g, int c) {
   int rows[3];
   Real n[9];
-  Real* block = v.row_tree_block + 12 * g;
+  Real* block = v.row_tree_block + 12 * (g + 3 * c) + 3 * c;  // the contact's 3 x 3 of C_g
   AXION_UNROLL
   for (int i = 0; i < 3; ++i) {
     rows[i] = g + 3 * c + i;
     AXION_UNROLL
-    for (int l = 0; l < 3; ++l) n[3 * i + l] = block[kTreeGroupRows * (3 * c + i) + 3 * c + l];
+    for (int l = 0; l < 3; ++l) n[3 * i + l] = block[kTreeGroupRows * i + l];
   }
-  const int dropped = tree_invert_registers<3>(n, true);
-  AXION_UNROLL
-  for (int i = 0; i < 3; ++i) {
-    AXION_UNROLL
-    for (int l = 0; l < 3; ++l) block[kTreeGroupRows * (3 * c + i) + 3 * c + l] = n[3 * i + l];
-    if ((dropped >> i) & 1) v.row_tree_dropped[rows[i]] = 1;
-  }
-  const int p = v.row_tree_parent[g];
-  if (p < 0) return;
-  Real jp[3][6];
-  tree_load_jacobians<3>(v, rows, p, jp);
-  AXION_UNROLL
-  for (int col = 0; col < 6; ++col) {
-    AXION_UNROLL
-    for (int i = 0; i < 3; ++i) {
-      Real sum = 0;
-      AXION_UNROLL
-      for (int k = 0; k < 3; ++k) sum += n[3 * i + k] * jp[k][col];
-      v.row_tree_y[6 * rows[i] + col] = sum;
-    }
-  }
+  tree_eliminate_block_fixed<3>(v, v.row_tree_parent[g], rows, n, block);
 }
 
 // Eliminates the leaf group g: contact by contact where it holds whole contacts, otherwise in
