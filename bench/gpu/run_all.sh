@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Every GPU check and measurement in one run, for a machine with a CUDA device: the GPU tests
-# (with the captured graph, with direct launches and with every batch on narrow teams), memcheck
-# and synccheck passes where compute-sanitizer is installed, the batch-size sweeps of
-# RESULTS.md, the training-loop sweep (and at 8192 humanoids once more with every step starting
-# whole, once with Newton capped at 20 iterations and once without Newton's tail) and the
-# per-pass profile at 8192 humanoids. Logs go to OUT_DIR; the tables are printed as they come.
+# (with the captured graph, with direct launches, with every batch on narrow teams and with every
+# Newton solve finished world by world after two trips), memcheck and synccheck passes where
+# compute-sanitizer is installed, the batch-size sweeps of RESULTS.md, the training-loop sweep
+# (and at 8192 humanoids once more with every step starting whole, once with Newton capped at 20
+# iterations, once without Newton's tail, and with the solves finished world by world after 4,
+# 8 and 16 batch trips) and the per-pass profile at 8192 humanoids. Logs go to OUT_DIR; the
+# tables are printed as they come.
 #
 # usage: bench/gpu/run_all.sh [BUILD_DIR (build/release)] [OUT_DIR (gpu-results)]
 set -uo pipefail
@@ -23,18 +25,23 @@ if ! "$bench" --backend=cuda --scene=stack --worlds=1 --min_time=0 --max_steps=1
   exit 1
 fi
 
-echo "== GPU tests (graph, direct launches, narrow teams)"
+echo "== GPU tests (graph, direct launches, narrow teams, solves finished world by world)"
 "$tests" >"$out/cuda_test.log" 2>&1
 echo "graph: exit $? ($(grep -c '^\[       OK' "$out/cuda_test.log") passed)"
 AXION_CUDA_GRAPHS=0 "$tests" >"$out/cuda_test_direct.log" 2>&1
 echo "direct: exit $? ($(grep -c '^\[       OK' "$out/cuda_test_direct.log") passed)"
 AXION_CUDA_TEAMS=narrow "$tests" >"$out/cuda_test_narrow.log" 2>&1
 echo "narrow teams: exit $? ($(grep -c '^\[       OK' "$out/cuda_test_narrow.log") passed)"
+AXION_BATCHED_NEWTON_TRIPS=2 "$tests" >"$out/cuda_test_fused.log" 2>&1
+echo "world by world after 2 trips: exit $? ($(grep -c '^\[       OK' "$out/cuda_test_fused.log") passed)"
 grep -h -E "^\[  FAILED|Failure" "$out"/cuda_test*.log | head -20
 if command -v compute-sanitizer >/dev/null; then
   compute-sanitizer --tool memcheck --print-limit 5 "$tests" \
     --gtest_filter='*Pendulum*:*BoxStack*:*Chain*:*Controls*' >"$out/memcheck.log" 2>&1
   grep -E "ERROR SUMMARY" "$out/memcheck.log"
+  AXION_BATCHED_NEWTON_TRIPS=1 compute-sanitizer --tool memcheck --print-limit 5 "$tests" \
+    --gtest_filter='*BoxStack*:*Chain*:*NewtonFinished*' >"$out/memcheck_fused.log" 2>&1
+  grep -E "ERROR SUMMARY" "$out/memcheck_fused.log"
   # the narrow teams' __syncwarp masks
   compute-sanitizer --tool synccheck --print-limit 5 "$tests" \
     --gtest_filter='*NarrowTeams*:*Pendulum*:*BoxStack*' >"$out/synccheck.log" 2>&1
@@ -55,6 +62,15 @@ echo "== training loop, Newton capped at 20 iterations and no halvings (trips ag
 echo "== training loop without Newton's tail (--newton_tail_iterations=0; what the tail gives on the device)"
 "$bench" --backend=cuda --scene=humanoid --worlds=8192 --settle_steps=150 --min_time=2 \
   --max_steps=500 --rl_loop --newton_tail_iterations=0 2>&1 | tee "$out/rl_loop_no_tail.log"
+for trips in 4 8 16; do
+  echo "== training loop, solves finished world by world after $trips batch trips"
+  AXION_BATCHED_NEWTON_TRIPS=$trips "$bench" --backend=cuda --scene=humanoid \
+    --worlds=64,1024,8192 --settle_steps=150 --min_time=2 --max_steps=500 --rl_loop 2>&1 |
+    tee "$out/rl_loop_fused_$trips.log"
+done
+echo "== first 100 steps of 8192 humanoids, solves finished world by world after 8 batch trips"
+AXION_BATCHED_NEWTON_TRIPS=8 "$bench" --backend=cuda --scene=humanoid --worlds=8192 \
+  --min_time=1000 --max_steps=100 2>&1 | tee "$out/first100_fused_8.log"
 echo "== per-pass profile, 8192 humanoids, the first 100 steps"
 AXION_CUDA_PROFILE=1 "$bench" --backend=cuda --scene=humanoid --worlds=8192 --min_time=1000 \
   --max_steps=100 >"$out/profile.log" 2>&1

@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "backend.h"
 #include "pipeline.h"
@@ -138,6 +139,10 @@ LoopBounds BatchLoopBounds(const BatchStorage& host) {
     // any of these may first go back to its start contact_redos times
     b.attempts = std::max(
         b.attempts, ((1 << p.step_halvings) + p.step_halvings) * (1 + p.contact_redos));
+  }
+  if (const char* env = std::getenv("AXION_BATCHED_NEWTON_TRIPS")) {
+    const int trips = std::atoi(env);
+    if (trips >= 0) b.batched_newton_trips = trips;
   }
   return b;
 }

@@ -36,6 +36,10 @@ struct LoopBounds {
   int line_search_trials = 0;
   int attempts = 1;  // solves per step: every halving retried down to the last level, each
                      // after its contact redos
+  int batched_newton_trips = kAllNewtonTrips;  // Newton trips taken as passes over the batch;
+                                               // the worlds still iterating then finish their
+                                               // solves alone, each on its team (fused_newton)
+  static constexpr int kAllNewtonTrips = 1 << 30;
 };
 
 namespace pipeline {
@@ -267,6 +271,191 @@ AXION_HD void world_begin_step(const BatchView& v, int w) {
   if (level > 0) world_scale_warm_start(v, w, Real(1) / static_cast<Real>(1 << level));
 }
 
+// A Newton iteration ends (world w iterating): the world stops, converged or at one of its
+// limits, or takes another iteration.
+AXION_HD void world_converge(const BatchView& v, int w) {
+  const WorldParams& p = v.world_params[w];
+  const int iterations = v.world_newton_attempt[w];
+  // a linear tail: the latest Newton step, taken whole, cut the residual by less than
+  // kLinearTailRatio (friction rows then relax their regularisation, kernels_common.h)
+  const Real last = v.world_residual_last[w], now = v.world_residual[w];
+  v.world_linear_tail[w] = iterations > 0 && v.world_ls_trials[w] == 1 && now < last &&
+                           now > kLinearTailRatio * last && now < kLinearTailResidual;
+  v.world_residual_last[w] = now;
+  // with a halving left, a solve still far off after halving_iterations gives up early
+  const bool halve_early = v.world_halvings[w] < p.step_halvings &&
+                           iterations >= p.halving_iterations &&
+                           !(v.world_residual_best[w] <= p.halving_residual);
+  const Real tolerance = newton_stop_tolerance(p, iterations);
+  // a solve that cycles takes only decreasing trials from here on
+  if (world_residual_cycles(v, w, iterations, now) && p.strict_after_cycle) v.world_cycled[w] = 1;
+  const int b0 = v.world_body_offset[w];
+  for (int k = b0; k < b0 + v.world_island_count[w]; ++k)
+    v.island_converged[k] = v.island_residual[k] <= tolerance;
+  if (v.world_residual[w] <= tolerance) {
+    v.world_active[w] = kPhaseConverged;
+  } else if (iterations >= p.newton_iterations || halve_early ||
+             !(v.world_residual[w] == v.world_residual[w]) ||
+             (p.newton_stall_iterations > 0 &&
+              iterations - v.world_newton_best[w] >= p.newton_stall_iterations)) {
+    v.world_active[w] = kPhaseConverged;
+    v.world_flags[w] |= kWorldNotConverged;
+  } else {
+    v.world_newton_attempt[w] += 1;
+    v.world_newton_iterations[w] += 1;
+  }
+}
+
+// The line search begins (world w iterating): every island not frozen tries the full step.
+AXION_HD void world_begin_line_search(const BatchView& v, int w) {
+  v.world_ls_trials[w] = 0;
+  const int b0 = v.world_body_offset[w];
+  for (int k = b0; k < b0 + v.world_island_count[w]; ++k) {
+    v.island_ls_step[k] = island_frozen(v, k) ? 0 : 1;  // frozen: nothing to try
+    v.island_merit_accepted[k] = v.island_merit[k];
+  }
+  v.world_ls_step[w] = 1;
+}
+
+// A trial has been evaluated (world w searching): each island still searching takes it, or
+// halves its step for another. An island takes a trial whose merit is at or below
+// line_search_growth times its accepted one, or that solves it (within newton_tolerance; the
+// tail's looser residual let a settled pile's step end at 2.2e-5 m/s), or its last.
+AXION_HD void world_judge_trial(const BatchView& v, int w) {
+  const WorldParams& p = v.world_params[w];
+  // worlds on the Jacobi diagonal (friction's symmetric form) keep strict decrease: static
+  // friction there relies on it (boxes on an incline creep); so does an attempt whose solve
+  // cycled (strict_after_cycle)
+  const bool strict = !world_uses_tree(v, w) || v.world_cycled[w];
+  const Real growth = strict ? Real(1) : p.line_search_growth;
+  v.world_ls_trials[w] += 1;
+  v.world_line_search_trials[w] += 1;
+  const bool last = !p.line_search || v.world_ls_trials[w] > p.line_search_steps;
+  bool any = false;
+  const int b0 = v.world_body_offset[w];
+  for (int k = b0; k < b0 + v.world_island_count[w]; ++k) {
+    const Real t = v.island_ls_step[k];
+    if (!(t > 0)) continue;  // its trial already accepted
+    const bool decreased =
+        v.island_merit[k] <= growth * (Real(1) - Real(1e-4) * t) * v.island_merit_accepted[k] ||
+        v.island_residual[k] <= p.newton_tolerance;
+    // friction's W_cone leaves the island's attempt once a trial's merit passes
+    // kFrictionConeMeritGrowth times its best
+    if (!(v.island_merit[k] < kFrictionConeMeritGrowth * v.island_merit_best[k]))
+      v.island_friction_cone[k] = 0;
+    v.island_ls_step[k] = last || decreased ? Real(0) : Real(0.5) * t;
+    any = any || v.island_ls_step[k] > 0;
+  }
+  v.world_ls_step[w] = any ? Real(1) : Real(0);  // 0: every trial accepted
+}
+
+// The passes of a Newton iteration, each over one world's elements (the batch passes of
+// newton_iteration below run them over every world).
+AXION_HD void row_take_friction_newton(const BatchView& v, int r) {
+  const int w = v.row_world[r];
+  if (row_is_live(v, r) && v.row_kind[r] == kRowFriction1 && v.world_params[w].friction_newton &&
+      !row_frozen(v, r))
+    contact_friction_newton(v, r, v.world_params[w]);
+}
+AXION_HD void body_take_inv_mass_g(const BatchView& v, int i) {
+  if (!body_frozen(v, i)) body_apply_inv_mass_kernel(v, i, v.body_g, v.body_minv_jt);
+}
+AXION_HD void row_take_precondition(const BatchView& v, int r) {
+  if (row_is_live(v, r)) row_precondition(v, r);
+}
+
+// One world's remaining Newton iterations on its team (fused_newton.h). On the host it is
+// compiled in a unit of its own (fused_newton.cc): inlined into the CPU backend's pipeline, its
+// copy of every pass took up the compiler's inlining budget, and small helpers (quaternion
+// rotations, effective masses) were left as calls: 4% more instructions per humanoid step.
+#if defined(__CUDACC__)
+#define AXION_FUSED_HD AXION_HD
+#else
+#define AXION_FUSED_HD
+#endif
+AXION_FUSED_HD void world_finish_newton(const BatchView& v, Team team, int w, int max_trips,
+                                        int max_trials);
+
+// One Newton iteration of every iterating world in `wr`, as passes over the batch.
+template <class Exec>
+void newton_iteration(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds) {
+  // friction: tangents along the slip, rows linearised with W's derivatives (if enabled)
+  ex.rows(
+      wr, AXION_LAMBDA(int r) {
+        if (iterating(v, v.row_world[r])) row_take_friction_newton(v, r);
+      });
+  // assemble: M^-1 g, then per row the preconditioner and b = J M^-1 g - h
+  ex.bodies(
+      wr, AXION_LAMBDA(int i) {
+        if (iterating(v, v.body_world[i])) body_take_inv_mass_g(v, i);
+      });
+  // precondition
+  ex.rows(
+      wr, AXION_LAMBDA(int r) {
+        if (iterating(v, v.row_world[r])) row_take_precondition(v, r);
+      });
+  // ... and the tree's factor (the tree found once per step), level by level
+  ex.worlds(
+      wr, AXION_LAMBDA(int w) {
+        if (iterating(v, w) && world_uses_tree(v, w)) world_tree_build_once(v, w);
+      });
+  ex.narrow_teams(
+      wr, AXION_LAMBDA(int w, Team team) {
+        if (iterating(v, w) && world_uses_tree(v, w)) world_tree_factor(v, team, w);
+      });
+  // ... the contacts' blocks outside the tree and the loop factor
+  ex.lean_teams(
+      wr, AXION_LAMBDA(int w, Team team) {
+        if (iterating(v, w) && world_uses_tree(v, w)) world_loop_precondition(v, team, w);
+      });
+
+  // solve (J M^-1 J^T + C) dlambda = J M^-1 g - h: CR, or GCR where unsymmetric
+  ex.lean_teams(
+      wr, AXION_LAMBDA(int w, Team team) {
+        if (iterating(v, w)) world_cr_solve(v, team, w);
+      });
+
+  // recover du = M^-1 (J^T dlambda - g)
+  ex.teams(
+      wr, AXION_LAMBDA(int w, Team team) {
+        if (iterating(v, w)) world_apply_jt(v, team, w, v.row_dlambda, v.body_jt);
+      });
+  ex.bodies(
+      wr, AXION_LAMBDA(int i) {
+        if (iterating(v, v.body_world[i])) body_recover_du(v, i);
+      });
+
+  // line search, per island: halve t while its merit grows past line_search_growth times its
+  // accepted one (t = 1 when disabled); frozen islands (converged) take none
+  ex.worlds(
+      wr, AXION_LAMBDA(int w) {
+        if (iterating(v, w)) world_begin_line_search(v, w);
+      });
+  ex.loop_while(
+      wr, bounds.line_search_trials, AXION_LAMBDA(int w) { return searching(v, w); },
+      [&] {
+        // the trial iterate of the islands still searching, and its residuals
+        ex.teams(
+            wr, AXION_LAMBDA(int w, Team team) {
+              if (!searching(v, w)) return;
+              world_trial(v, team, w);
+              world_evaluate_kinematics(v, team, w, Mask::kSearching);
+            });
+        evaluate_rows_and_dynamics(ex, v, wr, Mask::kSearching);
+        ex.worlds(
+            wr, AXION_LAMBDA(int w) {
+              if (searching(v, w)) world_judge_trial(v, w);
+            });
+      });
+
+  // update: the trial becomes the accepted iterate
+  accept(ex, v, wr, false);
+  ex.worlds(
+      wr, AXION_LAMBDA(int w) {
+        if (iterating(v, w)) world_converge(v, w);
+      });
+}
+
 // One attempt of every world in `wr` with part of its step left: a step of
 // world_step_length from the current state, kept, or (a failed solve with halvings left)
 // undone and halved.
@@ -339,161 +528,25 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
   accept(ex, v, wr, true);
 
   // converged worlds stop; the others take one more Newton iteration
-  auto converge = [&] {
-    ex.worlds(
-        wr, AXION_LAMBDA(int w) {
-          if (!iterating(v, w)) return;
-          const WorldParams& p = v.world_params[w];
-          const int iterations = v.world_newton_attempt[w];
-          // a linear tail: the latest Newton step, taken whole, cut the residual by less than
-          // kLinearTailRatio (friction rows then relax their regularisation, kernels_common.h)
-          const Real last = v.world_residual_last[w], now = v.world_residual[w];
-          v.world_linear_tail[w] = iterations > 0 && v.world_ls_trials[w] == 1 && now < last &&
-                                   now > kLinearTailRatio * last && now < kLinearTailResidual;
-          v.world_residual_last[w] = now;
-          // with a halving left, a solve still far off after halving_iterations gives up early
-          const bool halve_early = v.world_halvings[w] < p.step_halvings &&
-                                   iterations >= p.halving_iterations &&
-                                   !(v.world_residual_best[w] <= p.halving_residual);
-          const Real tolerance = newton_stop_tolerance(p, iterations);
-          // a solve that cycles takes only decreasing trials from here on
-          if (world_residual_cycles(v, w, iterations, now) && p.strict_after_cycle)
-            v.world_cycled[w] = 1;
-          const int b0 = v.world_body_offset[w];
-          for (int k = b0; k < b0 + v.world_island_count[w]; ++k)
-            v.island_converged[k] = v.island_residual[k] <= tolerance;
-          if (v.world_residual[w] <= tolerance) {
-            v.world_active[w] = kPhaseConverged;
-          } else if (iterations >= p.newton_iterations || halve_early ||
-                     !(v.world_residual[w] == v.world_residual[w]) ||
-                     (p.newton_stall_iterations > 0 &&
-                      iterations - v.world_newton_best[w] >= p.newton_stall_iterations)) {
-            v.world_active[w] = kPhaseConverged;
-            v.world_flags[w] |= kWorldNotConverged;
-          } else {
-            v.world_newton_attempt[w] += 1;
-            v.world_newton_iterations[w] += 1;
-          }
-        });
-  };
-  converge();
-  // Newton loop, while some world still iterates (each ends with the convergence test above)
-  ex.loop_while(
-      wr, bounds.newton_iterations + 1, AXION_LAMBDA(int w) { return iterating(v, w); },
-      [&] {
-        // friction: tangents along the slip, rows linearised with W's derivatives (if enabled)
-        ex.rows(
-            wr, AXION_LAMBDA(int r) {
-              int w = v.row_world[r];
-              if (iterating(v, w) && row_is_live(v, r) && v.row_kind[r] == kRowFriction1 &&
-                  v.world_params[w].friction_newton && !row_frozen(v, r))
-                contact_friction_newton(v, r, v.world_params[w]);
-            });
-        // assemble: M^-1 g, then per row the preconditioner and b = J M^-1 g - h
-        ex.bodies(
-            wr, AXION_LAMBDA(int i) {
-              if (iterating(v, v.body_world[i]) && !body_frozen(v, i))
-                body_apply_inv_mass_kernel(v, i, v.body_g, v.body_minv_jt);
-            });
-        // precondition
-        ex.rows(
-            wr, AXION_LAMBDA(int r) {
-              if (iterating(v, v.row_world[r]) && row_is_live(v, r)) row_precondition(v, r);
-            });
-        // ... and the tree's factor (the tree found once per step), level by level
-        ex.worlds(
-            wr, AXION_LAMBDA(int w) {
-              if (iterating(v, w) && world_uses_tree(v, w)) world_tree_build_once(v, w);
-            });
-        ex.narrow_teams(
-            wr, AXION_LAMBDA(int w, Team team) {
-              if (iterating(v, w) && world_uses_tree(v, w)) world_tree_factor(v, team, w);
-            });
-        // ... the contacts' blocks outside the tree and the loop factor
-        ex.lean_teams(
-            wr, AXION_LAMBDA(int w, Team team) {
-              if (iterating(v, w) && world_uses_tree(v, w)) world_loop_precondition(v, team, w);
-            });
-
-        // solve (J M^-1 J^T + C) dlambda = J M^-1 g - h: CR, or GCR where unsymmetric
-        ex.lean_teams(
-            wr, AXION_LAMBDA(int w, Team team) {
-              if (iterating(v, w)) world_cr_solve(v, team, w);
-            });
-
-        // recover du = M^-1 (J^T dlambda - g)
-        ex.teams(
-            wr, AXION_LAMBDA(int w, Team team) {
-              if (iterating(v, w)) world_apply_jt(v, team, w, v.row_dlambda, v.body_jt);
-            });
-        ex.bodies(
-            wr, AXION_LAMBDA(int i) {
-              if (iterating(v, v.body_world[i])) body_recover_du(v, i);
-            });
-
-        // line search, per island: halve t while its merit grows past line_search_growth
-        // times its accepted one (t = 1 when disabled); frozen islands (converged) take none
-        ex.worlds(
-            wr, AXION_LAMBDA(int w) {
-              if (!iterating(v, w)) return;
-              v.world_ls_trials[w] = 0;
-              const int b0 = v.world_body_offset[w];
-              for (int k = b0; k < b0 + v.world_island_count[w]; ++k) {
-                v.island_ls_step[k] = island_frozen(v, k) ? 0 : 1;  // frozen: nothing to try
-                v.island_merit_accepted[k] = v.island_merit[k];
-              }
-              v.world_ls_step[w] = 1;
-            });
-        ex.loop_while(
-            wr, bounds.line_search_trials, AXION_LAMBDA(int w) { return searching(v, w); },
-            [&] {
-              // the trial iterate of the islands still searching, and its residuals
-              ex.teams(
-                  wr, AXION_LAMBDA(int w, Team team) {
-                    if (!searching(v, w)) return;
-                    world_trial(v, team, w);
-                    world_evaluate_kinematics(v, team, w, Mask::kSearching);
-                  });
-              evaluate_rows_and_dynamics(ex, v, wr, Mask::kSearching);
-              ex.worlds(
-                  wr, AXION_LAMBDA(int w) {
-                    if (!searching(v, w)) return;
-                    const WorldParams& p = v.world_params[w];
-                    // worlds on the Jacobi diagonal (friction's symmetric form) keep strict
-                    // decrease: static friction there relies on it (boxes on an incline creep);
-                    // so does an attempt whose solve cycled (strict_after_cycle)
-                    const bool strict = !world_uses_tree(v, w) || v.world_cycled[w];
-                    const Real growth = strict ? Real(1) : p.line_search_growth;
-                    v.world_ls_trials[w] += 1;
-                    v.world_line_search_trials[w] += 1;
-                    const bool last = !p.line_search || v.world_ls_trials[w] > p.line_search_steps;
-                    bool any = false;
-                    const int b0 = v.world_body_offset[w];
-                    for (int k = b0; k < b0 + v.world_island_count[w]; ++k) {
-                      const Real t = v.island_ls_step[k];
-                      if (!(t > 0)) continue;  // its trial already accepted
-                      // a merit at or below the bound, or a trial that solves the island (within
-                      // newton_tolerance; the tail's looser residual let a settled pile's step
-                      // end at 2.2e-5 m/s)
-                      const bool decreased =
-                          v.island_merit[k] <=
-                              growth * (Real(1) - Real(1e-4) * t) * v.island_merit_accepted[k] ||
-                          v.island_residual[k] <= p.newton_tolerance;
-                      // friction's W_cone leaves the island's attempt once a trial's merit
-                      // passes kFrictionConeMeritGrowth times its best
-                      if (!(v.island_merit[k] < kFrictionConeMeritGrowth * v.island_merit_best[k]))
-                        v.island_friction_cone[k] = 0;
-                      v.island_ls_step[k] = last || decreased ? Real(0) : Real(0.5) * t;
-                      any = any || v.island_ls_step[k] > 0;
-                    }
-                    v.world_ls_step[w] = any ? Real(1) : Real(0);  // 0: every trial accepted
-                  });
-            });
-
-        // update: the trial becomes the accepted iterate
-        accept(ex, v, wr, false);
-        converge();
+  ex.worlds(
+      wr, AXION_LAMBDA(int w) {
+        if (iterating(v, w)) world_converge(v, w);
       });
+  // Newton loop, while some world still iterates: batch passes, then (batched_newton_trips)
+  // each world still iterating alone on its team
+  const int newton_trips = bounds.newton_iterations + 1;
+  const int batched =
+      newton_trips < bounds.batched_newton_trips ? newton_trips : bounds.batched_newton_trips;
+  ex.loop_while(
+      wr, batched, AXION_LAMBDA(int w) { return iterating(v, w); },
+      [&] { newton_iteration(ex, v, wr, bounds); });
+  if (batched < newton_trips) {
+    const int trips = newton_trips - batched, trials = bounds.line_search_trials;
+    ex.teams(
+        wr, AXION_LAMBDA(int w, Team team) {
+          if (iterating(v, w)) world_finish_newton(v, team, w, trips, trials);
+        });
+  }
 
   // a world that did not converge keeps its best iterate (q+ integrated again from its u)
   ex.worlds(
@@ -580,3 +633,7 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
 
 }  // namespace pipeline
 }  // namespace axion
+
+#if defined(__CUDACC__)
+#include "fused_newton.h"
+#endif

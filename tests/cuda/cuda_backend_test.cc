@@ -403,6 +403,30 @@ TEST_F(CudaBackendTest, NarrowTeamsGiveTheSameBitsAsWarps) {
 #endif
 }
 
+// Once most worlds are done, a step's remaining Newton iterations run world by world: each world
+// still iterating finishes its solve alone on its warp, in one launch (AXION_BATCHED_NEWTON_TRIPS:
+// the passes over the batch stop after that many trips). The same bits as passes over the whole
+// batch, with warps and with narrow teams before the split: perturbed stacks, a pile of spheres
+// (contacts closing loops), the humanoid through its fall and landing.
+TEST_F(CudaBackendTest, NewtonFinishedWorldByWorldGivesTheSameBits) {
+  const char* all = "1000000";
+  ExpectSameBitsUnder(MustCompile(scenes::Stack(10)), 100, 40, "AXION_BATCHED_NEWTON_TRIPS", all,
+                      "0");
+  ExpectSameBitsUnder(MustCompile(scenes::SpheresInBox(12)), 64, 60, "AXION_BATCHED_NEWTON_TRIPS",
+                      all, "2");
+#if defined(AXION_TEST_HAVE_MJCF)
+  absl::StatusOr<ImportResult> imported =
+      LoadMjcfFile("/usr/share/mujoco/model/humanoid/humanoid.xml");
+  if (imported.ok()) {
+    auto humanoid = MustCompile(imported->model);
+    ExpectSameBitsUnder(humanoid, 64, 150, "AXION_BATCHED_NEWTON_TRIPS", all, "3");
+    setenv("AXION_CUDA_TEAMS", "narrow", 1);
+    ExpectSameBitsUnder(humanoid, 64, 150, "AXION_BATCHED_NEWTON_TRIPS", all, "2");
+    unsetenv("AXION_CUDA_TEAMS");
+  }
+#endif
+}
+
 // A snapshot taken on the device restores bit-exactly, on the device and on the CPU.
 TEST_F(CudaBackendTest, SnapshotRestoresBitExactly) {
   auto model = MustCompile(scenes::Chain(10));

@@ -676,6 +676,70 @@ TEST(SimulatorTest, HalvingCarriesOverToTheNextStep) {
   EXPECT_EQ(sim->GetStats(carried)->newton_iterations, sim->GetStats(reference)->newton_iterations);
 }
 
+// Once most worlds of a batch are done, the Newton iterations left run world by world
+// (AXION_BATCHED_NEWTON_TRIPS=K: the first K trips as passes over the batch, then each world
+// still iterating alone, pipeline.h world_finish_newton), so that a GPU stops launching passes
+// over the whole batch for its last few worlds. A world's arithmetic is the same either way:
+// every split gives the same bits and statistics. One batch of different scenes, so the split
+// falls inside every kind of solve: GCR on the tree (spheres sliding in a box, limbs of the
+// robot), CR, Jacobi worlds, islands that freeze, line searches, halved steps (the pendulum
+// released at 0.2 s) and contact redos (the arm turning into its post).
+TEST(SimulatorTest, NewtonFinishedWorldByWorldGivesTheSameBits) {
+  std::vector<ModelDesc> scenes_in_batch = {scenes::Stack(6),
+                                            scenes::Chain(8),
+                                            scenes::SpheresInBox(12),
+                                            scenes::RobotJoints(),
+                                            scenes::Islands(true),
+                                            PendulumThatNeedsHalving(),
+                                            scenes::ArmTurningIntoPost(20)};
+  ModelDesc jacobi = scenes::SpheresInBox(12);
+  jacobi.options.preconditioner = Preconditioner::kJacobi;
+  scenes_in_batch.push_back(jacobi);
+  struct Run {
+    std::vector<std::string> bytes;
+    std::vector<WorldStats> stats;
+    int most_newton = 0;  // the most Newton iterations one world took in a step
+  };
+  auto run = [&](const char* trips) {
+    if (trips == nullptr) {
+      unsetenv("AXION_BATCHED_NEWTON_TRIPS");
+    } else {
+      setenv("AXION_BATCHED_NEWTON_TRIPS", trips, 1);
+    }
+    Run r;
+    auto sim = MustCreateSimulator(2);
+    std::vector<WorldId> ids;
+    for (const ModelDesc& d : scenes_in_batch) ids.push_back(MustCreateWorld(*sim, MustCompile(d)));
+    for (int step = 0; step < 40; ++step) {
+      EXPECT_TRUE(sim->StepAll(1).ok());
+      for (WorldId id : ids)
+        r.most_newton = std::max(r.most_newton, sim->GetStats(id)->newton_iterations);
+    }
+    for (WorldId id : ids) {
+      r.bytes.push_back(Bytes(*sim, id));
+      r.stats.push_back(*sim->GetStats(id));
+    }
+    unsetenv("AXION_BATCHED_NEWTON_TRIPS");
+    return r;
+  };
+  const Run batched = run(nullptr);
+  EXPECT_GT(batched.most_newton, 10);  // splits at 0, 1 and 3 trips fall inside solves
+  for (const char* trips : {"0", "1", "3"}) {
+    const Run split = run(trips);
+    for (size_t w = 0; w < scenes_in_batch.size(); ++w) {
+      const std::string what =
+          std::string("AXION_BATCHED_NEWTON_TRIPS=") + trips + ", world " + std::to_string(w);
+      EXPECT_EQ(split.bytes[w], batched.bytes[w]) << what;
+      EXPECT_EQ(split.stats[w].newton_iterations, batched.stats[w].newton_iterations) << what;
+      EXPECT_EQ(split.stats[w].cr_iterations, batched.stats[w].cr_iterations) << what;
+      EXPECT_EQ(split.stats[w].line_search_trials, batched.stats[w].line_search_trials) << what;
+      EXPECT_EQ(split.stats[w].substeps, batched.stats[w].substeps) << what;
+      EXPECT_EQ(split.stats[w].residual, batched.stats[w].residual) << what;
+      EXPECT_EQ(split.stats[w].flags, batched.stats[w].flags) << what;
+    }
+  }
+}
+
 // Systems that no joint or contact connects are islands of their world (kernels_solver.h,
 // world_build_islands), each with its own line search, best iterate and convergence test, while
 // the linear solve runs over the whole world. In scenes::Islands a swinging 5-link chain shares

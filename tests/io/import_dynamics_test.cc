@@ -527,6 +527,71 @@ TEST(HumanoidDropTest, ComesToRestAtItsOwnTimeStep) { DropHumanoid(1); }
 // some steps, but nothing sinks in and the figure comes to rest with every step converging.
 TEST(HumanoidDropTest, ComesToRestAtTenTimesItsTimeStep) { DropHumanoid(10); }
 
+// Eight humanoids under different controls, their Newton solves finished world by world after 0
+// or 2 passes over the batch (AXION_BATCHED_NEWTON_TRIPS; SimulatorTest.
+// NewtonFinishedWorldByWorldGivesTheSameBits has the other scenes): the same bits as the batch's
+// passes through the fall, the landing (sliding feet: GCR on the friction rows' Newton form) and
+// the first contact redos, at the model's step and at eight times it (steps that halve).
+TEST(HumanoidDropTest, NewtonFinishedWorldByWorldGivesTheSameBits) {
+  if (!std::ifstream(kHumanoid))
+    GTEST_SKIP() << "MuJoCo's sample " << kHumanoid << " is not installed";
+  absl::StatusOr<ImportResult> imported = LoadMjcfFile(kHumanoid);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  for (double scale : {1.0, 8.0}) {
+    ModelDesc desc = imported->model;
+    desc.options.timestep *= scale;
+    absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(desc);
+    ASSERT_TRUE(model.ok()) << model.status();
+    const int steps = static_cast<int>(std::lround(0.6 / desc.options.timestep));
+    struct Run {
+      std::vector<BodyState> states;
+      std::vector<WorldStats> stats;
+      int halved = 0;
+    };
+    auto run = [&](const char* trips) {
+      if (trips != nullptr) setenv("AXION_BATCHED_NEWTON_TRIPS", trips, 1);
+      Run r;
+      SimulatorOptions options;
+      options.backend = Backend::kCpu;
+      options.threads = 2;
+      std::unique_ptr<Simulator> sim = *Simulator::Create(options);
+      std::vector<WorldId> ids = *sim->CreateWorlds(*model, 8);
+      std::vector<Real> ctrl((*model)->actuator_count());
+      for (int s = 0; s < steps; ++s) {
+        for (size_t w = 0; w < ids.size(); ++w) {
+          for (size_t a = 0; a < ctrl.size(); ++a)
+            ctrl[a] = Real(0.3) * std::sin(Real(0.2) * static_cast<Real>(s + 3 * a + 7 * w));
+          EXPECT_TRUE(sim->SetControls(ids[w], ctrl).ok());
+        }
+        EXPECT_TRUE(sim->StepAll(1).ok());
+        for (WorldId id : ids) r.halved += sim->GetStats(id)->substeps > 1;
+      }
+      for (WorldId id : ids) {
+        r.states.push_back(*sim->GetBodyState(id));
+        r.stats.push_back(*sim->GetStats(id));
+      }
+      unsetenv("AXION_BATCHED_NEWTON_TRIPS");
+      return r;
+    };
+    const Run batched = run(nullptr);
+    if (scale > 1) {
+      EXPECT_GT(batched.halved, 0);
+    }
+    for (const char* trips : {"0", "2"}) {
+      const Run split = run(trips);
+      for (size_t w = 0; w < batched.states.size(); ++w) {
+        const std::string what = absl::StrFormat("h x %g, AXION_BATCHED_NEWTON_TRIPS=%s, world %d",
+                                                 scale, trips, static_cast<int>(w));
+        EXPECT_EQ(split.states[w].pose, batched.states[w].pose) << what;
+        EXPECT_EQ(split.states[w].velocity, batched.states[w].velocity) << what;
+        EXPECT_EQ(split.stats[w].newton_iterations, batched.stats[w].newton_iterations) << what;
+        EXPECT_EQ(split.stats[w].cr_iterations, batched.stats[w].cr_iterations) << what;
+        EXPECT_EQ(split.stats[w].residual, batched.stats[w].residual) << what;
+      }
+    }
+  }
+}
+
 // A box given as a mesh asset (its eight corners; MuJoCo takes the faces of their hull) and
 // tilted by 30 degrees about z, dropped onto the floor: it collides as the hull of its vertices,
 // lands flat on a face and rests there at its half height with the mass MuJoCo gives it.

@@ -535,7 +535,8 @@ class PinnedBuffer {
 
 bool SameBounds(const LoopBounds& a, const LoopBounds& b) {
   return a.newton_iterations == b.newton_iterations &&
-         a.line_search_trials == b.line_search_trials && a.attempts == b.attempts;
+         a.line_search_trials == b.line_search_trials && a.attempts == b.attempts &&
+         a.batched_newton_trips == b.batched_newton_trips;
 }
 
 // Sub-steps are replayed from a CUDA graph unless AXION_CUDA_GRAPHS=0 (direct launches, the host
