@@ -4,8 +4,8 @@
 # Newton solve finished world by world after two trips), memcheck and synccheck passes where
 # compute-sanitizer is installed, the batch-size sweeps of RESULTS.md, the training-loop sweep
 # (and at 8192 humanoids once more with every step starting whole, once with Newton capped at 20
-# iterations, once without Newton's tail, and with the solves finished world by world after 4,
-# 8 and 16 batch trips) and the per-pass profile at 8192 humanoids. Logs go to OUT_DIR; the
+# iterations, once without Newton's tail, and with the solves finished world by world after 0 to
+# 16 batch trips) and the per-pass profile at 8192 humanoids. Logs go to OUT_DIR; the
 # tables are printed as they come.
 #
 # usage: bench/gpu/run_all.sh [BUILD_DIR (build/release)] [OUT_DIR (gpu-results)]
@@ -62,15 +62,18 @@ echo "== training loop, Newton capped at 20 iterations and no halvings (trips ag
 echo "== training loop without Newton's tail (--newton_tail_iterations=0; what the tail gives on the device)"
 "$bench" --backend=cuda --scene=humanoid --worlds=8192 --settle_steps=150 --min_time=2 \
   --max_steps=500 --rl_loop --newton_tail_iterations=0 2>&1 | tee "$out/rl_loop_no_tail.log"
-for trips in 4 8 16; do
+# the solves finished world by world after K batch trips (AXION_BATCHED_NEWTON_TRIPS): K = 0
+# runs every Newton iteration in the finishing kernel, a warp per world
+for trips in 0 2 4 8 16; do
   echo "== training loop, solves finished world by world after $trips batch trips"
-  AXION_BATCHED_NEWTON_TRIPS=$trips "$bench" --backend=cuda --scene=humanoid \
-    --worlds=64,1024,8192 --settle_steps=150 --min_time=2 --max_steps=500 --rl_loop 2>&1 |
-    tee "$out/rl_loop_fused_$trips.log"
+  AXION_BATCHED_NEWTON_TRIPS=$trips "$bench" --backend=cuda --scene=humanoid --worlds=1024,8192 \
+    --settle_steps=150 --min_time=2 --max_steps=500 --rl_loop 2>&1 | tee "$out/rl_loop_fused_$trips.log"
 done
-echo "== first 100 steps of 8192 humanoids, solves finished world by world after 8 batch trips"
-AXION_BATCHED_NEWTON_TRIPS=8 "$bench" --backend=cuda --scene=humanoid --worlds=8192 \
-  --min_time=1000 --max_steps=100 2>&1 | tee "$out/first100_fused_8.log"
+for trips in 0 4; do
+  echo "== first 100 steps of 8192 humanoids, solves finished world by world after $trips batch trips"
+  AXION_BATCHED_NEWTON_TRIPS=$trips "$bench" --backend=cuda --scene=humanoid --worlds=8192 \
+    --min_time=1000 --max_steps=100 2>&1 | tee "$out/first100_fused_$trips.log"
+done
 echo "== per-pass profile, 8192 humanoids, the first 100 steps"
 AXION_CUDA_PROFILE=1 "$bench" --backend=cuda --scene=humanoid --worlds=8192 --min_time=1000 \
   --max_steps=100 >"$out/profile.log" 2>&1
