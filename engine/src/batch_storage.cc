@@ -87,20 +87,17 @@ void WriteMocapFrames(const WorldLayout& layout, int w, BatchStorage& s) {
   auto mocap = [&](int m) {
     return layout.mocap_pose.empty() ? d.mocap_bodies[m].pose : layout.mocap_pose[m];
   };
-  auto carried = [](const Pose& by, const Pose& local) {
-    return Pose{by.pos + rotate(by.quat, local.pos), by.quat * local.quat};
-  };
   const int s0 = s.world_shape_offset[w], j0 = s.world_joint_offset[w];
   for (size_t i = 0; i < d.shapes.size(); ++i) {
     if (d.shapes[i].mocap < 0) continue;
-    const Pose pose = carried(mocap(d.shapes[i].mocap), d.shapes[i].pose);
+    const Pose pose = compose(mocap(d.shapes[i].mocap), d.shapes[i].pose);
     store3(&s.shape_pos[3 * (s0 + i)], pose.pos);
     store_quat(&s.shape_quat[4 * (s0 + i)], pose.quat);
   }
   for (size_t j = 0; j < d.joints.size(); ++j) {
     if (d.joints[j].parent_mocap < 0) continue;
     const Pose frame =
-        carried(mocap(d.joints[j].parent_mocap), layout.model->joint_parent_frame()[j]);
+        compose(mocap(d.joints[j].parent_mocap), layout.model->joint_parent_frame()[j]);
     store3(&s.joint_parent_pos[3 * (j0 + j)], frame.pos);
     store_quat(&s.joint_parent_quat[4 * (j0 + j)], frame.quat);
   }

@@ -58,8 +58,7 @@ BodyMotion ChildMotion(const JointDesc& joint, const Pose& parent_frame, const B
                        const Real* position, const Real* rate) {
   // the joint frames in the world: the parent's, then the child's through the joint's motion,
   // a rotation `turn` and a translation `shift` (parent joint frame)
-  const Quat frame_p = parent.pose.quat * parent_frame.quat;
-  const Vec3 anchor_p = parent.pose.pos + rotate(parent.pose.quat, parent_frame.pos);
+  const auto [anchor_p, frame_p] = compose(parent.pose, parent_frame);
   Quat turn{1, 0, 0, 0};
   Vec3 shift;
   const std::vector<int> axes = JointDofAxes(joint);

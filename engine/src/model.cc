@@ -761,8 +761,7 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
     qpos_total += JointPositionCount(joint);
     // Joint frame in the world at the initial configuration, then on the parent side.
     const BodyDesc& child = desc.bodies[joint.child];
-    Pose world{child.pose.pos + rotate(child.pose.quat, joint.child_frame.pos),
-               child.pose.quat * joint.child_frame.quat};
+    Pose world = compose(child.pose, joint.child_frame);
     Pose parent_frame = world;
     if (joint.parent != kWorldBody || joint.parent_mocap >= 0) {
       const Pose& parent = joint.parent != kWorldBody ? desc.bodies[joint.parent].pose

@@ -29,6 +29,11 @@ struct Pose {
   Quat quat;  // rotation (unit quaternion w, x, y, z)
 };
 
+// a * b: pose b, given in the frame that pose a places, in the frame a is given in.
+inline Pose compose(const Pose& a, const Pose& b) {
+  return {a.pos + rotate(a.quat, b.pos), a.quat * b.quat};
+}
+
 struct BodyDesc {
   std::string name;
   Real mass = 1;                     // (kg), > 0 and finite

@@ -263,9 +263,7 @@ class TrajectoryWriter {
     for (const ImportResult::SourceBody& b : file_bodies_) {
       Pose pose = b.offset;  // a static body's offset is its world pose
       if (b.mocap >= 0) {    // (axion-sim never moves mocap bodies)
-        const Pose& carrier = model_->desc().mocap_bodies[b.mocap].pose;
-        pose.pos = carrier.pos + rotate(carrier.quat, b.offset.pos);
-        pose.quat = carrier.quat * b.offset.quat;
+        pose = compose(model_->desc().mocap_bodies[b.mocap].pose, b.offset);
       } else if (b.body >= 0) {
         const Real* carrier = &bodies.pose[7 * static_cast<size_t>(b.body)];
         const Quat rotation{carrier[3], carrier[4], carrier[5], carrier[6]};

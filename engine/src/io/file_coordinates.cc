@@ -143,8 +143,7 @@ absl::StatusOr<FileCoordinates> FileJointCoordinates(const ImportResult& importe
         return absl::InternalError(absl::StrCat("file joint '", sj.name, "' moves no body"));
       const ImportResult::SourceBody& sb = imported.source_bodies[sj.file_body];
       const Motion m = BodyMotion(bodies, sb.body);
-      const Vec3 pos = m.pose.pos + rotate(m.pose.quat, sb.offset.pos);
-      const Quat quat = m.pose.quat * sb.offset.quat;
+      const auto [pos, quat] = compose(m.pose, sb.offset);
       const Vec3 linear = m.linear + cross(m.angular, pos - m.pose.pos);
       const Vec3 spin = rotate_inv(quat, m.angular);
       out.position.insert(out.position.end(),

@@ -61,7 +61,9 @@ bool ParseReals(std::string_view text, std::vector<Real>* values) {
 }
 
 Pose ComposePose(const Pose& a, const Pose& b) {
-  return {a.pos + rotate(a.quat, b.pos), quat_normalized(a.quat * b.quat)};
+  Pose c = compose(a, b);
+  c.quat = quat_normalized(c.quat);
+  return c;
 }
 
 Pose InversePose(const Pose& a) {

@@ -35,7 +35,7 @@ class Warnings {
 bool ParseReals(std::string_view text, std::vector<Real>* values);
 
 // Frame helpers.
-Pose ComposePose(const Pose& a, const Pose& b);  // a * b
+Pose ComposePose(const Pose& a, const Pose& b);  // compose(a, b), its rotation renormalised
 Pose InversePose(const Pose& a);
 Quat QuatFromMatrix(const Mat33& r);  // r: orthonormal, det +1
 Quat QuatFromZAxis(Vec3 z);           // MuJoCo's mjuu_z2quat: rotates +z onto z

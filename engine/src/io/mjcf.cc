@@ -1878,8 +1878,7 @@ absl::Status MjcfLoader::ParseKeyframes(const XMLElement* section) {
       const MjBody& body = bodies_[b];
       const Motion parent =
           body.parent < 0 ? Motion{Pose{{}, {1, 0, 0, 0}}, {}, {}} : motion[body.parent];
-      Pose pose{parent.pose.pos + rotate(parent.pose.quat, body.local.pos),
-                parent.pose.quat * body.local.quat};
+      Pose pose = compose(parent.pose, body.local);
       // positions: each joint moves the frame, in order
       struct Step {
         JointKind kind;
