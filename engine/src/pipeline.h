@@ -13,6 +13,8 @@
 // (the backends skip the unused slots of the contact capacity), and every row pass masks
 // liveness itself, or acts only on joint rows, which are always live. Every kernel is masked by
 // its world's phase, so a world's result never depends on which other worlds share the batch.
+// The Newton loop's last trips may run world by world instead (LoopBounds::batched_newton_trips:
+// each world still iterating finishes alone on its team, fused_newton.h), with the same bits.
 #pragma once
 
 #include "kernels_solver.h"
