@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "absl/strings/numbers.h"
 #include "backend.h"
 #include "pipeline.h"
 
@@ -140,10 +141,12 @@ LoopBounds BatchLoopBounds(const BatchStorage& host) {
     b.attempts = std::max(
         b.attempts, ((1 << p.step_halvings) + p.step_halvings) * (1 + p.contact_redos));
   }
-  if (const char* env = std::getenv("AXION_BATCHED_NEWTON_TRIPS")) {
-    const int trips = std::atoi(env);
-    if (trips >= 0) b.batched_newton_trips = trips;
-  }
+  // AXION_BATCHED_NEWTON_TRIPS=K (a count, 0 or more; anything else is ignored): K Newton trips
+  // as passes over the batch, then each world still iterating alone (pipeline.h)
+  int trips = 0;
+  if (const char* env = std::getenv("AXION_BATCHED_NEWTON_TRIPS");
+      env != nullptr && absl::SimpleAtoi(env, &trips) && trips >= 0)
+    b.batched_newton_trips = trips;
   return b;
 }
 
