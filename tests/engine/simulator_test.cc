@@ -699,6 +699,8 @@ TEST(SimulatorTest, NewtonFinishedWorldByWorldGivesTheSameBits) {
     std::vector<std::string> bytes;
     std::vector<WorldStats> stats;
     int most_newton = 0;  // the most Newton iterations one world took in a step
+    int halved = 0;       // world-steps that halved
+    int redone = 0;       // world-steps with a contact redo
   };
   auto run = [&](const char* trips) {
     if (trips == nullptr) {
@@ -712,8 +714,12 @@ TEST(SimulatorTest, NewtonFinishedWorldByWorldGivesTheSameBits) {
     for (const ModelDesc& d : scenes_in_batch) ids.push_back(MustCreateWorld(*sim, MustCompile(d)));
     for (int step = 0; step < 40; ++step) {
       EXPECT_TRUE(sim->StepAll(1).ok());
-      for (WorldId id : ids)
-        r.most_newton = std::max(r.most_newton, sim->GetStats(id)->newton_iterations);
+      for (WorldId id : ids) {
+        const WorldStats st = *sim->GetStats(id);
+        r.most_newton = std::max(r.most_newton, st.newton_iterations);
+        r.halved += st.substeps > 1;
+        r.redone += st.contact_redos > 0;
+      }
     }
     for (WorldId id : ids) {
       r.bytes.push_back(Bytes(*sim, id));
@@ -724,6 +730,8 @@ TEST(SimulatorTest, NewtonFinishedWorldByWorldGivesTheSameBits) {
   };
   const Run batched = run(nullptr);
   EXPECT_GT(batched.most_newton, 10);  // splits at 0, 1 and 3 trips fall inside solves
+  EXPECT_GT(batched.halved, 0);
+  EXPECT_GT(batched.redone, 0);
   for (const char* trips : {"0", "1", "3"}) {
     const Run split = run(trips);
     for (size_t w = 0; w < scenes_in_batch.size(); ++w) {
