@@ -334,6 +334,7 @@ absl::StatusOr<ActuatorDesc> FromProto(const v1::Actuator& proto, int index) {
   actuator.force_limited = proto.force_limited();
   actuator.force_min = proto.force_min();
   actuator.force_max = proto.force_max();
+  actuator.tendon = proto.has_tendon() ? proto.tendon().value() : -1;
   return actuator;
 }
 
@@ -459,6 +460,20 @@ absl::StatusOr<ModelDesc> ModelDescFromProto(const v1::ModelDescription& proto) 
     coupling.compliance = c.compliance();
     desc.couplings.push_back(coupling);
   }
+  for (const v1::Tendon& t : proto.tendons()) {
+    TendonDesc tendon;
+    tendon.name = t.name();
+    for (const v1::TendonJoint& j : t.joints())
+      tendon.joints.push_back({j.joint(), j.dof(), j.coef()});
+    tendon.limited = t.limited();
+    tendon.lower = t.lower();
+    tendon.upper = t.upper();
+    tendon.stiffness = t.stiffness();
+    tendon.damping = t.damping();
+    if (t.has_spring_length()) tendon.spring_length = t.spring_length().value();
+    tendon.friction_loss = t.friction_loss();
+    desc.tendons.push_back(std::move(tendon));
+  }
   for (const v1::ContactPair& p : proto.contact_pairs()) {
     ContactPairDesc pair;
     pair.name = p.name();
@@ -563,6 +578,24 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
     out->set_force_limited(actuator.force_limited);
     out->set_force_min(actuator.force_min);
     out->set_force_max(actuator.force_max);
+    if (actuator.tendon >= 0) out->mutable_tendon()->set_value(actuator.tendon);
+  }
+  for (const TendonDesc& tendon : desc.tendons) {
+    v1::Tendon* out = proto->add_tendons();
+    out->set_name(tendon.name);
+    for (const TendonJointDesc& j : tendon.joints) {
+      v1::TendonJoint* joint = out->add_joints();
+      joint->set_joint(j.joint);
+      joint->set_dof(j.dof);
+      joint->set_coef(j.coef);
+    }
+    out->set_limited(tendon.limited);
+    out->set_lower(tendon.lower);
+    out->set_upper(tendon.upper);
+    out->set_stiffness(tendon.stiffness);
+    out->set_damping(tendon.damping);
+    if (tendon.spring_length) out->mutable_spring_length()->set_value(*tendon.spring_length);
+    out->set_friction_loss(tendon.friction_loss);
   }
   for (const JointCouplingDesc& coupling : desc.couplings) {
     v1::JointCoupling* out = proto->add_couplings();

@@ -108,7 +108,7 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
   const Model& m = *layout.model;
   const int b0 = s.world_body_offset[w], j0 = s.world_joint_offset[w], f0 = s.world_dof_offset[w],
             q0 = s.world_qpos_offset[w], a0 = s.world_actuator_offset[w],
-            s0 = s.world_shape_offset[w], r0 = s.world_row_offset[w];
+            t0 = s.world_tendon_offset[w], s0 = s.world_shape_offset[w], r0 = s.world_row_offset[w];
   s.world_params[w] = layout.params;
   s.world_joint_row_count[w] = m.joint_row_count();
   auto global_body = [&](int body) { return body < 0 ? -1 : b0 + body; };
@@ -222,11 +222,50 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
     for (int k = 0; k < 5; ++k) s.dof_coupling_poly[5 * dof + k] = c.polynomial[k];
     s.dof_coupling_compliance[dof] = c.compliance;
   }
+  // tendons: each row on the bodies of its first DOF's joint, then its second slot with those
+  // of the second DOF's joint that are not already the row's (as a coupling's)
+  for (int t = 0; t < m.tendon_count(); ++t) {
+    const TendonDesc& tendon = d.tendons[t];
+    const int g = t0 + t;
+    int tendon_dof[2] = {-1, -1}, bodies[4] = {-1, -1, -1, -1};
+    for (size_t k = 0; k < tendon.joints.size(); ++k) {
+      const TendonJointDesc& tj = tendon.joints[k];
+      tendon_dof[k] = s.joint_dof_offset[j0 + tj.joint] + tj.dof;
+      s.tendon_coef[2 * g + k] = tj.coef;
+      bodies[2 * k] = global_body(d.joints[tj.joint].child);
+      bodies[2 * k + 1] = global_body(d.joints[tj.joint].parent);
+    }
+    for (int k = 2; k < 4; ++k) {
+      if (bodies[k] == bodies[0] || bodies[k] == bodies[1]) bodies[k] = -1;
+    }
+    s.tendon_dof[2 * g] = tendon_dof[0];
+    s.tendon_dof[2 * g + 1] = tendon_dof[1];
+    if (tendon.joints.size() < 2) s.tendon_coef[2 * g + 1] = 0;
+    s.tendon_lower[g] = tendon.limited ? tendon.lower : Real(0);
+    s.tendon_upper[g] = tendon.limited ? tendon.upper : Real(0);
+    s.tendon_stiffness[g] = tendon.stiffness;
+    s.tendon_damping[g] = tendon.damping;
+    s.tendon_spring_length[g] = TendonSpringLength(d, tendon);
+    s.tendon_friction_loss[g] = tendon.friction_loss;
+    for (RowKind kind : TendonRows(d, t)) {
+      for (int slot = 0; slot < 2; ++slot) {
+        s.row_kind[row] = slot == 0 ? kind : kRowCouplingLeader;
+        s.row_joint[row] = slot == 0 ? g : -1;
+        s.row_axis[row] = 0;
+        s.row_dof[row] = tendon_dof[slot];
+        s.row_contact[row] = -1;
+        s.row_body_a[row] = bodies[2 * slot];
+        s.row_body_b[row] = bodies[2 * slot + 1];
+        ++row;
+      }
+    }
+  }
   for (int r = r0; r < s.world_row_offset[w + 1]; ++r) s.row_world[r] = w;
   for (int a = 0; a < m.actuator_count(); ++a) {
     const ActuatorDesc& act = d.actuators[a];
     s.actuator_type[a0 + a] = static_cast<int32_t>(act.type);
-    s.actuator_dof[a0 + a] = f0 + m.joint_dof_offset()[act.joint] + act.dof;
+    s.actuator_tendon[a0 + a] = act.tendon >= 0 ? t0 + act.tendon : -1;
+    s.actuator_dof[a0 + a] = act.tendon >= 0 ? -1 : f0 + m.joint_dof_offset()[act.joint] + act.dof;
     s.actuator_gear[a0 + a] = act.gear;
     s.actuator_kp[a0 + a] = act.kp;
     s.actuator_kv[a0 + a] = act.kv;
@@ -289,14 +328,15 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
   const int world_count = static_cast<int>(worlds.size());
 
   // offsets
-  int bodies = 0, joints = 0, dofs = 0, qpos = 0, acts = 0, shapes = 0, pairs = 0, rules = 0,
-      contacts = 0, rows = 0;
+  int bodies = 0, joints = 0, dofs = 0, qpos = 0, acts = 0, tendons = 0, shapes = 0, pairs = 0,
+      rules = 0, contacts = 0, rows = 0;
   auto push_offsets = [&] {
     s.world_body_offset.push_back(bodies);
     s.world_joint_offset.push_back(joints);
     s.world_dof_offset.push_back(dofs);
     s.world_qpos_offset.push_back(qpos);
     s.world_actuator_offset.push_back(acts);
+    s.world_tendon_offset.push_back(tendons);
     s.world_shape_offset.push_back(shapes);
     s.world_pair_offset.push_back(pairs);
     s.world_pair_rule_offset.push_back(rules);
@@ -311,6 +351,7 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
     dofs += m.joint_dof_count();
     qpos += m.joint_position_count();
     acts += m.actuator_count();
+    tendons += m.tendon_count();
     shapes += m.shape_count();
     pairs += w.pair_capacity;
     rules += static_cast<int>(m.pair_rules().size());
@@ -328,6 +369,7 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
 #define AXION_SIZE_DOF(T, name, width) AXION_ALLOC(dofs)(s.name, width);
 #define AXION_SIZE_QPOS(T, name, width) AXION_ALLOC(qpos)(s.name, width);
 #define AXION_SIZE_ACT(T, name, width) AXION_ALLOC(acts)(s.name, width);
+#define AXION_SIZE_TENDON(T, name, width) AXION_ALLOC(tendons)(s.name, width);
 #define AXION_SIZE_SHAPE(T, name, width) AXION_ALLOC(shapes)(s.name, width);
 #define AXION_SIZE_PAIR(T, name, width) AXION_ALLOC(pairs)(s.name, width);
 #define AXION_SIZE_PAIR_RULE(T, name, width) AXION_ALLOC(rules)(s.name, width);
@@ -347,6 +389,8 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
   AXION_QPOS_STATE(AXION_SIZE_QPOS)
   AXION_ACTUATOR_MODEL(AXION_SIZE_ACT)
   AXION_ACTUATOR_STATE(AXION_SIZE_ACT)
+  AXION_TENDON_MODEL(AXION_SIZE_TENDON)
+  AXION_TENDON_SCRATCH(AXION_SIZE_TENDON)
   AXION_SHAPE_MODEL(AXION_SIZE_SHAPE)
   AXION_SHAPE_SCRATCH(AXION_SIZE_SHAPE)
   AXION_PAIR_RULE_MODEL(AXION_SIZE_PAIR_RULE)
@@ -449,6 +493,7 @@ void CopyWorldState(const BatchStorage& src, int from, BatchStorage& dst, int to
   const int contact_shift = dst.world_contact_offset[to] - src.world_contact_offset[from];
   const int joint_shift = dst.world_joint_offset[to] - src.world_joint_offset[from];
   const int dof_shift = dst.world_dof_offset[to] - src.world_dof_offset[from];
+  const int tendon_shift = dst.world_tendon_offset[to] - src.world_tendon_offset[from];
 #define AXION_COPY_CONTACT(T, name, width)                                                    \
   CopySlice(src.name, src.world_contact_offset[from], dst.name, dst.world_contact_offset[to], \
             contacts, width);
@@ -470,7 +515,10 @@ void CopyWorldState(const BatchStorage& src, int from, BatchStorage& dst, int to
     shift(dst.row_body_a[r], body_shift);
     shift(dst.row_body_b[r], body_shift);
     shift(dst.row_contact[r], contact_shift);
-    shift(dst.row_joint[r], joint_shift);
+    const int kind = dst.row_kind[r];
+    shift(dst.row_joint[r], kind >= kRowTendonLimitLower && kind <= kRowTendonFrictionLoss
+                                ? tendon_shift
+                                : joint_shift);
     shift(dst.row_dof[r], dof_shift);
   }
 #undef AXION_COPY

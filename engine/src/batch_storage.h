@@ -13,14 +13,15 @@
 namespace axion {
 
 // X(type, name, width): arrays of `width` entries per element.
-#define AXION_WORLD_OFFSETS(X)         \
-  X(int32_t, world_body_offset, 1)     \
-  X(int32_t, world_joint_offset, 1)    \
-  X(int32_t, world_dof_offset, 1)      \
-  X(int32_t, world_qpos_offset, 1)     \
-  X(int32_t, world_actuator_offset, 1) \
-  X(int32_t, world_shape_offset, 1)    \
-  X(int32_t, world_pair_offset, 1)     \
+#define AXION_WORLD_OFFSETS(X)          \
+  X(int32_t, world_body_offset, 1)      \
+  X(int32_t, world_joint_offset, 1)     \
+  X(int32_t, world_dof_offset, 1)       \
+  X(int32_t, world_qpos_offset, 1)      \
+  X(int32_t, world_actuator_offset, 1)  \
+  X(int32_t, world_tendon_offset, 1)    \
+  X(int32_t, world_shape_offset, 1)     \
+  X(int32_t, world_pair_offset, 1)      \
   X(int32_t, world_pair_rule_offset, 1) \
   X(int32_t, world_contact_offset, 1) X(int32_t, world_row_offset, 1)
 #define AXION_WORLD_MODEL(X) X(int32_t, world_joint_row_count, 1) X(WorldParams, world_params, 1)
@@ -141,8 +142,26 @@ namespace axion {
   X(Real, actuator_kp, 1)               \
   X(Real, actuator_kv, 1)               \
   X(int32_t, actuator_force_limited, 1) \
-  X(Real, actuator_force_min, 1) X(Real, actuator_force_max, 1)
+  X(Real, actuator_force_min, 1) X(Real, actuator_force_max, 1) X(int32_t, actuator_tendon, 1)
 #define AXION_ACTUATOR_STATE(X) X(Real, actuator_ctrl, 1)
+// Fixed tendons: their DOFs and coefficients, limits, spring-damper and dry friction (model),
+// and the servo actuators' drive on them this step (scratch).
+#define AXION_TENDON_MODEL(X)      \
+  X(int32_t, tendon_dof, 2)        \
+  X(Real, tendon_coef, 2)          \
+  X(Real, tendon_lower, 1)         \
+  X(Real, tendon_upper, 1)         \
+  X(Real, tendon_stiffness, 1)     \
+  X(Real, tendon_damping, 1)       \
+  X(Real, tendon_spring_length, 1) \
+  X(Real, tendon_friction_loss, 1)
+#define AXION_TENDON_SCRATCH(X)      \
+  X(Real, tendon_servo_stiffness, 1) \
+  X(Real, tendon_servo_damping, 1)   \
+  X(Real, tendon_servo_kp_target, 1) \
+  X(Real, tendon_servo_kv_target, 1) \
+  X(Real, tendon_servo_force_min, 1) \
+  X(Real, tendon_servo_force_max, 1)
 #define AXION_SHAPE_MODEL(X) \
   X(int32_t, shape_world, 1) \
   X(int32_t, shape_body, 1)  \
@@ -219,21 +238,24 @@ namespace axion {
   X(int32_t, hull_face_index, 1) X(int32_t, hull_face_index_offset, 1) X(Real, hull_face_plane, 1)
 
 // Every array of the batch, in one list (the per-category lists above keep their roles).
-#define AXION_ALL_ARRAYS(X)                                                                  \
-  AXION_WORLD_OFFSETS(X)                                                                     \
-  AXION_WORLD_MODEL(X)                                                                       \
-  AXION_WORLD_STATE(X)                                                                       \
-  AXION_WORLD_SCRATCH(X)                                                                     \
-  AXION_BODY_MODEL(X)                                                                        \
-  AXION_BODY_STATE(X)                                                                        \
-  AXION_BODY_SCRATCH(X)                                                                      \
-  AXION_JOINT_MODEL(X)                                                                       \
-  AXION_JOINT_SCRATCH(X)                                                                     \
-  AXION_DOF_MODEL(X)                                                                         \
-  AXION_DOF_STATE(X)                                                                         \
-  AXION_DOF_SCRATCH(X) AXION_QPOS_STATE(X) AXION_ACTUATOR_MODEL(X) AXION_ACTUATOR_STATE(X)   \
-      AXION_SHAPE_MODEL(X) AXION_SHAPE_SCRATCH(X) AXION_PAIR_RULE_MODEL(X) AXION_PAIR_SCRATCH(X) AXION_CONTACT_STATE(X) \
-          AXION_ROW_MODEL(X) AXION_ROW_STATE(X) AXION_ROW_SCRATCH(X) AXION_HULL_ARRAYS(X)
+#define AXION_ALL_ARRAYS(X)                                                                      \
+  AXION_WORLD_OFFSETS(X)                                                                         \
+  AXION_WORLD_MODEL(X)                                                                           \
+  AXION_WORLD_STATE(X)                                                                           \
+  AXION_WORLD_SCRATCH(X)                                                                         \
+  AXION_BODY_MODEL(X)                                                                            \
+  AXION_BODY_STATE(X)                                                                            \
+  AXION_BODY_SCRATCH(X)                                                                          \
+  AXION_JOINT_MODEL(X)                                                                           \
+  AXION_JOINT_SCRATCH(X)                                                                         \
+  AXION_DOF_MODEL(X)                                                                             \
+  AXION_DOF_STATE(X)                                                                             \
+  AXION_DOF_SCRATCH(X)                                                                           \
+  AXION_QPOS_STATE(X)                                                                            \
+  AXION_ACTUATOR_MODEL(X) AXION_ACTUATOR_STATE(X) AXION_TENDON_MODEL(X) AXION_TENDON_SCRATCH(X)  \
+      AXION_SHAPE_MODEL(X) AXION_SHAPE_SCRATCH(X) AXION_PAIR_RULE_MODEL(X) AXION_PAIR_SCRATCH(X) \
+          AXION_CONTACT_STATE(X) AXION_ROW_MODEL(X) AXION_ROW_STATE(X) AXION_ROW_SCRATCH(X)      \
+              AXION_HULL_ARRAYS(X)
 
 struct BatchStorage {
 #define AXION_DECLARE(T, name, width) std::vector<T> name;

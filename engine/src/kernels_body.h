@@ -41,34 +41,66 @@ AXION_HD void dof_begin_step(const BatchView& v, int dof) {
 // Per world: actuators write the DOFs' efforts and servo drives (summed over a DOF's
 // actuators, each effort clamped to its force range), then efforts become body wrenches J^T tau
 // (equal and opposite on child and parent) accumulated in body_jt.
+// An actuator on a tendon pulls along its length: an effort tau puts coef_k tau on each of the
+// tendon's DOFs (the generalized force of L = sum coef_k q_k), and a servo's gains and targets
+// go to the tendon's drive row (tendon_servo_*), as a joint servo's go to its DOF's.
 AXION_HD void world_apply_actuators(const BatchView& v, int world) {
+  for (int t = v.world_tendon_offset[world]; t < v.world_tendon_offset[world + 1]; ++t) {
+    v.tendon_servo_stiffness[t] = 0;
+    v.tendon_servo_damping[t] = 0;
+    v.tendon_servo_kp_target[t] = 0;
+    v.tendon_servo_kv_target[t] = 0;
+    v.tendon_servo_force_min[t] = -kUnboundedForce;
+    v.tendon_servo_force_max[t] = kUnboundedForce;
+  }
   for (int act = v.world_actuator_offset[world]; act < v.world_actuator_offset[world + 1]; ++act) {
     const int dof = v.actuator_dof[act];
+    const int tendon = v.actuator_tendon[act];
     const Real ctrl = v.actuator_ctrl[act];
     const bool limited = v.actuator_force_limited[act] != 0;
+    // the servo's terms: the DOF's, or the tendon's
+    Real* servo_stiffness =
+        tendon >= 0 ? v.tendon_servo_stiffness + tendon : v.dof_servo_stiffness + dof;
+    Real* servo_damping = tendon >= 0 ? v.tendon_servo_damping + tendon : v.dof_servo_damping + dof;
+    Real* servo_kp_target =
+        tendon >= 0 ? v.tendon_servo_kp_target + tendon : v.dof_servo_kp_target + dof;
+    Real* servo_kv_target =
+        tendon >= 0 ? v.tendon_servo_kv_target + tendon : v.dof_servo_kv_target + dof;
     switch (v.actuator_type[act]) {
       case static_cast<int32_t>(ActuatorType::kEffort): {
         Real tau = v.actuator_gear[act] * ctrl;
         if (limited) tau = clamp_to(tau, v.actuator_force_min[act], v.actuator_force_max[act]);
-        v.dof_effort[dof] += tau;
+        if (tendon < 0) {
+          v.dof_effort[dof] += tau;
+        } else {
+          for (int k = 0; k < 2; ++k) {
+            const int tendon_dof = v.tendon_dof[2 * tendon + k];
+            if (tendon_dof >= 0) v.dof_effort[tendon_dof] += v.tendon_coef[2 * tendon + k] * tau;
+          }
+        }
         break;
       }
       case static_cast<int32_t>(ActuatorType::kPosition):
-        v.dof_servo_stiffness[dof] += v.actuator_kp[act];
-        v.dof_servo_damping[dof] += v.actuator_kv[act];
-        v.dof_servo_kp_target[dof] += v.actuator_kp[act] * ctrl;
+        *servo_stiffness += v.actuator_kp[act];
+        *servo_damping += v.actuator_kv[act];
+        *servo_kp_target += v.actuator_kp[act] * ctrl;
         break;
       case static_cast<int32_t>(ActuatorType::kVelocity):
-        v.dof_servo_damping[dof] += v.actuator_kv[act];
-        v.dof_servo_kv_target[dof] += v.actuator_kv[act] * ctrl;
+        *servo_damping += v.actuator_kv[act];
+        *servo_kv_target += v.actuator_kv[act] * ctrl;
         break;
       default:
         break;
     }
-    // the model allows a force range only on a DOF's one servo
+    // the model allows a force range only on a DOF's (a tendon's) one servo
     if (limited && v.actuator_type[act] != static_cast<int32_t>(ActuatorType::kEffort)) {
-      v.dof_servo_force_min[dof] = v.actuator_force_min[act];
-      v.dof_servo_force_max[dof] = v.actuator_force_max[act];
+      if (tendon >= 0) {
+        v.tendon_servo_force_min[tendon] = v.actuator_force_min[act];
+        v.tendon_servo_force_max[tendon] = v.actuator_force_max[act];
+      } else {
+        v.dof_servo_force_min[dof] = v.actuator_force_min[act];
+        v.dof_servo_force_max[dof] = v.actuator_force_max[act];
+      }
     }
   }
   for (int dof = v.world_dof_offset[world]; dof < v.world_dof_offset[world + 1]; ++dof) {

@@ -164,10 +164,13 @@ AXION_HD Real row_inv_effective_mass(const BatchView& v, int body_a, Vec6 jac_a,
 }
 
 // The bodies a row acts on, by side: 0 and 1 its own (row_body_a, row_body_b); a coupling row
-// also acts through its leader slot's, sides 2 and 3 (the slot after it, which is no row of its
-// own). A row's sides are distinct bodies, or -1.
+// and a tendon's rows also act through their second slot's, sides 2 and 3 (the slot after
+// them, which is no row of its own). A row's sides are distinct bodies, or -1.
+AXION_HD bool row_kind_has_second_slot(int kind) {
+  return kind == kRowCoupling || (kind >= kRowTendonLimitLower && kind <= kRowTendonFrictionLoss);
+}
 AXION_HD int row_side_count(const BatchView& v, int row) {
-  return v.row_kind[row] == kRowCoupling ? 4 : 2;
+  return row_kind_has_second_slot(v.row_kind[row]) ? 4 : 2;
 }
 AXION_HD int row_side_body(const BatchView& v, int row, int side) {
   const int slot = row + (side >> 1);

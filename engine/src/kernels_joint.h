@@ -558,4 +558,161 @@ AXION_HD void joint_write_coordinates(const BatchView& v, int joint) {
   }
 }
 
+// ---- fixed tendons (TendonDesc) ------------------------------------------------------------
+
+/// A tendon row's length L = sum_k coef_k q_k and its Jacobian J = sum_k coef_k J_k over the
+/// row's four sides: DOF k's blocks (its joint's child | parent) go to the side of the same body,
+/// the row's own bodies first (the first DOF's joint), then its second slot's (the second DOF's
+/// joint's bodies that are not already the row's; batch_storage.cc lays them out). `start`:
+/// at q- (the drive's and dry friction's Jacobian, fixed over the step), else at the iterate q+.
+struct TendonCoordinate {
+  Real value;
+  Vec6 jac[4];
+};
+AXION_HD TendonCoordinate tendon_coordinate(const BatchView& v, int row, bool start) {
+  const int tendon = v.row_joint[row];
+  TendonCoordinate t{0, {}};
+  for (int k = 0; k < 2; ++k) {
+    const int dof = v.tendon_dof[2 * tendon + k];
+    if (dof < 0) continue;
+    const int joint = v.dof_joint[dof];
+    const AxisCoordinate c = start ? dof_coordinate(v, dof, joint_frames(v, joint, v.body_q_prev))
+                                   : dof_coordinate_at_iterate(v, dof);
+    const Real coef = v.tendon_coef[2 * tendon + k];
+    t.value += coef * c.value;
+    const int bodies[2] = {v.joint_child[joint], v.joint_parent[joint]};
+    const Vec6 blocks[2] = {c.jac_child, c.jac_parent};
+    for (int i = 0; i < 2; ++i) {
+      if (bodies[i] < 0) continue;  // the static world
+      const int side = bodies[i] == v.row_body_a[row]   ? 0
+                       : bodies[i] == v.row_body_b[row] ? 1
+                                                        : 2 + i;
+      t.jac[side] = {t.jac[side].lin + coef * blocks[i].lin,
+                     t.jac[side].ang + coef * blocks[i].ang};
+    }
+  }
+  return t;
+}
+AXION_HD void store_tendon_jacobian(const BatchView& v, int row, const TendonCoordinate& t) {
+  store6(v.row_jac_a + 6 * row, t.jac[0]);
+  store6(v.row_jac_b + 6 * row, t.jac[1]);
+  store6(v.row_jac_a + 6 * (row + 1), t.jac[2]);
+  store6(v.row_jac_b + 6 * (row + 1), t.jac[3]);
+  store_row_levers(v, row, {}, {});
+}
+/// The mass a tendon row moves along L once its Jacobian is stored: the bodies' (J M^-1 J^T)^-1
+/// over its four sides, plus each DOF's armature a_k / coef_k^2 (the rotor turns with the DOF,
+/// as for a joint's limit and dry friction).
+AXION_HD Real tendon_row_mass(const BatchView& v, int row) {
+  Real inv_mass = 0;
+  for (int side = 0; side < 4; ++side) {
+    const int body = row_side_body(v, row, side);
+    if (body < 0) continue;
+    const Vec6 j = load6(row_side_jacobian(v, row, side));
+    inv_mass += dot(j, body_apply_inv_mass(v, body, j));
+  }
+  const int tendon = v.row_joint[row];
+  Real mass = inv_mass > 0 ? Real(1) / inv_mass : Real(0);
+  for (int k = 0; k < 2; ++k) {
+    const int dof = v.tendon_dof[2 * tendon + k];
+    const Real coef = v.tendon_coef[2 * tendon + k];
+    if (dof >= 0) mass += v.dof_armature[dof] / (coef * coef);
+  }
+  return mass;
+}
+
+/// Tendon limit rows (unilateral, through Fischer-Burmeister like a joint's limits):
+///   lower: c = L - lower >= 0,  J = +J_L;   upper: c = upper - L >= 0,  J = -J_L
+/// at position level, c(q+) / h, whatever the joints' formulation (TendonDesc).
+AXION_HD void tendon_limit_row(const BatchView& v, int row, const WorldParams& p) {
+  const int tendon = v.row_joint[row];
+  const bool lower = v.row_kind[row] == kRowTendonLimitLower;
+  TendonCoordinate t = tendon_coordinate(v, row, false);
+  if (!lower) {
+    for (Vec6& j : t.jac) j = {-j.lin, -j.ang};
+  }
+  store_tendon_jacobian(v, row, t);
+  const Real c = lower ? t.value - v.tendon_lower[tendon] : v.tendon_upper[tendon] - t.value;
+  const Real h = v.world_step_length[v.row_world[row]];
+  const Real mass = tendon_row_mass(v, row);
+  if (!(mass > 0)) {
+    disable_row(v, row);  // (no body moves with it: DOFs of the static world alone)
+    return;
+  }
+  store_unilateral_row(v, row, c / h, mass, p.fb_epsilon);
+}
+
+/// Per tendon drive or dry-friction row, as the step begins: its Jacobian, L's at q- (as a
+/// joint's drive row, joint_drive_begin_step: no geometric stiffness however stiff the gains).
+AXION_HD void tendon_begin_step(const BatchView& v, int row) {
+  store_tendon_jacobian(v, row, tendon_coordinate(v, row, true));
+}
+
+/// Tendon drive row: its spring-damper (stiffness k, damping d, rest length L0) and its servo
+/// actuators, as a joint's drive row (joint_drive_row) with L for theta and Ldot = J_L u:
+///   lambda_m = -[h k (L+ - L0) + h d Ldot],  lambda_s = clamp(-[h ks L+ - h P + h ds Ldot -
+///   h V], h f_min, h f_max),   phi = lambda - lambda_m - lambda_s = 0,
+/// divided by D = h^2 k + h d (+ h^2 ks + h ds within the servo's bound): dR/du = J_L, C = 1/D.
+AXION_HD void tendon_drive_row(const BatchView& v, int row) {
+  const int tendon = v.row_joint[row];
+  const Real h = v.world_step_length[v.row_world[row]];
+  const Real k = v.tendon_stiffness[tendon];
+  const Real d = v.tendon_damping[tendon];
+  const Real ks = v.tendon_servo_stiffness[tendon];
+  const Real ds = v.tendon_servo_damping[tendon];
+  const Real model_slope = h * h * k + h * d;
+  const Real servo_slope = h * h * ks + h * ds;
+  const Real full_slope = model_slope + servo_slope;
+  if (!(full_slope > 0)) {
+    disable_row(v, row);
+    return;
+  }
+  // L at q+; the Jacobian at q- was stored when the step began (tendon_begin_step)
+  Real length = 0;
+  for (int i = 0; i < 2; ++i) {
+    const int dof = v.tendon_dof[2 * tendon + i];
+    if (dof >= 0) length += v.tendon_coef[2 * tendon + i] * v.dof_coord[dof];
+  }
+  const Real rate = row_velocity(v, row, v.body_u);
+  const Real model_impulse = -(h * k * (length - v.tendon_spring_length[tendon]) + h * d * rate);
+  const Real servo_free = -(h * (ks * length - v.tendon_servo_kp_target[tendon]) +
+                            h * (ds * rate - v.tendon_servo_kv_target[tendon]));
+  const Real servo_impulse = clamp_to(servo_free, h * v.tendon_servo_force_min[tendon],
+                                      h * v.tendon_servo_force_max[tendon]);
+  const bool saturated = servo_impulse != servo_free;
+  const Real phi = v.row_lambda[row] - model_impulse - servo_impulse;
+  Real slope = saturated ? model_slope : full_slope;
+  if (!(slope > Real(1e-9) * full_slope)) slope = Real(1e-9) * full_slope;
+  v.row_compliance[row] = Real(1) / slope;
+  v.row_residual[row] = phi / slope;
+  v.row_error[row] = phi / full_slope;
+}
+
+/// Dry friction along a tendon (TendonDesc::friction_loss f), as on a DOF
+/// (joint_friction_loss_row) with Ldot = J_L u (J_L at q-) and the row's mass along L.
+AXION_HD void tendon_friction_loss_row(const BatchView& v, int row) {
+  const int tendon = v.row_joint[row];
+  const Real h = v.world_step_length[v.row_world[row]];
+  const Real bound = h * v.tendon_friction_loss[tendon];
+  const Real rate = row_velocity(v, row, v.body_u);
+  const Real mass = tendon_row_mass(v, row);
+  if (!(mass > 0)) {
+    disable_row(v, row);
+    return;
+  }
+  const Real lambda = v.row_lambda[row];
+  const Real trial = lambda - mass * rate;
+  if (trial >= -bound && trial <= bound) {
+    v.row_compliance[row] = 0;
+    v.row_residual[row] = rate;
+    v.row_error[row] = rate;
+    return;
+  }
+  const Real phi = lambda - (trial > 0 ? bound : -bound);
+  const Real scale = mass * Real(1e-9);
+  v.row_compliance[row] = Real(1) / scale;
+  v.row_residual[row] = phi / scale;
+  v.row_error[row] = phi / mass;
+}
+
 }  // namespace axion::kernels

@@ -342,10 +342,10 @@ AXION_HD void world_tree_build(const BatchView& v, int world) {
     v.body_tree_grounded[b] = 0;
   }
   // groups: runs of rows on one body pair; kept when they do not close a loop
-  // (a coupling row and its leader slot act on up to four bodies: a group of their own, never
-  // kept, the coupling row closing a loop)
+  // (a coupling's or a tendon's row and its second slot act on up to four bodies: a group of
+  // their own, never kept, the row closing a loop)
   auto coupling = [&](int r) {
-    return v.row_kind[r] == kRowCoupling || v.row_kind[r] == kRowCouplingLeader;
+    return row_kind_has_second_slot(v.row_kind[r]) || v.row_kind[r] == kRowCouplingLeader;
   };
   for (int row = row0; row < row_end;) {
     int a = v.row_body_a[row], b = v.row_body_b[row];

@@ -214,6 +214,15 @@ uint64_t Fingerprint(const Model& m) {
   h.Add(d.couplings.size());
   for (const JointCouplingDesc& c : d.couplings)
     h.Add(c.joint), h.Add(c.dof), h.Add(c.leader_joint), h.Add(c.leader_dof);
+  // (only where there are tendons, as for mocap bodies)
+  if (!d.tendons.empty()) {
+    h.Add(d.tendons.size());
+    for (size_t t = 0; t < d.tendons.size(); ++t) {
+      for (const TendonJointDesc& j : d.tendons[t].joints) h.Add(j.joint), h.Add(j.dof);
+      for (RowKind kind : TendonRows(d, static_cast<int>(t))) h.Add(kind);
+    }
+    for (const ActuatorDesc& a : d.actuators) h.Add(a.tendon);
+  }
   return h.hash();
 }
 
@@ -620,15 +629,20 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
   for (int a = 0; a < static_cast<int>(desc.actuators.size()); ++a) {
     ActuatorDesc& act = desc.actuators[a];
     std::string what = Describe("actuator", a, act.name);
-    if (act.joint < 0 || act.joint >= static_cast<int>(desc.joints.size())) {
-      return Invalid(what, "joint", absl::StrCat("refers to missing joint ", act.joint));
-    }
-    const JointDesc& joint = desc.joints[act.joint];
-    if (joint.type == JointType::kBall)
-      return Invalid(what, "joint", "is a ball joint, which has no actuated axis");
-    if (act.dof < 0 || act.dof >= JointDofCount(joint)) {
-      return Invalid(what, "dof",
-                     absl::StrCat("is out of range [0, ", JointDofCount(joint), "): ", act.dof));
+    if (act.tendon != -1) {
+      if (act.tendon < 0 || act.tendon >= static_cast<int>(desc.tendons.size()))
+        return Invalid(what, "tendon", absl::StrCat("refers to missing tendon ", act.tendon));
+    } else {
+      if (act.joint < 0 || act.joint >= static_cast<int>(desc.joints.size())) {
+        return Invalid(what, "joint", absl::StrCat("refers to missing joint ", act.joint));
+      }
+      const JointDesc& joint = desc.joints[act.joint];
+      if (joint.type == JointType::kBall)
+        return Invalid(what, "joint", "is a ball joint, which has no actuated axis");
+      if (act.dof < 0 || act.dof >= JointDofCount(joint)) {
+        return Invalid(what, "dof",
+                       absl::StrCat("is out of range [0, ", JointDofCount(joint), "): ", act.dof));
+      }
     }
     if (!Finite(act.gear)) return Invalid(what, "gear", "is not finite");
     if (act.ctrl_limited && !(act.ctrl_min <= act.ctrl_max)) {
@@ -650,12 +664,17 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
       // one servo's bound holds in its DOF's row; a sum of bounded servos would not
       for (int other = 0; other < static_cast<int>(desc.actuators.size()); ++other) {
         const ActuatorDesc& o = desc.actuators[other];
+        const bool same_target = act.tendon >= 0
+                                     ? o.tendon == act.tendon
+                                     : o.tendon < 0 && o.joint == act.joint && o.dof == act.dof;
         if (other != a && act.type != ActuatorType::kEffort && o.type != ActuatorType::kEffort &&
-            o.joint == act.joint && o.dof == act.dof)
+            same_target)
           return Invalid(
               what, "force range",
-              absl::StrCat("bounds a servo that shares its DOF with servo actuator ", other, " ('",
-                           o.name, "'): a force-limited servo must be its DOF's only one"));
+              absl::StrCat("bounds a servo that shares its ", act.tendon >= 0 ? "tendon" : "DOF",
+                           " with servo actuator ", other, " ('", o.name,
+                           "'): a force-limited servo must be its ",
+                           act.tendon >= 0 ? "tendon" : "DOF", "'s only one"));
       }
     }
   }
@@ -694,6 +713,46 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
       return Invalid(what, "joint",
                      absl::StrCat("DOF ", coupling.dof, " of joint ", coupling.joint,
                                   " already follows another coupling"));
+  }
+
+  // tendons
+  for (int t = 0; t < static_cast<int>(desc.tendons.size()); ++t) {
+    const TendonDesc& tendon = desc.tendons[t];
+    const std::string what = Describe("tendon", t, tendon.name);
+    if (tendon.joints.empty() || tendon.joints.size() > 2)
+      return Invalid(what, "joints",
+                     absl::StrCat("must hold one or two joints, has ", tendon.joints.size()));
+    for (size_t k = 0; k < tendon.joints.size(); ++k) {
+      const TendonJointDesc& tj = tendon.joints[k];
+      const std::string field = absl::StrCat("joints[", k, "]");
+      if (tj.joint < 0 || tj.joint >= static_cast<int>(desc.joints.size()))
+        return Invalid(what, field, absl::StrCat("refers to missing joint ", tj.joint));
+      const JointDesc& j = desc.joints[tj.joint];
+      if (j.type == JointType::kBall)
+        return Invalid(what, field, "is a ball joint, which has no scalar coordinate");
+      if (tj.dof < 0 || tj.dof >= JointDofCount(j))
+        return Invalid(
+            what, field,
+            absl::StrCat("'s DOF ", tj.dof, " is out of range [0, ", JointDofCount(j), ")"));
+      if (!Finite(tj.coef) || tj.coef == 0)
+        return Invalid(what, field, "coef must be finite and nonzero, got " + Fmt(tj.coef));
+    }
+    if (tendon.joints.size() == 2 && tendon.joints[0].joint == tendon.joints[1].joint &&
+        tendon.joints[0].dof == tendon.joints[1].dof)
+      return Invalid(what, "joints", "names the same DOF twice");
+    if (tendon.limited &&
+        (!Finite(tendon.lower) || !Finite(tendon.upper) || !(tendon.lower < tendon.upper)))
+      return Invalid(what, "limits",
+                     absl::StrCat("must be finite with lower < upper, got [", Fmt(tendon.lower),
+                                  ", ", Fmt(tendon.upper), "]"));
+    if (!Finite(tendon.stiffness) || tendon.stiffness < 0)
+      return Invalid(what, "stiffness", "must be >= 0, got " + Fmt(tendon.stiffness));
+    if (!Finite(tendon.damping) || tendon.damping < 0)
+      return Invalid(what, "damping", "must be >= 0, got " + Fmt(tendon.damping));
+    if (tendon.spring_length && !Finite(*tendon.spring_length))
+      return Invalid(what, "spring_length", "is not finite");
+    if (!Finite(tendon.friction_loss) || tendon.friction_loss < 0)
+      return Invalid(what, "friction_loss", "must be >= 0, got " + Fmt(tendon.friction_loss));
   }
 
   // keyframes: whole states, or nothing of a part
@@ -775,8 +834,11 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
   }
   model->joint_dof_count_ = dof_total;
   model->joint_position_count_ = qpos_total;
-  // a coupling takes two row slots: its own, and its leader's Jacobian blocks
+  // a coupling takes two row slots: its own, and its leader's Jacobian blocks; so does each
+  // tendon row
   rows_total += 2 * static_cast<int>(desc.couplings.size());
+  for (int t = 0; t < static_cast<int>(desc.tendons.size()); ++t)
+    rows_total += 2 * static_cast<int>(TendonRows(desc, t).size());
   model->joint_row_count_ = rows_total;
 
   // collision filter: group/mask, no pairs within a body or between planes, none between
@@ -895,6 +957,28 @@ ShapeDesc FloorShape(Real height) {
   return floor;
 }
 
+std::vector<RowKind> TendonRows(const ModelDesc& desc, int tendon) {
+  const TendonDesc& t = desc.tendons[tendon];
+  std::vector<RowKind> rows;
+  if (t.limited) {
+    rows.push_back(kRowTendonLimitLower);
+    rows.push_back(kRowTendonLimitUpper);
+  }
+  bool drive = t.stiffness > 0 || t.damping > 0;
+  for (const ActuatorDesc& a : desc.actuators)
+    drive = drive || (a.tendon == tendon && a.type != ActuatorType::kEffort);
+  if (drive) rows.push_back(kRowTendonDrive);
+  if (t.friction_loss > 0) rows.push_back(kRowTendonFrictionLoss);
+  return rows;
+}
+
+Real TendonSpringLength(const ModelDesc& desc, const TendonDesc& tendon) {
+  if (tendon.spring_length) return *tendon.spring_length;
+  Real length = 0;
+  for (const TendonJointDesc& j : tendon.joints) length += j.coef * desc.joints[j.joint].reference;
+  return length;
+}
+
 bool JointHasDrive(const ModelDesc& desc, int joint_index) {
   const JointDesc& joint = desc.joints[joint_index];
   if (joint.drive.stiffness > 0 || joint.drive.damping > 0 || joint.armature > 0) return true;
@@ -905,7 +989,8 @@ bool JointHasDrive(const ModelDesc& desc, int joint_index) {
     if (a > 0) return true;
   }
   for (const ActuatorDesc& act : desc.actuators) {
-    if (act.joint == joint_index && act.type != ActuatorType::kEffort) return true;
+    if (act.tendon < 0 && act.joint == joint_index && act.type != ActuatorType::kEffort)
+      return true;
   }
   return false;
 }
@@ -927,6 +1012,8 @@ absl::Status CheckSameStructure(const Model& current, const Model& next) {
     return differ("actuators", next.actuator_count(), current.actuator_count());
   if (b.couplings.size() != a.couplings.size())
     return differ("joint couplings", b.couplings.size(), a.couplings.size());
+  if (next.tendon_count() != current.tendon_count())
+    return differ("tendons", next.tendon_count(), current.tendon_count());
   if (next.mocap_count() != current.mocap_count())
     return differ("mocap bodies", next.mocap_count(), current.mocap_count());
   for (int j = 0; j < current.joint_count(); ++j) {
@@ -954,6 +1041,23 @@ absl::Status CheckSameStructure(const Model& current, const Model& next) {
       return absl::InvalidArgumentError(
           absl::StrCat("joint coupling ", k, " ('", ca.name, "') couples other joints"));
     }
+  }
+  for (int t = 0; t < current.tendon_count(); ++t) {
+    const TendonDesc& ta = a.tendons[t];
+    const TendonDesc& tb = b.tendons[t];
+    bool same = ta.joints.size() == tb.joints.size() && TendonRows(a, t) == TendonRows(b, t);
+    for (size_t k = 0; same && k < ta.joints.size(); ++k)
+      same = ta.joints[k].joint == tb.joints[k].joint && ta.joints[k].dof == tb.joints[k].dof;
+    if (!same)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tendon ", t, " ('", ta.name,
+          "') differs in its joints or rows (limits, a drive: a stiffness, damping or servo in "
+          "one only, friction loss)"));
+  }
+  for (int k = 0; k < current.actuator_count(); ++k) {
+    if (b.actuators[k].tendon != a.actuators[k].tendon)
+      return absl::InvalidArgumentError(
+          absl::StrCat("actuator ", k, " ('", a.actuators[k].name, "') drives another tendon"));
   }
   for (int i = 0; i < current.shape_count(); ++i) {
     if (b.shapes[i].body != a.shapes[i].body || b.shapes[i].mocap != a.shapes[i].mocap) {

@@ -44,5 +44,11 @@ bool JointHoldsChildOffPlane(const ModelDesc& desc, const JointDesc& joint, cons
 Real JointFrictionLoss(const JointDesc& joint, int dof);
 // A limited ball joint's cone limit (rad, upper[0]); 0 for every other joint.
 Real JointConeLimit(const JointDesc& joint);
+// The rows of tendon `tendon`, in layout order: its limits (where limited), its drive (a
+// stiffness, a damping or a servo actuator on it), its dry friction. Each takes two slots.
+std::vector<RowKind> TendonRows(const ModelDesc& desc, int tendon);
+// The tendon's spring rest length: TendonDesc::spring_length, or its length with every joint
+// at its reference.
+Real TendonSpringLength(const ModelDesc& desc, const TendonDesc& tendon);
 
 }  // namespace axion

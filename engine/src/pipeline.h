@@ -517,9 +517,10 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
       });
   ex.rows(
       wr, AXION_LAMBDA(int r) {
-        if (stepping(v, v.row_world[r]) &&
-            (v.row_kind[r] == kRowDrive || v.row_kind[r] == kRowFrictionLoss))
-          joint_drive_begin_step(v, r);
+        if (!stepping(v, v.row_world[r])) return;
+        const int kind = v.row_kind[r];
+        if (kind == kRowDrive || kind == kRowFrictionLoss) joint_drive_begin_step(v, r);
+        if (kind == kRowTendonDrive || kind == kRowTendonFrictionLoss) tendon_begin_step(v, r);
       });
 
   // build residuals at the initial iterate: u = u- with the last step's impulses (joints, and

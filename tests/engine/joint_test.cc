@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "absl/strings/str_cat.h"
 #include "scenes.h"
 
 namespace axion {
@@ -469,6 +470,293 @@ TEST(JointTest, CouplingIsValidated) {
   bad.joints[1].type = JointType::kBall;
   bad.actuators.clear();
   EXPECT_NE(Model::Compile(bad).status().message().find("ball joint"), std::string::npos);
+}
+
+// Bodies on slides along x to the world, without gravity, one per mass: the DOFs a tendon and
+// its actuators act on, each a coordinate q_i of the body's position.
+ModelDesc Sliders(std::vector<Real> masses) {
+  ModelDesc d;
+  d.options.timestep = 0.01;
+  d.options.gravity = {0, 0, 0};
+  d.options.newton_tolerance = 1e-12;
+  for (size_t i = 0; i < masses.size(); ++i) {
+    BodyDesc b;
+    b.name = absl::StrCat("slider", i);
+    b.mass = masses[i];
+    b.inertia = test::BoxInertia(masses[i], {0.1, 0.1, 0.1});
+    b.pose.pos = {0, Real(0.5 * i), 0};
+    d.bodies.push_back(b);
+    JointDesc slide;
+    slide.name = b.name;
+    slide.type = JointType::kPrismatic;
+    slide.child = static_cast<int>(i);
+    slide.axis = Vec3{1, 0, 0};
+    d.joints.push_back(slide);
+  }
+  return d;
+}
+TendonDesc Tendon(std::vector<std::pair<int, Real>> joint_coefs) {
+  TendonDesc t;
+  t.name = "tendon";
+  for (auto [joint, coef] : joint_coefs) t.joints.push_back({joint, 0, coef});
+  return t;
+}
+ActuatorDesc TendonActuator(ActuatorType type, int tendon) {
+  ActuatorDesc a;
+  a.name = "pull";
+  a.type = type;
+  a.tendon = tendon;
+  return a;
+}
+
+// A motor on a tendon L = q0 - 0.5 q1 pulls along L: gear * ctrl on q0, half of it back on q1,
+// each body accelerating at its share over its mass (no rows: the tendon has no limits,
+// spring or friction).
+TEST(JointTest, TendonMotorPullsEachJointByItsCoefficient) {
+  ModelDesc d = Sliders({2, 3});
+  d.tendons.push_back(Tendon({{0, 1}, {1, -0.5}}));
+  ActuatorDesc motor = TendonActuator(ActuatorType::kEffort, 0);
+  motor.gear = 2;
+  d.actuators.push_back(motor);
+  auto model = MustCompile(d);
+  EXPECT_EQ(model->joint_row_count(), MustCompile(Sliders({2, 3}))->joint_row_count());
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, model);
+  ASSERT_TRUE(sim->SetControls(w, std::vector<Real>{1.5}).ok());
+  const Real h = d.options.timestep;
+  for (int n = 1; n <= 10; ++n) {
+    MustStep(*sim, w);
+    JointState js = *sim->GetJointState(w);
+    ASSERT_NEAR(js.velocity[0], n * h * 3 / 2, 1e-12) << "step " << n;
+    ASSERT_NEAR(js.velocity[1], -n * h * 1.5 / 3, 1e-12) << "step " << n;
+  }
+  test::ExpectHealthy(*sim, w);
+}
+
+// A tendon's spring-damper acts on its length: over one slide with coef 2, the slider of mass m
+// feels a spring of 4 k on its coordinate. Undamped it swings with period 2 pi sqrt(m / 4k)
+// about the rest length's q = L0 / 2 (L0 by default the length at the joints' references);
+// damped (critically: 4 d = 2 sqrt(4 k m)), pushed by a motor F on its joint, it settles
+// where 2 k (2 q - L0) = F.
+TEST(JointTest, TendonSpringSwingsAndSettlesAsItsLengthDictates) {
+  const Real m = 2, k = 50, reference = 0.05;
+  ModelDesc d = Sliders({m});
+  d.options.timestep = 0.001;
+  d.joints[0].reference = reference;  // L0 = 2 * 0.05 = 0.1, q = 0.05 at rest
+  TendonDesc tendon = Tendon({{0, 2}});
+  tendon.stiffness = k;
+  d.tendons.push_back(tendon);
+  d.bodies[0].linear_velocity = {0.2, 0, 0};
+  {
+    auto sim = MustCreateSimulator();
+    WorldId w = MustCreateWorld(*sim, MustCompile(d));
+    // q - 0.05 = A sin(omega t): its upward zero crossings are a period apart
+    const Real omega = std::sqrt(4 * k / m), period = 2 * kPi / omega;
+    std::vector<Real> crossings;
+    Real last = 0;
+    for (int n = 1; n <= 3000; ++n) {
+      MustStep(*sim, w);
+      const Real x = sim->GetJointState(w)->position[0] - reference;
+      if (last < 0 && x >= 0) crossings.push_back(n * d.options.timestep - x / (x - last) * 1e-3);
+      last = x;
+    }
+    ASSERT_GE(crossings.size(), 3u);
+    EXPECT_NEAR(crossings[1] - crossings[0], period, 2e-3 * period);
+    test::ExpectHealthy(*sim, w);
+  }
+  // damped, an explicit rest length, and a motor on the joint: settles at the equilibrium
+  d.tendons[0].damping = std::sqrt(4 * k * m) / 2;
+  d.tendons[0].spring_length = 0.3;
+  ActuatorDesc motor;
+  motor.joint = 0;
+  d.actuators.push_back(motor);
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, MustCompile(d));
+  ASSERT_TRUE(sim->SetControls(w, std::vector<Real>{4}).ok());
+  MustStep(*sim, w, 3000);
+  EXPECT_NEAR(sim->GetJointState(w)->position[0], (0.3 + 4 / (2 * k)) / 2, 1e-6);
+  EXPECT_NEAR(sim->GetJointState(w)->velocity[0], 0, 1e-6);
+  test::ExpectHealthy(*sim, w);
+}
+
+// A limit on L = q0 + q1 < 0.2 holds the two sliders' sum, its impulse shared by both: pushed
+// by 1 N (1 kg) and 3 N (3 kg) they move together at 1 m/s^2 until L reaches 0.2, then the
+// limit's force f (1 - f = -(3 - f) / 3: f = 1.5 N) takes them apart at -+0.5 m/s^2. On two
+// hinged fingers of one hand (the hand a body of both joints' rows) the sum of their angles
+// stops at the limit as well.
+TEST(JointTest, TendonLimitHoldsItsLengthAndSharesItsLoad) {
+  ModelDesc d = Sliders({1, 3});
+  TendonDesc tendon = Tendon({{0, 1}, {1, 1}});
+  tendon.limited = true;
+  tendon.lower = -1;
+  tendon.upper = 0.2;
+  d.tendons.push_back(tendon);
+  for (int j = 0; j < 2; ++j) {
+    ActuatorDesc motor;
+    motor.joint = j;
+    d.actuators.push_back(motor);
+  }
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, MustCompile(d));
+  ASSERT_TRUE(sim->SetControls(w, std::vector<Real>{1, 3}).ok());
+  int at_limit = 0;
+  Real v1_before = 0;
+  for (int n = 1; n <= 100; ++n) {
+    MustStep(*sim, w);
+    JointState js = *sim->GetJointState(w);
+    const Real length = js.position[0] + js.position[1];
+    ASSERT_LE(length, 0.2 + 1e-9) << "step " << n;
+    if (at_limit == 0 && length > 0.2 - 1e-9) at_limit = n;
+    if (n == 80) v1_before = js.velocity[1];
+  }
+  ASSERT_GT(at_limit, 0);
+  ASSERT_LT(at_limit, 60);  // sqrt(2 * 0.1 / 1) s = 45 steps
+  JointState js = *sim->GetJointState(w);
+  EXPECT_NEAR(js.velocity[0] + js.velocity[1], 0, 1e-9);
+  EXPECT_NEAR((js.velocity[1] - v1_before) / 0.2, 0.5, 1e-6);
+  test::ExpectHealthy(*sim, w);
+
+  Real inertia = 0;
+  ModelDesc g = Gripper({0, 1, 0, 0, 0}, &inertia);
+  g.couplings.clear();
+  TendonDesc fingers = Tendon({{1, 1}, {2, 1}});
+  fingers.limited = true;
+  fingers.lower = -1;
+  fingers.upper = 0.2;
+  g.tendons.push_back(fingers);
+  ActuatorDesc second;
+  second.joint = 2;
+  g.actuators.push_back(second);
+  for (Preconditioner preconditioner : {Preconditioner::kTree, Preconditioner::kJacobi}) {
+    g.options.preconditioner = preconditioner;
+    auto gripper = MustCreateSimulator();
+    WorldId gw = MustCreateWorld(*gripper, MustCompile(g));
+    ASSERT_TRUE(gripper->SetControls(gw, std::vector<Real>{0.2, 0.1}).ok());
+    Real largest = 0;
+    for (int n = 0; n < 200; ++n) {
+      MustStep(*gripper, gw);
+      JointState fj = *gripper->GetJointState(gw);
+      largest = std::max(largest, fj.position[0] + fj.position[1]);
+    }
+    EXPECT_NEAR(largest, 0.2, 1e-6);
+    EXPECT_GT(gripper->GetJointState(gw)->position[0], 0.15);  // pushed harder, the leader leads
+    test::ExpectHealthy(*gripper, gw);
+  }
+}
+
+// A Franka-style gripper: two fingers coupled to move together, a position servo on the tendon
+// of their mean (MuJoCo Menagerie's "split"), closing on its target; its force range bounds
+// how hard it pulls against a motor on one finger.
+TEST(JointTest, TendonServoDrivesCoupledFingersToItsTarget) {
+  ModelDesc d = Sliders({0.1, 0.1});
+  JointCouplingDesc together;
+  together.joint = 1;
+  together.leader_joint = 0;
+  d.couplings.push_back(together);
+  d.tendons.push_back(Tendon({{0, 0.5}, {1, 0.5}}));
+  ActuatorDesc servo = TendonActuator(ActuatorType::kPosition, 0);
+  servo.kp = 100;
+  servo.kv = 2 * std::sqrt(100 * 0.2);  // critically damped on the fingers' 0.2 kg
+  d.actuators.push_back(servo);
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, MustCompile(d));
+  ASSERT_TRUE(sim->SetControls(w, std::vector<Real>{0.03}).ok());
+  MustStep(*sim, w, 300);
+  JointState js = *sim->GetJointState(w);
+  EXPECT_NEAR(js.position[0], 0.03, 1e-6);
+  EXPECT_NEAR(js.position[1], 0.03, 1e-6);
+  test::ExpectHealthy(*sim, w);
+
+  // bounded at 0.5 N along L against 2 N on the first finger's joint: the servo's pull puts
+  // 0.25 N back on each finger, and the coupled pair (0.2 kg) accelerates at (2 - 0.5) / 0.2
+  d.actuators[0].force_limited = true;
+  d.actuators[0].force_min = -0.5;
+  d.actuators[0].force_max = 0.5;
+  ActuatorDesc motor;
+  motor.joint = 0;
+  d.actuators.push_back(motor);
+  auto bounded = MustCreateSimulator();
+  WorldId b = MustCreateWorld(*bounded, MustCompile(d));
+  ASSERT_TRUE(bounded->SetControls(b, std::vector<Real>{0, 2}).ok());
+  MustStep(*bounded, b, 10);  // past the target at once: the servo pulls back at its bound
+  const Real v0 = bounded->GetJointState(b)->velocity[0];
+  MustStep(*bounded, b, 10);
+  EXPECT_NEAR((bounded->GetJointState(b)->velocity[0] - v0) / 0.1, (2 - 0.5) / 0.2, 1e-6);
+  test::ExpectHealthy(*bounded, b);
+}
+
+// Dry friction f along L = 0.5 q0 resists q0 with 0.5 f: a push below it leaves the slider at
+// rest, above it the slider accelerates at (F - 0.5 f) / m.
+TEST(JointTest, TendonFrictionLossSticksThenSlides) {
+  ModelDesc d = Sliders({2});
+  TendonDesc tendon = Tendon({{0, 0.5}});
+  tendon.friction_loss = 1;
+  d.tendons.push_back(tendon);
+  ActuatorDesc motor;
+  motor.joint = 0;
+  d.actuators.push_back(motor);
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, MustCompile(d));
+  ASSERT_TRUE(sim->SetControls(w, std::vector<Real>{0.45}).ok());
+  MustStep(*sim, w, 20);
+  EXPECT_NEAR(sim->GetJointState(w)->velocity[0], 0, 1e-12);
+  ASSERT_TRUE(sim->SetControls(w, std::vector<Real>{1}).ok());
+  for (int n = 1; n <= 20; ++n) {
+    MustStep(*sim, w);
+    ASSERT_NEAR(sim->GetJointState(w)->velocity[0], n * 0.01 * (1 - 0.5) / 2, 1e-9) << "step " << n;
+  }
+  test::ExpectHealthy(*sim, w);
+}
+
+// Tendons are validated: their joints (count, range, ball joints, coefficients), limits,
+// spring and friction, and the actuators that name them.
+TEST(JointTest, TendonIsValidated) {
+  ModelDesc d = Sliders({1, 1, 1});
+  d.tendons.push_back(Tendon({{0, 1}, {1, 1}}));
+  ASSERT_TRUE(Model::Compile(d).ok());
+  auto fails_with = [&](const ModelDesc& bad, const std::string& text) {
+    auto status = Model::Compile(bad).status();
+    EXPECT_NE(status.message().find(text), std::string::npos) << status;
+    EXPECT_NE(status.message().find("tendon"), std::string::npos) << status;
+  };
+  ModelDesc bad = d;
+  bad.tendons[0] = Tendon({{0, 1}, {1, 1}, {2, 1}});
+  fails_with(bad, "one or two joints");
+  bad = d;
+  bad.tendons[0] = Tendon({});
+  fails_with(bad, "one or two joints");
+  bad = d;
+  bad.tendons[0].joints[1].joint = 5;
+  fails_with(bad, "missing joint 5");
+  bad = d;
+  bad.tendons[0].joints[1].coef = 0;
+  fails_with(bad, "nonzero");
+  bad = d;
+  bad.tendons[0].joints[1].coef = NAN;
+  fails_with(bad, "finite");
+  bad = d;
+  bad.tendons[0].joints[1] = bad.tendons[0].joints[0];
+  fails_with(bad, "same DOF twice");
+  bad = d;
+  bad.tendons[0].limited = true;
+  bad.tendons[0].lower = 1;
+  bad.tendons[0].upper = 0;
+  fails_with(bad, "lower < upper");
+  bad = d;
+  bad.tendons[0].stiffness = -1;
+  fails_with(bad, "stiffness");
+  bad = d;
+  bad.tendons[0].friction_loss = NAN;
+  fails_with(bad, "friction_loss");
+  bad = d;
+  bad.tendons[0].spring_length = INFINITY;
+  fails_with(bad, "spring_length");
+  bad = d;
+  bad.joints[1].type = JointType::kBall;
+  fails_with(bad, "ball joint");
+  bad = d;
+  bad.actuators.push_back(TendonActuator(ActuatorType::kEffort, 1));
+  fails_with(bad, "missing tendon 1");
 }
 
 // Dry friction f on a hinge: a torque below f leaves the turntable exactly at rest; above it,

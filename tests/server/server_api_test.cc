@@ -148,6 +148,53 @@ TEST_F(ServerApiTest, CoupledWheelsTurnTogether) {
   EXPECT_THAT(status.message(), HasSubstr("at most 5"));
 }
 
+// A scene's tendons: a motor on the tendon L = q1 - q2 over the two wheels pulls the first
+// forward and the second back, each like a motor of its own (0.1 kg m^2 each); the tendon and
+// the actuator's transmission come back in the described model. A tendon naming a missing
+// joint is refused by name.
+TEST_F(ServerApiTest, TendonsAreCarried) {
+  v1::ModelDescription scene = WheelScene();
+  *scene.add_bodies() = scene.bodies(0);
+  scene.mutable_bodies(1)->set_name("wheel2");
+  SetVec(scene.mutable_bodies(1)->mutable_pose()->mutable_pos(), 1, 0, 1);
+  *scene.add_joints() = scene.joints(0);
+  scene.mutable_joints(1)->set_name("hinge2");
+  scene.mutable_joints(1)->set_child(1);
+  v1::Tendon* tendon = scene.add_tendons();
+  tendon->set_name("belt");
+  v1::TendonJoint* first = tendon->add_joints();
+  first->set_joint(0);
+  first->set_coef(1);
+  v1::TendonJoint* second = tendon->add_joints();
+  second->set_joint(1);
+  second->set_coef(-1);
+  scene.mutable_actuators(0)->mutable_tendon()->set_value(0);
+  const std::vector<uint64_t> ids = MustCreate(*client_, scene, 1);
+  v1::StepRequest step = StepRequestFor(ids, 20);
+  step.set_controls(client::PackFloat32(std::vector<float>{0.5f}));
+  step.mutable_observe()->set_joint_velocity(true);
+  absl::StatusOr<v1::StepResponse> stepped = client_->Step(step);
+  ASSERT_TRUE(stepped.ok()) << stepped.status();
+  const std::vector<float> qdot = client::UnpackFloat32(stepped->observations().joint_velocity());
+  ASSERT_EQ(qdot.size(), 2u);
+  EXPECT_NEAR(qdot[0], 0.5 * 20 * kTimestep / 0.1, 1e-5);
+  EXPECT_NEAR(qdot[1], -qdot[0], 1e-6);
+  absl::StatusOr<v1::DescribeWorldResponse> described =
+      client_->DescribeWorld(ids[0], /*include_model=*/true);
+  ASSERT_TRUE(described.ok()) << described.status();
+  ASSERT_EQ(described->model().tendons_size(), 1);
+  EXPECT_EQ(described->model().tendons(0).name(), "belt");
+  ASSERT_EQ(described->model().tendons(0).joints_size(), 2);
+  EXPECT_EQ(described->model().tendons(0).joints(1).coef(), -1);
+  EXPECT_EQ(described->model().actuators(0).tendon().value(), 0);
+
+  second->set_joint(5);
+  absl::Status status = client_->CreateWorlds(client::ModelScene(scene), 1).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("belt"));
+  EXPECT_THAT(status.message(), HasSubstr("missing joint 5"));
+}
+
 // A joint's dry friction reaches the engine: the wheel under 0.5 N m against 0.2 N m of friction
 // turns at (0.5 - 0.2) t / I; under 0.1 N m it does not move.
 TEST_F(ServerApiTest, JointFrictionLossIsCarried) {

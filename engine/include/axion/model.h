@@ -182,6 +182,10 @@ struct ActuatorDesc {
   // the joint's own spring and damper (as in MuJoCo), which the bound leaves alone.
   bool force_limited = false;
   Real force_min = 0, force_max = 0;
+  // >= 0: the actuator drives this tendon (ModelDesc::tendons) instead of `joint`'s DOF: a
+  // kEffort actuator pulls along the tendon's length with gear * ctrl, each of its DOFs taking
+  // coef times that; a servo's target is a length (or rate) of the tendon.
+  int tendon = -1;
 };
 
 // Couples two joint coordinates rigidly (MJCF <equality><joint>, URDF <mimic>): DOF `dof` of
@@ -199,6 +203,32 @@ struct JointCouplingDesc {
   int leader_dof = 0;
   std::array<Real, 5> polynomial{0, 1, 0, 0, 0};
   Real compliance = 0;  // m/N or rad/(N m); 0 = rigid
+};
+
+// A fixed tendon (MJCF <tendon><fixed>): a length that is a linear combination of one or two
+// scalar joint coordinates, L = coef_0 q_0 + coef_1 q_1 (q as JointState::position gives
+// them), with what MuJoCo puts on it: limits on L, a spring-damper pulling L to spring_length,
+// dry friction along it, and actuators (ActuatorDesc::tendon). Each is one constraint row on
+// the bodies of both joints (up to four), so the load it carries is shared by both: a
+// hip-knee tendon on a leg, a gripper's two fingers closing together. Tendons over more than
+// two joints are not supported. The rows are at position level (the limit on L(q+)) whatever
+// SolverOptions::joint_formulation says.
+struct TendonJointDesc {
+  int joint = 0;
+  int dof = 0;  // DOF within the joint
+  Real coef = 1;
+};
+struct TendonDesc {
+  std::string name;
+  std::vector<TendonJointDesc> joints;  // one or two scalar DOFs (not a ball's or free joint's)
+  bool limited = false;
+  Real lower = 0, upper = 0;  // length limits where limited, lower < upper
+  Real stiffness = 0;         // N/m or N m/rad along L, >= 0
+  Real damping = 0;           // N s/m or N m s/rad, >= 0
+  // The spring's rest length; unset: the tendon's length with every joint at its reference
+  // (MuJoCo's springlength default, its length at qpos0).
+  std::optional<Real> spring_length;
+  Real friction_loss = 0;  // N or N m, >= 0
 };
 
 // An explicit contact pair (MJCF <contact><pair>): shapes `shape_a` and `shape_b` collide
@@ -360,6 +390,7 @@ struct ModelDesc {
   std::vector<JointDesc> joints;
   std::vector<ActuatorDesc> actuators;
   std::vector<JointCouplingDesc> couplings;
+  std::vector<TendonDesc> tendons;
   std::vector<ContactPairDesc> contact_pairs;
   SolverOptions options;
   int contact_capacity = -1;  // contacts per world; -1: derived from the shapes (see Model)
@@ -397,6 +428,7 @@ class Model {
   int shape_count() const { return static_cast<int>(desc_.shapes.size()); }
   int joint_count() const { return static_cast<int>(desc_.joints.size()); }
   int actuator_count() const { return static_cast<int>(desc_.actuators.size()); }
+  int tendon_count() const { return static_cast<int>(desc_.tendons.size()); }
   int mocap_count() const { return static_cast<int>(desc_.mocap_bodies.size()); }
   int joint_dof_count() const { return joint_dof_count_; }  // sum of JointDofCount
   int joint_position_count() const { return joint_position_count_; }
@@ -468,9 +500,9 @@ class Model {
 
 // Whether a world of `current` can take `next` and keep its state (Simulator::SetWorldModels):
 // the same bodies, shapes (each on the same body), joints (each of the same kind between the
-// same bodies, with the same constraint rows: limits, drive rows, friction loss), couplings and
-// actuators; values (masses, inertias, frames, sizes, frictions, gains, ranges) may differ.
-// The first difference, by element and name, or OK.
+// same bodies, with the same constraint rows: limits, drive rows, friction loss), couplings,
+// tendons (over the same DOFs, with the same rows) and actuators; values (masses, inertias, frames,
+// sizes, frictions, gains, ranges) may differ. The first difference, by element and name, or OK.
 absl::Status CheckSameStructure(const Model& current, const Model& next);
 
 // How far joint positions (JointState::position's layout, joint_position_count entries) lie

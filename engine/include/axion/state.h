@@ -80,8 +80,14 @@ enum RowKind : int32_t {
   kRowFriction2 = 10,       // contact tangent 2
   kRowLimitCone = 11,       // ball joint `row_joint` turned at most its cone limit (unilateral)
   kRowCoupling = 12,        // DOF `row_dof` follows the DOF of the leader slot after it
-  kRowCouplingLeader = 13,  // a coupling row's second half: the leader's DOF and bodies
+  kRowCouplingLeader = 13,  // the second slot of a two-slot row (a coupling's or a tendon's):
+                            // the second DOF's bodies, no row of its own
   kRowFrictionLoss = 14,    // dry friction on DOF `row_dof` (a box on its impulse)
+  // Rows on fixed tendon `row_joint` (TendonDesc), each followed by its second slot:
+  kRowTendonLimitLower = 15,   // tendon length >= its lower limit (unilateral)
+  kRowTendonLimitUpper = 16,   // tendon length <= its upper limit (unilateral)
+  kRowTendonDrive = 17,        // the tendon's spring-damper and its servo actuators
+  kRowTendonFrictionLoss = 18  // dry friction along the tendon
 };
 
 // Residuals a world keeps for the Newton loop's cycle test (SolverOptions::strict_after_cycle).
@@ -96,6 +102,7 @@ struct BatchView {
   const int32_t* world_dof_offset;        // (world_count + 1) joint velocity coordinates
   const int32_t* world_qpos_offset;       // (world_count + 1) joint position coordinates
   const int32_t* world_actuator_offset;   // (world_count + 1)
+  const int32_t* world_tendon_offset;     // (world_count + 1)
   const int32_t* world_shape_offset;      // (world_count + 1)
   const int32_t* world_pair_offset;       // (world_count + 1) candidate pair slots (capacity)
   const int32_t* world_pair_rule_offset;  // (world_count + 1) the filter's exceptions
@@ -293,6 +300,26 @@ struct BatchView {
   const Real* actuator_force_min;         // (actuator_count) (N or N m)
   const Real* actuator_force_max;         // (actuator_count)
   Real* actuator_ctrl;                    // (actuator_count) control input
+  const int32_t* actuator_tendon;         // (actuator_count) global tendon it drives (its DOF
+                                          //   then unused), or -1
+
+  // ---- fixed tendons (tendon_count) ----------------------------------------------------------
+  // A tendon's length is L = coef_0 q_0 + coef_1 q_1 over one or two scalar DOFs (TendonDesc).
+  const int32_t* tendon_dof;         // (tendon_count x 2) global DOFs; the second -1 if none
+  const Real* tendon_coef;           // (tendon_count x 2)
+  const Real* tendon_lower;          // (tendon_count) length limits (m or rad), where limited
+  const Real* tendon_upper;          // (tendon_count)
+  const Real* tendon_stiffness;      // (tendon_count) spring (N/m or N m/rad)
+  const Real* tendon_damping;        // (tendon_count) damper (N s/m or N m s/rad)
+  const Real* tendon_spring_length;  // (tendon_count) the spring's rest length
+  const Real* tendon_friction_loss;  // (tendon_count) dry friction (N or N m)
+  // Servo actuators on the tendon this step, as the DOFs' (dof_servo_*).
+  Real* tendon_servo_stiffness;  // (tendon_count) sum of kp
+  Real* tendon_servo_damping;    // (tendon_count) sum of kv
+  Real* tendon_servo_kp_target;  // (tendon_count) sum of kp * target length
+  Real* tendon_servo_kv_target;  // (tendon_count) sum of kv * target rate
+  Real* tendon_servo_force_min;  // (tendon_count)
+  Real* tendon_servo_force_max;  // (tendon_count)
 
   // ---- shapes (shape_count) ------------------------------------------------------------------
   const int32_t* shape_world;        // (shape_count)

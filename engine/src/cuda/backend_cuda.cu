@@ -468,6 +468,8 @@ void ForEachArray(BatchStorage& h, DeviceArrays& d, Fn fn) {
   AXION_DOF_MODEL(AXION_VISIT)
   AXION_DOF_SCRATCH(AXION_VISIT)
   AXION_ACTUATOR_MODEL(AXION_VISIT)
+  AXION_TENDON_MODEL(AXION_VISIT)
+  AXION_TENDON_SCRATCH(AXION_VISIT)
   AXION_SHAPE_MODEL(AXION_VISIT)
   AXION_SHAPE_SCRATCH(AXION_VISIT)
   AXION_PAIR_RULE_MODEL(AXION_VISIT)
@@ -756,6 +758,8 @@ class CudaBackend final : public ExecutionBackend {
   AXION_UPLOAD(host.world_dof_offset)(host.name, d_.name, width);
 #define AXION_UPLOAD_ACT(T, name, width) \
   AXION_UPLOAD(host.world_actuator_offset)(host.name, d_.name, width);
+#define AXION_UPLOAD_TENDON(T, name, width) \
+  AXION_UPLOAD(host.world_tendon_offset)(host.name, d_.name, width);
 #define AXION_UPLOAD_SHAPE(T, name, width) \
   AXION_UPLOAD(host.world_shape_offset)(host.name, d_.name, width);
 #define AXION_UPLOAD_RULE(T, name, width) \
@@ -767,12 +771,14 @@ class CudaBackend final : public ExecutionBackend {
       AXION_JOINT_MODEL(AXION_UPLOAD_JOINT)
       AXION_DOF_MODEL(AXION_UPLOAD_DOF)
       AXION_ACTUATOR_MODEL(AXION_UPLOAD_ACT)
+      AXION_TENDON_MODEL(AXION_UPLOAD_TENDON)
       AXION_SHAPE_MODEL(AXION_UPLOAD_SHAPE)
       AXION_PAIR_RULE_MODEL(AXION_UPLOAD_RULE)
       AXION_ROW_MODEL(AXION_UPLOAD_ROW)
 #undef AXION_UPLOAD_ROW
 #undef AXION_UPLOAD_RULE
 #undef AXION_UPLOAD_SHAPE
+#undef AXION_UPLOAD_TENDON
 #undef AXION_UPLOAD_ACT
 #undef AXION_UPLOAD_DOF
 #undef AXION_UPLOAD_JOINT
