@@ -226,6 +226,12 @@ TEST_F(CudaBackendTest, BoxOnInclineMatchesCpu) {
 TEST_F(CudaBackendTest, RobotJointsMatchCpu) {
   ExpectParity(MustCompile(scenes::RobotJoints()), 3, 1e-6, 1e-5);
 }
+// Tendons on the device: the robot-joints hand with its coupling replaced by a limited tendon
+// over both knuckles, a spring-damper with dry friction along the second, and a bounded servo
+// holding the first at zero (two-slot rows on the wrist's and both fingers' bodies).
+TEST_F(CudaBackendTest, TendonsMatchCpu) {
+  ExpectParity(MustCompile(scenes::RobotJointsWithTendons()), 3, 1e-6, 1e-5);
+}
 // Islands of one world (a chain, two boxes landing on each other), each with its own line
 // search and best iterate: the per-island sums run on lane 0 of the world's team.
 TEST_F(CudaBackendTest, IslandsMatchCpu) {

@@ -179,9 +179,10 @@ TEST(WholeBatchPipelineTest, BoundedLoopsOverTheWholeBatchMatchTheCpuBackend) {
   // (the islands' world: islands that converge at different iterations beside one that never
   // does, each with its own line search and best iterate; the spheres' world: the broad phase
   // over 25 shapes)
-  for (const auto& model : {MustCompile(Stack()), MustCompile(Chain()), MustCompile(Spinner()),
-                            MustCompile(scenes::RobotJoints()), MustCompile(scenes::Islands(true)),
-                            MustCompile(scenes::SpheresInBox(20))}) {
+  for (const auto& model :
+       {MustCompile(Stack()), MustCompile(Chain()), MustCompile(Spinner()),
+        MustCompile(scenes::RobotJoints()), MustCompile(scenes::Islands(true)),
+        MustCompile(scenes::SpheresInBox(20)), MustCompile(scenes::RobotJointsWithTendons())}) {
     ASSERT_NE(model, nullptr);
     for (int copy = 0; copy < 2; ++copy) layouts.push_back(LayoutOf(model));
   }

@@ -682,13 +682,14 @@ TEST(SimulatorTest, HalvingCarriesOverToTheNextStep) {
 // over the whole batch for its last few worlds. A world's arithmetic is the same either way:
 // every split gives the same bits and statistics. One batch of different scenes, so the split
 // falls inside every kind of solve: GCR on the tree (spheres sliding in a box, limbs of the
-// robot), CR, Jacobi worlds, islands that freeze, line searches, halved steps (the pendulum
-// released at 0.2 s) and contact redos (the arm turning into its post).
+// robot, its tendons' rows), CR, Jacobi worlds, islands that freeze, line searches, halved steps
+// (the pendulum released at 0.2 s) and contact redos (the arm turning into its post).
 TEST(SimulatorTest, NewtonFinishedWorldByWorldGivesTheSameBits) {
   std::vector<ModelDesc> scenes_in_batch = {scenes::Stack(6),
                                             scenes::Chain(8),
                                             scenes::SpheresInBox(12),
                                             scenes::RobotJoints(),
+                                            scenes::RobotJointsWithTendons(),
                                             scenes::Islands(true),
                                             PendulumThatNeedsHalving(),
                                             scenes::ArmTurningIntoPost(20)};

@@ -626,6 +626,88 @@ TEST(MeshDropTest, MeshBoxLandsAndRestsOnItsFace) {
   EXPECT_NEAR(std::abs(rest[6]), std::sin(kPi / 12), 1e-3);
 }
 
+// tendons.xml's fixed tendons, driven by a motor on one and a position servo on another,
+// against MuJoCo's: the rest lengths at the joints' springref, the tendons' coefficients and
+// defaults, the actuators' transmissions and gears. No contacts and no gravity: over 2 s the
+// two engines' coordinates stay within their integrators' difference (Axion's implicit springs
+// against MuJoCo's explicit ones), a few percent of the swing. With the limited tendon's lower
+// bound raised into its path, Axion's length stays on the bound (MuJoCo's soft limit lets it
+// past by a little), and the swings part there.
+TEST(TendonTest, FixedTendonsMoveLikeMuJoCo) {
+  for (const bool limit_met : {false, true}) {
+    SCOPED_TRACE(limit_met);
+    std::ifstream in(kModels + "/tendons.xml");
+    std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const Real lower = limit_met ? 0.06 : -0.05;
+    if (limit_met) xml = absl::StrReplaceAll(xml, {{"range=\"-0.05 0.3\"", "range=\"0.06 0.3\""}});
+    SideBySide s =
+        LoadSideBySide(WriteTempModel(absl::StrFormat("tendons_%d.xml", limit_met), xml));
+    ASSERT_TRUE(s.ok());
+    const ModelDesc& d = s.imported.model;
+    mjModel* m = s.mujoco->m;
+    mjData* data = s.mujoco->d;
+    ASSERT_EQ(static_cast<int>(d.tendons.size()), m->ntendon);
+    for (int t = 0; t < m->ntendon; ++t) {
+      const TendonDesc& tendon = d.tendons[t];
+      EXPECT_EQ(tendon.name, mj_id2name(m, mjOBJ_TENDON, t));
+      EXPECT_EQ(tendon.limited, m->tendon_limited[t] != 0);
+      if (tendon.limited) {
+        EXPECT_EQ(tendon.lower, m->tendon_range[2 * t]);
+        EXPECT_EQ(tendon.upper, m->tendon_range[2 * t + 1]);
+      }
+      EXPECT_EQ(tendon.stiffness, m->tendon_stiffness[t]);
+      EXPECT_EQ(tendon.damping, m->tendon_damping[t]);
+      EXPECT_EQ(tendon.friction_loss, m->tendon_frictionloss[t]);
+      ASSERT_TRUE(tendon.spring_length.has_value());
+      EXPECT_NEAR(*tendon.spring_length, m->tendon_lengthspring[t], 1e-15);
+      ASSERT_EQ(static_cast<int>(tendon.joints.size()), m->tendon_num[t]);
+      for (int k = 0; k < m->tendon_num[t]; ++k) {
+        const int wrap = m->tendon_adr[t] + k;
+        EXPECT_EQ(d.joints[tendon.joints[k].joint].name,
+                  mj_id2name(m, mjOBJ_JOINT, m->wrap_objid[wrap]));
+        EXPECT_EQ(tendon.joints[k].coef, m->wrap_prm[wrap]);
+      }
+    }
+    ASSERT_EQ(static_cast<int>(d.actuators.size()), m->nu);
+    for (int a = 0; a < m->nu; ++a) {
+      EXPECT_EQ(m->actuator_trntype[a], mjTRN_TENDON);
+      EXPECT_EQ(d.actuators[a].tendon, m->actuator_trnid[2 * a]);
+      if (d.actuators[a].type == ActuatorType::kEffort) {
+        EXPECT_EQ(d.actuators[a].gear, m->actuator_gear[6 * a]);
+      }
+    }
+    ASSERT_TRUE(s.w.sim->SetControls(s.w.id, std::vector<Real>{0.5, 0.1}).ok());
+    data->ctrl[0] = 0.5;
+    data->ctrl[1] = 0.1;
+    double largest_slide = 0, largest_hinge = 0, swing = 0, shortest = 1e9, mujoco_shortest = 1e9;
+    for (int n = 1; n <= 1000; ++n) {
+      ASSERT_TRUE(s.w.sim->StepAll(1).ok());
+      mj_step(m, data);
+      absl::StatusOr<JointState> js = s.w.sim->GetJointState(s.w.id);
+      ASSERT_TRUE(js.ok());
+      largest_slide = std::max({largest_slide, std::abs(js->position[0] - data->qpos[0]),
+                                std::abs(js->position[1] - data->qpos[1])});
+      largest_hinge = std::max(largest_hinge, std::abs(js->position[2] - data->qpos[2]));
+      swing = std::max(swing, std::abs(static_cast<double>(js->position[2])));
+      shortest = std::min(shortest, static_cast<double>(js->position[0] + 0.2 * js->position[2]));
+      mujoco_shortest = std::min(mujoco_shortest, data->ten_length[1]);
+    }
+    EXPECT_GT(swing, 1.0);
+    if (!limit_met) {
+      EXPECT_LT(largest_slide, 0.01);  // of 0.45 m of travel
+      EXPECT_LT(largest_hinge, 0.06);  // of 2 rad
+      EXPECT_GT(shortest, lower);
+    } else {
+      EXPECT_NEAR(shortest, lower, 1e-6);        // met and held
+      EXPECT_LT(mujoco_shortest, lower);         // MuJoCo's soft limit gives way ...
+      EXPECT_GT(mujoco_shortest, lower - 0.01);  // ... by millimetres
+    }
+    absl::StatusOr<WorldStats> stats = s.w.sim->GetStats(s.w.id);
+    ASSERT_TRUE(stats.ok());
+    EXPECT_EQ(stats->flags & (kWorldNonFinite | kWorldNotConverged), 0u);
+  }
+}
+
 // The four-bar linkage of four_bar.xml (its loop closed by a <connect>) swings under gravity
 // from rest. Axion holds the loop rigidly: the rocker's end stays on its world pivot to 1e-8 m
 // while the crank swings through 2 rad. MuJoCo's connect is soft, and its integrator explicit

@@ -1215,6 +1215,93 @@ TEST(MjcfActuatorTest, PositionAndVelocityServos) {
   EXPECT_NE(reversed.status().message().find("forcerange"), std::string::npos) << reversed.status();
 }
 
+// Fixed tendons load with their joints, defaults and actuators (their dynamics against MuJoCo's:
+// import_dynamics_test, TendonTest). What is not supported is named and skipped, actuators on
+// it too: spatial tendons, fixed ones over more than two joints. A tendon without limits,
+// spring, friction or actuator (OpenAI Gym's humanoid's hip-knee tendons) loads and adds no row.
+// Bad references are errors naming the element and attribute.
+TEST(MjcfTendonTest, FixedTendonsLoadAndTheRestIsNamed) {
+  const std::string body = R"(
+<mujoco><compiler autolimits="true"/>
+  <default><tendon stiffness="3"/></default>
+  <worldbody>
+    <body name="a"><joint name="h1" axis="0 1 0"/><geom size="0.1"/><site name="s1"/>
+      <body name="b" pos="0 0 -0.3"><joint name="h2" axis="0 1 0"/><geom size="0.1"/>
+        <site name="s2"/>
+        <body name="c" pos="0 0 -0.3"><joint name="ball" type="ball"/><geom size="0.1"/></body>
+      </body>
+    </body>
+  </worldbody>)";
+  auto load = [&](const std::string& tendons, const std::string& actuators) {
+    return LoadMjcfString(absl::StrCat(body, "<tendon>", tendons, "</tendon><actuator>", actuators,
+                                       "</actuator></mujoco>"),
+                          "");
+  };
+  absl::StatusOr<ImportResult> r = load(R"(
+    <fixed name="knee" range="-0.5 0.5" damping="0.2" frictionloss="0.1">
+      <joint joint="h1" coef="1"/><joint joint="h2" coef="-2"/></fixed>
+    <fixed name="twice"><joint joint="h1" coef="1"/><joint joint="h1" coef="0.5"/></fixed>
+    <spatial name="cable"><site site="s1"/><site site="s2"/></spatial>
+    <fixed name="three" stiffness="0">
+      <joint joint="h1" coef="1"/><joint joint="h2" coef="1"/><joint joint="h1" coef="1"/></fixed>)",
+                                        R"(
+    <motor name="pull" tendon="knee" gear="3"/>
+    <motor name="cable_motor" tendon="cable"/>
+    <position name="three_servo" tendon="three" kp="5"/>)");
+  ASSERT_TRUE(r.ok()) << r.status();
+  const ModelDesc& d = r->model;
+  ASSERT_EQ(d.tendons.size(), 2u);
+  const TendonDesc& knee = d.tendons[0];
+  EXPECT_EQ(knee.name, "knee");
+  ASSERT_EQ(knee.joints.size(), 2u);
+  EXPECT_EQ(knee.joints[1].coef, -2);
+  EXPECT_TRUE(knee.limited);
+  EXPECT_EQ(knee.lower, -0.5);
+  EXPECT_EQ(knee.upper, 0.5);
+  EXPECT_EQ(knee.stiffness, 3);  // the default class's
+  EXPECT_EQ(knee.damping, 0.2);
+  EXPECT_EQ(knee.friction_loss, 0.1);
+  EXPECT_EQ(*knee.spring_length, 0);          // at the joints' springref
+  ASSERT_EQ(d.tendons[1].joints.size(), 1u);  // one coordinate named twice: the coefs add
+  EXPECT_EQ(d.tendons[1].joints[0].coef, 1.5);
+  ASSERT_EQ(d.actuators.size(), 1u);
+  EXPECT_EQ(d.actuators[0].tendon, 0);
+  EXPECT_EQ(d.actuators[0].gear, 3);
+  EXPECT_TRUE(HasWarning(*r, "element <spatial> in <tendon> is not supported"));
+  EXPECT_TRUE(HasWarning(*r, "fixed 'three': fixed tendons over more than two joints"));
+  EXPECT_TRUE(HasWarning(*r, "drives tendon 'cable', which is not supported"));
+  EXPECT_TRUE(HasWarning(*r, "drives tendon 'three', which is not supported"));
+  ASSERT_TRUE(Model::Compile(d).ok());
+
+  // an inert tendon: no warning, no row
+  absl::StatusOr<ImportResult> inert =
+      load(R"(<fixed name="hipknee" stiffness="0"><joint joint="h1" coef="-1"/>
+              <joint joint="h2" coef="1"/></fixed>)",
+           "");
+  ASSERT_TRUE(inert.ok()) << inert.status();
+  EXPECT_TRUE(inert->warnings.empty()) << inert->warnings.front();
+  absl::StatusOr<ImportResult> none = load("", "");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(Model::Compile(inert->model).value()->joint_row_count(),
+            Model::Compile(none->model).value()->joint_row_count());
+
+  auto fails = [&](const std::string& tendons, const std::string& actuators,
+                   const std::string& text) {
+    absl::StatusOr<ImportResult> bad = load(tendons, actuators);
+    ASSERT_FALSE(bad.ok()) << tendons << actuators;
+    EXPECT_NE(bad.status().message().find(text), std::string::npos) << bad.status();
+  };
+  fails("", R"(<motor tendon="nope"/>)", "unknown tendon 'nope'");
+  fails(R"(<fixed name="t"><joint joint="ball" coef="1"/></fixed>)", "", "free or ball joint");
+  fails(R"(<fixed name="t"><joint joint="h9" coef="1"/></fixed>)", "", "unknown joint 'h9'");
+  fails(R"(<fixed name="t"><joint joint="h1"/></fixed>)", "", "'coef' is required");
+  fails(R"(<fixed name="t"/>)", "", "at least one <joint>");
+  fails(R"(<fixed name="t"><site site="s1"/></fixed>)", "", "only <joint> elements");
+  fails(R"(<fixed name="t" stiffness="-1"><joint joint="h1" coef="1"/></fixed>)", "", "stiffness");
+  fails(R"(<fixed name="t"><joint joint="h1" coef="1"/></fixed>)",
+        R"(<motor joint="h1" tendon="t"/>)", "one transmission");
+}
+
 // <general> actuators become the motor or servo their gain and bias make, checked against
 // MuJoCo's own shortcuts: the same actuator written both ways moves MuJoCo's joint identically.
 // Activation dynamics and other biases are skipped with a warning naming them.

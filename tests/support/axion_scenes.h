@@ -182,6 +182,38 @@ inline ModelDesc RobotJoints() {
   return d;
 }
 
+// RobotJoints with its coupling replaced by tendons: the knuckles' angles apart by at most 0.2
+// rad (L = q1 - q2 limited), a spring-damper with dry friction along half the second, and a
+// bounded servo on the first tendon pulling it to zero.
+inline ModelDesc RobotJointsWithTendons() {
+  ModelDesc d = RobotJoints();
+  d.couplings.clear();
+  TendonDesc span;
+  span.name = "span";
+  span.joints = {{1, 0, 1}, {2, 0, -1}};
+  span.limited = true;
+  span.lower = -0.2;
+  span.upper = 0.2;
+  TendonDesc spring;
+  spring.name = "spring";
+  spring.joints = {{2, 0, 0.5}};
+  spring.stiffness = 2;
+  spring.damping = 0.1;
+  spring.friction_loss = 0.01;
+  d.tendons = {span, spring};
+  ActuatorDesc servo;
+  servo.name = "span_servo";
+  servo.type = ActuatorType::kPosition;
+  servo.tendon = 0;
+  servo.kp = 5;
+  servo.kv = 0.2;
+  servo.force_limited = true;
+  servo.force_min = -0.1;
+  servo.force_max = 0.1;
+  d.actuators.push_back(servo);
+  return d;
+}
+
 // Systems that touch nothing of each other in one world, so each is an island of its own
 // (kernels_solver.h, world_build_islands): a 5-link chain hung at the origin, released
 // horizontally; two boxes dropped onto the floor and onto each other at y = 3 (they land, the

@@ -61,22 +61,25 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
        {"name", "class", "type", "size", "fromto", "pos", "quat", "axisangle", "euler", "xyaxes",
         "zaxis", "density", "mass", "friction", "condim", "contype", "conaffinity", "mesh"}},
       {"motor",
-       {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "forcerange",
+       {"name", "class", "joint", "tendon", "gear", "ctrlrange", "ctrllimited", "forcerange",
         "forcelimited"}},
       {"connect", {"name", "class", "body1", "body2", "anchor", "active"}},
       {"weld", {"name", "class", "body1", "body2", "active"}},
       {"exclude", {"name", "body1", "body2"}},
       {"pair", {"name", "class", "geom1", "geom2", "condim", "friction"}},
       {"position",
-       {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited",
-        "kp", "kv"}},
+       {"name", "class", "joint", "tendon", "gear", "ctrlrange", "ctrllimited", "forcerange",
+        "forcelimited", "kp", "kv"}},
       {"velocity",
-       {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited",
-        "kv"}},
+       {"name", "class", "joint", "tendon", "gear", "ctrlrange", "ctrllimited", "forcerange",
+        "forcelimited", "kv"}},
       {"general",
-       {"name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited",
-        "dyntype", "gaintype", "biastype", "gainprm", "biasprm"}},
+       {"name", "class", "joint", "tendon", "gear", "ctrlrange", "ctrllimited", "forcerange",
+        "forcelimited", "dyntype", "gaintype", "biastype", "gainprm", "biasprm"}},
       {"key", {"name", "time", "qpos", "qvel", "ctrl", "mpos", "mquat"}},
+      {"fixed",
+       {"name", "class", "limited", "range", "stiffness", "damping", "springlength",
+        "frictionloss"}},
       // a site's type and size only draw it
       {"site",
        {"name", "class", "type", "size", "fromto", "pos", "quat", "axisangle", "euler", "xyaxes",
@@ -98,6 +101,7 @@ std::string DefaultKind(const std::string& tag) {
       tag == "adhesion") {
     return "actuator";
   }
+  if (tag == "fixed" || tag == "spatial") return "tendon";
   return tag;
 }
 
@@ -338,6 +342,12 @@ class MjcfLoader {
   absl::Status ParseSite(const XMLElement* e, const std::string& class_name, MjSite* site);
   absl::Status ParseActuators(const XMLElement* e);
   absl::Status ParseEquality(const XMLElement* e);
+  absl::Status ParseTendons(const XMLElement* e);
+  // A range attribute `name` and its flag (ctrlrange / ctrllimited, a tendon's range /
+  // limited): limited where the flag says so, or (flag "auto", the default) where the range is
+  // given under <compiler autolimits="true">; MuJoCo 2.2's rule.
+  absl::Status ReadRange(const Elem& e, const char* name, const char* flag, bool* limited,
+                         Real* lower, Real* upper) const;
   absl::Status EqualityJoint(const Elem& e);
   absl::Status ContactPair(const Elem& e);
   absl::Status ParseContact(const XMLElement* e);
@@ -384,6 +394,9 @@ class MjcfLoader {
   std::vector<const XMLElement*> equality_sections_;
   std::vector<const XMLElement*> contact_sections_;
   std::vector<const XMLElement*> keyframe_sections_;
+  std::vector<const XMLElement*> tendon_sections_;
+  std::map<std::string, int> tendon_target_;       // MJCF tendon -> TendonDesc index
+  std::set<std::string> skipped_tendons_;          // tendons not created (spatial, > 2 joints)
   std::set<std::pair<int, int>> excluded_bodies_;  // <contact><exclude>: MJCF bodies (-1 world)
 
   ImportResult result_;
@@ -487,7 +500,7 @@ void MjcfLoader::WarnUnsupportedAttributes(const Elem& e) {
   // groups with the default inertiagrouprange, the texture directory) say so, so that the
   // warnings of "not supported" are the ones that change the physics.
   static const std::set<std::string>* const kRendering =
-      new std::set<std::string>{"rgba", "material", "group", "texturedir"};
+      new std::set<std::string>{"rgba", "material", "group", "texturedir", "width"};
   for (const auto& [key, value] : e.attrs) {
     if (it != table.end() && it->second.count(key)) continue;
     const char* reason = kRendering->count(key) ? "' only affects rendering and was ignored"
@@ -1502,6 +1515,147 @@ absl::Status MjcfLoader::ParseEquality(const XMLElement* section) {
   return absl::OkStatus();
 }
 
+absl::Status MjcfLoader::ReadRange(const Elem& e, const char* name, const char* flag, bool* limited,
+                                   Real* lower, Real* upper) const {
+  std::string mode = e.Str(flag, "auto");
+  if (mode == "auto") {
+    if (e.Has(name) && !autolimits_) {
+      return e.Error(name, absl::StrCat("given without '", flag, "': set ", flag,
+                                        "=\"true\" or \"false\", or <compiler "
+                                        "autolimits=\"true\"/> (MuJoCo 2.2 rule)"));
+    }
+    *limited = e.Has(name);
+  } else {
+    AXION_IO_ASSIGN_OR_RETURN(*limited, e.Bool(flag, false));
+  }
+  AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> range, e.Reals(name, 2, 2, {0, 0}));
+  if (!*limited) return absl::OkStatus();
+  if (!(range[0] < range[1]))
+    return e.Error(name, absl::StrCat("lower ", range[0], " must be below upper ", range[1]));
+  *lower = range[0];
+  *upper = range[1];
+  return absl::OkStatus();
+}
+
+// <tendon><fixed>: a TendonDesc over the scalar coordinates of one or two joints (hinges and
+// slides, as converted: a joint merged into a generic joint is that joint's DOF), with its
+// length limits, spring-damper (springlength -1, the default, is the length with every joint at
+// its springref, as MuJoCo 2.2 computes it from qpos_spring) and dry
+// friction. <spatial> tendons (paths through sites, wrapping around geoms) and fixed ones over
+// more than two joints are skipped with a warning naming them, and so are actuators on them.
+// A fixed tendon's <joint> children take their own attributes only (a <joint> default class
+// holds a body joint's).
+absl::Status MjcfLoader::ParseTendons(const XMLElement* section) {
+  std::vector<const XMLElement*> children;
+  AXION_IO_RETURN_IF_ERROR(Children(section, &children, 0));
+  for (const XMLElement* c : children) {
+    const std::string tag = c->Name();
+    const char* name_attr = c->Attribute("name");
+    const std::string name = name_attr ? name_attr : "";
+    if (tag != "fixed") {
+      WarnElement(c, "tendon", "is not supported and was ignored (no tendon created)");
+      if (!name.empty()) skipped_tendons_.insert(name);
+      continue;
+    }
+    if (const char* explicit_class = c->Attribute("class")) {
+      if (!classes_.count(explicit_class)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            Where(c), ": fixed: attribute 'class': unknown default class '", explicit_class, "'"));
+      }
+    }
+    Elem e = Resolve(c, "main");
+    WarnUnsupportedAttributes(e);
+    TendonDesc tendon;
+    tendon.name = e.name;
+    Real rest_at_springref = 0;
+    std::vector<const XMLElement*> joints;
+    AXION_IO_RETURN_IF_ERROR(Children(c, &joints, 0));
+    for (const XMLElement* j : joints) {
+      if (std::string(j->Name()) != "joint") {
+        return absl::InvalidArgumentError(absl::StrCat(
+            Where(j), ": <", j->Name(), "> in a fixed tendon: only <joint> elements belong there"));
+      }
+      const char* joint_name = j->Attribute("joint");
+      if (!joint_name) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(Where(j), ": tendon joint: attribute 'joint' is required"));
+      }
+      auto target = joint_target_.find(joint_name);
+      auto kind = joint_kind_.find(joint_name);
+      if (target == joint_target_.end() || kind == joint_kind_.end() ||
+          kind->second == JointKind::kBall || kind->second == JointKind::kFree) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            Where(j), ": tendon joint: attribute 'joint': ",
+            joint_kind_.count(joint_name)
+                ? absl::StrCat("'", joint_name,
+                               "' is a free or ball joint, which has no scalar coordinate")
+                : absl::StrCat("unknown joint '", joint_name, "'")));
+      }
+      double coef = 0;
+      if (j->QueryDoubleAttribute("coef", &coef) != tinyxml2::XML_SUCCESS) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(Where(j), ": tendon joint '", joint_name,
+                         "': attribute 'coef' is required (a number)"));
+      }
+      for (const tinyxml2::XMLAttribute* a = j->FirstAttribute(); a; a = a->Next()) {
+        if (std::string(a->Name()) != "joint" && std::string(a->Name()) != "coef")
+          warnings_.Add(absl::StrCat("attr:tendon-joint:", a->Name()),
+                        absl::StrCat("<joint> attribute '", a->Name(),
+                                     "' in a fixed tendon is not supported and was ignored (first "
+                                     "at ",
+                                     Where(j), ")"));
+      }
+      tendon.joints.push_back({target->second.first, target->second.second, Real(coef)});
+      // MuJoCo's default rest length is the tendon's length at qpos_spring: each joint at its
+      // springref
+      for (const MjBody& body : bodies_) {
+        for (const MjJoint& mj : body.joints) {
+          if (mj.name == joint_name) rest_at_springref += Real(coef) * mj.springref;
+        }
+      }
+    }
+    if (tendon.joints.empty()) return e.Error("", "a fixed tendon needs at least one <joint>");
+    if (tendon.joints.size() > 2) {
+      warnings_.Add(absl::StrCat("tendon-joints:", e.Describe()),
+                    absl::StrCat(e.Describe(),
+                                 ": fixed tendons over more than two joints are not "
+                                 "supported; skipped (",
+                                 tendon.joints.size(), " joints)"));
+      if (!e.name.empty()) skipped_tendons_.insert(e.name);
+      continue;
+    }
+    if (tendon.joints.size() == 2 && tendon.joints[0].joint == tendon.joints[1].joint &&
+        tendon.joints[0].dof == tendon.joints[1].dof) {
+      // one coordinate named twice: the coefficients add (L is linear in it)
+      tendon.joints[0].coef += tendon.joints[1].coef;
+      tendon.joints.pop_back();
+    }
+    AXION_IO_RETURN_IF_ERROR(
+        ReadRange(e, "range", "limited", &tendon.limited, &tendon.lower, &tendon.upper));
+    AXION_IO_ASSIGN_OR_RETURN(tendon.stiffness, e.Real1("stiffness", 0));
+    AXION_IO_ASSIGN_OR_RETURN(tendon.damping, e.Real1("damping", 0));
+    AXION_IO_ASSIGN_OR_RETURN(tendon.friction_loss, e.Real1("frictionloss", 0));
+    if (tendon.stiffness < 0) return e.Error("stiffness", "is negative");
+    if (tendon.damping < 0) return e.Error("damping", "is negative");
+    if (tendon.friction_loss < 0) return e.Error("frictionloss", "is negative");
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> spring, e.Reals("springlength", 1, 2, {-1}));
+    if (spring.size() == 2 && spring[0] != spring[1]) {
+      warnings_.Add(absl::StrCat("tendon-deadband:", e.Describe()),
+                    absl::StrCat(e.Describe(),
+                                 ": a springlength dead band (two values) is not "
+                                 "supported; the spring rests at their mean"));
+    }
+    const Real rest = spring.size() == 2 ? Real(0.5) * (spring[0] + spring[1]) : spring[0];
+    // -1 (MuJoCo's default, both values where there are two): the length with every joint at
+    // its springref (MuJoCo 2.2's qpos_spring)
+    const bool at_springref = spring[0] == -1 && (spring.size() == 1 || spring[1] == -1);
+    tendon.spring_length = at_springref ? rest_at_springref : rest;
+    if (!e.name.empty()) tendon_target_[e.name] = static_cast<int>(result_.model.tendons.size());
+    result_.model.tendons.push_back(std::move(tendon));
+  }
+  return absl::OkStatus();
+}
+
 // <equality><joint joint1 joint2 polycoef>: joint1's coordinate follows a quartic of joint2's,
 // both measured from their reference (qpos0), as in MuJoCo; without joint2, joint1 is held at
 // its reference plus polycoef's first entry. A rigid JointCouplingDesc (MuJoCo's is soft).
@@ -1683,76 +1837,71 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
       }
     }
     Elem e = Resolve(c, "main");
-    for (const char* transmission :
-         {"tendon", "site", "body", "jointinparent", "cranksite", "slidersite"}) {
+    bool skipped_transmission = false;
+    for (const char* transmission : {"site", "body", "jointinparent", "cranksite", "slidersite"}) {
       if (e.own.count(transmission)) {
+        skipped_transmission = true;
         warnings_.Add(
             absl::StrCat("transmission:", transmission),
             absl::StrCat("actuators with transmission '", transmission,
                          "' are not supported and were skipped (first at ", e.Describe(), ")"));
       }
     }
-    if (!e.own.count("joint")) {
-      if (e.own.count("tendon") || e.own.count("site") || e.own.count("body") ||
-          e.own.count("jointinparent") || e.own.count("cranksite"))
-        continue;
-      return e.Error("joint", "is required (the only supported transmission)");
-    }
-    WarnUnsupportedAttributes(e);
-    std::string joint = e.Str("joint");
-    auto target = joint_target_.find(joint);
-    auto kind = joint_kind_.find(joint);
-    if (target == joint_target_.end() || kind == joint_kind_.end() ||
-        kind->second == JointKind::kBall || kind->second == JointKind::kFree) {
-      // a ball's actuator turns it about gear[0..2] in its child's frame: no single DOF
-      if (kind == joint_kind_.end())
-        return e.Error("joint", absl::StrCat("unknown joint '", joint, "'"));
-      warnings_.Add(absl::StrCat("actuator-joint-kind:", joint),
-                    absl::StrCat(e.Describe(),
-                                 ": actuators on free and ball joints are not supported; skipped"));
-      continue;
-    }
+    if (skipped_transmission) continue;
+    if (e.own.count("joint") && e.own.count("tendon"))
+      return e.Error("tendon", "is given with 'joint': an actuator has one transmission");
     ActuatorDesc a;
-    a.name = e.name.empty() ? absl::StrCat(tag, "_", joint) : e.name;
-    a.joint = target->second.first;
-    a.dof = target->second.second;
+    if (e.own.count("tendon")) {
+      // a fixed tendon's length (ParseTendons)
+      const std::string tendon = e.Str("tendon");
+      if (skipped_tendons_.count(tendon)) {
+        warnings_.Add(absl::StrCat("actuator-tendon-skipped:", tendon),
+                      absl::StrCat(e.Describe(), ": drives tendon '", tendon,
+                                   "', which is not supported (see its warning); skipped"));
+        continue;
+      }
+      auto target = tendon_target_.find(tendon);
+      if (target == tendon_target_.end())
+        return e.Error("tendon", absl::StrCat("unknown tendon '", tendon, "'"));
+      WarnUnsupportedAttributes(e);
+      a.name = e.name.empty() ? absl::StrCat(tag, "_", tendon) : e.name;
+      a.tendon = target->second;
+    } else {
+      if (!e.own.count("joint"))
+        return e.Error("joint", "is required (or 'tendon': the supported transmissions)");
+      WarnUnsupportedAttributes(e);
+      std::string joint = e.Str("joint");
+      auto target = joint_target_.find(joint);
+      auto kind = joint_kind_.find(joint);
+      if (target == joint_target_.end() || kind == joint_kind_.end() ||
+          kind->second == JointKind::kBall || kind->second == JointKind::kFree) {
+        // a ball's actuator turns it about gear[0..2] in its child's frame: no single DOF
+        if (kind == joint_kind_.end())
+          return e.Error("joint", absl::StrCat("unknown joint '", joint, "'"));
+        warnings_.Add(
+            absl::StrCat("actuator-joint-kind:", joint),
+            absl::StrCat(e.Describe(),
+                         ": actuators on free and ball joints are not supported; skipped"));
+        continue;
+      }
+      a.name = e.name.empty() ? absl::StrCat(tag, "_", joint) : e.name;
+      a.joint = target->second.first;
+      a.dof = target->second.second;
+    }
     AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> gear, e.Reals("gear", 1, 6, {1}));
     for (size_t i = 1; i < gear.size(); ++i) {
       if (gear[i] != 0) {
-        warnings_.Add(
-            "gear-extra",
-            absl::StrCat(
-                "gear values after the first are ignored on joint transmissions (first at ",
-                e.Describe(), ")"));
+        warnings_.Add("gear-extra", absl::StrCat("gear values after the first are ignored on joint "
+                                                 "and tendon transmissions (first at ",
+                                                 e.Describe(), ")"));
         break;
       }
     }
     // ctrlrange and forcerange: the same MuJoCo 2.2 rules
-    auto read_range = [&](const char* name, const char* flag, bool* limited, Real* lower,
-                          Real* upper) -> absl::Status {
-      std::string mode = e.Str(flag, "auto");
-      if (mode == "auto") {
-        if (e.Has(name) && !autolimits_) {
-          return e.Error(name, absl::StrCat("given without '", flag, "': set ", flag,
-                                            "=\"true\" or \"false\", or <compiler "
-                                            "autolimits=\"true\"/> (MuJoCo 2.2 rule)"));
-        }
-        *limited = e.Has(name);
-      } else {
-        AXION_IO_ASSIGN_OR_RETURN(*limited, e.Bool(flag, false));
-      }
-      AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> range, e.Reals(name, 2, 2, {0, 0}));
-      if (!*limited) return absl::OkStatus();
-      if (!(range[0] < range[1]))
-        return e.Error(name, absl::StrCat("lower ", range[0], " must be below upper ", range[1]));
-      *lower = range[0];
-      *upper = range[1];
-      return absl::OkStatus();
-    };
     AXION_IO_RETURN_IF_ERROR(
-        read_range("ctrlrange", "ctrllimited", &a.ctrl_limited, &a.ctrl_min, &a.ctrl_max));
+        ReadRange(e, "ctrlrange", "ctrllimited", &a.ctrl_limited, &a.ctrl_min, &a.ctrl_max));
     AXION_IO_RETURN_IF_ERROR(
-        read_range("forcerange", "forcelimited", &a.force_limited, &a.force_min, &a.force_max));
+        ReadRange(e, "forcerange", "forcelimited", &a.force_limited, &a.force_min, &a.force_max));
     if (tag == "general") {
       std::string skipped;
       AXION_IO_RETURN_IF_ERROR(GeneralActuator(e, gear[0], &a, &skipped));
@@ -2624,6 +2773,8 @@ absl::StatusOr<ImportResult> MjcfLoader::LoadModel(std::string_view xml, const s
       actuator_sections_.push_back(s);
     } else if (tag == "equality") {
       equality_sections_.push_back(s);
+    } else if (tag == "tendon") {
+      tendon_sections_.push_back(s);
     } else if (tag == "contact") {
       contact_sections_.push_back(s);
     } else if (tag == "keyframe") {
@@ -2638,6 +2789,7 @@ absl::StatusOr<ImportResult> MjcfLoader::LoadModel(std::string_view xml, const s
   AXION_IO_RETURN_IF_ERROR(Convert());
   for (const XMLElement* s : equality_sections_) AXION_IO_RETURN_IF_ERROR(ParseEquality(s));
   for (const XMLElement* s : contact_sections_) AXION_IO_RETURN_IF_ERROR(ParseContact(s));
+  for (const XMLElement* s : tendon_sections_) AXION_IO_RETURN_IF_ERROR(ParseTendons(s));
   for (const XMLElement* s : actuator_sections_) AXION_IO_RETURN_IF_ERROR(ParseActuators(s));
   for (const XMLElement* s : keyframe_sections_) AXION_IO_RETURN_IF_ERROR(ParseKeyframes(s));
   ApplyCollisionRules();
