@@ -335,6 +335,7 @@ absl::StatusOr<ActuatorDesc> FromProto(const v1::Actuator& proto, int index) {
   actuator.force_min = proto.force_min();
   actuator.force_max = proto.force_max();
   actuator.tendon = proto.has_tendon() ? proto.tendon().value() : -1;
+  if (proto.has_target_scale()) actuator.target_scale = proto.target_scale().value();
   return actuator;
 }
 
@@ -579,6 +580,7 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
     out->set_force_min(actuator.force_min);
     out->set_force_max(actuator.force_max);
     if (actuator.tendon >= 0) out->mutable_tendon()->set_value(actuator.tendon);
+    if (actuator.target_scale != 1) out->mutable_target_scale()->set_value(actuator.target_scale);
   }
   for (const TendonDesc& tendon : desc.tendons) {
     v1::Tendon* out = proto->add_tendons();

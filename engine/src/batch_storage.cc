@@ -269,6 +269,7 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
     s.actuator_gear[a0 + a] = act.gear;
     s.actuator_kp[a0 + a] = act.kp;
     s.actuator_kv[a0 + a] = act.kv;
+    s.actuator_target_scale[a0 + a] = act.target_scale;
     s.actuator_force_limited[a0 + a] = act.force_limited;
     s.actuator_force_min[a0 + a] = act.force_limited ? act.force_min : Real(0);
     s.actuator_force_max[a0 + a] = act.force_limited ? act.force_max : Real(0);

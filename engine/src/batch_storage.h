@@ -141,6 +141,7 @@ namespace axion {
   X(Real, actuator_gear, 1)             \
   X(Real, actuator_kp, 1)               \
   X(Real, actuator_kv, 1)               \
+  X(Real, actuator_target_scale, 1)     \
   X(int32_t, actuator_force_limited, 1) \
   X(Real, actuator_force_min, 1) X(Real, actuator_force_max, 1) X(int32_t, actuator_tendon, 1)
 #define AXION_ACTUATOR_STATE(X) X(Real, actuator_ctrl, 1)

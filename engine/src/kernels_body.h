@@ -83,11 +83,11 @@ AXION_HD void world_apply_actuators(const BatchView& v, int world) {
       case static_cast<int32_t>(ActuatorType::kPosition):
         *servo_stiffness += v.actuator_kp[act];
         *servo_damping += v.actuator_kv[act];
-        *servo_kp_target += v.actuator_kp[act] * ctrl;
+        *servo_kp_target += v.actuator_kp[act] * v.actuator_target_scale[act] * ctrl;
         break;
       case static_cast<int32_t>(ActuatorType::kVelocity):
         *servo_damping += v.actuator_kv[act];
-        *servo_kv_target += v.actuator_kv[act] * ctrl;
+        *servo_kv_target += v.actuator_kv[act] * v.actuator_target_scale[act] * ctrl;
         break;
       default:
         break;

@@ -653,6 +653,7 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
       return Invalid(what, "kp", "must be >= 0, got " + Fmt(act.kp));
     if (!Finite(act.kv) || act.kv < 0)
       return Invalid(what, "kv", "must be >= 0, got " + Fmt(act.kv));
+    if (!Finite(act.target_scale)) return Invalid(what, "target_scale", "is not finite");
     if (static_cast<int>(act.type) < 0 || static_cast<int>(act.type) > 2) {
       return Invalid(what, "type", absl::StrCat("is unknown (", static_cast<int>(act.type), ")"));
     }

@@ -1302,8 +1302,9 @@ TEST(MjcfTendonTest, FixedTendonsLoadAndTheRestIsNamed) {
         R"(<motor joint="h1" tendon="t"/>)", "one transmission");
 }
 
-// <general> actuators become the motor or servo their gain and bias make, checked against
-// MuJoCo's own shortcuts: the same actuator written both ways moves MuJoCo's joint identically.
+// <general> actuators become the motor or servo their gain and bias make (a servo whose gain is
+// not its stiffness scales its target), checked against MuJoCo's own shortcuts: the same
+// actuator written both ways moves MuJoCo's joint identically.
 // Activation dynamics and other biases are skipped with a warning naming them.
 TEST(MjcfActuatorTest, GeneralActuatorsAreMotorsOrServos) {
   const std::string xml = R"(
@@ -1316,11 +1317,13 @@ TEST(MjcfActuatorTest, GeneralActuatorsAreMotorsOrServos) {
     <general name="speed" joint="j" gainprm="7" biasprm="0 0 -7" biastype="affine"/>
     <general name="filtered" joint="j" dyntype="filter" dynprm="0.1"/>
     <general name="offset" joint="j" gainprm="50" biasprm="1 -50 0" biastype="affine"/>
+    <general name="scaled" joint="j" gainprm="0.5" biasprm="0 -100 -10" biastype="affine"/>
+    <general name="scaled_speed" joint="j" gainprm="2" biasprm="0 0 -8" biastype="affine"/>
   </actuator></mujoco>)";
   absl::StatusOr<ImportResult> r = LoadMjcfString(xml, "");
   ASSERT_TRUE(r.ok()) << r.status();
   const auto& a = r->model.actuators;
-  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(a.size(), 5u);
   EXPECT_EQ(a[0].type, ActuatorType::kEffort);
   EXPECT_EQ(a[0].gear, 6);
   EXPECT_EQ(a[1].type, ActuatorType::kPosition);
@@ -1330,6 +1333,15 @@ TEST(MjcfActuatorTest, GeneralActuatorsAreMotorsOrServos) {
   EXPECT_EQ(a[1].force_max, 4);
   EXPECT_EQ(a[2].type, ActuatorType::kVelocity);
   EXPECT_EQ(a[2].kv, 7);
+  EXPECT_EQ(a[2].target_scale, 1);
+  // a gain other than the stiffness: force 0.5 ctrl - 100 q - 10 qdot, a servo to 0.005 ctrl
+  EXPECT_EQ(a[3].type, ActuatorType::kPosition);
+  EXPECT_EQ(a[3].kp, 100);
+  EXPECT_EQ(a[3].kv, 10);
+  EXPECT_EQ(a[3].target_scale, 0.005);
+  EXPECT_EQ(a[4].type, ActuatorType::kVelocity);
+  EXPECT_EQ(a[4].kv, 8);
+  EXPECT_EQ(a[4].target_scale, 0.25);
   EXPECT_TRUE(HasWarning(*r, "activation dynamics (dyntype \"filter\")"));
   EXPECT_TRUE(HasWarning(*r, "make no motor, position or velocity servo"));
 

@@ -169,6 +169,7 @@ TEST_F(ServerApiTest, TendonsAreCarried) {
   second->set_joint(1);
   second->set_coef(-1);
   scene.mutable_actuators(0)->mutable_tendon()->set_value(0);
+  scene.mutable_actuators(0)->mutable_target_scale()->set_value(0.5);  // (a servo's; carried)
   const std::vector<uint64_t> ids = MustCreate(*client_, scene, 1);
   v1::StepRequest step = StepRequestFor(ids, 20);
   step.set_controls(client::PackFloat32(std::vector<float>{0.5f}));
@@ -187,6 +188,7 @@ TEST_F(ServerApiTest, TendonsAreCarried) {
   ASSERT_EQ(described->model().tendons(0).joints_size(), 2);
   EXPECT_EQ(described->model().tendons(0).joints(1).coef(), -1);
   EXPECT_EQ(described->model().actuators(0).tendon().value(), 0);
+  EXPECT_EQ(described->model().actuators(0).target_scale().value(), 0.5);
 
   second->set_joint(5);
   absl::Status status = client_->CreateWorlds(client::ModelScene(scene), 1).status();

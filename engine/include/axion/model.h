@@ -176,6 +176,9 @@ struct ActuatorDesc {
   Real ctrl_min = 0, ctrl_max = 0;
   Real kp = 0;  // kPosition stiffness
   Real kv = 0;  // kPosition / kVelocity damping
+  // A servo's target is target_scale * ctrl (a position, or a velocity): MuJoCo's <general>
+  // servos whose gain is not their stiffness, such as a gripper's 0..255 command.
+  Real target_scale = 1;
   // The actuator's force (N or N m along the DOF) stays within [force_min, force_max] (MuJoCo's
   // forcerange, URDF's effort): kEffort clamps gear * ctrl; a servo's drive is solved with the
   // bound, so it pushes at most that hard however far from its target. A servo's gains add to

@@ -296,6 +296,7 @@ struct BatchView {
   const Real* actuator_gear;              // (actuator_count)
   const Real* actuator_kp;                // (actuator_count)
   const Real* actuator_kv;                // (actuator_count)
+  const Real* actuator_target_scale;      // (actuator_count) a servo's target per unit ctrl
   const int32_t* actuator_force_limited;  // (actuator_count) whether its force is clamped
   const Real* actuator_force_min;         // (actuator_count) (N or N m)
   const Real* actuator_force_max;         // (actuator_count)

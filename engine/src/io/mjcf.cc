@@ -1774,8 +1774,10 @@ absl::Status MjcfLoader::ContactPair(const Elem& e) {
 // A <general> actuator as the motor or servo it is: force = gain ctrl + b0 + b1 q + b2 qdot
 // (gaintype fixed, biastype none or affine, dyntype none). MuJoCo's own shortcuts are such
 // actuators: a motor has no bias, a position servo gain kp and bias (0, -kp, -kv), a velocity
-// servo gain kv and bias (0, 0, -kv). Other gains and biases (a servo's target would be an
-// affine function of ctrl) and activation dynamics set `skipped` to what was found.
+// servo gain kv and bias (0, 0, -kv). A gain other than the servo's stiffness (damping) scales
+// its target (ActuatorDesc::target_scale = gain / kp): a gripper's 0..255 command to its
+// opening. Other biases (b0: a target offset) and activation dynamics set `skipped` to what
+// was found.
 absl::Status MjcfLoader::GeneralActuator(const Elem& e, Real gear, ActuatorDesc* a,
                                          std::string* skipped) {
   const std::string dyntype = e.Str("dyntype", "none");
@@ -1802,13 +1804,16 @@ absl::Status MjcfLoader::GeneralActuator(const Elem& e, Real gear, ActuatorDesc*
   if (bias[0] == 0 && bias[1] == 0 && bias[2] == 0) {
     a->type = ActuatorType::kEffort;
     a->gear = gear * g;
-  } else if (bias[0] == 0 && bias[1] < 0 && same(-bias[1], g) && bias[2] <= 0) {
+  } else if (bias[0] == 0 && bias[1] < 0 && bias[2] <= 0 && g != 0) {
+    // force g ctrl - kp L - kv Ldot = kp (s ctrl - L) - kv Ldot: a servo to s ctrl
     a->type = ActuatorType::kPosition;
-    a->kp = g;
+    a->kp = -bias[1];
     a->kv = -bias[2];
-  } else if (bias[0] == 0 && bias[1] == 0 && bias[2] < 0 && same(-bias[2], g)) {
+    a->target_scale = same(-bias[1], g) ? Real(1) : g / -bias[1];
+  } else if (bias[0] == 0 && bias[1] == 0 && bias[2] < 0 && g != 0) {
     a->type = ActuatorType::kVelocity;
-    a->kv = g;
+    a->kv = -bias[2];
+    a->target_scale = same(-bias[2], g) ? Real(1) : g / -bias[2];
   } else {
     *skipped = "whose gain and affine bias make no motor, position or velocity servo";
     return absl::OkStatus();
