@@ -644,7 +644,7 @@ AXION_HD void tendon_limit_row(const BatchView& v, int row, const WorldParams& p
 
 /// Per tendon drive or dry-friction row, as the step begins: its Jacobian, L's at q- (as a
 /// joint's drive row, joint_drive_begin_step: no geometric stiffness however stiff the gains).
-AXION_HD void tendon_begin_step(const BatchView& v, int row) {
+AXION_HD_OUTLINE void tendon_begin_step(const BatchView& v, int row) {
   store_tendon_jacobian(v, row, tendon_coordinate(v, row, true));
 }
 
@@ -713,6 +713,22 @@ AXION_HD void tendon_friction_loss_row(const BatchView& v, int row) {
   v.row_compliance[row] = Real(1) / scale;
   v.row_residual[row] = phi / scale;
   v.row_error[row] = phi / mass;
+}
+
+/// A tendon's row at the current iterate, by its kind (row_evaluate's one call for them all).
+AXION_HD_OUTLINE void tendon_row(const BatchView& v, int row, const WorldParams& p) {
+  switch (v.row_kind[row]) {
+    case kRowTendonLimitLower:
+    case kRowTendonLimitUpper:
+      tendon_limit_row(v, row, p);
+      break;
+    case kRowTendonDrive:
+      tendon_drive_row(v, row);
+      break;
+    default:
+      tendon_friction_loss_row(v, row);
+      break;
+  }
 }
 
 }  // namespace axion::kernels

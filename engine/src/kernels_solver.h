@@ -47,18 +47,12 @@ AXION_HD void row_evaluate(const BatchView& v, int row) {
     case kRowFriction2:
       contact_friction_row(v, row, p);
       return;  // wrote its own error
-    case kRowTendonLimitLower:
-    case kRowTendonLimitUpper:
-      tendon_limit_row(v, row, p);
-      return;  // unilateral: wrote its own error
-    case kRowTendonDrive:
-      tendon_drive_row(v, row);
-      return;  // wrote its own error
-    case kRowTendonFrictionLoss:
-      tendon_friction_loss_row(v, row);
-      return;  // wrote its own error
     default:
-      disable_row(v, row);
+      if (v.row_kind[row] >= kRowTendonLimitLower) {
+        tendon_row(v, row, p);  // wrote its own error
+      } else {
+        disable_row(v, row);
+      }
       return;
   }
   v.row_error[row] = v.row_residual[row];

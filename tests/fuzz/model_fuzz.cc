@@ -193,6 +193,26 @@ axion::ModelDesc BuildModel(ByteReader& in) {
   if (in.Bool()) o.loop_rows = in.Int(-1, 20);
   o.islands = !in.Bool();
   o.friction_newton = !in.Bool();
+  // tendons last (earlier corpus entries decode as before), and the actuators that drive them
+  for (int i = in.Int(0, 2); i > 0; --i) {
+    axion::TendonDesc t;
+    for (int k = in.Int(0, 3); k > 0; --k)
+      t.joints.push_back({in.Index(joints), in.Int(-1, 3), in.Real()});
+    t.limited = in.Bool();
+    if (in.Bool()) {
+      t.lower = in.Real();
+      t.upper = in.Real();
+    }
+    if (in.Bool()) t.stiffness = in.Real();
+    if (in.Bool()) t.damping = in.Real();
+    if (in.Bool()) t.spring_length = in.Real();
+    if (in.Bool()) t.friction_loss = in.Real();
+    d.tendons.push_back(t);
+  }
+  for (axion::ActuatorDesc& a : d.actuators) {
+    if (in.Bool()) a.tendon = in.Int(-2, 2);
+    if (in.Bool()) a.target_scale = in.Real();
+  }
   return d;
 }
 

@@ -603,9 +603,12 @@ absl::Status Run() {
   double world_steps = static_cast<double>(steps) * world_count;
   double h = (*model)->desc().options.timestep;
   double per_step = world_steps > 0 ? 1.0 / world_steps : 0.0;
-  std::printf("model               : %s (%d bodies, %d joints, %d dofs, %d actuators, %d shapes)\n",
-              path.c_str(), (*model)->body_count(), (*model)->joint_count(),
-              (*model)->joint_dof_count(), (*model)->actuator_count(), (*model)->shape_count());
+  const int tendons = (*model)->tendon_count();
+  std::printf(
+      "model               : %s (%d bodies, %d joints, %d dofs, %d actuators, %d shapes%s)\n",
+      path.c_str(), (*model)->body_count(), (*model)->joint_count(), (*model)->joint_dof_count(),
+      (*model)->actuator_count(), (*model)->shape_count(),
+      tendons > 0 ? absl::StrCat(", ", tendons, " tendons").c_str() : "");
   std::printf(
       "backend             : %s, %d worlds, %d steps, dt = %g s, noise = %g, preconditioner = %s\n",
       BackendName((*sim)->backend()), world_count, steps, h, noise,
