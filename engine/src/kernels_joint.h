@@ -456,6 +456,27 @@ AXION_HD void joint_drive_begin_step(const BatchView& v, int row) {
   store_row_levers(v, row, {}, {});
 }
 
+// A drive row's servo part over the step, and the row's equation once its model part is known
+// (joint_drive_row's, a tendon's): the driven coordinate's value at q+ and rate J u, the model
+// part's slope and impulse, full_slope with the servo's gains added.
+struct ServoDrive {
+  Real stiffness, damping, kp_target, kv_target, force_min, force_max;
+};
+AXION_HD_INLINE void store_drive_row(const BatchView& v, int row, Real h, Real value, Real rate,
+                                     Real model_slope, Real full_slope, Real model_impulse,
+                                     const ServoDrive& servo) {
+  const Real servo_free = -(h * (servo.stiffness * value - servo.kp_target) +
+                            h * (servo.damping * rate - servo.kv_target));
+  const Real servo_impulse = clamp_to(servo_free, h * servo.force_min, h * servo.force_max);
+  const bool saturated = servo_impulse != servo_free;
+  const Real phi = v.row_lambda[row] - model_impulse - servo_impulse;
+  Real slope = saturated ? model_slope : full_slope;
+  if (!(slope > Real(1e-9) * full_slope)) slope = Real(1e-9) * full_slope;
+  v.row_compliance[row] = Real(1) / slope;
+  v.row_residual[row] = phi / slope;
+  v.row_error[row] = phi / full_slope;
+}
+
 /// Drive row: the model's spring-damper (or PD drive) and armature on a DOF, and its servo
 /// actuators' PD drive bounded by their force range. Over the step the model's part applies
 ///   lambda_m = -[h k (theta+ - theta*) + h d (thetadot+ - v*) + a (thetadot+ - thetadot-)]
@@ -489,17 +510,28 @@ AXION_HD void joint_drive_row(const BatchView& v, int row, const WorldParams& p)
   const Real model_impulse =
       -(h * k * (theta - v.dof_drive_position[dof]) + h * d * (rate - v.dof_drive_velocity[dof]) +
         a * (rate - v.dof_velocity_prev[dof]));
-  const Real servo_free = -(h * (ks * theta - v.dof_servo_kp_target[dof]) +
-                            h * (ds * rate - v.dof_servo_kv_target[dof]));
-  const Real servo_impulse =
-      clamp_to(servo_free, h * v.dof_servo_force_min[dof], h * v.dof_servo_force_max[dof]);
-  const bool saturated = servo_impulse != servo_free;
-  const Real phi = v.row_lambda[row] - model_impulse - servo_impulse;
-  Real slope = saturated ? model_slope : full_slope;
-  if (!(slope > Real(1e-9) * full_slope)) slope = Real(1e-9) * full_slope;
-  v.row_compliance[row] = Real(1) / slope;
-  v.row_residual[row] = phi / slope;
-  v.row_error[row] = phi / full_slope;
+  store_drive_row(v, row, h, theta, rate, model_slope, full_slope, model_impulse,
+                  {ks, ds, v.dof_servo_kp_target[dof], v.dof_servo_kv_target[dof],
+                   v.dof_servo_force_min[dof], v.dof_servo_force_max[dof]});
+}
+
+// A dry-friction row's equation (below) from its box's half-width h f, its rate J u and the
+// mass it moves.
+AXION_HD void store_friction_loss_row(const BatchView& v, int row, Real bound, Real rate,
+                                      Real mass) {
+  const Real lambda = v.row_lambda[row];
+  const Real trial = lambda - mass * rate;
+  if (trial >= -bound && trial <= bound) {
+    v.row_compliance[row] = 0;
+    v.row_residual[row] = rate;
+    v.row_error[row] = rate;
+    return;
+  }
+  const Real phi = lambda - (trial > 0 ? bound : -bound);
+  const Real scale = mass * Real(1e-9);
+  v.row_compliance[row] = Real(1) / scale;
+  v.row_residual[row] = phi / scale;
+  v.row_error[row] = phi / mass;
 }
 
 /// Dry friction on a DOF (JointDesc::friction_loss f): its impulse stays in the box
@@ -518,19 +550,7 @@ AXION_HD void joint_friction_loss_row(const BatchView& v, int row) {
       Real(1) / row_inv_effective_mass(v, v.row_body_a[row], load6(v.row_jac_a + 6 * row),
                                        v.row_body_b[row], load6(v.row_jac_b + 6 * row)) +
       v.dof_armature[dof];  // the rotor moves with the DOF (see store_limit_row)
-  const Real lambda = v.row_lambda[row];
-  const Real trial = lambda - mass * rate;
-  if (trial >= -bound && trial <= bound) {
-    v.row_compliance[row] = 0;
-    v.row_residual[row] = rate;
-    v.row_error[row] = rate;
-    return;
-  }
-  const Real phi = lambda - (trial > 0 ? bound : -bound);
-  const Real scale = mass * Real(1e-9);
-  v.row_compliance[row] = Real(1) / scale;
-  v.row_residual[row] = phi / scale;
-  v.row_error[row] = phi / mass;
+  store_friction_loss_row(v, row, bound, rate, mass);
 }
 
 // Joint coordinates (positions and velocities) of joint j from the body state.
@@ -675,17 +695,9 @@ AXION_HD void tendon_drive_row(const BatchView& v, int row) {
   }
   const Real rate = row_velocity(v, row, v.body_u);
   const Real model_impulse = -(h * k * (length - v.tendon_spring_length[tendon]) + h * d * rate);
-  const Real servo_free = -(h * (ks * length - v.tendon_servo_kp_target[tendon]) +
-                            h * (ds * rate - v.tendon_servo_kv_target[tendon]));
-  const Real servo_impulse = clamp_to(servo_free, h * v.tendon_servo_force_min[tendon],
-                                      h * v.tendon_servo_force_max[tendon]);
-  const bool saturated = servo_impulse != servo_free;
-  const Real phi = v.row_lambda[row] - model_impulse - servo_impulse;
-  Real slope = saturated ? model_slope : full_slope;
-  if (!(slope > Real(1e-9) * full_slope)) slope = Real(1e-9) * full_slope;
-  v.row_compliance[row] = Real(1) / slope;
-  v.row_residual[row] = phi / slope;
-  v.row_error[row] = phi / full_slope;
+  store_drive_row(v, row, h, length, rate, model_slope, full_slope, model_impulse,
+                  {ks, ds, v.tendon_servo_kp_target[tendon], v.tendon_servo_kv_target[tendon],
+                   v.tendon_servo_force_min[tendon], v.tendon_servo_force_max[tendon]});
 }
 
 /// Dry friction along a tendon (TendonDesc::friction_loss f), as on a DOF
@@ -700,19 +712,7 @@ AXION_HD void tendon_friction_loss_row(const BatchView& v, int row) {
     disable_row(v, row);
     return;
   }
-  const Real lambda = v.row_lambda[row];
-  const Real trial = lambda - mass * rate;
-  if (trial >= -bound && trial <= bound) {
-    v.row_compliance[row] = 0;
-    v.row_residual[row] = rate;
-    v.row_error[row] = rate;
-    return;
-  }
-  const Real phi = lambda - (trial > 0 ? bound : -bound);
-  const Real scale = mass * Real(1e-9);
-  v.row_compliance[row] = Real(1) / scale;
-  v.row_residual[row] = phi / scale;
-  v.row_error[row] = phi / mass;
+  store_friction_loss_row(v, row, bound, rate, mass);
 }
 
 /// A tendon's row at the current iterate, by its kind (row_evaluate's one call for them all).

@@ -16,6 +16,14 @@
 #else
 #define AXION_HD_OUTLINE inline __attribute__((noinline))
 #endif
+// A helper shared by a hot row and a rare one, inlined into both on the host as well (left to
+// its heuristics, GCC kept a joint drive row's shared tail out of line and then other helpers
+// of the row evaluation too: 0.7% more instructions per humanoid step).
+#if defined(__CUDACC__)
+#define AXION_HD_INLINE AXION_HD
+#else
+#define AXION_HD_INLINE inline __attribute__((always_inline))
+#endif
 // Full unrolling of a loop of fixed trip count in device code (host compilers unroll on their
 // own judgement).
 #if defined(__CUDA_ARCH__)
