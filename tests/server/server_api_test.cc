@@ -108,10 +108,8 @@ TEST_F(ServerApiTest, DescribeWorldReportsNamesOrderAndShapes) {
   EXPECT_DOUBLE_EQ(described->model().options().timestep().value(), kTimestep);
 }
 
-// A scene's couplings: a second wheel geared to the first in reverse (q2 = -q1). The torque on
-// the first turns both, as one inertia of 0.2: omega = tau t / 0.2, the second the opposite.
-// The coupling comes back in the described model; a polynomial of six terms is refused.
-TEST_F(ServerApiTest, CoupledWheelsTurnTogether) {
+// WheelScene with a second wheel beside the first, on a hinge of its own ("hinge2").
+v1::ModelDescription TwoWheelScene() {
   v1::ModelDescription scene = WheelScene();
   *scene.add_bodies() = scene.bodies(0);
   scene.mutable_bodies(1)->set_name("wheel2");
@@ -119,6 +117,14 @@ TEST_F(ServerApiTest, CoupledWheelsTurnTogether) {
   *scene.add_joints() = scene.joints(0);
   scene.mutable_joints(1)->set_name("hinge2");
   scene.mutable_joints(1)->set_child(1);
+  return scene;
+}
+
+// A scene's couplings: a second wheel geared to the first in reverse (q2 = -q1). The torque on
+// the first turns both, as one inertia of 0.2: omega = tau t / 0.2, the second the opposite.
+// The coupling comes back in the described model; a polynomial of six terms is refused.
+TEST_F(ServerApiTest, CoupledWheelsTurnTogether) {
+  v1::ModelDescription scene = TwoWheelScene();
   v1::JointCoupling* gear = scene.add_couplings();
   gear->set_name("gear");
   gear->set_joint(1);
@@ -153,13 +159,7 @@ TEST_F(ServerApiTest, CoupledWheelsTurnTogether) {
 // the actuator's transmission come back in the described model. A tendon naming a missing
 // joint is refused by name.
 TEST_F(ServerApiTest, TendonsAreCarried) {
-  v1::ModelDescription scene = WheelScene();
-  *scene.add_bodies() = scene.bodies(0);
-  scene.mutable_bodies(1)->set_name("wheel2");
-  SetVec(scene.mutable_bodies(1)->mutable_pose()->mutable_pos(), 1, 0, 1);
-  *scene.add_joints() = scene.joints(0);
-  scene.mutable_joints(1)->set_name("hinge2");
-  scene.mutable_joints(1)->set_child(1);
+  v1::ModelDescription scene = TwoWheelScene();
   v1::Tendon* tendon = scene.add_tendons();
   tendon->set_name("belt");
   v1::TendonJoint* first = tendon->add_joints();
