@@ -21,6 +21,30 @@ AXION_HD void body_begin_step(const BatchView& v, int body) {
   for (int i = 0; i < 6; ++i) v.body_jt[6 * body + i] = 0;
 }
 
+// A servo drive's terms this step, summed over the actuators on it: a DOF's (dof_servo_*) or a
+// tendon's (tendon_servo_*), at one index.
+struct ServoSums {
+  Real *stiffness, *damping, *kp_target, *kv_target, *force_min, *force_max;
+};
+AXION_HD ServoSums dof_servo_sums(const BatchView& v, int dof) {
+  return {v.dof_servo_stiffness + dof, v.dof_servo_damping + dof,   v.dof_servo_kp_target + dof,
+          v.dof_servo_kv_target + dof, v.dof_servo_force_min + dof, v.dof_servo_force_max + dof};
+}
+AXION_HD ServoSums tendon_servo_sums(const BatchView& v, int tendon) {
+  return {v.tendon_servo_stiffness + tendon, v.tendon_servo_damping + tendon,
+          v.tendon_servo_kp_target + tendon, v.tendon_servo_kv_target + tendon,
+          v.tendon_servo_force_min + tendon, v.tendon_servo_force_max + tendon};
+}
+// No servo: no gains, unbounded.
+AXION_HD void servo_sums_reset(const ServoSums& servo) {
+  *servo.stiffness = 0;
+  *servo.damping = 0;
+  *servo.kp_target = 0;
+  *servo.kv_target = 0;
+  *servo.force_min = -kUnboundedForce;
+  *servo.force_max = kUnboundedForce;
+}
+
 // Per DOF: effective drive gains and targets this step (model values, then actuators), and the
 // joint velocity at q-, u- (armature reference).
 AXION_HD void dof_begin_step(const BatchView& v, int dof) {
@@ -30,12 +54,7 @@ AXION_HD void dof_begin_step(const BatchView& v, int dof) {
   v.dof_drive_velocity[dof] = v.dof_target_velocity[dof];
   v.dof_effort[dof] = 0;
   v.dof_velocity_prev[dof] = v.dof_velocity[dof];
-  v.dof_servo_stiffness[dof] = 0;
-  v.dof_servo_damping[dof] = 0;
-  v.dof_servo_kp_target[dof] = 0;
-  v.dof_servo_kv_target[dof] = 0;
-  v.dof_servo_force_min[dof] = -kUnboundedForce;
-  v.dof_servo_force_max[dof] = kUnboundedForce;
+  servo_sums_reset(dof_servo_sums(v, dof));
 }
 
 // Per world: actuators write the DOFs' efforts and servo drives (summed over a DOF's
@@ -45,27 +64,14 @@ AXION_HD void dof_begin_step(const BatchView& v, int dof) {
 // tendon's DOFs (the generalized force of L = sum coef_k q_k), and a servo's gains and targets
 // go to the tendon's drive row (tendon_servo_*), as a joint servo's go to its DOF's.
 AXION_HD void world_apply_actuators(const BatchView& v, int world) {
-  for (int t = v.world_tendon_offset[world]; t < v.world_tendon_offset[world + 1]; ++t) {
-    v.tendon_servo_stiffness[t] = 0;
-    v.tendon_servo_damping[t] = 0;
-    v.tendon_servo_kp_target[t] = 0;
-    v.tendon_servo_kv_target[t] = 0;
-    v.tendon_servo_force_min[t] = -kUnboundedForce;
-    v.tendon_servo_force_max[t] = kUnboundedForce;
-  }
+  for (int t = v.world_tendon_offset[world]; t < v.world_tendon_offset[world + 1]; ++t)
+    servo_sums_reset(tendon_servo_sums(v, t));
   for (int act = v.world_actuator_offset[world]; act < v.world_actuator_offset[world + 1]; ++act) {
     const int dof = v.actuator_dof[act];
     const int tendon = v.actuator_tendon[act];
     const Real ctrl = v.actuator_ctrl[act];
     const bool limited = v.actuator_force_limited[act] != 0;
-    // the servo's terms: the DOF's, or the tendon's
-    Real* servo_stiffness =
-        tendon >= 0 ? v.tendon_servo_stiffness + tendon : v.dof_servo_stiffness + dof;
-    Real* servo_damping = tendon >= 0 ? v.tendon_servo_damping + tendon : v.dof_servo_damping + dof;
-    Real* servo_kp_target =
-        tendon >= 0 ? v.tendon_servo_kp_target + tendon : v.dof_servo_kp_target + dof;
-    Real* servo_kv_target =
-        tendon >= 0 ? v.tendon_servo_kv_target + tendon : v.dof_servo_kv_target + dof;
+    const ServoSums servo = tendon >= 0 ? tendon_servo_sums(v, tendon) : dof_servo_sums(v, dof);
     switch (v.actuator_type[act]) {
       case static_cast<int32_t>(ActuatorType::kEffort): {
         Real tau = v.actuator_gear[act] * ctrl;
@@ -81,26 +87,21 @@ AXION_HD void world_apply_actuators(const BatchView& v, int world) {
         break;
       }
       case static_cast<int32_t>(ActuatorType::kPosition):
-        *servo_stiffness += v.actuator_kp[act];
-        *servo_damping += v.actuator_kv[act];
-        *servo_kp_target += v.actuator_kp[act] * v.actuator_target_scale[act] * ctrl;
+        *servo.stiffness += v.actuator_kp[act];
+        *servo.damping += v.actuator_kv[act];
+        *servo.kp_target += v.actuator_kp[act] * v.actuator_target_scale[act] * ctrl;
         break;
       case static_cast<int32_t>(ActuatorType::kVelocity):
-        *servo_damping += v.actuator_kv[act];
-        *servo_kv_target += v.actuator_kv[act] * v.actuator_target_scale[act] * ctrl;
+        *servo.damping += v.actuator_kv[act];
+        *servo.kv_target += v.actuator_kv[act] * v.actuator_target_scale[act] * ctrl;
         break;
       default:
         break;
     }
     // the model allows a force range only on a DOF's (a tendon's) one servo
     if (limited && v.actuator_type[act] != static_cast<int32_t>(ActuatorType::kEffort)) {
-      if (tendon >= 0) {
-        v.tendon_servo_force_min[tendon] = v.actuator_force_min[act];
-        v.tendon_servo_force_max[tendon] = v.actuator_force_max[act];
-      } else {
-        v.dof_servo_force_min[dof] = v.actuator_force_min[act];
-        v.dof_servo_force_max[dof] = v.actuator_force_max[act];
-      }
+      *servo.force_min = v.actuator_force_min[act];
+      *servo.force_max = v.actuator_force_max[act];
     }
   }
   for (int dof = v.world_dof_offset[world]; dof < v.world_dof_offset[world + 1]; ++dof) {

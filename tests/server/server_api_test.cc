@@ -34,7 +34,26 @@ v1::StepResponse StepWheelsAndCheckSpeeds(client::Client& client, const std::vec
   return *stepped;
 }
 
-class ServerApiTest : public ServerTest {};
+class ServerApiTest : public ServerTest {
+ protected:
+  // Steps the worlds 20 times under `control` on their first actuator; their joint velocities.
+  std::vector<float> StepAndReadJointVelocity(const std::vector<uint64_t>& ids, float control) {
+    v1::StepRequest step = StepRequestFor(ids, 20);
+    step.set_controls(client::PackFloat32(std::vector<float>{control}));
+    step.mutable_observe()->set_joint_velocity(true);
+    absl::StatusOr<v1::StepResponse> stepped = client_->Step(step);
+    EXPECT_TRUE(stepped.ok()) << stepped.status();
+    if (!stepped.ok()) return {};
+    return client::UnpackFloat32(stepped->observations().joint_velocity());
+  }
+  // The model world `id` was compiled from, as DescribeWorld gives it back.
+  v1::ModelDescription DescribedModel(uint64_t id) {
+    absl::StatusOr<v1::DescribeWorldResponse> described =
+        client_->DescribeWorld(id, /*include_model=*/true);
+    EXPECT_TRUE(described.ok()) << described.status();
+    return described.ok() ? described->model() : v1::ModelDescription();
+  }
+};
 
 TEST_F(ServerApiTest, CreateStepQueryDestroy) {
   const std::vector<uint64_t> ids = MustCreate(*client_, FallingBallScene(10), 3);
@@ -132,21 +151,14 @@ TEST_F(ServerApiTest, CoupledWheelsTurnTogether) {
   gear->add_polynomial(0);
   gear->add_polynomial(-1);
   const std::vector<uint64_t> ids = MustCreate(*client_, scene, 1);
-  v1::StepRequest step = StepRequestFor(ids, 20);
-  step.set_controls(client::PackFloat32(std::vector<float>{0.5f}));
-  step.mutable_observe()->set_joint_velocity(true);
-  absl::StatusOr<v1::StepResponse> stepped = client_->Step(step);
-  ASSERT_TRUE(stepped.ok()) << stepped.status();
-  const std::vector<float> qdot = client::UnpackFloat32(stepped->observations().joint_velocity());
+  const std::vector<float> qdot = StepAndReadJointVelocity(ids, 0.5f);
   ASSERT_EQ(qdot.size(), 2u);
   EXPECT_NEAR(qdot[0], 0.5 * 20 * kTimestep / 0.2, 1e-5);
   EXPECT_NEAR(qdot[1], -qdot[0], 1e-6);
-  absl::StatusOr<v1::DescribeWorldResponse> described =
-      client_->DescribeWorld(ids[0], /*include_model=*/true);
-  ASSERT_TRUE(described.ok()) << described.status();
-  ASSERT_EQ(described->model().couplings_size(), 1);
-  EXPECT_EQ(described->model().couplings(0).name(), "gear");
-  EXPECT_EQ(described->model().couplings(0).leader_joint().value(), 0);
+  const v1::ModelDescription described = DescribedModel(ids[0]);
+  ASSERT_EQ(described.couplings_size(), 1);
+  EXPECT_EQ(described.couplings(0).name(), "gear");
+  EXPECT_EQ(described.couplings(0).leader_joint().value(), 0);
 
   for (int k = 0; k < 4; ++k) gear->add_polynomial(0);
   absl::Status status = client_->CreateWorlds(client::ModelScene(scene), 1).status();
@@ -171,24 +183,17 @@ TEST_F(ServerApiTest, TendonsAreCarried) {
   scene.mutable_actuators(0)->mutable_tendon()->set_value(0);
   scene.mutable_actuators(0)->mutable_target_scale()->set_value(0.5);  // (a servo's; carried)
   const std::vector<uint64_t> ids = MustCreate(*client_, scene, 1);
-  v1::StepRequest step = StepRequestFor(ids, 20);
-  step.set_controls(client::PackFloat32(std::vector<float>{0.5f}));
-  step.mutable_observe()->set_joint_velocity(true);
-  absl::StatusOr<v1::StepResponse> stepped = client_->Step(step);
-  ASSERT_TRUE(stepped.ok()) << stepped.status();
-  const std::vector<float> qdot = client::UnpackFloat32(stepped->observations().joint_velocity());
+  const std::vector<float> qdot = StepAndReadJointVelocity(ids, 0.5f);
   ASSERT_EQ(qdot.size(), 2u);
   EXPECT_NEAR(qdot[0], 0.5 * 20 * kTimestep / 0.1, 1e-5);
   EXPECT_NEAR(qdot[1], -qdot[0], 1e-6);
-  absl::StatusOr<v1::DescribeWorldResponse> described =
-      client_->DescribeWorld(ids[0], /*include_model=*/true);
-  ASSERT_TRUE(described.ok()) << described.status();
-  ASSERT_EQ(described->model().tendons_size(), 1);
-  EXPECT_EQ(described->model().tendons(0).name(), "belt");
-  ASSERT_EQ(described->model().tendons(0).joints_size(), 2);
-  EXPECT_EQ(described->model().tendons(0).joints(1).coef(), -1);
-  EXPECT_EQ(described->model().actuators(0).tendon().value(), 0);
-  EXPECT_EQ(described->model().actuators(0).target_scale().value(), 0.5);
+  const v1::ModelDescription described = DescribedModel(ids[0]);
+  ASSERT_EQ(described.tendons_size(), 1);
+  EXPECT_EQ(described.tendons(0).name(), "belt");
+  ASSERT_EQ(described.tendons(0).joints_size(), 2);
+  EXPECT_EQ(described.tendons(0).joints(1).coef(), -1);
+  EXPECT_EQ(described.actuators(0).tendon().value(), 0);
+  EXPECT_EQ(described.actuators(0).target_scale().value(), 0.5);
 
   second->set_joint(5);
   absl::Status status = client_->CreateWorlds(client::ModelScene(scene), 1).status();
