@@ -914,6 +914,67 @@ TEST(ServoForceRangeTest, SaturatedServoSagsLikeMuJoCo) {
   EXPECT_LT(largest_difference, 0.01);
 }
 
+// A motor's forcerange bounds its force before the gear, as MuJoCo's actuator_force is
+// gain * ctrl clamped and then geared onto the joint: a motor of gear 3 held to [-1, 2] turns
+// its hinge with 6 N m at full positive command and 3 N m back at full negative command (a
+// <general> motor's gain scales the command, not the bound). The hinge angles follow MuJoCo's
+// (to the rotation the quaternion map turns per step, 2 atan(h w / 2) for MuJoCo's h w).
+TEST(MotorForceRangeTest, GearActsOnTheClampedForceAsInMuJoCo) {
+  const std::string path = WriteTempModel("geared_motors.xml", R"(<mujoco>
+    <compiler autolimits="true"/>
+    <option timestep="0.002" gravity="0 0 0"/>
+    <worldbody>
+      <body name="wheel1"><joint name="spin1" axis="0 0 1"/>
+        <geom type="cylinder" size="0.2 0.02" mass="20"/></body>
+      <body name="wheel2" pos="1 0 0"><joint name="spin2" axis="0 0 1"/>
+        <geom type="cylinder" size="0.2 0.02" mass="20"/></body>
+      <body name="wheel3" pos="2 0 0"><joint name="spin3" axis="0 0 1"/>
+        <geom type="cylinder" size="0.2 0.02" mass="20"/></body>
+    </worldbody>
+    <actuator>
+      <motor name="push" joint="spin1" gear="3" forcerange="-1 2" ctrlrange="-5 5"/>
+      <motor name="back" joint="spin2" gear="-3" forcerange="-1 2" ctrlrange="-5 5"/>
+      <general name="gain" joint="spin3" gear="3" gainprm="4" forcerange="-1 2"
+               ctrlrange="-5 5"/>
+    </actuator></mujoco>)");
+  SideBySide run = LoadSideBySide(path);
+  ASSERT_TRUE(run.ok());
+  World& w = run.w;
+  MuJoCoRun& mujoco = *run.mujoco;
+  double largest_difference = 0;
+  std::vector<double> axion_rate(3), mujoco_rate(3);
+  for (int s = 1; s <= 500; ++s) {
+    // full command forward for 0.5 s, then a quarter of the range back
+    const double ctrl = s <= 250 ? 5.0 : -0.25;
+    std::vector<Real> controls(3, static_cast<Real>(ctrl));
+    ASSERT_TRUE(w.sim->SetControls(w.id, controls).ok());
+    for (int a = 0; a < 3; ++a) mujoco.d->ctrl[a] = ctrl;
+    ASSERT_TRUE(w.sim->StepAll(1).ok());
+    mj_step(mujoco.m, mujoco.d);
+    absl::StatusOr<JointState> joints = w.sim->GetJointState(w.id);
+    ASSERT_TRUE(joints.ok());
+    for (int j = 0; j < 3; ++j) {
+      largest_difference =
+          std::max(largest_difference, std::abs(joints->position[j] - mujoco.d->qpos[j]));
+      axion_rate[j] = joints->velocity[j];
+      mujoco_rate[j] = mujoco.d->qvel[j];
+    }
+    if (s == 250) {
+      // after 0.5 s at full command: the wheels' rates are the geared, clamped torque's
+      const double inertia = 0.5 * 20 * 0.2 * 0.2;
+      EXPECT_NEAR(axion_rate[0], 3 * 2 * 0.5 / inertia, 1e-6);   // +6 N m
+      EXPECT_NEAR(axion_rate[1], -3 * 2 * 0.5 / inertia, 1e-6);  // -6 N m
+      EXPECT_NEAR(axion_rate[2], 3 * 2 * 0.5 / inertia, 1e-6);   // 4 * 5 clamped to 2
+    }
+  }
+  std::printf(
+      "rates after 1 s: Axion %.4f %.4f %.4f, MuJoCo %.4f %.4f %.4f rad/s; largest "
+      "angle difference %.2e rad\n",
+      axion_rate[0], axion_rate[1], axion_rate[2], mujoco_rate[0], mujoco_rate[1], mujoco_rate[2],
+      largest_difference);
+  EXPECT_LT(largest_difference, 1e-3);
+}
+
 // A joint's frictionloss is dry friction, as in MuJoCo: friction_arm.xml's rod, released
 // horizontal, swings down against 1 N m of friction, loses energy at every swing and sticks
 // where gravity's torque no longer beats the friction. The swings follow MuJoCo's (whose

@@ -1941,6 +1941,14 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
       if (a.kp < 0) return e.Error("kp", "is negative");
       if (a.kv < 0) return e.Error("kv", "is negative");
     }
+    // MuJoCo bounds the actuator's force (gain * ctrl) and then gears it onto its joint or
+    // tendon; ActuatorDesc bounds the geared effort (a gear of 0 leaves no force to bound)
+    if (a.type == ActuatorType::kEffort && a.force_limited) {
+      const Real low = gear[0] * a.force_min, high = gear[0] * a.force_max;
+      a.force_min = std::min(low, high);
+      a.force_max = std::max(low, high);
+      if (!(a.force_min < a.force_max)) a.force_limited = false;
+    }
     actuator_target_.back() = static_cast<int>(result_.model.actuators.size());
     result_.model.actuators.push_back(std::move(a));
   }
