@@ -336,6 +336,21 @@ absl::StatusOr<ActuatorDesc> FromProto(const v1::Actuator& proto, int index) {
   actuator.force_max = proto.force_max();
   actuator.tendon = proto.has_tendon() ? proto.tendon().value() : -1;
   if (proto.has_target_scale()) actuator.target_scale = proto.target_scale().value();
+  if (proto.has_site()) {
+    const v1::ActuatorSite& site = proto.site();
+    if (site.body() < 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat("actuators[", index, "].site.body: must be a body index, got ", site.body(),
+                       " (a site on the world moves nothing)"));
+    actuator.site_body = site.body();
+    actuator.site_pose = FromProto(site.pose());
+    if (site.wrench_size() != 0) {
+      if (site.wrench_size() != 6)
+        return absl::InvalidArgumentError(absl::StrCat("actuators[", index, "].site.wrench: has ",
+                                                       site.wrench_size(), " values, not 6"));
+      for (int k = 0; k < 6; ++k) actuator.site_wrench[k] = site.wrench(k);
+    }
+  }
   return actuator;
 }
 
@@ -581,6 +596,12 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
     out->set_force_max(actuator.force_max);
     if (actuator.tendon >= 0) out->mutable_tendon()->set_value(actuator.tendon);
     if (actuator.target_scale != 1) out->mutable_target_scale()->set_value(actuator.target_scale);
+    if (actuator.site_body >= 0) {
+      v1::ActuatorSite* site = out->mutable_site();
+      site->set_body(actuator.site_body);
+      ToProto(actuator.site_pose, site->mutable_pose());
+      for (Real x : actuator.site_wrench) site->add_wrench(x);
+    }
   }
   for (const TendonDesc& tendon : desc.tendons) {
     v1::Tendon* out = proto->add_tendons();

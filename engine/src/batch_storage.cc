@@ -265,7 +265,20 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
     const ActuatorDesc& act = d.actuators[a];
     s.actuator_type[a0 + a] = static_cast<int32_t>(act.type);
     s.actuator_tendon[a0 + a] = act.tendon >= 0 ? t0 + act.tendon : -1;
-    s.actuator_dof[a0 + a] = act.tendon >= 0 ? -1 : f0 + m.joint_dof_offset()[act.joint] + act.dof;
+    s.actuator_body[a0 + a] = act.site_body >= 0 ? global_body(act.site_body) : -1;
+    s.actuator_dof[a0 + a] =
+        act.tendon >= 0 || act.site_body >= 0 ? -1 : f0 + m.joint_dof_offset()[act.joint] + act.dof;
+    // a site's wrench per unit force about its body's centre of mass, in the body's frame
+    Vec3 site_force, site_torque;
+    if (act.site_body >= 0) {
+      const Quat site = act.site_pose.quat;
+      const Vec3 arm = act.site_pose.pos - d.bodies[act.site_body].com;
+      site_force = rotate(site, {act.site_wrench[0], act.site_wrench[1], act.site_wrench[2]});
+      site_torque = rotate(site, {act.site_wrench[3], act.site_wrench[4], act.site_wrench[5]}) +
+                    cross(arm, site_force);
+    }
+    store3(&s.actuator_body_wrench[6 * (a0 + a)], site_force);
+    store3(&s.actuator_body_wrench[6 * (a0 + a) + 3], site_torque);
     s.actuator_gear[a0 + a] = act.gear;
     s.actuator_kp[a0 + a] = act.kp;
     s.actuator_kv[a0 + a] = act.kv;

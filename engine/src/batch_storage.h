@@ -143,7 +143,9 @@ namespace axion {
   X(Real, actuator_kv, 1)               \
   X(Real, actuator_target_scale, 1)     \
   X(int32_t, actuator_force_limited, 1) \
-  X(Real, actuator_force_min, 1) X(Real, actuator_force_max, 1) X(int32_t, actuator_tendon, 1)
+  X(Real, actuator_force_min, 1)        \
+  X(Real, actuator_force_max, 1)        \
+  X(int32_t, actuator_tendon, 1) X(int32_t, actuator_body, 1) X(Real, actuator_body_wrench, 6)
 #define AXION_ACTUATOR_STATE(X) X(Real, actuator_ctrl, 1)
 // Fixed tendons: their DOFs and coefficients, limits, spring-damper and dry friction (model),
 // and the servo actuators' drive on them this step (scratch).

@@ -57,12 +57,35 @@ AXION_HD void dof_begin_step(const BatchView& v, int dof) {
   servo_sums_reset(dof_servo_sums(v, dof));
 }
 
+// An effort actuator's force: gear * ctrl, clamped to its force range.
+AXION_HD Real actuator_effort(const BatchView& v, int act) {
+  const Real tau = v.actuator_gear[act] * v.actuator_ctrl[act];
+  return v.actuator_force_limited[act] != 0
+             ? clamp_to(tau, v.actuator_force_min[act], v.actuator_force_max[act])
+             : tau;
+}
+
+// A site actuator's push on its body: its wrench per unit force (body frame, about the centre
+// of mass) times its force, turned into the world's frame at the step's start pose. Out of line
+// on the host: inlined into the actuator loop, it cost GCC's inlining of the row evaluation
+// (0.8% more instructions per humanoid step, a model without site actuators).
+AXION_HD_OUTLINE void site_actuator_push(const BatchView& v, int act) {
+  const int body = v.actuator_body[act];
+  const Real tau = actuator_effort(v, act);
+  const Quat rot = body_rotation(v.body_q_prev, body);
+  const Vec3 force = rotate(rot, tau * load3(v.actuator_body_wrench + 6 * act));
+  const Vec3 torque = rotate(rot, tau * load3(v.actuator_body_wrench + 6 * act + 3));
+  store3(v.body_jt + 6 * body, load3(v.body_jt + 6 * body) + force);
+  store3(v.body_jt + 6 * body + 3, load3(v.body_jt + 6 * body + 3) + torque);
+}
+
 // Per world: actuators write the DOFs' efforts and servo drives (summed over a DOF's
 // actuators, each effort clamped to its force range), then efforts become body wrenches J^T tau
 // (equal and opposite on child and parent) accumulated in body_jt.
 // An actuator on a tendon pulls along its length: an effort tau puts coef_k tau on each of the
 // tendon's DOFs (the generalized force of L = sum coef_k q_k), and a servo's gains and targets
-// go to the tendon's drive row (tendon_servo_*), as a joint servo's go to its DOF's.
+// go to the tendon's drive row (tendon_servo_*), as a joint servo's go to its DOF's. An actuator
+// on a site pushes its body alone, with its force times the site's wrench.
 AXION_HD void world_apply_actuators(const BatchView& v, int world) {
   for (int t = v.world_tendon_offset[world]; t < v.world_tendon_offset[world + 1]; ++t)
     servo_sums_reset(tendon_servo_sums(v, t));
@@ -71,11 +94,14 @@ AXION_HD void world_apply_actuators(const BatchView& v, int world) {
     const int tendon = v.actuator_tendon[act];
     const Real ctrl = v.actuator_ctrl[act];
     const bool limited = v.actuator_force_limited[act] != 0;
+    if (v.actuator_body[act] >= 0) {
+      site_actuator_push(v, act);
+      continue;
+    }
     const ServoSums servo = tendon >= 0 ? tendon_servo_sums(v, tendon) : dof_servo_sums(v, dof);
     switch (v.actuator_type[act]) {
       case static_cast<int32_t>(ActuatorType::kEffort): {
-        Real tau = v.actuator_gear[act] * ctrl;
-        if (limited) tau = clamp_to(tau, v.actuator_force_min[act], v.actuator_force_max[act]);
+        const Real tau = actuator_effort(v, act);
         if (tendon < 0) {
           v.dof_effort[dof] += tau;
         } else {

@@ -223,6 +223,10 @@ uint64_t Fingerprint(const Model& m) {
     }
     for (const ActuatorDesc& a : d.actuators) h.Add(a.tendon);
   }
+  // (only where an actuator pushes on a site)
+  for (const ActuatorDesc& a : d.actuators) {
+    if (a.site_body >= 0) h.Add(a.site_body), h.Add(a.site_pose);
+  }
   return h.hash();
 }
 
@@ -629,7 +633,20 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
   for (int a = 0; a < static_cast<int>(desc.actuators.size()); ++a) {
     ActuatorDesc& act = desc.actuators[a];
     std::string what = Describe("actuator", a, act.name);
-    if (act.tendon != -1) {
+    if (act.site_body != -1) {
+      if (act.site_body < 0 || act.site_body >= static_cast<int>(desc.bodies.size()))
+        return Invalid(what, "site_body", absl::StrCat("refers to missing body ", act.site_body));
+      if (act.tendon != -1)
+        return Invalid(what, "site_body",
+                       "is given with a tendon: an actuator has one transmission");
+      if (act.type != ActuatorType::kEffort)
+        return Invalid(what, "site_body", "is given on a servo: site actuators are efforts");
+      absl::Status pose = ValidatePose(what, "site_pose", &act.site_pose);
+      if (!pose.ok()) return pose;
+      for (Real x : act.site_wrench) {
+        if (!Finite(x)) return Invalid(what, "site_wrench", "is not finite");
+      }
+    } else if (act.tendon != -1) {
       if (act.tendon < 0 || act.tendon >= static_cast<int>(desc.tendons.size()))
         return Invalid(what, "tendon", absl::StrCat("refers to missing tendon ", act.tendon));
     } else {

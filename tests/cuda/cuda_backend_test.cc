@@ -644,13 +644,22 @@ TEST_F(CudaBackendTest, CreateAndDestroyWorldsBetweenSteps) {
 
 // Controls and external forces set between steps reach the device: uploaded alone when nothing
 // else was written, and still the ones the next step uses when the state is read back between
-// writing them and stepping (the read must not bring the device's older copy over them).
+// writing them and stepping (the read must not bring the device's older copy over them). A
+// second actuator pushes the bob through a tilted site (a jet off the rod's plane).
 TEST_F(CudaBackendTest, ControlsAndForcesMatchCpu) {
   ModelDesc desc = Pendulum();
   ActuatorDesc motor;
   motor.joint = 0;
   motor.gear = 2;
   desc.actuators.push_back(motor);
+  ActuatorDesc jet;
+  jet.site_body = 0;
+  jet.site_pose = {{0.05, 0.02, 0}, quat_from_axis_angle({0, 1, 0}, Real(0.5))};
+  jet.site_wrench = {1, 0, 0.5, 0, 0.05, 0};
+  jet.force_limited = true;
+  jet.force_min = -0.2;
+  jet.force_max = 0.25;
+  desc.actuators.push_back(jet);
   auto model = MustCompile(desc);
   auto gpu = MustCreate(Backend::kCuda);
   auto cpu = MustCreate(Backend::kCpu);
@@ -660,7 +669,8 @@ TEST_F(CudaBackendTest, ControlsAndForcesMatchCpu) {
   std::vector<WorldId> c = MustCreateWorlds(*cpu, model, kWorlds);
   for (int step = 1; step <= 60; ++step) {
     for (int w = 0; w < kWorlds; ++w) {
-      const std::vector<Real> ctrl = {Real(0.5) * std::sin(Real(0.1) * step + w)};
+      const std::vector<Real> ctrl = {Real(0.5) * std::sin(Real(0.1) * step + w),
+                                      Real(0.3) * std::cos(Real(0.2) * step - w)};
       ASSERT_TRUE(gpu->SetControls(g[w], ctrl).ok());
       ASSERT_TRUE(cpu->SetControls(c[w], ctrl).ok());
       if (step % 7 == 0) {

@@ -119,6 +119,82 @@ TEST(RigidBodyTest, FreeBodyFollowsForcesBelowTheNewtonTolerance) {
 }
 
 // World-frame angular momentum L = R I R^T w of body 0.
+// An actuator on a site pushes its body alone: the site's force, turned from its frame through
+// the body's, at the site's offset, and its torque. A ball (isotropic inertia, so no gyroscopic
+// torque) turned a quarter about z, its site a quarter about x: the site's z axis is the world's
+// +x. Force 3 * 2 = 6 N (clamped to 4 N in a second world) along it at (0.2, 0.3, 0) in the
+// body's frame, and 0.1 N m per newton about it: after one step v = h F / m, w = h T / I.
+TEST(RigidBodyTest, SiteActuatorPushesItsBodyAtTheSite) {
+  ModelDesc d = OneBall();
+  d.options.gravity = {0, 0, 0};
+  const Real kQuarter = Real(1.57079632679489661923);
+  d.bodies[0].pose.quat = quat_from_axis_angle({0, 0, 1}, kQuarter);
+  ActuatorDesc jet;
+  jet.name = "jet";
+  jet.gear = 3;
+  jet.site_body = 0;
+  jet.site_pose = {{0.2, 0.3, 0}, quat_from_axis_angle({1, 0, 0}, kQuarter)};
+  jet.site_wrench = {0, 0, 1, 0, 0, 0.1};
+  d.actuators.push_back(jet);
+  ModelDesc limited = d;
+  limited.actuators[0].force_limited = true;
+  limited.actuators[0].force_min = -1;
+  limited.actuators[0].force_max = 4;
+  auto sim = MustCreateSimulator();
+  const WorldId free = MustCreateWorld(*sim, MustCompile(d));
+  const WorldId bounded = MustCreateWorld(*sim, MustCompile(limited));
+  const Real h = d.options.timestep, mass = d.bodies[0].mass, inertia = d.bodies[0].inertia(0, 0);
+  for (auto [w, force] : {std::pair{free, Real(6)}, std::pair{bounded, Real(4)}}) {
+    ASSERT_TRUE(sim->SetControls(w, std::vector<Real>{2}).ok());
+    MustStep(*sim, w);
+    // in the body's frame: force (0, -F, 0) at (0.2, 0.3, 0) gives (0, 0, -0.2 F), and the
+    // site's torque (0, -0.1 F, 0); the quarter turn about z takes body x to world y
+    const Vec3 torque{Real(0.1) * force, 0, Real(-0.2) * force};
+    const Vec3 v = test::BodyVel(*sim, w, 0), omega = test::BodyOmega(*sim, w, 0);
+    const Vec3 expected_omega = (h / inertia) * torque;
+    // the body's origin is its centre of mass: its velocity is the centre's
+    EXPECT_NEAR(v.x, h * force / mass, 1e-12);
+    EXPECT_NEAR(v.y, 0, 1e-12);
+    EXPECT_NEAR(v.z, 0, 1e-12);
+    for (int k = 0; k < 3; ++k) EXPECT_NEAR(omega[k], expected_omega[k], 1e-12) << k;
+    test::ExpectHealthy(*sim, w);
+  }
+}
+
+// A site actuator names a body, pushes through a finite frame and wrench, and is an effort.
+TEST(RigidBodyTest, SiteActuatorIsValidated) {
+  ModelDesc d = OneBall();
+  ActuatorDesc jet;
+  jet.site_body = 0;
+  d.actuators.push_back(jet);
+  ASSERT_TRUE(Model::Compile(d).ok());
+  auto fails_with = [&](const ModelDesc& bad, const std::string& text) {
+    const absl::Status status = Model::Compile(bad).status();
+    EXPECT_NE(status.message().find(text), std::string::npos) << status;
+  };
+  ModelDesc bad = d;
+  bad.actuators[0].site_body = 1;
+  fails_with(bad, "site_body refers to missing body 1");
+  bad = d;
+  bad.actuators[0].tendon = 0;
+  fails_with(bad, "one transmission");
+  bad = d;
+  bad.actuators[0].site_body = -2;
+  fails_with(bad, "missing body -2");
+  bad = d;
+  bad.actuators[0].type = ActuatorType::kPosition;
+  fails_with(bad, "site actuators are efforts");
+  bad = d;
+  bad.actuators[0].site_wrench[4] = NAN;
+  fails_with(bad, "site_wrench");
+  bad = d;
+  bad.actuators[0].site_pose.quat = {0, 0, 0, 0};
+  fails_with(bad, "site_pose.quat");
+  bad = d;
+  bad.actuators[0].site_pose.pos.x = INFINITY;
+  fails_with(bad, "site_pose.pos");
+}
+
 Vec3 AngularMomentum(Simulator& sim, WorldId w, const Mat33& inertia) {
   Quat q = test::BodyQuat(sim, w, 0);
   Vec3 omega = test::BodyOmega(sim, w, 0);

@@ -213,6 +213,15 @@ axion::ModelDesc BuildModel(ByteReader& in) {
     if (in.Bool()) a.tendon = in.Int(-2, 2);
     if (in.Bool()) a.target_scale = in.Real();
   }
+  // site actuators last of all (they end the input, so earlier entries decode as before)
+  for (axion::ActuatorDesc& a : d.actuators) {
+    if (!in.Bool()) continue;
+    a.site_body = in.Index(bodies);
+    if (in.Bool()) a.site_pose = in.Pose();
+    for (axion::Real& x : a.site_wrench) {
+      if (in.Bool()) x = in.Real();
+    }
+  }
   return d;
 }
 

@@ -1367,6 +1367,58 @@ TEST(MjcfActuatorTest, GeneralActuatorsAreMotorsOrServos) {
   EXPECT_EQ(g->model.actuators[0].kv, s->model.actuators[0].kv);
 }
 
+// Motors on sites push the body that carries the site, through the site's frame with the six
+// gears as its wrench (a body merged into its parent carries its sites along). Servos on sites,
+// Cartesian ones (refsite) and sites on the world are skipped with a warning; an unknown site,
+// or a site beside a joint, is an error.
+TEST(MjcfActuatorTest, SiteMotorsPushTheirBodies) {
+  auto load = [](const std::string& actuators) {
+    return LoadMjcfString(absl::StrCat(R"(
+<mujoco><compiler autolimits="true"/><worldbody><site name="ground" pos="0 0 1"/>
+  <body name="base" pos="0 0 1"><freejoint/><geom size="0.1" pos="0.02 0 0"/>
+    <site name="rotor" pos="0.2 0 0" euler="90 0 0"/>
+    <body name="tip" pos="0.3 0 0"><geom size="0.05"/><site name="nozzle" pos="0.1 0 0"/></body>
+  </body></worldbody><actuator>)",
+                                       actuators, "</actuator></mujoco>"),
+                          "");
+  };
+  absl::StatusOr<ImportResult> r = load(R"(
+    <motor name="thrust" site="rotor" gear="0 0 1 0 0 0.05" forcerange="0 3"/>
+    <general name="push" site="nozzle" gainprm="2" gear="1 0 0 0 0 0"/>
+    <position name="servo" site="rotor" kp="10"/>
+    <motor name="cartesian" site="rotor" refsite="ground"/>
+    <motor name="static" site="ground"/>)");
+  ASSERT_TRUE(r.ok()) << r.status();
+  const auto& a = r->model.actuators;
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].name, "thrust");
+  EXPECT_EQ(a[0].type, ActuatorType::kEffort);
+  EXPECT_EQ(a[0].site_body, 0);
+  EXPECT_EQ(a[0].gear, 1);
+  EXPECT_TRUE(a[0].force_limited);  // the force's range, not the wrench's
+  EXPECT_EQ(a[0].force_max, 3);
+  EXPECT_EQ(a[0].site_wrench, (std::array<Real, 6>{0, 0, 1, 0, 0, 0.05}));
+  EXPECT_NEAR(a[0].site_pose.pos.x, 0.2, 1e-12);
+  EXPECT_NEAR(std::abs(a[0].site_pose.quat.x), std::sqrt(0.5), 1e-12);  // 90 degrees about x
+  // the tip has no joint: merged into the base, its nozzle 0.3 + 0.1 m out
+  EXPECT_EQ(a[1].site_body, 0);
+  EXPECT_EQ(a[1].gear, 2);
+  EXPECT_NEAR(a[1].site_pose.pos.x, 0.4, 1e-12);
+  EXPECT_EQ(a[1].site_wrench, (std::array<Real, 6>{1, 0, 0, 0, 0, 0}));
+  EXPECT_TRUE(HasWarning(*r, "site actuators other than motors"));
+  EXPECT_TRUE(HasWarning(*r, "pushes on site 'ground' of the world"));
+  ASSERT_TRUE(Model::Compile(r->model).ok());
+
+  auto fails = [&](const std::string& actuators, const std::string& text) {
+    absl::StatusOr<ImportResult> bad = load(actuators);
+    ASSERT_FALSE(bad.ok()) << actuators;
+    EXPECT_NE(bad.status().message().find(text), std::string::npos) << bad.status();
+  };
+  fails(R"(<motor site="nope"/>)", "unknown site 'nope'");
+  fails(R"(<motor site="rotor" tendon="t"/>)", "one transmission");
+  fails(R"(<motor site="rotor" gear="1 2 3 4 5 6 7"/>)", "gear");
+}
+
 // <composite> rope, loop and particle expand into the bodies MuJoCo 2.2 compiles from them: the
 // same masses, inertias, positions and orientations body by body, the same joints; the loop
 // closes with a connect (a ball joint) between its ends. Other types warn; a rope whose holder

@@ -202,6 +202,35 @@ TEST_F(ServerApiTest, TendonsAreCarried) {
   EXPECT_THAT(status.message(), HasSubstr("missing joint 5"));
 }
 
+// A site actuator reaches the engine: the wheel's motor made a push of ctrl newtons along z at
+// 0.5 m out along y, so a torque of 0.5 ctrl about the hinge's x axis; the site comes back in
+// the described model. A site on the world (body -1) and a wrench of five values are refused.
+TEST_F(ServerApiTest, SiteActuatorsAreCarried) {
+  v1::ModelDescription scene = WheelScene();
+  v1::ActuatorSite* site = scene.mutable_actuators(0)->mutable_site();
+  site->set_body(0);
+  SetVec(site->mutable_pose()->mutable_pos(), 0, 0.5, 0);
+  const std::vector<uint64_t> ids = MustCreate(*client_, scene, 1);
+  const std::vector<float> qdot = StepAndReadJointVelocity(ids, 0.5f);
+  ASSERT_EQ(qdot.size(), 1u);
+  EXPECT_NEAR(qdot[0], 0.5 * 0.5 * 20 * kTimestep / 0.1, 1e-5);
+  const v1::ModelDescription described = DescribedModel(ids[0]);
+  ASSERT_TRUE(described.actuators(0).has_site());
+  EXPECT_EQ(described.actuators(0).site().body(), 0);
+  EXPECT_EQ(described.actuators(0).site().pose().pos().y(), 0.5);
+  EXPECT_THAT(described.actuators(0).site().wrench(), ElementsAre(0, 0, 1, 0, 0, 0));
+
+  site->set_body(-1);
+  absl::Status status = client_->CreateWorlds(client::ModelScene(scene), 1).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("site.body"));
+  site->set_body(0);
+  for (int k = 0; k < 5; ++k) site->add_wrench(1);
+  status = client_->CreateWorlds(client::ModelScene(scene), 1).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("not 6"));
+}
+
 // A joint's dry friction reaches the engine: the wheel under 0.5 N m against 0.2 N m of friction
 // turns at (0.5 - 0.2) t / I; under 0.1 N m it does not move.
 TEST_F(ServerApiTest, JointFrictionLossIsCarried) {

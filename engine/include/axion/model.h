@@ -189,6 +189,15 @@ struct ActuatorDesc {
   // kEffort actuator pulls along the tendon's length with gear * ctrl, each of its DOFs taking
   // coef times that; a servo's target is a length (or rate) of the tendon.
   int tendon = -1;
+  // >= 0: the actuator pushes on this body through a frame fixed in it (MJCF's site
+  // transmission: a propeller's thrust and drag torque, a thruster, a jet) instead of a joint
+  // or tendon. Its force tau = gear * ctrl (kEffort only; clamped to the force range) acts as
+  // the wrench tau * site_wrench, given in the site's frame: a force site_wrench[0..2] at the
+  // site's origin and a torque site_wrench[3..5], taken at the step's start pose as every
+  // actuator's effort is.
+  int site_body = -1;
+  Pose site_pose;                                     // the site's frame in the body's frame
+  std::array<Real, 6> site_wrench{0, 0, 1, 0, 0, 0};  // force, torque per unit tau (site frame)
 };
 
 // Couples two joint coordinates rigidly (MJCF <equality><joint>, URDF <mimic>): DOF `dof` of

@@ -303,6 +303,11 @@ struct BatchView {
   Real* actuator_ctrl;                    // (actuator_count) control input
   const int32_t* actuator_tendon;         // (actuator_count) global tendon it drives (its DOF
                                           //   then unused), or -1
+  const int32_t* actuator_body;           // (actuator_count) global body a site actuator
+                                          //   pushes on (its DOF then unused), or -1
+  // (actuator_count x 6) a site actuator's wrench on its body per unit force, force then torque
+  // about the centre of mass, body frame (ActuatorDesc::site_wrench moved there)
+  const Real* actuator_body_wrench;
 
   // ---- fixed tendons (tendon_count) ----------------------------------------------------------
   // A tendon's length is L = coef_0 q_0 + coef_1 q_1 over one or two scalar DOFs (TendonDesc).

@@ -61,8 +61,8 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
        {"name", "class", "type", "size", "fromto", "pos", "quat", "axisangle", "euler", "xyaxes",
         "zaxis", "density", "mass", "friction", "condim", "contype", "conaffinity", "mesh"}},
       {"motor",
-       {"name", "class", "joint", "tendon", "gear", "ctrlrange", "ctrllimited", "forcerange",
-        "forcelimited"}},
+       {"name", "class", "joint", "tendon", "site", "gear", "ctrlrange", "ctrllimited",
+        "forcerange", "forcelimited"}},
       {"connect", {"name", "class", "body1", "body2", "anchor", "active"}},
       {"weld", {"name", "class", "body1", "body2", "active"}},
       {"exclude", {"name", "body1", "body2"}},
@@ -74,8 +74,8 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
        {"name", "class", "joint", "tendon", "gear", "ctrlrange", "ctrllimited", "forcerange",
         "forcelimited", "kv"}},
       {"general",
-       {"name", "class", "joint", "tendon", "gear", "ctrlrange", "ctrllimited", "forcerange",
-        "forcelimited", "dyntype", "gaintype", "biastype", "gainprm", "biasprm"}},
+       {"name", "class", "joint", "tendon", "site", "gear", "ctrlrange", "ctrllimited",
+        "forcerange", "forcelimited", "dyntype", "gaintype", "biastype", "gainprm", "biasprm"}},
       {"key", {"name", "time", "qpos", "qvel", "ctrl", "mpos", "mquat"}},
       {"fixed",
        {"name", "class", "limited", "range", "stiffness", "damping", "springlength",
@@ -1843,7 +1843,7 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
     }
     Elem e = Resolve(c, "main");
     bool skipped_transmission = false;
-    for (const char* transmission : {"site", "body", "jointinparent", "cranksite", "slidersite"}) {
+    for (const char* transmission : {"body", "jointinparent", "cranksite", "slidersite"}) {
       if (e.own.count(transmission)) {
         skipped_transmission = true;
         warnings_.Add(
@@ -1852,11 +1852,43 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
                          "' are not supported and were skipped (first at ", e.Describe(), ")"));
       }
     }
+    const auto warn_site_servo = [&] {
+      warnings_.Add(absl::StrCat("transmission:site-", tag),
+                    absl::StrCat("site actuators other than motors (<motor>, or a <general> "
+                                 "without bias) are not supported and were skipped (first at ",
+                                 e.Describe(), ")"));
+    };
+    if (e.own.count("site") && (e.own.count("refsite") || (tag != "motor" && tag != "general"))) {
+      // a site's Cartesian servo (refsite), or a servo on a site
+      skipped_transmission = true;
+      warn_site_servo();
+    }
     if (skipped_transmission) continue;
-    if (e.own.count("joint") && e.own.count("tendon"))
-      return e.Error("tendon", "is given with 'joint': an actuator has one transmission");
+    if (e.own.count("joint") + e.own.count("tendon") + e.own.count("site") > 1)
+      return e.Error(e.own.count("site") ? "site" : "tendon",
+                     "is given with another of 'joint', 'tendon' and 'site': an actuator has "
+                     "one transmission");
     ActuatorDesc a;
-    if (e.own.count("tendon")) {
+    const bool on_site = e.own.count("site") > 0;
+    if (on_site) {
+      // a site's frame on the body that carries it (SourceBody::offset)
+      const std::string site = e.Str("site");
+      auto found = std::find_if(result_.source_sites.begin(), result_.source_sites.end(),
+                                [&](const ImportResult::SourceBody& s) { return s.name == site; });
+      if (found == result_.source_sites.end())
+        return e.Error("site", absl::StrCat("unknown site '", site, "'"));
+      if (found->body == kWorldBody) {
+        warnings_.Add(absl::StrCat("actuator-static-site:", site),
+                      absl::StrCat(e.Describe(), ": pushes on site '", site, "' of ",
+                                   found->mocap >= 0 ? "a mocap body" : "the world",
+                                   ", which its force cannot move; skipped"));
+        continue;
+      }
+      WarnUnsupportedAttributes(e);
+      a.name = e.name.empty() ? absl::StrCat(tag, "_", site) : e.name;
+      a.site_body = found->body;
+      a.site_pose = found->offset;
+    } else if (e.own.count("tendon")) {
       // a fixed tendon's length (ParseTendons)
       const std::string tendon = e.Str("tendon");
       if (skipped_tendons_.count(tendon)) {
@@ -1894,6 +1926,12 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
       a.dof = target->second.second;
     }
     AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> gear, e.Reals("gear", 1, 6, {1}));
+    if (on_site) {
+      // the six gears are the site's wrench per unit force; the force itself is ungeared
+      gear.resize(6, 0);
+      std::copy(gear.begin(), gear.end(), a.site_wrench.begin());
+      gear = {1};
+    }
     for (size_t i = 1; i < gear.size(); ++i) {
       if (gear[i] != 0) {
         warnings_.Add("gear-extra", absl::StrCat("gear values after the first are ignored on joint "
@@ -1915,6 +1953,10 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
             absl::StrCat("general:", skipped),
             absl::StrCat("<general> actuators ", skipped,
                          " are not supported and were skipped (first at ", e.Describe(), ")"));
+        continue;
+      }
+      if (on_site && a.type != ActuatorType::kEffort) {
+        warn_site_servo();
         continue;
       }
     } else if (tag == "motor") {
