@@ -916,6 +916,13 @@ absl::Status SimulationCore::Observe(absl::Span<const World* const> worlds,
       AppendFloat32(*controls, out->mutable_controls());
     }
   }
+  if (observe.actuator_force()) {
+    for (const World* world : worlds) {
+      absl::StatusOr<std::vector<Real>> forces = simulator_->GetActuatorForces(world->engine_id);
+      if (!forces.ok()) return ForWorld(*world, forces.status());
+      AppendFloat32(*forces, out->mutable_actuator_force());
+    }
+  }
   if (observe.mocap_pose()) {
     for (const World* world : worlds) {
       absl::StatusOr<std::vector<Real>> mocap = simulator_->GetMocapPoses(world->engine_id);

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "collision/hull.h"
+#include "kernels_body.h"
 #include "kernels_joint.h"
 #include "model_internal.h"
 
@@ -430,6 +431,15 @@ void WriteJointCoordinates(int w, BatchStorage& s) {
   const BatchView v = s.view();
   for (int j = s.world_joint_offset[w]; j < s.world_joint_offset[w + 1]; ++j)
     kernels::joint_write_coordinates(v, j);
+}
+
+std::vector<Real> ActuatorForces(int w, BatchStorage& s) {
+  const BatchView v = s.view();
+  std::vector<Real> out;
+  out.reserve(s.world_actuator_offset[w + 1] - s.world_actuator_offset[w]);
+  for (int a = s.world_actuator_offset[w]; a < s.world_actuator_offset[w + 1]; ++a)
+    out.push_back(kernels::actuator_force(v, a));
+  return out;
 }
 
 void ResetWorldState(const WorldLayout& layout, int w, BatchStorage& s) {

@@ -309,6 +309,9 @@ void ResetWorldState(const WorldLayout& layout, int w, BatchStorage& dst);
 // unwrapped from the coordinates held.
 void WriteJointCoordinates(int w, BatchStorage& s);
 
+// World `w`'s actuator forces at its state (kernels_body.h, actuator_force), (actuator_count).
+std::vector<Real> ActuatorForces(int w, BatchStorage& s);
+
 WorldParams MakeWorldParams(const SolverOptions& options);
 
 }  // namespace axion

@@ -65,6 +65,35 @@ AXION_HD Real actuator_effort(const BatchView& v, int act) {
              : tau;
 }
 
+/// The force actuator `act` exerts at the current state, along its DOF or tendon (N or N m; a
+/// site actuator's: the scale of its wrench): an effort's gear * ctrl, clamped to its force
+/// range; a position servo's kp (s ctrl - q) - kv qdot and a velocity servo's kv (s ctrl -
+/// qdot) (s the target scale), clamped likewise, with q and qdot the coordinate (tendon length)
+/// and rate as written back. The step solves each servo implicitly at its end state, so after
+/// a step this is the force the servo applied over it (its rate's Jacobian taken at q+ here
+/// and at q- in the drive row: they differ by O(h) of the rate). The joint's own spring and
+/// damper are not the actuator's.
+AXION_HD Real actuator_force(const BatchView& v, int act) {
+  const int type = v.actuator_type[act];
+  if (type == static_cast<int32_t>(ActuatorType::kEffort)) return actuator_effort(v, act);
+  Real q = 0, qdot = 0;
+  const int tendon = v.actuator_tendon[act];
+  for (int k = 0; k < (tendon >= 0 ? 2 : 1); ++k) {
+    const int dof = tendon >= 0 ? v.tendon_dof[2 * tendon + k] : v.actuator_dof[act];
+    const Real coef = tendon >= 0 ? v.tendon_coef[2 * tendon + k] : Real(1);
+    if (dof < 0) continue;
+    q += coef * v.qpos[dof_qpos_index(v, dof)];
+    qdot += coef * v.dof_velocity[dof];
+  }
+  const Real target = v.actuator_target_scale[act] * v.actuator_ctrl[act];
+  const Real force = type == static_cast<int32_t>(ActuatorType::kPosition)
+                         ? v.actuator_kp[act] * (target - q) - v.actuator_kv[act] * qdot
+                         : v.actuator_kv[act] * (target - qdot);
+  return v.actuator_force_limited[act] != 0
+             ? clamp_to(force, v.actuator_force_min[act], v.actuator_force_max[act])
+             : force;
+}
+
 // A site actuator's push on its body: its wrench per unit force (body frame, about the centre
 // of mass) times its force, turned into the world's frame at the step's start pose. Out of line
 // on the host: inlined into the actuator loop, it cost GCC's inlining of the row evaluation

@@ -493,6 +493,15 @@ absl::StatusOr<std::vector<Real>> Simulator::GetControls(WorldId world) const {
                            im.host.actuator_ctrl.begin() + im.host.world_actuator_offset[*w + 1]);
 }
 
+absl::StatusOr<std::vector<Real>> Simulator::GetActuatorForces(WorldId world) const {
+  Impl& im = *impl_;
+  absl::StatusOr<int> w = im.Find(world);
+  if (!w.ok()) return w.status();
+  absl::Status s = im.EnsureObservables();  // the joint coordinates and rates
+  if (!s.ok()) return s;
+  return ActuatorForces(*w, im.host);
+}
+
 absl::Status Simulator::SetExternalForces(WorldId world, absl::Span<const Real> wrench) {
   Impl& im = *impl_;
   absl::StatusOr<int> w = im.Find(world);

@@ -456,6 +456,7 @@ def test_step_all_observations_have_documented_shapes(client):
     assert obs.joint_velocity.shape == (4, 1)
     assert obs.body_contact_force.shape == (4, 1, 3)
     assert obs.controls.shape == (4, 1)
+    assert obs.actuator_force.shape == (4, 1)
     assert obs.contacts.count.shape == (4,)
     np.testing.assert_array_equal(obs.stats.step_count, [3, 3, 3, 3])
     np.testing.assert_allclose(obs.stats.time, 3 * 0.005)
@@ -504,6 +505,26 @@ def test_controls_drive_the_pendulum_and_persist(client):
     np.testing.assert_array_equal(obs.controls, torque)
     later = client.step(ids, observe=["controls"])  # no controls: the previous ones stay
     np.testing.assert_array_equal(later.controls, torque)
+
+
+def test_actuator_forces_are_what_the_actuators_apply(client):
+    # A position servo holding a 1 kg bob out sideways against gravity (the bob at 0.5 m from
+    # the hinge) exerts, at rest, the weight's moment m g l cos(q); a geared motor gear * ctrl.
+    servo = """<mujoco><option timestep="0.005"/><worldbody>
+      <body name="arm" pos="0 0 1"><joint name="hinge" axis="0 1 0" damping="0.5"/>
+        <geom type="sphere" size="0.05" pos="0.5 0 0" mass="1"/></body></worldbody>
+      <actuator><position name="hold" joint="hinge" kp="200" kv="5"/>
+        <motor name="push" joint="hinge" gear="4"/></actuator></mujoco>"""
+    ids = client.create_worlds(servo, count=2).world_ids
+    controls = np.array([[0.0, 0.0], [0.0, 0.25]], dtype=np.float32)
+    obs = client.step(ids, steps=600, controls=controls,
+                      observe=["joint_position", "actuator_force"])
+    q = obs.joint_position[:, 0].astype(np.float64)
+    assert obs.actuator_force.shape == (2, 2)
+    np.testing.assert_allclose(obs.actuator_force[:, 1], [0.0, 1.0])
+    held = obs.actuator_force[:, 0] + obs.actuator_force[:, 1]
+    np.testing.assert_allclose(np.abs(held), G * 0.5 * np.cos(q), rtol=1e-4)
+    np.testing.assert_allclose(obs.actuator_force[:, 0], -200 * q, rtol=1e-3)
 
 
 def test_external_force_balancing_gravity_keeps_body_still(client):

@@ -287,6 +287,7 @@ TEST(JointTest, ForceRangeCapsServosAndMotors) {
       MustStep(*sim, w);
       ASSERT_NEAR(sim->GetJointState(w)->velocity[0], n * h * force_max / inertia, 1e-9)
           << "step " << n;
+      ASSERT_EQ(sim->GetActuatorForces(w)->at(0), force_max) << "step " << n;  // what it applied
     }
     test::ExpectHealthy(*sim, w);
   }
@@ -321,6 +322,48 @@ TEST(JointTest, ForceRangeCapsServosAndMotors) {
   auto twice = Model::Compile(d);
   ASSERT_FALSE(twice.ok());
   EXPECT_NE(twice.status().message().find("only one"), std::string::npos) << twice.status();
+}
+
+// An actuator's force is what it applies. A velocity servo (kv 1, to 2 rad/s) against the
+// turntable's damper (0.2 N m s) settles where the two balance, kv (2 - w) = 0.2 w; a position
+// servo holds a rod out against gravity, with the rod's weight's moment m g l cos(q) at rest; a
+// motor's is gear * ctrl.
+TEST(JointTest, ActuatorForcesAreWhatTheyApply) {
+  ModelDesc spin = Turntable();
+  spin.options.newton_tolerance = 1e-12;  // the forces, not the solver's stop, are tested
+  spin.joints[0].drive.damping = 0.2;
+  ActuatorDesc speed;
+  speed.type = ActuatorType::kVelocity;
+  speed.kv = 1;
+  spin.actuators.push_back(speed);
+  ModelDesc rod = Turntable();
+  rod.options.newton_tolerance = 1e-12;
+  rod.bodies[0].pose.pos = {0.25, 0, 0};
+  rod.joints[0].axis = Vec3{0, 1, 0};
+  rod.joints[0].child_frame.pos = {-0.25, 0, 0};
+  ActuatorDesc hold;
+  hold.type = ActuatorType::kPosition;
+  hold.kp = 100;
+  hold.kv = 5;
+  ActuatorDesc motor;
+  motor.gear = 3;
+  rod.actuators = {hold, motor};
+  auto sim = MustCreateSimulator();
+  const WorldId wheel = MustCreateWorld(*sim, MustCompile(spin));
+  const WorldId arm = MustCreateWorld(*sim, MustCompile(rod));
+  ASSERT_TRUE(sim->SetControls(wheel, std::vector<Real>{2}).ok());
+  ASSERT_TRUE(sim->SetControls(arm, std::vector<Real>{0, 0.01}).ok());
+  ASSERT_TRUE(sim->StepAll(500).ok());
+  const Real w = sim->GetJointState(wheel)->velocity[0];
+  EXPECT_NEAR(w, 2 / 1.2, 1e-9);
+  EXPECT_NEAR(sim->GetActuatorForces(wheel)->at(0), 0.2 * w, 1e-9);
+  const Real q = sim->GetJointState(arm)->position[0];
+  const std::vector<Real> forces = *sim->GetActuatorForces(arm);
+  // the servo and the motor together hold the rod's weight
+  EXPECT_NEAR(std::abs(forces[0] + forces[1]), 9.81 * 0.25 * std::cos(q), 1e-6);
+  EXPECT_NEAR(forces[0], -100 * q - 5 * sim->GetJointState(arm)->velocity[0], 1e-12);
+  EXPECT_EQ(forces[1], 0.03);
+  EXPECT_EQ(sim->GetActuatorForces(WorldId{12345}).status().code(), absl::StatusCode::kNotFound);
 }
 
 // A hand welded to the world carries two fingers hinged about z (gravity exerts no torque about

@@ -883,7 +883,8 @@ TEST(BallSpringTest, StiffnessDampingAndArmatureMatchMuJoCo) {
 
 // A position servo's forcerange bounds its force, as in MuJoCo: servo_arm.xml's arm, held out
 // by a servo weaker than gravity's torque, sags to where the saturated servo holds it, and the
-// hinge angle follows MuJoCo's over 2 s (the joint's damper acts beside the servo, unbounded).
+// hinge angle follows MuJoCo's over 2 s (the joint's damper acts beside the servo, unbounded);
+// the servo's force (Simulator::GetActuatorForces) is MuJoCo's actuator_force.
 // Without the bound the arm would stop 0.13 rad down.
 TEST(ServoForceRangeTest, SaturatedServoSagsLikeMuJoCo) {
   SideBySide run = LoadSideBySide(kModels + "/servo_arm.xml");
@@ -905,13 +906,15 @@ TEST(ServoForceRangeTest, SaturatedServoSagsLikeMuJoCo) {
     largest_difference = std::max(largest_difference, std::abs(axion_angle - mujoco_angle));
   }
   const double mujoco_force = d->actuator_force[0];
+  const double axion_force = w.sim->GetActuatorForces(w.id)->at(0);
   std::printf(
-      "after 2 s: Axion %.5f rad, MuJoCo %.5f rad (its servo at %.4f N m); largest "
+      "after 2 s: Axion %.5f rad (its servo at %.4f N m), MuJoCo %.5f rad (%.4f N m); largest "
       "difference %.5f rad\n",
-      axion_angle, mujoco_angle, mujoco_force, largest_difference);
+      axion_angle, axion_force, mujoco_angle, mujoco_force, largest_difference);
   // at rest, gravity's torque 2.45 cos(theta) N m (rod COM 0.25 m out) meets the bound, 2 N m
   EXPECT_NEAR(axion_angle, std::acos(2 / (9.81 * 0.25)), 0.005);
   EXPECT_LT(largest_difference, 0.01);
+  EXPECT_NEAR(axion_force, mujoco_force, 1e-9);  // MuJoCo's actuator_force: the bound's sign too
 }
 
 // A motor's forcerange bounds its force before the gear, as MuJoCo's actuator_force is
@@ -973,6 +976,74 @@ TEST(MotorForceRangeTest, GearActsOnTheClampedForceAsInMuJoCo) {
       axion_rate[0], axion_rate[1], axion_rate[2], mujoco_rate[0], mujoco_rate[1], mujoco_rate[2],
       largest_difference);
   EXPECT_LT(largest_difference, 1e-3);
+}
+
+// Servos with a gear act on the geared length, as MuJoCo's: a position servo of gear 2 (its
+// force bounded before the gear), a velocity servo of gear -3 and a <general> servo of gear 0.5
+// with its own gain turn their wheels along MuJoCo's paths, and each servo's force along its
+// hinge (Simulator::GetActuatorForces) is the gear times MuJoCo's actuator_force.
+TEST(ServoGearTest, GearedServosTurnTheirJointsLikeMuJoCo) {
+  const std::string path = WriteTempModel("geared_servos.xml", R"(<mujoco>
+    <compiler autolimits="true"/>
+    <option timestep="0.0005" gravity="0 0 0"/>
+    <worldbody>
+      <body name="wheel1"><joint name="spin1" axis="0 0 1" damping="0.1"/>
+        <geom type="cylinder" size="0.2 0.02" mass="2"/></body>
+      <body name="wheel2" pos="1 0 0"><joint name="spin2" axis="0 0 1"/>
+        <geom type="cylinder" size="0.2 0.02" mass="2"/></body>
+      <body name="wheel3" pos="2 0 0"><joint name="spin3" axis="0 0 1"/>
+        <geom type="cylinder" size="0.2 0.02" mass="2"/></body>
+    </worldbody>
+    <actuator>
+      <position name="turn" joint="spin1" gear="2" kp="3" forcerange="-0.5 0.4"/>
+      <velocity name="speed" joint="spin2" gear="-3" kv="0.05"/>
+      <general name="scaled" joint="spin3" gear="0.5" gainprm="6" biasprm="0 -4 -0.4"
+               biastype="affine"/>
+    </actuator></mujoco>)");
+  SideBySide run = LoadSideBySide(path);
+  ASSERT_TRUE(run.ok());
+  const std::vector<ActuatorDesc>& a = run.imported.model.actuators;
+  ASSERT_EQ(a.size(), 3u);
+  EXPECT_EQ(a[0].kp, 12);  // 2^2 kp, target ctrl / 2, force within 2 [-0.5, 0.4]
+  EXPECT_EQ(a[0].target_scale, 0.5);
+  EXPECT_EQ(a[0].force_max, 0.8);
+  EXPECT_EQ(a[1].kv, 0.45);                          // (-3)^2 kv, target -ctrl / 3
+  EXPECT_NEAR(a[2].target_scale, 1.5 / 0.5, 1e-12);  // gain / kp / gear
+  World& w = run.w;
+  MuJoCoRun& mujoco = *run.mujoco;
+  double largest_difference = 0, largest_force_difference = 0;
+  for (int s = 1; s <= 4000; ++s) {
+    const double t = s * 0.0005;
+    const std::vector<Real> ctrl = {std::sin(3 * t), 2 * std::cos(2 * t), 0.5 + 0.3 * std::sin(t)};
+    ASSERT_TRUE(w.sim->SetControls(w.id, ctrl).ok());
+    for (int k = 0; k < 3; ++k) mujoco.d->ctrl[k] = ctrl[k];
+    ASSERT_TRUE(w.sim->StepAll(1).ok());
+    mj_step(mujoco.m, mujoco.d);
+    mj_forward(mujoco.m, mujoco.d);  // MuJoCo's actuator forces at the state the step reached
+    absl::StatusOr<JointState> joints = w.sim->GetJointState(w.id);
+    absl::StatusOr<std::vector<Real>> forces = w.sim->GetActuatorForces(w.id);
+    ASSERT_TRUE(joints.ok() && forces.ok());
+    const double gears[3] = {2, -3, 0.5};
+    for (int k = 0; k < 3; ++k) {
+      largest_difference =
+          std::max(largest_difference, std::abs(joints->position[k] - mujoco.d->qpos[k]));
+      largest_force_difference =
+          std::max(largest_force_difference,
+                   std::abs((*forces)[k] - gears[k] * mujoco.d->actuator_force[k]));
+    }
+  }
+  std::printf(
+      "after 2 s: angles %.4f %.4f %.4f rad (MuJoCo %.4f %.4f %.4f); largest "
+      "differences %.2e rad, %.2e N m\n",
+      static_cast<double>(w.sim->GetJointState(w.id)->position[0]),
+      static_cast<double>(w.sim->GetJointState(w.id)->position[1]),
+      static_cast<double>(w.sim->GetJointState(w.id)->position[2]),
+      static_cast<double>(mujoco.d->qpos[0]), static_cast<double>(mujoco.d->qpos[1]),
+      static_cast<double>(mujoco.d->qpos[2]), largest_difference, largest_force_difference);
+  // (3.8e-3 rad and 0.03 N m; 0.015 rad and 0.11 N m at a step of 0.002 s: first order in the
+  // step, the integrators' difference, Axion's servo implicit, MuJoCo's explicit)
+  EXPECT_LT(largest_difference, 0.01);
+  EXPECT_LT(largest_force_difference, 0.05);
 }
 
 // Actuators on sites push their bodies as MuJoCo's site transmission does: site_thrusters.xml's

@@ -26,6 +26,7 @@ OBSERVATION_FIELDS = (
     "stats",
     "controls",
     "mocap_pose",
+    "actuator_force",
 )
 # The state in the scene file's own coordinates (MuJoCo's qpos and qvel), asked for by name:
 # only worlds of an MJCF or URDF file have them (others raise axion.FailedPrecondition).
@@ -62,7 +63,7 @@ class Layout:
             return self.joint_position_count, (self.joint_position_count,)
         if field == "joint_velocity":
             return self.joint_dof_count, (self.joint_dof_count,)
-        if field == "controls":
+        if field in ("controls", "actuator_force"):
             return self.actuator_count, (self.actuator_count,)
         if field == "file_position":
             return self.file_position_count, (self.file_position_count,)
@@ -461,7 +462,9 @@ class Observations:
       body_pose (W x B x 7): position xyz (m), quaternion w x y z, world frame
       body_velocity (W x B x 6): linear (m/s) then angular (rad/s) velocity, world frame
       joint_position (W x P), joint_velocity (W x D), body_contact_force (W x B x 3) N,
-      controls (W x A), mocap_pose (W x M x 7): the mocap bodies' positions and quaternions.
+      controls (W x A), mocap_pose (W x M x 7): the mocap bodies' positions and quaternions,
+      actuator_force (W x A): each actuator's force along its DOF or tendon (N or N m, gear
+        included; a site actuator's, the scale of its wrench), servos' at the world's state.
       file_position (W x Pf), file_velocity (W x Df): the state in the scene file's own
         coordinates, file joint by file joint (SourceJoint.file_position_offset, ...): for
         MJCF MuJoCo's qpos and qvel exactly (a free joint's position, quaternion w x y z,
@@ -480,6 +483,7 @@ class Observations:
     file_position: Optional[ArrayOrList] = None
     file_velocity: Optional[ArrayOrList] = None
     mocap_pose: Optional[ArrayOrList] = None
+    actuator_force: Optional[ArrayOrList] = None
     contacts: Optional[Contacts] = None
     stats: Optional[WorldStats] = None
 
@@ -616,6 +620,7 @@ def decode_observations(message, layouts, requested=None):
         "file_position",
         "file_velocity",
         "mocap_pose",
+        "actuator_force",
     ):
         data = getattr(message, field)
         if data or (requested is not None and getattr(requested, field)):

@@ -24,6 +24,8 @@ coordinates, D degrees of freedom, B bodies; see WorldDescription for the per-jo
                       poses on the client, which then asks the server for body_pose too.
   mocap_pose          M x 7: each mocap body's position (m) and quaternion w x y z (targets a
                       policy follows; step(actions, mocap_pose=) moves them).
+  actuator_force      A values: the force each actuator applied over the last step, along its
+                      joint DOF or tendon (N or N m, gear included): torque and energy terms.
 
 The default is ("joint_position", "joint_velocity"), i.e. obs[:, :P] = joint positions and
 obs[:, P:P+D] = joint velocities; `observation_slices` maps each field to its columns. Free
@@ -54,6 +56,7 @@ OBSERVATION_CHOICES = (
     "file_velocity",
     "site_pose",
     "mocap_pose",
+    "actuator_force",
 )
 
 

@@ -95,12 +95,13 @@
 //     JointDesc::armature (dof_armature entry), and frictionloss JointDesc::friction_loss
 //     (dof_friction_loss entry), dry friction the DOF sticks against until pushed harder.
 //  4. Actuators: motor -> ActuatorType::kEffort with gear[0]; position -> kPosition with kp
-//     (default 1) and kv (default 0); velocity -> kVelocity with kv (default 1). A gear other
-//     than 1 on a position or velocity actuator is ignored (warning), as are gear values after
-//     the first on joints and tendons. ctrlrange/ctrllimited and forcerange/forcelimited as in
+//     (default 1) and kv (default 0); velocity -> kVelocity with kv (default 1). A servo's
+//     gear g acts on the length g q, its force geared back: gains g^2 kp and g^2 kv, target
+//     scale 1 / g (gear 0: skipped with a warning). Gear values after the first are ignored on
+//     joints and tendons (warning). ctrlrange/ctrllimited and forcerange/forcelimited as in
 //     MuJoCo 2.2 (autolimits off: a range without `ctrllimited`/`forcelimited` is an error, as
-//     in MuJoCo); forcerange bounds the force before the gear, as MuJoCo's actuator_force, so a
-//     motor's effort bound is gear[0] times it. A servo's gains add to the joint's own spring
+//     in MuJoCo); forcerange bounds the force before the gear, as MuJoCo's actuator_force, so
+//     ActuatorDesc's bound is gear[0] times it. A servo's gains add to the joint's own spring
 //     and damper, as in MuJoCo. A motor on a site (`site=`, MuJoCo's site transmission without
 //     refsite) pushes the body that carries the site (ActuatorDesc::site_body, site_pose): its
 //     force, gainprm[0] ctrl bounded by forcerange, times the six gears as a wrench in the
@@ -109,10 +110,10 @@
 //     (force = gainprm[0] ctrl + biasprm[0] + biasprm[1] q + biasprm[2] qdot) becomes the
 //     shortcut it equals: no bias -> kEffort with gear = gear[0] gainprm[0]; biasprm
 //     (0, -kp, -kv) with kp = gainprm[0] -> kPosition; biasprm (0, 0, -kv) with kv = gainprm[0]
-//     -> kVelocity. Other <general> actuators (and those servos with a gear other than 1),
-//     other actuator kinds (cylinder, muscle, ...), servos on sites, sites with a refsite,
-//     sites on the world or a mocap body, other transmissions (body, slider-crank, ...) and
-//     actuators on free or ball joints are skipped with a warning.
+//     -> kVelocity (a gain other than kp or kv sets the target scale). Other <general>
+//     actuators, other actuator kinds (cylinder, muscle, ...), servos on sites, sites with a
+//     refsite, sites on the world or a mocap body, other transmissions (body, slider-crank,
+//     ...) and actuators on free or ball joints are skipped with a warning.
 //  5. Mass and inertia: with inertiafromgeom (auto: bodies without <inertial>) each geom's mass
 //     is its `mass` or density (1000 kg/m^3 by default) times its volume, with MuJoCo's volume
 //     and inertia formulas per shape (a capsule is a cylinder plus two hemispheres); the geoms

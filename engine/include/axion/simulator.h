@@ -157,6 +157,13 @@ class Simulator {
   // actuator is ctrl-limited. On error the world is untouched.
   absl::Status SetControls(WorldId world, absl::Span<const Real> ctrl);
   absl::StatusOr<std::vector<Real>> GetControls(WorldId world) const;
+  // The force each actuator exerts at the world's state, along its DOF or tendon (N or N m,
+  // gear included; a site actuator's force, the scale of its wrench; MuJoCo's actuator_force
+  // is before the gear): an effort's gear * ctrl, clamped to its force range; a servo's kp (s
+  // ctrl - q) - kv qdot (position) or kv (s ctrl - qdot) (velocity), clamped, at the coordinate
+  // and rate GetJointState gives. After a step: the force applied over it (servos are solved
+  // at the step's end state), for torque and energy terms of rewards.
+  absl::StatusOr<std::vector<Real>> GetActuatorForces(WorldId world) const;
   // External force and torque on each body's centre of mass, world frame (body_count x 6: force
   // then torque); kept until changed.
   absl::Status SetExternalForces(WorldId world, absl::Span<const Real> wrench);

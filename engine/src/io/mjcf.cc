@@ -1818,9 +1818,6 @@ absl::Status MjcfLoader::GeneralActuator(const Elem& e, Real gear, ActuatorDesc*
     *skipped = "whose gain and affine bias make no motor, position or velocity servo";
     return absl::OkStatus();
   }
-  if (a->type != ActuatorType::kEffort && gear != 1) {
-    *skipped = "with a gear on a servo";
-  }
   return absl::OkStatus();
 }
 
@@ -1963,15 +1960,6 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
       a.type = ActuatorType::kEffort;
       a.gear = gear[0];
     } else {
-      if (gear[0] != 1) {
-        // ctrl is the target of a drive on the joint coordinate itself: a gear would rescale
-        // both the target and the gains, which ActuatorDesc has no field for.
-        warnings_.Add(
-            "gear-servo",
-            absl::StrCat(
-                "gear on position/velocity actuators is not supported and was ignored (first at ",
-                e.Describe(), ")"));
-      }
       if (tag == "position") {
         a.type = ActuatorType::kPosition;
         AXION_IO_ASSIGN_OR_RETURN(a.kp, e.Real1("kp", 1));
@@ -1983,10 +1971,24 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
       if (a.kp < 0) return e.Error("kp", "is negative");
       if (a.kv < 0) return e.Error("kv", "is negative");
     }
-    // MuJoCo bounds the actuator's force (gain * ctrl) and then gears it onto its joint or
-    // tendon; ActuatorDesc bounds the geared effort (a gear of 0 leaves no force to bound)
-    if (a.type == ActuatorType::kEffort && a.force_limited) {
-      const Real low = gear[0] * a.force_min, high = gear[0] * a.force_max;
+    // A servo's gear g: MuJoCo's servo acts on the length L = g q with force f = kp (s ctrl -
+    // L) - kv Ldot and puts g f on the joint, that is g^2 kp (s ctrl / g - q) - g^2 kv qdot: a
+    // servo on q with gains g^2 kp, g^2 kv and target scale s / g
+    const Real g = gear[0];
+    if (a.type != ActuatorType::kEffort && g != 1) {
+      if (g == 0) {
+        warnings_.Add(absl::StrCat("gear-zero:", e.Describe()),
+                      absl::StrCat(e.Describe(), ": gear 0 leaves the servo no force; skipped"));
+        continue;
+      }
+      a.kp *= g * g;
+      a.kv *= g * g;
+      a.target_scale /= g;
+    }
+    // MuJoCo bounds the actuator's force (gain * ctrl, a servo's f) and then gears it onto its
+    // joint or tendon; ActuatorDesc bounds the geared force (a gear of 0 leaves none to bound)
+    if (a.force_limited) {
+      const Real low = g * a.force_min, high = g * a.force_max;
       a.force_min = std::min(low, high);
       a.force_max = std::max(low, high);
       if (!(a.force_min < a.force_max)) a.force_limited = false;
