@@ -309,6 +309,16 @@ def test_file_coordinates_observation_is_mujocos_qpos_and_qvel(client):
             env.reset()
 
 
+def test_actuator_force_observation_is_what_the_motors_push(client):
+    # the arm's URDF joints are driven by efforts: each pushes with its action
+    with axion.VectorEnv(client, ARM_URDF, 2, observation=("joint_position", "actuator_force")) as env:
+        assert env.observation_slices["actuator_force"] == slice(3, 6)
+        env.reset()
+        actions = np.array([[5.0, -3.0, 1.0], [0.0, 2.0, -4.0]], dtype=np.float32)
+        obs, *_ = env.step(actions)
+        np.testing.assert_array_equal(obs[:, 3:], actions)
+
+
 def test_unknown_observation_field_is_rejected(client):
     with pytest.raises(ValueError, match="observation"):
         axion.VectorEnv(client, PENDULUM_MJCF, 1, observation=("qpos",))
