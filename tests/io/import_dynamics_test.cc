@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "axion/mjcf.h"
@@ -917,29 +918,35 @@ TEST(ServoForceRangeTest, SaturatedServoSagsLikeMuJoCo) {
   EXPECT_NEAR(axion_force, mujoco_force, 1e-9);  // MuJoCo's actuator_force: the bound's sign too
 }
 
+// Three wheels (cylinders of `mass`, radius 0.2 m) on vertical hinges spin1..spin3 side by
+// side, without gravity, stepped at `timestep`, the first hinge with `damping`, driven by
+// `actuators`.
+std::string ThreeWheels(double mass, double timestep, double damping,
+                        const std::string& actuators) {
+  std::string bodies;
+  for (int k = 1; k <= 3; ++k) {
+    absl::StrAppend(&bodies, absl::StrFormat(R"(<body name="wheel%d" pos="%d 0 0">
+        <joint name="spin%d" axis="0 0 1" damping="%g"/>
+        <geom type="cylinder" size="0.2 0.02" mass="%g"/></body>)",
+                                             k, k - 1, k, k == 1 ? damping : 0.0, mass));
+  }
+  return absl::StrFormat(R"(<mujoco><compiler autolimits="true"/>
+    <option timestep="%g" gravity="0 0 0"/><worldbody>%s</worldbody>
+    <actuator>%s</actuator></mujoco>)",
+                         timestep, bodies, actuators);
+}
+
 // A motor's forcerange bounds its force before the gear, as MuJoCo's actuator_force is
 // gain * ctrl clamped and then geared onto the joint: a motor of gear 3 held to [-1, 2] turns
 // its hinge with 6 N m at full positive command and 3 N m back at full negative command (a
 // <general> motor's gain scales the command, not the bound). The hinge angles follow MuJoCo's
 // (to the rotation the quaternion map turns per step, 2 atan(h w / 2) for MuJoCo's h w).
 TEST(MotorForceRangeTest, GearActsOnTheClampedForceAsInMuJoCo) {
-  const std::string path = WriteTempModel("geared_motors.xml", R"(<mujoco>
-    <compiler autolimits="true"/>
-    <option timestep="0.002" gravity="0 0 0"/>
-    <worldbody>
-      <body name="wheel1"><joint name="spin1" axis="0 0 1"/>
-        <geom type="cylinder" size="0.2 0.02" mass="20"/></body>
-      <body name="wheel2" pos="1 0 0"><joint name="spin2" axis="0 0 1"/>
-        <geom type="cylinder" size="0.2 0.02" mass="20"/></body>
-      <body name="wheel3" pos="2 0 0"><joint name="spin3" axis="0 0 1"/>
-        <geom type="cylinder" size="0.2 0.02" mass="20"/></body>
-    </worldbody>
-    <actuator>
+  const std::string path = WriteTempModel("geared_motors.xml", ThreeWheels(20, 0.002, 0, R"(
       <motor name="push" joint="spin1" gear="3" forcerange="-1 2" ctrlrange="-5 5"/>
       <motor name="back" joint="spin2" gear="-3" forcerange="-1 2" ctrlrange="-5 5"/>
       <general name="gain" joint="spin3" gear="3" gainprm="4" forcerange="-1 2"
-               ctrlrange="-5 5"/>
-    </actuator></mujoco>)");
+               ctrlrange="-5 5"/>)"));
   SideBySide run = LoadSideBySide(path);
   ASSERT_TRUE(run.ok());
   World& w = run.w;
@@ -983,23 +990,11 @@ TEST(MotorForceRangeTest, GearActsOnTheClampedForceAsInMuJoCo) {
 // with its own gain turn their wheels along MuJoCo's paths, and each servo's force along its
 // hinge (Simulator::GetActuatorForces) is the gear times MuJoCo's actuator_force.
 TEST(ServoGearTest, GearedServosTurnTheirJointsLikeMuJoCo) {
-  const std::string path = WriteTempModel("geared_servos.xml", R"(<mujoco>
-    <compiler autolimits="true"/>
-    <option timestep="0.0005" gravity="0 0 0"/>
-    <worldbody>
-      <body name="wheel1"><joint name="spin1" axis="0 0 1" damping="0.1"/>
-        <geom type="cylinder" size="0.2 0.02" mass="2"/></body>
-      <body name="wheel2" pos="1 0 0"><joint name="spin2" axis="0 0 1"/>
-        <geom type="cylinder" size="0.2 0.02" mass="2"/></body>
-      <body name="wheel3" pos="2 0 0"><joint name="spin3" axis="0 0 1"/>
-        <geom type="cylinder" size="0.2 0.02" mass="2"/></body>
-    </worldbody>
-    <actuator>
+  const std::string path = WriteTempModel("geared_servos.xml", ThreeWheels(2, 0.0005, 0.1, R"(
       <position name="turn" joint="spin1" gear="2" kp="3" forcerange="-0.5 0.4"/>
       <velocity name="speed" joint="spin2" gear="-3" kv="0.05"/>
       <general name="scaled" joint="spin3" gear="0.5" gainprm="6" biasprm="0 -4 -0.4"
-               biastype="affine"/>
-    </actuator></mujoco>)");
+               biastype="affine"/>)"));
   SideBySide run = LoadSideBySide(path);
   ASSERT_TRUE(run.ok());
   const std::vector<ActuatorDesc>& a = run.imported.model.actuators;
