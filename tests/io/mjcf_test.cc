@@ -1645,6 +1645,28 @@ TEST(MjcfErrorTest, BadValuesNameElementNameAndAttribute) {
   }
 }
 
+// Axion's friction cone is MuJoCo's elliptic one: cone="elliptic" loads without a word, a
+// pyramid asked for by name is ignored with a warning, anything else is an error.
+TEST(MjcfWarningTest, EllipticConeIsAxionsOwnAndAPyramidIsNamed) {
+  auto load = [](const std::string& cone) {
+    return LoadMjcfString(absl::StrCat(R"(<mujoco><option cone=")", cone,
+                                       R"("/><worldbody><body><freejoint/><geom size="0.1"/>
+      </body></worldbody></mujoco>)"),
+                          "");
+  };
+  absl::StatusOr<ImportResult> elliptic = load("elliptic");
+  ASSERT_TRUE(elliptic.ok()) << elliptic.status();
+  EXPECT_TRUE(elliptic->warnings.empty()) << elliptic->warnings.front();
+  absl::StatusOr<ImportResult> pyramid = load("pyramidal");
+  ASSERT_TRUE(pyramid.ok()) << pyramid.status();
+  EXPECT_TRUE(HasWarning(*pyramid, "cone=\"pyramidal\" was ignored"));
+  absl::StatusOr<ImportResult> bad = load("square");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("'cone': must be 'pyramidal' or 'elliptic'"),
+            std::string::npos)
+      << bad.status();
+}
+
 TEST(MjcfWarningTest, UnsupportedElementsAndAttributesAreNamed) {
   std::string xml = R"(
 <mujoco>

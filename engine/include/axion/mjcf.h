@@ -4,7 +4,8 @@
 // "global" (MuJoCo 2.2's, the Gym hopper's and walker2d's), autolimits, meshdir, assetdir,
 // balanceinertia, boundmass, boundinertia, settotalmass), <option> (timestep, gravity; density and
 // viscosity, MuJoCo's inertia-box fluid model: SolverOptions::fluid_density, light chain bodies
-// exempt; collision "all", "predefined" or "dynamic"), <default> classes
+// exempt; collision "all", "predefined" or "dynamic"; cone "elliptic", Axion's own, where
+// "pyramidal" is ignored with a warning), <default> classes
 // with inheritance and `childclass` (every top-level <default> is the main class), <asset> <mesh>
 // (file: OBJ or binary / ASCII STL; or vertex and face; scale), nested <body> (pos, quat, euler,
 // axisangle, xyaxes, zaxis), <geom> (plane, sphere, capsule, box, cylinder, ellipsoid, mesh; size,

@@ -47,7 +47,7 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
        {"angle", "inertiafromgeom", "eulerseq", "coordinate", "autolimits", "meshdir", "assetdir",
         "balanceinertia", "boundmass", "boundinertia", "settotalmass"}},
       {"mesh", {"name", "class", "file", "scale", "vertex", "face"}},
-      {"option", {"timestep", "gravity", "density", "viscosity", "collision"}},
+      {"option", {"timestep", "gravity", "density", "viscosity", "collision", "cone"}},
       {"body",
        {"name", "childclass", "pos", "quat", "axisangle", "euler", "xyaxes", "zaxis", "mocap"}},
       {"inertial",
@@ -663,6 +663,17 @@ absl::Status MjcfLoader::ParseOption(const XMLElement* xml) {
   if (collision_ != "all" && collision_ != "predefined" && collision_ != "dynamic")
     return e.Error("collision", absl::StrCat("must be 'all', 'predefined' or 'dynamic', got '",
                                              collision_, "'"));
+  // Axion's friction cone is MuJoCo's elliptic one (isotropic Coulomb friction); MuJoCo's
+  // default pyramid approximates it by its edges
+  const std::string cone = e.Str("cone", "pyramidal");
+  if (cone != "pyramidal" && cone != "elliptic")
+    return e.Error("cone", absl::StrCat("must be 'pyramidal' or 'elliptic', got '", cone, "'"));
+  if (e.Has("cone") && cone == "pyramidal") {
+    warnings_.Add("cone-pyramidal",
+                  absl::StrCat(Where(xml),
+                               ": option: cone=\"pyramidal\" was ignored: Axion's "
+                               "friction cone is circular, MuJoCo's \"elliptic\""));
+  }
   for (const XMLElement* c = xml->FirstChildElement(); c; c = c->NextSiblingElement()) {
     WarnElement(c, "option", "is not supported and was ignored");
   }
