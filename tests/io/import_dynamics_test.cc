@@ -1041,11 +1041,80 @@ TEST(ServoGearTest, GearedServosTurnTheirJointsLikeMuJoCo) {
   EXPECT_LT(largest_force_difference, 0.05);
 }
 
-// Actuators on sites push their bodies as MuJoCo's site transmission does: site_thrusters.xml's
-// quadrotor (its centre of mass off its frame's origin), four rotors pushing along their sites'
-// axes with drag torques about them (one rotor tilted, one a <general> motor whose force range
-// cuts its pushes), climbs, rolls and yaws under varying commands along MuJoCo's path; the arm
-// pushed by a jet at its tip, off the site's axes, swings as MuJoCo's.
+// <option><flag> takes out of the model what MuJoCo leaves out of its step. With contacts,
+// limits, equalities, dry friction, passive forces and actuation off, a box falls through its
+// floor, a rod swings past its range without its spring, damper and friction, its motor does
+// nothing, and a bead on a vertical slide falls where its equality would hold it; with gravity
+// off only, the box stays, the motor turns the rod into its limit and the equality holds the
+// bead. Both as MuJoCo's.
+TEST(MjcfFlagTest, DisabledPartsOfThePhysicsAreLeftOutAsInMuJoCo) {
+  auto scene = [](const std::string& flags) {
+    return absl::StrCat(R"(<mujoco><compiler angle="radian"/>
+      <option timestep="0.001"><flag )",
+                        flags, R"(/></option>
+      <worldbody><geom name="floor" type="plane" size="0 0 1"/>
+        <body name="box" pos="0 0 0.3"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1"/>
+        </body>
+        <body name="rod" pos="2 0 1">
+          <joint name="hinge" axis="0 1 0" limited="true" range="-0.3 0.3" damping="0.5"
+                 stiffness="1" frictionloss="0.05"/>
+          <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.03" mass="1"/></body>
+        <body name="bead" pos="4 0 1"><joint name="slide" type="slide" axis="0 0 1"/>
+          <geom size="0.05" mass="1"/></body></worldbody>
+      <equality><joint joint1="slide" polycoef="0.2 0 0 0 0"/></equality>
+      <actuator><motor joint="hinge" ctrllimited="false"/></actuator></mujoco>)");
+  };
+  for (const std::string& flags :
+       {std::string(R"(contact="disable" limit="disable" equality="disable" )"
+                    R"(frictionloss="disable" passive="disable" actuation="disable")"),
+        std::string(R"(gravity="disable")")}) {
+    SCOPED_TRACE(flags);
+    SideBySide run = LoadSideBySide(WriteTempModel("flags.xml", scene(flags)));
+    ASSERT_TRUE(run.ok());
+    World& w = run.w;
+    MuJoCoRun& mujoco = *run.mujoco;
+    ASSERT_TRUE(w.sim->SetControls(w.id, std::vector<Real>{2}).ok());
+    mujoco.d->ctrl[0] = 2;
+    double largest_box = 0, largest_rod = 0, largest_bead = 0, rod = 0, bead = 0;
+    for (int s = 1; s <= 1000; ++s) {
+      ASSERT_TRUE(w.sim->StepAll(1).ok());
+      mj_step(mujoco.m, mujoco.d);
+      absl::StatusOr<BodyState> bodies = w.sim->GetBodyState(w.id);
+      absl::StatusOr<JointState> joints = w.sim->GetJointState(w.id);
+      ASSERT_TRUE(bodies.ok() && joints.ok());
+      absl::StatusOr<FileCoordinates> file =
+          FileJointCoordinates(run.imported, *w.model, *bodies, *joints);
+      ASSERT_TRUE(file.ok()) << file.status();
+      const double* q = mujoco.d->qpos;  // box (7), hinge, slide
+      largest_box = std::max(largest_box, std::abs(file->position[2] - q[2]));
+      largest_rod = std::max(largest_rod, std::abs(file->position[7] - q[7]));
+      largest_bead = std::max(largest_bead, std::abs(file->position[8] - q[8]));
+      rod = file->position[7];
+      bead = file->position[8];
+    }
+    const double* q = mujoco.d->qpos;
+    std::printf(
+        "after 1 s: box at %.4f m, rod at %.4f rad, bead at %.4f m (MuJoCo); Axion's rod "
+        "%.4f rad, bead %.4f m; largest differences %.2e m, %.2e rad, %.2e m\n",
+        q[2], q[7], q[8], rod, bead, largest_box, largest_rod, largest_bead);
+    EXPECT_LT(largest_box, 1e-6);
+    if (flags == "gravity=\"disable\"") {
+      EXPECT_NEAR(q[2], 0.3, 1e-6);  // the box stays
+      EXPECT_NEAR(rod, 0.3, 1e-3);   // the motor turns the rod into its limit, which holds it
+      EXPECT_NEAR(q[7], 0.3, 0.01);  // (MuJoCo's softly)
+      EXPECT_NEAR(bead, 0.2, 1e-6);  // the equality holds the bead (MuJoCo's soft one gets there)
+      EXPECT_NEAR(q[8], 0.2, 1e-3);
+    } else {
+      EXPECT_LT(q[2], -4);           // through the floor
+      EXPECT_LT(q[8], -4);           // not held
+      EXPECT_GT(std::abs(q[7]), 1);  // past the range
+      EXPECT_LT(largest_bead, 1e-6);
+      // (0.059 rad; 0.115 at a step of 2 ms: first order in the step, the integrators')
+      EXPECT_LT(largest_rod, 0.1);
+    }
+  }
+}
+
 TEST(SiteActuatorTest, RotorsAndAJetMoveTheirBodiesLikeMuJoCo) {
   SideBySide run = LoadSideBySide(kModels + "/site_thrusters.xml");
   ASSERT_TRUE(run.ok());

@@ -1667,11 +1667,46 @@ TEST(MjcfWarningTest, EllipticConeIsAxionsOwnAndAPyramidIsNamed) {
       << bad.status();
 }
 
+// <flag constraint="disable"> turns off contacts, limits, equalities and dry friction together;
+// switches of MuJoCo's own machinery (energy) load silently, ones that would change the physics
+// here and are not supported (override, filterparent) warn, and a value other than enable or
+// disable is an error.
+TEST(MjcfWarningTest, FlagsActOnTheModelOrAreNamed) {
+  auto load = [](const std::string& flags) {
+    return LoadMjcfString(
+        absl::StrCat(R"(<mujoco><compiler angle="radian"/>
+      <option><flag )",
+                     flags, R"(/></option><worldbody><geom type="plane" size="0 0 1"/>
+      <body name="a" pos="0 0 1"><joint name="h" axis="0 1 0" limited="true" range="-1 1"
+        frictionloss="0.1"/><geom size="0.1"/>
+        <body name="b" pos="0.5 0 0"><joint name="s" type="slide"/><geom size="0.1"/></body>
+      </body></worldbody><equality><joint joint1="s"/></equality></mujoco>)"),
+        "");
+  };
+  absl::StatusOr<ImportResult> all = load(R"(energy="enable" warmstart="disable")");
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_TRUE(all->warnings.empty()) << all->warnings.front();
+  EXPECT_TRUE(all->model.joints[0].limited);
+  EXPECT_EQ(all->model.couplings.size(), 1u);
+  absl::StatusOr<ImportResult> none = load(R"(constraint="disable" override="enable")");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->model.joints[0].limited);
+  EXPECT_EQ(none->model.joints[0].friction_loss, 0);
+  EXPECT_TRUE(none->model.couplings.empty());
+  for (const ShapeDesc& shape : none->model.shapes) EXPECT_EQ(shape.collision_group, 0u);
+  EXPECT_TRUE(HasWarning(*none, "<flag> attribute 'override' is not supported"));
+  absl::StatusOr<ImportResult> bad = load(R"(gravity="off")");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("'gravity': must be 'enable' or 'disable'"),
+            std::string::npos)
+      << bad.status();
+}
+
 TEST(MjcfWarningTest, UnsupportedElementsAndAttributesAreNamed) {
   std::string xml = R"(
 <mujoco>
   <size njmax="500"/>
-  <option timestep="0.01" integrator="RK4"><flag contact="disable"/></option>
+  <option timestep="0.01" integrator="RK4"><flag override="enable"/></option>
   <worldbody>
     <body name="b"><freejoint/>
       <geom size="0.1" solref="0.02 1" rgba="1 0 0 1"/>

@@ -5,7 +5,9 @@
 // balanceinertia, boundmass, boundinertia, settotalmass), <option> (timestep, gravity; density and
 // viscosity, MuJoCo's inertia-box fluid model: SolverOptions::fluid_density, light chain bodies
 // exempt; collision "all", "predefined" or "dynamic"; cone "elliptic", Axion's own, where
-// "pyramidal" is ignored with a warning), <default> classes
+// "pyramidal" is ignored with a warning; <flag> gravity, contact, limit, equality,
+// frictionloss, passive, actuation and constraint, each "disable" taking that part out of the
+// model, as MuJoCo leaves it out of its step), <default> classes
 // with inheritance and `childclass` (every top-level <default> is the main class), <asset> <mesh>
 // (file: OBJ or binary / ASCII STL; or vertex and face; scale), nested <body> (pos, quat, euler,
 // axisangle, xyaxes, zaxis), <geom> (plane, sphere, capsule, box, cylinder, ellipsoid, mesh; size,

@@ -361,6 +361,8 @@ class MjcfLoader {
   absl::Status Convert();
   absl::Status ConvertJoints(int b, int parent_body);
   void ApplyCollisionRules();
+  absl::Status ParseFlags(const XMLElement* flag);
+  void ApplyFlags();
   void WarnHeldOffPlanes();
   void WarnLightBodies();
 
@@ -381,6 +383,12 @@ class MjcfLoader {
   Real bound_inertia_ = 0;         // <compiler boundinertia>
   Real set_total_mass_ = -1;       // <compiler settotalmass>; <= 0: off
   std::string collision_ = "all";  // <option collision>
+  // <option><flag>: MuJoCo's switches of parts of the physics, applied to the whole model at
+  // the end (ApplyFlags); each true unless disabled
+  struct Flags {
+    bool gravity = true, contact = true, limit = true, equality = true, frictionloss = true,
+         passive = true, actuation = true;
+  } flags_;
   std::string meshdir_;  // of <compiler meshdir> (else assetdir), relative to the model's file
 
   // <asset><mesh> by name: its triangles, scaled, in the mesh file's frame
@@ -675,9 +683,95 @@ absl::Status MjcfLoader::ParseOption(const XMLElement* xml) {
                                "friction cone is circular, MuJoCo's \"elliptic\""));
   }
   for (const XMLElement* c = xml->FirstChildElement(); c; c = c->NextSiblingElement()) {
-    WarnElement(c, "option", "is not supported and was ignored");
+    if (std::string(c->Name()) == "flag") {
+      AXION_IO_RETURN_IF_ERROR(ParseFlags(c));
+    } else {
+      WarnElement(c, "option", "is not supported and was ignored");
+    }
   }
   return absl::OkStatus();
+}
+
+// <flag>: the switches that turn parts of the physics off act on the model (ApplyFlags);
+// "constraint" turns off contacts, limits, equalities and dry friction together. Switches of
+// MuJoCo's own machinery (its warm start, sensors, energy, inverse dynamics, reference checks)
+// change nothing here; others that would (filterparent, clampctrl, override) warn when set
+// away from MuJoCo's default.
+absl::Status MjcfLoader::ParseFlags(const XMLElement* flag) {
+  const std::set<std::string> inert = {"warmstart", "refsafe",     "sensor",   "energy",
+                                       "fwdinv",    "sensornoise", "multiccd", "island"};
+  const std::set<std::string> off_by_default = {"override",    "energy",   "fwdinv",
+                                                "sensornoise", "multiccd", "island"};
+  for (const tinyxml2::XMLAttribute* a = flag->FirstAttribute(); a; a = a->Next()) {
+    const std::string name = a->Name(), value = a->Value();
+    if (value != "enable" && value != "disable") {
+      return absl::InvalidArgumentError(absl::StrCat(Where(flag), ": flag: attribute '", name,
+                                                     "': must be 'enable' or 'disable', got '",
+                                                     value, "'"));
+    }
+    const bool on = value == "enable";
+    bool* known = name == "gravity"        ? &flags_.gravity
+                  : name == "contact"      ? &flags_.contact
+                  : name == "limit"        ? &flags_.limit
+                  : name == "equality"     ? &flags_.equality
+                  : name == "frictionloss" ? &flags_.frictionloss
+                  : name == "passive"      ? &flags_.passive
+                  : name == "actuation"    ? &flags_.actuation
+                                           : nullptr;
+    if (known) {
+      *known = on;
+    } else if (name == "constraint") {
+      if (!on) flags_.contact = flags_.limit = flags_.equality = flags_.frictionloss = false;
+    } else if (!inert.count(name) && on != !off_by_default.count(name)) {
+      warnings_.Add(absl::StrCat("flag:", name),
+                    absl::StrCat("<flag> attribute '", name, "' is not supported and was ignored (",
+                                 Where(flag), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The parts of the physics <flag> turned off, taken out of the model as MuJoCo leaves them out
+// of its step: gravity, every contact, joint and tendon limits, equalities (not parsed at all),
+// dry friction, the passive forces (joint and tendon springs and dampers, the fluid), and the
+// actuators (each then pushes with nothing: an effort of gear 0; their controls stay).
+void MjcfLoader::ApplyFlags() {
+  ModelDesc& model = result_.model;
+  if (!flags_.gravity) model.options.gravity = Vec3{};
+  if (!flags_.contact) {
+    for (ShapeDesc& shape : model.shapes) shape.collision_group = 0;
+    model.contact_pairs.clear();
+  }
+  for (JointDesc& joint : model.joints) {
+    if (!flags_.limit) {
+      joint.limited = false;
+      for (AxisMode& mode : joint.axis_mode) {
+        if (mode == AxisMode::kLimited) mode = AxisMode::kFree;
+      }
+    }
+    if (!flags_.frictionloss) {
+      joint.friction_loss = 0;
+      joint.dof_friction_loss.clear();
+    }
+    if (!flags_.passive) {
+      joint.drive.stiffness = joint.drive.damping = 0;
+      for (DriveDesc& drive : joint.dof_drive) drive.stiffness = drive.damping = 0;
+    }
+  }
+  for (TendonDesc& tendon : model.tendons) {
+    if (!flags_.limit) tendon.limited = false;
+    if (!flags_.frictionloss) tendon.friction_loss = 0;
+    if (!flags_.passive) tendon.stiffness = tendon.damping = 0;
+  }
+  if (!flags_.passive) model.options.fluid_density = model.options.fluid_viscosity = 0;
+  if (!flags_.actuation) {
+    for (ActuatorDesc& a : model.actuators) {
+      a.type = ActuatorType::kEffort;
+      a.gear = 0;
+      a.kp = a.kv = 0;
+      a.force_limited = false;
+    }
+  }
 }
 
 absl::Status MjcfLoader::ParseDefault(const XMLElement* e, const std::string& class_name,
@@ -2855,12 +2949,15 @@ absl::StatusOr<ImportResult> MjcfLoader::LoadModel(std::string_view xml, const s
   }
   AXION_IO_RETURN_IF_ERROR(ComputeMass());
   AXION_IO_RETURN_IF_ERROR(Convert());
-  for (const XMLElement* s : equality_sections_) AXION_IO_RETURN_IF_ERROR(ParseEquality(s));
+  if (flags_.equality) {
+    for (const XMLElement* s : equality_sections_) AXION_IO_RETURN_IF_ERROR(ParseEquality(s));
+  }
   for (const XMLElement* s : contact_sections_) AXION_IO_RETURN_IF_ERROR(ParseContact(s));
   for (const XMLElement* s : tendon_sections_) AXION_IO_RETURN_IF_ERROR(ParseTendons(s));
   for (const XMLElement* s : actuator_sections_) AXION_IO_RETURN_IF_ERROR(ParseActuators(s));
   for (const XMLElement* s : keyframe_sections_) AXION_IO_RETURN_IF_ERROR(ParseKeyframes(s));
   ApplyCollisionRules();
+  ApplyFlags();
   WarnHeldOffPlanes();
   WarnLightBodies();
   result_.warnings = warnings_.Lines();
