@@ -98,6 +98,19 @@ SideBySide LoadSideBySide(const std::string& path) {
   return s;
 }
 
+// Steps the Axion world and MuJoCo's once each; the Axion world's state then, in the file's
+// coordinates (MuJoCo's qpos and qvel).
+absl::StatusOr<FileCoordinates> StepBoth(SideBySide& run) {
+  absl::Status stepped = run.w.sim->StepAll(1);
+  if (!stepped.ok()) return stepped;
+  mj_step(run.mujoco->m, run.mujoco->d);
+  absl::StatusOr<BodyState> bodies = run.w.sim->GetBodyState(run.w.id);
+  if (!bodies.ok()) return bodies.status();
+  absl::StatusOr<JointState> joints = run.w.sim->GetJointState(run.w.id);
+  if (!joints.ok()) return joints.status();
+  return FileJointCoordinates(run.imported, *run.w.model, *bodies, *joints);
+}
+
 // Writes `text` to a file of the test's temporary directory; returns its path.
 std::string WriteTempModel(const std::string& name, const std::string& text) {
   const std::string path = ::testing::TempDir() + name;
@@ -1077,13 +1090,7 @@ TEST(MjcfFlagTest, DisabledPartsOfThePhysicsAreLeftOutAsInMuJoCo) {
     mujoco.d->ctrl[0] = 2;
     double largest_box = 0, largest_rod = 0, largest_bead = 0, rod = 0, bead = 0;
     for (int s = 1; s <= 1000; ++s) {
-      ASSERT_TRUE(w.sim->StepAll(1).ok());
-      mj_step(mujoco.m, mujoco.d);
-      absl::StatusOr<BodyState> bodies = w.sim->GetBodyState(w.id);
-      absl::StatusOr<JointState> joints = w.sim->GetJointState(w.id);
-      ASSERT_TRUE(bodies.ok() && joints.ok());
-      absl::StatusOr<FileCoordinates> file =
-          FileJointCoordinates(run.imported, *w.model, *bodies, *joints);
+      absl::StatusOr<FileCoordinates> file = StepBoth(run);
       ASSERT_TRUE(file.ok()) << file.status();
       const double* q = mujoco.d->qpos;  // box (7), hinge, slide
       largest_box = std::max(largest_box, std::abs(file->position[2] - q[2]));
@@ -1136,13 +1143,7 @@ TEST(SiteActuatorTest, RotorsAndAJetMoveTheirBodiesLikeMuJoCo) {
                               3 * std::sin(4 * t)};
     ASSERT_TRUE(w.sim->SetControls(w.id, ctrl).ok());
     for (int a = 0; a < 5; ++a) mujoco.d->ctrl[a] = ctrl[a];
-    ASSERT_TRUE(w.sim->StepAll(1).ok());
-    mj_step(mujoco.m, mujoco.d);
-    absl::StatusOr<BodyState> bodies = w.sim->GetBodyState(w.id);
-    absl::StatusOr<JointState> joints = w.sim->GetJointState(w.id);
-    ASSERT_TRUE(bodies.ok() && joints.ok());
-    absl::StatusOr<FileCoordinates> file =
-        FileJointCoordinates(imported, *w.model, *bodies, *joints);
+    absl::StatusOr<FileCoordinates> file = StepBoth(run);
     ASSERT_TRUE(file.ok()) << file.status();
     const double* q = mujoco.d->qpos;  // the drone's position and quaternion, the hinge
     for (int k = 0; k < 3; ++k)
