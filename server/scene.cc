@@ -916,6 +916,11 @@ void DescribeModel(const Model& model, const SolverOptions& options, int contact
     info->set_force_limited(actuator.force_limited);
     info->set_force_min(actuator.force_min);
     info->set_force_max(actuator.force_max);
+    const bool on_joint = actuator.tendon < 0 && actuator.site_body < 0;
+    info->set_joint(on_joint ? actuator.joint : -1);
+    info->set_dof(on_joint ? actuator.dof : -1);
+    info->set_tendon(actuator.tendon);
+    info->set_site_body(actuator.site_body);
   }
   description->set_body_count(model.body_count());
   description->set_joint_position_count(model.joint_position_count());

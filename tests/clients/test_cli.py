@@ -80,6 +80,10 @@ def test_create_list_describe_destroy(axion):
     assert [j["name"] for j in described["joints"]] == ["base_yaw", "shoulder", "elbow"]
     text = axion("describe", ids[2]).stdout
     assert "3 actuators" in text and "elbow" in text
+    # each actuator's row names the joint it drives
+    actuator_rows = [line.split() for line in text.splitlines() if line.startswith("elbow ")]
+    assert actuator_rows and actuator_rows[-1][2] == "elbow", text
+    assert [a["joint"] for a in described["actuators"]] == [0, 1, 2]
     assert described["keyframe_names"] == [] and "keyframes" not in text
 
     assert axion("destroy", ids[0]).stdout.split() == [str(ids[0])]

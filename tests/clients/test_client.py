@@ -421,6 +421,9 @@ def test_describe_world_and_get_model(client):
     world = client.create_worlds(PENDULUM_MJCF).world_ids[0]
     description = client.describe_world(world)
     assert description.body_names == ["bob"]
+    # the motor drives the hinge's DOF
+    torque = description.actuators[0]
+    assert (torque.joint, torque.dof, torque.tendon, torque.site_body) == (0, 0, -1, -1)
     model = client.get_model(world)
     assert isinstance(model, axion.pb.ModelDescription)
     assert [b.name for b in model.bodies] == ["bob"]

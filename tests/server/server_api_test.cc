@@ -120,6 +120,10 @@ TEST_F(ServerApiTest, DescribeWorldReportsNamesOrderAndShapes) {
   ASSERT_EQ(d.actuators_size(), 1);
   EXPECT_EQ(d.actuators(0).name(), "motor");
   EXPECT_EQ(d.actuators(0).ctrl_max(), 1);
+  EXPECT_EQ(d.actuators(0).joint(), 0);  // what it drives: the hinge's DOF
+  EXPECT_EQ(d.actuators(0).dof(), 0);
+  EXPECT_EQ(d.actuators(0).tendon(), -1);
+  EXPECT_EQ(d.actuators(0).site_body(), -1);
   EXPECT_DOUBLE_EQ(d.timestep(), kTimestep);
   // The full model comes back as it was compiled, with the world's effective options.
   EXPECT_EQ(described->model().bodies(0).mass(), 1);
@@ -194,6 +198,10 @@ TEST_F(ServerApiTest, TendonsAreCarried) {
   EXPECT_EQ(described.tendons(0).joints(1).coef(), -1);
   EXPECT_EQ(described.actuators(0).tendon().value(), 0);
   EXPECT_EQ(described.actuators(0).target_scale().value(), 0.5);
+  absl::StatusOr<v1::DescribeWorldResponse> info = client_->DescribeWorld(ids[0], false);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->description().actuators(0).tendon(), 0);
+  EXPECT_EQ(info->description().actuators(0).joint(), -1);
 
   second->set_joint(5);
   absl::Status status = client_->CreateWorlds(client::ModelScene(scene), 1).status();
@@ -214,6 +222,10 @@ TEST_F(ServerApiTest, SiteActuatorsAreCarried) {
   const std::vector<float> qdot = StepAndReadJointVelocity(ids, 0.5f);
   ASSERT_EQ(qdot.size(), 1u);
   EXPECT_NEAR(qdot[0], 0.5 * 0.5 * 20 * kTimestep / 0.1, 1e-5);
+  absl::StatusOr<v1::DescribeWorldResponse> info = client_->DescribeWorld(ids[0], false);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->description().actuators(0).site_body(), 0);
+  EXPECT_EQ(info->description().actuators(0).joint(), -1);
   const v1::ModelDescription described = DescribedModel(ids[0]);
   ASSERT_TRUE(described.actuators(0).has_site());
   EXPECT_EQ(described.actuators(0).site().body(), 0);

@@ -178,13 +178,22 @@ def cmd_describe(client, args):
         for j in d.joints
     ]
     print_table(["JOINT", "TYPE", "QPOS", "NQ", "QVEL", "NV"], rows)
+    def drives(a):
+        if a.tendon >= 0:
+            return f"tendon {a.tendon}"
+        if a.site_body >= 0:
+            return f"site on {d.body_names[a.site_body]}"
+        joint = d.joints[a.joint]
+        return joint.name if joint.dof_count == 1 else f"{joint.name} DOF {a.dof}"
+
     rows = [
-        [a.name, a.type, f"[{a.ctrl_min:g}, {a.ctrl_max:g}]" if a.ctrl_limited else "unlimited",
+        [a.name, a.type, drives(a),
+         f"[{a.ctrl_min:g}, {a.ctrl_max:g}]" if a.ctrl_limited else "unlimited",
          f"[{a.force_min:g}, {a.force_max:g}]" if a.force_limited else "unlimited"]
         for a in d.actuators
     ]
     if rows:
-        print_table(["ACTUATOR", "TYPE", "CTRL RANGE", "FORCE RANGE"], rows)
+        print_table(["ACTUATOR", "TYPE", "DRIVES", "CTRL RANGE", "FORCE RANGE"], rows)
     # the file's bodies that have no body of their own: merged into another, or static
     rows = [
         [b.name, d.body_names[b.body] if b.body >= 0 else "(world)",

@@ -128,6 +128,12 @@ class ActuatorInfo:
     force_limited: bool = False
     force_min: float = 0.0
     force_max: float = 0.0
+    # what it drives, the others -1: a joint's DOF (indices into WorldDescription.joints and
+    # that joint's DOFs), a tendon, or a body pushed through a site
+    joint: int = -1
+    dof: int = -1
+    tendon: int = -1
+    site_body: int = -1
 
     @classmethod
     def from_proto(cls, message):
@@ -140,6 +146,10 @@ class ActuatorInfo:
             force_limited=message.force_limited,
             force_min=message.force_min,
             force_max=message.force_max,
+            joint=message.joint,
+            dof=message.dof,
+            tendon=message.tendon,
+            site_body=message.site_body,
         )
 
 
