@@ -700,8 +700,6 @@ absl::Status MjcfLoader::ParseOption(const XMLElement* xml) {
 absl::Status MjcfLoader::ParseFlags(const XMLElement* flag) {
   const std::set<std::string> inert = {"warmstart", "refsafe",     "sensor",   "energy",
                                        "fwdinv",    "sensornoise", "multiccd", "island"};
-  const std::set<std::string> off_by_default = {"override",    "energy",   "fwdinv",
-                                                "sensornoise", "multiccd", "island"};
   for (const tinyxml2::XMLAttribute* a = flag->FirstAttribute(); a; a = a->Next()) {
     const std::string name = a->Name(), value = a->Value();
     if (value != "enable" && value != "disable") {
@@ -722,7 +720,8 @@ absl::Status MjcfLoader::ParseFlags(const XMLElement* flag) {
       *known = on;
     } else if (name == "constraint") {
       if (!on) flags_.contact = flags_.limit = flags_.equality = flags_.frictionloss = false;
-    } else if (!inert.count(name) && on != !off_by_default.count(name)) {
+    } else if (!inert.count(name) && on != (name != "override")) {
+      // set away from MuJoCo's default (every such switch on but override)
       warnings_.Add(absl::StrCat("flag:", name),
                     absl::StrCat("<flag> attribute '", name, "' is not supported and was ignored (",
                                  Where(flag), ")"));
