@@ -85,12 +85,16 @@ struct SideBySide {
   std::unique_ptr<MuJoCoRun> mujoco;
   bool ok() const { return w.sim != nullptr && mujoco != nullptr && mujoco->m != nullptr; }
 };
-SideBySide LoadSideBySide(const std::string& path) {
+// `merged`: how many jointless bodies the file has, each merged into its parent with a warning.
+SideBySide LoadSideBySide(const std::string& path, size_t merged = 0) {
   SideBySide s;
   absl::StatusOr<ImportResult> imported = LoadMjcfFile(path);
   EXPECT_TRUE(imported.ok()) << imported.status();
   if (!imported.ok()) return s;
-  EXPECT_TRUE(imported->warnings.empty()) << imported->warnings.front();
+  EXPECT_EQ(imported->warnings.size(), merged)
+      << (imported->warnings.empty() ? "" : imported->warnings.front());
+  for (const std::string& warning : imported->warnings)
+    EXPECT_NE(warning.find("has no joint: merged into"), std::string::npos) << warning;
   s.imported = *std::move(imported);
   s.w = MakeWorld(s.imported.model);
   s.mujoco = std::make_unique<MuJoCoRun>(path);
@@ -2370,6 +2374,127 @@ TEST(MjcfKeyframeTest, ResetToAKeyGivesMuJoCosStateOfEveryBody) {
                 .find("bad_key.xml:2: key 'short': attribute 'qpos': expected 1 numbers, got 2"),
             std::string::npos)
       << refused.status();
+}
+
+// Sensors read what MuJoCo's read at the same state: Axion's world stepped under controls with
+// its mocap target moved, and at every 20th step its state (the file's qpos and qvel, the mocap
+// pose, the time) written into MuJoCo's, whose mj_forward computes its sensordata. Every kind
+// but touch (contact forces are each engine's own) must agree to the joints' residual.
+TEST(SensorTest, SensorsReadWhatMuJoCoReadsAtTheSameState) {
+  SideBySide run = LoadSideBySide(kModels + "/sensors.xml", 1);  // the head
+  ASSERT_TRUE(run.ok());
+  const mjModel* m = run.mujoco->m;
+  mjData* d = run.mujoco->d;
+  const ImportResult& file = run.imported;
+  ASSERT_EQ(file.sensor_data_count, m->nsensordata);
+  ASSERT_EQ(static_cast<int>(file.source_sensors.size()), m->nsensor);
+  for (int i = 0; i < m->nsensor; ++i) {
+    EXPECT_EQ(file.source_sensors[i].name, mj_id2name(m, mjOBJ_SENSOR, i));
+    EXPECT_EQ(file.source_sensors[i].offset, m->sensor_adr[i]);
+    EXPECT_EQ(file.source_sensors[i].dim, m->sensor_dim[i]);
+  }
+  const std::vector<Real> ctrl = {0.5, 0.05, -0.3};
+  ASSERT_TRUE(run.w.sim->SetControls(run.w.id, ctrl).ok());
+  for (int i = 0; i < m->nu; ++i) d->ctrl[i] = ctrl[i];
+  double worst = 0;
+  std::string worst_name;
+  int compared = 0;
+  for (int step = 1; step <= 400; ++step) {
+    if (step == 200) {  // the target moves and turns
+      ASSERT_TRUE(run.w.sim->SetMocapPoses(run.w.id, {0.3, -0.1, 0.8, 0.9, 0.1, -0.3, 0.2}).ok());
+    }
+    ASSERT_TRUE(run.w.sim->StepAll(1).ok());
+    if (step % 20 != 0) continue;
+    const BodyState bodies = *run.w.sim->GetBodyState(run.w.id);
+    const JointState joints = *run.w.sim->GetJointState(run.w.id);
+    absl::StatusOr<FileCoordinates> state =
+        FileJointCoordinates(file, *run.w.model, bodies, joints);
+    ASSERT_TRUE(state.ok()) << state.status();
+    ASSERT_EQ(static_cast<int>(state->position.size()), m->nq);
+    for (int i = 0; i < m->nq; ++i) d->qpos[i] = state->position[i];
+    for (int i = 0; i < m->nv; ++i) d->qvel[i] = state->velocity[i];
+    const std::vector<Real> mocap = *run.w.sim->GetMocapPoses(run.w.id);
+    for (int i = 0; i < 3; ++i) d->mocap_pos[i] = mocap[i];
+    for (int i = 0; i < 4; ++i) d->mocap_quat[i] = mocap[3 + i];
+    d->time = run.w.sim->GetStats(run.w.id)->time;
+    mj_forward(m, d);
+    absl::StatusOr<std::vector<Real>> data =
+        ReadFileSensors(file, *run.w.model, *run.w.sim, run.w.id);
+    ASSERT_TRUE(data.ok()) << data.status();
+    ASSERT_EQ(static_cast<int>(data->size()), m->nsensordata);
+    for (int i = 0; i < m->nsensor; ++i) {
+      if (m->sensor_type[i] == mjSENS_TOUCH) continue;
+      const int adr = m->sensor_adr[i], dim = m->sensor_dim[i];
+      // a quaternion and its negative are one orientation
+      double sign = 1;
+      if (dim == 4) {
+        double dot_product = 0;
+        for (int k = 0; k < 4; ++k) dot_product += (*data)[adr + k] * d->sensordata[adr + k];
+        sign = dot_product < 0 ? -1 : 1;
+      }
+      for (int k = 0; k < dim; ++k) {
+        const double error = std::abs(sign * (*data)[adr + k] - d->sensordata[adr + k]);
+        if (error > worst) worst = error, worst_name = mj_id2name(m, mjOBJ_SENSOR, i);
+        EXPECT_NEAR(sign * (*data)[adr + k], d->sensordata[adr + k], 1e-9)
+            << mj_id2name(m, mjOBJ_SENSOR, i) << "[" << k << "] at step " << step;
+      }
+      ++compared;
+    }
+  }
+  std::printf("%d sensor readings, largest difference from MuJoCo's %.2e (%s)\n", compared, worst,
+              worst_name.c_str());
+  // the elbow's rate reached its cutoff at some point, and the time is the world's
+  EXPECT_GT(compared, 0);
+}
+
+// Touch sensors sum the normal force of the contacts in their zones: a 2 kg box at rest on the
+// floor weighs 19.62 N on the zone around its sole, nothing on the one around its lid, and a
+// cutoff caps the reading; in MuJoCo (each engine its own contacts) the same.
+TEST(SensorTest, TouchWeighsABoxOnTheFloorAsMuJoCoDoes) {
+  const std::string path = WriteTempModel("touch.xml", R"(<mujoco>
+  <option timestep="0.005"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="0 0 1"/>
+    <body name="box" pos="0 0 0.2" euler="0 0 20"><freejoint/>
+      <geom type="box" size="0.1 0.05 0.04" mass="2"/>
+      <site name="sole" type="box" size="0.11 0.06 0.01" pos="0 0 -0.04"/>
+      <site name="lid" type="capsule" size="0.02 0.08" pos="0 0 0.04" euler="0 90 0"/>
+      <site name="corner" type="ellipsoid" size="0.03 0.03 0.02" pos="0.1 0.05 -0.04"/>
+    </body>
+  </worldbody>
+  <sensor>
+    <touch name="sole" site="sole"/>
+    <touch name="lid" site="lid"/>
+    <touch name="corner" site="corner"/>
+    <touch name="sole_capped" site="sole" cutoff="5"/>
+  </sensor>
+</mujoco>)");
+  SideBySide run = LoadSideBySide(path);
+  ASSERT_TRUE(run.ok());
+  for (int step = 0; step < 200; ++step) {
+    ASSERT_TRUE(run.w.sim->StepAll(1).ok());
+    mj_step(run.mujoco->m, run.mujoco->d);
+  }
+  mj_forward(run.mujoco->m, run.mujoco->d);
+  absl::StatusOr<std::vector<Real>> touch =
+      ReadFileSensors(run.imported, *run.w.model, *run.w.sim, run.w.id);
+  ASSERT_TRUE(touch.ok()) << touch.status();
+  const double* mujoco = run.mujoco->d->sensordata;
+  std::printf(
+      "sole %.4f N (MuJoCo %.4f), lid %.4f (%.4f), corner %.4f (%.4f), capped %.4f (%.4f)\n",
+      (*touch)[0], mujoco[0], (*touch)[1], mujoco[1], (*touch)[2], mujoco[2], (*touch)[3],
+      mujoco[3]);
+  const double weight = 2 * 9.81;
+  EXPECT_NEAR((*touch)[0], weight, 1e-3 * weight);
+  EXPECT_NEAR(mujoco[0], weight, 1e-2 * weight);
+  EXPECT_EQ((*touch)[1], 0);
+  EXPECT_EQ(mujoco[1], 0);
+  // the corner's zone holds one of the four corners' contacts: a share of the weight in both
+  EXPECT_GT((*touch)[2], 0.1 * weight);
+  EXPECT_LT((*touch)[2], 0.5 * weight);
+  EXPECT_NEAR((*touch)[2], mujoco[2], 1e-2 * weight);
+  EXPECT_EQ((*touch)[3], 5);
+  EXPECT_EQ(mujoco[3], 5);
 }
 
 }  // namespace

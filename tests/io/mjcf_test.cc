@@ -1702,6 +1702,62 @@ TEST(MjcfWarningTest, FlagsActOnTheModelOrAreNamed) {
       << bad.status();
 }
 
+// Sensors Axion cannot read are skipped with a warning naming them, so the sensor data holds
+// the others in file order; sensors of what does not exist or of the wrong joint kind are
+// errors naming file, line, element and attribute, as in MuJoCo.
+TEST(MjcfSensorTest, SkippedSensorsAreNamedAndBadOnesAreErrors) {
+  auto load = [](const std::string& sensors, const std::string& extra = "") {
+    return LoadMjcfString(absl::StrCat(R"(<mujoco><compiler autolimits="true"/>)", extra,
+                                       R"(<worldbody><body name="a" pos="0 0 1"><freejoint/>
+      <geom size="0.1"/><site name="s"/>
+      <body name="b" pos="0.3 0 0"><joint name="h" axis="0 1 0"/><geom size="0.1"/>
+        <body name="c" pos="0.3 0 0"><joint name="ball" type="ball"/><geom size="0.1"/></body>
+      </body></body></worldbody>
+      <actuator><motor name="m" joint="h"/><cylinder name="cyl" joint="h"/></actuator>
+      <sensor>)",
+                                       sensors, "</sensor></mujoco>"),
+                          "");
+  };
+  absl::StatusOr<ImportResult> r = load(R"(
+      <jointpos name="first" joint="h"/>
+      <accelerometer name="imu_acc" site="s"/>
+      <force site="s"/>
+      <actuatorfrc name="cyl_force" actuator="cyl"/>
+      <framequat name="inertial" objtype="body" objname="b"/>
+      <ballquat name="last" joint="ball" noise="0.01"/>)",
+                                        R"(<option><flag sensornoise="enable"/></option>)");
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (const char* needle : {"<accelerometer> in <sensor>", "<force> in <sensor>",
+                             "actuatorfrc 'cyl_force': actuator 'cyl' is not supported",
+                             "framequat 'inertial': the axes of a body's inertial frame",
+                             "<flag> attribute 'sensornoise'"}) {
+    EXPECT_TRUE(HasWarning(*r, needle)) << needle;
+  }
+  ASSERT_EQ(r->source_sensors.size(), 2u);
+  EXPECT_EQ(r->source_sensors[0].name, "first");
+  EXPECT_EQ(r->source_sensors[1].name, "last");
+  EXPECT_EQ(r->source_sensors[1].offset, 1);
+  EXPECT_EQ(r->source_sensors[1].dim, 4);
+  EXPECT_EQ(r->sensor_data_count, 5);
+
+  const std::pair<const char*, const char*> bad[] = {
+      {R"(<touch site="nowhere"/>)", "touch: attribute 'site': unknown site 'nowhere'"},
+      {R"(<jointpos name="j" joint="ball"/>)", "jointpos 'j': attribute 'joint': must be a hinge"},
+      {R"(<ballquat joint="h"/>)", "ballquat: attribute 'joint': must be a ball joint"},
+      {R"(<actuatorvel actuator="nope"/>)", "attribute 'actuator': unknown actuator 'nope'"},
+      {R"(<framepos objtype="site"/>)", "framepos: attribute 'objname': is required"},
+      {R"(<framepos objtype="thing" objname="s"/>)", "unknown object type 'thing'"},
+      {R"(<subtreecom body="z"/>)", "subtreecom: attribute 'body': unknown body 'z'"},
+      {R"(<gyro site="s" cutoff="-1"/>)", "gyro: attribute 'cutoff': is negative"},
+  };
+  for (const auto& [sensor, message] : bad) {
+    absl::StatusOr<ImportResult> refused = load(sensor);
+    ASSERT_FALSE(refused.ok()) << sensor;
+    EXPECT_NE(refused.status().message().find(message), std::string::npos) << refused.status();
+    EXPECT_NE(refused.status().message().find("<string>:"), std::string::npos) << refused.status();
+  }
+}
+
 TEST(MjcfWarningTest, UnsupportedElementsAndAttributesAreNamed) {
   std::string xml = R"(
 <mujoco>
@@ -1716,14 +1772,15 @@ TEST(MjcfWarningTest, UnsupportedElementsAndAttributesAreNamed) {
     <body name="target" mocap="true" pos="0 0 2"><geom size="0.05" contype="0" conaffinity="0"/>
       <site name="tip" pos="0.1 0 0"/></body>
   </worldbody>
-  <tendon/><sensor/><equality><tendon tendon1="t"/></equality><contact><tendon/></contact>
+  <tendon/><sensor><accelerometer site="s"/></sensor>
+  <equality><tendon tendon1="t"/></equality><contact><tendon/></contact>
   <keyframe><key mpos="0 0 1"/><lag/></keyframe>
 </mujoco>)";
   absl::StatusOr<ImportResult> r = LoadMjcfString(xml, "");
   ASSERT_TRUE(r.ok()) << r.status();
-  for (const char* needle :
-       {"<size>", "'integrator'", "<flag>", "'solref'", "'rgba'", "<camera>", "<tendon>",
-        "<sensor>", "<tendon> in <equality>", "<tendon> in <contact>", "<lag> in <keyframe>"}) {
+  for (const char* needle : {"<size>", "'integrator'", "<flag>", "'solref'", "'rgba'", "<camera>",
+                             "<tendon>", "<accelerometer> in <sensor>", "<tendon> in <equality>",
+                             "<tendon> in <contact>", "<lag> in <keyframe>"}) {
     EXPECT_TRUE(HasWarning(*r, needle)) << needle;
   }
   // Repeats are counted on one line.

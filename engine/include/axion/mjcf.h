@@ -25,8 +25,8 @@
 // closing loops (a ball joint at the anchor, a fixed joint), and <equality> <joint> (joint1,
 // joint2, polycoef, active), which becomes a JointCouplingDesc (joint1's coordinate a quartic of
 // joint2's), all held exactly where MuJoCo's are soft, and <contact> <exclude> (body1, body2) and
-// <pair> (geom1, geom2, condim, friction).
-// Everything else (visual elements, cameras, lights, sensors, tendons, tendon equalities,
+// <pair> (geom1, geom2, condim, friction), and <sensor> (rule 10).
+// Everything else (visual elements, cameras, lights, spatial tendons, tendon equalities,
 // other composite types, solver-parameter attributes such as solref/solimp, ...) is skipped
 // with a warning naming the element or attribute, so no difference from MuJoCo is silent; an
 // error also names the unsupported elements skipped before it. Malformed or inconsistent files
@@ -182,6 +182,19 @@
 //     what is in the way is pushed out. The file's bodies and sites on a mocap body are reported
 //     in its frame (ImportResult::SourceBody::mocap). A body hinged below a mocap body collides
 //     with it, as in MuJoCo (a mocap body is in the world's weld group).
+// 10. Sensors: touch, velocimeter, gyro, magnetometer (<option magnetic>), jointpos, jointvel,
+//     tendonpos, tendonvel (fixed tendons, those over more than two joints included),
+//     actuatorpos, actuatorvel, actuatorfrc, ballquat, ballangvel, framepos, framequat,
+//     framexaxis, frameyaxis, framezaxis, framelinvel, frameangvel (objtype site, xbody, body
+//     or geom; reftype and refname), subtreecom, subtreelinvel and clock become
+//     ImportResult::SourceSensor entries in file order, with cutoff; FileSensorData and
+//     ReadFileSensors compute MuJoCo's sensordata for a world's state (equal to libmujoco's at
+//     the same state to rounding, touch to each engine's contact forces: SensorTest). Frames
+//     move as the joints' coordinates and rates place them (BodyStateFromJoints), as MuJoCo's
+//     bodies move with its qpos and qvel. Other kinds (accelerometer, force, torque,
+//     rangefinder, limit sensors, frame accelerations, subtreeangmom, user) and sensors of
+//     things not made (skipped actuators and tendons, cameras, a body's inertial axes) are
+//     skipped with a warning; `noise` is not added (<flag sensornoise> warns).
 #pragma once
 
 #include <string>
@@ -230,6 +243,76 @@ struct ImportResult {
   // Axion body that carries each and its pose in that body's frame (the world frame for a
   // static one), as source_bodies. URDF has none.
   std::vector<SourceBody> source_sites;
+
+  // The file's sensors (MJCF <sensor>) that Axion reads, in file order (FileSensorData); the
+  // others are skipped with a warning naming them, so `offset` counts only these. Each reads
+  // MuJoCo's quantity of the same name at the world's state (MuJoCo computes sensordata in
+  // mj_forward, before its step integrates: after mj_step it describes the state before).
+  enum class SensorKind {
+    kTouch,          // 1: normal contact force (N) summed over contacts in the site's zone
+    kVelocimeter,    // 3: the site's linear velocity, site frame
+    kGyro,           // 3: the site's angular velocity, site frame
+    kMagnetometer,   // 3: <option magnetic>, site frame
+    kJointPos,       // 1: hinge angle or slide displacement (MuJoCo's qpos)
+    kJointVel,       // 1: its rate
+    kTendonPos,      // 1: fixed tendon length, sum of coef qpos
+    kTendonVel,      // 1: its rate
+    kActuatorPos,    // 1: gear times the joint's coordinate or tendon's length
+    kActuatorVel,    // 1: its rate
+    kActuatorFrc,    // 1: the actuator's force before its gear (MuJoCo's actuator_force)
+    kBallQuat,       // 4: ball joint quaternion w x y z
+    kBallAngVel,     // 3: ball joint angular velocity, child body frame
+    kFramePos,       // 3: the object's position, world frame or the reference's
+    kFrameQuat,      // 4: its orientation w x y z, relative to the reference's
+    kFrameXAxis,     // 3: its frame's x axis, world frame or the reference's
+    kFrameYAxis,     // 3
+    kFrameZAxis,     // 3
+    kFrameLinVel,    // 3: its origin's linear velocity, world frame
+    kFrameAngVel,    // 3: its angular velocity, world frame
+    kSubtreeCom,     // 3: centre of mass of a body and its descendants, world frame
+    kSubtreeLinVel,  // 3: that centre's velocity
+    kClock,          // 1: simulated time (s)
+  };
+  // A frame carried by a body: sites, body frames (xbody), centres of mass (body), geoms.
+  struct SensorFrame {
+    int body = kWorldBody;  // the Axion body that carries it (kWorldBody: static)
+    Pose pose;              // in that body's frame (the world's or the mocap body's)
+    int mocap = -1;         // on a mocap body (ModelDesc::mocap_bodies index), else -1
+  };
+  // A touch sensor's zone: its site's shape (MuJoCo's site type and size; a capsule's and a
+  // cylinder's length and a box's sizes are halves).
+  enum class ZoneShape { kSphere, kCapsule, kEllipsoid, kCylinder, kBox };
+  struct SourceSensor {
+    std::string name;  // "" for an unnamed sensor
+    SensorKind kind = SensorKind::kClock;
+    int offset = 0;  // first index in the sensor data
+    int dim = 1;     // values
+    // touch, velocimeter, gyro, magnetometer: the site; frame sensors: the object
+    SensorFrame object;
+    // frame sensors with reftype / refname: positions, orientations and axes in this frame
+    bool has_reference = false;
+    SensorFrame reference;
+    // joint, tendon and actuator position and velocity: the sum of coef times the file
+    // coordinate of each joint (source_joints index: MuJoCo's qpos, or qvel for rates)
+    std::vector<int> joints;
+    std::vector<Real> coefs;
+    // actuatorfrc: the Axion actuator (ModelDesc::actuators) and 1 / gear, which turns its
+    // force (GetActuatorForces, along its DOF or tendon) into MuJoCo's
+    int actuator = -1;
+    Real scale = 1;
+    // subtreecom, subtreelinvel: each file body of the subtree as a point mass at its centre
+    // of mass (the file's masses: the light bodies of joint chains, mjcf.h rule 2, are not
+    // MuJoCo's and do not count)
+    std::vector<SensorFrame> masses;      // the centres, each on the body that carries it
+    std::vector<Real> mass;               // kg
+    Vec3 field;                           // magnetometer: the magnetic field, world frame
+    ZoneShape zone = ZoneShape::kSphere;  // touch
+    Vec3 zone_size;
+    Real cutoff = 0;  // > 0: values limited to [-cutoff, cutoff] (touch: to cutoff); not
+                      // quaternions and axes, as in MuJoCo
+  };
+  std::vector<SourceSensor> source_sensors;
+  int sensor_data_count = 0;  // values of all sensors (MuJoCo's nsensordata when none skipped)
 };
 
 // The file's own coordinates of a state of an imported model, in the file's joint order
@@ -254,6 +337,25 @@ absl::StatusOr<FileCoordinates> FileJointCoordinates(const ImportResult& importe
 // are every state's: the layout, for a trajectory's columns or a description.
 absl::StatusOr<FileCoordinates> InitialFileCoordinates(const ImportResult& imported,
                                                        const Model& model);
+
+// What a world's sensors read: its state as the Simulator returns it. Only what the sensors
+// need must be filled (contacts for touch, actuator forces for actuatorfrc, mocap poses for
+// objects on mocap bodies, joints for joint, tendon and actuator sensors).
+struct SensorInputs {
+  BodyState bodies;
+  JointState joints;
+  std::vector<Real> actuator_force;     // GetActuatorForces
+  std::vector<ContactReport> contacts;  // GetContacts
+  std::vector<Real> mocap_pose;         // GetMocapPoses (mocap_count x 7)
+  Real time = 0;                        // WorldStats::time
+};
+// The sensor data of a world's state (imported.sensor_data_count values, each sensor at its
+// offset), as MuJoCo's sensordata for the same state. Errors name a missing input.
+absl::StatusOr<std::vector<Real>> FileSensorData(const ImportResult& imported, const Model& model,
+                                                 const SensorInputs& inputs);
+// The same, reading what the sensors need from a world of `simulator`.
+absl::StatusOr<std::vector<Real>> ReadFileSensors(const ImportResult& imported, const Model& model,
+                                                  const Simulator& simulator, WorldId world);
 
 struct MjcfOptions {
   // Mass and inertia of each intermediate body of a joint chain, as a fraction of the mass and

@@ -47,7 +47,7 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
        {"angle", "inertiafromgeom", "eulerseq", "coordinate", "autolimits", "meshdir", "assetdir",
         "balanceinertia", "boundmass", "boundinertia", "settotalmass"}},
       {"mesh", {"name", "class", "file", "scale", "vertex", "face"}},
-      {"option", {"timestep", "gravity", "density", "viscosity", "collision", "cone"}},
+      {"option", {"timestep", "gravity", "density", "viscosity", "collision", "cone", "magnetic"}},
       {"body",
        {"name", "childclass", "pos", "quat", "axisangle", "euler", "xyaxes", "zaxis", "mocap"}},
       {"inertial",
@@ -77,10 +77,41 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
        {"name", "class", "joint", "tendon", "site", "gear", "ctrlrange", "ctrllimited",
         "forcerange", "forcelimited", "dyntype", "gaintype", "biastype", "gainprm", "biasprm"}},
       {"key", {"name", "time", "qpos", "qvel", "ctrl", "mpos", "mquat"}},
+      // sensors (noise is MuJoCo's metadata, added only under <flag sensornoise>; user data
+      // has no effect)
+      {"touch", {"name", "noise", "cutoff", "user", "site"}},
+      {"velocimeter", {"name", "noise", "cutoff", "user", "site"}},
+      {"gyro", {"name", "noise", "cutoff", "user", "site"}},
+      {"magnetometer", {"name", "noise", "cutoff", "user", "site"}},
+      {"jointpos", {"name", "noise", "cutoff", "user", "joint"}},
+      {"jointvel", {"name", "noise", "cutoff", "user", "joint"}},
+      {"ballquat", {"name", "noise", "cutoff", "user", "joint"}},
+      {"ballangvel", {"name", "noise", "cutoff", "user", "joint"}},
+      {"tendonpos", {"name", "noise", "cutoff", "user", "tendon"}},
+      {"tendonvel", {"name", "noise", "cutoff", "user", "tendon"}},
+      {"actuatorpos", {"name", "noise", "cutoff", "user", "actuator"}},
+      {"actuatorvel", {"name", "noise", "cutoff", "user", "actuator"}},
+      {"actuatorfrc", {"name", "noise", "cutoff", "user", "actuator"}},
+      {"subtreecom", {"name", "noise", "cutoff", "user", "body"}},
+      {"subtreelinvel", {"name", "noise", "cutoff", "user", "body"}},
+      {"clock", {"name", "noise", "cutoff", "user"}},
+      {"framepos", {"name", "noise", "cutoff", "user", "objtype", "objname", "reftype", "refname"}},
+      {"framequat",
+       {"name", "noise", "cutoff", "user", "objtype", "objname", "reftype", "refname"}},
+      {"framexaxis",
+       {"name", "noise", "cutoff", "user", "objtype", "objname", "reftype", "refname"}},
+      {"frameyaxis",
+       {"name", "noise", "cutoff", "user", "objtype", "objname", "reftype", "refname"}},
+      {"framezaxis",
+       {"name", "noise", "cutoff", "user", "objtype", "objname", "reftype", "refname"}},
+      {"framelinvel",
+       {"name", "noise", "cutoff", "user", "objtype", "objname", "reftype", "refname"}},
+      {"frameangvel",
+       {"name", "noise", "cutoff", "user", "objtype", "objname", "reftype", "refname"}},
       {"fixed",
        {"name", "class", "limited", "range", "stiffness", "damping", "springlength",
         "frictionloss"}},
-      // a site's type and size only draw it
+      // a site's type and size draw it and bound a touch sensor's zone
       {"site",
        {"name", "class", "type", "size", "fromto", "pos", "quat", "axisangle", "euler", "xyaxes",
         "zaxis"}},
@@ -278,6 +309,9 @@ absl::StatusOr<MeshMass> MuJoCoMeshMass(const io::TriangleMesh& mesh) {
 struct MjSite {
   std::string name;
   Pose pose;
+  // its shape, which bounds a touch sensor's zone (MuJoCo's site type and size)
+  ImportResult::ZoneShape shape = ImportResult::ZoneShape::kSphere;
+  Vec3 size{Real(0.005), Real(0.005), Real(0.005)};
 };
 
 struct MjBody {
@@ -343,6 +377,11 @@ class MjcfLoader {
   absl::Status ParseActuators(const XMLElement* e);
   absl::Status ParseEquality(const XMLElement* e);
   absl::Status ParseTendons(const XMLElement* e);
+  absl::Status ParseSensors(const XMLElement* e);
+  // A frame sensor's object or reference: `type` body, xbody, geom or site named `name`.
+  absl::StatusOr<ImportResult::SensorFrame> SensorObject(const Elem& e, const char* type_key,
+                                                         const char* name_key,
+                                                         bool needs_axes) const;
   // A range attribute `name` and its flag (ctrlrange / ctrllimited, a tendon's range /
   // limited): limited where the flag says so, or (flag "auto", the default) where the range is
   // given under <compiler autolimits="true">; MuJoCo 2.2's rule.
@@ -418,6 +457,18 @@ class MjcfLoader {
   std::vector<std::pair<int, int>> axion_body_frame_;
   // Per MJCF actuator in file order (MuJoCo's ctrl order): its Axion actuator, or -1 (skipped).
   std::vector<int> actuator_target_;
+  // What sensors read of the actuators, tendons and sites, by name (ParseSensors).
+  struct FileActuator {
+    int target = -1;  // Axion actuator, -1: skipped
+    Real gear = 1;    // gear[0] (a site's: 1, its gears are a wrench)
+    std::vector<std::pair<std::string, Real>> joints;  // its length: sum of coef qpos
+    bool on_site = false;
+  };
+  std::map<std::string, FileActuator> file_actuators_;
+  std::map<std::string, std::vector<std::pair<std::string, Real>>> fixed_tendon_joints_;
+  std::map<std::string, const MjSite*> site_by_name_;
+  Vec3 magnetic_{0, Real(-0.5), 0};  // <option magnetic>
+  std::vector<const XMLElement*> sensor_sections_;
   std::map<std::string, std::pair<int, int>> joint_target_;  // MJCF joint -> (joint, dof)
   std::set<std::string> joint_names_;
   std::map<std::string, JointKind> joint_kind_;
@@ -657,6 +708,8 @@ absl::Status MjcfLoader::ParseOption(const XMLElement* xml) {
   AXION_IO_ASSIGN_OR_RETURN(options.timestep, e.Real1("timestep", Real(0.002)));
   if (!(options.timestep > 0)) return e.Error("timestep", "must be positive");
   AXION_IO_ASSIGN_OR_RETURN(options.gravity, e.Vec("gravity", Vec3{0, 0, -9.81}));
+  // the field magnetometers read
+  AXION_IO_ASSIGN_OR_RETURN(magnetic_, e.Vec("magnetic", magnetic_));
   // the medium (MuJoCo's inertia-box fluid model; SolverOptions::fluid_density)
   AXION_IO_ASSIGN_OR_RETURN(options.fluid_density, e.Real1("density", Real(0)));
   if (!(options.fluid_density >= 0) || !std::isfinite(options.fluid_density))
@@ -694,12 +747,13 @@ absl::Status MjcfLoader::ParseOption(const XMLElement* xml) {
 
 // <flag>: the switches that turn parts of the physics off act on the model (ApplyFlags);
 // "constraint" turns off contacts, limits, equalities and dry friction together. Switches of
-// MuJoCo's own machinery (its warm start, sensors, energy, inverse dynamics, reference checks)
-// change nothing here; others that would (filterparent, clampctrl, override) warn when set
-// away from MuJoCo's default.
+// MuJoCo's own machinery (its warm start, energy, inverse dynamics, reference checks) change
+// nothing here; others that would (filterparent, clampctrl, override, sensor, sensornoise:
+// sensors are read without noise) warn when set away from MuJoCo's default.
 absl::Status MjcfLoader::ParseFlags(const XMLElement* flag) {
-  const std::set<std::string> inert = {"warmstart", "refsafe",     "sensor",   "energy",
-                                       "fwdinv",    "sensornoise", "multiccd", "island"};
+  const std::set<std::string> inert = {"warmstart", "refsafe",  "energy",
+                                       "fwdinv",    "multiccd", "island"};
+  const std::set<std::string> off_by_default = {"override", "sensornoise"};
   for (const tinyxml2::XMLAttribute* a = flag->FirstAttribute(); a; a = a->Next()) {
     const std::string name = a->Name(), value = a->Value();
     if (value != "enable" && value != "disable") {
@@ -720,8 +774,8 @@ absl::Status MjcfLoader::ParseFlags(const XMLElement* flag) {
       *known = on;
     } else if (name == "constraint") {
       if (!on) flags_.contact = flags_.limit = flags_.equality = flags_.frictionloss = false;
-    } else if (!inert.count(name) && on != (name != "override")) {
-      // set away from MuJoCo's default (every such switch on but override)
+    } else if (!inert.count(name) && on == (off_by_default.count(name) > 0)) {
+      // set away from MuJoCo's default
       warnings_.Add(absl::StrCat("flag:", name),
                     absl::StrCat("<flag> attribute '", name, "' is not supported and was ignored (",
                                  Where(flag), ")"));
@@ -1491,12 +1545,31 @@ absl::Status MjcfLoader::ParseSite(const XMLElement* xml, const std::string& cla
   site->name = e.name;  // unnamed: "<body>_site<k>" once converted
   AXION_IO_ASSIGN_OR_RETURN(site->pose.pos, e.Vec("pos", Vec3{}));
   AXION_IO_ASSIGN_OR_RETURN(site->pose.quat, Orientation(e));
+  using Zone = ImportResult::ZoneShape;
+  const std::string type = e.Str("type", "sphere");
+  const std::map<std::string, Zone> shapes = {{"sphere", Zone::kSphere},
+                                              {"capsule", Zone::kCapsule},
+                                              {"ellipsoid", Zone::kEllipsoid},
+                                              {"cylinder", Zone::kCylinder},
+                                              {"box", Zone::kBox}};
+  if (!shapes.count(type)) return e.Error("type", absl::StrCat("unknown site type '", type, "'"));
+  site->shape = shapes.at(type);
+  // MuJoCo's site size: up to three values over its default of 0.005 each
+  AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> size, e.Reals("size", 1, 3, {}));
+  for (size_t k = 0; k < size.size(); ++k) {
+    if (!(size[k] >= 0)) return e.Error("size", "is negative");
+    (k == 0 ? site->size.x : k == 1 ? site->size.y : site->size.z) = size[k];
+  }
   if (e.Has("fromto")) {
     AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> ft, e.Reals("fromto", 6, 6));
     const Vec3 from{ft[0], ft[1], ft[2]}, to{ft[3], ft[4], ft[5]};
     if (norm(to - from) < Real(1e-12)) return e.Error("fromto", "the two points coincide");
     // MuJoCo turns z onto from - to (mjuu_z2quat of fromto's first point minus its second)
     site->pose = {Real(0.5) * (from + to), io::QuatFromZAxis(from - to)};
+    // and makes the half length along z half the segment
+    const Real half = Real(0.5) * norm(to - from);
+    if (site->shape == Zone::kCapsule || site->shape == Zone::kCylinder) site->size.y = half;
+    if (site->shape == Zone::kBox || site->shape == Zone::kEllipsoid) site->size.z = half;
   }
   return absl::OkStatus();
 }
@@ -1672,6 +1745,7 @@ absl::Status MjcfLoader::ParseTendons(const XMLElement* section) {
     TendonDesc tendon;
     tendon.name = e.name;
     Real rest_at_springref = 0;
+    std::vector<std::pair<std::string, Real>> file_joints;  // for tendon sensors
     std::vector<const XMLElement*> joints;
     AXION_IO_RETURN_IF_ERROR(Children(c, &joints, 0));
     for (const XMLElement* j : joints) {
@@ -1710,6 +1784,7 @@ absl::Status MjcfLoader::ParseTendons(const XMLElement* section) {
                                      Where(j), ")"));
       }
       tendon.joints.push_back({target->second.first, target->second.second, Real(coef)});
+      file_joints.emplace_back(joint_name, Real(coef));
       // MuJoCo's default rest length is the tendon's length at qpos_spring: each joint at its
       // springref
       for (const MjBody& body : bodies_) {
@@ -1719,6 +1794,7 @@ absl::Status MjcfLoader::ParseTendons(const XMLElement* section) {
       }
     }
     if (tendon.joints.empty()) return e.Error("", "a fixed tendon needs at least one <joint>");
+    if (!e.name.empty()) fixed_tendon_joints_[e.name] = file_joints;
     if (tendon.joints.size() > 2) {
       warnings_.Add(absl::StrCat("tendon-joints:", e.Describe()),
                     absl::StrCat(e.Describe(),
@@ -1931,6 +2007,8 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
   for (const XMLElement* c : children) {
     std::string tag = c->Name();
     actuator_target_.push_back(-1);  // until created
+    const char* file_name = c->Attribute("name");
+    if (file_name) file_actuators_[file_name] = FileActuator{};  // skipped until created
     if (tag != "motor" && tag != "position" && tag != "velocity" && tag != "general") {
       WarnElement(c, "actuator", "is not supported and was ignored (no actuator created)");
       continue;
@@ -2098,7 +2176,291 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
       if (!(a.force_min < a.force_max)) a.force_limited = false;
     }
     actuator_target_.back() = static_cast<int>(result_.model.actuators.size());
+    if (file_name) {
+      FileActuator& file = file_actuators_[file_name];
+      file.target = actuator_target_.back();
+      file.gear = g;
+      file.on_site = on_site;
+      if (e.own.count("joint")) {
+        file.joints = {{e.Str("joint"), g}};
+      } else if (e.own.count("tendon")) {
+        for (const auto& [joint, coef] : fixed_tendon_joints_[e.Str("tendon")])
+          file.joints.emplace_back(joint, g * coef);
+      }
+    }
     result_.model.actuators.push_back(std::move(a));
+  }
+  return absl::OkStatus();
+}
+
+// A frame sensor's object (objtype, objname) or reference (reftype, refname): a site, a body's
+// frame (xbody), its centre of mass (body: MuJoCo's inertial frame, whose axes follow the
+// principal axes MuJoCo's compiler chose: position only) or a geom, on the Axion body that
+// carries it. "world" names the world's frame as a body.
+absl::StatusOr<ImportResult::SensorFrame> MjcfLoader::SensorObject(const Elem& e,
+                                                                   const char* type_key,
+                                                                   const char* name_key,
+                                                                   bool needs_axes) const {
+  const std::string type = e.Str(type_key), name = e.Str(name_key);
+  if (name.empty()) return e.Error(name_key, "is required");
+  if (type == "site") {
+    for (const ImportResult::SourceBody& site : result_.source_sites) {
+      if (site.name == name) return ImportResult::SensorFrame{site.body, site.offset, site.mocap};
+    }
+    return e.Error(name_key, absl::StrCat("unknown site '", name, "'"));
+  }
+  // a body's frame, or one fixed in it
+  auto on_body = [&](int b, const Pose& local) {
+    if (b < 0) return ImportResult::SensorFrame{kWorldBody, local, -1};
+    return ImportResult::SensorFrame{axion_body_[b], io::ComposePose(offset_[b], local),
+                                     mocap_of_[b]};
+  };
+  auto body_index = [&](const std::string& body) -> absl::StatusOr<int> {
+    if (body == "world") return -1;
+    for (size_t b = 0; b < bodies_.size(); ++b) {
+      if (bodies_[b].name == body) return static_cast<int>(b);
+    }
+    return e.Error(name_key, absl::StrCat("unknown body '", body, "'"));
+  };
+  if (type == "xbody") {
+    AXION_IO_ASSIGN_OR_RETURN(const int b, body_index(name));
+    return on_body(b, Pose{});
+  }
+  if (type == "body") {
+    if (needs_axes) {
+      return e.Error(type_key,
+                     "the axes of a body's inertial frame (objtype or reftype 'body') are not "
+                     "supported: MuJoCo's compiler picks them; use 'xbody' (the body's frame)");
+    }
+    AXION_IO_ASSIGN_OR_RETURN(const int b, body_index(name));
+    return on_body(b, Pose{b < 0 ? Vec3{} : bodies_[b].com, Quat{1, 0, 0, 0}});
+  }
+  if (type == "geom") {
+    for (const MjGeom& g : world_geoms_) {
+      if (g.name == name) return on_body(-1, g.pose);
+    }
+    for (size_t b = 0; b < bodies_.size(); ++b) {
+      for (const MjGeom& g : bodies_[b].geoms) {
+        if (g.name == name) return on_body(static_cast<int>(b), g.pose);
+      }
+    }
+    return e.Error(name_key, absl::StrCat("unknown geom '", name, "'"));
+  }
+  if (type.empty()) return e.Error(type_key, "is required");
+  if (type == "camera")
+    return e.Error(type_key, "cameras are not supported as sensor objects (sites are)");
+  return e.Error(type_key, absl::StrCat("unknown object type '", type,
+                                        "' (body, xbody, geom, site or camera)"));
+}
+
+// <sensor>: each child Axion reads becomes an ImportResult::SourceSensor in file order, with
+// what it reads resolved to Axion's bodies, the file's joint coordinates and the actuators
+// made. Sensors of kinds Axion does not compute (accelerometer, force, torque, rangefinder,
+// limit sensors, frame accelerations, subtreeangmom, user, ...) and sensors of things that
+// were skipped (an actuator or tendon not made, a camera, a body's inertial axes) are skipped
+// with a warning naming them; unknown names and wrong joint kinds are errors, as in MuJoCo.
+absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
+  using Kind = ImportResult::SensorKind;
+  static const auto* kinds = new std::map<std::string, std::pair<Kind, int>>{
+      {"touch", {Kind::kTouch, 1}},
+      {"velocimeter", {Kind::kVelocimeter, 3}},
+      {"gyro", {Kind::kGyro, 3}},
+      {"magnetometer", {Kind::kMagnetometer, 3}},
+      {"jointpos", {Kind::kJointPos, 1}},
+      {"jointvel", {Kind::kJointVel, 1}},
+      {"tendonpos", {Kind::kTendonPos, 1}},
+      {"tendonvel", {Kind::kTendonVel, 1}},
+      {"actuatorpos", {Kind::kActuatorPos, 1}},
+      {"actuatorvel", {Kind::kActuatorVel, 1}},
+      {"actuatorfrc", {Kind::kActuatorFrc, 1}},
+      {"ballquat", {Kind::kBallQuat, 4}},
+      {"ballangvel", {Kind::kBallAngVel, 3}},
+      {"framepos", {Kind::kFramePos, 3}},
+      {"framequat", {Kind::kFrameQuat, 4}},
+      {"framexaxis", {Kind::kFrameXAxis, 3}},
+      {"frameyaxis", {Kind::kFrameYAxis, 3}},
+      {"framezaxis", {Kind::kFrameZAxis, 3}},
+      {"framelinvel", {Kind::kFrameLinVel, 3}},
+      {"frameangvel", {Kind::kFrameAngVel, 3}},
+      {"subtreecom", {Kind::kSubtreeCom, 3}},
+      {"subtreelinvel", {Kind::kSubtreeLinVel, 3}},
+      {"clock", {Kind::kClock, 1}},
+  };
+  std::vector<const XMLElement*> children;
+  AXION_IO_RETURN_IF_ERROR(Children(section, &children, 0));
+  for (const XMLElement* c : children) {
+    const std::string tag = c->Name();
+    auto kind = kinds->find(tag);
+    if (kind == kinds->end()) {
+      WarnElement(c, "sensor", "is not supported and was ignored (no sensor data)");
+      continue;
+    }
+    Elem e = Resolve(c, "main");
+    WarnUnsupportedAttributes(e);
+    auto skip = [&](const std::string& why) {
+      warnings_.Add(absl::StrCat("sensor-skipped:", e.Describe()),
+                    absl::StrCat(e.Describe(), ": ", why, "; the sensor was skipped"));
+    };
+    ImportResult::SourceSensor sensor;
+    sensor.name = e.name;
+    sensor.kind = kind->second.first;
+    sensor.dim = kind->second.second;
+    AXION_IO_ASSIGN_OR_RETURN(sensor.cutoff, e.Real1("cutoff", 0));
+    if (sensor.cutoff < 0) return e.Error("cutoff", "is negative");
+    // a file joint by name: its index in source_joints
+    auto file_joint = [&](const std::string& joint) -> absl::StatusOr<int> {
+      for (size_t j = 0; j < result_.source_joints.size(); ++j) {
+        if (result_.source_joints[j].name == joint) return static_cast<int>(j);
+      }
+      return e.Error("joint", absl::StrCat("unknown joint '", joint, "'"));
+    };
+    switch (sensor.kind) {
+      case Kind::kTouch:
+      case Kind::kVelocimeter:
+      case Kind::kGyro:
+      case Kind::kMagnetometer: {
+        const std::string site = e.Str("site");
+        if (site.empty()) return e.Error("site", "is required");
+        auto found =
+            std::find_if(result_.source_sites.begin(), result_.source_sites.end(),
+                         [&](const ImportResult::SourceBody& s) { return s.name == site; });
+        if (found == result_.source_sites.end())
+          return e.Error("site", absl::StrCat("unknown site '", site, "'"));
+        sensor.object = {found->body, found->offset, found->mocap};
+        break;
+      }
+      case Kind::kJointPos:
+      case Kind::kJointVel:
+      case Kind::kBallQuat:
+      case Kind::kBallAngVel: {
+        AXION_IO_ASSIGN_OR_RETURN(const int j, file_joint(e.Str("joint")));
+        const JointKind joint_kind = joint_kind_.at(e.Str("joint"));
+        const bool ball = sensor.kind == Kind::kBallQuat || sensor.kind == Kind::kBallAngVel;
+        if (ball != (joint_kind == JointKind::kBall) || joint_kind == JointKind::kFree) {
+          return e.Error("joint", ball ? "must be a ball joint"
+                                       : "must be a hinge or slide joint (ballquat and "
+                                         "ballangvel read ball joints)");
+        }
+        sensor.joints = {j};
+        sensor.coefs = {1};
+        break;
+      }
+      case Kind::kTendonPos:
+      case Kind::kTendonVel: {
+        const std::string tendon = e.Str("tendon");
+        auto fixed = fixed_tendon_joints_.find(tendon);
+        if (fixed == fixed_tendon_joints_.end()) {
+          if (skipped_tendons_.count(tendon)) {
+            skip(absl::StrCat("tendon '", tendon, "' is not supported (see its warning)"));
+            continue;
+          }
+          return e.Error("tendon", absl::StrCat("unknown tendon '", tendon, "'"));
+        }
+        for (const auto& [joint, coef] : fixed->second) {
+          AXION_IO_ASSIGN_OR_RETURN(const int j, file_joint(joint));
+          sensor.joints.push_back(j);
+          sensor.coefs.push_back(coef);
+        }
+        break;
+      }
+      case Kind::kActuatorPos:
+      case Kind::kActuatorVel:
+      case Kind::kActuatorFrc: {
+        const std::string name = e.Str("actuator");
+        auto actuator = file_actuators_.find(name);
+        if (actuator == file_actuators_.end())
+          return e.Error("actuator", absl::StrCat("unknown actuator '", name, "'"));
+        const FileActuator& file = actuator->second;
+        if (file.target < 0) {
+          skip(absl::StrCat("actuator '", name, "' is not supported (see its warning)"));
+          continue;
+        }
+        if (sensor.kind == Kind::kActuatorFrc) {
+          if (file.gear == 0) {
+            skip(absl::StrCat("actuator '", name, "' has gear 0, which hides its force"));
+            continue;
+          }
+          sensor.actuator = file.target;
+          sensor.scale = 1 / file.gear;
+        } else {
+          if (file.on_site) {
+            skip(absl::StrCat("the length and velocity of site actuator '", name,
+                              "' are not supported"));
+            continue;
+          }
+          for (const auto& [joint, coef] : file.joints) {
+            AXION_IO_ASSIGN_OR_RETURN(const int j, file_joint(joint));
+            sensor.joints.push_back(j);
+            sensor.coefs.push_back(coef);
+          }
+        }
+        break;
+      }
+      case Kind::kFramePos:
+      case Kind::kFrameQuat:
+      case Kind::kFrameXAxis:
+      case Kind::kFrameYAxis:
+      case Kind::kFrameZAxis:
+      case Kind::kFrameLinVel:
+      case Kind::kFrameAngVel: {
+        const bool axes = sensor.kind != Kind::kFramePos && sensor.kind != Kind::kFrameLinVel &&
+                          sensor.kind != Kind::kFrameAngVel;
+        if (e.Str("objtype") == "camera" || e.Str("reftype") == "camera") {
+          skip("cameras are not supported as sensor objects");
+          continue;
+        }
+        if (e.Str("objtype") == "body" && axes) {
+          skip(
+              "the axes of a body's inertial frame (objtype 'body') are not supported: use "
+              "'xbody', the body's own frame");
+          continue;
+        }
+        AXION_IO_ASSIGN_OR_RETURN(sensor.object, SensorObject(e, "objtype", "objname", axes));
+        if (e.Has("reftype") || e.Has("refname")) {
+          if (e.Str("reftype") == "body") {
+            skip(
+                "a body's inertial frame (reftype 'body') is not supported as a reference: "
+                "use 'xbody', the body's own frame");
+            continue;
+          }
+          AXION_IO_ASSIGN_OR_RETURN(sensor.reference, SensorObject(e, "reftype", "refname", true));
+          sensor.has_reference = true;
+        }
+        break;
+      }
+      case Kind::kSubtreeCom:
+      case Kind::kSubtreeLinVel: {
+        const std::string body = e.Str("body");
+        int root = -2;
+        if (body == "world") root = -1;
+        for (size_t b = 0; b < bodies_.size() && root == -2; ++b) {
+          if (bodies_[b].name == body) root = static_cast<int>(b);
+        }
+        if (root == -2) return e.Error("body", absl::StrCat("unknown body '", body, "'"));
+        // every file body whose chain of parents reaches the root
+        for (size_t b = 0; b < bodies_.size(); ++b) {
+          int up = static_cast<int>(b);
+          while (up >= 0 && up != root) up = bodies_[up].parent;
+          if (up != root || !(bodies_[b].mass > 0)) continue;
+          sensor.masses.push_back({axion_body_[b],
+                                   io::ComposePose(offset_[b], Pose{bodies_[b].com, {1, 0, 0, 0}}),
+                                   mocap_of_[b]});
+          sensor.mass.push_back(bodies_[b].mass);
+        }
+        break;
+      }
+      case Kind::kClock:
+        break;
+    }
+    if (sensor.kind == Kind::kMagnetometer) sensor.field = magnetic_;
+    if (sensor.kind == Kind::kTouch) {
+      const MjSite& site = *site_by_name_.at(e.Str("site"));
+      sensor.zone = site.shape;
+      sensor.zone_size = site.size;
+    }
+    sensor.offset = result_.sensor_data_count;
+    result_.sensor_data_count += sensor.dim;
+    result_.source_sensors.push_back(std::move(sensor));
   }
   return absl::OkStatus();
 }
@@ -2688,6 +3050,7 @@ absl::Status MjcfLoader::Convert() {
       const std::string name =
           sites[k].name.empty() ? absl::StrCat(owner, "_site", k + 1) : sites[k].name;
       result_.source_sites.push_back({name, body, io::ComposePose(offset, sites[k].pose), mocap});
+      site_by_name_[name] = &sites[k];
     }
   };
   add_sites(world_sites_, "world", kWorldBody, Pose{}, -1);
@@ -2940,6 +3303,8 @@ absl::StatusOr<ImportResult> MjcfLoader::LoadModel(std::string_view xml, const s
       contact_sections_.push_back(s);
     } else if (tag == "keyframe") {
       keyframe_sections_.push_back(s);
+    } else if (tag == "sensor") {
+      sensor_sections_.push_back(s);
     } else if (tag == "visual" || tag == "statistic") {
       WarnElement(s, "mujoco", "only affects rendering and was ignored");
     } else {
@@ -2955,6 +3320,7 @@ absl::StatusOr<ImportResult> MjcfLoader::LoadModel(std::string_view xml, const s
   for (const XMLElement* s : tendon_sections_) AXION_IO_RETURN_IF_ERROR(ParseTendons(s));
   for (const XMLElement* s : actuator_sections_) AXION_IO_RETURN_IF_ERROR(ParseActuators(s));
   for (const XMLElement* s : keyframe_sections_) AXION_IO_RETURN_IF_ERROR(ParseKeyframes(s));
+  for (const XMLElement* s : sensor_sections_) AXION_IO_RETURN_IF_ERROR(ParseSensors(s));
   ApplyCollisionRules();
   ApplyFlags();
   WarnHeldOffPlanes();

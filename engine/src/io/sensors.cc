@@ -1,0 +1,372 @@
+// The file's sensors read off a world's state (FileSensorData, mjcf.h): MuJoCo's sensordata
+// for the same state, computed on the host from what the Simulator returns (body states, the
+// file's joint coordinates, actuator forces and contacts).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "axion/mjcf.h"
+#include "io_util.h"
+
+namespace axion {
+namespace {
+
+using Kind = ImportResult::SensorKind;
+using Frame = ImportResult::SensorFrame;
+using Zone = ImportResult::ZoneShape;
+
+// A sensor frame where the state puts it: its pose and its origin's velocity, world frame.
+struct Placed {
+  Pose pose{{}, {1, 0, 0, 0}};
+  Vec3 linear, angular;
+};
+
+absl::StatusOr<Placed> Place(const Frame& frame, const BodyState& bodies,
+                             const std::vector<Real>& mocap_pose) {
+  Pose carrier{{}, {1, 0, 0, 0}};
+  Vec3 linear, angular;
+  if (frame.body != kWorldBody) {
+    if (frame.body < 0 || 7 * static_cast<size_t>(frame.body + 1) > bodies.pose.size() ||
+        6 * static_cast<size_t>(frame.body + 1) > bodies.velocity.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sensor data: body ", frame.body, " is not in the body state"));
+    }
+    carrier.pos = load3(&bodies.pose[7 * frame.body]);
+    carrier.quat = load_quat(&bodies.pose[7 * frame.body + 3]);
+    linear = load3(&bodies.velocity[6 * frame.body]);
+    angular = load3(&bodies.velocity[6 * frame.body + 3]);
+  } else if (frame.mocap >= 0) {
+    // a mocap body moves without velocity, as in MuJoCo
+    if (7 * static_cast<size_t>(frame.mocap + 1) > mocap_pose.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sensor data: mocap body ", frame.mocap, " has no pose in the inputs"));
+    }
+    carrier.pos = load3(&mocap_pose[7 * frame.mocap]);
+    carrier.quat = load_quat(&mocap_pose[7 * frame.mocap + 3]);
+  }
+  Placed placed;
+  placed.pose = io::ComposePose(carrier, frame.pose);
+  placed.angular = angular;
+  placed.linear = linear + cross(angular, placed.pose.pos - carrier.pos);
+  return placed;
+}
+
+// Whether the ray p + t d, t >= 0, meets the zone (its frame; d need not be unit): MuJoCo's
+// mju_rayGeom returning a distance, for its site shapes. Each shape is convex (a capsule the
+// union of three), so the ray meets it where the intervals of t inside each bounding surface
+// overlap at some t >= 0.
+struct Interval {
+  Real low = 0, high = std::numeric_limits<Real>::infinity();
+  bool Empty() const { return !(low <= high); }
+  void Meet(Real a, Real b) {
+    low = std::max(low, a);
+    high = std::min(high, b);
+  }
+};
+// t with |p + t d|^2 <= r^2 (components scaled by `scale`)
+void InsideSphere(Vec3 p, Vec3 d, Real r, Interval* t) {
+  const Real a = dot(d, d), b = 2 * dot(p, d), c = dot(p, p) - r * r;
+  if (a <= 0) {
+    if (c > 0) t->Meet(1, 0);
+    return;
+  }
+  const Real disc = b * b - 4 * a * c;
+  if (disc < 0) return t->Meet(1, 0);
+  const Real root = std::sqrt(disc);
+  t->Meet((-b - root) / (2 * a), (-b + root) / (2 * a));
+}
+// t with |p_i + t d_i| <= s_i along axis i
+void InsideSlab(Real p, Real d, Real s, Interval* t) {
+  if (d == 0) {
+    if (std::fabs(p) > s) t->Meet(1, 0);
+    return;
+  }
+  const Real a = (-s - p) / d, b = (s - p) / d;
+  t->Meet(std::min(a, b), std::max(a, b));
+}
+bool RayMeetsZone(Zone zone, Vec3 size, Vec3 p, Vec3 d) {
+  Interval t;
+  switch (zone) {
+    case Zone::kSphere:
+      InsideSphere(p, d, size.x, &t);
+      return !t.Empty();
+    case Zone::kEllipsoid: {
+      if (!(size.x > 0 && size.y > 0 && size.z > 0)) return false;
+      const Vec3 inv{1 / size.x, 1 / size.y, 1 / size.z};
+      InsideSphere({p.x * inv.x, p.y * inv.y, p.z * inv.z}, {d.x * inv.x, d.y * inv.y, d.z * inv.z},
+                   1, &t);
+      return !t.Empty();
+    }
+    case Zone::kBox:
+      InsideSlab(p.x, d.x, size.x, &t);
+      InsideSlab(p.y, d.y, size.y, &t);
+      InsideSlab(p.z, d.z, size.z, &t);
+      return !t.Empty();
+    case Zone::kCylinder:
+    case Zone::kCapsule: {
+      InsideSphere({p.x, p.y, 0}, {d.x, d.y, 0}, size.x, &t);
+      InsideSlab(p.z, d.z, size.y, &t);
+      if (!t.Empty()) return true;
+      if (zone == Zone::kCylinder) return false;
+      for (Real end : {size.y, -size.y}) {
+        Interval cap;
+        InsideSphere(p - Vec3{0, 0, end}, d, size.x, &cap);
+        if (!cap.Empty()) return true;
+      }
+      return false;
+    }
+  }
+  return false;
+}
+
+// The normal force of the contacts in a touch sensor's zone: MuJoCo's rule, a contact of the
+// sensor's body counts when the ray from its point along its normal, away from that body,
+// meets the zone (always when the point is inside).
+Real Touch(const ImportResult::SourceSensor& sensor, const Placed& site, const SensorInputs& in) {
+  Real total = 0;
+  const int body = sensor.object.body;
+  for (const ContactReport& c : in.contacts) {
+    const bool on_a = c.body_a == body, on_b = c.body_b == body;
+    if (!on_a && !on_b) continue;
+    const Real normal_force = dot(c.force, c.normal);  // on a; the normal points from b to a
+    if (!(normal_force > 0)) continue;
+    const Vec3 away = on_a ? Real(-1) * c.normal : c.normal;
+    const Vec3 p = rotate_inv(site.pose.quat, c.position - site.pose.pos);
+    const Vec3 d = rotate_inv(site.pose.quat, away);
+    if (RayMeetsZone(sensor.zone, sensor.zone_size, p, d)) total += normal_force;
+  }
+  return total;
+}
+
+bool NeedsJoints(Kind kind) {
+  switch (kind) {
+    case Kind::kJointPos:
+    case Kind::kJointVel:
+    case Kind::kTendonPos:
+    case Kind::kTendonVel:
+    case Kind::kActuatorPos:
+    case Kind::kActuatorVel:
+    case Kind::kBallQuat:
+    case Kind::kBallAngVel:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Quaternions and axes keep their values whatever the cutoff (MuJoCo's data types).
+bool CutsOff(Kind kind) {
+  return kind != Kind::kFrameQuat && kind != Kind::kBallQuat && kind != Kind::kFrameXAxis &&
+         kind != Kind::kFrameYAxis && kind != Kind::kFrameZAxis;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Real>> FileSensorData(const ImportResult& imported, const Model& model,
+                                                 const SensorInputs& in) {
+  std::vector<Real> data(imported.sensor_data_count, 0);
+  // Frames move as the joints place them. A step's end velocities meet each joint's velocity
+  // constraint at the step's start configuration, so at its end a body's velocity relative to
+  // its parent has an O(h |omega|^2) part across the joint's axes (0.013 rad/s for an arm
+  // swinging at 3 rad/s with h = 2 ms); MuJoCo's state has none, and neither have these.
+  BodyState bodies = in.bodies;
+  if (model.joint_count() > 0) {
+    absl::StatusOr<BodyState> placed =
+        BodyStateFromJoints(model, in.joints, in.bodies, in.mocap_pose);
+    if (!placed.ok()) return placed.status();
+    bodies = *std::move(placed);
+  }
+  // the file's coordinates, once, where a sensor reads them
+  FileCoordinates file;
+  if (std::any_of(imported.source_sensors.begin(), imported.source_sensors.end(),
+                  [](const ImportResult::SourceSensor& s) { return NeedsJoints(s.kind); })) {
+    absl::StatusOr<FileCoordinates> coordinates =
+        FileJointCoordinates(imported, model, in.bodies, in.joints);
+    if (!coordinates.ok()) return coordinates.status();
+    file = *std::move(coordinates);
+  }
+  for (const ImportResult::SourceSensor& s : imported.source_sensors) {
+    if (s.offset < 0 || s.offset + s.dim > imported.sensor_data_count) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sensor '", s.name, "': its values lie outside the sensor data"));
+    }
+    Real* out = &data[s.offset];
+    auto put3 = [&](Vec3 v) { out[0] = v.x, out[1] = v.y, out[2] = v.z; };
+    // sum of coef times each joint's coordinate (position) or rate
+    auto coordinate_sum = [&](bool rate) -> absl::StatusOr<Real> {
+      Real sum = 0;
+      for (size_t k = 0; k < s.joints.size(); ++k) {
+        const int j = s.joints[k];
+        const std::vector<int>& offsets = rate ? file.velocity_offset : file.position_offset;
+        const std::vector<Real>& values = rate ? file.velocity : file.position;
+        if (j < 0 || j >= static_cast<int>(offsets.size()) ||
+            offsets[j] >= static_cast<int>(values.size())) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("sensor '", s.name, "': file joint ", j, " has no coordinate"));
+        }
+        sum += s.coefs[k] * values[offsets[j]];
+      }
+      return sum;
+    };
+    switch (s.kind) {
+      case Kind::kJointPos:
+      case Kind::kTendonPos:
+      case Kind::kActuatorPos:
+      case Kind::kJointVel:
+      case Kind::kTendonVel:
+      case Kind::kActuatorVel: {
+        const bool rate =
+            s.kind == Kind::kJointVel || s.kind == Kind::kTendonVel || s.kind == Kind::kActuatorVel;
+        absl::StatusOr<Real> value = coordinate_sum(rate);
+        if (!value.ok()) return value.status();
+        out[0] = *value;
+        break;
+      }
+      case Kind::kBallQuat:
+      case Kind::kBallAngVel: {
+        const bool quat = s.kind == Kind::kBallQuat;
+        const int j = s.joints.empty() ? -1 : s.joints[0];
+        const std::vector<int>& offsets = quat ? file.position_offset : file.velocity_offset;
+        const std::vector<Real>& values = quat ? file.position : file.velocity;
+        if (j < 0 || j >= static_cast<int>(offsets.size()) ||
+            offsets[j] + s.dim > static_cast<int>(values.size())) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("sensor '", s.name, "': file joint ", j, " has no ball coordinates"));
+        }
+        std::copy_n(&values[offsets[j]], s.dim, out);
+        break;
+      }
+      case Kind::kActuatorFrc: {
+        if (s.actuator < 0 || s.actuator >= static_cast<int>(in.actuator_force.size())) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "sensor '", s.name, "': actuator ", s.actuator, " has no force in the inputs"));
+        }
+        out[0] = s.scale * in.actuator_force[s.actuator];
+        break;
+      }
+      case Kind::kClock:
+        out[0] = in.time;
+        break;
+      case Kind::kSubtreeCom:
+      case Kind::kSubtreeLinVel: {
+        Real mass = 0;
+        Vec3 moment, momentum;
+        for (size_t k = 0; k < s.masses.size(); ++k) {
+          absl::StatusOr<Placed> point = Place(s.masses[k], bodies, in.mocap_pose);
+          if (!point.ok()) return point.status();
+          mass += s.mass[k];
+          moment += s.mass[k] * point->pose.pos;
+          momentum += s.mass[k] * point->linear;
+        }
+        const Real inv = mass > 0 ? 1 / mass : 0;
+        put3(inv * (s.kind == Kind::kSubtreeCom ? moment : momentum));
+        break;
+      }
+      default: {
+        // sensors of a frame: a site's, or a frame sensor's object
+        absl::StatusOr<Placed> object = Place(s.object, bodies, in.mocap_pose);
+        if (!object.ok()) return object.status();
+        Placed reference;
+        if (s.has_reference) {
+          absl::StatusOr<Placed> placed = Place(s.reference, bodies, in.mocap_pose);
+          if (!placed.ok()) return placed.status();
+          reference = *placed;
+        }
+        const Quat q = object->pose.quat, q_ref = reference.pose.quat;
+        switch (s.kind) {
+          case Kind::kTouch:
+            out[0] = Touch(s, *object, in);
+            break;
+          case Kind::kVelocimeter:
+            put3(rotate_inv(q, object->linear));
+            break;
+          case Kind::kGyro:
+            put3(rotate_inv(q, object->angular));
+            break;
+          case Kind::kMagnetometer:
+            put3(rotate_inv(q, s.field));
+            break;
+          case Kind::kFramePos:
+            put3(rotate_inv(q_ref, object->pose.pos - reference.pose.pos));
+            break;
+          case Kind::kFrameQuat: {
+            const Quat relative = conjugate(q_ref) * q;
+            out[0] = relative.w, out[1] = relative.x, out[2] = relative.y, out[3] = relative.z;
+            break;
+          }
+          case Kind::kFrameXAxis:
+            put3(rotate_inv(q_ref, rotate(q, Vec3{1, 0, 0})));
+            break;
+          case Kind::kFrameYAxis:
+            put3(rotate_inv(q_ref, rotate(q, Vec3{0, 1, 0})));
+            break;
+          case Kind::kFrameZAxis:
+            put3(rotate_inv(q_ref, rotate(q, Vec3{0, 0, 1})));
+            break;
+          case Kind::kFrameLinVel:
+            // relative to a reference: as its frame's observer sees it, turning with it
+            put3(rotate_inv(q_ref,
+                            object->linear - reference.linear -
+                                cross(reference.angular, object->pose.pos - reference.pose.pos)));
+            break;
+          case Kind::kFrameAngVel:
+            put3(rotate_inv(q_ref, object->angular - reference.angular));
+            break;
+          default:
+            return absl::InternalError(absl::StrCat("sensor '", s.name, "': unknown kind"));
+        }
+      }
+    }
+    if (s.cutoff > 0 && CutsOff(s.kind)) {
+      for (int k = 0; k < s.dim; ++k) {
+        out[k] = s.kind == Kind::kTouch ? std::min(out[k], s.cutoff)
+                                        : std::clamp(out[k], -s.cutoff, s.cutoff);
+      }
+    }
+  }
+  return data;
+}
+
+absl::StatusOr<std::vector<Real>> ReadFileSensors(const ImportResult& imported, const Model& model,
+                                                  const Simulator& simulator, WorldId world) {
+  SensorInputs in;
+  bool forces = false, contacts = false, time = false;
+  for (const ImportResult::SourceSensor& s : imported.source_sensors) {
+    forces |= s.kind == Kind::kActuatorFrc;
+    contacts |= s.kind == Kind::kTouch;
+    time |= s.kind == Kind::kClock;
+  }
+  absl::StatusOr<BodyState> bodies = simulator.GetBodyState(world);
+  if (!bodies.ok()) return bodies.status();
+  in.bodies = *std::move(bodies);
+  if (model.joint_count() > 0) {
+    absl::StatusOr<JointState> state = simulator.GetJointState(world);
+    if (!state.ok()) return state.status();
+    in.joints = *std::move(state);
+  }
+  if (model.mocap_count() > 0) {
+    absl::StatusOr<std::vector<Real>> poses = simulator.GetMocapPoses(world);
+    if (!poses.ok()) return poses.status();
+    in.mocap_pose = *std::move(poses);
+  }
+  if (forces) {
+    absl::StatusOr<std::vector<Real>> force = simulator.GetActuatorForces(world);
+    if (!force.ok()) return force.status();
+    in.actuator_force = *std::move(force);
+  }
+  if (contacts) {
+    absl::StatusOr<std::vector<ContactReport>> reports = simulator.GetContacts(world);
+    if (!reports.ok()) return reports.status();
+    in.contacts = *std::move(reports);
+  }
+  if (time) {
+    absl::StatusOr<WorldStats> stats = simulator.GetStats(world);
+    if (!stats.ok()) return stats.status();
+    in.time = stats->time;
+  }
+  return FileSensorData(imported, model, in);
+}
+
+}  // namespace axion
