@@ -379,6 +379,84 @@ absl::Status CheckNoFileReferences(const std::string& xml, const char* field) {
   return absl::OkStatus();
 }
 
+// Sensor frames and kinds between the engine's ImportResult and the proto (SensorType is
+// SensorKind's order, from 1).
+void ToProto(const ImportResult::SensorFrame& frame, v1::SensorFrame* out) {
+  out->set_body(frame.body);
+  ToProto(frame.pose, out->mutable_pose());
+  if (frame.mocap >= 0) out->mutable_mocap()->set_value(frame.mocap);
+}
+ImportResult::SensorFrame FromProto(const v1::SensorFrame& frame) {
+  return {frame.body(), FromProto(frame.pose()), frame.has_mocap() ? frame.mocap().value() : -1};
+}
+constexpr int kSensorKinds = static_cast<int>(ImportResult::SensorKind::kClock) + 1;
+static_assert(v1::SensorType_MAX == kSensorKinds, "SensorType follows SensorKind");
+static_assert(v1::SensorZone_MAX == static_cast<int>(ImportResult::ZoneShape::kBox),
+              "SensorZone follows ZoneShape");
+
+void SensorsToProto(const ImportResult& file, v1::SourceMap* source) {
+  for (const ImportResult::SourceSensor& sensor : file.source_sensors) {
+    v1::SourceSensor* out = source->add_sensors();
+    out->set_name(sensor.name);
+    out->set_type(static_cast<v1::SensorType>(static_cast<int>(sensor.kind) + 1));
+    out->set_offset(sensor.offset);
+    out->set_dim(sensor.dim);
+    ToProto(sensor.object, out->mutable_object());
+    if (sensor.has_reference) ToProto(sensor.reference, out->mutable_reference());
+    for (int j : sensor.joints) out->add_joints(j);
+    for (Real c : sensor.coefs) out->add_coefs(c);
+    out->set_actuator(sensor.actuator);
+    out->set_scale(sensor.scale);
+    for (const ImportResult::SensorFrame& m : sensor.masses) ToProto(m, out->add_masses());
+    for (Real m : sensor.mass) out->add_mass(m);
+    for (Real f : {sensor.field.x, sensor.field.y, sensor.field.z}) out->add_field(f);
+    out->set_zone(static_cast<v1::SensorZone>(sensor.zone));
+    for (Real z : {sensor.zone_size.x, sensor.zone_size.y, sensor.zone_size.z})
+      out->add_zone_size(z);
+    out->set_cutoff(sensor.cutoff);
+  }
+}
+
+// A stored source map's sensors; inconsistent ones (not written by this server) are refused.
+absl::Status SensorsFromProto(const v1::SourceMap& source, ImportResult* file) {
+  int count = 0;
+  for (int i = 0; i < source.sensors_size(); ++i) {
+    const v1::SourceSensor& in = source.sensors(i);
+    auto bad = [&](const std::string& what) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("its stored source map's sensor ", i, " '", in.name(), "' ", what));
+    };
+    if (in.type() <= v1::SENSOR_TYPE_UNSPECIFIED || in.type() > kSensorKinds)
+      return bad("has no type");
+    if (in.offset() != count || in.dim() < 1 || in.dim() > 4) return bad("has a wrong offset");
+    if (in.joints_size() != in.coefs_size() || in.masses_size() != in.mass_size() ||
+        in.field_size() != 3 || in.zone_size_size() != 3)
+      return bad("is incomplete");
+    ImportResult::SourceSensor sensor;
+    sensor.name = in.name();
+    sensor.kind = static_cast<ImportResult::SensorKind>(in.type() - 1);
+    sensor.offset = in.offset();
+    sensor.dim = in.dim();
+    sensor.object = FromProto(in.object());
+    sensor.has_reference = in.has_reference();
+    if (in.has_reference()) sensor.reference = FromProto(in.reference());
+    sensor.joints.assign(in.joints().begin(), in.joints().end());
+    sensor.coefs.assign(in.coefs().begin(), in.coefs().end());
+    sensor.actuator = in.actuator();
+    sensor.scale = in.scale();
+    for (const v1::SensorFrame& m : in.masses()) sensor.masses.push_back(FromProto(m));
+    sensor.mass.assign(in.mass().begin(), in.mass().end());
+    sensor.field = Vec3{in.field(0), in.field(1), in.field(2)};
+    sensor.zone = static_cast<ImportResult::ZoneShape>(in.zone());
+    sensor.zone_size = Vec3{in.zone_size(0), in.zone_size(1), in.zone_size(2)};
+    sensor.cutoff = in.cutoff();
+    count += sensor.dim;
+    file->source_sensors.push_back(std::move(sensor));
+  }
+  file->sensor_data_count = count;
+  return absl::OkStatus();
+}
+
 #if defined(AXION_SERVER_HAS_IO)
 absl::StatusOr<ImportedScene> FromImport(absl::StatusOr<ImportResult> result, const char* field,
                                          const v1::Scene& scene) {
@@ -409,6 +487,7 @@ absl::StatusOr<ImportedScene> FromImport(absl::StatusOr<ImportResult> result, co
     ToProto(site.offset, out->mutable_offset());
     if (site.mocap >= 0) out->mutable_mocap()->set_value(site.mocap);
   }
+  SensorsToProto(*result, &imported.source);
   for (const ImportResult::SourceJoint& joint : result->source_joints) {
     v1::SourceJoint* out = imported.source.add_joints();
     out->set_name(joint.name);
@@ -872,7 +951,20 @@ absl::StatusOr<ImportResult> SourceMapToImport(const v1::SourceMap& source) {
     file.source_joints.push_back(
         {joint.name(), joint.joint(), joint.dof(), kind, joint.file_body()});
   }
+  absl::Status sensors = SensorsFromProto(source, &file);
+  if (!sensors.ok()) return sensors;
   return file;
+}
+
+absl::StatusOr<std::vector<Real>> SensorDataOf(const ImportResult& file, const Model& model,
+                                               const Simulator& simulator, WorldId world) {
+#if defined(AXION_SERVER_HAS_IO)
+  return ReadFileSensors(file, model, simulator, world);
+#else
+  (void)file, (void)model, (void)simulator, (void)world;
+  return absl::UnimplementedError(
+      "sensor data: this server was built without the axion_io importers");
+#endif
 }
 
 absl::StatusOr<FileCoordinates> FileCoordinatesOf(const ImportResult& file, const Model& model,
@@ -933,6 +1025,7 @@ void DescribeModel(const Model& model, const SolverOptions& options, int contact
   for (const KeyframeDesc& key : desc.keyframes) description->add_keyframe_names(key.name);
   for (const MocapBodyDesc& m : desc.mocap_bodies) description->add_mocap_names(m.name);
   if (!file.ok()) return;
+  description->set_sensor_data_count(file->sensor_data_count);
   const absl::StatusOr<FileCoordinates> layout = FileLayoutOf(*file, model);
   if (!layout.ok() || static_cast<int>(layout->position_offset.size()) != source.joints_size())
     return;

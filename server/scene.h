@@ -35,7 +35,8 @@ absl::Status ApplySolverOverrides(const v1::SolverOptions& overrides, SolverOpti
 // All fields set.
 void SolverOptionsToProto(const SolverOptions& options, v1::SolverOptions* proto);
 
-// What FileJointCoordinates needs of a scene's import (its source joints and bodies), rebuilt
+// What FileJointCoordinates and ReadFileSensors need of a scene's import (its source joints,
+// bodies and sensors), rebuilt
 // from the SourceMap the server keeps, which is all a world restored from --snapshot_dir has.
 // FAILED_PRECONDITION, saying why, where the map cannot give file coordinates: it is empty (a
 // scene given as a ModelDescription has no file) or lacks joint kinds (stored by an older
@@ -47,6 +48,11 @@ absl::StatusOr<ImportResult> SourceMapToImport(const v1::SourceMap& source);
 absl::StatusOr<FileCoordinates> FileCoordinatesOf(const ImportResult& file, const Model& model,
                                                   const BodyState& bodies,
                                                   const JointState& joints);
+
+// One world's MJCF sensors (mjcf.h, ReadFileSensors: MuJoCo's sensordata for its state), in
+// `file`'s order. UNIMPLEMENTED on a server built without the importers.
+absl::StatusOr<std::vector<Real>> SensorDataOf(const ImportResult& file, const Model& model,
+                                               const Simulator& simulator, WorldId world);
 
 // Names, order and array sizes of a world of `model` with the given effective options, where
 // the bodies and joints of its source file went, and where their coordinates lie in the file

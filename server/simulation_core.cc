@@ -113,8 +113,11 @@ absl::Status CheckControlRanges(absl::Span<SimulationCore::World* const> worlds,
 // without is refused whole, before it changes anything (a step's inputs included).
 absl::Status CheckFileObservations(absl::Span<const SimulationCore::World* const> worlds,
                                    const v1::ObservationRequest& observe) {
-  if (!observe.file_position() && !observe.file_velocity()) return absl::OkStatus();
-  const char* field = observe.file_position() ? "observe.file_position" : "observe.file_velocity";
+  if (!observe.file_position() && !observe.file_velocity() && !observe.sensor_data())
+    return absl::OkStatus();
+  const char* field = observe.file_position()   ? "observe.file_position"
+                      : observe.file_velocity() ? "observe.file_velocity"
+                                                : "observe.sensor_data";
   for (const SimulationCore::World* world : worlds) {
     const absl::Status& status = world->file->status();
     if (!status.ok()) {
@@ -853,6 +856,14 @@ absl::Status SimulationCore::Observe(absl::Span<const World* const> worlds,
       if (!file.ok()) return ForWorld(*world, file.status());
       if (observe.file_position()) AppendFloat32(file->position, out->mutable_file_position());
       if (observe.file_velocity()) AppendFloat32(file->velocity, out->mutable_file_velocity());
+    }
+  }
+  if (observe.sensor_data()) {
+    for (const World* world : worlds) {
+      absl::StatusOr<std::vector<Real>> data =
+          SensorDataOf(**world->file, *world->model, *simulator_, world->engine_id);
+      if (!data.ok()) return ForWorld(*world, data.status());
+      AppendFloat32(*data, out->mutable_sensor_data());
     }
   }
   if (observe.body_contact_force() || observe.contacts()) {

@@ -558,6 +558,7 @@ constexpr char kCreatureXml[] = R"(<mujoco model="creature">
   <worldbody>
     <body name="torso" pos="0 0 1" euler="10 20 30">
       <freejoint name="root"/>
+      <site name="imu"/>
       <geom type="box" size="0.2 0.1 0.05"/>
       <body name="thigh" pos="-0.3 0 0">
         <joint name="hip" type="ball" pos="0.02 0 0"/>
@@ -573,6 +574,13 @@ constexpr char kCreatureXml[] = R"(<mujoco model="creature">
     <key name="pose" qpos="0.5 -0.2 1.3  0.7 0.1 -0.5 0.5  0.9 0.3 -0.1 0.3  0.3 -0.4 0.5"
          qvel="0.1 -0.2 0.3 0.5 -0.4 0.6  1.1 0.7 -0.9  0.8 -0.3 0.6"/>
   </keyframe>
+  <sensor>
+    <framepos name="torso_position" objtype="xbody" objname="torso"/>
+    <ballquat name="hip_quat" joint="hip"/>
+    <jointpos name="w2_angle" joint="w2"/>
+    <gyro name="imu_gyro" site="imu"/>
+    <clock name="time"/>
+  </sensor>
 </mujoco>)";
 const std::vector<double> kKeyQpos = {0.5, -0.2, 1.3,  0.7, 0.1, -0.5, 0.5,
                                       0.9, 0.3,  -0.1, 0.3, 0.3, -0.4, 0.5};
@@ -584,6 +592,7 @@ v1::ObservationRequest FileObservations() {
   observe.set_file_position(true);
   observe.set_file_velocity(true);
   observe.set_joint_position(true);
+  observe.set_sensor_data(true);
   observe.set_stats(true);
   return observe;
 }
@@ -685,6 +694,46 @@ TEST_F(ServerStateTest, FileCoordinatesAreTheKeysQposAndQvel) {
   EXPECT_TRUE(stream->Finish().ok());
 }
 
+// The file's sensors, described with the world and read with its state: at the key, the
+// torso's position, the hip's quaternion, w2's angle and the gyro (a site at the torso's origin:
+// the free joint's body-frame spin) are the key's qpos and qvel; the clock the world's time.
+TEST_F(ServerStateTest, SensorsReadTheKeysState) {
+  absl::StatusOr<v1::CreateWorldsResponse> created =
+      client_->CreateWorlds(client::MjcfScene(kCreatureXml), 1);
+  ASSERT_TRUE(created.ok()) << created.status();
+  const uint64_t id = created->world_ids(0);
+  const v1::WorldDescription& description = created->description();
+  EXPECT_EQ(description.sensor_data_count(), 3 + 4 + 1 + 3 + 1);
+  const std::vector<std::string> names = {"torso_position", "hip_quat", "w2_angle", "imu_gyro",
+                                          "time"};
+  const std::vector<v1::SensorType> types = {v1::SENSOR_TYPE_FRAMEPOS, v1::SENSOR_TYPE_BALLQUAT,
+                                             v1::SENSOR_TYPE_JOINTPOS, v1::SENSOR_TYPE_GYRO,
+                                             v1::SENSOR_TYPE_CLOCK};
+  const std::vector<int> offsets = {0, 3, 7, 8, 11};
+  ASSERT_EQ(description.source().sensors_size(), 5);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(description.source().sensors(i).name(), names[i]);
+    EXPECT_EQ(description.source().sensors(i).type(), types[i]);
+    EXPECT_EQ(description.source().sensors(i).offset(), offsets[i]);
+  }
+  ResetToPose(*client_, id);
+  std::vector<double> expected = {kKeyQpos[0], kKeyQpos[1], kKeyQpos[2]};
+  expected.insert(expected.end(), kKeyQpos.begin() + 7, kKeyQpos.begin() + 11);
+  expected.push_back(kKeyQpos[12]);
+  expected.insert(expected.end(), kKeyQvel.begin() + 3, kKeyQvel.begin() + 6);
+  expected.push_back(0);
+  const v1::GetStateResponse state = MustGetFileState(*client_, {id});
+  ExpectNear(client::UnpackFloat32(state.observations().sensor_data()), expected, 2e-6);
+  // two steps later the clock reads their time
+  v1::StepRequest step = StepRequestFor({id}, 2);
+  step.mutable_observe()->set_sensor_data(true);
+  absl::StatusOr<v1::StepResponse> stepped = client_->Step(step);
+  ASSERT_TRUE(stepped.ok()) << stepped.status();
+  const std::vector<float> after = client::UnpackFloat32(stepped->observations().sensor_data());
+  ASSERT_EQ(after.size(), 12u);
+  EXPECT_NEAR(after[11], 2 * description.timestep(), 1e-7);
+}
+
 // A world made from a ModelDescription has no model file: asking for its file coordinates is
 // FAILED_PRECONDITION naming it, alone or beside a world that has them, and a Step so refused
 // neither applies its controls nor steps; the stream answers in band and goes on.
@@ -713,6 +762,12 @@ TEST_F(ServerStateTest, FileCoordinatesOfAWorldWithoutAModelFileAreRefused) {
   EXPECT_THAT(status.message(),
               HasSubstr("observe.file_velocity: world " + std::to_string(wheel_id)));
   EXPECT_THAT(status.message(), HasSubstr("no model file"));
+  get.mutable_observe()->set_file_velocity(false);
+  get.mutable_observe()->set_sensor_data(true);
+  status = client_->GetState(get).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(),
+              HasSubstr("observe.sensor_data: world " + std::to_string(wheel_id)));
 
   v1::StepRequest step = StepRequestFor({creature, wheel_id}, 3);
   step.set_controls(client::PackFloat32(std::vector<float>{1}));
@@ -780,6 +835,8 @@ TEST(ServerStatePersistenceTest, FileCoordinatesSurviveARestart) {
     ASSERT_FALSE(after.observations().file_position().empty());
     EXPECT_EQ(after.observations().file_position(), before.observations().file_position());
     EXPECT_EQ(after.observations().file_velocity(), before.observations().file_velocity());
+    ASSERT_FALSE(after.observations().sensor_data().empty());
+    EXPECT_EQ(after.observations().sensor_data(), before.observations().sensor_data());
     absl::StatusOr<v1::DescribeWorldResponse> described = alice->DescribeWorld(ids[0], false);
     ASSERT_TRUE(described.ok()) << described.status();
     EXPECT_EQ(described->description().SerializeAsString(), description_before);
