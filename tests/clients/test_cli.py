@@ -273,6 +273,18 @@ def test_describe_lists_mocap_bodies(axion, server, client_id):
     assert "mocap bodies: 0 'target'" in axion("describe", world).stdout
 
 
+def test_describe_lists_sensors(axion, server, client_id):
+    with axion_client.Client(server.target, client_id=client_id) as client:
+        world = client.create_worlds("""<mujoco><worldbody>
+          <body name="ball" pos="0 0 1"><freejoint/><geom size="0.1"/><site name="imu"/></body>
+          </worldbody><sensor><gyro name="spin" site="imu"/><clock/></sensor></mujoco>""").world_ids[0]
+    described = json.loads(axion("describe", world, "--json").stdout)
+    assert described["sensor_data_count"] == 4
+    assert described["source_sensors"][0] == {"name": "spin", "type": "gyro", "offset": 0, "dim": 3}
+    text = axion("describe", world).stdout
+    assert "SENSOR" in text and "gyro" in text and "3:4" in text
+
+
 def test_reset_to_the_initial_state_or_a_keyframe(axion, server, client_id):
     with axion_client.Client(server.target, client_id=client_id) as client:
         model = client.get_model(client.create_worlds(PENDULUM_XML).world_ids[0])

@@ -530,6 +530,40 @@ def test_actuator_forces_are_what_the_actuators_apply(client):
     np.testing.assert_allclose(obs.actuator_force[:, 0], -200 * q, rtol=1e-3)
 
 
+def test_mjcf_sensors_read_the_state(client):
+    # A pendulum at rest under a servo: its angle sensor reads joint_position, the actuator's
+    # force sensor the servo's force before its gear, the clock the time, and a touch sensor
+    # under a box resting on the floor the box's weight.
+    xml = """<mujoco><option timestep="0.005"/><worldbody><geom type="plane" size="0 0 1"/>
+      <body name="arm" pos="0 0 1"><joint name="hinge" axis="0 1 0" damping="0.5"/>
+        <geom type="sphere" size="0.05" pos="0.5 0 0" mass="1"/></body>
+      <body name="box" pos="2 0 0.05"><freejoint/><geom type="box" size="0.05 0.05 0.05" mass="3"/>
+        <site name="sole" type="box" size="0.06 0.06 0.01" pos="0 0 -0.05"/></body></worldbody>
+      <actuator><position name="hold" joint="hinge" kp="200" gear="2"/></actuator>
+      <sensor><jointpos name="angle" joint="hinge"/><actuatorfrc name="hold_force" actuator="hold"/>
+        <touch name="weight" site="sole"/><clock name="time"/></sensor></mujoco>"""
+    created = client.create_worlds(xml, count=2)
+    description = created.description
+    assert [s.name for s in description.source_sensors] == ["angle", "hold_force", "weight", "time"]
+    assert [s.type for s in description.source_sensors] == ["jointpos", "actuatorfrc", "touch",
+                                                            "clock"]
+    assert description.sensor_data_count == 4
+    obs = client.step(created.world_ids, steps=400,
+                      observe=["joint_position", "actuator_force", "sensor_data"])
+    assert obs.sensor_data.shape == (2, 4)
+    np.testing.assert_allclose(description.sensor("angle", obs.sensor_data)[:, 0],
+                               obs.joint_position[:, 0], rtol=1e-6)
+    np.testing.assert_allclose(obs.sensor_data[:, 1], obs.actuator_force[:, 0] / 2, rtol=1e-6)
+    np.testing.assert_allclose(obs.sensor_data[:, 2], 3 * G, rtol=1e-3)
+    np.testing.assert_allclose(obs.sensor_data[:, 3], 2.0, rtol=1e-6)
+    with pytest.raises(KeyError, match="no sensor 'gyro'"):
+        description.sensor("gyro", obs.sensor_data)
+    # a scene without a model file has no sensors to read
+    plain = client.create_worlds(free_sphere_model(), count=1).world_ids
+    with pytest.raises(axion.FailedPrecondition, match="observe.sensor_data"):
+        client.get_state(plain, observe=["sensor_data"])
+
+
 def test_external_force_balancing_gravity_keeps_body_still(client):
     mass = 2.0
     ids = client.create_worlds(free_sphere_model(mass=mass), count=1).world_ids

@@ -319,6 +319,24 @@ def test_actuator_force_observation_is_what_the_motors_push(client):
         np.testing.assert_array_equal(obs[:, 3:], actions)
 
 
+def test_sensor_data_observation_holds_the_files_sensors(client):
+    # a free box's gyro and height: what the policy of a balancing task reads
+    xml = """<mujoco><worldbody><geom type="plane" size="0 0 1"/>
+      <body name="box" pos="0 0 0.5"><freejoint/><geom type="box" size="0.1 0.1 0.1"/>
+        <site name="imu"/></body></worldbody>
+      <sensor><gyro name="spin" site="imu"/><framepos name="where" objtype="site" objname="imu"/>
+      </sensor></mujoco>"""
+    with axion.VectorEnv(client, xml, 2, observation=("sensor_data",)) as env:
+        assert env.obs_dim == 6
+        assert env.observation_slices["sensor_data"] == slice(0, 6)
+        obs = env.reset()
+        np.testing.assert_allclose(obs[:, 3:], [[0, 0, 0.5]] * 2, atol=1e-6)
+        for _ in range(50):
+            obs, *_ = env.step(None)
+        np.testing.assert_allclose(obs[:, :3], 0, atol=1e-6)  # no spin
+        assert np.all(obs[:, 5] < 0.5)  # falling
+
+
 def test_unknown_observation_field_is_rejected(client):
     with pytest.raises(ValueError, match="observation"):
         axion.VectorEnv(client, PENDULUM_MJCF, 1, observation=("qpos",))

@@ -113,6 +113,8 @@ def describe_dict(description):
         ],
         "keyframe_names": description.keyframe_names,
         "mocap_names": description.mocap_names,
+        "sensor_data_count": description.sensor_data_count,
+        "source_sensors": [vars(s) for s in description.source_sensors],
     }
 
 
@@ -210,6 +212,10 @@ def cmd_describe(client, args):
     ]
     if rows:
         print_table(["SITE", "CARRIED BY", "OFFSET (XYZ WXYZ)"], rows)
+    rows = [[s.name or "(unnamed)", s.type, f"{s.offset}:{s.offset + s.dim}"]
+            for s in d.source_sensors]
+    if rows:
+        print_table(["SENSOR", "TYPE", "SENSOR_DATA"], rows)
     if d.keyframe_names:
         print("keyframes: " + ", ".join(
             f"{index} '{name}'" if name else str(index)

@@ -28,9 +28,10 @@ OBSERVATION_FIELDS = (
     "mocap_pose",
     "actuator_force",
 )
-# The state in the scene file's own coordinates (MuJoCo's qpos and qvel), asked for by name:
-# only worlds of an MJCF or URDF file have them (others raise axion.FailedPrecondition).
-FILE_OBSERVATION_FIELDS = ("file_position", "file_velocity")
+# The state in the scene file's own coordinates (MuJoCo's qpos and qvel) and its MJCF sensors
+# (MuJoCo's sensordata), asked for by name: only worlds of an MJCF or URDF file have them
+# (others raise axion.FailedPrecondition).
+FILE_OBSERVATION_FIELDS = ("file_position", "file_velocity", "sensor_data")
 
 
 def _enum_name(enum_type, value, prefix):
@@ -50,6 +51,7 @@ class Layout:
     file_velocity_count: int = 0
     shape_count: int = 0
     mocap_count: int = 0
+    sensor_data_count: int = 0
 
     def field_size(self, field):
         """(values per world, trailing shape) of an observation or parameter field."""
@@ -71,6 +73,8 @@ class Layout:
             return self.file_velocity_count, (self.file_velocity_count,)
         if field == "mocap_pose":
             return self.mocap_count * 7, (self.mocap_count, 7)
+        if field == "sensor_data":
+            return self.sensor_data_count, (self.sensor_data_count,)
         if field == "body_mass":
             return self.body_count, (self.body_count,)
         if field == "body_com":
@@ -213,6 +217,26 @@ class SourceJoint:
         )
 
 
+@dataclasses.dataclass(frozen=True)
+class SourceSensor:
+    """One MJCF sensor the server reads: its values are
+    sensor_data[..., offset : offset + dim] (MuJoCo's sensor_adr and sensor_dim)."""
+
+    name: str  # "" when unnamed
+    type: str  # MuJoCo's element name: touch, gyro, jointpos, framequat, subtreecom, ...
+    offset: int
+    dim: int
+
+    @classmethod
+    def from_proto(cls, message):
+        return cls(
+            name=message.name,
+            type=_enum_name(pb.SensorType, message.type, "SENSOR_TYPE_"),
+            offset=message.offset,
+            dim=message.dim,
+        )
+
+
 def _quat_multiply(a, b):
     """Hamilton product of (..., 4) arrays w x y z."""
     aw, ax, ay, az = np.moveaxis(a, -1, 0)
@@ -267,6 +291,10 @@ class WorldDescription:
     file_velocity_count: int = 0
     # mocap bodies (MuJoCo's mocap="true") in index order: mocap_pose is (M x 7)
     mocap_names: List[str] = dataclasses.field(default_factory=list)
+    # the file's sensors (MJCF <sensor>) the server reads, in file order; sensor_data is
+    # (sensor_data_count,) per world (see sensor)
+    source_sensors: List[SourceSensor] = dataclasses.field(default_factory=list)
+    sensor_data_count: int = 0
 
     @classmethod
     def from_proto(cls, message):
@@ -289,7 +317,18 @@ class WorldDescription:
             file_position_count=message.file_position_count,
             file_velocity_count=message.file_velocity_count,
             mocap_names=list(message.mocap_names),
+            source_sensors=[SourceSensor.from_proto(s) for s in message.source.sensors],
+            sensor_data_count=message.sensor_data_count,
         )
+
+    def sensor(self, name, sensor_data):
+        """The values of the sensor called `name` from sensor_data (... x sensor_data_count):
+        (... x dim)."""
+        for s in self.source_sensors:
+            if s.name == name:
+                return np.asarray(sensor_data)[..., s.offset : s.offset + s.dim]
+        known = ", ".join(s.name for s in self.source_sensors if s.name)
+        raise KeyError(f"no sensor '{name}' (the scene's: {known or 'none'})")
 
     def source_body_poses(self, body_pose, mocap_pose=None):
         """World poses of the file's bodies from body_pose (... x body_count x 7) and, for
@@ -357,6 +396,7 @@ class WorldDescription:
             self.file_velocity_count,
             len(self.shape_names),
             len(self.mocap_names),
+            self.sensor_data_count,
         )
 
     def ctrl_range(self):
@@ -481,6 +521,8 @@ class Observations:
         linear velocity in the world frame and angular velocity in the body frame; a ball's
         quaternion and body-frame angular velocity; hinge angles, merged hinges included, and
         slide displacements); for URDF each moving joint's coordinates.
+      sensor_data (W x S): the MJCF file's sensors, MuJoCo's sensordata for the world's state
+        (WorldDescription.source_sensors: each one's offset and dim; S its sensor_data_count).
     """
 
     world_ids: List[int]
@@ -494,6 +536,7 @@ class Observations:
     file_velocity: Optional[ArrayOrList] = None
     mocap_pose: Optional[ArrayOrList] = None
     actuator_force: Optional[ArrayOrList] = None
+    sensor_data: Optional[ArrayOrList] = None
     contacts: Optional[Contacts] = None
     stats: Optional[WorldStats] = None
 
@@ -631,6 +674,7 @@ def decode_observations(message, layouts, requested=None):
         "file_velocity",
         "mocap_pose",
         "actuator_force",
+        "sensor_data",
     ):
         data = getattr(message, field)
         if data or (requested is not None and getattr(requested, field)):

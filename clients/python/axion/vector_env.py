@@ -26,6 +26,9 @@ coordinates, D degrees of freedom, B bodies; see WorldDescription for the per-jo
                       policy follows; step(actions, mocap_pose=) moves them).
   actuator_force      A values: the force each actuator applied over the last step, along its
                       joint DOF or tendon (N or N m, gear included): torque and energy terms.
+  sensor_data         S values: the MJCF file's sensors (gyros, touch, joint and frame
+                      sensors, ...), MuJoCo's sensordata; WorldDescription.source_sensors says
+                      where each one's lie. Only for an MJCF model.
 
 The default is ("joint_position", "joint_velocity"), i.e. obs[:, :P] = joint positions and
 obs[:, P:P+D] = joint velocities; `observation_slices` maps each field to its columns. Free
@@ -57,6 +60,7 @@ OBSERVATION_CHOICES = (
     "site_pose",
     "mocap_pose",
     "actuator_force",
+    "sensor_data",
 )
 
 
