@@ -2334,7 +2334,11 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
       case Kind::kBallQuat:
       case Kind::kBallAngVel: {
         AXION_IO_ASSIGN_OR_RETURN(const int j, file_joint(e.Str("joint")));
-        const JointKind joint_kind = joint_kind_.at(e.Str("joint"));
+        // the file's kind: a joint named in the file has one (generated names have none)
+        auto named = joint_kind_.find(e.Str("joint"));
+        if (named == joint_kind_.end())
+          return e.Error("joint", absl::StrCat("unknown joint '", e.Str("joint"), "'"));
+        const JointKind joint_kind = named->second;
         const bool ball = sensor.kind == Kind::kBallQuat || sensor.kind == Kind::kBallAngVel;
         if (ball != (joint_kind == JointKind::kBall) || joint_kind == JointKind::kFree) {
           return e.Error("joint", ball ? "must be a ball joint"
@@ -2454,9 +2458,11 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
     }
     if (sensor.kind == Kind::kMagnetometer) sensor.field = magnetic_;
     if (sensor.kind == Kind::kTouch) {
-      const MjSite& site = *site_by_name_.at(e.Str("site"));
-      sensor.zone = site.shape;
-      sensor.zone_size = site.size;
+      auto site = site_by_name_.find(e.Str("site"));
+      if (site == site_by_name_.end())
+        return e.Error("site", absl::StrCat("unknown site '", e.Str("site"), "'"));
+      sensor.zone = site->second->shape;
+      sensor.zone_size = site->second->size;
     }
     sensor.offset = result_.sensor_data_count;
     result_.sensor_data_count += sensor.dim;
