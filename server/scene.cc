@@ -389,7 +389,7 @@ void ToProto(const ImportResult::SensorFrame& frame, v1::SensorFrame* out) {
 ImportResult::SensorFrame FromProto(const v1::SensorFrame& frame) {
   return {frame.body(), FromProto(frame.pose()), frame.has_mocap() ? frame.mocap().value() : -1};
 }
-constexpr int kSensorKinds = static_cast<int>(ImportResult::SensorKind::kClock) + 1;
+constexpr int kSensorKinds = static_cast<int>(ImportResult::SensorKind::kAccelerometer) + 1;
 static_assert(v1::SensorType_MAX == kSensorKinds, "SensorType follows SensorKind");
 static_assert(v1::SensorZone_MAX == static_cast<int>(ImportResult::ZoneShape::kBox),
               "SensorZone follows ZoneShape");

@@ -458,6 +458,7 @@ void ResetWorldState(const WorldLayout& layout, int w, BatchStorage& s) {
     store6(&s.body_u[6 * (b0 + i)],
            {body.linear_velocity + cross(body.angular_velocity, lever), angular});
     for (int k = 0; k < 6; ++k) s.body_wrench[6 * (b0 + i) + k] = 0;
+    for (int k = 0; k < 6; ++k) s.body_acc[6 * (b0 + i) + k] = 0;
   }
   // joint velocities from the bodies' (a drive's armature term reads them as the last step's);
   // the positions are the initial configuration's by definition, exactly

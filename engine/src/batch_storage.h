@@ -61,7 +61,11 @@ namespace axion {
   X(int32_t, body_world, 1) \
   X(Real, body_inv_mass, 1) X(Real, body_inertia, 9) X(Real, body_inv_inertia, 9) \
       X(int32_t, body_rotation_fixed, 1) X(Real, body_fluid_box, 3) X(Real, body_fluid_axes, 9)
-#define AXION_BODY_STATE(X) X(Real, body_q, 7) X(Real, body_u, 6) X(Real, body_wrench, 6)
+// body_acc (bodies x 6): the last step's acceleration, (u - u-) / h over its last (halved)
+// step: centre of mass linear then angular, world frame; zero until a world's first step after
+// a reset or a state written from outside. Accelerometers read it (mjcf.h, sensors).
+#define AXION_BODY_STATE(X) \
+  X(Real, body_q, 7) X(Real, body_u, 6) X(Real, body_wrench, 6) X(Real, body_acc, 6)
 #define AXION_BODY_SCRATCH(X)                                                                     \
   X(Real, body_q_prev, 7)                                                                         \
   X(Real, body_u_prev, 6)                                                                         \

@@ -260,6 +260,16 @@ AXION_HD void world_end_step(const BatchView& v, int w) {
     v.world_step_level[w] = start - 1;
 }
 
+// The step's acceleration, per body: its velocity change over the step's length (a state
+// restored after a non-finite step has none).
+AXION_HD void world_store_accelerations(const BatchView& v, int w) {
+  const Real inv_h = Real(1) / v.world_step_length[w];
+  for (int b = v.world_body_offset[w]; b < v.world_body_offset[w + 1]; ++b) {
+    for (int i = 0; i < 6; ++i)
+      v.body_acc[6 * b + i] = inv_h * (v.body_u[6 * b + i] - v.body_u_prev[6 * b + i]);
+  }
+}
+
 // The step begins whole, or (halving_carryover) at the level the last one left: 2^level steps
 // of h / 2^level, warm starts scaled to that length.
 AXION_HD void world_begin_step(const BatchView& v, int w) {
@@ -599,6 +609,7 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
           v.world_flags[w] |= kWorldNonFinite;
         }
         world_store_contacts(v, w);
+        world_store_accelerations(v, w);
         v.world_time[w] += v.world_step_length[w];
         v.world_substeps[w] += 1;
         v.world_redos[w] = 0;

@@ -550,6 +550,28 @@ absl::StatusOr<BodyState> Simulator::GetBodyState(WorldId world) const {
   return out;
 }
 
+absl::StatusOr<std::vector<Real>> Simulator::GetBodyAccelerations(WorldId world) const {
+  Impl& im = *impl_;
+  absl::StatusOr<int> w = im.Find(world);
+  if (!w.ok()) return w.status();
+  absl::Status s = im.EnsureHost();  // body_acc travels with the whole state
+  if (!s.ok()) return s;
+  const ModelDesc& d = im.worlds[*w].layout.model->desc();
+  const int b0 = im.host.world_body_offset[*w];
+  std::vector<Real> out(6 * d.bodies.size());
+  for (size_t i = 0; i < d.bodies.size(); ++i) {
+    const Real* acc = &im.host.body_acc[6 * (b0 + i)];
+    const Quat rot = load_quat(&im.host.body_q[7 * (b0 + i) + 3]);
+    const Vec3 omega = load3(&im.host.body_u[6 * (b0 + i) + 3]), alpha = load3(acc + 3);
+    // the origin, rigidly at -lever from the centre of mass
+    const Vec3 to_origin = Real(-1) * rotate(rot, d.bodies[i].com);
+    store6(&out[6 * i], {load3(acc) + cross(alpha, to_origin) +
+                             cross(omega, cross(omega, to_origin)),
+                         alpha});
+  }
+  return out;
+}
+
 namespace {
 // Body-frame poses and velocities (BodyState, validated) into the bodies' centre-of-mass state
 // of the world whose first body is b0; only the bodies some joint moves where `moved_only`.
@@ -568,6 +590,8 @@ void StoreBodyState(const ModelDesc& d, const BodyState& state, int b0, BatchSto
     store6(&host.body_u[6 * (b0 + i)],
            {load3(&state.velocity[6 * i]) + cross(omega, lever), omega});
   }
+  // no step has led to the state written: no acceleration known
+  std::fill_n(host.body_acc.begin() + 6 * b0, 6 * d.bodies.size(), Real(0));
 }
 }  // namespace
 

@@ -253,6 +253,7 @@ absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& mod
   std::copy(d.q.begin(), d.q.end(), h.body_q.begin() + 7 * b0);
   std::copy(d.u.begin(), d.u.end(), h.body_u.begin() + 6 * b0);
   std::copy(d.wrench.begin(), d.wrench.end(), h.body_wrench.begin() + 6 * b0);
+  std::fill_n(h.body_acc.begin() + 6 * b0, d.wrench.size(), Real(0));  // not kept
   std::copy(d.dof_velocity.begin(), d.dof_velocity.end(),
             h.dof_velocity.begin() + h.world_dof_offset[w]);
   std::copy(d.qpos.begin(), d.qpos.end(), h.qpos.begin() + h.world_qpos_offset[w]);

@@ -200,6 +200,9 @@ void ExpectParity(std::shared_ptr<const Model> model, int worlds, Real position_
     BodyState c = *cpu->GetBodyState(cpu_ids[w]), g = *gpu->GetBodyState(gpu_ids[w]);
     ExpectClose(c.pose, g.pose, position_tolerance, world + " pose");
     ExpectClose(c.velocity, g.velocity, velocity_tolerance, world + " velocity");
+    // the last step's velocity change per second: its velocities' differences over its length
+    ExpectClose(*cpu->GetBodyAccelerations(cpu_ids[w]), *gpu->GetBodyAccelerations(gpu_ids[w]),
+                2 * velocity_tolerance / model->desc().options.timestep, world + " acceleration");
     JointState jc = *cpu->GetJointState(cpu_ids[w]), jg = *gpu->GetJointState(gpu_ids[w]);
     ExpectClose(jc.position, jg.position, position_tolerance, world + " joint position");
     WorldStats sc = *cpu->GetStats(cpu_ids[w]), sg = *gpu->GetStats(gpu_ids[w]);

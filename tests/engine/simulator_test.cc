@@ -63,6 +63,40 @@ std::string Bytes(Simulator& sim, WorldId w) {
                      st.velocity.size() * sizeof(Real));
 }
 
+// GetBodyAccelerations: each body's velocity change over the last step per second. The
+// pendulum's bob, released horizontally, starts falling at nearly g; after a swing its
+// acceleration is the finite
+// difference of the velocities the steps left. A state set from outside, a reset and a
+// restore know no step: zero.
+TEST(SimulatorTest, BodyAccelerationsAreTheLastStepsVelocityChange) {
+  std::unique_ptr<Simulator> sim = MustCreateSimulator();
+  std::shared_ptr<const Model> model = MustCompile(Pendulum(1));
+  WorldId w = MustCreateWorld(*sim, model);
+  EXPECT_THAT(*sim->GetBodyAccelerations(w), ::testing::Each(0.0));
+  MustStep(*sim, {w});
+  std::vector<Real> first = *sim->GetBodyAccelerations(w);
+  ASSERT_EQ(first.size(), 6u);
+  // from rest the bob falls at g m l^2 / (m l^2 + I), its own inertia I = 0.4 m r^2 slowing it
+  EXPECT_NEAR(first[2], -9.81 / (1 + 0.4 * 0.05 * 0.05), 2e-3);
+  EXPECT_NEAR(first[0], 0, 0.1);
+  for (int k = 0; k < 40; ++k) MustStep(*sim, {w});
+  const std::vector<Real> before = sim->GetBodyState(w)->velocity;
+  const std::string snapshot = *sim->Snapshot(w);
+  MustStep(*sim, {w});
+  const std::vector<Real> after = sim->GetBodyState(w)->velocity;
+  const std::vector<Real> acceleration = *sim->GetBodyAccelerations(w);
+  for (int k = 0; k < 6; ++k) EXPECT_NEAR(acceleration[k], (after[k] - before[k]) / 0.01, 1e-9) << k;
+  ASSERT_TRUE(sim->Restore(w, snapshot).ok());
+  EXPECT_THAT(*sim->GetBodyAccelerations(w), ::testing::Each(0.0));
+  MustStep(*sim, {w});
+  ASSERT_TRUE(sim->SetBodyState(w, *sim->GetBodyState(w)).ok());
+  EXPECT_THAT(*sim->GetBodyAccelerations(w), ::testing::Each(0.0));
+  MustStep(*sim, {w});
+  ASSERT_TRUE(sim->Reset(w).ok());
+  EXPECT_THAT(*sim->GetBodyAccelerations(w), ::testing::Each(0.0));
+  EXPECT_EQ(sim->GetBodyAccelerations(w + 1000).status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST(SimulatorTest, SnapshotRestoresBitExactly) {
   auto sim = MustCreateSimulator();
   auto model = MustCompile(Pendulum(1));

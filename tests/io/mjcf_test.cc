@@ -1720,14 +1720,14 @@ TEST(MjcfSensorTest, SkippedSensorsAreNamedAndBadOnesAreErrors) {
   };
   absl::StatusOr<ImportResult> r = load(R"(
       <jointpos name="first" joint="h"/>
-      <accelerometer name="imu_acc" site="s"/>
+      <rangefinder name="range" site="s"/>
       <force site="s"/>
       <actuatorfrc name="cyl_force" actuator="cyl"/>
       <framequat name="inertial" objtype="body" objname="b"/>
       <ballquat name="last" joint="ball" noise="0.01"/>)",
                                         R"(<option><flag sensornoise="enable"/></option>)");
   ASSERT_TRUE(r.ok()) << r.status();
-  for (const char* needle : {"<accelerometer> in <sensor>", "<force> in <sensor>",
+  for (const char* needle : {"<rangefinder> in <sensor>", "<force> in <sensor>",
                              "actuatorfrc 'cyl_force': actuator 'cyl' is not supported",
                              "framequat 'inertial': the axes of a body's inertial frame",
                              "<flag> attribute 'sensornoise'"}) {
@@ -1772,14 +1772,14 @@ TEST(MjcfWarningTest, UnsupportedElementsAndAttributesAreNamed) {
     <body name="target" mocap="true" pos="0 0 2"><geom size="0.05" contype="0" conaffinity="0"/>
       <site name="tip" pos="0.1 0 0"/></body>
   </worldbody>
-  <tendon/><sensor><accelerometer site="s"/></sensor>
+  <tendon/><sensor><torque site="s"/></sensor>
   <equality><tendon tendon1="t"/></equality><contact><tendon/></contact>
   <keyframe><key mpos="0 0 1"/><lag/></keyframe>
 </mujoco>)";
   absl::StatusOr<ImportResult> r = LoadMjcfString(xml, "");
   ASSERT_TRUE(r.ok()) << r.status();
   for (const char* needle : {"<size>", "'integrator'", "<flag>", "'solref'", "'rgba'", "<camera>",
-                             "<tendon>", "<accelerometer> in <sensor>", "<tendon> in <equality>",
+                             "<tendon>", "<torque> in <sensor>", "<tendon> in <equality>",
                              "<tendon> in <contact>", "<lag> in <keyframe>"}) {
     EXPECT_TRUE(HasWarning(*r, needle)) << needle;
   }

@@ -182,7 +182,8 @@
 //     what is in the way is pushed out. The file's bodies and sites on a mocap body are reported
 //     in its frame (ImportResult::SourceBody::mocap). A body hinged below a mocap body collides
 //     with it, as in MuJoCo (a mocap body is in the world's weld group).
-// 10. Sensors: touch, velocimeter, gyro, magnetometer (<option magnetic>), jointpos, jointvel,
+// 10. Sensors: touch, accelerometer, velocimeter, gyro, magnetometer (<option magnetic>),
+//     jointpos, jointvel,
 //     tendonpos, tendonvel (fixed tendons, those over more than two joints included),
 //     actuatorpos, actuatorvel, actuatorfrc, ballquat, ballangvel, framepos, framequat,
 //     framexaxis, frameyaxis, framezaxis, framelinvel, frameangvel (objtype site, xbody, body
@@ -191,7 +192,10 @@
 //     ReadFileSensors compute MuJoCo's sensordata for a world's state (equal to libmujoco's at
 //     the same state to rounding, touch to each engine's contact forces: SensorTest). Frames
 //     move as the joints' coordinates and rates place them (BodyStateFromJoints), as MuJoCo's
-//     bodies move with its qpos and qvel. Other kinds (accelerometer, force, torque,
+//     bodies move with its qpos and qvel. An accelerometer reads the acceleration of the
+//     world's last step (its velocity change over its length, MuJoCo's qacc for a step of its
+//     Euler integrator: MuJoCo's sensordata after mj_step holds the same step's), zero after a
+//     reset until the world steps. Other kinds (force, torque,
 //     rangefinder, limit sensors, frame accelerations, subtreeangmom, user) and sensors of
 //     things not made (skipped actuators and tendons, cameras, a body's inertial axes) are
 //     skipped with a warning; `noise` is not added (<flag sensornoise> warns).
@@ -272,6 +276,8 @@ struct ImportResult {
     kSubtreeCom,     // 3: centre of mass of a body and its descendants, world frame
     kSubtreeLinVel,  // 3: that centre's velocity
     kClock,          // 1: simulated time (s)
+    kAccelerometer,  // 3: the site's linear acceleration less gravity, site frame (at rest:
+                     // g upwards), over the world's last step (Simulator::GetBodyAccelerations)
   };
   // A frame carried by a body: sites, body frames (xbody), centres of mass (body), geoms.
   struct SensorFrame {
@@ -348,6 +354,8 @@ struct SensorInputs {
   std::vector<ContactReport> contacts;  // GetContacts
   std::vector<Real> mocap_pose;         // GetMocapPoses (mocap_count x 7)
   Real time = 0;                        // WorldStats::time
+  std::vector<Real> body_acceleration;  // GetBodyAccelerations (accelerometers)
+  Vec3 gravity;                         // the world's (accelerometers)
 };
 // The sensor data of a world's state (imported.sensor_data_count values, each sensor at its
 // offset), as MuJoCo's sensordata for the same state. Errors name a missing input.

@@ -169,6 +169,11 @@ class Simulator {
   absl::Status SetExternalForces(WorldId world, absl::Span<const Real> wrench);
 
   absl::StatusOr<BodyState> GetBodyState(WorldId world) const;
+  // Each body's acceleration over the world's last step (body_count x 6: linear acceleration
+  // of the body-frame origin, then angular acceleration; world frame, gravity included): the
+  // step's velocity change over its length (over its last half where it was halved). Zero
+  // until the first step after a reset, a restore or a state set from outside.
+  absl::StatusOr<std::vector<Real>> GetBodyAccelerations(WorldId world) const;
   absl::Status SetBodyState(WorldId world, const BodyState& state);
   absl::StatusOr<JointState> GetJointState(WorldId world) const;
   // Joint positions and velocities (JointState's layout): the bodies the joints move follow

@@ -193,6 +193,8 @@ struct BatchView {
   Real* body_inertia_newton;      // (body_count x 9) R I R^T + K, the same in inertia form (the
                                   // tree factor starts from it)
   Real* body_wrench;              // (body_count x 6) user force, torque at the COM (N, N m)
+  Real* body_acc;                 // (body_count x 6) the last step's (u - u-) / h: COM linear
+                                  // then angular acceleration (accelerometers)
   Real* body_g;                   // (body_count x 6) dynamics residual g = M (u - u~) - J^T lambda
   Real* body_du;                  // (body_count x 6) Newton direction for u
   Real* body_jt;                  // (body_count x 6) scratch: J^T x

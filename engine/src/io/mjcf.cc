@@ -80,6 +80,7 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
       // sensors (noise is MuJoCo's metadata, added only under <flag sensornoise>; user data
       // has no effect)
       {"touch", {"name", "noise", "cutoff", "user", "site"}},
+      {"accelerometer", {"name", "noise", "cutoff", "user", "site"}},
       {"velocimeter", {"name", "noise", "cutoff", "user", "site"}},
       {"gyro", {"name", "noise", "cutoff", "user", "site"}},
       {"magnetometer", {"name", "noise", "cutoff", "user", "site"}},
@@ -2255,7 +2256,7 @@ absl::StatusOr<ImportResult::SensorFrame> MjcfLoader::SensorObject(const Elem& e
 
 // <sensor>: each child Axion reads becomes an ImportResult::SourceSensor in file order, with
 // what it reads resolved to Axion's bodies, the file's joint coordinates and the actuators
-// made. Sensors of kinds Axion does not compute (accelerometer, force, torque, rangefinder,
+// made. Sensors of kinds Axion does not compute (force, torque, rangefinder,
 // limit sensors, frame accelerations, subtreeangmom, user, ...) and sensors of things that
 // were skipped (an actuator or tendon not made, a camera, a body's inertial axes) are skipped
 // with a warning naming them; unknown names and wrong joint kinds are errors, as in MuJoCo.
@@ -2263,6 +2264,7 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
   using Kind = ImportResult::SensorKind;
   static const auto* kinds = new std::map<std::string, std::pair<Kind, int>>{
       {"touch", {Kind::kTouch, 1}},
+      {"accelerometer", {Kind::kAccelerometer, 3}},
       {"velocimeter", {Kind::kVelocimeter, 3}},
       {"gyro", {Kind::kGyro, 3}},
       {"magnetometer", {Kind::kMagnetometer, 3}},
@@ -2316,6 +2318,7 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
     };
     switch (sensor.kind) {
       case Kind::kTouch:
+      case Kind::kAccelerometer:
       case Kind::kVelocimeter:
       case Kind::kGyro:
       case Kind::kMagnetometer: {

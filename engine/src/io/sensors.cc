@@ -282,6 +282,24 @@ absl::StatusOr<std::vector<Real>> FileSensorData(const ImportResult& imported, c
           case Kind::kVelocimeter:
             put3(rotate_inv(q, object->linear));
             break;
+          case Kind::kAccelerometer: {
+            // the site's acceleration from its body's: a + alpha x r + w x (w x r), r from
+            // the body's origin; a static site's is none
+            Vec3 acceleration;
+            const int b = s.object.body;
+            if (b != kWorldBody) {
+              if (6 * static_cast<size_t>(b + 1) > in.body_acceleration.size()) {
+                return absl::InvalidArgumentError(absl::StrCat(
+                    "sensor '", s.name, "': body ", b, " has no acceleration in the inputs"));
+              }
+              const Vec3 r = object->pose.pos - load3(&bodies.pose[7 * b]);
+              const Vec3 alpha = load3(&in.body_acceleration[6 * b + 3]);
+              acceleration = load3(&in.body_acceleration[6 * b]) + cross(alpha, r) +
+                             cross(object->angular, cross(object->angular, r));
+            }
+            put3(rotate_inv(q, acceleration - in.gravity));
+            break;
+          }
           case Kind::kGyro:
             put3(rotate_inv(q, object->angular));
             break;
@@ -332,8 +350,9 @@ absl::StatusOr<std::vector<Real>> FileSensorData(const ImportResult& imported, c
 absl::StatusOr<std::vector<Real>> ReadFileSensors(const ImportResult& imported, const Model& model,
                                                   const Simulator& simulator, WorldId world) {
   SensorInputs in;
-  bool forces = false, contacts = false, time = false;
+  bool forces = false, contacts = false, time = false, accelerations = false;
   for (const ImportResult::SourceSensor& s : imported.source_sensors) {
+    accelerations |= s.kind == Kind::kAccelerometer;
     forces |= s.kind == Kind::kActuatorFrc;
     contacts |= s.kind == Kind::kTouch;
     time |= s.kind == Kind::kClock;
@@ -360,6 +379,14 @@ absl::StatusOr<std::vector<Real>> ReadFileSensors(const ImportResult& imported, 
     absl::StatusOr<std::vector<ContactReport>> reports = simulator.GetContacts(world);
     if (!reports.ok()) return reports.status();
     in.contacts = *std::move(reports);
+  }
+  if (accelerations) {
+    absl::StatusOr<std::vector<Real>> acceleration = simulator.GetBodyAccelerations(world);
+    if (!acceleration.ok()) return acceleration.status();
+    in.body_acceleration = *std::move(acceleration);
+    absl::StatusOr<SolverOptions> options = simulator.GetOptions(world);
+    if (!options.ok()) return options.status();
+    in.gravity = options->gravity;
   }
   if (time) {
     absl::StatusOr<WorldStats> stats = simulator.GetStats(world);
