@@ -389,7 +389,7 @@ void ToProto(const ImportResult::SensorFrame& frame, v1::SensorFrame* out) {
 ImportResult::SensorFrame FromProto(const v1::SensorFrame& frame) {
   return {frame.body(), FromProto(frame.pose()), frame.has_mocap() ? frame.mocap().value() : -1};
 }
-constexpr int kSensorKinds = static_cast<int>(ImportResult::SensorKind::kAccelerometer) + 1;
+constexpr int kSensorKinds = static_cast<int>(ImportResult::SensorKind::kTorque) + 1;
 static_assert(v1::SensorType_MAX == kSensorKinds, "SensorType follows SensorKind");
 static_assert(v1::SensorZone_MAX == static_cast<int>(ImportResult::ZoneShape::kBox),
               "SensorZone follows ZoneShape");
@@ -414,6 +414,7 @@ void SensorsToProto(const ImportResult& file, v1::SourceMap* source) {
     for (Real z : {sensor.zone_size.x, sensor.zone_size.y, sensor.zone_size.z})
       out->add_zone_size(z);
     out->set_cutoff(sensor.cutoff);
+    for (int b : sensor.bodies) out->add_bodies(b);
   }
 }
 
@@ -450,6 +451,7 @@ absl::Status SensorsFromProto(const v1::SourceMap& source, ImportResult* file) {
     sensor.zone = static_cast<ImportResult::ZoneShape>(in.zone());
     sensor.zone_size = Vec3{in.zone_size(0), in.zone_size(1), in.zone_size(2)};
     sensor.cutoff = in.cutoff();
+    sensor.bodies.assign(in.bodies().begin(), in.bodies().end());
     count += sensor.dim;
     file->source_sensors.push_back(std::move(sensor));
   }

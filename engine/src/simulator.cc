@@ -550,6 +550,16 @@ absl::StatusOr<BodyState> Simulator::GetBodyState(WorldId world) const {
   return out;
 }
 
+absl::StatusOr<std::vector<Real>> Simulator::GetExternalForces(WorldId world) const {
+  Impl& im = *impl_;
+  absl::StatusOr<int> w = im.Find(world);
+  if (!w.ok()) return w.status();
+  // the host's copy is the one written (and uploaded before a step)
+  const int b0 = im.host.world_body_offset[*w], b1 = im.host.world_body_offset[*w + 1];
+  return std::vector<Real>(im.host.body_wrench.begin() + 6 * b0,
+                           im.host.body_wrench.begin() + 6 * b1);
+}
+
 absl::StatusOr<std::vector<Real>> Simulator::GetBodyAccelerations(WorldId world) const {
   Impl& im = *impl_;
   absl::StatusOr<int> w = im.Find(world);

@@ -1708,7 +1708,8 @@ TEST(MjcfWarningTest, FlagsActOnTheModelOrAreNamed) {
 TEST(MjcfSensorTest, SkippedSensorsAreNamedAndBadOnesAreErrors) {
   auto load = [](const std::string& sensors, const std::string& extra = "") {
     return LoadMjcfString(absl::StrCat(R"(<mujoco><compiler autolimits="true"/>)", extra,
-                                       R"(<worldbody><body name="a" pos="0 0 1"><freejoint/>
+                                       R"(<worldbody><site name="ground"/>
+      <body name="a" pos="0 0 1"><freejoint/>
       <geom size="0.1"/><site name="s"/>
       <body name="b" pos="0.3 0 0"><joint name="h" axis="0 1 0"/><geom size="0.1"/>
         <body name="c" pos="0.3 0 0"><joint name="ball" type="ball"/><geom size="0.1"/></body>
@@ -1721,15 +1722,17 @@ TEST(MjcfSensorTest, SkippedSensorsAreNamedAndBadOnesAreErrors) {
   absl::StatusOr<ImportResult> r = load(R"(
       <jointpos name="first" joint="h"/>
       <rangefinder name="range" site="s"/>
-      <force site="s"/>
+      <subtreeangmom body="a"/>
+      <torque name="grounded" site="ground"/>
       <actuatorfrc name="cyl_force" actuator="cyl"/>
       <framequat name="inertial" objtype="body" objname="b"/>
       <ballquat name="last" joint="ball" noise="0.01"/>)",
                                         R"(<option><flag sensornoise="enable"/></option>)");
   ASSERT_TRUE(r.ok()) << r.status();
-  for (const char* needle : {"<rangefinder> in <sensor>", "<force> in <sensor>",
+  for (const char* needle : {"<rangefinder> in <sensor>", "<subtreeangmom> in <sensor>",
                              "actuatorfrc 'cyl_force': actuator 'cyl' is not supported",
                              "framequat 'inertial': the axes of a body's inertial frame",
+                             "torque 'grounded': a force or torque sensor on the world",
                              "<flag> attribute 'sensornoise'"}) {
     EXPECT_TRUE(HasWarning(*r, needle)) << needle;
   }
@@ -1772,14 +1775,14 @@ TEST(MjcfWarningTest, UnsupportedElementsAndAttributesAreNamed) {
     <body name="target" mocap="true" pos="0 0 2"><geom size="0.05" contype="0" conaffinity="0"/>
       <site name="tip" pos="0.1 0 0"/></body>
   </worldbody>
-  <tendon/><sensor><torque site="s"/></sensor>
+  <tendon/><sensor><rangefinder site="s"/></sensor>
   <equality><tendon tendon1="t"/></equality><contact><tendon/></contact>
   <keyframe><key mpos="0 0 1"/><lag/></keyframe>
 </mujoco>)";
   absl::StatusOr<ImportResult> r = LoadMjcfString(xml, "");
   ASSERT_TRUE(r.ok()) << r.status();
   for (const char* needle : {"<size>", "'integrator'", "<flag>", "'solref'", "'rgba'", "<camera>",
-                             "<tendon>", "<torque> in <sensor>", "<tendon> in <equality>",
+                             "<tendon>", "<rangefinder> in <sensor>", "<tendon> in <equality>",
                              "<tendon> in <contact>", "<lag> in <keyframe>"}) {
     EXPECT_TRUE(HasWarning(*r, needle)) << needle;
   }

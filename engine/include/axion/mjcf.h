@@ -182,12 +182,11 @@
 //     what is in the way is pushed out. The file's bodies and sites on a mocap body are reported
 //     in its frame (ImportResult::SourceBody::mocap). A body hinged below a mocap body collides
 //     with it, as in MuJoCo (a mocap body is in the world's weld group).
-// 10. Sensors: touch, accelerometer, velocimeter, gyro, magnetometer (<option magnetic>),
-//     jointpos, jointvel,
-//     tendonpos, tendonvel (fixed tendons, those over more than two joints included),
-//     actuatorpos, actuatorvel, actuatorfrc, ballquat, ballangvel, framepos, framequat,
-//     framexaxis, frameyaxis, framezaxis, framelinvel, frameangvel (objtype site, xbody, body
-//     or geom; reftype and refname), subtreecom, subtreelinvel and clock become
+// 10. Sensors: touch, accelerometer, velocimeter, gyro, force, torque, magnetometer (<option
+//     magnetic>), jointpos, jointvel, tendonpos, tendonvel (fixed tendons, those over more than two
+//     joints included), actuatorpos, actuatorvel, actuatorfrc, ballquat, ballangvel, framepos,
+//     framequat, framexaxis, frameyaxis, framezaxis, framelinvel, frameangvel (objtype site, xbody,
+//     body or geom; reftype and refname), subtreecom, subtreelinvel and clock become
 //     ImportResult::SourceSensor entries in file order, with cutoff; FileSensorData and
 //     ReadFileSensors compute MuJoCo's sensordata for a world's state (equal to libmujoco's at
 //     the same state to rounding, touch to each engine's contact forces: SensorTest). Frames
@@ -195,8 +194,11 @@
 //     bodies move with its qpos and qvel. An accelerometer reads the acceleration of the
 //     world's last step (its velocity change over its length, MuJoCo's qacc for a step of its
 //     Euler integrator: MuJoCo's sensordata after mj_step holds the same step's), zero after a
-//     reset until the world steps. Other kinds (force, torque,
-//     rangefinder, limit sensors, frame accelerations, subtreeangmom, user) and sensors of
+//     reset until the world steps. Force and torque sensors read what the site's body and its
+//     descendants receive from its parent, by Newton and Euler over that subtree (its
+//     bodies' masses times their accelerations over the last step less gravity, less the
+//     contact and external forces on them), MuJoCo's cfrc_int at the site. Other kinds
+//     (rangefinder, limit sensors, frame accelerations, subtreeangmom, user) and sensors of
 //     things not made (skipped actuators and tendons, cameras, a body's inertial axes) are
 //     skipped with a warning; `noise` is not added (<flag sensornoise> warns).
 #pragma once
@@ -278,6 +280,9 @@ struct ImportResult {
     kClock,          // 1: simulated time (s)
     kAccelerometer,  // 3: the site's linear acceleration less gravity, site frame (at rest:
                      // g upwards), over the world's last step (Simulator::GetBodyAccelerations)
+    kForce,          // 3: the force the site's body and its descendants receive from its
+                     // parent (MuJoCo's cfrc_int), site frame
+    kTorque,         // 3: its torque about the site, site frame
   };
   // A frame carried by a body: sites, body frames (xbody), centres of mass (body), geoms.
   struct SensorFrame {
@@ -312,6 +317,8 @@ struct ImportResult {
     std::vector<SensorFrame> masses;      // the centres, each on the body that carries it
     std::vector<Real> mass;               // kg
     Vec3 field;                           // magnetometer: the magnetic field, world frame
+    // force, torque: the Axion bodies of the subtree below the site's parent joint
+    std::vector<int> bodies;
     ZoneShape zone = ZoneShape::kSphere;  // touch
     Vec3 zone_size;
     Real cutoff = 0;  // > 0: values limited to [-cutoff, cutoff] (touch: to cutoff); not
@@ -354,8 +361,9 @@ struct SensorInputs {
   std::vector<ContactReport> contacts;  // GetContacts
   std::vector<Real> mocap_pose;         // GetMocapPoses (mocap_count x 7)
   Real time = 0;                        // WorldStats::time
-  std::vector<Real> body_acceleration;  // GetBodyAccelerations (accelerometers)
-  Vec3 gravity;                         // the world's (accelerometers)
+  std::vector<Real> body_acceleration;  // GetBodyAccelerations (accelerometer, force, torque)
+  Vec3 gravity;                         // the world's (the same)
+  std::vector<Real> external_force;     // GetExternalForces (force, torque)
 };
 // The sensor data of a world's state (imported.sensor_data_count values, each sensor at its
 // offset), as MuJoCo's sensordata for the same state. Errors name a missing input.

@@ -167,6 +167,7 @@ class Simulator {
   // External force and torque on each body's centre of mass, world frame (body_count x 6: force
   // then torque); kept until changed.
   absl::Status SetExternalForces(WorldId world, absl::Span<const Real> wrench);
+  absl::StatusOr<std::vector<Real>> GetExternalForces(WorldId world) const;
 
   absl::StatusOr<BodyState> GetBodyState(WorldId world) const;
   // Each body's acceleration over the world's last step (body_count x 6: linear acceleration

@@ -81,6 +81,8 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
       // has no effect)
       {"touch", {"name", "noise", "cutoff", "user", "site"}},
       {"accelerometer", {"name", "noise", "cutoff", "user", "site"}},
+      {"force", {"name", "noise", "cutoff", "user", "site"}},
+      {"torque", {"name", "noise", "cutoff", "user", "site"}},
       {"velocimeter", {"name", "noise", "cutoff", "user", "site"}},
       {"gyro", {"name", "noise", "cutoff", "user", "site"}},
       {"magnetometer", {"name", "noise", "cutoff", "user", "site"}},
@@ -467,7 +469,8 @@ class MjcfLoader {
   };
   std::map<std::string, FileActuator> file_actuators_;
   std::map<std::string, std::vector<std::pair<std::string, Real>>> fixed_tendon_joints_;
-  std::map<std::string, const MjSite*> site_by_name_;
+  // site -> the site and its MJCF body (-1: the world's)
+  std::map<std::string, std::pair<const MjSite*, int>> site_by_name_;
   Vec3 magnetic_{0, Real(-0.5), 0};  // <option magnetic>
   std::vector<const XMLElement*> sensor_sections_;
   std::map<std::string, std::pair<int, int>> joint_target_;  // MJCF joint -> (joint, dof)
@@ -2256,7 +2259,7 @@ absl::StatusOr<ImportResult::SensorFrame> MjcfLoader::SensorObject(const Elem& e
 
 // <sensor>: each child Axion reads becomes an ImportResult::SourceSensor in file order, with
 // what it reads resolved to Axion's bodies, the file's joint coordinates and the actuators
-// made. Sensors of kinds Axion does not compute (force, torque, rangefinder,
+// made. Sensors of kinds Axion does not compute (rangefinder,
 // limit sensors, frame accelerations, subtreeangmom, user, ...) and sensors of things that
 // were skipped (an actuator or tendon not made, a camera, a body's inertial axes) are skipped
 // with a warning naming them; unknown names and wrong joint kinds are errors, as in MuJoCo.
@@ -2265,6 +2268,8 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
   static const auto* kinds = new std::map<std::string, std::pair<Kind, int>>{
       {"touch", {Kind::kTouch, 1}},
       {"accelerometer", {Kind::kAccelerometer, 3}},
+      {"force", {Kind::kForce, 3}},
+      {"torque", {Kind::kTorque, 3}},
       {"velocimeter", {Kind::kVelocimeter, 3}},
       {"gyro", {Kind::kGyro, 3}},
       {"magnetometer", {Kind::kMagnetometer, 3}},
@@ -2319,6 +2324,8 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
     switch (sensor.kind) {
       case Kind::kTouch:
       case Kind::kAccelerometer:
+      case Kind::kForce:
+      case Kind::kTorque:
       case Kind::kVelocimeter:
       case Kind::kGyro:
       case Kind::kMagnetometer: {
@@ -2460,12 +2467,38 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
         break;
     }
     if (sensor.kind == Kind::kMagnetometer) sensor.field = magnetic_;
+    if (sensor.kind == Kind::kForce || sensor.kind == Kind::kTorque) {
+      // what the site's body and its descendants receive from its parent: the Axion bodies
+      // of the subtree, the light bodies of its own joints excluded (they are its joint)
+      const int b = site_by_name_.at(e.Str("site")).second;
+      if (b < 0 || axion_body_[b] == kWorldBody) {
+        skip("a force or torque sensor on the world or a static or mocap body reads nothing");
+        continue;
+      }
+      if (axion_body_frame_[axion_body_[b]].first != b) {
+        skip(absl::StrCat("its body '", bodies_[b].name,
+                          "' has no joint and was merged into its parent, with which Axion "
+                          "exchanges no force"));
+        continue;
+      }
+      auto below = [&](int d) {  // d in b's subtree, b excluded
+        for (d = bodies_[d].parent; d >= 0; d = bodies_[d].parent) {
+          if (d == b) return true;
+        }
+        return false;
+      };
+      for (size_t i = 0; i < axion_body_frame_.size(); ++i) {
+        const auto [frame, joints] = axion_body_frame_[i];
+        if ((frame == b && joints == -1) || below(frame))
+          sensor.bodies.push_back(static_cast<int>(i));
+      }
+    }
     if (sensor.kind == Kind::kTouch) {
       auto site = site_by_name_.find(e.Str("site"));
       if (site == site_by_name_.end())
         return e.Error("site", absl::StrCat("unknown site '", e.Str("site"), "'"));
-      sensor.zone = site->second->shape;
-      sensor.zone_size = site->second->size;
+      sensor.zone = site->second.first->shape;
+      sensor.zone_size = site->second.first->size;
     }
     sensor.offset = result_.sensor_data_count;
     result_.sensor_data_count += sensor.dim;
@@ -3054,17 +3087,19 @@ absl::Status MjcfLoader::Convert() {
   }
   // sites in MuJoCo's order (the world's, then body by body), on the bodies that carry them
   auto add_sites = [&](const std::vector<MjSite>& sites, const std::string& owner, int body,
-                       const Pose& offset, int mocap) {
+                       const Pose& offset, int mocap, int file_body) {
     for (size_t k = 0; k < sites.size(); ++k) {
       const std::string name =
           sites[k].name.empty() ? absl::StrCat(owner, "_site", k + 1) : sites[k].name;
       result_.source_sites.push_back({name, body, io::ComposePose(offset, sites[k].pose), mocap});
-      site_by_name_[name] = &sites[k];
+      site_by_name_[name] = {&sites[k], file_body};
     }
   };
-  add_sites(world_sites_, "world", kWorldBody, Pose{}, -1);
-  for (size_t b = 0; b < bodies_.size(); ++b)
-    add_sites(bodies_[b].sites, bodies_[b].name, axion_body_[b], offset_[b], mocap_of_[b]);
+  add_sites(world_sites_, "world", kWorldBody, Pose{}, -1, -1);
+  for (size_t b = 0; b < bodies_.size(); ++b) {
+    add_sites(bodies_[b].sites, bodies_[b].name, axion_body_[b], offset_[b], mocap_of_[b],
+              static_cast<int>(b));
+  }
   return absl::OkStatus();
 }
 

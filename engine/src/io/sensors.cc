@@ -140,6 +140,58 @@ Real Touch(const ImportResult::SourceSensor& sensor, const Placed& site, const S
   return total;
 }
 
+// What a subtree of bodies receives from outside but for its contacts and external forces
+// (the force its parent's joint transmits, MuJoCo's cfrc_int), by Newton and Euler: each
+// body's m (a - g) and, about `point`, I alpha + w x I w + (c - point) x m (a - g), less the
+// contact forces and external wrenches on the subtree. Force then torque, world frame.
+absl::StatusOr<Vec6> SubtreeWrench(const ImportResult::SourceSensor& s, const Model& model,
+                                   const BodyState& bodies, const SensorInputs& in, Vec3 point) {
+  const ModelDesc& desc = model.desc();
+  const size_t n = desc.bodies.size();
+  if (in.body_acceleration.size() != 6 * n || in.external_force.size() != 6 * n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sensor '", s.name, "': the inputs lack the bodies' accelerations or external forces"));
+  }
+  std::vector<char> inside(n, 0);
+  Vec3 force, torque;
+  for (int b : s.bodies) {
+    if (b < 0 || b >= static_cast<int>(n)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sensor '", s.name, "': body ", b, " is not the world's"));
+    }
+    inside[b] = 1;
+    const BodyDesc& body = desc.bodies[b];
+    const Vec3 origin = load3(&bodies.pose[7 * b]);
+    const Quat rot = load_quat(&bodies.pose[7 * b + 3]);
+    const Vec3 omega = load3(&bodies.velocity[6 * b + 3]);
+    const Vec3 alpha = load3(&in.body_acceleration[6 * b + 3]);
+    // the centre of mass's acceleration from the origin's
+    const Vec3 lever = rotate(rot, body.com);
+    const Vec3 centre = origin + lever;
+    const Vec3 accel = load3(&in.body_acceleration[6 * b]) + cross(alpha, lever) +
+                       cross(omega, cross(omega, lever));
+    const Mat33 rotation = quat_to_mat(rot);
+    const Mat33 inertia = rotation * body.inertia * transpose(rotation);
+    const Vec3 momentum_rate = body.mass * (accel - in.gravity);
+    // less the external wrench, at the centre of mass
+    const Vec3 external = load3(&in.external_force[6 * b]);
+    force += momentum_rate - external;
+    torque += inertia * alpha + cross(omega, inertia * omega) +
+              cross(centre - point, momentum_rate - external) -
+              load3(&in.external_force[6 * b + 3]);
+  }
+  for (const ContactReport& c : in.contacts) {
+    // `force` acts on a, its reaction on b; within the subtree they cancel
+    const bool a = c.body_a >= 0 && c.body_a < static_cast<int>(n) && inside[c.body_a];
+    const bool b = c.body_b >= 0 && c.body_b < static_cast<int>(n) && inside[c.body_b];
+    const Real sign = Real(a) - Real(b);
+    if (sign == 0) continue;
+    force -= sign * c.force;
+    torque -= sign * cross(c.position - point, c.force);
+  }
+  return Vec6{force, torque};
+}
+
 bool NeedsJoints(Kind kind) {
   switch (kind) {
     case Kind::kJointPos:
@@ -303,6 +355,13 @@ absl::StatusOr<std::vector<Real>> FileSensorData(const ImportResult& imported, c
           case Kind::kGyro:
             put3(rotate_inv(q, object->angular));
             break;
+          case Kind::kForce:
+          case Kind::kTorque: {
+            absl::StatusOr<Vec6> wrench = SubtreeWrench(s, model, bodies, in, object->pose.pos);
+            if (!wrench.ok()) return wrench.status();
+            put3(rotate_inv(q, s.kind == Kind::kForce ? wrench->lin : wrench->ang));
+            break;
+          }
           case Kind::kMagnetometer:
             put3(rotate_inv(q, s.field));
             break;
@@ -350,11 +409,13 @@ absl::StatusOr<std::vector<Real>> FileSensorData(const ImportResult& imported, c
 absl::StatusOr<std::vector<Real>> ReadFileSensors(const ImportResult& imported, const Model& model,
                                                   const Simulator& simulator, WorldId world) {
   SensorInputs in;
-  bool forces = false, contacts = false, time = false, accelerations = false;
+  bool forces = false, contacts = false, time = false, accelerations = false, external = false;
   for (const ImportResult::SourceSensor& s : imported.source_sensors) {
-    accelerations |= s.kind == Kind::kAccelerometer;
+    const bool wrench = s.kind == Kind::kForce || s.kind == Kind::kTorque;
+    accelerations |= s.kind == Kind::kAccelerometer || wrench;
+    external |= wrench;
     forces |= s.kind == Kind::kActuatorFrc;
-    contacts |= s.kind == Kind::kTouch;
+    contacts |= s.kind == Kind::kTouch || wrench;
     time |= s.kind == Kind::kClock;
   }
   absl::StatusOr<BodyState> bodies = simulator.GetBodyState(world);
@@ -387,6 +448,11 @@ absl::StatusOr<std::vector<Real>> ReadFileSensors(const ImportResult& imported, 
     absl::StatusOr<SolverOptions> options = simulator.GetOptions(world);
     if (!options.ok()) return options.status();
     in.gravity = options->gravity;
+  }
+  if (external) {
+    absl::StatusOr<std::vector<Real>> wrench = simulator.GetExternalForces(world);
+    if (!wrench.ok()) return wrench.status();
+    in.external_force = *std::move(wrench);
   }
   if (time) {
     absl::StatusOr<WorldStats> stats = simulator.GetStats(world);
