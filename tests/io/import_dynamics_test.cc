@@ -2524,6 +2524,9 @@ TEST(SensorTest, AccelerometerReadsGravityAtRestAndTheCentripetalPull) {
     <accelerometer name="tilted" site="tilted"/>
     <accelerometer name="falling" site="falling"/>
     <accelerometer name="tip" site="tip"/>
+    <framelinacc name="tip_world" objtype="site" objname="tip"/>
+    <frameangacc name="arm_spin" objtype="xbody" objname="arm"/>
+    <framelinacc name="box_world" objtype="xbody" objname="box"/>
   </sensor>
 </mujoco>)");
   SideBySide run = LoadSideBySide(path);
@@ -2571,6 +2574,17 @@ TEST(SensorTest, AccelerometerReadsGravityAtRestAndTheCentripetalPull) {
   EXPECT_NEAR((*data)[8], 9.81, 1e-9);
   EXPECT_NEAR((*data)[6], mujoco[6], 5e-3 * 3.6);
   EXPECT_NEAR(mujoco[6], -3.6, 1e-9);
+  // the frame accelerations: the tip's in the world's axes (the arm along x at its angle), the
+  // arm's angular deceleration, the resting box's g upwards, as MuJoCo's
+  const double angle = (*run.w.sim->GetJointState(run.w.id)).position[0];
+  EXPECT_NEAR((*data)[9], -w * w * 0.4 * std::cos(angle), 2e-3);
+  EXPECT_NEAR((*data)[10], -w * w * 0.4 * std::sin(angle), 2e-3);
+  EXPECT_NEAR((*data)[11], 9.81, 1e-9);
+  EXPECT_LT((*data)[14], 0);  // backward Euler's slowing of the free spin: -0.02 rad/s^2
+  EXPECT_GT((*data)[14], -0.05);
+  EXPECT_NEAR(mujoco[14], 0, 1e-9);
+  for (int k = 15; k < 18; ++k) EXPECT_NEAR((*data)[k], k == 17 ? 9.81 : 0, 1e-6) << k;
+  for (int k = 15; k < 18; ++k) EXPECT_NEAR(mujoco[k], k == 17 ? 9.81 : 0, 2e-3) << k;
 }
 
 // Force and torque sensors read what a body and its descendants receive from its parent, in the

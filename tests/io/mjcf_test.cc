@@ -1722,14 +1722,14 @@ TEST(MjcfSensorTest, SkippedSensorsAreNamedAndBadOnesAreErrors) {
   absl::StatusOr<ImportResult> r = load(R"(
       <jointpos name="first" joint="h"/>
       <rangefinder name="range" site="s"/>
-      <subtreeangmom body="a"/>
+      <jointlimitfrc joint="h"/>
       <torque name="grounded" site="ground"/>
       <actuatorfrc name="cyl_force" actuator="cyl"/>
       <framequat name="inertial" objtype="body" objname="b"/>
       <ballquat name="last" joint="ball" noise="0.01"/>)",
                                         R"(<option><flag sensornoise="enable"/></option>)");
   ASSERT_TRUE(r.ok()) << r.status();
-  for (const char* needle : {"<rangefinder> in <sensor>", "<subtreeangmom> in <sensor>",
+  for (const char* needle : {"<rangefinder> in <sensor>", "<jointlimitfrc> in <sensor>",
                              "actuatorfrc 'cyl_force': actuator 'cyl' is not supported",
                              "framequat 'inertial': the axes of a body's inertial frame",
                              "torque 'grounded': a force or torque sensor on the world",

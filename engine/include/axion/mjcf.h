@@ -183,24 +183,25 @@
 //     in its frame (ImportResult::SourceBody::mocap). A body hinged below a mocap body collides
 //     with it, as in MuJoCo (a mocap body is in the world's weld group).
 // 10. Sensors: touch, accelerometer, velocimeter, gyro, force, torque, magnetometer (<option
-//     magnetic>), jointpos, jointvel, tendonpos, tendonvel (fixed tendons, those over more than two
-//     joints included), actuatorpos, actuatorvel, actuatorfrc, ballquat, ballangvel, framepos,
-//     framequat, framexaxis, frameyaxis, framezaxis, framelinvel, frameangvel (objtype site, xbody,
-//     body or geom; reftype and refname), subtreecom, subtreelinvel and clock become
-//     ImportResult::SourceSensor entries in file order, with cutoff; FileSensorData and
-//     ReadFileSensors compute MuJoCo's sensordata for a world's state (equal to libmujoco's at
-//     the same state to rounding, touch to each engine's contact forces: SensorTest). Frames
-//     move as the joints' coordinates and rates place them (BodyStateFromJoints), as MuJoCo's
-//     bodies move with its qpos and qvel. An accelerometer reads the acceleration of the
-//     world's last step (its velocity change over its length, MuJoCo's qacc for a step of its
-//     Euler integrator: MuJoCo's sensordata after mj_step holds the same step's), zero after a
-//     reset until the world steps. Force and torque sensors read what the site's body and its
-//     descendants receive from its parent, by Newton and Euler over that subtree (its
+//     magnetic>), jointpos, jointvel, tendonpos, tendonvel (fixed tendons, those over more
+//     than two joints included), actuatorpos, actuatorvel, actuatorfrc, ballquat, ballangvel,
+//     framepos, framequat, framexaxis, frameyaxis, framezaxis, framelinvel, frameangvel
+//     (objtype site, xbody, body or geom; reftype and refname), framelinacc, frameangacc,
+//     subtreecom, subtreelinvel, subtreeangmom and clock become ImportResult::SourceSensor
+//     entries in file order, with cutoff; FileSensorData and ReadFileSensors compute MuJoCo's
+//     sensordata for a world's state (equal to libmujoco's at the same state to rounding, touch
+//     to each engine's contact forces: SensorTest). Frames move as the joints' coordinates and
+//     rates place them (BodyStateFromJoints), as MuJoCo's bodies move with its qpos and qvel.
+//     Accelerometers and frame accelerations read the acceleration of the world's last step
+//     (its velocity change over its length, MuJoCo's qacc for a step of its Euler integrator:
+//     MuJoCo's sensordata after mj_step holds the same step's) less gravity, as MuJoCo's; zero
+//     after a reset until the world steps. Force and torque sensors read what the site's body
+//     and its descendants receive from its parent, by Newton and Euler over that subtree (its
 //     bodies' masses times their accelerations over the last step less gravity, less the
 //     contact and external forces on them), MuJoCo's cfrc_int at the site. Other kinds
-//     (rangefinder, limit sensors, frame accelerations, subtreeangmom, user) and sensors of
-//     things not made (skipped actuators and tendons, cameras, a body's inertial axes) are
-//     skipped with a warning; `noise` is not added (<flag sensornoise> warns).
+//     (rangefinder, limit sensors, user) and sensors of things not made (skipped actuators and
+//     tendons, cameras, a body's inertial axes) are skipped with a warning; `noise` is not
+//     added (<flag sensornoise> warns).
 #pragma once
 
 #include <string>
@@ -283,6 +284,10 @@ struct ImportResult {
     kForce,          // 3: the force the site's body and its descendants receive from its
                      // parent (MuJoCo's cfrc_int), site frame
     kTorque,         // 3: its torque about the site, site frame
+    kFrameLinAcc,    // 3: the object's acceleration less gravity, world frame (last step's)
+    kFrameAngAcc,    // 3: its angular acceleration, world frame
+    kSubtreeAngMom,  // 3: angular momentum of a body and its descendants about their centre of
+                     // mass, world frame
   };
   // A frame carried by a body: sites, body frames (xbody), centres of mass (body), geoms.
   struct SensorFrame {
@@ -314,8 +319,11 @@ struct ImportResult {
     // subtreecom, subtreelinvel: each file body of the subtree as a point mass at its centre
     // of mass (the file's masses: the light bodies of joint chains, mjcf.h rule 2, are not
     // MuJoCo's and do not count)
-    std::vector<SensorFrame> masses;      // the centres, each on the body that carries it
+    std::vector<SensorFrame> masses;      // the centres, each on the body that carries it (its
+                                          // axes the file body's)
     std::vector<Real> mass;               // kg
+    std::vector<Real> inertia;            // subtreeangmom: each one's about its centre, in its
+                                          // frame's axes (9 per mass, kg m^2)
     Vec3 field;                           // magnetometer: the magnetic field, world frame
     // force, torque: the Axion bodies of the subtree below the site's parent joint
     std::vector<int> bodies;

@@ -97,6 +97,9 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
       {"actuatorfrc", {"name", "noise", "cutoff", "user", "actuator"}},
       {"subtreecom", {"name", "noise", "cutoff", "user", "body"}},
       {"subtreelinvel", {"name", "noise", "cutoff", "user", "body"}},
+      {"subtreeangmom", {"name", "noise", "cutoff", "user", "body"}},
+      {"framelinacc", {"name", "noise", "cutoff", "user", "objtype", "objname"}},
+      {"frameangacc", {"name", "noise", "cutoff", "user", "objtype", "objname"}},
       {"clock", {"name", "noise", "cutoff", "user"}},
       {"framepos", {"name", "noise", "cutoff", "user", "objtype", "objname", "reftype", "refname"}},
       {"framequat",
@@ -2291,6 +2294,9 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
       {"frameangvel", {Kind::kFrameAngVel, 3}},
       {"subtreecom", {Kind::kSubtreeCom, 3}},
       {"subtreelinvel", {Kind::kSubtreeLinVel, 3}},
+      {"subtreeangmom", {Kind::kSubtreeAngMom, 3}},
+      {"framelinacc", {Kind::kFrameLinAcc, 3}},
+      {"frameangacc", {Kind::kFrameAngAcc, 3}},
       {"clock", {Kind::kClock, 1}},
   };
   std::vector<const XMLElement*> children;
@@ -2416,9 +2422,15 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
       case Kind::kFrameYAxis:
       case Kind::kFrameZAxis:
       case Kind::kFrameLinVel:
-      case Kind::kFrameAngVel: {
+      case Kind::kFrameAngVel:
+      case Kind::kFrameLinAcc:
+      case Kind::kFrameAngAcc: {
         const bool axes = sensor.kind != Kind::kFramePos && sensor.kind != Kind::kFrameLinVel &&
-                          sensor.kind != Kind::kFrameAngVel;
+                          sensor.kind != Kind::kFrameAngVel && sensor.kind != Kind::kFrameLinAcc &&
+                          sensor.kind != Kind::kFrameAngAcc;
+        // MuJoCo 2.2's frame accelerations have no reference (its attributes' warning says so)
+        const bool referenced =
+            sensor.kind != Kind::kFrameLinAcc && sensor.kind != Kind::kFrameAngAcc;
         if (e.Str("objtype") == "camera" || e.Str("reftype") == "camera") {
           skip("cameras are not supported as sensor objects");
           continue;
@@ -2430,7 +2442,7 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
           continue;
         }
         AXION_IO_ASSIGN_OR_RETURN(sensor.object, SensorObject(e, "objtype", "objname", axes));
-        if (e.Has("reftype") || e.Has("refname")) {
+        if (referenced && (e.Has("reftype") || e.Has("refname"))) {
           if (e.Str("reftype") == "body") {
             skip(
                 "a body's inertial frame (reftype 'body') is not supported as a reference: "
@@ -2443,7 +2455,8 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
         break;
       }
       case Kind::kSubtreeCom:
-      case Kind::kSubtreeLinVel: {
+      case Kind::kSubtreeLinVel:
+      case Kind::kSubtreeAngMom: {
         const std::string body = e.Str("body");
         int root = -2;
         if (body == "world") root = -1;
@@ -2460,6 +2473,10 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
                                    io::ComposePose(offset_[b], Pose{bodies_[b].com, {1, 0, 0, 0}}),
                                    mocap_of_[b]});
           sensor.mass.push_back(bodies_[b].mass);
+          if (sensor.kind == Kind::kSubtreeAngMom) {
+            for (int r = 0; r < 3; ++r)
+              for (int c = 0; c < 3; ++c) sensor.inertia.push_back(bodies_[b].inertia(r, c));
+          }
         }
         break;
       }

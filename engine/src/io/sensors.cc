@@ -302,18 +302,39 @@ absl::StatusOr<std::vector<Real>> FileSensorData(const ImportResult& imported, c
         out[0] = in.time;
         break;
       case Kind::kSubtreeCom:
-      case Kind::kSubtreeLinVel: {
+      case Kind::kSubtreeLinVel:
+      case Kind::kSubtreeAngMom: {
+        if (s.mass.size() != s.masses.size() ||
+            (s.kind == Kind::kSubtreeAngMom && s.inertia.size() != 9 * s.masses.size())) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("sensor '", s.name, "': its subtree's masses are incomplete"));
+        }
         Real mass = 0;
         Vec3 moment, momentum;
+        std::vector<Placed> points;
         for (size_t k = 0; k < s.masses.size(); ++k) {
           absl::StatusOr<Placed> point = Place(s.masses[k], bodies, in.mocap_pose);
           if (!point.ok()) return point.status();
           mass += s.mass[k];
           moment += s.mass[k] * point->pose.pos;
           momentum += s.mass[k] * point->linear;
+          points.push_back(*point);
         }
         const Real inv = mass > 0 ? 1 / mass : 0;
-        put3(inv * (s.kind == Kind::kSubtreeCom ? moment : momentum));
+        if (s.kind != Kind::kSubtreeAngMom) {
+          put3(inv * (s.kind == Kind::kSubtreeCom ? moment : momentum));
+          break;
+        }
+        // about the subtree's centre C moving at V: the sum of I w + m (c - C) x (v - V)
+        const Vec3 centre = inv * moment, velocity = inv * momentum;
+        Vec3 angular;
+        for (size_t k = 0; k < points.size(); ++k) {
+          const Mat33 rotation = quat_to_mat(points[k].pose.quat);
+          const Mat33 inertia = rotation * load33(&s.inertia[9 * k]) * transpose(rotation);
+          angular += inertia * points[k].angular +
+                     s.mass[k] * cross(points[k].pose.pos - centre, points[k].linear - velocity);
+        }
+        put3(angular);
         break;
       }
       default: {
@@ -334,10 +355,12 @@ absl::StatusOr<std::vector<Real>> FileSensorData(const ImportResult& imported, c
           case Kind::kVelocimeter:
             put3(rotate_inv(q, object->linear));
             break;
-          case Kind::kAccelerometer: {
-            // the site's acceleration from its body's: a + alpha x r + w x (w x r), r from
-            // the body's origin; a static site's is none
-            Vec3 acceleration;
+          case Kind::kAccelerometer:
+          case Kind::kFrameLinAcc:
+          case Kind::kFrameAngAcc: {
+            // the frame's acceleration from its body's: a + alpha x r + w x (w x r), r from
+            // the body's origin; a static frame's is none
+            Vec3 acceleration, alpha;
             const int b = s.object.body;
             if (b != kWorldBody) {
               if (6 * static_cast<size_t>(b + 1) > in.body_acceleration.size()) {
@@ -345,11 +368,14 @@ absl::StatusOr<std::vector<Real>> FileSensorData(const ImportResult& imported, c
                     "sensor '", s.name, "': body ", b, " has no acceleration in the inputs"));
               }
               const Vec3 r = object->pose.pos - load3(&bodies.pose[7 * b]);
-              const Vec3 alpha = load3(&in.body_acceleration[6 * b + 3]);
+              alpha = load3(&in.body_acceleration[6 * b + 3]);
               acceleration = load3(&in.body_acceleration[6 * b]) + cross(alpha, r) +
                              cross(object->angular, cross(object->angular, r));
             }
-            put3(rotate_inv(q, acceleration - in.gravity));
+            // less gravity, as MuJoCo's accelerations (whose world accelerates upwards at g)
+            if (s.kind == Kind::kAccelerometer) put3(rotate_inv(q, acceleration - in.gravity));
+            if (s.kind == Kind::kFrameLinAcc) put3(acceleration - in.gravity);
+            if (s.kind == Kind::kFrameAngAcc) put3(alpha);
             break;
           }
           case Kind::kGyro:
@@ -412,7 +438,8 @@ absl::StatusOr<std::vector<Real>> ReadFileSensors(const ImportResult& imported, 
   bool forces = false, contacts = false, time = false, accelerations = false, external = false;
   for (const ImportResult::SourceSensor& s : imported.source_sensors) {
     const bool wrench = s.kind == Kind::kForce || s.kind == Kind::kTorque;
-    accelerations |= s.kind == Kind::kAccelerometer || wrench;
+    accelerations |= s.kind == Kind::kAccelerometer || s.kind == Kind::kFrameLinAcc ||
+                     s.kind == Kind::kFrameAngAcc || wrench;
     external |= wrench;
     forces |= s.kind == Kind::kActuatorFrc;
     contacts |= s.kind == Kind::kTouch || wrench;
