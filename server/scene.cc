@@ -389,7 +389,7 @@ void ToProto(const ImportResult::SensorFrame& frame, v1::SensorFrame* out) {
 ImportResult::SensorFrame FromProto(const v1::SensorFrame& frame) {
   return {frame.body(), FromProto(frame.pose()), frame.has_mocap() ? frame.mocap().value() : -1};
 }
-constexpr int kSensorKinds = static_cast<int>(ImportResult::SensorKind::kSubtreeAngMom) + 1;
+constexpr int kSensorKinds = static_cast<int>(ImportResult::SensorKind::kRangefinder) + 1;
 static_assert(v1::SensorType_MAX == kSensorKinds, "SensorType follows SensorKind");
 static_assert(v1::SensorZone_MAX == static_cast<int>(ImportResult::ZoneShape::kBox),
               "SensorZone follows ZoneShape");
@@ -416,6 +416,7 @@ void SensorsToProto(const ImportResult& file, v1::SourceMap* source) {
     out->set_cutoff(sensor.cutoff);
     for (int b : sensor.bodies) out->add_bodies(b);
     for (Real i : sensor.inertia) out->add_inertia(i);
+    for (int k : sensor.shapes) out->add_shapes(k);
   }
 }
 
@@ -454,6 +455,7 @@ absl::Status SensorsFromProto(const v1::SourceMap& source, ImportResult* file) {
     sensor.cutoff = in.cutoff();
     sensor.bodies.assign(in.bodies().begin(), in.bodies().end());
     sensor.inertia.assign(in.inertia().begin(), in.inertia().end());
+    sensor.shapes.assign(in.shapes().begin(), in.shapes().end());
     count += sensor.dim;
     file->source_sensors.push_back(std::move(sensor));
   }

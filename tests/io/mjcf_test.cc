@@ -1721,7 +1721,7 @@ TEST(MjcfSensorTest, SkippedSensorsAreNamedAndBadOnesAreErrors) {
   };
   absl::StatusOr<ImportResult> r = load(R"(
       <jointpos name="first" joint="h"/>
-      <rangefinder name="range" site="s"/>
+      <jointlimitvel joint="h"/>
       <jointlimitfrc joint="h"/>
       <torque name="grounded" site="ground"/>
       <actuatorfrc name="cyl_force" actuator="cyl"/>
@@ -1729,7 +1729,7 @@ TEST(MjcfSensorTest, SkippedSensorsAreNamedAndBadOnesAreErrors) {
       <ballquat name="last" joint="ball" noise="0.01"/>)",
                                         R"(<option><flag sensornoise="enable"/></option>)");
   ASSERT_TRUE(r.ok()) << r.status();
-  for (const char* needle : {"<rangefinder> in <sensor>", "<jointlimitfrc> in <sensor>",
+  for (const char* needle : {"<jointlimitvel> in <sensor>", "<jointlimitfrc> in <sensor>",
                              "actuatorfrc 'cyl_force': actuator 'cyl' is not supported",
                              "framequat 'inertial': the axes of a body's inertial frame",
                              "torque 'grounded': a force or torque sensor on the world",
@@ -1775,14 +1775,14 @@ TEST(MjcfWarningTest, UnsupportedElementsAndAttributesAreNamed) {
     <body name="target" mocap="true" pos="0 0 2"><geom size="0.05" contype="0" conaffinity="0"/>
       <site name="tip" pos="0.1 0 0"/></body>
   </worldbody>
-  <tendon/><sensor><rangefinder site="s"/></sensor>
+  <tendon/><sensor><tendonlimitpos tendon="t"/></sensor>
   <equality><tendon tendon1="t"/></equality><contact><tendon/></contact>
   <keyframe><key mpos="0 0 1"/><lag/></keyframe>
 </mujoco>)";
   absl::StatusOr<ImportResult> r = LoadMjcfString(xml, "");
   ASSERT_TRUE(r.ok()) << r.status();
   for (const char* needle : {"<size>", "'integrator'", "<flag>", "'solref'", "'rgba'", "<camera>",
-                             "<tendon>", "<rangefinder> in <sensor>", "<tendon> in <equality>",
+                             "<tendon>", "<tendonlimitpos> in <sensor>", "<tendon> in <equality>",
                              "<tendon> in <contact>", "<lag> in <keyframe>"}) {
     EXPECT_TRUE(HasWarning(*r, needle)) << needle;
   }

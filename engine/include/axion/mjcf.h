@@ -182,26 +182,27 @@
 //     what is in the way is pushed out. The file's bodies and sites on a mocap body are reported
 //     in its frame (ImportResult::SourceBody::mocap). A body hinged below a mocap body collides
 //     with it, as in MuJoCo (a mocap body is in the world's weld group).
-// 10. Sensors: touch, accelerometer, velocimeter, gyro, force, torque, magnetometer (<option
-//     magnetic>), jointpos, jointvel, tendonpos, tendonvel (fixed tendons, those over more
-//     than two joints included), actuatorpos, actuatorvel, actuatorfrc, ballquat, ballangvel,
-//     framepos, framequat, framexaxis, frameyaxis, framezaxis, framelinvel, frameangvel
-//     (objtype site, xbody, body or geom; reftype and refname), framelinacc, frameangacc,
-//     subtreecom, subtreelinvel, subtreeangmom and clock become ImportResult::SourceSensor
-//     entries in file order, with cutoff; FileSensorData and ReadFileSensors compute MuJoCo's
-//     sensordata for a world's state (equal to libmujoco's at the same state to rounding, touch
-//     to each engine's contact forces: SensorTest). Frames move as the joints' coordinates and
-//     rates place them (BodyStateFromJoints), as MuJoCo's bodies move with its qpos and qvel.
-//     Accelerometers and frame accelerations read the acceleration of the world's last step
-//     (its velocity change over its length, MuJoCo's qacc for a step of its Euler integrator:
-//     MuJoCo's sensordata after mj_step holds the same step's) less gravity, as MuJoCo's; zero
-//     after a reset until the world steps. Force and torque sensors read what the site's body
-//     and its descendants receive from its parent, by Newton and Euler over that subtree (its
-//     bodies' masses times their accelerations over the last step less gravity, less the
-//     contact and external forces on them), MuJoCo's cfrc_int at the site. Other kinds
-//     (rangefinder, limit sensors, user) and sensors of things not made (skipped actuators and
-//     tendons, cameras, a body's inertial axes) are skipped with a warning; `noise` is not
-//     added (<flag sensornoise> warns).
+// 10. Sensors: touch, accelerometer, velocimeter, gyro, force, torque, rangefinder,
+//     magnetometer (<option magnetic>), jointpos, jointvel, tendonpos, tendonvel (fixed
+//     tendons, those over more than two joints included), actuatorpos, actuatorvel, actuatorfrc,
+//     ballquat, ballangvel, framepos, framequat, framexaxis, frameyaxis, framezaxis, framelinvel,
+//     frameangvel (objtype site, xbody, body or geom; reftype and refname), framelinacc,
+//     frameangacc, subtreecom, subtreelinvel, subtreeangmom and clock become
+//     ImportResult::SourceSensor entries in file order, with cutoff; FileSensorData and
+//     ReadFileSensors compute MuJoCo's sensordata for a world's state (equal to libmujoco's at the
+//     same state to rounding, touch to each engine's contact forces: SensorTest). Frames move as
+//     the joints' coordinates and rates place them (BodyStateFromJoints), as MuJoCo's bodies move
+//     with its qpos and qvel. Accelerometers and frame accelerations read the acceleration of the
+//     world's last step (its velocity change over its length, MuJoCo's qacc for a step of its Euler
+//     integrator: MuJoCo's sensordata after mj_step holds the same step's) less gravity, as
+//     MuJoCo's; zero after a reset until the world steps. Force and torque sensors read what the
+//     site's body and its descendants receive from its parent, by Newton and Euler over that
+//     subtree (its bodies' masses times their accelerations over the last step less gravity, less
+//     the contact and external forces on them), MuJoCo's cfrc_int at the site. A rangefinder casts
+//     its ray against every shape but its site's body's (MuJoCo's mj_ray; not convex hulls:
+//     meshes and unequal ellipsoids, warning). Other kinds (the limit sensors, user) and
+//     sensors of things not made (skipped actuators and tendons, cameras, a body's inertial
+//     axes) are skipped with a warning; `noise` is not added (<flag sensornoise> warns).
 #pragma once
 
 #include <string>
@@ -288,6 +289,7 @@ struct ImportResult {
     kFrameAngAcc,    // 3: its angular acceleration, world frame
     kSubtreeAngMom,  // 3: angular momentum of a body and its descendants about their centre of
                      // mass, world frame
+    kRangefinder,    // 1: distance along the site's z axis to the nearest shape, -1 for none
   };
   // A frame carried by a body: sites, body frames (xbody), centres of mass (body), geoms.
   struct SensorFrame {
@@ -327,6 +329,8 @@ struct ImportResult {
     Vec3 field;                           // magnetometer: the magnetic field, world frame
     // force, torque: the Axion bodies of the subtree below the site's parent joint
     std::vector<int> bodies;
+    // rangefinder: the shapes its ray does not see (its site's body's)
+    std::vector<int> shapes;
     ZoneShape zone = ZoneShape::kSphere;  // touch
     Vec3 zone_size;
     Real cutoff = 0;  // > 0: values limited to [-cutoff, cutoff] (touch: to cutoff); not

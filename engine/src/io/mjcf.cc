@@ -82,6 +82,7 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
       {"touch", {"name", "noise", "cutoff", "user", "site"}},
       {"accelerometer", {"name", "noise", "cutoff", "user", "site"}},
       {"force", {"name", "noise", "cutoff", "user", "site"}},
+      {"rangefinder", {"name", "noise", "cutoff", "user", "site"}},
       {"torque", {"name", "noise", "cutoff", "user", "site"}},
       {"velocimeter", {"name", "noise", "cutoff", "user", "site"}},
       {"gyro", {"name", "noise", "cutoff", "user", "site"}},
@@ -472,6 +473,7 @@ class MjcfLoader {
   };
   std::map<std::string, FileActuator> file_actuators_;
   std::map<std::string, std::vector<std::pair<std::string, Real>>> fixed_tendon_joints_;
+  std::vector<std::vector<int>> file_body_shapes_;  // per MJCF body: its geoms' shapes
   // site -> the site and its MJCF body (-1: the world's)
   std::map<std::string, std::pair<const MjSite*, int>> site_by_name_;
   Vec3 magnetic_{0, Real(-0.5), 0};  // <option magnetic>
@@ -2262,7 +2264,7 @@ absl::StatusOr<ImportResult::SensorFrame> MjcfLoader::SensorObject(const Elem& e
 
 // <sensor>: each child Axion reads becomes an ImportResult::SourceSensor in file order, with
 // what it reads resolved to Axion's bodies, the file's joint coordinates and the actuators
-// made. Sensors of kinds Axion does not compute (rangefinder,
+// made. Sensors of kinds Axion does not compute (
 // limit sensors, frame accelerations, subtreeangmom, user, ...) and sensors of things that
 // were skipped (an actuator or tendon not made, a camera, a body's inertial axes) are skipped
 // with a warning naming them; unknown names and wrong joint kinds are errors, as in MuJoCo.
@@ -2272,6 +2274,7 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
       {"touch", {Kind::kTouch, 1}},
       {"accelerometer", {Kind::kAccelerometer, 3}},
       {"force", {Kind::kForce, 3}},
+      {"rangefinder", {Kind::kRangefinder, 1}},
       {"torque", {Kind::kTorque, 3}},
       {"velocimeter", {Kind::kVelocimeter, 3}},
       {"gyro", {Kind::kGyro, 3}},
@@ -2332,6 +2335,7 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
       case Kind::kAccelerometer:
       case Kind::kForce:
       case Kind::kTorque:
+      case Kind::kRangefinder:
       case Kind::kVelocimeter:
       case Kind::kGyro:
       case Kind::kMagnetometer: {
@@ -2484,6 +2488,19 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
         break;
     }
     if (sensor.kind == Kind::kMagnetometer) sensor.field = magnetic_;
+    if (sensor.kind == Kind::kRangefinder) {
+      // the ray leaves its site's body's geoms out, as MuJoCo's; convex hulls (meshes,
+      // ellipsoids of unequal radii) it does not see
+      const int b = site_by_name_.at(e.Str("site")).second;
+      if (b >= 0) sensor.shapes = file_body_shapes_[b];
+      if (std::any_of(result_.model.shapes.begin(), result_.model.shapes.end(),
+                      [](const ShapeDesc& s) { return s.type == ShapeType::kConvexHull; })) {
+        warnings_.Add("rangefinder-hulls",
+                      absl::StrCat(e.Describe(),
+                                   ": rangefinders do not see mesh geoms and ellipsoids of "
+                                   "unequal radii (convex hulls here)"));
+      }
+    }
     if (sensor.kind == Kind::kForce || sensor.kind == Kind::kTorque) {
       // what the site's body and its descendants receive from its parent: the Axion bodies
       // of the subtree, the light bodies of its own joints excluded (they are its joint)
@@ -3091,7 +3108,9 @@ absl::Status MjcfLoader::Convert() {
         if (model.joints[j].parent == kWorldBody) model.joints[j].parent_mocap = carrier;
       }
     }
+    file_body_shapes_.emplace_back();
     for (const MjGeom& g : body.geoms) {
+      file_body_shapes_.back().push_back(static_cast<int>(model.shapes.size()));
       model.shapes.push_back(MakeShape(g, axion_body_[b], offset_[b]));
       model.shapes.back().mocap = mocap_of_[b];
     }

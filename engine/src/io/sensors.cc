@@ -192,6 +192,75 @@ absl::StatusOr<Vec6> SubtreeWrench(const ImportResult::SourceSensor& s, const Mo
   return Vec6{force, torque};
 }
 
+// The distance along the ray p + t d (d unit, shape frame) to a shape's surface: where it
+// enters, or leaves when p is inside; -1 where it misses. MuJoCo's ray functions: a plane only
+// seen from its front, within its finite size where it has one (Axion's are infinite).
+Real RayDistance(ShapeType type, Vec3 size, Vec3 p, Vec3 d) {
+  if (type == ShapeType::kPlane) {
+    if (!(d.z < -Real(1e-15))) return -1;
+    const Real t = -p.z / d.z;
+    return t >= 0 ? t : -1;
+  }
+  Interval line;
+  line.low = -std::numeric_limits<Real>::infinity();
+  switch (type) {
+    case ShapeType::kSphere:
+      InsideSphere(p, d, size.x, &line);
+      break;
+    case ShapeType::kBox:
+      InsideSlab(p.x, d.x, size.x, &line);
+      InsideSlab(p.y, d.y, size.y, &line);
+      InsideSlab(p.z, d.z, size.z, &line);
+      break;
+    case ShapeType::kCylinder:
+    case ShapeType::kCapsule: {
+      InsideSphere({p.x, p.y, 0}, {d.x, d.y, 0}, size.x, &line);
+      InsideSlab(p.z, d.z, size.y, &line);
+      if (type == ShapeType::kCylinder) break;
+      // a capsule: the union of its core and end spheres, itself one interval (convex)
+      for (Real end : {size.y, -size.y}) {
+        Interval cap;
+        cap.low = -std::numeric_limits<Real>::infinity();
+        InsideSphere(p - Vec3{0, 0, end}, d, size.x, &cap);
+        if (cap.Empty()) continue;
+        if (line.Empty()) {
+          line = cap;
+        } else {
+          line.low = std::min(line.low, cap.low);
+          line.high = std::max(line.high, cap.high);
+        }
+      }
+      break;
+    }
+    default:
+      return -1;  // convex hulls are not seen
+  }
+  if (line.Empty()) return -1;
+  if (line.low >= 0) return line.low;
+  return line.high >= 0 ? line.high : -1;
+}
+
+// A rangefinder's reading: the nearest shape along its site's z axis, -1 for none.
+Real Rangefinder(const ImportResult::SourceSensor& s, const Model& model, const BodyState& bodies,
+                 const std::vector<Real>& mocap_pose, const Pose& site) {
+  const Vec3 direction = rotate(site.quat, Vec3{0, 0, 1});
+  Real nearest = -1;
+  const std::vector<ShapeDesc>& shapes = model.desc().shapes;
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    if (std::find(s.shapes.begin(), s.shapes.end(), static_cast<int>(k)) != s.shapes.end())
+      continue;
+    const ShapeDesc& shape = shapes[k];
+    absl::StatusOr<Placed> placed = Place(
+        {shape.body, shape.pose, shape.body == kWorldBody ? shape.mocap : -1}, bodies, mocap_pose);
+    if (!placed.ok()) continue;
+    const Real t = RayDistance(shape.type, shape.size,
+                               rotate_inv(placed->pose.quat, site.pos - placed->pose.pos),
+                               rotate_inv(placed->pose.quat, direction));
+    if (t >= 0 && (nearest < 0 || t < nearest)) nearest = t;
+  }
+  return nearest;
+}
+
 bool NeedsJoints(Kind kind) {
   switch (kind) {
     case Kind::kJointPos:
@@ -351,6 +420,9 @@ absl::StatusOr<std::vector<Real>> FileSensorData(const ImportResult& imported, c
         switch (s.kind) {
           case Kind::kTouch:
             out[0] = Touch(s, *object, in);
+            break;
+          case Kind::kRangefinder:
+            out[0] = Rangefinder(s, model, bodies, in.mocap_pose, object->pose);
             break;
           case Kind::kVelocimeter:
             put3(rotate_inv(q, object->linear));
