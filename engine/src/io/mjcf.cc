@@ -2330,6 +2330,15 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
       }
       return e.Error("joint", absl::StrCat("unknown joint '", joint, "'"));
     };
+    // what it sums: coef times each file joint's coordinate
+    auto add_joints = [&](const std::vector<std::pair<std::string, Real>>& joints) -> absl::Status {
+      for (const auto& [joint, coef] : joints) {
+        AXION_IO_ASSIGN_OR_RETURN(const int j, file_joint(joint));
+        sensor.joints.push_back(j);
+        sensor.coefs.push_back(coef);
+      }
+      return absl::OkStatus();
+    };
     switch (sensor.kind) {
       case Kind::kTouch:
       case Kind::kAccelerometer:
@@ -2380,11 +2389,7 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
           }
           return e.Error("tendon", absl::StrCat("unknown tendon '", tendon, "'"));
         }
-        for (const auto& [joint, coef] : fixed->second) {
-          AXION_IO_ASSIGN_OR_RETURN(const int j, file_joint(joint));
-          sensor.joints.push_back(j);
-          sensor.coefs.push_back(coef);
-        }
+        AXION_IO_RETURN_IF_ERROR(add_joints(fixed->second));
         break;
       }
       case Kind::kActuatorPos:
@@ -2412,11 +2417,7 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
                               "' are not supported"));
             continue;
           }
-          for (const auto& [joint, coef] : file.joints) {
-            AXION_IO_ASSIGN_OR_RETURN(const int j, file_joint(joint));
-            sensor.joints.push_back(j);
-            sensor.coefs.push_back(coef);
-          }
+          AXION_IO_RETURN_IF_ERROR(add_joints(file.joints));
         }
         break;
       }
