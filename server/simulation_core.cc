@@ -467,10 +467,14 @@ absl::Status SimulationCore::DestroyWorlds(const std::string& owner,
     if (!found.ok()) return found.status();
     worlds = std::move(*found);
   }
+  // one repack of the batch for all of them (one by one, N worlds cost N repacks of the rest)
+  std::vector<WorldId> engine_ids;
+  engine_ids.reserve(worlds.size());
+  for (const World* world : worlds) engine_ids.push_back(world->engine_id);
+  absl::Status status = simulator_->DestroyWorlds(engine_ids);
+  if (!status.ok()) return status;
   for (World* world : worlds) {
     const uint64_t id = world->id;
-    absl::Status status = simulator_->DestroyWorld(world->engine_id);
-    if (!status.ok()) return ForWorld(*world, status);
     RemoveWorld(world);
     response->add_world_ids(id);
   }

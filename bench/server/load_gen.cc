@@ -6,7 +6,8 @@
 // Both sides do the same fixed work: every world takes warmup_rounds unmeasured and then
 // `rounds` measured requests from the same initial state, so they simulate the same trajectory
 // (the cost of a step depends on the state: contacts, Newton iterations). Every request sends
-// controls for every world and reads back every body pose.
+// controls for every world and reads back every body pose (and, with --sensors, the MJCF
+// file's sensors: tests/io/models/sensors.xml has 44).
 //
 //   load_gen --clients=8 --worlds=128 --rounds=20
 //   load_gen --target=host:50051 ...   (an external server; in-process baseline still local)
@@ -40,6 +41,9 @@ ABSL_FLAG(std::string, backend, "auto", "Engine backend for the in-process serve
 ABSL_FLAG(int, engine_threads, 0, "CPU engine threads (0: all)");
 ABSL_FLAG(int, max_batch_delay_us, 200, "In-process server batching window");
 ABSL_FLAG(bool, unary, false, "Use unary Step instead of StepStream");
+ABSL_FLAG(bool, sensors, false,
+          "Also read every world's MJCF sensors with each request (observe.sensor_data; "
+          "in-process: ReadFileSensors)");
 
 namespace {
 
@@ -127,6 +131,7 @@ RemoteResult RunRemote(const std::string& target, const std::string& mjcf) {
       step->set_controls(axion::client::PackFloat32(
           MakeControls(created->description(), world_count, static_cast<uint32_t>(c))));
       step->mutable_observe()->set_body_pose(true);
+      step->mutable_observe()->set_sensor_data(absl::GetFlag(FLAGS_sensors));
       ++ready;
       while (!go) std::this_thread::sleep_for(std::chrono::microseconds(50));
 
@@ -228,7 +233,8 @@ double RunInProcess(const std::string& mjcf) {
     }
   }
   const std::vector<int> step_counts(ids->size(), steps);
-  std::vector<float> poses;
+  const bool sensors = absl::GetFlag(FLAGS_sensors);
+  std::vector<float> poses, sensor_data;
   auto iteration = [&] {
     for (int w = 0; w < world_count; ++w) {
       (*simulator)
@@ -242,6 +248,15 @@ double RunInProcess(const std::string& mjcf) {
     for (axion::WorldId id : *ids) {
       absl::StatusOr<axion::BodyState> state = (*simulator)->GetBodyState(id);
       for (axion::Real v : state->pose) poses.push_back(static_cast<float>(v));
+    }
+    if (!sensors) return;
+    sensor_data.clear();
+    for (axion::WorldId id : *ids) {
+      absl::StatusOr<std::vector<axion::Real>> data =
+          axion::ReadFileSensors(*imported, **model, **simulator, id);
+      if (data.ok()) {
+        for (axion::Real v : *data) sensor_data.push_back(static_cast<float>(v));
+      }
     }
   };
   for (int round = 0; round < absl::GetFlag(FLAGS_warmup_rounds); ++round) iteration();

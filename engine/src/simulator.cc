@@ -225,11 +225,25 @@ absl::StatusOr<std::vector<WorldId>> Simulator::CreateWorlds(std::shared_ptr<con
   return ids;
 }
 
-absl::Status Simulator::DestroyWorld(WorldId world) {
-  absl::StatusOr<int> w = impl_->Find(world);
-  if (!w.ok()) return w.status();
-  std::vector<Impl::WorldRecord> next = impl_->worlds;
-  next.erase(next.begin() + *w);
+absl::Status Simulator::DestroyWorld(WorldId world) { return DestroyWorlds({world}); }
+
+absl::Status Simulator::DestroyWorlds(absl::Span<const WorldId> worlds) {
+  std::vector<char> doomed(impl_->worlds.size(), 0);
+  for (WorldId world : worlds) {
+    absl::StatusOr<int> w = impl_->Find(world);
+    if (!w.ok()) return w.status();
+    if (doomed[*w]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("world ", world, " is listed twice among the worlds to destroy"));
+    }
+    doomed[*w] = 1;
+  }
+  if (worlds.empty()) return absl::OkStatus();
+  std::vector<Impl::WorldRecord> next;
+  next.reserve(impl_->worlds.size() - worlds.size());
+  for (size_t w = 0; w < impl_->worlds.size(); ++w) {
+    if (!doomed[w]) next.push_back(impl_->worlds[w]);
+  }
   return impl_->Repack(std::move(next));
 }
 

@@ -222,6 +222,19 @@ TEST(SimulatorTest, CreatingAndDestroyingWorldsKeepsOtherWorldsExact) {
   EXPECT_EQ(sim->GetStats(12345).status().code(), absl::StatusCode::kNotFound);
   std::vector<WorldId> unknown{keep, 999};
   EXPECT_EQ(sim->Step(unknown).code(), absl::StatusCode::kNotFound);
+  // several at once, all or nothing
+  EXPECT_EQ(sim->DestroyWorlds(std::vector<WorldId>{extra[1], 999}).code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(sim->DestroyWorlds(std::vector<WorldId>{extra[1], extra[1]}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(sim->world_count(), 4);
+  ASSERT_TRUE(sim->DestroyWorlds(std::vector<WorldId>{extra[4], extra[1]}).ok());
+  EXPECT_EQ(sim->world_count(), 2);
+  EXPECT_FALSE(sim->HasWorld(extra[1]));
+  EXPECT_TRUE(sim->HasWorld(extra[3]));
+  MustStep(*sim, keep, 10);
+  MustStep(*reference, ref, 10);
+  EXPECT_EQ(Bytes(*sim, keep), Bytes(*reference, ref));
 }
 
 TEST(SimulatorTest, BadControlsAndStatesAreRefusedWithoutTouchingTheWorld) {

@@ -132,6 +132,10 @@ class Simulator {
   absl::StatusOr<std::vector<WorldId>> CreateWorlds(std::shared_ptr<const Model> model, int count,
                                                     const WorldOptions& options = {});
   absl::Status DestroyWorld(WorldId world);
+  // Destroys several worlds with one repack of the batch (a repack moves every remaining
+  // world, so destroying N worlds one by one costs N repacks). All or nothing: an unknown or
+  // repeated id destroys none.
+  absl::Status DestroyWorlds(absl::Span<const WorldId> worlds);
   bool HasWorld(WorldId world) const;
   int world_count() const;
   std::vector<WorldId> world_ids() const;  // in creation order
