@@ -1014,8 +1014,22 @@ absl::StatusOr<int> SimulationCore::LoadWorlds(const std::string& dir) {
   absl::flat_hash_map<std::string, std::shared_ptr<const Model>> models;
   absl::flat_hash_map<std::string, std::shared_ptr<const v1::SourceMap>> sources;
   absl::flat_hash_map<std::string, std::shared_ptr<const absl::StatusOr<ImportResult>>> files;
+  struct RestoreMember {
+    const v1::StoredWorld* record;
+    std::shared_ptr<const v1::SourceMap> source;
+    std::shared_ptr<const absl::StatusOr<ImportResult>> file;
+  };
+  struct RestoreRun {
+    std::shared_ptr<const Model> model;
+    SolverOptions options;
+    std::string options_key;
+    int contact_capacity;
+    std::vector<RestoreMember> members;
+  };
+  std::vector<RestoreRun> runs;
+  absl::flat_hash_set<uint64_t> ids;
   for (const v1::StoredWorld& record : stored) {
-    if (worlds_.contains(record.world_id())) {
+    if (worlds_.contains(record.world_id()) || !ids.insert(record.world_id()).second) {
       return absl::AlreadyExistsError(
           absl::StrCat(dir, ": world ", record.world_id(), " stored twice"));
     }
@@ -1039,20 +1053,35 @@ absl::StatusOr<int> SimulationCore::LoadWorlds(const std::string& dir) {
     SolverOptions options = model->desc().options;
     absl::Status status = ApplySolverOverrides(record.effective_options(), &options);
     if (!status.ok()) return ForWorld(record.world_id(), status);
+    record.effective_options().SerializeToString(&key);
+    const bool same_run = !runs.empty() && runs.back().model == model &&
+                          runs.back().options_key == key &&
+                          runs.back().contact_capacity == record.contact_capacity();
+    if (!same_run) runs.push_back({model, options, key, record.contact_capacity(), {}});
+    runs.back().members.push_back({&record, source, file});
+  }
+  // Each run of worlds of one model, options and capacity is created in one call: one re-pack
+  // of the batch per run (a world at a time, N worlds cost N re-packs of all before them).
+  for (const RestoreRun& run : runs) {
     WorldOptions world_options;
-    world_options.options = &options;
-    world_options.contact_capacity = record.contact_capacity();
+    world_options.options = &run.options;
+    world_options.contact_capacity = run.contact_capacity;
+    const int count = static_cast<int>(run.members.size());
     absl::StatusOr<std::vector<WorldId>> engine_ids =
-        simulator_->CreateWorlds(model, 1, world_options);
-    if (!engine_ids.ok()) return ForWorld(record.world_id(), engine_ids.status());
-    status = simulator_->Restore(engine_ids->front(), record.snapshot());
-    if (!status.ok()) return ForWorld(record.world_id(), status);
-    absl::StatusOr<World*> world =
-        AddWorld(record.world_id(), record.owner(), model, source, file, options,
-                 record.contact_capacity(), engine_ids->front());
-    if (!world.ok()) return world.status();
-    if ((record.world_id() >> kIdCounterBits) == options_.replica_id) {
-      next_counter_ = std::max(next_counter_, (record.world_id() & kIdCounterMask) + 1);
+        simulator_->CreateWorlds(run.model, count, world_options);
+    if (!engine_ids.ok())
+      return ForWorld(run.members.front().record->world_id(), engine_ids.status());
+    for (int k = 0; k < count; ++k) {
+      const v1::StoredWorld& record = *run.members[k].record;
+      absl::Status status = simulator_->Restore((*engine_ids)[k], record.snapshot());
+      if (!status.ok()) return ForWorld(record.world_id(), status);
+      absl::StatusOr<World*> world =
+          AddWorld(record.world_id(), record.owner(), run.model, run.members[k].source,
+                   run.members[k].file, run.options, record.contact_capacity(), (*engine_ids)[k]);
+      if (!world.ok()) return world.status();
+      if ((record.world_id() >> kIdCounterBits) == options_.replica_id) {
+        next_counter_ = std::max(next_counter_, (record.world_id() & kIdCounterMask) + 1);
+      }
     }
   }
   UpdateGauges();
