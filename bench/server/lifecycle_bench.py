@@ -15,17 +15,9 @@ import pathlib
 import time
 
 import axion
+from parameters_bench import fastest  # beside this script
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-
-
-def fastest(repeats, call):
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def main():
