@@ -47,6 +47,13 @@ def test_urdf_arm_reaches_targets(server):
     assert match and float(match.group(1)) < 0.02
 
 
+def test_imu_sensors_read_gravity_and_weight_at_rest(server):
+    result = run_example(server, "imu_sensors.py", "--worlds", 3, "--seconds", 1.5,
+                         "--tolerance", 1e-3)
+    assert "accelerometer" in result.stdout
+    assert "at rest" in result.stdout
+
+
 @pytest.mark.skipif(not HUMANOID_XML.is_file(), reason=f"{HUMANOID_XML} is not installed "
                     "(Debian package libmujoco-samples)")
 def test_gym_humanoid(server):
