@@ -40,89 +40,110 @@ constexpr Real kAnchorTolerance = Real(1e-9);  // (m) anchors treated as coincid
 // rejects nearly parallel axes, where the hinge angles are undefined).
 constexpr Real kUniversalMinSine = Real(0.1);
 
+// The sensors Axion reads: MJCF tag -> kind, values, and the attributes naming what it reads.
+struct SensorSpec {
+  ImportResult::SensorKind kind;
+  int dim;
+  std::set<std::string> reads;
+};
+const std::map<std::string, SensorSpec>& SensorSpecs() {
+  using Kind = ImportResult::SensorKind;
+  const std::set<std::string> site = {"site"}, joint = {"joint"}, tendon = {"tendon"},
+                              actuator = {"actuator"}, body = {"body"},
+                              object = {"objtype", "objname"},
+                              referenced = {"objtype", "objname", "reftype", "refname"};
+  static const auto* table = new std::map<std::string, SensorSpec>{
+      {"touch", {Kind::kTouch, 1, site}},
+      {"accelerometer", {Kind::kAccelerometer, 3, site}},
+      {"force", {Kind::kForce, 3, site}},
+      {"rangefinder", {Kind::kRangefinder, 1, site}},
+      {"torque", {Kind::kTorque, 3, site}},
+      {"velocimeter", {Kind::kVelocimeter, 3, site}},
+      {"gyro", {Kind::kGyro, 3, site}},
+      {"magnetometer", {Kind::kMagnetometer, 3, site}},
+      {"jointpos", {Kind::kJointPos, 1, joint}},
+      {"jointvel", {Kind::kJointVel, 1, joint}},
+      {"tendonpos", {Kind::kTendonPos, 1, tendon}},
+      {"tendonvel", {Kind::kTendonVel, 1, tendon}},
+      {"actuatorpos", {Kind::kActuatorPos, 1, actuator}},
+      {"actuatorvel", {Kind::kActuatorVel, 1, actuator}},
+      {"actuatorfrc", {Kind::kActuatorFrc, 1, actuator}},
+      {"ballquat", {Kind::kBallQuat, 4, joint}},
+      {"ballangvel", {Kind::kBallAngVel, 3, joint}},
+      {"framepos", {Kind::kFramePos, 3, referenced}},
+      {"framequat", {Kind::kFrameQuat, 4, referenced}},
+      {"framexaxis", {Kind::kFrameXAxis, 3, referenced}},
+      {"frameyaxis", {Kind::kFrameYAxis, 3, referenced}},
+      {"framezaxis", {Kind::kFrameZAxis, 3, referenced}},
+      {"framelinvel", {Kind::kFrameLinVel, 3, referenced}},
+      {"frameangvel", {Kind::kFrameAngVel, 3, referenced}},
+      // MuJoCo 2.2's frame accelerations take no reference
+      {"framelinacc", {Kind::kFrameLinAcc, 3, object}},
+      {"frameangacc", {Kind::kFrameAngAcc, 3, object}},
+      {"subtreecom", {Kind::kSubtreeCom, 3, body}},
+      {"subtreelinvel", {Kind::kSubtreeLinVel, 3, body}},
+      {"subtreeangmom", {Kind::kSubtreeAngMom, 3, body}},
+      {"clock", {Kind::kClock, 1, {}}},
+  };
+  return *table;
+}
+
 // Attributes each element understands; anything else is reported once per (element, name).
 const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
-  static const auto* table = new std::map<std::string, std::set<std::string>>{
-      {"compiler",
-       {"angle", "inertiafromgeom", "eulerseq", "coordinate", "autolimits", "meshdir", "assetdir",
-        "balanceinertia", "boundmass", "boundinertia", "settotalmass"}},
-      {"mesh", {"name", "class", "file", "scale", "vertex", "face"}},
-      {"option", {"timestep", "gravity", "density", "viscosity", "collision", "cone", "magnetic"}},
-      {"body",
-       {"name", "childclass", "pos", "quat", "axisangle", "euler", "xyaxes", "zaxis", "mocap"}},
-      {"inertial",
-       {"pos", "quat", "axisangle", "euler", "xyaxes", "zaxis", "mass", "diaginertia",
-        "fullinertia"}},
-      {"joint",
-       {"name", "class", "type", "pos", "axis", "range", "limited", "stiffness", "damping",
-        "armature", "ref", "springref", "frictionloss"}},
-      {"freejoint", {"name"}},
-      {"geom",
-       {"name", "class", "type", "size", "fromto", "pos", "quat", "axisangle", "euler", "xyaxes",
-        "zaxis", "density", "mass", "friction", "condim", "contype", "conaffinity", "mesh"}},
-      {"motor",
-       {"name", "class", "joint", "tendon", "site", "gear", "ctrlrange", "ctrllimited",
-        "forcerange", "forcelimited"}},
-      {"connect", {"name", "class", "body1", "body2", "anchor", "active"}},
-      {"weld", {"name", "class", "body1", "body2", "active"}},
-      {"exclude", {"name", "body1", "body2"}},
-      {"pair", {"name", "class", "geom1", "geom2", "condim", "friction"}},
-      {"position",
-       {"name", "class", "joint", "tendon", "gear", "ctrlrange", "ctrllimited", "forcerange",
-        "forcelimited", "kp", "kv"}},
-      {"velocity",
-       {"name", "class", "joint", "tendon", "gear", "ctrlrange", "ctrllimited", "forcerange",
-        "forcelimited", "kv"}},
-      {"general",
-       {"name", "class", "joint", "tendon", "site", "gear", "ctrlrange", "ctrllimited",
-        "forcerange", "forcelimited", "dyntype", "gaintype", "biastype", "gainprm", "biasprm"}},
-      {"key", {"name", "time", "qpos", "qvel", "ctrl", "mpos", "mquat"}},
-      // sensors (noise is MuJoCo's metadata, added only under <flag sensornoise>; user data
-      // has no effect)
-      {"touch", {"name", "noise", "cutoff", "user", "site"}},
-      {"accelerometer", {"name", "noise", "cutoff", "user", "site"}},
-      {"force", {"name", "noise", "cutoff", "user", "site"}},
-      {"rangefinder", {"name", "noise", "cutoff", "user", "site"}},
-      {"torque", {"name", "noise", "cutoff", "user", "site"}},
-      {"velocimeter", {"name", "noise", "cutoff", "user", "site"}},
-      {"gyro", {"name", "noise", "cutoff", "user", "site"}},
-      {"magnetometer", {"name", "noise", "cutoff", "user", "site"}},
-      {"jointpos", {"name", "noise", "cutoff", "user", "joint"}},
-      {"jointvel", {"name", "noise", "cutoff", "user", "joint"}},
-      {"ballquat", {"name", "noise", "cutoff", "user", "joint"}},
-      {"ballangvel", {"name", "noise", "cutoff", "user", "joint"}},
-      {"tendonpos", {"name", "noise", "cutoff", "user", "tendon"}},
-      {"tendonvel", {"name", "noise", "cutoff", "user", "tendon"}},
-      {"actuatorpos", {"name", "noise", "cutoff", "user", "actuator"}},
-      {"actuatorvel", {"name", "noise", "cutoff", "user", "actuator"}},
-      {"actuatorfrc", {"name", "noise", "cutoff", "user", "actuator"}},
-      {"subtreecom", {"name", "noise", "cutoff", "user", "body"}},
-      {"subtreelinvel", {"name", "noise", "cutoff", "user", "body"}},
-      {"subtreeangmom", {"name", "noise", "cutoff", "user", "body"}},
-      {"framelinacc", {"name", "noise", "cutoff", "user", "objtype", "objname"}},
-      {"frameangacc", {"name", "noise", "cutoff", "user", "objtype", "objname"}},
-      {"clock", {"name", "noise", "cutoff", "user"}},
-      {"framepos", {"name", "noise", "cutoff", "user", "objtype", "objname", "reftype", "refname"}},
-      {"framequat",
-       {"name", "noise", "cutoff", "user", "objtype", "objname", "reftype", "refname"}},
-      {"framexaxis",
-       {"name", "noise", "cutoff", "user", "objtype", "objname", "reftype", "refname"}},
-      {"frameyaxis",
-       {"name", "noise", "cutoff", "user", "objtype", "objname", "reftype", "refname"}},
-      {"framezaxis",
-       {"name", "noise", "cutoff", "user", "objtype", "objname", "reftype", "refname"}},
-      {"framelinvel",
-       {"name", "noise", "cutoff", "user", "objtype", "objname", "reftype", "refname"}},
-      {"frameangvel",
-       {"name", "noise", "cutoff", "user", "objtype", "objname", "reftype", "refname"}},
-      {"fixed",
-       {"name", "class", "limited", "range", "stiffness", "damping", "springlength",
-        "frictionloss"}},
-      // a site's type and size draw it and bound a touch sensor's zone
-      {"site",
-       {"name", "class", "type", "size", "fromto", "pos", "quat", "axisangle", "euler", "xyaxes",
-        "zaxis"}},
-  };
+  static const auto* table = [] {
+    auto* elements = new std::map<std::string, std::set<std::string>>{
+        {"compiler",
+         {"angle", "inertiafromgeom", "eulerseq", "coordinate", "autolimits", "meshdir", "assetdir",
+          "balanceinertia", "boundmass", "boundinertia", "settotalmass"}},
+        {"mesh", {"name", "class", "file", "scale", "vertex", "face"}},
+        {"option",
+         {"timestep", "gravity", "density", "viscosity", "collision", "cone", "magnetic"}},
+        {"body",
+         {"name", "childclass", "pos", "quat", "axisangle", "euler", "xyaxes", "zaxis", "mocap"}},
+        {"inertial",
+         {"pos", "quat", "axisangle", "euler", "xyaxes", "zaxis", "mass", "diaginertia",
+          "fullinertia"}},
+        {"joint",
+         {"name", "class", "type", "pos", "axis", "range", "limited", "stiffness", "damping",
+          "armature", "ref", "springref", "frictionloss"}},
+        {"freejoint", {"name"}},
+        {"geom",
+         {"name", "class", "type", "size", "fromto", "pos", "quat", "axisangle", "euler", "xyaxes",
+          "zaxis", "density", "mass", "friction", "condim", "contype", "conaffinity", "mesh"}},
+        {"motor",
+         {"name", "class", "joint", "tendon", "site", "gear", "ctrlrange", "ctrllimited",
+          "forcerange", "forcelimited"}},
+        {"connect", {"name", "class", "body1", "body2", "anchor", "active"}},
+        {"weld", {"name", "class", "body1", "body2", "active"}},
+        {"exclude", {"name", "body1", "body2"}},
+        {"pair", {"name", "class", "geom1", "geom2", "condim", "friction"}},
+        {"position",
+         {"name", "class", "joint", "tendon", "gear", "ctrlrange", "ctrllimited", "forcerange",
+          "forcelimited", "kp", "kv"}},
+        {"velocity",
+         {"name", "class", "joint", "tendon", "gear", "ctrlrange", "ctrllimited", "forcerange",
+          "forcelimited", "kv"}},
+        {"general",
+         {"name", "class", "joint", "tendon", "site", "gear", "ctrlrange", "ctrllimited",
+          "forcerange", "forcelimited", "dyntype", "gaintype", "biastype", "gainprm", "biasprm"}},
+        {"key", {"name", "time", "qpos", "qvel", "ctrl", "mpos", "mquat"}},
+        {"fixed",
+         {"name", "class", "limited", "range", "stiffness", "damping", "springlength",
+          "frictionloss"}},
+        // a site's type and size draw it and bound a touch sensor's zone
+        {"site",
+         {"name", "class", "type", "size", "fromto", "pos", "quat", "axisangle", "euler", "xyaxes",
+          "zaxis"}},
+    };
+    // sensors: what each reads, and noise (MuJoCo's metadata, added only under <flag
+    // sensornoise>), cutoff and user data (no effect)
+    for (const auto& [tag, spec] : SensorSpecs()) {
+      std::set<std::string>& attributes = (*elements)[tag];
+      attributes = {"name", "noise", "cutoff", "user"};
+      attributes.insert(spec.reads.begin(), spec.reads.end());
+    }
+    return elements;
+  }();
   return *table;
 }
 
@@ -2270,44 +2291,12 @@ absl::StatusOr<ImportResult::SensorFrame> MjcfLoader::SensorObject(const Elem& e
 // with a warning naming them; unknown names and wrong joint kinds are errors, as in MuJoCo.
 absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
   using Kind = ImportResult::SensorKind;
-  static const auto* kinds = new std::map<std::string, std::pair<Kind, int>>{
-      {"touch", {Kind::kTouch, 1}},
-      {"accelerometer", {Kind::kAccelerometer, 3}},
-      {"force", {Kind::kForce, 3}},
-      {"rangefinder", {Kind::kRangefinder, 1}},
-      {"torque", {Kind::kTorque, 3}},
-      {"velocimeter", {Kind::kVelocimeter, 3}},
-      {"gyro", {Kind::kGyro, 3}},
-      {"magnetometer", {Kind::kMagnetometer, 3}},
-      {"jointpos", {Kind::kJointPos, 1}},
-      {"jointvel", {Kind::kJointVel, 1}},
-      {"tendonpos", {Kind::kTendonPos, 1}},
-      {"tendonvel", {Kind::kTendonVel, 1}},
-      {"actuatorpos", {Kind::kActuatorPos, 1}},
-      {"actuatorvel", {Kind::kActuatorVel, 1}},
-      {"actuatorfrc", {Kind::kActuatorFrc, 1}},
-      {"ballquat", {Kind::kBallQuat, 4}},
-      {"ballangvel", {Kind::kBallAngVel, 3}},
-      {"framepos", {Kind::kFramePos, 3}},
-      {"framequat", {Kind::kFrameQuat, 4}},
-      {"framexaxis", {Kind::kFrameXAxis, 3}},
-      {"frameyaxis", {Kind::kFrameYAxis, 3}},
-      {"framezaxis", {Kind::kFrameZAxis, 3}},
-      {"framelinvel", {Kind::kFrameLinVel, 3}},
-      {"frameangvel", {Kind::kFrameAngVel, 3}},
-      {"subtreecom", {Kind::kSubtreeCom, 3}},
-      {"subtreelinvel", {Kind::kSubtreeLinVel, 3}},
-      {"subtreeangmom", {Kind::kSubtreeAngMom, 3}},
-      {"framelinacc", {Kind::kFrameLinAcc, 3}},
-      {"frameangacc", {Kind::kFrameAngAcc, 3}},
-      {"clock", {Kind::kClock, 1}},
-  };
   std::vector<const XMLElement*> children;
   AXION_IO_RETURN_IF_ERROR(Children(section, &children, 0));
   for (const XMLElement* c : children) {
     const std::string tag = c->Name();
-    auto kind = kinds->find(tag);
-    if (kind == kinds->end()) {
+    auto spec = SensorSpecs().find(tag);
+    if (spec == SensorSpecs().end()) {
       WarnElement(c, "sensor", "is not supported and was ignored (no sensor data)");
       continue;
     }
@@ -2319,8 +2308,8 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
     };
     ImportResult::SourceSensor sensor;
     sensor.name = e.name;
-    sensor.kind = kind->second.first;
-    sensor.dim = kind->second.second;
+    sensor.kind = spec->second.kind;
+    sensor.dim = spec->second.dim;
     AXION_IO_ASSIGN_OR_RETURN(sensor.cutoff, e.Real1("cutoff", 0));
     if (sensor.cutoff < 0) return e.Error("cutoff", "is negative");
     // a file joint by name: its index in source_joints

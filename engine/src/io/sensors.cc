@@ -277,6 +277,12 @@ bool NeedsJoints(Kind kind) {
   }
 }
 
+// Whether a sensor reads a frame of a body (every kind but the file coordinates' sums, the
+// actuators' forces and the clock).
+bool ReadsFrames(Kind kind) {
+  return !NeedsJoints(kind) && kind != Kind::kActuatorFrc && kind != Kind::kClock;
+}
+
 // Quaternions and axes keep their values whatever the cutoff (MuJoCo's data types).
 bool CutsOff(Kind kind) {
   return kind != Kind::kFrameQuat && kind != Kind::kBallQuat && kind != Kind::kFrameXAxis &&
@@ -292,13 +298,17 @@ absl::StatusOr<std::vector<Real>> FileSensorData(const ImportResult& imported, c
   // constraint at the step's start configuration, so at its end a body's velocity relative to
   // its parent has an O(h |omega|^2) part across the joint's axes (0.013 rad/s for an arm
   // swinging at 3 rad/s with h = 2 ms); MuJoCo's state has none, and neither have these.
-  BodyState bodies = in.bodies;
-  if (model.joint_count() > 0) {
-    absl::StatusOr<BodyState> placed =
+  const bool reads_frames =
+      std::any_of(imported.source_sensors.begin(), imported.source_sensors.end(),
+                  [](const ImportResult::SourceSensor& s) { return ReadsFrames(s.kind); });
+  BodyState placed;
+  if (reads_frames && model.joint_count() > 0) {
+    absl::StatusOr<BodyState> from_joints =
         BodyStateFromJoints(model, in.joints, in.bodies, in.mocap_pose);
-    if (!placed.ok()) return placed.status();
-    bodies = *std::move(placed);
+    if (!from_joints.ok()) return from_joints.status();
+    placed = *std::move(from_joints);
   }
+  const BodyState& bodies = placed.pose.empty() ? in.bodies : placed;
   // the file's coordinates, once, where a sensor reads them
   FileCoordinates file;
   if (std::any_of(imported.source_sensors.begin(), imported.source_sensors.end(),
@@ -517,41 +527,27 @@ absl::StatusOr<std::vector<Real>> ReadFileSensors(const ImportResult& imported, 
     contacts |= s.kind == Kind::kTouch || wrench;
     time |= s.kind == Kind::kClock;
   }
-  absl::StatusOr<BodyState> bodies = simulator.GetBodyState(world);
-  if (!bodies.ok()) return bodies.status();
-  in.bodies = *std::move(bodies);
-  if (model.joint_count() > 0) {
-    absl::StatusOr<JointState> state = simulator.GetJointState(world);
-    if (!state.ok()) return state.status();
-    in.joints = *std::move(state);
-  }
-  if (model.mocap_count() > 0) {
-    absl::StatusOr<std::vector<Real>> poses = simulator.GetMocapPoses(world);
-    if (!poses.ok()) return poses.status();
-    in.mocap_pose = *std::move(poses);
-  }
-  if (forces) {
-    absl::StatusOr<std::vector<Real>> force = simulator.GetActuatorForces(world);
-    if (!force.ok()) return force.status();
-    in.actuator_force = *std::move(force);
-  }
-  if (contacts) {
-    absl::StatusOr<std::vector<ContactReport>> reports = simulator.GetContacts(world);
-    if (!reports.ok()) return reports.status();
-    in.contacts = *std::move(reports);
-  }
+  // each input a world's getter gives, where a sensor reads it
+  auto take = [](auto value, auto* out) -> absl::Status {
+    if (!value.ok()) return value.status();
+    *out = *std::move(value);
+    return absl::OkStatus();
+  };
+  AXION_IO_RETURN_IF_ERROR(take(simulator.GetBodyState(world), &in.bodies));
+  if (model.joint_count() > 0)
+    AXION_IO_RETURN_IF_ERROR(take(simulator.GetJointState(world), &in.joints));
+  if (model.mocap_count() > 0)
+    AXION_IO_RETURN_IF_ERROR(take(simulator.GetMocapPoses(world), &in.mocap_pose));
+  if (forces)
+    AXION_IO_RETURN_IF_ERROR(take(simulator.GetActuatorForces(world), &in.actuator_force));
+  if (contacts) AXION_IO_RETURN_IF_ERROR(take(simulator.GetContacts(world), &in.contacts));
+  if (external)
+    AXION_IO_RETURN_IF_ERROR(take(simulator.GetExternalForces(world), &in.external_force));
   if (accelerations) {
-    absl::StatusOr<std::vector<Real>> acceleration = simulator.GetBodyAccelerations(world);
-    if (!acceleration.ok()) return acceleration.status();
-    in.body_acceleration = *std::move(acceleration);
+    AXION_IO_RETURN_IF_ERROR(take(simulator.GetBodyAccelerations(world), &in.body_acceleration));
     absl::StatusOr<SolverOptions> options = simulator.GetOptions(world);
     if (!options.ok()) return options.status();
     in.gravity = options->gravity;
-  }
-  if (external) {
-    absl::StatusOr<std::vector<Real>> wrench = simulator.GetExternalForces(world);
-    if (!wrench.ok()) return wrench.status();
-    in.external_force = *std::move(wrench);
   }
   if (time) {
     absl::StatusOr<WorldStats> stats = simulator.GetStats(world);
