@@ -239,6 +239,24 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
     for (int k = 2; k < 4; ++k) {
       if (bodies[k] == bodies[0] || bodies[k] == bodies[1]) bodies[k] = -1;
     }
+    // a spatial tendon's path; its rows' sides are the bodies the path moves with
+    const TendonPathLayout path = LayTendonPath(d, tendon);
+    const int p = kMaxTendonPath * g, count = static_cast<int>(tendon.path.size());
+    s.tendon_path_count[g] = count;
+    for (int k = 0; k < count; ++k) {
+      s.tendon_path_kind[p + k] = path.kind[k];
+      s.tendon_path_body[p + k] = global_body(path.body[k]);
+      s.tendon_path_size[p + k] = path.size[k];
+      s.tendon_path_side_body[p + k] = path.side_body[k] < -1 ? -2 : global_body(path.side_body[k]);
+      for (int i = 0; i < 3; ++i) s.tendon_path_pos[3 * (p + k) + i] = path.pos[3 * k + i];
+      for (int i = 0; i < 4; ++i) s.tendon_path_quat[4 * (p + k) + i] = path.quat[4 * k + i];
+      for (int i = 0; i < 3; ++i)
+        s.tendon_path_side_pos[3 * (p + k) + i] = path.side_pos[3 * k + i];
+    }
+    for (int k = 0; k < 4; ++k) {
+      s.tendon_body[4 * g + k] = global_body(path.sides[k]);
+      if (count > 0) bodies[k] = s.tendon_body[4 * g + k];
+    }
     s.tendon_dof[2 * g] = tendon_dof[0];
     s.tendon_dof[2 * g + 1] = tendon_dof[1];
     if (tendon.joints.size() < 2) s.tendon_coef[2 * g + 1] = 0;
@@ -431,6 +449,17 @@ void WriteJointCoordinates(int w, BatchStorage& s) {
   const BatchView v = s.view();
   for (int j = s.world_joint_offset[w]; j < s.world_joint_offset[w + 1]; ++j)
     kernels::joint_write_coordinates(v, j);
+}
+
+std::vector<Real> TendonStates(int w, BatchStorage& s) {
+  const BatchView v = s.view();
+  std::vector<Real> out;
+  for (int t = s.world_tendon_offset[w]; t < s.world_tendon_offset[w + 1]; ++t) {
+    const kernels::TendonState state = kernels::tendon_state(v, t);
+    out.push_back(state.length);
+    out.push_back(state.rate);
+  }
+  return out;
 }
 
 std::vector<Real> ActuatorForces(int w, BatchStorage& s) {

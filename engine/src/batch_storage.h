@@ -151,16 +151,25 @@ namespace axion {
   X(Real, actuator_force_max, 1)        \
   X(int32_t, actuator_tendon, 1) X(int32_t, actuator_body, 1) X(Real, actuator_body_wrench, 6)
 #define AXION_ACTUATOR_STATE(X) X(Real, actuator_ctrl, 1)
-// Fixed tendons: their DOFs and coefficients, limits, spring-damper and dry friction (model),
-// and the servo actuators' drive on them this step (scratch).
-#define AXION_TENDON_MODEL(X)      \
-  X(int32_t, tendon_dof, 2)        \
-  X(Real, tendon_coef, 2)          \
-  X(Real, tendon_lower, 1)         \
-  X(Real, tendon_upper, 1)         \
-  X(Real, tendon_stiffness, 1)     \
-  X(Real, tendon_damping, 1)       \
-  X(Real, tendon_spring_length, 1) \
+// Tendons: a fixed one's DOFs and coefficients, a spatial one's path, limits, spring-damper and
+// dry friction (model), and the servo actuators' drive on them this step (scratch).
+#define AXION_TENDON_MODEL(X)                       \
+  X(int32_t, tendon_dof, 2)                         \
+  X(Real, tendon_coef, 2)                           \
+  X(int32_t, tendon_path_count, 1)                  \
+  X(int32_t, tendon_body, 4)                        \
+  X(int32_t, tendon_path_kind, kMaxTendonPath)      \
+  X(int32_t, tendon_path_body, kMaxTendonPath)      \
+  X(Real, tendon_path_pos, 3 * kMaxTendonPath)      \
+  X(Real, tendon_path_quat, 4 * kMaxTendonPath)     \
+  X(Real, tendon_path_size, kMaxTendonPath)         \
+  X(int32_t, tendon_path_side_body, kMaxTendonPath) \
+  X(Real, tendon_path_side_pos, 3 * kMaxTendonPath) \
+  X(Real, tendon_lower, 1)                          \
+  X(Real, tendon_upper, 1)                          \
+  X(Real, tendon_stiffness, 1)                      \
+  X(Real, tendon_damping, 1)                        \
+  X(Real, tendon_spring_length, 1)                  \
   X(Real, tendon_friction_loss, 1)
 #define AXION_TENDON_SCRATCH(X)      \
   X(Real, tendon_servo_stiffness, 1) \
@@ -315,6 +324,10 @@ void WriteJointCoordinates(int w, BatchStorage& s);
 
 // World `w`'s actuator forces at its state (kernels_body.h, actuator_force), (actuator_count).
 std::vector<Real> ActuatorForces(int w, BatchStorage& s);
+
+// World `w`'s tendon lengths and rates at its state (kernels_body.h, tendon_state),
+// (tendon_count x 2).
+std::vector<Real> TendonStates(int w, BatchStorage& s);
 
 WorldParams MakeWorldParams(const SolverOptions& options);
 

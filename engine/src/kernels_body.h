@@ -65,6 +65,28 @@ AXION_HD Real actuator_effort(const BatchView& v, int act) {
              : tau;
 }
 
+/// A tendon's length L and rate dL/dt at the state written back: a fixed tendon's from its
+/// DOFs' coordinates and rates, a spatial one's from its path at the bodies' poses and twists.
+struct TendonState {
+  Real length, rate;
+};
+AXION_HD TendonState tendon_state(const BatchView& v, int tendon) {
+  TendonState out{0, 0};
+  if (v.tendon_path_count[tendon] > 0) {
+    const TendonLength path = spatial_tendon_length(tendon_path(v, tendon), v.body_q, true);
+    out.length = path.value;
+    for (int side = 0; side < 4; ++side)
+      out.rate += dot(path.jac[side], body_twist(v.body_u, v.tendon_body[4 * tendon + side]));
+  }
+  for (int k = 0; k < 2; ++k) {
+    const int dof = v.tendon_dof[2 * tendon + k];
+    if (dof < 0) continue;
+    out.length += v.tendon_coef[2 * tendon + k] * v.qpos[dof_qpos_index(v, dof)];
+    out.rate += v.tendon_coef[2 * tendon + k] * v.dof_velocity[dof];
+  }
+  return out;
+}
+
 /// The force actuator `act` exerts at the current state, along its DOF or tendon (N or N m; a
 /// site actuator's: the scale of its wrench): an effort's gear * ctrl, clamped to its force
 /// range; a position servo's kp (s ctrl - q) - kv qdot and a velocity servo's kv (s ctrl -
@@ -78,12 +100,13 @@ AXION_HD Real actuator_force(const BatchView& v, int act) {
   if (type == static_cast<int32_t>(ActuatorType::kEffort)) return actuator_effort(v, act);
   Real q = 0, qdot = 0;
   const int tendon = v.actuator_tendon[act];
-  for (int k = 0; k < (tendon >= 0 ? 2 : 1); ++k) {
-    const int dof = tendon >= 0 ? v.tendon_dof[2 * tendon + k] : v.actuator_dof[act];
-    const Real coef = tendon >= 0 ? v.tendon_coef[2 * tendon + k] : Real(1);
-    if (dof < 0) continue;
-    q += coef * v.qpos[dof_qpos_index(v, dof)];
-    qdot += coef * v.dof_velocity[dof];
+  if (tendon >= 0) {
+    const TendonState state = tendon_state(v, tendon);
+    q = state.length;
+    qdot = state.rate;
+  } else {
+    q = v.qpos[dof_qpos_index(v, v.actuator_dof[act])];
+    qdot = v.dof_velocity[v.actuator_dof[act]];
   }
   const Real target = v.actuator_target_scale[act] * v.actuator_ctrl[act];
   const Real force = type == static_cast<int32_t>(ActuatorType::kPosition)
@@ -108,11 +131,26 @@ AXION_HD_OUTLINE void site_actuator_push(const BatchView& v, int act) {
   store3(v.body_jt + 6 * body + 3, load3(v.body_jt + 6 * body + 3) + torque);
 }
 
+// A spatial tendon's pull on its bodies: tau along its length, J^T tau with J at the step's
+// start pose (out of line on the host, as site_actuator_push).
+AXION_HD_OUTLINE void spatial_tendon_pull(const BatchView& v, int tendon, Real tau) {
+  const TendonLength path = spatial_tendon_length(tendon_path(v, tendon), v.body_q_prev, true);
+  for (int side = 0; side < 4; ++side) {
+    const int body = v.tendon_body[4 * tendon + side];
+    if (body < 0) continue;
+    for (int i = 0; i < 3; ++i) {
+      v.body_jt[6 * body + i] += tau * path.jac[side].lin[i];
+      v.body_jt[6 * body + 3 + i] += tau * path.jac[side].ang[i];
+    }
+  }
+}
+
 // Per world: actuators write the DOFs' efforts and servo drives (summed over a DOF's
 // actuators, each effort clamped to its force range), then efforts become body wrenches J^T tau
 // (equal and opposite on child and parent) accumulated in body_jt.
-// An actuator on a tendon pulls along its length: an effort tau puts coef_k tau on each of the
-// tendon's DOFs (the generalized force of L = sum coef_k q_k), and a servo's gains and targets
+// An actuator on a tendon pulls along its length: an effort tau puts coef_k tau on each of a
+// fixed tendon's DOFs (the generalized force of L = sum coef_k q_k), J^T tau on a spatial
+// tendon's bodies (spatial_tendon_pull), and a servo's gains and targets
 // go to the tendon's drive row (tendon_servo_*), as a joint servo's go to its DOF's. An actuator
 // on a site pushes its body alone, with its force times the site's wrench.
 AXION_HD void world_apply_actuators(const BatchView& v, int world) {
@@ -133,6 +171,8 @@ AXION_HD void world_apply_actuators(const BatchView& v, int world) {
         const Real tau = actuator_effort(v, act);
         if (tendon < 0) {
           v.dof_effort[dof] += tau;
+        } else if (v.tendon_path_count[tendon] > 0) {
+          spatial_tendon_pull(v, tendon, tau);
         } else {
           for (int k = 0; k < 2; ++k) {
             const int tendon_dof = v.tendon_dof[2 * tendon + k];

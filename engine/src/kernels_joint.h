@@ -3,6 +3,7 @@
 #pragma once
 
 #include "kernels_common.h"
+#include "kernels_tendon_path.h"
 
 namespace axion::kernels {
 
@@ -578,19 +579,20 @@ AXION_HD void joint_write_coordinates(const BatchView& v, int joint) {
   }
 }
 
-// ---- fixed tendons (TendonDesc) ------------------------------------------------------------
+// ---- tendons (TendonDesc) ------------------------------------------------------------------
 
-/// A tendon row's length L = sum_k coef_k q_k and its Jacobian J = sum_k coef_k J_k over the
-/// row's four sides: DOF k's blocks (its joint's child | parent) go to the side of the same body,
-/// the row's own bodies first (the first DOF's joint), then its second slot's (the second DOF's
-/// joint's bodies that are not already the row's; batch_storage.cc lays them out). `start`:
-/// at q- (the drive's and dry friction's Jacobian, fixed over the step), else at the iterate q+.
-struct TendonCoordinate {
-  Real value;
-  Vec6 jac[4];
-};
+/// A tendon row's length L and its Jacobian over the row's four sides. Fixed: L = sum_k coef_k
+/// q_k and J = sum_k coef_k J_k, DOF k's blocks (its joint's child | parent) on the side of the
+/// same body, the row's own bodies first (the first DOF's joint), then its second slot's (the
+/// second DOF's joint's bodies that are not already the row's; batch_storage.cc lays them out).
+/// Spatial: the path's (spatial_tendon_length), its sides the tendon's bodies (tendon_body).
+/// `start`: at q- (the drive's and dry friction's Jacobian, fixed over the step), else at the
+/// iterate q+.
+using TendonCoordinate = TendonLength;
 AXION_HD TendonCoordinate tendon_coordinate(const BatchView& v, int row, bool start) {
   const int tendon = v.row_joint[row];
+  if (v.tendon_path_count[tendon] > 0)
+    return spatial_tendon_length(tendon_path(v, tendon), start ? v.body_q_prev : v.body_q, true);
   TendonCoordinate t{0, {}};
   for (int k = 0; k < 2; ++k) {
     const int dof = v.tendon_dof[2 * tendon + k];
@@ -689,6 +691,8 @@ AXION_HD void tendon_drive_row(const BatchView& v, int row) {
   }
   // L at q+; the Jacobian at q- was stored when the step began (tendon_begin_step)
   Real length = 0;
+  if (v.tendon_path_count[tendon] > 0)
+    length = spatial_tendon_length(tendon_path(v, tendon), v.body_q, false).value;
   for (int i = 0; i < 2; ++i) {
     const int dof = v.tendon_dof[2 * tendon + i];
     if (dof >= 0) length += v.tendon_coef[2 * tendon + i] * v.dof_coord[dof];

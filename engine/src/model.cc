@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "collision/hull.h"
+#include "kernels_tendon_path.h"
 #include "model_internal.h"
 
 namespace axion {
@@ -49,6 +50,59 @@ absl::Status ValidatePose(const std::string& what, const char* field, Pose* pose
   if (!(n > Real(1e-9)))
     return Invalid(what, absl::StrCat(field, ".quat"), "is zero (not a rotation)");
   pose->quat = quat_normalized(pose->quat);
+  return absl::OkStatus();
+}
+
+// A spatial tendon's path (TendonDesc::path): MuJoCo's sequence rules, bodies that exist,
+// finite frames, positive radii and divisors, at most four bodies besides the world.
+absl::Status ValidateTendonPath(const ModelDesc& desc, const TendonDesc& tendon,
+                                const std::string& what) {
+  using Kind = TendonPathDesc::Kind;
+  const int count = static_cast<int>(tendon.path.size());
+  const int bodies = static_cast<int>(desc.bodies.size());
+  if (count < 2 || count > kMaxTendonPath)
+    return Invalid(what, "path",
+                   absl::StrCat("must hold 2 to ", kMaxTendonPath, " elements, has ", count));
+  auto kind = [&](int k) { return k < 0 || k >= count ? Kind::kPulley : tendon.path[k].kind; };
+  for (int k = 0; k < count; ++k) {
+    const TendonPathDesc& point = tendon.path[k];
+    const std::string field = absl::StrCat("path[", k, "]");
+    const bool wrap = point.kind == Kind::kSphere || point.kind == Kind::kCylinder;
+    if (point.kind != Kind::kSite && !wrap && point.kind != Kind::kPulley)
+      return Invalid(what, field, "has an unknown kind");
+    if ((k == 0 || k == count - 1) && point.kind != Kind::kSite)
+      return Invalid(what, field, "must be a site: a path starts and ends at sites");
+    if (wrap && (kind(k - 1) != Kind::kSite || kind(k + 1) != Kind::kSite))
+      return Invalid(what, field, "wraps around a shape, which must stand between two sites");
+    if (point.kind == Kind::kPulley) {
+      if (kind(k - 1) != Kind::kSite || kind(k + 1) != Kind::kSite)
+        return Invalid(what, field, "is a pulley, which must stand between two sites");
+      if (!Finite(point.divisor) || !(point.divisor > 0))
+        return Invalid(what, field, "divisor must be positive, got " + Fmt(point.divisor));
+      continue;
+    }
+    if (point.body < kWorldBody || point.body >= bodies)
+      return Invalid(what, field, absl::StrCat("refers to missing body ", point.body));
+    if (!Finite(point.pose.pos) || !Finite(point.pose.quat) ||
+        !(quat_norm(point.pose.quat) > Real(1e-9)))
+      return Invalid(what, field, "pose is not finite (or its quaternion is zero)");
+    if (wrap && (!Finite(point.radius) || !(point.radius > 0)))
+      return Invalid(what, field, "radius must be positive, got " + Fmt(point.radius));
+    if (wrap && point.has_side) {
+      if (point.side_body < kWorldBody || point.side_body >= bodies)
+        return Invalid(what, field,
+                       absl::StrCat("side site refers to missing body ", point.side_body));
+      if (!Finite(point.side_pos))
+        return Invalid(what, field, "side site is not finite: " + Fmt(point.side_pos));
+    }
+  }
+  const std::vector<int> moving = TendonPathBodies(tendon);
+  if (moving.size() > 4)
+    return Invalid(what, "path",
+                   absl::StrCat("moves with ", moving.size(),
+                                " bodies; a tendon's rows take at most four besides the world"));
+  if (moving.empty())
+    return Invalid(what, "path", "lies on the world alone: nothing can change its length");
   return absl::OkStatus();
 }
 
@@ -219,6 +273,10 @@ uint64_t Fingerprint(const Model& m) {
     h.Add(d.tendons.size());
     for (size_t t = 0; t < d.tendons.size(); ++t) {
       for (const TendonJointDesc& j : d.tendons[t].joints) h.Add(j.joint), h.Add(j.dof);
+      for (const TendonPathDesc& p : d.tendons[t].path) {
+        h.Add(p.kind), h.Add(p.body), h.Add(p.pose), h.Add(p.radius), h.Add(p.divisor);
+        h.Add(p.has_side), h.Add(p.side_body), h.Add(p.side_pos);
+      }
       for (RowKind kind : TendonRows(d, static_cast<int>(t))) h.Add(kind);
     }
     for (const ActuatorDesc& a : d.actuators) h.Add(a.tendon);
@@ -737,9 +795,15 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
   for (int t = 0; t < static_cast<int>(desc.tendons.size()); ++t) {
     const TendonDesc& tendon = desc.tendons[t];
     const std::string what = Describe("tendon", t, tendon.name);
-    if (tendon.joints.empty() || tendon.joints.size() > 2)
+    if (!tendon.path.empty()) {
+      if (!tendon.joints.empty())
+        return Invalid(what, "joints", "must be empty for a spatial tendon (one with a path)");
+      if (absl::Status path = ValidateTendonPath(desc, tendon, what); !path.ok()) return path;
+    } else if (tendon.joints.empty() || tendon.joints.size() > 2) {
       return Invalid(what, "joints",
-                     absl::StrCat("must hold one or two joints, has ", tendon.joints.size()));
+                     absl::StrCat("must hold one or two joints (or the tendon a path), has ",
+                                  tendon.joints.size()));
+    }
     for (size_t k = 0; k < tendon.joints.size(); ++k) {
       const TendonJointDesc& tj = tendon.joints[k];
       const std::string field = absl::StrCat("joints[", k, "]");
@@ -990,8 +1054,58 @@ std::vector<RowKind> TendonRows(const ModelDesc& desc, int tendon) {
   return rows;
 }
 
+std::vector<int> TendonPathBodies(const TendonDesc& tendon) {
+  std::vector<int> bodies;
+  for (const TendonPathDesc& point : tendon.path) {
+    if (point.kind == TendonPathDesc::Kind::kPulley || point.body < 0) continue;
+    if (std::find(bodies.begin(), bodies.end(), point.body) == bodies.end())
+      bodies.push_back(point.body);
+  }
+  return bodies;
+}
+
+TendonPathLayout LayTendonPath(const ModelDesc& desc, const TendonDesc& tendon) {
+  TendonPathLayout out;
+  const auto com = [&](int body) { return body < 0 ? Vec3{} : desc.bodies[body].com; };
+  for (const TendonPathDesc& point : tendon.path) {
+    out.kind.push_back(static_cast<int32_t>(point.kind));
+    out.body.push_back(point.body);
+    const Vec3 pos = point.pose.pos - com(point.body);
+    const Quat quat = quat_normalized(point.pose.quat);
+    out.pos.insert(out.pos.end(), {pos.x, pos.y, pos.z});
+    out.quat.insert(out.quat.end(), {quat.w, quat.x, quat.y, quat.z});
+    out.size.push_back(point.kind == TendonPathDesc::Kind::kPulley ? point.divisor : point.radius);
+    out.side_body.push_back(point.has_side ? point.side_body : -2);
+    const Vec3 side = point.has_side ? point.side_pos - com(point.side_body) : Vec3{};
+    out.side_pos.insert(out.side_pos.end(), {side.x, side.y, side.z});
+  }
+  const std::vector<int> bodies = TendonPathBodies(tendon);
+  for (size_t k = 0; k < bodies.size() && k < 4; ++k) out.sides[k] = bodies[k];
+  return out;
+}
+
 Real TendonSpringLength(const ModelDesc& desc, const TendonDesc& tendon) {
   if (tendon.spring_length) return *tendon.spring_length;
+  if (!tendon.path.empty()) {
+    // the path at the bodies' initial poses (centre of mass and rotation, as body_q holds them)
+    std::vector<Real> body_q;
+    for (const BodyDesc& body : desc.bodies) {
+      const Vec3 com = body.pose.pos + rotate(body.pose.quat, body.com);
+      const Quat quat = quat_normalized(body.pose.quat);
+      body_q.insert(body_q.end(), {com.x, com.y, com.z, quat.w, quat.x, quat.y, quat.z});
+    }
+    const TendonPathLayout path = LayTendonPath(desc, tendon);
+    const kernels::TendonPath view{static_cast<int>(tendon.path.size()),
+                                   path.kind.data(),
+                                   path.body.data(),
+                                   path.pos.data(),
+                                   path.quat.data(),
+                                   path.size.data(),
+                                   path.side_body.data(),
+                                   path.side_pos.data(),
+                                   path.sides.data()};
+    return kernels::spatial_tendon_length(view, body_q.data(), false).value;
+  }
   Real length = 0;
   for (const TendonJointDesc& j : tendon.joints) length += j.coef * desc.joints[j.joint].reference;
   return length;
@@ -1063,14 +1177,15 @@ absl::Status CheckSameStructure(const Model& current, const Model& next) {
   for (int t = 0; t < current.tendon_count(); ++t) {
     const TendonDesc& ta = a.tendons[t];
     const TendonDesc& tb = b.tendons[t];
-    bool same = ta.joints.size() == tb.joints.size() && TendonRows(a, t) == TendonRows(b, t);
+    bool same = ta.joints.size() == tb.joints.size() && TendonRows(a, t) == TendonRows(b, t) &&
+                TendonPathBodies(ta) == TendonPathBodies(tb) && ta.path.empty() == tb.path.empty();
     for (size_t k = 0; same && k < ta.joints.size(); ++k)
       same = ta.joints[k].joint == tb.joints[k].joint && ta.joints[k].dof == tb.joints[k].dof;
     if (!same)
       return absl::InvalidArgumentError(absl::StrCat(
           "tendon ", t, " ('", ta.name,
-          "') differs in its joints or rows (limits, a drive: a stiffness, damping or servo in "
-          "one only, friction loss)"));
+          "') differs in its joints, its path's bodies or its rows (limits, a drive: a "
+          "stiffness, damping or servo in one only, friction loss)"));
   }
   for (int k = 0; k < current.actuator_count(); ++k) {
     if (b.actuators[k].tendon != a.actuators[k].tendon)

@@ -48,7 +48,19 @@ Real JointConeLimit(const JointDesc& joint);
 // stiffness, a damping or a servo actuator on it), its dry friction. Each takes two slots.
 std::vector<RowKind> TendonRows(const ModelDesc& desc, int tendon);
 // The tendon's spring rest length: TendonDesc::spring_length, or its length with every joint
-// at its reference.
+// at its reference (a spatial tendon's at the bodies' initial poses).
 Real TendonSpringLength(const ModelDesc& desc, const TendonDesc& tendon);
+// A spatial tendon's path in the kernels' layout (kernels::TendonPath, one tendon's slice of
+// BatchView::tendon_path_*) with the model's body indices: sites and shapes in their body's
+// centre-of-mass frame, the bodies its Jacobian is on (its rows' sides) in order of first
+// appearance along the path, -1 past them.
+struct TendonPathLayout {
+  std::vector<int32_t> kind, body, side_body;
+  std::vector<Real> pos, quat, size, side_pos;
+  std::array<int32_t, 4> sides{-1, -1, -1, -1};
+};
+TendonPathLayout LayTendonPath(const ModelDesc& desc, const TendonDesc& tendon);
+// The distinct bodies (not the world) a spatial tendon's sites and wrapping shapes lie on.
+std::vector<int> TendonPathBodies(const TendonDesc& tendon);
 
 }  // namespace axion

@@ -516,6 +516,15 @@ absl::StatusOr<std::vector<Real>> Simulator::GetActuatorForces(WorldId world) co
   return ActuatorForces(*w, im.host);
 }
 
+absl::StatusOr<std::vector<Real>> Simulator::GetTendonStates(WorldId world) const {
+  Impl& im = *impl_;
+  absl::StatusOr<int> w = im.Find(world);
+  if (!w.ok()) return w.status();
+  absl::Status s = im.EnsureObservables();  // the bodies' poses and twists, joint coordinates
+  if (!s.ok()) return s;
+  return TendonStates(*w, im.host);
+}
+
 absl::Status Simulator::SetExternalForces(WorldId world, absl::Span<const Real> wrench) {
   Impl& im = *impl_;
   absl::StatusOr<int> w = im.Find(world);

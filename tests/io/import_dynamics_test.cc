@@ -2707,5 +2707,150 @@ TEST(SensorTest, ForceAndTorqueReadTheParentsPullAsMuJoCoDoes) {
   EXPECT_LT(worst, 0.1 * largest);
 }
 
+// Spatial tendons (tests/io/models/spatial_tendons.xml: straight paths, wraps around two
+// cylinders and a sphere with and without side sites, a side site inside its cylinder, a
+// pulley, over two hinges and a ball joint): at states the arm passes through under its motors,
+// written into MuJoCo's qpos and qvel, every tendon's length and rate is MuJoCo's ten_length
+// and ten_velocity (the rate checks the Jacobian along the velocity taken).
+TEST(SpatialTendonTest, LengthsAndRatesAreMuJoCosAtTheSameState) {
+  // without the tendons' limits, so that the arm reaches the states where each path wraps
+  std::ifstream in(kModels + "/spatial_tendons.xml");
+  std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  xml = absl::StrReplaceAll(xml, {{"limited=\"true\"", "limited=\"false\""}});
+  SideBySide run = LoadSideBySide(WriteTempModel("spatial_tendons_free.xml", xml));
+  ASSERT_TRUE(run.ok());
+  const mjModel* m = run.mujoco->m;
+  mjData* d = run.mujoco->d;
+  const ModelDesc& desc = run.imported.model;
+  ASSERT_EQ(static_cast<int>(desc.tendons.size()), m->ntendon);
+  for (int t = 0; t < m->ntendon; ++t) {
+    const TendonDesc& tendon = desc.tendons[t];
+    EXPECT_EQ(tendon.name, mj_id2name(m, mjOBJ_TENDON, t));
+    EXPECT_EQ(static_cast<int>(tendon.path.size()), m->tendon_num[t]);
+    EXPECT_EQ(tendon.stiffness, m->tendon_stiffness[t]);
+    EXPECT_EQ(tendon.limited, m->tendon_limited[t] != 0);
+  }
+  // the springs' rest lengths, at the initial poses, against MuJoCo's at qpos0
+  absl::StatusOr<std::vector<Real>> rest = run.w.sim->GetTendonStates(run.w.id);
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  mj_forward(m, d);
+  for (int t = 0; t < m->ntendon; ++t) {
+    EXPECT_NEAR((*rest)[2 * t], m->tendon_lengthspring[t], 1e-12) << desc.tendons[t].name;
+    EXPECT_NEAR((*rest)[2 * t], d->ten_length[t], 1e-12) << desc.tendons[t].name;
+  }
+  double worst_length = 0, worst_rate = 0, swing = 0;
+  std::vector<int> wrapped(m->ntendon, 0);
+  std::mt19937 random(7);
+  std::uniform_real_distribution<double> control(-1, 1);
+  for (int step = 1; step <= 1500; ++step) {
+    if (step % 100 == 1) {
+      std::vector<Real> ctrl(m->nu);
+      for (int i = 0; i < m->nu; ++i) ctrl[i] = m->actuator_ctrlrange[2 * i + 1] * control(random);
+      ctrl[3] = 0.25 * control(random);  // the servo's target length
+      ASSERT_TRUE(run.w.sim->SetControls(run.w.id, ctrl).ok());
+    }
+    ASSERT_TRUE(run.w.sim->StepAll(1).ok());
+    if (step % 10 != 0) continue;
+    // the bodies placed by their joints (a step's end velocities meet the joints' velocity
+    // constraints at its start configuration, which leaves the bodies' relative twists
+    // O(h w^2) off the joints' axes; MuJoCo's qvel has no such part)
+    const JointState joints = *run.w.sim->GetJointState(run.w.id);
+    ASSERT_TRUE(run.w.sim->SetJointState(run.w.id, joints).ok());
+    const BodyState bodies = *run.w.sim->GetBodyState(run.w.id);
+    absl::StatusOr<FileCoordinates> state =
+        FileJointCoordinates(run.imported, *run.w.model, bodies, joints);
+    ASSERT_TRUE(state.ok()) << state.status();
+    for (int i = 0; i < m->nq; ++i) d->qpos[i] = state->position[i];
+    for (int i = 0; i < m->nv; ++i) d->qvel[i] = state->velocity[i];
+    swing = std::max({swing, std::abs(d->qpos[0]), std::abs(d->qpos[1])});
+    mj_forward(m, d);
+    absl::StatusOr<std::vector<Real>> tendons = run.w.sim->GetTendonStates(run.w.id);
+    ASSERT_TRUE(tendons.ok()) << tendons.status();
+    for (int t = 0; t < m->ntendon; ++t) {
+      EXPECT_NEAR((*tendons)[2 * t], d->ten_length[t], 1e-10)
+          << desc.tendons[t].name << " at step " << step;
+      EXPECT_NEAR((*tendons)[2 * t + 1], d->ten_velocity[t], 1e-9)
+          << desc.tendons[t].name << " at step " << step;
+      worst_length = std::max(worst_length, std::abs((*tendons)[2 * t] - d->ten_length[t]));
+      worst_rate = std::max(worst_rate, std::abs((*tendons)[2 * t + 1] - d->ten_velocity[t]));
+      // MuJoCo's path points of the tendon: more than its sites where it wraps
+      int sites = 0;
+      for (int k = 0; k < m->tendon_num[t]; ++k)
+        sites += m->wrap_type[m->tendon_adr[t] + k] == mjWRAP_SITE;
+      if (d->ten_wrapnum[t] > sites + (desc.tendons[t].name == "pulley" ? 1 : 0)) ++wrapped[t];
+    }
+  }
+  std::printf(
+      "spatial tendons: largest differences from MuJoCo's %.2e m (length), %.2e m/s (rate)"
+      ", arm swung to %.2f rad; states wrapped per tendon:",
+      worst_length, worst_rate, swing);
+  for (int t = 0; t < m->ntendon; ++t) std::printf(" %d", wrapped[t]);
+  std::printf(" of 150\n");
+  EXPECT_GT(swing, 0.5);
+  // each wrapping tendon wrapped at some of the states, and left its shape at others
+  for (const char* name : {"shoulder_flexor", "shoulder_extensor", "biarticular", "inside",
+                           "wrist_flexor", "wrist_extensor"}) {
+    const int t = mj_name2id(m, mjOBJ_TENDON, name);
+    EXPECT_GT(wrapped[t], 0) << name;
+  }
+}
+
+// The same file under its motors and servo for 1.5 s (limits on two tendons, springs on two):
+// the arm's joints follow MuJoCo's, and a tendon limit met holds its bound (MuJoCo's soft limit
+// gives way by a little).
+TEST(SpatialTendonTest, ArmMovesUnderItsTendonsLikeMuJoCo) {
+  SideBySide run = LoadSideBySide(kModels + "/spatial_tendons.xml");
+  ASSERT_TRUE(run.ok());
+  const mjModel* m = run.mujoco->m;
+  mjData* d = run.mujoco->d;
+  const std::vector<Real> ctrl = {4, 1, 2, 0.35, 0.3};
+  ASSERT_TRUE(run.w.sim->SetControls(run.w.id, ctrl).ok());
+  for (int i = 0; i < m->nu; ++i) d->ctrl[i] = ctrl[i];
+  const int straight = mj_name2id(m, mjOBJ_TENDON, "straight");
+  const int pulley = mj_name2id(m, mjOBJ_TENDON, "pulley");
+  double hinge = 0, wrist = 0, swing = 0, wrist_turn = 0;
+  double shortest[2] = {1e9, 1e9}, mujoco_shortest[2] = {1e9, 1e9};
+  double longest[2] = {0, 0}, mujoco_longest[2] = {0, 0};
+  for (int step = 1; step <= 750; ++step) {
+    absl::StatusOr<FileCoordinates> state = StepBoth(run);
+    ASSERT_TRUE(state.ok()) << state.status();
+    for (int i = 0; i < 2; ++i) {
+      hinge = std::max(hinge, std::abs(state->position[i] - d->qpos[i]));
+      swing = std::max(swing, std::abs(state->position[i]));
+    }
+    // the wrist's relative turn between the engines (quaternions at qpos[2..5])
+    double dot_product = 0;
+    for (int k = 0; k < 4; ++k) dot_product += state->position[2 + k] * d->qpos[2 + k];
+    wrist = std::max(wrist, 2 * std::acos(std::min(1.0, std::abs(dot_product))));
+    wrist_turn = std::max(wrist_turn, 2 * std::acos(std::min(1.0, std::abs(d->qpos[2]))));
+    absl::StatusOr<std::vector<Real>> tendons = run.w.sim->GetTendonStates(run.w.id);
+    ASSERT_TRUE(tendons.ok());
+    const int limited[2] = {straight, pulley};
+    for (int k = 0; k < 2; ++k) {
+      shortest[k] = std::min(shortest[k], static_cast<double>((*tendons)[2 * limited[k]]));
+      longest[k] = std::max(longest[k], static_cast<double>((*tendons)[2 * limited[k]]));
+      mujoco_shortest[k] = std::min(mujoco_shortest[k], d->ten_length[limited[k]]);
+      mujoco_longest[k] = std::max(mujoco_longest[k], d->ten_length[limited[k]]);
+    }
+  }
+  std::printf(
+      "spatial tendon arm: largest differences from MuJoCo %.4f rad (hinges, swung to "
+      "%.2f), %.4f rad (wrist, turned %.2f); straight %.5f-%.5f (MuJoCo %.5f-%.5f, range "
+      "0.395-0.5), pulley %.5f-%.5f (MuJoCo %.5f-%.5f, range 0.735-1.2)\n",
+      hinge, swing, wrist, wrist_turn, shortest[0], longest[0], mujoco_shortest[0],
+      mujoco_longest[0], shortest[1], longest[1], mujoco_shortest[1], mujoco_longest[1]);
+  EXPECT_GT(swing, 1.5);
+  EXPECT_LT(hinge, 0.06);  // first order in the step: the integrators and MuJoCo's soft limits
+  EXPECT_LT(wrist, 0.08);
+  // both limits met: Axion holds them, MuJoCo's soft ones give way by a little
+  EXPECT_NEAR(shortest[0], 0.395, 1e-6);
+  EXPECT_NEAR(shortest[1], 0.735, 1e-6);
+  EXPECT_LT(mujoco_shortest[0], 0.395 - 1e-5);
+  EXPECT_LT(mujoco_shortest[1], 0.735 - 1e-5);
+  absl::StatusOr<WorldStats> stats = run.w.sim->GetStats(run.w.id);
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->flags & (kWorldNonFinite | kWorldNotConverged), 0u);
+}
+
 }  // namespace
 }  // namespace axion

@@ -1215,9 +1215,10 @@ TEST(MjcfActuatorTest, PositionAndVelocityServos) {
   EXPECT_NE(reversed.status().message().find("forcerange"), std::string::npos) << reversed.status();
 }
 
-// Fixed tendons load with their joints, defaults and actuators (their dynamics against MuJoCo's:
-// import_dynamics_test, TendonTest). What is not supported is named and skipped, actuators on
-// it too: spatial tendons, fixed ones over more than two joints. A tendon without limits,
+// Fixed and spatial tendons load with their joints or paths, defaults and actuators (their
+// dynamics against MuJoCo's: import_dynamics_test, TendonTest and SpatialTendonTest). What is
+// not supported is named and skipped, actuators on it too: fixed tendons over more than two
+// joints. A tendon without limits,
 // spring, friction or actuator (OpenAI Gym's humanoid's hip-knee tendons) loads and adds no row.
 // Bad references are errors naming the element and attribute.
 TEST(MjcfTendonTest, FixedTendonsLoadAndTheRestIsNamed) {
@@ -1225,9 +1226,9 @@ TEST(MjcfTendonTest, FixedTendonsLoadAndTheRestIsNamed) {
 <mujoco><compiler autolimits="true"/>
   <default><tendon stiffness="3"/></default>
   <worldbody>
-    <body name="a"><joint name="h1" axis="0 1 0"/><geom size="0.1"/><site name="s1"/>
+    <body name="a"><joint name="h1" axis="0 1 0"/><geom name="g" size="0.1"/><site name="s1"/>
       <body name="b" pos="0 0 -0.3"><joint name="h2" axis="0 1 0"/><geom size="0.1"/>
-        <site name="s2"/>
+        <geom name="bx" type="box" size="0.05 0.05 0.05"/><site name="s2"/>
         <body name="c" pos="0 0 -0.3"><joint name="ball" type="ball"/><geom size="0.1"/></body>
       </body>
     </body>
@@ -1250,7 +1251,7 @@ TEST(MjcfTendonTest, FixedTendonsLoadAndTheRestIsNamed) {
     <position name="three_servo" tendon="three" kp="5"/>)");
   ASSERT_TRUE(r.ok()) << r.status();
   const ModelDesc& d = r->model;
-  ASSERT_EQ(d.tendons.size(), 2u);
+  ASSERT_EQ(d.tendons.size(), 3u);
   const TendonDesc& knee = d.tendons[0];
   EXPECT_EQ(knee.name, "knee");
   ASSERT_EQ(knee.joints.size(), 2u);
@@ -1264,12 +1265,21 @@ TEST(MjcfTendonTest, FixedTendonsLoadAndTheRestIsNamed) {
   EXPECT_EQ(*knee.spring_length, 0);          // at the joints' springref
   ASSERT_EQ(d.tendons[1].joints.size(), 1u);  // one coordinate named twice: the coefs add
   EXPECT_EQ(d.tendons[1].joints[0].coef, 1.5);
-  ASSERT_EQ(d.actuators.size(), 1u);
+  const TendonDesc& cable = d.tendons[2];  // site s1 on body a to site s2 on body b
+  EXPECT_EQ(cable.name, "cable");
+  EXPECT_TRUE(cable.joints.empty());
+  ASSERT_EQ(cable.path.size(), 2u);
+  EXPECT_EQ(cable.path[0].kind, TendonPathDesc::Kind::kSite);
+  EXPECT_EQ(cable.path[0].body, 0);
+  EXPECT_EQ(cable.path[1].body, 1);
+  EXPECT_EQ(cable.stiffness, 3);
+  EXPECT_FALSE(cable.spring_length.has_value());  // the path's length at the initial poses
+  ASSERT_EQ(d.actuators.size(), 2u);
   EXPECT_EQ(d.actuators[0].tendon, 0);
   EXPECT_EQ(d.actuators[0].gear, 3);
-  EXPECT_TRUE(HasWarning(*r, "element <spatial> in <tendon> is not supported"));
+  EXPECT_EQ(d.actuators[1].tendon, 2);
+  EXPECT_FALSE(HasWarning(*r, "<spatial>"));
   EXPECT_TRUE(HasWarning(*r, "fixed 'three': fixed tendons over more than two joints"));
-  EXPECT_TRUE(HasWarning(*r, "drives tendon 'cable', which is not supported"));
   EXPECT_TRUE(HasWarning(*r, "drives tendon 'three', which is not supported"));
   ASSERT_TRUE(Model::Compile(d).ok());
 
@@ -1297,6 +1307,26 @@ TEST(MjcfTendonTest, FixedTendonsLoadAndTheRestIsNamed) {
   fails(R"(<fixed name="t"><joint joint="h1"/></fixed>)", "", "'coef' is required");
   fails(R"(<fixed name="t"/>)", "", "at least one <joint>");
   fails(R"(<fixed name="t"><site site="s1"/></fixed>)", "", "only <joint> elements");
+  // spatial paths: MuJoCo's sequence rules and references, with the element's line
+  fails(R"(<spatial name="t"><site site="s1"/><site site="s9"/></spatial>)", "",
+        "unknown site 's9'");
+  fails(R"(<spatial name="t"><site site="s1"/></spatial>)", "", "at least two sites");
+  fails(R"(<spatial name="t"><site site="s1"/><geom geom="g"/></spatial>)", "",
+        "starts and ends at a <site>");
+  fails(R"(<spatial name="t"><site site="s1"/><pulley divisor="2"/><geom geom="g"/>
+           <site site="s2"/></spatial>)",
+        "", "must stand between two <site> elements");
+  fails(R"(<spatial name="t"><site site="s1"/><pulley/><site site="s2"/></spatial>)", "",
+        "'divisor' is required");
+  fails(R"(<spatial name="t"><site site="s1"/><joint joint="h1"/><site site="s2"/></spatial>)", "",
+        "only <site>, <geom> and <pulley>");
+  fails(R"(<spatial name="t"><site site="s1"/><geom geom="nope"/><site site="s2"/></spatial>)", "",
+        "unknown geom 'nope'");
+  fails(R"(<spatial name="t"><site site="s1"/><geom geom="g" sidesite="x"/><site site="s2"/>
+           </spatial>)",
+        "", "unknown site 'x'");
+  fails(R"(<spatial name="t"><site site="s1"/><geom geom="bx"/><site site="s2"/></spatial>)", "",
+        "wraps only around spheres and cylinders");
   fails(R"(<fixed name="t" stiffness="-1"><joint joint="h1" coef="1"/></fixed>)", "", "stiffness");
   fails(R"(<fixed name="t"><joint joint="h1" coef="1"/></fixed>)",
         R"(<motor joint="h1" tendon="t"/>)", "one transmission");

@@ -217,28 +217,62 @@ struct JointCouplingDesc {
   Real compliance = 0;  // m/N or rad/(N m); 0 = rigid
 };
 
-// A fixed tendon (MJCF <tendon><fixed>): a length that is a linear combination of one or two
-// scalar joint coordinates, L = coef_0 q_0 + coef_1 q_1 (q as JointState::position gives
-// them), with what MuJoCo puts on it: limits on L, a spring-damper pulling L to spring_length,
-// dry friction along it, and actuators (ActuatorDesc::tendon). Each is one constraint row on
-// the bodies of both joints (up to four), so the load it carries is shared by both: a
-// hip-knee tendon on a leg, a gripper's two fingers closing together. Tendons over more than
-// two joints are not supported. The rows are at position level (the limit on L(q+)) whatever
-// SolverOptions::joint_formulation says.
+// A tendon: a length L with what MuJoCo puts on it: limits on L, a spring-damper pulling L to
+// spring_length, dry friction along it, and actuators (ActuatorDesc::tendon). Each is one
+// constraint row on the bodies L depends on (up to four), so the load it carries is shared by
+// them all. The rows are at position level (the limit on L(q+)) whatever
+// SolverOptions::joint_formulation says. L is one of:
+// * fixed (MJCF <tendon><fixed>, `joints`): a linear combination of one or two scalar joint
+//   coordinates, L = coef_0 q_0 + coef_1 q_1 (q as JointState::position gives them): a
+//   hip-knee tendon on a leg, a gripper's two fingers closing together. Tendons over more
+//   than two joints are not supported.
+// * spatial (MJCF <tendon><spatial>, `path`): the length of a path through points fixed in
+//   bodies (sites), wrapping around spheres and cylinders on the way and split by pulleys,
+//   computed as MuJoCo computes it (TendonPathDesc): a muscle's line of action, a cable over a
+//   pulley. Its Jacobian takes each straight piece's direction at its two ends, a wrap's two
+//   tangent points moving with the wrapping body (the arc between them lies on one body, and
+//   the tangent points slide only to second order in the length). The path's sites and
+//   wrapping shapes may lie on at most four bodies besides the world.
 struct TendonJointDesc {
   int joint = 0;
   int dof = 0;  // DOF within the joint
   Real coef = 1;
 };
+// One element of a spatial tendon's path, in order (MuJoCo's rules): the path starts and ends
+// at a site; a sphere or cylinder stands between two sites and the path between them wraps
+// around it where the straight line would pass through it (or, with a side site, on the side
+// the side site is, MuJoCo's sidesite); a pulley starts a new branch (between two sites), whose
+// pieces count 1 / divisor in L.
+struct TendonPathDesc {
+  enum class Kind : int32_t { kSite = 0, kSphere = 1, kCylinder = 2, kPulley = 3 };
+  Kind kind = Kind::kSite;
+  int body = kWorldBody;  // the body the site or wrapping shape moves with (a site may be fixed in
+                          // the world)
+  // A site's position, or the wrapping shape's centre and axes (a cylinder's axis along local
+  // z), in the body's frame (the world's for kWorldBody); unused for a pulley.
+  Pose pose;
+  Real radius = 0;   // kSphere, kCylinder: > 0
+  Real divisor = 1;  // kPulley: > 0
+  // A wrapping shape's side site (MJCF sidesite): the side of the shape the path passes; inside
+  // the shape, the path wraps against the inside of its circle as MuJoCo's does.
+  bool has_side = false;
+  int side_body = kWorldBody;
+  Vec3 side_pos;  // in side_body's frame
+};
+// At most this many elements in a spatial tendon's path.
+inline constexpr int kMaxTendonPath = 16;
 struct TendonDesc {
   std::string name;
-  std::vector<TendonJointDesc> joints;  // one or two scalar DOFs (not a ball's or free joint's)
+  std::vector<TendonJointDesc> joints;  // fixed: one or two scalar DOFs (not a ball's or free
+                                        // joint's); empty for a spatial tendon
+  std::vector<TendonPathDesc> path;     // spatial: the path (empty for a fixed tendon)
   bool limited = false;
   Real lower = 0, upper = 0;  // length limits where limited, lower < upper
   Real stiffness = 0;         // N/m or N m/rad along L, >= 0
   Real damping = 0;           // N s/m or N m s/rad, >= 0
   // The spring's rest length; unset: the tendon's length with every joint at its reference
-  // (MuJoCo's springlength default, its length at qpos0).
+  // (MuJoCo's springlength default, its length at qpos0; a spatial tendon's at the bodies'
+  // initial poses).
   std::optional<Real> spring_length;
   Real friction_loss = 0;  // N or N m, >= 0
 };

@@ -168,6 +168,10 @@ class Simulator {
   // and rate GetJointState gives. After a step: the force applied over it (servos are solved
   // at the step's end state), for torque and energy terms of rewards.
   absl::StatusOr<std::vector<Real>> GetActuatorForces(WorldId world) const;
+  // Each tendon's length and its rate at the world's state (tendon_count x 2: L, dL/dt; m and
+  // m/s, or rad and rad/s for a fixed tendon over hinges): MuJoCo's ten_length and
+  // ten_velocity.
+  absl::StatusOr<std::vector<Real>> GetTendonStates(WorldId world) const;
   // External force and torque on each body's centre of mass, world frame (body_count x 6: force
   // then torque); kept until changed.
   absl::Status SetExternalForces(WorldId world, absl::Span<const Real> wrench);

@@ -130,6 +130,9 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
         {"fixed",
          {"name", "class", "limited", "range", "stiffness", "damping", "springlength",
           "frictionloss"}},
+        {"spatial",
+         {"name", "class", "limited", "range", "stiffness", "damping", "springlength",
+          "frictionloss"}},
         // a site's type and size draw it and bound a touch sensor's zone
         {"site",
          {"name", "class", "type", "size", "fromto", "pos", "quat", "axisangle", "euler", "xyaxes",
@@ -405,6 +408,11 @@ class MjcfLoader {
   absl::Status ParseActuators(const XMLElement* e);
   absl::Status ParseEquality(const XMLElement* e);
   absl::Status ParseTendons(const XMLElement* e);
+  // A <spatial> tendon's path: its <site>, <geom> and <pulley> children resolved to Axion's
+  // bodies; *skip says why the tendon cannot be made (a site on a mocap body, more than four
+  // bodies) where it cannot.
+  absl::Status SpatialPath(const XMLElement* e, std::vector<TendonPathDesc>* path,
+                           std::string* skip);
   absl::Status ParseSensors(const XMLElement* e);
   // A frame sensor's object or reference: `type` body, xbody, geom or site named `name`.
   absl::StatusOr<ImportResult::SensorFrame> SensorObject(const Elem& e, const char* type_key,
@@ -471,7 +479,8 @@ class MjcfLoader {
   std::vector<const XMLElement*> keyframe_sections_;
   std::vector<const XMLElement*> tendon_sections_;
   std::map<std::string, int> tendon_target_;       // MJCF tendon -> TendonDesc index
-  std::set<std::string> skipped_tendons_;          // tendons not created (spatial, > 2 joints)
+  std::set<std::string> skipped_tendons_;          // tendons not created (> 2 joints, ...)
+  std::set<std::string> spatial_tendons_;          // spatial tendons made
   std::set<std::pair<int, int>> excluded_bodies_;  // <contact><exclude>: MJCF bodies (-1 world)
 
   ImportResult result_;
@@ -491,6 +500,7 @@ class MjcfLoader {
     Real gear = 1;    // gear[0] (a site's: 1, its gears are a wrench)
     std::vector<std::pair<std::string, Real>> joints;  // its length: sum of coef qpos
     bool on_site = false;
+    bool on_spatial_tendon = false;
   };
   std::map<std::string, FileActuator> file_actuators_;
   std::map<std::string, std::vector<std::pair<std::string, Real>>> fixed_tendon_joints_;
@@ -1759,15 +1769,17 @@ absl::Status MjcfLoader::ParseTendons(const XMLElement* section) {
     const std::string tag = c->Name();
     const char* name_attr = c->Attribute("name");
     const std::string name = name_attr ? name_attr : "";
-    if (tag != "fixed") {
+    if (tag != "fixed" && tag != "spatial") {
       WarnElement(c, "tendon", "is not supported and was ignored (no tendon created)");
       if (!name.empty()) skipped_tendons_.insert(name);
       continue;
     }
     if (const char* explicit_class = c->Attribute("class")) {
       if (!classes_.count(explicit_class)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            Where(c), ": fixed: attribute 'class': unknown default class '", explicit_class, "'"));
+        return absl::InvalidArgumentError(absl::StrCat(Where(c), ": ", tag,
+                                                       ": attribute 'class': unknown default "
+                                                       "class '",
+                                                       explicit_class, "'"));
       }
     }
     Elem e = Resolve(c, "main");
@@ -1777,7 +1789,19 @@ absl::Status MjcfLoader::ParseTendons(const XMLElement* section) {
     Real rest_at_springref = 0;
     std::vector<std::pair<std::string, Real>> file_joints;  // for tendon sensors
     std::vector<const XMLElement*> joints;
-    AXION_IO_RETURN_IF_ERROR(Children(c, &joints, 0));
+    if (tag == "spatial") {
+      std::string skip;
+      AXION_IO_RETURN_IF_ERROR(SpatialPath(c, &tendon.path, &skip));
+      if (!skip.empty()) {
+        warnings_.Add(absl::StrCat("tendon-spatial:", e.Describe()),
+                      absl::StrCat(e.Describe(), ": ", skip, "; skipped"));
+        if (!e.name.empty()) skipped_tendons_.insert(e.name);
+        continue;
+      }
+      if (!e.name.empty()) spatial_tendons_.insert(e.name);
+    } else {
+      AXION_IO_RETURN_IF_ERROR(Children(c, &joints, 0));
+    }
     for (const XMLElement* j : joints) {
       if (std::string(j->Name()) != "joint") {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -1823,8 +1847,9 @@ absl::Status MjcfLoader::ParseTendons(const XMLElement* section) {
         }
       }
     }
-    if (tendon.joints.empty()) return e.Error("", "a fixed tendon needs at least one <joint>");
-    if (!e.name.empty()) fixed_tendon_joints_[e.name] = file_joints;
+    if (tendon.joints.empty() && tendon.path.empty())
+      return e.Error("", "a fixed tendon needs at least one <joint>");
+    if (!e.name.empty() && tendon.path.empty()) fixed_tendon_joints_[e.name] = file_joints;
     if (tendon.joints.size() > 2) {
       warnings_.Add(absl::StrCat("tendon-joints:", e.Describe()),
                     absl::StrCat(e.Describe(),
@@ -1860,9 +1885,134 @@ absl::Status MjcfLoader::ParseTendons(const XMLElement* section) {
     // its springref (MuJoCo 2.2's qpos_spring)
     const bool at_springref = spring[0] == -1 && (spring.size() == 1 || spring[1] == -1);
     tendon.spring_length = at_springref ? rest_at_springref : rest;
+    // a spatial tendon's: its path's length at the initial poses (the engine's default; the
+    // file's joints at their springref, where that is not their ref, would bend it elsewhere)
+    if (!tendon.path.empty() && at_springref) {
+      tendon.spring_length.reset();
+      bool springref_moved = false;
+      for (const MjBody& body : bodies_) {
+        for (const MjJoint& joint : body.joints) springref_moved |= joint.springref != joint.ref;
+      }
+      if (springref_moved && tendon.stiffness > 0) {
+        warnings_.Add(absl::StrCat("tendon-springref:", e.Describe()),
+                      absl::StrCat(e.Describe(),
+                                   ": the spring rests at the path's length in the initial "
+                                   "configuration, not with the joints at their springref (give "
+                                   "springlength to set it)"));
+      }
+    }
     if (!e.name.empty()) tendon_target_[e.name] = static_cast<int>(result_.model.tendons.size());
     result_.model.tendons.push_back(std::move(tendon));
   }
+  return absl::OkStatus();
+}
+
+absl::Status MjcfLoader::SpatialPath(const XMLElement* c, std::vector<TendonPathDesc>* path,
+                                     std::string* skip) {
+  using Kind = TendonPathDesc::Kind;
+  std::vector<const XMLElement*> children;
+  AXION_IO_RETURN_IF_ERROR(Children(c, &children, 0));
+  const auto error = [&](const XMLElement* x, const std::string& problem) {
+    return absl::InvalidArgumentError(absl::StrCat(Where(x), ": ", x->Name(), ": ", problem));
+  };
+  // a site by name: its Axion body and frame
+  const auto site = [&](const XMLElement* x, const char* attribute,
+                        const ImportResult::SourceBody** out) -> absl::Status {
+    const char* name = x->Attribute(attribute);
+    if (!name) return error(x, absl::StrCat("attribute '", attribute, "' is required"));
+    for (const ImportResult::SourceBody& s : result_.source_sites) {
+      if (s.name == name) {
+        *out = &s;
+        if (s.mocap >= 0 && skip->empty())
+          *skip = absl::StrCat("its site '", name,
+                               "' is on a mocap body, which tendons do not "
+                               "pass");
+        return absl::OkStatus();
+      }
+    }
+    return error(x, absl::StrCat("attribute '", attribute, "': unknown site '", name, "'"));
+  };
+  for (const XMLElement* x : children) {
+    const std::string tag = x->Name();
+    TendonPathDesc point;
+    if (tag == "site") {
+      const ImportResult::SourceBody* s = nullptr;
+      AXION_IO_RETURN_IF_ERROR(site(x, "site", &s));
+      point.kind = Kind::kSite;
+      point.body = s->body;
+      point.pose = s->offset;
+    } else if (tag == "geom") {
+      const char* name = x->Attribute("geom");
+      if (!name) return error(x, "attribute 'geom' is required");
+      // the geom on its Axion body (as a sensor's frame on a geom)
+      const MjGeom* found = nullptr;
+      int file_body = -1;
+      for (const MjGeom& g : world_geoms_) {
+        if (g.name == name) found = &g;
+      }
+      for (size_t b = 0; !found && b < bodies_.size(); ++b) {
+        for (const MjGeom& g : bodies_[b].geoms) {
+          if (g.name == name) found = &g, file_body = static_cast<int>(b);
+        }
+      }
+      if (!found) return error(x, absl::StrCat("attribute 'geom': unknown geom '", name, "'"));
+      if (found->type != ShapeType::kSphere && found->type != ShapeType::kCylinder)
+        return error(
+            x, absl::StrCat("geom '", name, "': a tendon wraps only around spheres and cylinders"));
+      point.kind = found->type == ShapeType::kSphere ? Kind::kSphere : Kind::kCylinder;
+      point.radius = found->size.x;
+      if (file_body >= 0) {
+        point.body = axion_body_[file_body];
+        point.pose = io::ComposePose(offset_[file_body], found->pose);
+        if (mocap_of_[file_body] >= 0 && skip->empty())
+          *skip = absl::StrCat("its geom '", name,
+                               "' is on a mocap body, which tendons do not "
+                               "pass");
+      } else {
+        point.pose = found->pose;
+      }
+      if (x->Attribute("sidesite")) {
+        const ImportResult::SourceBody* s = nullptr;
+        AXION_IO_RETURN_IF_ERROR(site(x, "sidesite", &s));
+        point.has_side = true;
+        point.side_body = s->body;
+        point.side_pos = s->offset.pos;
+      }
+    } else if (tag == "pulley") {
+      double divisor = 0;
+      if (x->QueryDoubleAttribute("divisor", &divisor) != tinyxml2::XML_SUCCESS || !(divisor > 0))
+        return error(x, "attribute 'divisor' is required (a positive number)");
+      point.kind = Kind::kPulley;
+      point.divisor = Real(divisor);
+    } else {
+      return error(x, "only <site>, <geom> and <pulley> belong in a spatial tendon");
+    }
+    path->push_back(point);
+  }
+  // MuJoCo's rules for the sequence, with the elements' lines
+  const int count = static_cast<int>(path->size());
+  const auto kind = [&](int k) { return k < 0 || k >= count ? Kind::kPulley : (*path)[k].kind; };
+  if (count < 2)
+    return absl::InvalidArgumentError(
+        absl::StrCat(Where(c), ": spatial: a tendon's path needs at least two sites"));
+  for (int k = 0; k < count; ++k) {
+    const Kind here = (*path)[k].kind;
+    if ((k == 0 || k == count - 1) && here != Kind::kSite)
+      return error(children[k], "a spatial tendon starts and ends at a <site>");
+    if (here != Kind::kSite && (kind(k - 1) != Kind::kSite || kind(k + 1) != Kind::kSite))
+      return error(children[k], "must stand between two <site> elements");
+  }
+  if (count > kMaxTendonPath && skip->empty())
+    *skip = absl::StrCat("its path has ", count, " elements, more than the ", kMaxTendonPath,
+                         " supported");
+  std::set<int> bodies;
+  for (const TendonPathDesc& point : *path) {
+    if (point.kind != Kind::kPulley && point.body >= 0) bodies.insert(point.body);
+  }
+  if (bodies.size() > 4 && skip->empty())
+    *skip = absl::StrCat("its path moves with ", bodies.size(),
+                         " bodies; tendons over more than four are not supported");
+  if (bodies.empty() && skip->empty()) *skip = "its path lies on the world alone";
   return absl::OkStatus();
 }
 
@@ -2211,6 +2361,7 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
       file.target = actuator_target_.back();
       file.gear = g;
       file.on_site = on_site;
+      file.on_spatial_tendon = e.own.count("tendon") && spatial_tendons_.count(e.Str("tendon"));
       if (e.own.count("joint")) {
         file.joints = {{e.Str("joint"), g}};
       } else if (e.own.count("tendon")) {
@@ -2372,6 +2523,11 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
         const std::string tendon = e.Str("tendon");
         auto fixed = fixed_tendon_joints_.find(tendon);
         if (fixed == fixed_tendon_joints_.end()) {
+          if (spatial_tendons_.count(tendon)) {
+            skip(absl::StrCat("the length and velocity of spatial tendon '", tendon,
+                              "' are not read by sensors yet"));
+            continue;
+          }
           if (skipped_tendons_.count(tendon)) {
             skip(absl::StrCat("tendon '", tendon, "' is not supported (see its warning)"));
             continue;
@@ -2401,8 +2557,9 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
           sensor.actuator = file.target;
           sensor.scale = 1 / file.gear;
         } else {
-          if (file.on_site) {
-            skip(absl::StrCat("the length and velocity of site actuator '", name,
+          if (file.on_site || file.on_spatial_tendon) {
+            skip(absl::StrCat("the length and velocity of ",
+                              file.on_site ? "site actuator '" : "spatial tendon actuator '", name,
                               "' are not supported"));
             continue;
           }
