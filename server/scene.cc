@@ -417,6 +417,7 @@ void SensorsToProto(const ImportResult& file, v1::SourceMap* source) {
     for (int b : sensor.bodies) out->add_bodies(b);
     for (Real i : sensor.inertia) out->add_inertia(i);
     for (int k : sensor.shapes) out->add_shapes(k);
+    if (sensor.tendon >= 0) out->mutable_tendon()->set_value(sensor.tendon);
   }
 }
 
@@ -456,6 +457,7 @@ absl::Status SensorsFromProto(const v1::SourceMap& source, ImportResult* file) {
     sensor.bodies.assign(in.bodies().begin(), in.bodies().end());
     sensor.inertia.assign(in.inertia().begin(), in.inertia().end());
     sensor.shapes.assign(in.shapes().begin(), in.shapes().end());
+    sensor.tendon = in.has_tendon() ? in.tendon().value() : -1;
     count += sensor.dim;
     file->source_sensors.push_back(std::move(sensor));
   }
@@ -566,6 +568,21 @@ absl::StatusOr<ModelDesc> ModelDescFromProto(const v1::ModelDescription& proto) 
     tendon.name = t.name();
     for (const v1::TendonJoint& j : t.joints())
       tendon.joints.push_back({j.joint(), j.dof(), j.coef()});
+    for (const v1::TendonPathElement& e : t.path()) {
+      TendonPathDesc point;
+      // (an unknown kind stays out of range: Model::Compile names it)
+      point.kind = static_cast<TendonPathDesc::Kind>(e.kind());
+      point.body = e.body();
+      point.pose = FromProto(e.pose());
+      point.radius = e.radius();
+      point.divisor = e.kind() == v1::TENDON_PATH_PULLEY ? e.divisor() : 1;
+      point.has_side = e.has_side();
+      if (e.has_side()) {
+        point.side_body = e.side().body();
+        point.side_pos = FromProto(e.side().pos());
+      }
+      tendon.path.push_back(point);
+    }
     tendon.limited = t.limited();
     tendon.lower = t.lower();
     tendon.upper = t.upper();
@@ -696,6 +713,18 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
       joint->set_joint(j.joint);
       joint->set_dof(j.dof);
       joint->set_coef(j.coef);
+    }
+    for (const TendonPathDesc& point : tendon.path) {
+      v1::TendonPathElement* e = out->add_path();
+      e->set_kind(static_cast<v1::TendonPathKind>(point.kind));
+      e->set_body(point.body);
+      ToProto(point.pose, e->mutable_pose());
+      e->set_radius(point.radius);
+      e->set_divisor(point.divisor);
+      if (point.has_side) {
+        e->mutable_side()->set_body(point.side_body);
+        ToProto(point.side_pos, e->mutable_side()->mutable_pos());
+      }
     }
     out->set_limited(tendon.limited);
     out->set_lower(tendon.lower);

@@ -11,7 +11,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "collision/hull.h"
-#include "kernels_tendon_path.h"
 #include "model_internal.h"
 
 namespace axion {
@@ -1095,16 +1094,7 @@ Real TendonSpringLength(const ModelDesc& desc, const TendonDesc& tendon) {
       body_q.insert(body_q.end(), {com.x, com.y, com.z, quat.w, quat.x, quat.y, quat.z});
     }
     const TendonPathLayout path = LayTendonPath(desc, tendon);
-    const kernels::TendonPath view{static_cast<int>(tendon.path.size()),
-                                   path.kind.data(),
-                                   path.body.data(),
-                                   path.pos.data(),
-                                   path.quat.data(),
-                                   path.size.data(),
-                                   path.side_body.data(),
-                                   path.side_pos.data(),
-                                   path.sides.data()};
-    return kernels::spatial_tendon_length(view, body_q.data(), false).value;
+    return kernels::spatial_tendon_length(path.view(), body_q.data(), false).value;
   }
   Real length = 0;
   for (const TendonJointDesc& j : tendon.joints) length += j.coef * desc.joints[j.joint].reference;

@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "axion/model.h"
 #include "axion/state.h"
+#include "kernels_tendon_path.h"
 
 namespace axion {
 
@@ -58,6 +59,18 @@ struct TendonPathLayout {
   std::vector<int32_t> kind, body, side_body;
   std::vector<Real> pos, quat, size, side_pos;
   std::array<int32_t, 4> sides{-1, -1, -1, -1};
+  // The kernels' view of it (for poses of the model's bodies).
+  kernels::TendonPath view() const {
+    return {static_cast<int>(kind.size()),
+            kind.data(),
+            body.data(),
+            pos.data(),
+            quat.data(),
+            size.data(),
+            side_body.data(),
+            side_pos.data(),
+            sides.data()};
+  }
 };
 TendonPathLayout LayTendonPath(const ModelDesc& desc, const TendonDesc& tendon);
 // The distinct bodies (not the world) a spatial tendon's sites and wrapping shapes lie on.

@@ -205,6 +205,8 @@ void ExpectParity(std::shared_ptr<const Model> model, int worlds, Real position_
                 2 * velocity_tolerance / model->desc().options.timestep, world + " acceleration");
     JointState jc = *cpu->GetJointState(cpu_ids[w]), jg = *gpu->GetJointState(gpu_ids[w]);
     ExpectClose(jc.position, jg.position, position_tolerance, world + " joint position");
+    ExpectClose(*cpu->GetTendonStates(cpu_ids[w]), *gpu->GetTendonStates(gpu_ids[w]),
+                velocity_tolerance, world + " tendon lengths and rates");
     WorldStats sc = *cpu->GetStats(cpu_ids[w]), sg = *gpu->GetStats(gpu_ids[w]);
     EXPECT_EQ(sg.step_count, static_cast<uint64_t>(steps)) << world;
     EXPECT_EQ(sg.time, sc.time) << world;  // the same sum of the same timesteps
@@ -235,6 +237,37 @@ TEST_F(CudaBackendTest, RobotJointsMatchCpu) {
 TEST_F(CudaBackendTest, TendonsMatchCpu) {
   ExpectParity(MustCompile(scenes::RobotJointsWithTendons()), 3, 1e-6, 1e-5);
 }
+// Spatial tendons on the device (tests/io/models/spatial_tendons.xml, SpatialTendonTest on the
+// CPU): paths wrapping around two cylinders and a sphere (side sites outside and inside them),
+// a pulley, limits met, springs, and motors and a servo pulling along them.
+TEST_F(CudaBackendTest, SpatialTendonsMatchCpu) {
+#if defined(AXION_TEST_HAVE_MJCF)
+  absl::StatusOr<ImportResult> imported =
+      LoadMjcfFile(std::string(AXION_TEST_MODELS) + "/spatial_tendons.xml");
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  ModelDesc desc = imported->model;
+  desc.actuators.clear();  // (controls stay zero here: the tendons' own rows and springs act)
+  ExpectParity(MustCompile(desc), 3, 1e-6, 1e-5, 200);
+  // the motors' pulls and the servo's row: a batch with its controls set on both backends
+  auto model = MustCompile(imported->model);
+  auto cpu = MustCreate(Backend::kCpu);
+  auto gpu = MustCreate(Backend::kCuda);
+  ASSERT_TRUE(cpu && gpu);
+  const WorldId c = MustCreateWorlds(*cpu, model, 1)[0];
+  const WorldId g = MustCreateWorlds(*gpu, model, 1)[0];
+  const std::vector<Real> ctrl = {4, 1, 2, 0.35, 0.3};
+  ASSERT_TRUE(cpu->SetControls(c, ctrl).ok());
+  ASSERT_TRUE(gpu->SetControls(g, ctrl).ok());
+  ASSERT_TRUE(cpu->StepAll(200).ok());
+  ASSERT_TRUE(gpu->StepAll(200).ok());
+  ExpectClose(cpu->GetBodyState(c)->pose, gpu->GetBodyState(g)->pose, 1e-6, "driven pose");
+  ExpectClose(*cpu->GetTendonStates(c), *gpu->GetTendonStates(g), 1e-5, "driven tendons");
+  ExpectClose(*cpu->GetActuatorForces(c), *gpu->GetActuatorForces(g), 1e-5, "driven forces");
+#else
+  GTEST_SKIP() << "this build has no MJCF importer";
+#endif
+}
+
 // Islands of one world (a chain, two boxes landing on each other), each with its own line
 // search and best iterate: the per-island sums run on lane 0 of the world's team.
 TEST_F(CudaBackendTest, IslandsMatchCpu) {

@@ -2711,7 +2711,8 @@ TEST(SensorTest, ForceAndTorqueReadTheParentsPullAsMuJoCoDoes) {
 // cylinders and a sphere with and without side sites, a side site inside its cylinder, a
 // pulley, over two hinges and a ball joint): at states the arm passes through under its motors,
 // written into MuJoCo's qpos and qvel, every tendon's length and rate is MuJoCo's ten_length
-// and ten_velocity (the rate checks the Jacobian along the velocity taken).
+// and ten_velocity (the rate checks the Jacobian along the velocity taken), and the file's
+// tendon and actuator sensors read MuJoCo's sensordata.
 TEST(SpatialTendonTest, LengthsAndRatesAreMuJoCosAtTheSameState) {
   // without the tendons' limits, so that the arm reaches the states where each path wraps
   std::ifstream in(kModels + "/spatial_tendons.xml");
@@ -2738,7 +2739,7 @@ TEST(SpatialTendonTest, LengthsAndRatesAreMuJoCosAtTheSameState) {
     EXPECT_NEAR((*rest)[2 * t], m->tendon_lengthspring[t], 1e-12) << desc.tendons[t].name;
     EXPECT_NEAR((*rest)[2 * t], d->ten_length[t], 1e-12) << desc.tendons[t].name;
   }
-  double worst_length = 0, worst_rate = 0, swing = 0;
+  double worst_length = 0, worst_rate = 0, worst_sensor = 0, swing = 0;
   std::vector<int> wrapped(m->ntendon, 0);
   std::mt19937 random(7);
   std::uniform_real_distribution<double> control(-1, 1);
@@ -2779,11 +2780,20 @@ TEST(SpatialTendonTest, LengthsAndRatesAreMuJoCosAtTheSameState) {
         sites += m->wrap_type[m->tendon_adr[t] + k] == mjWRAP_SITE;
       if (d->ten_wrapnum[t] > sites + (desc.tendons[t].name == "pulley" ? 1 : 0)) ++wrapped[t];
     }
+    // the file's tendon and actuator sensors read the same
+    absl::StatusOr<std::vector<Real>> sensors =
+        ReadFileSensors(run.imported, *run.w.model, *run.w.sim, run.w.id);
+    ASSERT_TRUE(sensors.ok()) << sensors.status();
+    ASSERT_EQ(static_cast<int>(sensors->size()), m->nsensordata);
+    for (int i = 0; i < m->nsensordata; ++i) {
+      EXPECT_NEAR((*sensors)[i], d->sensordata[i], 1e-12) << "sensor value " << i;
+      worst_sensor = std::max(worst_sensor, std::abs((*sensors)[i] - d->sensordata[i]));
+    }
   }
   std::printf(
       "spatial tendons: largest differences from MuJoCo's %.2e m (length), %.2e m/s (rate)"
-      ", arm swung to %.2f rad; states wrapped per tendon:",
-      worst_length, worst_rate, swing);
+      ", %.2e (sensors); arm swung to %.2f rad; states wrapped per tendon:",
+      worst_length, worst_rate, worst_sensor, swing);
   for (int t = 0; t < m->ntendon; ++t) std::printf(" %d", wrapped[t]);
   std::printf(" of 150\n");
   EXPECT_GT(swing, 0.5);

@@ -210,6 +210,40 @@ TEST_F(ServerApiTest, TendonsAreCarried) {
   EXPECT_THAT(status.message(), HasSubstr("missing joint 5"));
 }
 
+// A spatial tendon: a cable from a world site 1 m above the wheel's site at 0.5 m out along y
+// pulls the site up, a torque of -0.5 ctrl about the hinge's x axis at first; its path comes
+// back in the described model, and a path that does not start at a site is refused by name.
+TEST_F(ServerApiTest, SpatialTendonsAreCarried) {
+  v1::ModelDescription scene = WheelScene();
+  v1::Tendon* cable = scene.add_tendons();
+  cable->set_name("cable");
+  v1::TendonPathElement* anchor = cable->add_path();
+  anchor->set_body(-1);
+  SetVec(anchor->mutable_pose()->mutable_pos(), 0, 0.5, 2);
+  v1::TendonPathElement* site = cable->add_path();
+  site->set_body(0);
+  SetVec(site->mutable_pose()->mutable_pos(), 0, 0.5, 0);
+  scene.mutable_actuators(0)->mutable_tendon()->set_value(0);
+  const std::vector<uint64_t> ids = MustCreate(*client_, scene, 1);
+  const std::vector<float> qdot = StepAndReadJointVelocity(ids, 0.5f);
+  ASSERT_EQ(qdot.size(), 1u);
+  // the arm shortens by 0.1% over the 0.05 rad turned
+  EXPECT_NEAR(qdot[0], -0.5 * 0.5 * 20 * kTimestep / 0.1, 2e-3);
+  const v1::ModelDescription described = DescribedModel(ids[0]);
+  ASSERT_EQ(described.tendons_size(), 1);
+  ASSERT_EQ(described.tendons(0).path_size(), 2);
+  EXPECT_EQ(described.tendons(0).path(0).body(), -1);
+  EXPECT_EQ(described.tendons(0).path(0).pose().pos().z(), 2);
+  EXPECT_EQ(described.tendons(0).path(1).kind(), v1::TENDON_PATH_SITE);
+  EXPECT_EQ(described.tendons(0).joints_size(), 0);
+
+  anchor->set_kind(v1::TENDON_PATH_PULLEY);
+  absl::Status status = client_->CreateWorlds(client::ModelScene(scene), 1).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("cable"));
+  EXPECT_THAT(status.message(), HasSubstr("path[0]"));
+}
+
 // A site actuator reaches the engine: the wheel's motor made a push of ctrl newtons along z at
 // 0.5 m out along y, so a torque of 0.5 ctrl about the hinge's x axis; the site comes back in
 // the described model. A site on the world (body -1) and a wrench of five values are refused.

@@ -563,6 +563,7 @@ constexpr char kCreatureXml[] = R"(<mujoco model="creature">
       <body name="thigh" pos="-0.3 0 0">
         <joint name="hip" type="ball" pos="0.02 0 0"/>
         <geom type="capsule" fromto="0 0 0 -0.3 0 0" size="0.03"/>
+        <site name="knee" pos="-0.3 0 0"/>
       </body>
       <body name="wrist" pos="0 0.3 0" euler="0 0 20">
         <joint name="w1" axis="1 0 0"/><joint name="w2" axis="0 1 0"/><joint name="w3" axis="0 0 1"/>
@@ -574,12 +575,16 @@ constexpr char kCreatureXml[] = R"(<mujoco model="creature">
     <key name="pose" qpos="0.5 -0.2 1.3  0.7 0.1 -0.5 0.5  0.9 0.3 -0.1 0.3  0.3 -0.4 0.5"
          qvel="0.1 -0.2 0.3 0.5 -0.4 0.6  1.1 0.7 -0.9  0.8 -0.3 0.6"/>
   </keyframe>
+  <tendon>
+    <spatial name="hamstring"><site site="imu"/><site site="knee"/></spatial>
+  </tendon>
   <sensor>
     <framepos name="torso_position" objtype="xbody" objname="torso"/>
     <ballquat name="hip_quat" joint="hip"/>
     <jointpos name="w2_angle" joint="w2"/>
     <gyro name="imu_gyro" site="imu"/>
     <clock name="time"/>
+    <tendonpos name="hamstring_length" tendon="hamstring"/>
   </sensor>
 </mujoco>)";
 const std::vector<double> kKeyQpos = {0.5, -0.2, 1.3,  0.7, 0.1, -0.5, 0.5,
@@ -696,22 +701,24 @@ TEST_F(ServerStateTest, FileCoordinatesAreTheKeysQposAndQvel) {
 
 // The file's sensors, described with the world and read with its state: at the key, the
 // torso's position, the hip's quaternion, w2's angle and the gyro (a site at the torso's origin:
-// the free joint's body-frame spin) are the key's qpos and qvel; the clock the world's time.
+// the free joint's body-frame spin) are the key's qpos and qvel; the clock the world's time; the
+// hamstring (from the torso's origin to the thigh's end, 0.28 m and 0.32 m either side of the
+// hip) is |(-0.28, 0, 0) + R_hip (-0.32, 0, 0)| = 0.5693505 m.
 TEST_F(ServerStateTest, SensorsReadTheKeysState) {
   absl::StatusOr<v1::CreateWorldsResponse> created =
       client_->CreateWorlds(client::MjcfScene(kCreatureXml), 1);
   ASSERT_TRUE(created.ok()) << created.status();
   const uint64_t id = created->world_ids(0);
   const v1::WorldDescription& description = created->description();
-  EXPECT_EQ(description.sensor_data_count(), 3 + 4 + 1 + 3 + 1);
-  const std::vector<std::string> names = {"torso_position", "hip_quat", "w2_angle", "imu_gyro",
-                                          "time"};
+  EXPECT_EQ(description.sensor_data_count(), 3 + 4 + 1 + 3 + 1 + 1);
+  const std::vector<std::string> names = {"torso_position", "hip_quat", "w2_angle",
+                                          "imu_gyro",       "time",     "hamstring_length"};
   const std::vector<v1::SensorType> types = {v1::SENSOR_TYPE_FRAMEPOS, v1::SENSOR_TYPE_BALLQUAT,
                                              v1::SENSOR_TYPE_JOINTPOS, v1::SENSOR_TYPE_GYRO,
-                                             v1::SENSOR_TYPE_CLOCK};
-  const std::vector<int> offsets = {0, 3, 7, 8, 11};
-  ASSERT_EQ(description.source().sensors_size(), 5);
-  for (int i = 0; i < 5; ++i) {
+                                             v1::SENSOR_TYPE_CLOCK,    v1::SENSOR_TYPE_TENDONPOS};
+  const std::vector<int> offsets = {0, 3, 7, 8, 11, 12};
+  ASSERT_EQ(description.source().sensors_size(), 6);
+  for (int i = 0; i < 6; ++i) {
     EXPECT_EQ(description.source().sensors(i).name(), names[i]);
     EXPECT_EQ(description.source().sensors(i).type(), types[i]);
     EXPECT_EQ(description.source().sensors(i).offset(), offsets[i]);
@@ -722,6 +729,7 @@ TEST_F(ServerStateTest, SensorsReadTheKeysState) {
   expected.push_back(kKeyQpos[12]);
   expected.insert(expected.end(), kKeyQvel.begin() + 3, kKeyQvel.begin() + 6);
   expected.push_back(0);
+  expected.push_back(0.5693505071570588);
   const v1::GetStateResponse state = MustGetFileState(*client_, {id});
   ExpectNear(client::UnpackFloat32(state.observations().sensor_data()), expected, 2e-6);
   // two steps later the clock reads their time
@@ -730,7 +738,7 @@ TEST_F(ServerStateTest, SensorsReadTheKeysState) {
   absl::StatusOr<v1::StepResponse> stepped = client_->Step(step);
   ASSERT_TRUE(stepped.ok()) << stepped.status();
   const std::vector<float> after = client::UnpackFloat32(stepped->observations().sensor_data());
-  ASSERT_EQ(after.size(), 12u);
+  ASSERT_EQ(after.size(), 13u);
   EXPECT_NEAR(after[11], 2 * description.timestep(), 1e-7);
 }
 

@@ -314,6 +314,10 @@ struct ImportResult {
     // coordinate of each joint (source_joints index: MuJoCo's qpos, or qvel for rates)
     std::vector<int> joints;
     std::vector<Real> coefs;
+    // tendonpos and tendonvel of a spatial tendon, actuatorpos and actuatorvel of an actuator on
+    // one: the Axion tendon (ModelDesc::tendons) whose path's length (rate) times `scale` (the
+    // actuator's gear) it reads, at the bodies the joints place
+    int tendon = -1;
     // actuatorfrc: the Axion actuator (ModelDesc::actuators) and 1 / gear, which turns its
     // force (GetActuatorForces, along its DOF or tendon) into MuJoCo's
     int actuator = -1;

@@ -480,7 +480,7 @@ class MjcfLoader {
   std::vector<const XMLElement*> tendon_sections_;
   std::map<std::string, int> tendon_target_;       // MJCF tendon -> TendonDesc index
   std::set<std::string> skipped_tendons_;          // tendons not created (> 2 joints, ...)
-  std::set<std::string> spatial_tendons_;          // spatial tendons made
+  std::map<std::string, int> spatial_tendons_;     // spatial tendons made: their TendonDesc
   std::set<std::pair<int, int>> excluded_bodies_;  // <contact><exclude>: MJCF bodies (-1 world)
 
   ImportResult result_;
@@ -500,7 +500,7 @@ class MjcfLoader {
     Real gear = 1;    // gear[0] (a site's: 1, its gears are a wrench)
     std::vector<std::pair<std::string, Real>> joints;  // its length: sum of coef qpos
     bool on_site = false;
-    bool on_spatial_tendon = false;
+    int spatial_tendon = -1;  // on a spatial tendon: its TendonDesc
   };
   std::map<std::string, FileActuator> file_actuators_;
   std::map<std::string, std::vector<std::pair<std::string, Real>>> fixed_tendon_joints_;
@@ -1798,7 +1798,8 @@ absl::Status MjcfLoader::ParseTendons(const XMLElement* section) {
         if (!e.name.empty()) skipped_tendons_.insert(e.name);
         continue;
       }
-      if (!e.name.empty()) spatial_tendons_.insert(e.name);
+      if (!e.name.empty())
+        spatial_tendons_[e.name] = static_cast<int>(result_.model.tendons.size());
     } else {
       AXION_IO_RETURN_IF_ERROR(Children(c, &joints, 0));
     }
@@ -2361,12 +2362,15 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
       file.target = actuator_target_.back();
       file.gear = g;
       file.on_site = on_site;
-      file.on_spatial_tendon = e.own.count("tendon") && spatial_tendons_.count(e.Str("tendon"));
+      if (e.own.count("tendon") && spatial_tendons_.count(e.Str("tendon")))
+        file.spatial_tendon = spatial_tendons_.at(e.Str("tendon"));
       if (e.own.count("joint")) {
         file.joints = {{e.Str("joint"), g}};
       } else if (e.own.count("tendon")) {
-        for (const auto& [joint, coef] : fixed_tendon_joints_[e.Str("tendon")])
-          file.joints.emplace_back(joint, g * coef);
+        if (auto fixed = fixed_tendon_joints_.find(e.Str("tendon"));
+            fixed != fixed_tendon_joints_.end()) {
+          for (const auto& [joint, coef] : fixed->second) file.joints.emplace_back(joint, g * coef);
+        }
       }
     }
     result_.model.actuators.push_back(std::move(a));
@@ -2523,10 +2527,9 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
         const std::string tendon = e.Str("tendon");
         auto fixed = fixed_tendon_joints_.find(tendon);
         if (fixed == fixed_tendon_joints_.end()) {
-          if (spatial_tendons_.count(tendon)) {
-            skip(absl::StrCat("the length and velocity of spatial tendon '", tendon,
-                              "' are not read by sensors yet"));
-            continue;
+          if (auto spatial = spatial_tendons_.find(tendon); spatial != spatial_tendons_.end()) {
+            sensor.tendon = spatial->second;
+            break;
           }
           if (skipped_tendons_.count(tendon)) {
             skip(absl::StrCat("tendon '", tendon, "' is not supported (see its warning)"));
@@ -2557,11 +2560,15 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
           sensor.actuator = file.target;
           sensor.scale = 1 / file.gear;
         } else {
-          if (file.on_site || file.on_spatial_tendon) {
-            skip(absl::StrCat("the length and velocity of ",
-                              file.on_site ? "site actuator '" : "spatial tendon actuator '", name,
+          if (file.on_site) {
+            skip(absl::StrCat("the length and velocity of site actuator '", name,
                               "' are not supported"));
             continue;
+          }
+          if (file.spatial_tendon >= 0) {
+            sensor.tendon = file.spatial_tendon;
+            sensor.scale = file.gear;
+            break;
           }
           AXION_IO_RETURN_IF_ERROR(add_joints(file.joints));
         }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "axion/mjcf.h"
 #include "io_util.h"
+#include "model_internal.h"
 
 namespace axion {
 namespace {
@@ -277,6 +278,42 @@ bool NeedsJoints(Kind kind) {
   }
 }
 
+// A spatial tendon's length and rate (the kernels' path, kernels_tendon_path.h) at body
+// frames `bodies` (poses and velocities of the body frames' origins).
+absl::StatusOr<std::pair<Real, Real>> SpatialTendonState(const Model& model, int tendon,
+                                                         const BodyState& bodies) {
+  const ModelDesc& desc = model.desc();
+  const int count = model.body_count();
+  if (tendon < 0 || tendon >= model.tendon_count() || desc.tendons[tendon].path.empty() ||
+      static_cast<int>(bodies.pose.size()) != 7 * count ||
+      static_cast<int>(bodies.velocity.size()) != 6 * count)
+    return absl::InvalidArgumentError(absl::StrCat("tendon ", tendon, " has no path to read"));
+  // the bodies' centres of mass and twists there, as the kernels hold them
+  std::vector<Real> q(7 * count), u(6 * count);
+  for (int b = 0; b < count; ++b) {
+    const Quat rot{bodies.pose[7 * b + 3], bodies.pose[7 * b + 4], bodies.pose[7 * b + 5],
+                   bodies.pose[7 * b + 6]};
+    const Vec3 lever = rotate(rot, desc.bodies[b].com);
+    const Vec3 com = load3(&bodies.pose[7 * b]) + lever;
+    const Vec3 angular = load3(&bodies.velocity[6 * b + 3]);
+    const Vec3 linear = load3(&bodies.velocity[6 * b]) + cross(angular, lever);
+    for (int i = 0; i < 3; ++i) {
+      q[7 * b + i] = com[i];
+      u[6 * b + i] = linear[i];
+      u[6 * b + 3 + i] = angular[i];
+    }
+    for (int i = 0; i < 4; ++i) q[7 * b + 3 + i] = bodies.pose[7 * b + 3 + i];
+  }
+  const TendonPathLayout path = LayTendonPath(desc, desc.tendons[tendon]);
+  const kernels::TendonLength length = kernels::spatial_tendon_length(path.view(), q.data(), true);
+  Real rate = 0;
+  for (int side = 0; side < 4; ++side) {
+    const int b = path.sides[side];
+    if (b >= 0) rate += dot(length.jac[side], load6(&u[6 * b]));
+  }
+  return std::make_pair(length.value, rate);
+}
+
 // Whether a sensor reads a frame of a body (every kind but the file coordinates' sums, the
 // actuators' forces and the clock).
 bool ReadsFrames(Kind kind) {
@@ -298,9 +335,9 @@ absl::StatusOr<std::vector<Real>> FileSensorData(const ImportResult& imported, c
   // constraint at the step's start configuration, so at its end a body's velocity relative to
   // its parent has an O(h |omega|^2) part across the joint's axes (0.013 rad/s for an arm
   // swinging at 3 rad/s with h = 2 ms); MuJoCo's state has none, and neither have these.
-  const bool reads_frames =
-      std::any_of(imported.source_sensors.begin(), imported.source_sensors.end(),
-                  [](const ImportResult::SourceSensor& s) { return ReadsFrames(s.kind); });
+  const bool reads_frames = std::any_of(
+      imported.source_sensors.begin(), imported.source_sensors.end(),
+      [](const ImportResult::SourceSensor& s) { return ReadsFrames(s.kind) || s.tendon >= 0; });
   BodyState placed;
   if (reads_frames && model.joint_count() > 0) {
     absl::StatusOr<BodyState> from_joints =
@@ -350,6 +387,12 @@ absl::StatusOr<std::vector<Real>> FileSensorData(const ImportResult& imported, c
       case Kind::kActuatorVel: {
         const bool rate =
             s.kind == Kind::kJointVel || s.kind == Kind::kTendonVel || s.kind == Kind::kActuatorVel;
+        if (s.tendon >= 0) {
+          absl::StatusOr<std::pair<Real, Real>> path = SpatialTendonState(model, s.tendon, bodies);
+          if (!path.ok()) return path.status();
+          out[0] = s.scale * (rate ? path->second : path->first);
+          break;
+        }
         absl::StatusOr<Real> value = coordinate_sum(rate);
         if (!value.ok()) return value.status();
         out[0] = *value;
