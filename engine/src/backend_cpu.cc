@@ -141,6 +141,8 @@ LoopBounds BatchLoopBounds(const BatchStorage& host) {
     b.attempts = std::max(
         b.attempts, ((1 << p.step_halvings) + p.step_halvings) * (1 + p.contact_redos));
   }
+  b.spatial_tendons = std::any_of(host.tendon_path_count.begin(), host.tendon_path_count.end(),
+                                  [](int32_t count) { return count > 0; });
   // AXION_BATCHED_NEWTON_TRIPS=K (a count, 0 or more; anything else is ignored): K Newton trips
   // as passes over the batch, then each world still iterating alone (pipeline.h)
   int trips = 0;

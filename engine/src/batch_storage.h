@@ -172,6 +172,8 @@ namespace axion {
   X(Real, tendon_spring_length, 1)                  \
   X(Real, tendon_friction_loss, 1)
 #define AXION_TENDON_SCRATCH(X)      \
+  X(Real, tendon_length, 1)          \
+  X(Real, tendon_jac, 24)            \
   X(Real, tendon_servo_stiffness, 1) \
   X(Real, tendon_servo_damping, 1)   \
   X(Real, tendon_servo_kp_target, 1) \

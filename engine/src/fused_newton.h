@@ -47,6 +47,7 @@ AXION_FUSED_HD void world_finish_newton(const BatchView& v, Team team, int w, in
     for (int trial = 0; trial < max_trials && searching(v, w); ++trial) {
       world_trial(v, team, w);
       world_evaluate_kinematics(v, team, w, Mask::kSearching);
+      world_evaluate_tendons(v, team, w, Mask::kSearching);
       rows([&](int r) {
         if (island_in_mask(v, row_island(v, r), Mask::kSearching)) row_evaluate(v, r);
       });

@@ -591,8 +591,10 @@ AXION_HD void joint_write_coordinates(const BatchView& v, int joint) {
 using TendonCoordinate = TendonLength;
 AXION_HD TendonCoordinate tendon_coordinate(const BatchView& v, int row, bool start) {
   const int tendon = v.row_joint[row];
-  if (v.tendon_path_count[tendon] > 0)
-    return spatial_tendon_length(tendon_path(v, tendon), start ? v.body_q_prev : v.body_q, true);
+  if (v.tendon_path_count[tendon] > 0) {
+    return start ? spatial_tendon_length(tendon_path(v, tendon), v.body_q_prev, true)
+                 : tendon_at_iterate(v, tendon);
+  }
   TendonCoordinate t{0, {}};
   for (int k = 0; k < 2; ++k) {
     const int dof = v.tendon_dof[2 * tendon + k];
@@ -691,8 +693,7 @@ AXION_HD void tendon_drive_row(const BatchView& v, int row) {
   }
   // L at q+; the Jacobian at q- was stored when the step began (tendon_begin_step)
   Real length = 0;
-  if (v.tendon_path_count[tendon] > 0)
-    length = spatial_tendon_length(tendon_path(v, tendon), v.body_q, false).value;
+  if (v.tendon_path_count[tendon] > 0) length = v.tendon_length[tendon];
   for (int i = 0; i < 2; ++i) {
     const int dof = v.tendon_dof[2 * tendon + i];
     if (dof >= 0) length += v.tendon_coef[2 * tendon + i] * v.dof_coord[dof];

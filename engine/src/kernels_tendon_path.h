@@ -260,8 +260,8 @@ AXION_HD Vec3 path_point(const Real* body_q, int body, const Real* local) {
 /// d = (p_b - p_a) / |p_b - p_a|, v(p) = v + w x (p - x) on the point's body (none on the
 /// world): a row J = [d, (p - x) x d] at p_b, its negative at p_a. A wrap's arc lies on its
 /// shape's body, and its touching points count as fixed there.
-AXION_HD TendonLength spatial_tendon_length(const TendonPath& path, const Real* body_q,
-                                            bool jacobian) {
+AXION_HD_NOINLINE TendonLength spatial_tendon_length(const TendonPath& path, const Real* body_q,
+                                                     bool jacobian) {
   TendonLength out{0, {}};
   const auto pull = [&](int body, Vec3 point, Vec3 direction) {
     if (body < 0) return;
@@ -328,6 +328,21 @@ AXION_HD TendonLength spatial_tendon_length(const TendonPath& path, const Real* 
     }
     j = next;
   }
+  return out;
+}
+
+/// A spatial tendon's length and Jacobian at the iterate q+, stored once per evaluation for its
+/// rows (world_evaluate_tendons), as a DOF's coordinate is (dof_evaluate).
+AXION_HD void tendon_evaluate(const BatchView& v, int tendon) {
+  const TendonLength path = spatial_tendon_length(tendon_path(v, tendon), v.body_q, true);
+  v.tendon_length[tendon] = path.value;
+  for (int side = 0; side < 4; ++side)
+    store6(v.tendon_jac + 24 * tendon + 6 * side, path.jac[side]);
+}
+// ... and read back.
+AXION_HD TendonLength tendon_at_iterate(const BatchView& v, int tendon) {
+  TendonLength out{v.tendon_length[tendon], {}};
+  for (int side = 0; side < 4; ++side) out.jac[side] = load6(v.tendon_jac + 24 * tendon + 6 * side);
   return out;
 }
 

@@ -216,4 +216,40 @@ absl::StatusOr<BodyState> BodyStateFromJoints(const Model& model, const JointSta
   return bodies;
 }
 
+// A spatial tendon's length and rate (the kernels' path, kernels_tendon_path.h) at body
+// frames `bodies` (poses and velocities of the body frames' origins).
+absl::StatusOr<std::pair<Real, Real>> SpatialTendonState(const Model& model, int tendon,
+                                                         const BodyState& bodies) {
+  const ModelDesc& desc = model.desc();
+  const int count = model.body_count();
+  if (tendon < 0 || tendon >= model.tendon_count() || desc.tendons[tendon].path.empty() ||
+      static_cast<int>(bodies.pose.size()) != 7 * count ||
+      static_cast<int>(bodies.velocity.size()) != 6 * count)
+    return absl::InvalidArgumentError(absl::StrCat("tendon ", tendon, " has no path to read"));
+  // the bodies' centres of mass and twists there, as the kernels hold them
+  std::vector<Real> q(7 * count), u(6 * count);
+  for (int b = 0; b < count; ++b) {
+    const Quat rot{bodies.pose[7 * b + 3], bodies.pose[7 * b + 4], bodies.pose[7 * b + 5],
+                   bodies.pose[7 * b + 6]};
+    const Vec3 lever = rotate(rot, desc.bodies[b].com);
+    const Vec3 com = load3(&bodies.pose[7 * b]) + lever;
+    const Vec3 angular = load3(&bodies.velocity[6 * b + 3]);
+    const Vec3 linear = load3(&bodies.velocity[6 * b]) + cross(angular, lever);
+    for (int i = 0; i < 3; ++i) {
+      q[7 * b + i] = com[i];
+      u[6 * b + i] = linear[i];
+      u[6 * b + 3 + i] = angular[i];
+    }
+    for (int i = 0; i < 4; ++i) q[7 * b + 3 + i] = bodies.pose[7 * b + 3 + i];
+  }
+  const TendonPathLayout path = LayTendonPath(desc, desc.tendons[tendon]);
+  const kernels::TendonLength length = kernels::spatial_tendon_length(path.view(), q.data(), true);
+  Real rate = 0;
+  for (int side = 0; side < 4; ++side) {
+    const int b = path.sides[side];
+    if (b >= 0) rate += dot(length.jac[side], load6(&u[6 * b]));
+  }
+  return std::make_pair(length.value, rate);
+}
+
 }  // namespace axion

@@ -2,10 +2,13 @@
 #pragma once
 
 #include <array>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "axion/model.h"
+#include "axion/simulator.h"
 #include "axion/state.h"
 #include "kernels_tendon_path.h"
 
@@ -73,6 +76,10 @@ struct TendonPathLayout {
   }
 };
 TendonPathLayout LayTendonPath(const ModelDesc& desc, const TendonDesc& tendon);
+// A spatial tendon's length and rate at body frames `bodies` (BodyState: poses and velocities of
+// the body frames' origins); kinematics.cc.
+absl::StatusOr<std::pair<Real, Real>> SpatialTendonState(const Model& model, int tendon,
+                                                         const BodyState& bodies);
 // The distinct bodies (not the world) a spatial tendon's sites and wrapping shapes lie on.
 std::vector<int> TendonPathBodies(const TendonDesc& tendon);
 

@@ -42,6 +42,7 @@ struct LoopBounds {
                                                // the worlds still iterating then finish their
                                                // solves alone, each on its team (fused_newton)
   static constexpr int kAllNewtonTrips = 1 << 30;
+  bool spatial_tendons = false;  // some world has a spatial tendon (world_evaluate_tendons)
 };
 
 namespace pipeline {
@@ -103,6 +104,18 @@ AXION_HD void world_evaluate_kinematics(const BatchView& v, Team team, int w, Ma
     if (island_in_mask(v, v.body_island[v.joint_child[v.dof_joint[d]]], mask)) dof_evaluate(v, d);
   team_sync(team);
 }
+// ... then, in a launch of its own where the batch has any (LoopBounds::spatial_tendons), the
+// spatial tendons' paths (each in the island of its first body, which a tendon's rows tie all
+// its bodies to): inside world_evaluate_kinematics their call cost every batch 30 registers
+// of that pass (142 to 172, ptxas sm_90).
+AXION_HD void world_evaluate_tendons(const BatchView& v, Team team, int w, Mask mask) {
+  for (int t = v.world_tendon_offset[w] + team.lane; t < v.world_tendon_offset[w + 1];
+       t += team.size) {
+    if (v.tendon_path_count[t] > 0 && island_in_mask(v, v.body_island[v.tendon_body[4 * t]], mask))
+      tendon_evaluate(v, t);
+  }
+  team_sync(team);
+}
 AXION_HD void world_evaluate_dynamics(const BatchView& v, Team team, int w, Mask mask) {
   // J^T lambda and g of the islands in the mask (the others' are as their last evaluation left
   // them, and nothing reads their J^T lambda before the next one)
@@ -135,11 +148,21 @@ void evaluate_rows_and_dynamics(Exec& ex, const BatchView& v, WorldRange wr, Mas
       });
 }
 template <class Exec>
-void evaluate(Exec& ex, const BatchView& v, WorldRange wr, Mask mask) {
+void evaluate_tendons(Exec& ex, const BatchView& v, WorldRange wr, Mask mask,
+                      const LoopBounds& bounds) {
+  if (!bounds.spatial_tendons) return;
+  ex.teams(
+      wr, AXION_LAMBDA(int w, Team team) {
+        if (in_mask(v, w, mask)) world_evaluate_tendons(v, team, w, mask);
+      });
+}
+template <class Exec>
+void evaluate(Exec& ex, const BatchView& v, WorldRange wr, Mask mask, const LoopBounds& bounds) {
   ex.teams(
       wr, AXION_LAMBDA(int w, Team team) {
         if (in_mask(v, w, mask)) world_evaluate_kinematics(v, team, w, mask);
       });
+  evaluate_tendons(ex, v, wr, mask, bounds);
   evaluate_rows_and_dynamics(ex, v, wr, mask);
 }
 
@@ -453,6 +476,7 @@ void newton_iteration(Exec& ex, const BatchView& v, WorldRange wr, const LoopBou
               world_trial(v, team, w);
               world_evaluate_kinematics(v, team, w, Mask::kSearching);
             });
+        evaluate_tendons(ex, v, wr, Mask::kSearching, bounds);
         evaluate_rows_and_dynamics(ex, v, wr, Mask::kSearching);
         ex.worlds(
             wr, AXION_LAMBDA(int w) {
@@ -537,7 +561,7 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
   // contacts matched to the last step's), whose J^T lambda roughly cancels h f for a body at
   // rest. Starting at u~ instead would spin a light body driven by a strong actuator by
   // radians in the first trial configuration, where no linearisation of the joints holds.
-  evaluate(ex, v, wr, Mask::kIterating);
+  evaluate(ex, v, wr, Mask::kIterating, bounds);
   accept(ex, v, wr, true);
 
   // converged worlds stop; the others take one more Newton iteration

@@ -2862,5 +2862,41 @@ TEST(SpatialTendonTest, ArmMovesUnderItsTendonsLikeMuJoCo) {
   EXPECT_EQ(stats->flags & (kWorldNonFinite | kWorldNotConverged), 0u);
 }
 
+// The tendons' paths are evaluated in a pass of their own (world_evaluate_tendons) in the
+// batch's Newton trips and inside the world-by-world finishing loop: both give the same bits.
+TEST(SpatialTendonTest, NewtonFinishedWorldByWorldGivesTheSameBits) {
+  absl::StatusOr<ImportResult> imported = LoadMjcfFile(kModels + "/spatial_tendons.xml");
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(imported->model);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto run = [&](const char* trips) {
+    if (trips != nullptr) setenv("AXION_BATCHED_NEWTON_TRIPS", trips, 1);
+    SimulatorOptions options;
+    options.backend = Backend::kCpu;
+    options.threads = 2;
+    std::unique_ptr<Simulator> sim = *Simulator::Create(options);
+    std::vector<WorldId> ids = *sim->CreateWorlds(*model, 4);
+    for (size_t w = 0; w < ids.size(); ++w) {
+      const Real s = static_cast<Real>(w) - Real(1.5);
+      EXPECT_TRUE(sim->SetControls(ids[w], {4 * s, 1 + s, 2 - s, Real(0.3), s}).ok());
+    }
+    EXPECT_TRUE(sim->StepAll(300).ok());
+    std::vector<std::vector<Real>> out;
+    for (WorldId id : ids) {
+      out.push_back(sim->GetBodyState(id)->pose);
+      out.push_back(*sim->GetTendonStates(id));
+    }
+    unsetenv("AXION_BATCHED_NEWTON_TRIPS");
+    return out;
+  };
+  const std::vector<std::vector<Real>> batched = run(nullptr);
+  for (const char* trips : {"0", "2"}) {
+    const std::vector<std::vector<Real>> split = run(trips);
+    ASSERT_EQ(split.size(), batched.size());
+    for (size_t k = 0; k < split.size(); ++k)
+      EXPECT_EQ(split[k], batched[k]) << "AXION_BATCHED_NEWTON_TRIPS=" << trips << ", item " << k;
+  }
+}
+
 }  // namespace
 }  // namespace axion

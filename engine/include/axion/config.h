@@ -19,6 +19,15 @@
 #else
 #define AXION_HD_OUTLINE inline __attribute__((noinline))
 #endif
+// A rare feature's heavy per-element function (a spatial tendon's path) kept out of line on
+// both: inlined into the passes that call it, the path's registers became theirs (the row pass
+// 224 registers and a 2928-byte stack against 168 and 448, ptxas sm_90); as a call it keeps its
+// own frame, and the passes pay only the call where a model has such an element.
+#if defined(__CUDACC__)
+#define AXION_HD_NOINLINE __host__ __device__ __noinline__
+#else
+#define AXION_HD_NOINLINE inline __attribute__((noinline))
+#endif
 // A helper shared by a hot row and a rare one, inlined into both on the host as well (left to
 // its heuristics, GCC kept a joint drive row's shared tail out of line and then other helpers
 // of the row evaluation too: 0.7% more instructions per humanoid step).

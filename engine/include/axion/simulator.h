@@ -170,7 +170,8 @@ class Simulator {
   absl::StatusOr<std::vector<Real>> GetActuatorForces(WorldId world) const;
   // Each tendon's length and its rate at the world's state (tendon_count x 2: L, dL/dt; m and
   // m/s, or rad and rad/s for a fixed tendon over hinges): MuJoCo's ten_length and
-  // ten_velocity.
+  // ten_velocity. A fixed tendon's from the joint coordinates GetJointState gives, a spatial
+  // one's from its path at the bodies its joints place (BodyStateFromJoints).
   absl::StatusOr<std::vector<Real>> GetTendonStates(WorldId world) const;
   // External force and torque on each body's centre of mass, world frame (body_count x 6: force
   // then torque); kept until changed.

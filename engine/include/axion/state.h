@@ -337,6 +337,10 @@ struct BatchView {
   const Real* tendon_damping;        // (tendon_count) damper (N s/m or N m s/rad)
   const Real* tendon_spring_length;  // (tendon_count) the spring's rest length
   const Real* tendon_friction_loss;  // (tendon_count) dry friction (N or N m)
+  // A spatial tendon's length and Jacobian on its four sides at the iterate q+ (tendon_evaluate),
+  // read by its rows.
+  Real* tendon_length;  // (tendon_count)
+  Real* tendon_jac;     // (tendon_count x 24)
   // Servo actuators on the tendon this step, as the DOFs' (dof_servo_*).
   Real* tendon_servo_stiffness;  // (tendon_count) sum of kp
   Real* tendon_servo_damping;    // (tendon_count) sum of kv
