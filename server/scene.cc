@@ -1059,6 +1059,7 @@ void DescribeModel(const Model& model, const SolverOptions& options, int contact
   *description->mutable_source() = source;
   for (const KeyframeDesc& key : desc.keyframes) description->add_keyframe_names(key.name);
   for (const MocapBodyDesc& m : desc.mocap_bodies) description->add_mocap_names(m.name);
+  for (const TendonDesc& t : desc.tendons) description->add_tendon_names(t.name);
   if (!file.ok()) return;
   description->set_sensor_data_count(file->sensor_data_count);
   const absl::StatusOr<FileCoordinates> layout = FileLayoutOf(*file, model);

@@ -945,6 +945,13 @@ absl::Status SimulationCore::Observe(absl::Span<const World* const> worlds,
       AppendFloat32(*mocap, out->mutable_mocap_pose());
     }
   }
+  if (observe.tendon_state()) {
+    for (const World* world : worlds) {
+      absl::StatusOr<std::vector<Real>> tendons = simulator_->GetTendonStates(world->engine_id);
+      if (!tendons.ok()) return ForWorld(*world, tendons.status());
+      AppendFloat32(*tendons, out->mutable_tendon_state());
+    }
+  }
   return absl::OkStatus();
 }
 

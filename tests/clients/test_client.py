@@ -564,6 +564,34 @@ def test_mjcf_sensors_read_the_state(client):
         client.get_state(plain, observe=["sensor_data"])
 
 
+def test_tendon_state_reads_lengths_and_rates(client):
+    # A cable from a world site 1 m to the side of a pendulum's hinge to its bob 0.5 m below
+    # the hinge: at angle q about y its length is |(1 + 0.5 sin q, 0, 0.5 cos q)|, its rate
+    # 0.5 cos q / L times the swing's rate; the file's tendonpos sensor reads the same length.
+    xml = """<mujoco><option timestep="0.002"/><worldbody><site name="anchor" pos="1 0 1"/>
+      <body name="arm" pos="0 0 1"><joint name="hinge" axis="0 1 0"/>
+        <geom type="sphere" size="0.05" pos="0 0 -0.5" mass="1"/><site name="bob" pos="0 0 -0.5"/>
+      </body></worldbody>
+      <tendon><spatial name="cable"><site site="anchor"/><site site="bob"/></spatial></tendon>
+      <actuator><motor joint="hinge"/></actuator>
+      <sensor><tendonpos name="cable_length" tendon="cable"/></sensor></mujoco>"""
+    created = client.create_worlds(xml, count=2)
+    assert created.description.tendon_names == ["cable"]
+    obs = client.step(created.world_ids, steps=100, controls=np.array([[4.0], [-3.0]]),
+                      observe=["joint_position", "joint_velocity", "tendon_state", "sensor_data"])
+    assert obs.tendon_state.shape == (2, 1, 2)
+    q, rate = obs.joint_position[:, 0], obs.joint_velocity[:, 0]
+    assert np.all(np.abs(q) > 0.1)
+    length = np.hypot(1 + 0.5 * np.sin(q), 0.5 * np.cos(q))
+    np.testing.assert_allclose(obs.tendon_state[:, 0, 0], length, rtol=1e-5)
+    np.testing.assert_allclose(obs.tendon_state[:, 0, 1], 0.5 * np.cos(q) / length * rate,
+                               rtol=2e-5)
+    np.testing.assert_allclose(obs.sensor_data[:, 0], length, rtol=1e-5)
+    # every world has the field; a scene without tendons reads (W x 0 x 2)
+    plain = client.create_worlds(free_sphere_model(), count=1).world_ids
+    assert client.get_state(plain, observe=["tendon_state"]).tendon_state.shape == (1, 0, 2)
+
+
 def test_external_force_balancing_gravity_keeps_body_still(client):
     mass = 2.0
     ids = client.create_worlds(free_sphere_model(mass=mass), count=1).world_ids

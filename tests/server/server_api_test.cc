@@ -224,11 +224,32 @@ TEST_F(ServerApiTest, SpatialTendonsAreCarried) {
   site->set_body(0);
   SetVec(site->mutable_pose()->mutable_pos(), 0, 0.5, 0);
   scene.mutable_actuators(0)->mutable_tendon()->set_value(0);
-  const std::vector<uint64_t> ids = MustCreate(*client_, scene, 1);
+  absl::StatusOr<v1::CreateWorldsResponse> created =
+      client_->CreateWorlds(client::ModelScene(scene), 1);
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_THAT(created->description().tendon_names(), ElementsAre("cable"));
+  const std::vector<uint64_t> ids = {created->world_ids(0)};
   const std::vector<float> qdot = StepAndReadJointVelocity(ids, 0.5f);
   ASSERT_EQ(qdot.size(), 1u);
   // the arm shortens by 0.1% over the 0.05 rad turned
   EXPECT_NEAR(qdot[0], -0.5 * 0.5 * 20 * kTimestep / 0.1, 2e-3);
+  // the cable's length and rate: the site at angle q is (0, 0.5 cos q, 1 + 0.5 sin q)
+  v1::GetStateRequest get;
+  get.add_world_ids(ids[0]);
+  get.mutable_observe()->set_tendon_state(true);
+  get.mutable_observe()->set_joint_position(true);
+  absl::StatusOr<v1::GetStateResponse> state = client_->GetState(get);
+  ASSERT_TRUE(state.ok()) << state.status();
+  const std::vector<float> tendon = client::UnpackFloat32(state->observations().tendon_state());
+  const std::vector<float> q = client::UnpackFloat32(state->observations().joint_position());
+  ASSERT_EQ(tendon.size(), 2u);
+  ASSERT_EQ(q.size(), 1u);
+  const double length = std::hypot(0.5 - 0.5 * std::cos(q[0]), 1 - 0.5 * std::sin(q[0]));
+  EXPECT_NEAR(tendon[0], length, 1e-6);
+  const double slope = (0.5 * std::sin(q[0]) * (0.5 - 0.5 * std::cos(q[0])) -
+                        0.5 * std::cos(q[0]) * (1 - 0.5 * std::sin(q[0]))) /
+                       length;  // dL/dq
+  EXPECT_NEAR(tendon[1], slope * qdot[0], 1e-5);
   const v1::ModelDescription described = DescribedModel(ids[0]);
   ASSERT_EQ(described.tendons_size(), 1);
   ASSERT_EQ(described.tendons(0).path_size(), 2);

@@ -27,6 +27,7 @@ OBSERVATION_FIELDS = (
     "controls",
     "mocap_pose",
     "actuator_force",
+    "tendon_state",
 )
 # The state in the scene file's own coordinates (MuJoCo's qpos and qvel) and its MJCF sensors
 # (MuJoCo's sensordata), asked for by name: only worlds of an MJCF or URDF file have them
@@ -52,6 +53,7 @@ class Layout:
     shape_count: int = 0
     mocap_count: int = 0
     sensor_data_count: int = 0
+    tendon_count: int = 0
 
     def field_size(self, field):
         """(values per world, trailing shape) of an observation or parameter field."""
@@ -75,6 +77,8 @@ class Layout:
             return self.mocap_count * 7, (self.mocap_count, 7)
         if field == "sensor_data":
             return self.sensor_data_count, (self.sensor_data_count,)
+        if field == "tendon_state":
+            return self.tendon_count * 2, (self.tendon_count, 2)
         if field == "body_mass":
             return self.body_count, (self.body_count,)
         if field == "body_com":
@@ -295,6 +299,8 @@ class WorldDescription:
     # (sensor_data_count,) per world (see sensor)
     source_sensors: List[SourceSensor] = dataclasses.field(default_factory=list)
     sensor_data_count: int = 0
+    # tendons (fixed and spatial) in index order: tendon_state is (T x 2)
+    tendon_names: List[str] = dataclasses.field(default_factory=list)
 
     @classmethod
     def from_proto(cls, message):
@@ -319,6 +325,7 @@ class WorldDescription:
             mocap_names=list(message.mocap_names),
             source_sensors=[SourceSensor.from_proto(s) for s in message.source.sensors],
             sensor_data_count=message.sensor_data_count,
+            tendon_names=list(message.tendon_names),
         )
 
     def sensor(self, name, sensor_data):
@@ -397,6 +404,7 @@ class WorldDescription:
             len(self.shape_names),
             len(self.mocap_names),
             self.sensor_data_count,
+            len(self.tendon_names),
         )
 
     def ctrl_range(self):
@@ -523,6 +531,8 @@ class Observations:
         slide displacements); for URDF each moving joint's coordinates.
       sensor_data (W x S): the MJCF file's sensors, MuJoCo's sensordata for the world's state
         (WorldDescription.source_sensors: each one's offset and dim; S its sensor_data_count).
+      tendon_state (W x T x 2): each tendon's length (m, or rad for a fixed tendon over hinges)
+        and rate, MuJoCo's ten_length and ten_velocity (WorldDescription.tendon_names).
     """
 
     world_ids: List[int]
@@ -537,6 +547,7 @@ class Observations:
     mocap_pose: Optional[ArrayOrList] = None
     actuator_force: Optional[ArrayOrList] = None
     sensor_data: Optional[ArrayOrList] = None
+    tendon_state: Optional[ArrayOrList] = None
     contacts: Optional[Contacts] = None
     stats: Optional[WorldStats] = None
 
@@ -675,6 +686,7 @@ def decode_observations(message, layouts, requested=None):
         "mocap_pose",
         "actuator_force",
         "sensor_data",
+        "tendon_state",
     ):
         data = getattr(message, field)
         if data or (requested is not None and getattr(requested, field)):

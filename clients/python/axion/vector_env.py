@@ -29,6 +29,8 @@ coordinates, D degrees of freedom, B bodies; see WorldDescription for the per-jo
   sensor_data         S values: the MJCF file's sensors (gyros, touch, joint and frame
                       sensors, ...), MuJoCo's sensordata; WorldDescription.source_sensors says
                       where each one's lie. Only for an MJCF model.
+  tendon_state        T x 2: each tendon's length and rate (WorldDescription.tendon_names): a
+                      muscle's or cable's length for biomechanical tasks.
 
 The default is ("joint_position", "joint_velocity"), i.e. obs[:, :P] = joint positions and
 obs[:, P:P+D] = joint velocities; `observation_slices` maps each field to its columns. Free
@@ -61,6 +63,7 @@ OBSERVATION_CHOICES = (
     "mocap_pose",
     "actuator_force",
     "sensor_data",
+    "tendon_state",
 )
 
 
