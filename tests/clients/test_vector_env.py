@@ -337,6 +337,27 @@ def test_sensor_data_observation_holds_the_files_sensors(client):
         assert np.all(obs[:, 5] < 0.5)  # falling
 
 
+def test_tendon_state_observation_holds_the_muscles_lengths(client):
+    # two cables pulling a hinged bar from either side: their lengths and rates are columns of
+    # the observation, and the longer one is the side the bar swings away from
+    xml = """<mujoco><worldbody><site name="left" pos="-0.5 0 1"/><site name="right" pos="0.5 0 1"/>
+      <body name="bar" pos="0 0 0.5"><joint name="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0 0 0.4" size="0.02" mass="1"/><site name="tip" pos="0 0 0.4"/>
+      </body></worldbody>
+      <tendon><spatial name="flexor"><site site="left"/><site site="tip"/></spatial>
+        <spatial name="extensor"><site site="right"/><site site="tip"/></spatial></tendon>
+      <actuator><motor tendon="flexor" gear="-1"/></actuator></mujoco>"""
+    with axion.VectorEnv(client, xml, 2, observation=("joint_position", "tendon_state")) as env:
+        assert env.obs_dim == 1 + 4
+        assert env.observation_slices["tendon_state"] == slice(1, 5)
+        obs = env.reset()
+        np.testing.assert_allclose(obs[:, 1], obs[:, 3], rtol=1e-6)  # symmetric at the start
+        for _ in range(20):
+            obs, *_ = env.step(np.array([[2.0], [0.0]], dtype=np.float32))
+        assert obs[0, 1] < obs[0, 3]  # pulled towards the flexor's anchor
+        assert obs[0, 2] < 0 < obs[0, 4]  # the flexor shortening, the extensor lengthening
+
+
 def test_unknown_observation_field_is_rejected(client):
     with pytest.raises(ValueError, match="observation"):
         axion.VectorEnv(client, PENDULUM_MJCF, 1, observation=("qpos",))
