@@ -48,7 +48,8 @@ struct TendonLength {
 // of the row evaluation (0.5% more instructions per humanoid step, a model without tendons).
 #if defined(__CUDACC__) || defined(AXION_TENDON_PATH_DEFINITION)
 #if defined(__CUDACC__)
-#define AXION_TENDON_PATH_FN AXION_HD_NOINLINE
+// (internal linkage: the CUDA unit's host copy stays its own beside tendon_path.cc's)
+#define AXION_TENDON_PATH_FN static AXION_HD_NOINLINE
 #else
 #define AXION_TENDON_PATH_FN
 #endif

@@ -1,5 +1,5 @@
 // Fuzz target: MJCF text through the importer, Model::Compile and three steps, and the file's
-// coordinates and sensors of the initial state. Anything may
+// coordinates, tendons and sensors of the initial state. Anything may
 // be refused with a status; nothing may crash, read out of bounds or leave a world unflagged
 // in a non-finite state. <include> and mesh paths resolve in a directory that does not exist,
 // so every file reference is refused by name.
@@ -25,8 +25,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!file.ok()) axion::fuzz::Fail("file coordinates of a compiled model", file.status());
   for (axion::Real x : file->position)
     if (!std::isfinite(x)) axion::fuzz::Fail("a non-finite file coordinate of a finite state");
-  // the file's sensors at the initial state: every one read, finite
-  if (imported->source_sensors.empty()) return 0;
+  // the tendons' lengths and the file's sensors at the initial state: every one read, finite
+  if (imported->source_sensors.empty() && imported->model.tendons.empty()) return 0;
   axion::SimulatorOptions options;
   options.backend = axion::Backend::kCpu;
   options.threads = 1;
@@ -34,6 +34,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!sim.ok()) axion::fuzz::Fail("a CPU simulator", sim.status());
   auto ids = (*sim)->CreateWorlds(*model, 1);
   if (!ids.ok()) return 0;
+  auto tendons = (*sim)->GetTendonStates(ids->front());
+  if (!tendons.ok()) axion::fuzz::Fail("the tendons of the initial state", tendons.status());
+  for (axion::Real x : *tendons)
+    if (!std::isfinite(x)) axion::fuzz::Fail("a non-finite tendon length of a finite state");
+  if (imported->source_sensors.empty()) return 0;
   auto sensors = axion::ReadFileSensors(*imported, **model, **sim, ids->front());
   if (!sensors.ok()) axion::fuzz::Fail("the sensors of the initial state", sensors.status());
   if (static_cast<int>(sensors->size()) != imported->sensor_data_count)
