@@ -285,6 +285,17 @@ def test_describe_lists_sensors(axion, server, client_id):
     assert "SENSOR" in text and "gyro" in text and "3:4" in text
 
 
+def test_describe_lists_tendons(axion, server, client_id):
+    with axion_client.Client(server.target, client_id=client_id) as client:
+        world = client.create_worlds("""<mujoco><worldbody><site name="anchor" pos="1 0 1"/>
+          <body name="arm" pos="0 0 1"><joint axis="0 1 0"/><geom size="0.1"/><site name="end"/>
+          </body></worldbody>
+          <tendon><spatial name="cable"><site site="anchor"/><site site="end"/></spatial></tendon>
+          </mujoco>""").world_ids[0]
+    assert json.loads(axion("describe", world, "--json").stdout)["tendon_names"] == ["cable"]
+    assert "cable" in axion("describe", world).stdout.split("TENDON")[1]
+
+
 def test_reset_to_the_initial_state_or_a_keyframe(axion, server, client_id):
     with axion_client.Client(server.target, client_id=client_id) as client:
         model = client.get_model(client.create_worlds(PENDULUM_XML).world_ids[0])

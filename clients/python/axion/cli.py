@@ -115,6 +115,7 @@ def describe_dict(description):
         "mocap_names": description.mocap_names,
         "sensor_data_count": description.sensor_data_count,
         "source_sensors": [vars(s) for s in description.source_sensors],
+        "tendon_names": description.tendon_names,
     }
 
 
@@ -196,6 +197,10 @@ def cmd_describe(client, args):
     ]
     if rows:
         print_table(["ACTUATOR", "TYPE", "DRIVES", "CTRL RANGE", "FORCE RANGE"], rows)
+    # tendons: tendon_state's rows (length, rate)
+    rows = [[str(index), name or "(unnamed)"] for index, name in enumerate(d.tendon_names)]
+    if rows:
+        print_table(["TENDON", "NAME"], rows)
     # the file's bodies that have no body of their own: merged into another, or static
     rows = [
         [b.name, d.body_names[b.body] if b.body >= 0 else "(world)",
