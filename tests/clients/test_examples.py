@@ -54,6 +54,17 @@ def test_imu_sensors_read_gravity_and_weight_at_rest(server):
     assert "at rest" in result.stdout
 
 
+def test_cable_winch_lifts_loads_to_their_heights(server):
+    # The winch's servo (kp = 1e5 N/m) holds the 20 kg load 196.2 N / 1e5 N/m = 1.96 mm short of
+    # the length measured at the target; the cable's tension over the wheel is the weight.
+    result = run_example(server, "cable_winch.py", "--worlds", 3, "--seconds", 3,
+                         "--tolerance", 0.0025)
+    match = re.search(r"largest miss: ([\d.]+) m", result.stdout)
+    assert match and float(match.group(1)) < 0.0025
+    pulls = [float(p) for p in re.findall(r"winch pull ([\d.]+) N", result.stdout)]
+    assert len(pulls) == 3 and all(abs(p - 20 * 9.81) < 0.5 for p in pulls)
+
+
 @pytest.mark.skipif(not HUMANOID_XML.is_file(), reason=f"{HUMANOID_XML} is not installed "
                     "(Debian package libmujoco-samples)")
 def test_gym_humanoid(server):
