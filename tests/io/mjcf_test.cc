@@ -1327,6 +1327,37 @@ TEST(MjcfTendonTest, FixedTendonsLoadAndTheRestIsNamed) {
         "", "unknown site 'x'");
   fails(R"(<spatial name="t"><site site="s1"/><geom geom="bx"/><site site="s2"/></spatial>)", "",
         "wraps only around spheres and cylinders");
+
+  // spatial tendons Axion does not make are skipped with a warning naming them, and so are
+  // actuators on them: a site on a mocap body, a path over more than four bodies
+  absl::StatusOr<ImportResult> skipped = LoadMjcfString(R"(
+<mujoco><worldbody>
+    <body name="target" mocap="true"><site name="on_target"/></body>
+    <body name="b1"><joint axis="0 1 0"/><geom size="0.1"/><site name="p1"/>
+      <body name="b2" pos="0 0 -0.3"><joint axis="0 1 0"/><geom size="0.1"/><site name="p2"/>
+        <body name="b3" pos="0 0 -0.3"><joint axis="0 1 0"/><geom size="0.1"/><site name="p3"/>
+          <body name="b4" pos="0 0 -0.3"><joint axis="0 1 0"/><geom size="0.1"/><site name="p4"/>
+            <body name="b5" pos="0 0 -0.3"><joint axis="0 1 0"/><geom size="0.1"/>
+              <site name="p5"/></body></body></body></body></body>
+  </worldbody>
+  <tendon>
+    <spatial name="leash"><site site="on_target"/><site site="p1"/></spatial>
+    <spatial name="long"><site site="p1"/><site site="p2"/><site site="p3"/><site site="p4"/>
+      <site site="p5"/></spatial>
+    <spatial name="four"><site site="p1"/><site site="p2"/><site site="p3"/><site site="p4"/>
+    </spatial>
+  </tendon>
+  <actuator><motor tendon="leash"/><motor tendon="four"/></actuator></mujoco>)",
+                                                        "");
+  ASSERT_TRUE(skipped.ok()) << skipped.status();
+  ASSERT_EQ(skipped->model.tendons.size(), 1u);
+  EXPECT_EQ(skipped->model.tendons[0].name, "four");
+  ASSERT_EQ(skipped->model.actuators.size(), 1u);
+  EXPECT_EQ(skipped->model.actuators[0].tendon, 0);
+  EXPECT_TRUE(HasWarning(*skipped, "spatial 'leash': its site 'on_target' is on a mocap body"));
+  EXPECT_TRUE(HasWarning(*skipped, "spatial 'long': its path moves with 5 bodies"));
+  EXPECT_TRUE(HasWarning(*skipped, "drives tendon 'leash', which is not supported"));
+  ASSERT_TRUE(Model::Compile(skipped->model).ok());
   fails(R"(<fixed name="t" stiffness="-1"><joint joint="h1" coef="1"/></fixed>)", "", "stiffness");
   fails(R"(<fixed name="t"><joint joint="h1" coef="1"/></fixed>)",
         R"(<motor joint="h1" tendon="t"/>)", "one transmission");

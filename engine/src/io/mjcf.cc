@@ -1925,9 +1925,7 @@ absl::Status MjcfLoader::SpatialPath(const XMLElement* c, std::vector<TendonPath
       if (s.name == name) {
         *out = &s;
         if (s.mocap >= 0 && skip->empty())
-          *skip = absl::StrCat("its site '", name,
-                               "' is on a mocap body, which tendons do not "
-                               "pass");
+          *skip = absl::StrCat("its site '", name, "' is on a mocap body (not supported)");
         return absl::OkStatus();
       }
     }
@@ -1966,9 +1964,7 @@ absl::Status MjcfLoader::SpatialPath(const XMLElement* c, std::vector<TendonPath
         point.body = axion_body_[file_body];
         point.pose = io::ComposePose(offset_[file_body], found->pose);
         if (mocap_of_[file_body] >= 0 && skip->empty())
-          *skip = absl::StrCat("its geom '", name,
-                               "' is on a mocap body, which tendons do not "
-                               "pass");
+          *skip = absl::StrCat("its geom '", name, "' is on a mocap body (not supported)");
       } else {
         point.pose = found->pose;
       }
