@@ -455,7 +455,8 @@ std::vector<Real> TendonStates(int w, BatchStorage& s) {
   const BatchView v = s.view();
   std::vector<Real> out;
   for (int t = s.world_tendon_offset[w]; t < s.world_tendon_offset[w + 1]; ++t) {
-    const kernels::TendonState state = kernels::tendon_state(v, t);
+    const bool fixed = s.tendon_path_count[t] == 0;
+    const kernels::TendonState state = fixed ? kernels::tendon_state(v, t) : kernels::TendonState{};
     out.push_back(state.length);
     out.push_back(state.rate);
   }

@@ -327,8 +327,9 @@ void WriteJointCoordinates(int w, BatchStorage& s);
 // World `w`'s actuator forces at its state (kernels_body.h, actuator_force), (actuator_count).
 std::vector<Real> ActuatorForces(int w, BatchStorage& s);
 
-// World `w`'s tendon lengths and rates at its state (kernels_body.h, tendon_state),
-// (tendon_count x 2).
+// World `w`'s fixed tendons' lengths and rates at its state (kernels_body.h, tendon_state),
+// (tendon_count x 2); a spatial tendon's entries are zero, for the caller to fill at the bodies
+// its joints place (Simulator::GetTendonStates).
 std::vector<Real> TendonStates(int w, BatchStorage& s);
 
 WorldParams MakeWorldParams(const SolverOptions& options);

@@ -414,6 +414,8 @@ class MjcfLoader {
   absl::Status SpatialPath(const XMLElement* e, std::vector<TendonPathDesc>* path,
                            std::string* skip);
   absl::Status ParseSensors(const XMLElement* e);
+  // The geom named `name` and its MJCF body (-1: the world's); nullptr where there is none.
+  std::pair<const MjGeom*, int> FindGeom(const std::string& name) const;
   // A frame sensor's object or reference: `type` body, xbody, geom or site named `name`.
   absl::StatusOr<ImportResult::SensorFrame> SensorObject(const Elem& e, const char* type_key,
                                                          const char* name_key,
@@ -1944,16 +1946,7 @@ absl::Status MjcfLoader::SpatialPath(const XMLElement* c, std::vector<TendonPath
       const char* name = x->Attribute("geom");
       if (!name) return error(x, "attribute 'geom' is required");
       // the geom on its Axion body (as a sensor's frame on a geom)
-      const MjGeom* found = nullptr;
-      int file_body = -1;
-      for (const MjGeom& g : world_geoms_) {
-        if (g.name == name) found = &g;
-      }
-      for (size_t b = 0; !found && b < bodies_.size(); ++b) {
-        for (const MjGeom& g : bodies_[b].geoms) {
-          if (g.name == name) found = &g, file_body = static_cast<int>(b);
-        }
-      }
+      const auto [found, file_body] = FindGeom(name);
       if (!found) return error(x, absl::StrCat("attribute 'geom': unknown geom '", name, "'"));
       if (found->type != ShapeType::kSphere && found->type != ShapeType::kCylinder)
         return error(
@@ -2374,6 +2367,18 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
   return absl::OkStatus();
 }
 
+std::pair<const MjGeom*, int> MjcfLoader::FindGeom(const std::string& name) const {
+  for (const MjGeom& g : world_geoms_) {
+    if (g.name == name) return {&g, -1};
+  }
+  for (size_t b = 0; b < bodies_.size(); ++b) {
+    for (const MjGeom& g : bodies_[b].geoms) {
+      if (g.name == name) return {&g, static_cast<int>(b)};
+    }
+  }
+  return {nullptr, -1};
+}
+
 // A frame sensor's object (objtype, objname) or reference (reftype, refname): a site, a body's
 // frame (xbody), its centre of mass (body: MuJoCo's inertial frame, whose axes follow the
 // principal axes MuJoCo's compiler chose: position only) or a geom, on the Axion body that
@@ -2417,14 +2422,8 @@ absl::StatusOr<ImportResult::SensorFrame> MjcfLoader::SensorObject(const Elem& e
     return on_body(b, Pose{b < 0 ? Vec3{} : bodies_[b].com, Quat{1, 0, 0, 0}});
   }
   if (type == "geom") {
-    for (const MjGeom& g : world_geoms_) {
-      if (g.name == name) return on_body(-1, g.pose);
-    }
-    for (size_t b = 0; b < bodies_.size(); ++b) {
-      for (const MjGeom& g : bodies_[b].geoms) {
-        if (g.name == name) return on_body(static_cast<int>(b), g.pose);
-      }
-    }
+    const auto [geom, b] = FindGeom(name);
+    if (geom) return on_body(b, geom->pose);
     return e.Error(name_key, absl::StrCat("unknown geom '", name, "'"));
   }
   if (type.empty()) return e.Error(type_key, "is required");
