@@ -31,8 +31,9 @@ class ExecutionBackend {
   virtual absl::Status UploadFrames(BatchStorage& host) = 0;
   // Bring the host's state arrays up to date with the backend's.
   virtual absl::Status Download(BatchStorage& host) = 0;
-  // Bring only what body and joint state reads need up to date: body_q, body_u, qpos and
-  // dof_velocity (a few per cent of the state; contacts and impulses stay behind).
+  // Bring only what body, joint and actuator state reads need up to date: body_q, body_u,
+  // qpos, dof_velocity and actuator_activation (a few per cent of the state; contacts and
+  // impulses stay behind).
   virtual absl::Status DownloadObservables(BatchStorage& host) = 0;
   // Runs up to `max_substeps` steps; world w takes host.world_step_pending[w] of them. On
   // return the host's world arrays (statistics, flags) are current; other state may be left on

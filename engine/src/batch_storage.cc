@@ -305,6 +305,23 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
     s.actuator_force_limited[a0 + a] = act.force_limited;
     s.actuator_force_min[a0 + a] = act.force_limited ? act.force_min : Real(0);
     s.actuator_force_max[a0 + a] = act.force_limited ? act.force_max : Real(0);
+    Real* muscle = &s.actuator_muscle[kMuscleParams * (a0 + a)];
+    std::fill_n(muscle, kMuscleParams, Real(0));
+    if (act.type == ActuatorType::kMuscle) {
+      const MuscleDesc& mu = act.muscle;
+      muscle[kMuscleTimeActivation] = mu.time_activation;
+      muscle[kMuscleTimeDeactivation] = mu.time_deactivation;
+      muscle[kMuscleRangeLow] = mu.range[0];
+      muscle[kMuscleRangeHigh] = mu.range[1];
+      muscle[kMuscleForce] = mu.force;
+      muscle[kMuscleLengthMin] = mu.length_min;
+      muscle[kMuscleLengthMax] = mu.length_max;
+      muscle[kMuscleVelocityMax] = mu.velocity_max;
+      muscle[kMusclePassiveForce] = mu.passive_force;
+      muscle[kMuscleVelocityForceMax] = mu.velocity_force_max;
+      muscle[kMuscleLengthRangeLow] = mu.length_range[0];
+      muscle[kMuscleLengthRangeHigh] = mu.length_range[1];
+    }
   }
   for (int i = 0; i < m.shape_count(); ++i) {
     const ShapeDesc& shape = d.shapes[i];
@@ -505,6 +522,8 @@ void ResetWorldState(const WorldLayout& layout, int w, BatchStorage& s) {
   }
   std::fill(s.actuator_ctrl.begin() + s.world_actuator_offset[w],
             s.actuator_ctrl.begin() + s.world_actuator_offset[w + 1], 0);
+  std::fill(s.actuator_activation.begin() + s.world_actuator_offset[w],
+            s.actuator_activation.begin() + s.world_actuator_offset[w + 1], 0);
   std::fill(s.row_lambda.begin() + s.world_row_offset[w],
             s.row_lambda.begin() + s.world_row_offset[w + 1], 0);
   s.world_contact_count[w] = 0;

@@ -149,8 +149,12 @@ namespace axion {
   X(int32_t, actuator_force_limited, 1) \
   X(Real, actuator_force_min, 1)        \
   X(Real, actuator_force_max, 1)        \
-  X(int32_t, actuator_tendon, 1) X(int32_t, actuator_body, 1) X(Real, actuator_body_wrench, 6)
-#define AXION_ACTUATOR_STATE(X) X(Real, actuator_ctrl, 1)
+  X(int32_t, actuator_tendon, 1)        \
+  X(int32_t, actuator_body, 1)          \
+  X(Real, actuator_body_wrench, 6)      \
+  X(Real, actuator_muscle, kMuscleParams)
+// The controls are the step's input; a muscle's activation is state the step integrates.
+#define AXION_ACTUATOR_STATE(X) X(Real, actuator_ctrl, 1) X(Real, actuator_activation, 1)
 // Tendons: a fixed one's DOFs and coefficients, a spatial one's path, limits, spring-damper and
 // dry friction (model), and the servo actuators' drive on them this step (scratch).
 #define AXION_TENDON_MODEL(X)                       \

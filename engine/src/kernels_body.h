@@ -87,6 +87,102 @@ AXION_HD TendonState tendon_state(const BatchView& v, int tendon) {
   return out;
 }
 
+// ---- muscles (MuscleDesc; the curves are MuJoCo's, checked against libmujoco's
+// mju_muscleGain, mju_muscleBias and mju_muscleDynamics) --------------------------------------
+
+// Guards the curves' divisions as MuJoCo's mjMINVAL does (validation keeps them apart anyway).
+AXION_HD Real muscle_divisor(Real x) { return x > Real(1e-15) ? x : Real(1e-15); }
+
+/// FL(x): 0 outside [lmin, lmax], 1 at x = 1, each side two quadratic pieces meeting halfway
+/// (at a = (lmin + 1) / 2 and b = (1 + lmax) / 2) with value 1/2 and matching slopes.
+AXION_HD Real muscle_length_curve(Real x, Real lmin, Real lmax) {
+  if (x < lmin || x > lmax) return 0;
+  const Real a = Real(0.5) * (lmin + 1), b = Real(0.5) * (1 + lmax);
+  Real t;
+  if (x <= a) {
+    t = (x - lmin) / muscle_divisor(a - lmin);
+    return Real(0.5) * t * t;
+  }
+  if (x <= 1) {
+    t = (1 - x) / muscle_divisor(1 - a);
+    return 1 - Real(0.5) * t * t;
+  }
+  if (x <= b) {
+    t = (x - 1) / muscle_divisor(b - 1);
+    return 1 - Real(0.5) * t * t;
+  }
+  t = (lmax - x) / muscle_divisor(lmax - b);
+  return Real(0.5) * t * t;
+}
+
+/// FV(v), v the lengthening rate in units of L0 velocity_max: 0 at v <= -1, (v + 1)^2 up to 1
+/// at v = 0, then rising as fvmax - (y - v)^2 / y (y = fvmax - 1) to fvmax at v >= y.
+AXION_HD Real muscle_velocity_curve(Real v, Real fvmax) {
+  const Real y = fvmax - 1;
+  if (v <= -1) return 0;
+  if (v <= 0) return (v + 1) * (v + 1);
+  if (v <= y) return fvmax - (y - v) * (y - v) / muscle_divisor(y);
+  return fvmax;
+}
+
+/// FP(x): 0 up to x = 1, fpmax t^2 / 2 (t = (x - 1) / (b - 1), b = (1 + lmax) / 2) up to b,
+/// then fpmax (1/2 + (x - b) / (b - 1)): the stretched muscle's passive pull, linear far out.
+AXION_HD Real muscle_passive_curve(Real x, Real lmax, Real fpmax) {
+  if (x <= 1) return 0;
+  const Real b = Real(0.5) * (1 + lmax);
+  if (x <= b) {
+    const Real t = (x - 1) / muscle_divisor(b - 1);
+    return fpmax * Real(0.5) * t * t;
+  }
+  return fpmax * (Real(0.5) + (x - b) / muscle_divisor(b - 1));
+}
+
+/// A muscle's force along its length l (gear * L) at lengthening rate dl/dt and activation a:
+///   f = -force (FL(x) FV(v) a + FP(x)),  x = range0 + (l - lr0) / L0,  v = (dl/dt) / (L0 vmax),
+///   L0 = (lr1 - lr0) / (range1 - range0)
+/// (MuJoCo's gain * act + bias with its muscle gain and bias), negative: a pull.
+AXION_HD Real muscle_force(const Real* prm, Real length, Real rate, Real activation) {
+  const Real optimal = (prm[kMuscleLengthRangeHigh] - prm[kMuscleLengthRangeLow]) /
+                       muscle_divisor(prm[kMuscleRangeHigh] - prm[kMuscleRangeLow]);
+  const Real x =
+      prm[kMuscleRangeLow] + (length - prm[kMuscleLengthRangeLow]) / muscle_divisor(optimal);
+  const Real speed = rate / muscle_divisor(optimal * prm[kMuscleVelocityMax]);
+  const Real active = muscle_length_curve(x, prm[kMuscleLengthMin], prm[kMuscleLengthMax]) *
+                      muscle_velocity_curve(speed, prm[kMuscleVelocityForceMax]);
+  const Real passive = muscle_passive_curve(x, prm[kMuscleLengthMax], prm[kMusclePassiveForce]);
+  return -prm[kMuscleForce] * (active * activation + passive);
+}
+
+/// da/dt = (u - a) / tau, u = clamp(ctrl, 0, 1): activating (u > a) with tau = t_act (0.5 +
+/// 1.5 a), deactivating with tau = t_deact / (0.5 + 1.5 a), a clamped to [0, 1] inside tau.
+AXION_HD Real muscle_activation_rate(const Real* prm, Real ctrl, Real activation) {
+  const Real u = clamp_to(ctrl, Real(0), Real(1));
+  const Real a = clamp_to(activation, Real(0), Real(1));
+  const Real tau = u > activation ? prm[kMuscleTimeActivation] * (Real(0.5) + Real(1.5) * a)
+                                  : prm[kMuscleTimeDeactivation] / (Real(0.5) + Real(1.5) * a);
+  return (u - activation) / muscle_divisor(tau);
+}
+
+// The coordinate an actuator on a DOF or tendon moves and its rate: the DOF's coordinate (qpos)
+// or the tendon's length, at the state written back (the step's start state, inside a step).
+AXION_HD TendonState actuator_coordinate(const BatchView& v, int act) {
+  const int tendon = v.actuator_tendon[act];
+  if (tendon >= 0) return tendon_state(v, tendon);
+  const int dof = v.actuator_dof[act];
+  return {v.qpos[dof_qpos_index(v, dof)], v.dof_velocity[dof]};
+}
+
+// A muscle's pull along its DOF or tendon at `state` (its coordinate and rate) and its
+// activation: gear * muscle_force at the length gear * L, clamped to the force range.
+AXION_HD Real muscle_effort(const BatchView& v, int act, TendonState state) {
+  const Real gear = v.actuator_gear[act];
+  const Real f = muscle_force(v.actuator_muscle + kMuscleParams * act, gear * state.length,
+                              gear * state.rate, v.actuator_activation[act]);
+  return v.actuator_force_limited[act] != 0
+             ? clamp_to(gear * f, v.actuator_force_min[act], v.actuator_force_max[act])
+             : gear * f;
+}
+
 /// The force actuator `act` exerts at the current state, along its DOF or tendon (N or N m; a
 /// site actuator's: the scale of its wrench): an effort's gear * ctrl, clamped to its force
 /// range; a position servo's kp (s ctrl - q) - kv qdot and a velocity servo's kv (s ctrl -
@@ -98,16 +194,9 @@ AXION_HD TendonState tendon_state(const BatchView& v, int tendon) {
 AXION_HD Real actuator_force(const BatchView& v, int act) {
   const int type = v.actuator_type[act];
   if (type == static_cast<int32_t>(ActuatorType::kEffort)) return actuator_effort(v, act);
-  Real q = 0, qdot = 0;
-  const int tendon = v.actuator_tendon[act];
-  if (tendon >= 0) {
-    const TendonState state = tendon_state(v, tendon);
-    q = state.length;
-    qdot = state.rate;
-  } else {
-    q = v.qpos[dof_qpos_index(v, v.actuator_dof[act])];
-    qdot = v.dof_velocity[v.actuator_dof[act]];
-  }
+  const TendonState state = actuator_coordinate(v, act);
+  if (type == static_cast<int32_t>(ActuatorType::kMuscle)) return muscle_effort(v, act, state);
+  const Real q = state.length, qdot = state.rate;
   const Real target = v.actuator_target_scale[act] * v.actuator_ctrl[act];
   const Real force = type == static_cast<int32_t>(ActuatorType::kPosition)
                          ? v.actuator_kp[act] * (target - q) - v.actuator_kv[act] * qdot
@@ -167,8 +256,12 @@ AXION_HD void world_apply_actuators(const BatchView& v, int world) {
     }
     const ServoSums servo = tendon >= 0 ? tendon_servo_sums(v, tendon) : dof_servo_sums(v, dof);
     switch (v.actuator_type[act]) {
-      case static_cast<int32_t>(ActuatorType::kEffort): {
-        const Real tau = actuator_effort(v, act);
+      case static_cast<int32_t>(ActuatorType::kEffort):
+      case static_cast<int32_t>(ActuatorType::kMuscle): {
+        // a muscle pulls with its force at the step's start state and activation, explicitly
+        const Real tau = v.actuator_type[act] == static_cast<int32_t>(ActuatorType::kEffort)
+                             ? actuator_effort(v, act)
+                             : muscle_effort(v, act, actuator_coordinate(v, act));
         if (tendon < 0) {
           v.dof_effort[dof] += tau;
         } else if (v.tendon_path_count[tendon] > 0) {
@@ -194,7 +287,8 @@ AXION_HD void world_apply_actuators(const BatchView& v, int world) {
         break;
     }
     // the model allows a force range only on a DOF's (a tendon's) one servo
-    if (limited && v.actuator_type[act] != static_cast<int32_t>(ActuatorType::kEffort)) {
+    if (limited && (v.actuator_type[act] == static_cast<int32_t>(ActuatorType::kPosition) ||
+                    v.actuator_type[act] == static_cast<int32_t>(ActuatorType::kVelocity))) {
       *servo.force_min = v.actuator_force_min[act];
       *servo.force_max = v.actuator_force_max[act];
     }
@@ -214,6 +308,18 @@ AXION_HD void world_apply_actuators(const BatchView& v, int world) {
         v.body_jt[6 * parent + 3 + i] += tau * c.jac_parent.ang[i];
       }
     }
+  }
+}
+
+// Per world, as a step's part is written back: each muscle's activation advances over it,
+// a+ = a + h da/dt at the part's start (explicit, as MuJoCo's Euler step).
+AXION_HD void world_integrate_activations(const BatchView& v, int world) {
+  const Real h = v.world_step_length[world];
+  for (int act = v.world_actuator_offset[world]; act < v.world_actuator_offset[world + 1]; ++act) {
+    if (v.actuator_type[act] != static_cast<int32_t>(ActuatorType::kMuscle)) continue;
+    v.actuator_activation[act] +=
+        h * muscle_activation_rate(v.actuator_muscle + kMuscleParams * act, v.actuator_ctrl[act],
+                                   v.actuator_activation[act]);
   }
 }
 

@@ -52,6 +52,48 @@ absl::Status ValidatePose(const std::string& what, const char* field, Pose* pose
   return absl::OkStatus();
 }
 
+// Servos (position, velocity) are solved in their DOF's or tendon's drive row; efforts and
+// muscles push explicitly.
+bool IsServo(ActuatorType type) {
+  return type == ActuatorType::kPosition || type == ActuatorType::kVelocity;
+}
+
+// A muscle's parameters: each curve's divisions need its points apart (MuscleDesc).
+absl::Status ValidateMuscle(const std::string& what, const MuscleDesc& m) {
+  const Real values[] = {
+      m.time_activation, m.time_deactivation,  m.range[0],        m.range[1],
+      m.force,           m.length_min,         m.length_max,      m.velocity_max,
+      m.passive_force,   m.velocity_force_max, m.length_range[0], m.length_range[1]};
+  for (Real x : values) {
+    if (!Finite(x)) return Invalid(what, "muscle", "has a value that is not finite");
+  }
+  if (!(m.time_activation > 0) || !(m.time_deactivation > 0))
+    return Invalid(what, "muscle time constants",
+                   absl::StrCat("must be > 0, got ", Fmt(m.time_activation), " and ",
+                                Fmt(m.time_deactivation)));
+  if (!(m.range[0] < m.range[1]))
+    return Invalid(
+        what, "muscle range",
+        absl::StrCat("must have min < max, got [", Fmt(m.range[0]), ", ", Fmt(m.range[1]), "]"));
+  if (!(m.force > 0)) return Invalid(what, "muscle force", "must be > 0, got " + Fmt(m.force));
+  if (!(m.length_min >= 0 && m.length_min < 1 && m.length_max > 1))
+    return Invalid(what, "muscle length_min and length_max",
+                   absl::StrCat("must satisfy 0 <= length_min < 1 < length_max, got ",
+                                Fmt(m.length_min), " and ", Fmt(m.length_max)));
+  if (!(m.velocity_max > 0))
+    return Invalid(what, "muscle velocity_max", "must be > 0, got " + Fmt(m.velocity_max));
+  if (!(m.passive_force >= 0))
+    return Invalid(what, "muscle passive_force", "must be >= 0, got " + Fmt(m.passive_force));
+  if (!(m.velocity_force_max >= 1))
+    return Invalid(what, "muscle velocity_force_max",
+                   "must be >= 1, got " + Fmt(m.velocity_force_max));
+  if (!(m.length_range[0] < m.length_range[1]))
+    return Invalid(what, "muscle length_range",
+                   absl::StrCat("must have min < max, got [", Fmt(m.length_range[0]), ", ",
+                                Fmt(m.length_range[1]), "]"));
+  return absl::OkStatus();
+}
+
 // A spatial tendon's path (TendonDesc::path): MuJoCo's sequence rules, bodies that exist,
 // finite frames, positive radii and divisors, at most four bodies besides the world.
 absl::Status ValidateTendonPath(const ModelDesc& desc, const TendonDesc& tendon,
@@ -728,8 +770,12 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
     if (!Finite(act.kv) || act.kv < 0)
       return Invalid(what, "kv", "must be >= 0, got " + Fmt(act.kv));
     if (!Finite(act.target_scale)) return Invalid(what, "target_scale", "is not finite");
-    if (static_cast<int>(act.type) < 0 || static_cast<int>(act.type) > 2) {
+    if (static_cast<int>(act.type) < 0 || static_cast<int>(act.type) > 3) {
       return Invalid(what, "type", absl::StrCat("is unknown (", static_cast<int>(act.type), ")"));
+    }
+    if (act.type == ActuatorType::kMuscle) {
+      absl::Status muscle = ValidateMuscle(what, act.muscle);
+      if (!muscle.ok()) return muscle;
     }
     if (act.force_limited) {
       if (!Finite(act.force_min) || !Finite(act.force_max) || !(act.force_min < act.force_max))
@@ -742,8 +788,7 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
         const bool same_target = act.tendon >= 0
                                      ? o.tendon == act.tendon
                                      : o.tendon < 0 && o.joint == act.joint && o.dof == act.dof;
-        if (other != a && act.type != ActuatorType::kEffort && o.type != ActuatorType::kEffort &&
-            same_target)
+        if (other != a && IsServo(act.type) && IsServo(o.type) && same_target)
           return Invalid(
               what, "force range",
               absl::StrCat("bounds a servo that shares its ", act.tendon >= 0 ? "tendon" : "DOF",
@@ -854,6 +899,20 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
       return Invalid(
           what, "controls",
           absl::StrCat("needs ", actuators, " values (1 per actuator), got ", key.controls.size()));
+    if (!key.activations.empty() && key.activations.size() != actuators)
+      return Invalid(what, "activations",
+                     absl::StrCat("needs ", actuators, " values (1 per actuator), got ",
+                                  key.activations.size()));
+    for (size_t a = 0; a < key.activations.size(); ++a) {
+      const bool muscle = desc.actuators[a].type == ActuatorType::kMuscle;
+      const Real x = key.activations[a];
+      if (!(muscle ? x >= 0 && x <= 1 : x == 0))
+        return Invalid(
+            what, "activations",
+            absl::StrCat(
+                "of actuator ", a, " ('", desc.actuators[a].name, "') = ", Fmt(x),
+                muscle ? " is outside [0, 1]" : " is not 0 (only muscles have an activation)"));
+    }
     for (size_t i = 0; i < key.body_pose.size(); ++i) {
       if (!Finite(key.body_pose[i]))
         return Invalid(what, "body_pose", absl::StrCat("of body ", i / 7, " is not finite"));
@@ -1047,7 +1106,7 @@ std::vector<RowKind> TendonRows(const ModelDesc& desc, int tendon) {
   }
   bool drive = t.stiffness > 0 || t.damping > 0;
   for (const ActuatorDesc& a : desc.actuators)
-    drive = drive || (a.tendon == tendon && a.type != ActuatorType::kEffort);
+    drive = drive || (a.tendon == tendon && IsServo(a.type));
   if (drive) rows.push_back(kRowTendonDrive);
   if (t.friction_loss > 0) rows.push_back(kRowTendonFrictionLoss);
   return rows;
@@ -1111,8 +1170,7 @@ bool JointHasDrive(const ModelDesc& desc, int joint_index) {
     if (a > 0) return true;
   }
   for (const ActuatorDesc& act : desc.actuators) {
-    if (act.tendon < 0 && act.joint == joint_index && act.type != ActuatorType::kEffort)
-      return true;
+    if (act.tendon < 0 && act.joint == joint_index && IsServo(act.type)) return true;
   }
   return false;
 }

@@ -620,7 +620,8 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
         v.world_active[w] = kPhaseIdle;
       });
 
-  // write back: joint coordinates, time, and a finite-state check that freezes a broken world
+  // write back: joint coordinates, time, muscles' activations, and a finite-state check that
+  // freezes a broken world
   ex.joints(
       wr, AXION_LAMBDA(int j) {
         if (stepping(v, v.body_world[v.joint_child[j]])) joint_write_coordinates(v, j);
@@ -634,6 +635,7 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
         }
         world_store_contacts(v, w);
         world_store_accelerations(v, w);
+        if (!(v.world_flags[w] & kWorldNonFinite)) world_integrate_activations(v, w);
         v.world_time[w] += v.world_step_length[w];
         v.world_substeps[w] += 1;
         v.world_redos[w] = 0;

@@ -382,6 +382,10 @@ absl::Status Simulator::SetWorldModels(absl::Span<const WorldModelUpdate> update
       Real& ctrl = h.actuator_ctrl[a0 + a];
       ctrl = std::min(std::max(ctrl, act.ctrl_min), act.ctrl_max);
     }
+    // an actuator that is no longer a muscle has no activation
+    for (size_t a = 0; a < now.actuators.size(); ++a) {
+      if (now.actuators[a].type != ActuatorType::kMuscle) h.actuator_activation[a0 + a] = 0;
+    }
   }
   return im.MarkHostWritten();  // the state's upload carries the controls
 }
@@ -505,6 +509,44 @@ absl::StatusOr<std::vector<Real>> Simulator::GetControls(WorldId world) const {
   // the host's controls are always current (see inputs_current)
   return std::vector<Real>(im.host.actuator_ctrl.begin() + im.host.world_actuator_offset[*w],
                            im.host.actuator_ctrl.begin() + im.host.world_actuator_offset[*w + 1]);
+}
+
+absl::Status Simulator::SetActivations(WorldId world, absl::Span<const Real> activation) {
+  Impl& im = *impl_;
+  absl::StatusOr<int> w = im.Find(world);
+  if (!w.ok()) return w.status();
+  const Model& m = *im.worlds[*w].layout.model;
+  if (static_cast<int>(activation.size()) != m.actuator_count()) {
+    return absl::InvalidArgumentError(absl::StrCat("world ", world, ": activations have ",
+                                                   activation.size(), " values, the model has ",
+                                                   m.actuator_count(), " actuators"));
+  }
+  for (int a = 0; a < m.actuator_count(); ++a) {
+    const ActuatorDesc& act = m.desc().actuators[a];
+    const bool muscle = act.type == ActuatorType::kMuscle;
+    if (!(muscle ? activation[a] >= 0 && activation[a] <= 1 : activation[a] == 0)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "world %d: activation[%d] (actuator '%s') = %g %s", world, a, act.name,
+          static_cast<double>(activation[a]),
+          muscle ? "is outside [0, 1]" : "is not 0 (only muscles have an activation)"));
+    }
+  }
+  absl::Status s = im.EnsureHost();
+  if (!s.ok()) return s;
+  std::copy(activation.begin(), activation.end(),
+            im.host.actuator_activation.begin() + im.host.world_actuator_offset[*w]);
+  return im.MarkHostWritten();
+}
+
+absl::StatusOr<std::vector<Real>> Simulator::GetActivations(WorldId world) const {
+  Impl& im = *impl_;
+  absl::StatusOr<int> w = im.Find(world);
+  if (!w.ok()) return w.status();
+  absl::Status s = im.EnsureObservables();
+  if (!s.ok()) return s;
+  const auto& all = im.host.actuator_activation;
+  return std::vector<Real>(all.begin() + im.host.world_actuator_offset[*w],
+                           all.begin() + im.host.world_actuator_offset[*w + 1]);
 }
 
 absl::StatusOr<std::vector<Real>> Simulator::GetActuatorForces(WorldId world) const {
@@ -829,6 +871,10 @@ absl::Status Simulator::Reset(WorldId world, const std::string& keyframe) {
   }
   if (!key.controls.empty()) {
     s = SetControls(world, key.controls);
+    if (!s.ok()) return s;
+  }
+  if (!key.activations.empty()) {
+    s = SetActivations(world, key.activations);
     if (!s.ok()) return s;
   }
   if (!key.mocap_pose.empty()) {

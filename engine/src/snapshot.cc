@@ -6,8 +6,9 @@
 //   dof_velocity (dofs) | qpos (qpos) | actuator_ctrl (actuators) | joint-row lambda (rows) |
 //   i32 previous contact count n | n x (i32 shape a, i32 shape b (world-local), Real point on a[3],
 //   Real point on b[3], Real lambda[3]) | mocap body poses (mocap bodies x 7: position,
-//   quaternion)   (AXSNAP01 had the point on a only; AXSNAP02 no step level; a model without
-//   mocap bodies, which every model was before they came, has an empty last block)
+//   quaternion) | actuator_activation (actuators, only where the model has a muscle)
+//   (AXSNAP01 had the point on a only; AXSNAP02 no step level; a model without mocap bodies
+//   or muscles, which every model was before they came, has empty last blocks)
 // The joint-row impulses and the last step's contacts are part of the state because they
 // warm-start the next Newton solve, and the step level because it sets the next step's length.
 #include "snapshot.h"
@@ -69,7 +70,16 @@ struct DecodedState {
   Real time = 0;
   uint32_t flags = 0;
   std::vector<Real> q, u, wrench, dof_velocity, qpos, ctrl, lambda, contact_points, contact_lambda;
+  std::vector<Real> activation;
 };
+
+// Whether the model has an actuator with an activation (a muscle): its snapshots carry them.
+bool HasActivations(const Model& model) {
+  for (const ActuatorDesc& act : model.desc().actuators) {
+    if (act.type == ActuatorType::kMuscle) return true;
+  }
+  return false;
+}
 
 // A snapshot is bytes from outside (a client's RestoreSnapshot): every value must be one a world
 // of `model` can hold, or the restore is refused, naming the value, before anything is written.
@@ -95,7 +105,8 @@ absl::Status ValidateState(const DecodedState& s, const Model& model) {
                 {"actuator control", &s.ctrl},
                 {"joint impulse", &s.lambda},
                 {"contact point", &s.contact_points},
-                {"contact impulse", &s.contact_lambda}};
+                {"contact impulse", &s.contact_lambda},
+                {"actuator activation", &s.activation}};
   for (const auto& block : blocks) {
     if (const int i = FirstNonFinite(*block.values); i >= 0) {
       return absl::InvalidArgumentError(
@@ -118,6 +129,15 @@ absl::Status ValidateState(const DecodedState& s, const Model& model) {
           absl::StrFormat("snapshot control %d (actuator '%s') = %g is outside its range [%g, %g]",
                           a, act.name, static_cast<double>(s.ctrl[a]),
                           static_cast<double>(act.ctrl_min), static_cast<double>(act.ctrl_max)));
+    }
+  }
+  for (size_t a = 0; a < s.activation.size(); ++a) {
+    const bool muscle = desc.actuators[a].type == ActuatorType::kMuscle;
+    if (!(muscle ? s.activation[a] >= 0 && s.activation[a] <= 1 : s.activation[a] == 0)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "snapshot activation %d (actuator '%s') = %g is %s (corrupted)", static_cast<int>(a),
+          desc.actuators[a].name, static_cast<double>(s.activation[a]),
+          muscle ? "outside [0, 1]" : "not 0"));
     }
   }
   return absl::OkStatus();
@@ -167,6 +187,8 @@ std::string EncodeSnapshot(const BatchStorage& h, int w, const Model& model, uin
     store_quat(values + 3, pose.quat);
     Put(out, values, 7);
   }
+  if (HasActivations(model))
+    Put(out, h.actuator_activation.data() + h.world_actuator_offset[w], c.actuators);
   return out;
 }
 
@@ -244,6 +266,8 @@ absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& mod
     for (int k = 0; k < 7; ++k) ok = ok && std::isfinite(mocap[7 * m + k]);
     ok = ok && std::fabs(quat_norm(load_quat(&mocap[7 * m + 3])) - Real(1)) <= kQuatNormTolerance;
   }
+  d.activation.resize(HasActivations(model) ? c.actuators : 0);
+  ok = ok && r.Get(d.activation.data(), d.activation.size());
   if (!ok || r.pos != bytes.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("snapshot has ", bytes.size(), " bytes, which does not match the model"));
@@ -258,6 +282,10 @@ absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& mod
             h.dof_velocity.begin() + h.world_dof_offset[w]);
   std::copy(d.qpos.begin(), d.qpos.end(), h.qpos.begin() + h.world_qpos_offset[w]);
   std::copy(d.ctrl.begin(), d.ctrl.end(), h.actuator_ctrl.begin() + h.world_actuator_offset[w]);
+  std::fill(h.actuator_activation.begin() + h.world_actuator_offset[w],
+            h.actuator_activation.begin() + h.world_actuator_offset[w + 1], Real(0));
+  std::copy(d.activation.begin(), d.activation.end(),
+            h.actuator_activation.begin() + h.world_actuator_offset[w]);
   std::copy(d.lambda.begin(), d.lambda.end(), h.row_lambda.begin() + h.world_row_offset[w]);
   h.world_time[w] = d.time;
   h.world_flags[w] = d.flags;

@@ -2898,5 +2898,277 @@ TEST(SpatialTendonTest, NewtonFinishedWorldByWorldGivesTheSameBits) {
   }
 }
 
+// Muscles: MuJoCo's arm26.xml (six muscles on spatial tendons over a shoulder and an elbow).
+const char kArm26[] = "/usr/share/mujoco/model/tendon_arm/arm26.xml";
+
+// arm26 loaded by both engines, its two hinges' coordinates being MuJoCo's qpos and qvel.
+struct ArmSideBySide {
+  ImportResult imported;
+  World w;
+  std::unique_ptr<MuJoCoRun> mujoco;
+};
+ArmSideBySide LoadArm(bool mujoco_constants) {
+  ArmSideBySide s;
+  absl::StatusOr<ImportResult> imported = LoadMjcfFile(kArm26);
+  EXPECT_TRUE(imported.ok()) << imported.status();
+  if (!imported.ok()) return s;
+  for (const std::string& warning : imported->warnings)
+    EXPECT_EQ(warning.find("muscle"), std::string::npos) << warning;
+  s.imported = *std::move(imported);
+  s.mujoco = std::make_unique<MuJoCoRun>(kArm26);
+  EXPECT_TRUE(s.mujoco->m) << s.mujoco->load_error;
+  if (mujoco_constants) {
+    // MuJoCo's own peak forces and length ranges, to compare the muscles' curves alone
+    for (int i = 0; i < s.mujoco->m->nu; ++i) {
+      MuscleDesc& muscle = s.imported.model.actuators[i].muscle;
+      muscle.force = s.mujoco->m->actuator_gainprm[mjNGAIN * i + 3] / s.mujoco->m->actuator_acc0[i];
+      muscle.length_range = {s.mujoco->m->actuator_lengthrange[2 * i],
+                             s.mujoco->m->actuator_lengthrange[2 * i + 1]};
+    }
+  }
+  s.w = MakeWorld(s.imported.model);
+  return s;
+}
+
+// The muscles' constants as MuJoCo's compiler finds them: the peak force scale / acc0 (acc0
+// from the joint-space inertia and the tendons' moment arms at qpos0) and the length range
+// from a simulation pulling the muscle alone and pushing it alone.
+TEST(MjcfMuscleTest, PeakForcesAndLengthRangesAreMuJoCos) {
+  ArmSideBySide run = LoadArm(false);
+  ASSERT_TRUE(run.mujoco && run.mujoco->m);
+  const mjModel* m = run.mujoco->m;
+  ASSERT_EQ(static_cast<int>(run.imported.model.actuators.size()), m->nu);
+  double worst_force = 0, worst_range = 0;
+  for (int i = 0; i < m->nu; ++i) {
+    const ActuatorDesc& a = run.imported.model.actuators[i];
+    ASSERT_EQ(a.type, ActuatorType::kMuscle) << a.name;
+    EXPECT_EQ(a.name, mj_id2name(m, mjOBJ_ACTUATOR, i));
+    EXPECT_EQ(a.muscle.time_activation, m->actuator_dynprm[mjNDYN * i]);
+    EXPECT_EQ(a.muscle.time_deactivation, m->actuator_dynprm[mjNDYN * i + 1]);
+    EXPECT_TRUE(a.ctrl_limited);
+    const double force = m->actuator_gainprm[mjNGAIN * i + 3] / m->actuator_acc0[i];
+    EXPECT_NEAR(a.muscle.force, force, 1e-9 * force) << a.name;
+    worst_force = std::max(worst_force, std::abs(a.muscle.force / force - 1));
+    const double low = m->actuator_lengthrange[2 * i], high = m->actuator_lengthrange[2 * i + 1];
+    for (int k = 0; k < 2; ++k) {
+      const double error = std::abs(a.muscle.length_range[k] - m->actuator_lengthrange[2 * i + k]);
+      EXPECT_LT(error, 1e-3 * (high - low)) << a.name << " end " << k;
+      worst_range = std::max(worst_range, error / (high - low));
+    }
+  }
+  std::printf(
+      "arm26 muscles: peak forces within %.1e of MuJoCo's (relative), length ranges within "
+      "%.1e of their width\n",
+      worst_force, worst_range);
+}
+
+// At states the arm passes through (angles within its limits, rates, activations and
+// excitations at random), each muscle's force is MuJoCo's actuator_force and one step moves
+// its activation as MuJoCo's does (with MuJoCo's peak forces and length ranges, to compare
+// the curves alone).
+TEST(MjcfMuscleTest, ForcesAndActivationsAreMuJoCosAtTheSameState) {
+  ArmSideBySide run = LoadArm(true);
+  ASSERT_TRUE(run.mujoco && run.mujoco->m && run.w.sim);
+  const mjModel* m = run.mujoco->m;
+  mjData* d = run.mujoco->d;
+  std::mt19937 random(11);
+  std::uniform_real_distribution<double> unit(0, 1), rate(-6, 6);
+  double worst_force = 0, largest_force = 0, worst_activation = 0;
+  int passive = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    mj_resetData(m, d);
+    JointState joints = *run.w.sim->GetJointState(run.w.id);
+    for (int j = 0; j < 2; ++j) {
+      d->qpos[j] =
+          m->jnt_range[2 * j] + unit(random) * (m->jnt_range[2 * j + 1] - m->jnt_range[2 * j]);
+      d->qvel[j] = rate(random);
+      joints.position[j] = d->qpos[j];
+      joints.velocity[j] = d->qvel[j];
+    }
+    std::vector<Real> act(m->nu), ctrl(m->nu);
+    for (int i = 0; i < m->nu; ++i) {
+      d->act[i] = act[i] = trial % 4 == 0 ? 0 : unit(random);
+      d->ctrl[i] = ctrl[i] = unit(random);
+    }
+    mj_forward(m, d);
+    ASSERT_TRUE(run.w.sim->SetJointState(run.w.id, joints).ok());
+    ASSERT_TRUE(run.w.sim->SetActivations(run.w.id, act).ok());
+    ASSERT_TRUE(run.w.sim->SetControls(run.w.id, ctrl).ok());
+    absl::StatusOr<std::vector<Real>> forces = run.w.sim->GetActuatorForces(run.w.id);
+    ASSERT_TRUE(forces.ok()) << forces.status();
+    for (int i = 0; i < m->nu; ++i) {
+      EXPECT_NEAR((*forces)[i], d->actuator_force[i], 1e-9 * (1 + std::abs(d->actuator_force[i])))
+          << "muscle " << i << " trial " << trial;
+      worst_force = std::max(worst_force, std::abs((*forces)[i] - d->actuator_force[i]));
+      largest_force = std::max(largest_force, std::abs(d->actuator_force[i]));
+      if (trial % 4 == 0 && d->actuator_force[i] < -1) ++passive;
+    }
+    // one step: a+ = a + h da/dt at the step's start, both engines
+    mj_step(m, d);
+    ASSERT_TRUE(run.w.sim->StepAll(1).ok());
+    absl::StatusOr<std::vector<Real>> after = run.w.sim->GetActivations(run.w.id);
+    ASSERT_TRUE(after.ok()) << after.status();
+    for (int i = 0; i < m->nu; ++i) {
+      EXPECT_NEAR((*after)[i], d->act[i], 1e-12) << "muscle " << i << " trial " << trial;
+      worst_activation = std::max(worst_activation, std::abs((*after)[i] - d->act[i]));
+    }
+  }
+  std::printf(
+      "arm26 muscles at 200 states: forces within %.1e N of MuJoCo's (up to %.0f N; %d passive "
+      "pulls of stretched muscles at zero activation), activations after a step within %.1e\n",
+      worst_force, largest_force, passive, worst_activation);
+  EXPECT_GT(largest_force, 100);
+  EXPECT_GT(passive, 0);
+}
+
+// Under excitations changed every 0.25 s, the arm moves as MuJoCo's does and its activations
+// follow the same curves; the difference is first order in the step (the two integrators'),
+// a fifth at a fifth of the step. The joints' limits are taken off (both engines given the
+// length ranges MuJoCo's compiler found with them): the arm starts at both lower limits and
+// the muscles drive it into them, where MuJoCo's soft limits and Axion's hard ones part the two
+// trajectories by tenths of a radian within a second (ArmsLimitsHoldAgainstItsMuscles).
+TEST(MjcfMuscleTest, ArmMovesUnderItsMusclesLikeMuJoCo) {
+  MuJoCoRun with_limits(kArm26);
+  ASSERT_TRUE(with_limits.m) << with_limits.load_error;
+  std::ifstream in(kArm26);
+  std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  xml = absl::StrReplaceAll(xml, {{"limited=\"true\" range=\"0 120\"", "limited=\"false\""}});
+  for (int i = 0; i < with_limits.m->nu; ++i) {
+    const std::string name = mj_id2name(with_limits.m, mjOBJ_ACTUATOR, i);
+    xml = absl::StrReplaceAll(
+        xml, {{absl::StrCat("<muscle name=\"", name, "\""),
+               absl::StrFormat("<muscle name=\"%s\" lengthrange=\"%.17g %.17g\"", name,
+                               with_limits.m->actuator_lengthrange[2 * i],
+                               with_limits.m->actuator_lengthrange[2 * i + 1])}});
+  }
+  double worst[2] = {0, 0};
+  for (int refine : {1, 5}) {
+    const double h = 0.005 / refine;
+    const std::string path = WriteTempModel(
+        absl::StrCat("arm26_free_", refine, ".xml"),
+        absl::StrReplaceAll(xml, {{"timestep=\"0.005\"", absl::StrCat("timestep=\"", h, "\"")}}));
+    absl::StatusOr<ImportResult> imported = LoadMjcfFile(path);
+    ASSERT_TRUE(imported.ok()) << imported.status();
+    World w = MakeWorld(imported->model);
+    MuJoCoRun mujoco(path);
+    ASSERT_TRUE(mujoco.m && w.sim) << mujoco.load_error;
+    const mjModel* m = mujoco.m;
+    mjData* d = mujoco.d;
+    ASSERT_EQ(m->jnt_limited[0], 0);
+    for (int i = 0; i < m->nu; ++i) {
+      EXPECT_NEAR(imported->model.actuators[i].muscle.force,
+                  m->actuator_gainprm[mjNGAIN * i + 3] / m->actuator_acc0[i], 1e-9);
+    }
+    std::mt19937 random(5);
+    std::uniform_real_distribution<double> unit(0, 0.3);
+    double worst_activation = 0, swing[2] = {0, 0};
+    double& worst_angle = worst[refine == 1 ? 0 : 1];
+    for (int step = 0; step < 600 * refine; ++step) {
+      if (step % (50 * refine) == 0) {
+        std::vector<Real> ctrl(m->nu);
+        for (int i = 0; i < m->nu; ++i) d->ctrl[i] = ctrl[i] = unit(random);
+        ASSERT_TRUE(w.sim->SetControls(w.id, ctrl).ok());
+      }
+      mj_step(m, d);
+      ASSERT_TRUE(w.sim->StepAll(1).ok());
+      const JointState joints = *w.sim->GetJointState(w.id);
+      for (int j = 0; j < 2; ++j) {
+        worst_angle = std::max(worst_angle, std::abs(joints.position[j] - d->qpos[j]));
+        swing[j] = std::max(swing[j], std::abs(d->qpos[j]));
+      }
+      const std::vector<Real> act = *w.sim->GetActivations(w.id);
+      for (int i = 0; i < m->nu; ++i)
+        worst_activation = std::max(worst_activation, std::abs(act[i] - d->act[i]));
+    }
+    std::printf(
+        "arm26 (no joint limits), h = %g s, over 3 s: joint angles within %.4f rad of MuJoCo's "
+        "(shoulder swung to %.2f, elbow %.2f rad), activations within %.1e\n",
+        h, worst_angle, swing[0], swing[1], worst_activation);
+    EXPECT_GT(swing[0], 1);
+    EXPECT_GT(swing[1], 1);
+    EXPECT_LT(worst_activation, 1e-12);
+    absl::StatusOr<WorldStats> stats = w.sim->GetStats(w.id);
+    ASSERT_TRUE(stats.ok());
+    EXPECT_EQ(stats->flags & (kWorldNonFinite | kWorldNotConverged), 0u);
+  }
+  EXPECT_LT(worst[0], 0.15);
+  EXPECT_LT(worst[1], 0.3 * worst[0]);
+}
+
+// With its limits, arm26 driven into them by the same excitations keeps both joints within
+// [0, 120] degrees.
+TEST(MjcfMuscleTest, ArmsLimitsHoldAgainstItsMuscles) {
+  ArmSideBySide run = LoadArm(false);
+  ASSERT_TRUE(run.w.sim);
+  std::mt19937 random(5);
+  std::uniform_real_distribution<double> unit(0, 1);
+  double low = 0, high = 0;
+  for (int step = 0; step < 600; ++step) {
+    if (step % 50 == 0) {
+      std::vector<Real> ctrl(6);
+      for (Real& u : ctrl) u = unit(random);
+      ASSERT_TRUE(run.w.sim->SetControls(run.w.id, ctrl).ok());
+    }
+    ASSERT_TRUE(run.w.sim->StepAll(1).ok());
+    const JointState joints = *run.w.sim->GetJointState(run.w.id);
+    for (int j = 0; j < 2; ++j) {
+      low = std::min(low, static_cast<double>(joints.position[j]));
+      high = std::max(high, static_cast<double>(joints.position[j]));
+    }
+  }
+  std::printf("arm26 with limits: joints between %.7f and %.7f rad (limits 0, %.7f)\n", low, high,
+              2 * kPi / 3);
+  EXPECT_GT(low, -1e-6);
+  EXPECT_LT(high, 2 * kPi / 3 + 1e-6);
+  EXPECT_GT(high, 2 * kPi / 3 - 1e-3);  // met
+}
+
+// Activation is state: a snapshot carries it (restored, the same steps give the same bits),
+// a reset clears it, a keyframe's act sets it, and bad values are refused by name.
+TEST(MjcfMuscleTest, ActivationIsStateSnapshotsAndKeyframesCarry) {
+  std::ifstream in(kArm26);
+  std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  xml = absl::StrReplaceAll(
+      xml, {{"</actuator>",
+             "</actuator><keyframe><key name=\"tense\" qpos=\"0.5 1\" ctrl=\"1 0 1 0 0 0\" "
+             "act=\"0.25 0 0.5 0 0 1\"/></keyframe>"}});
+  absl::StatusOr<ImportResult> imported = LoadMjcfString(xml, "/usr/share/mujoco/model/tendon_arm");
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  World w = MakeWorld(imported->model);
+  ASSERT_TRUE(w.sim);
+  ASSERT_TRUE(w.sim->Reset(w.id, "tense").ok());
+  EXPECT_EQ(*w.sim->GetActivations(w.id), (std::vector<Real>{0.25, 0, 0.5, 0, 0, 1}));
+  ASSERT_TRUE(w.sim->StepAll(20).ok());
+  const std::string snapshot = *w.sim->Snapshot(w.id);
+  ASSERT_TRUE(w.sim->StepAll(30).ok());
+  const std::vector<Real> pose = w.sim->GetBodyState(w.id)->pose;
+  const std::vector<Real> act = *w.sim->GetActivations(w.id);
+  EXPECT_GT(act[0], 0.9);  // excited from 0.25
+  EXPECT_EQ(act[1], 0);    // at rest
+  EXPECT_LT(act[5], 0.9);  // relaxing from 1
+  ASSERT_TRUE(w.sim->Restore(w.id, snapshot).ok());
+  ASSERT_TRUE(w.sim->StepAll(30).ok());
+  EXPECT_EQ(w.sim->GetBodyState(w.id)->pose, pose);
+  EXPECT_EQ(*w.sim->GetActivations(w.id), act);
+  ASSERT_TRUE(w.sim->Reset(w.id).ok());
+  EXPECT_EQ(*w.sim->GetActivations(w.id), std::vector<Real>(6, 0));
+  // refused, the world untouched
+  absl::Status bad = w.sim->SetActivations(w.id, {0, 0, 1.5, 0, 0, 0});
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("activation[2] (actuator 'EF') = 1.5 is outside [0, 1]"),
+            std::string::npos)
+      << bad.message();
+  EXPECT_EQ(*w.sim->GetActivations(w.id), std::vector<Real>(6, 0));
+  // a keyframe's activation outside [0, 1] is an error naming it
+  const std::string bad_key =
+      absl::StrReplaceAll(xml, {{"act=\"0.25 0 0.5 0 0 1\"", "act=\"0.25 0 2 0 0 1\""}});
+  absl::StatusOr<ImportResult> refused =
+      LoadMjcfString(bad_key, "/usr/share/mujoco/model/tendon_arm");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("activation 2 (actuator 'EF') = 2 is outside [0, 1]"),
+            std::string::npos)
+      << refused.status();
+}
+
 }  // namespace
 }  // namespace axion

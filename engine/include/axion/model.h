@@ -164,6 +164,34 @@ enum class ActuatorType : int32_t {
   kEffort = 0,    // ctrl * gear is a force/torque along the joint DOF
   kPosition = 1,  // ctrl is the drive's target position; kp, kv are its gains
   kVelocity = 2,  // ctrl is the drive's target velocity; kv is its gain
+  kMuscle = 3,    // ctrl is a muscle's excitation; its activation pulls (MuscleDesc)
+};
+
+// A muscle (MJCF <muscle>), MuJoCo's model: an activation a in [0, 1], the actuator's own state,
+// follows the excitation u = clamp(ctrl, 0, 1) as
+//   da/dt = (u - a) / tau,  tau = time_activation (0.5 + 1.5 a)    where u > a,
+//                           tau = time_deactivation / (0.5 + 1.5 a) otherwise,
+// integrated explicitly over each step (a at the step's start). Its force along the actuator's
+// length l = gear * L (L the tendon's length or the joint's coordinate) is
+//   f = -force (FL(x) FV(v) a + FP(x)),
+//   x = range[0] + (l - length_range[0]) / L0,  L0 = (length_range[1] - length_range[0]) /
+//                                                    (range[1] - range[0]),
+//   v = (dl/dt) / (L0 velocity_max),
+// with FL a smooth bump (0 outside [length_min, length_max], 1 at x = 1), FV 0 at v <= -1, 1 at
+// v = 0, rising to velocity_force_max, and FP the passive force rising from x = 1 to
+// passive_force at x = (1 + length_max) / 2 and linearly beyond: a muscle only pulls. The force
+// is taken at the step's start state and applied explicitly (gear * f along the DOF or tendon),
+// clamped to the actuator's force range where it has one.
+struct MuscleDesc {
+  Real time_activation = Real(0.01);                  // s
+  Real time_deactivation = Real(0.04);                // s
+  std::array<Real, 2> range{Real(0.75), Real(1.05)};  // operating range of x (length_range's image)
+  Real force = 0;                                     // peak active force (N), > 0
+  Real length_min = Real(0.5), length_max = Real(1.6);  // where FL falls to 0
+  Real velocity_max = Real(1.5);           // shortening speed where FV is 0, in L0 per second
+  Real passive_force = Real(1.3);          // FP at x = (1 + length_max) / 2, in units of force
+  Real velocity_force_max = Real(1.2);     // FV of a fast lengthening muscle
+  std::array<Real, 2> length_range{0, 0};  // actuator lengths l mapped onto `range`; min < max
 };
 
 struct ActuatorDesc {
@@ -198,6 +226,8 @@ struct ActuatorDesc {
   int site_body = -1;
   Pose site_pose;                                     // the site's frame in the body's frame
   std::array<Real, 6> site_wrench{0, 0, 1, 0, 0, 0};  // force, torque per unit tau (site frame)
+  // kMuscle: the muscle's parameters (on a joint's DOF or a tendon, not a site).
+  MuscleDesc muscle;
 };
 
 // Couples two joint coordinates rigidly (MJCF <equality><joint>, URDF <mimic>): DOF `dof` of
@@ -415,6 +445,8 @@ struct KeyframeDesc {
   std::vector<Real> body_velocity;  // (body_count x 6): linear velocity of the body-frame origin
                                     // then angular velocity, world frame; empty: initial ones
   std::vector<Real> controls;       // (actuator_count), within ctrl ranges; empty: zero
+  std::vector<Real> activations;    // (actuator_count): muscles' activations in [0, 1] (others
+                                    // 0); empty: zero
   std::vector<Real> mocap_pose;     // (mocap_count x 7): position, quaternion w x y z; empty:
                                     // the initial poses
 };

@@ -165,9 +165,16 @@ class Simulator {
   // gear included; a site actuator's force, the scale of its wrench; MuJoCo's actuator_force
   // is before the gear): an effort's gear * ctrl, clamped to its force range; a servo's kp (s
   // ctrl - q) - kv qdot (position) or kv (s ctrl - qdot) (velocity), clamped, at the coordinate
-  // and rate GetJointState gives. After a step: the force applied over it (servos are solved
-  // at the step's end state), for torque and energy terms of rewards.
+  // and rate GetJointState gives; a muscle's gear * f at its length, rate and activation
+  // (MuscleDesc; the pull the next step applies). After a step: the force applied over it (servos
+  // are solved at the step's end state), for torque and energy terms of rewards.
   absl::StatusOr<std::vector<Real>> GetActuatorForces(WorldId world) const;
+  // Each actuator's activation (actuator_count): a muscle's in [0, 1], which follows its
+  // control over time (MuscleDesc), 0 for other actuators. Part of the state: Reset clears
+  // it, keyframes and snapshots carry it. Setting checks every value (a muscle's in [0, 1],
+  // others 0); on error the world is untouched.
+  absl::StatusOr<std::vector<Real>> GetActivations(WorldId world) const;
+  absl::Status SetActivations(WorldId world, absl::Span<const Real> activation);
   // Each tendon's length and its rate at the world's state (tendon_count x 2: L, dL/dt; m and
   // m/s, or rad and rad/s for a fixed tendon over hinges): MuJoCo's ten_length and
   // ten_velocity. A fixed tendon's from the joint coordinates GetJointState gives, a spatial

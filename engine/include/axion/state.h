@@ -90,6 +90,23 @@ enum RowKind : int32_t {
   kRowTendonFrictionLoss = 18  // dry friction along the tendon
 };
 
+// A muscle's parameters, in this order in actuator_muscle (MuscleDesc's fields).
+enum MuscleParam : int32_t {
+  kMuscleTimeActivation = 0,
+  kMuscleTimeDeactivation,
+  kMuscleRangeLow,
+  kMuscleRangeHigh,
+  kMuscleForce,
+  kMuscleLengthMin,
+  kMuscleLengthMax,
+  kMuscleVelocityMax,
+  kMusclePassiveForce,
+  kMuscleVelocityForceMax,
+  kMuscleLengthRangeLow,
+  kMuscleLengthRangeHigh,
+  kMuscleParams  // the count
+};
+
 // Residuals a world keeps for the Newton loop's cycle test (SolverOptions::strict_after_cycle).
 inline constexpr int kCycleRing = 16;
 
@@ -310,6 +327,10 @@ struct BatchView {
   // (actuator_count x 6) a site actuator's wrench on its body per unit force, force then torque
   // about the centre of mass, body frame (ActuatorDesc::site_wrench moved there)
   const Real* actuator_body_wrench;
+  // (actuator_count x kMuscleParams) a muscle's parameters (MuscleDesc, kernels_body.h's
+  // kMuscle* order); zero for other actuators
+  const Real* actuator_muscle;
+  Real* actuator_activation;  // (actuator_count) a muscle's activation in [0, 1]; others 0
 
   // ---- tendons (tendon_count) ----------------------------------------------------------------
   // A fixed tendon's length is L = coef_0 q_0 + coef_1 q_1 over one or two scalar DOFs; a

@@ -812,6 +812,8 @@ class CudaBackend final : public ExecutionBackend {
     AXION_CUDA_RETURN_IF_ERROR(CopyArray(host.body_u, d_.body_u, kToHost));
     AXION_CUDA_RETURN_IF_ERROR(CopyArray(host.qpos, d_.qpos, kToHost));
     AXION_CUDA_RETURN_IF_ERROR(CopyArray(host.dof_velocity, d_.dof_velocity, kToHost));
+    AXION_CUDA_RETURN_IF_ERROR(
+        CopyArray(host.actuator_activation, d_.actuator_activation, kToHost));
     AXION_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
     return absl::OkStatus();
   }

@@ -125,8 +125,16 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
           "forcelimited", "kv"}},
         {"general",
          {"name", "class", "joint", "tendon", "site", "gear", "ctrlrange", "ctrllimited",
-          "forcerange", "forcelimited", "dyntype", "gaintype", "biastype", "gainprm", "biasprm"}},
-        {"key", {"name", "time", "qpos", "qvel", "ctrl", "mpos", "mquat"}},
+          "forcerange", "forcelimited", "dyntype", "gaintype", "biastype", "dynprm", "gainprm",
+          "biasprm", "lengthrange"}},
+        {"muscle",
+         {"name", "class", "joint", "tendon", "gear", "ctrlrange", "ctrllimited", "forcerange",
+          "forcelimited", "lengthrange", "timeconst", "range", "force", "scale", "lmin", "lmax",
+          "vmax", "fpmax", "fvmax"}},
+        {"lengthrange",
+         {"mode", "useexisting", "uselimit", "accel", "maxforce", "timeconst", "timestep",
+          "inttotal", "inteval", "tolrange"}},
+        {"key", {"name", "time", "qpos", "qvel", "act", "ctrl", "mpos", "mquat"}},
         {"fixed",
          {"name", "class", "limited", "range", "stiffness", "damping", "springlength",
           "frictionloss"}},
@@ -387,6 +395,11 @@ class MjcfLoader {
   Elem Resolve(const XMLElement* e, const std::string& class_name);
   void WarnUnsupportedAttributes(const Elem& e);
   absl::Status GeneralActuator(const Elem& e, Real gear, ActuatorDesc* a, std::string* skipped);
+  // <muscle>'s parameters (MuscleDesc); its force and length range are left to
+  // ResolveMuscles where MuJoCo's compiler computes them.
+  absl::Status MuscleActuator(const Elem& e, ActuatorDesc* a);
+  // The muscles' peak forces scale / acc0 and length ranges, as MuJoCo's compiler finds them.
+  absl::Status ResolveMuscles();
   void WarnElement(const XMLElement* e, const std::string& context, const std::string& reason);
 
   // --- sections ---
@@ -429,6 +442,9 @@ class MjcfLoader {
   absl::Status ContactPair(const Elem& e);
   absl::Status ParseContact(const XMLElement* e);
   absl::Status ParseKeyframes(const XMLElement* e);
+  void FileQpos0(std::vector<Real>* qpos0, int* nv) const;
+  absl::Status FileStateBodies(const std::vector<Real>& qpos, const std::vector<Real>& qvel,
+                               std::vector<Real>* pose, std::vector<Real>* velocity) const;
   absl::StatusOr<Quat> Orientation(const Elem& e);
   Real Angle(Real value) const { return degrees_ ? value * kPi / 180 : value; }
 
@@ -459,6 +475,31 @@ class MjcfLoader {
   Real bound_mass_ = 0;            // <compiler boundmass>
   Real bound_inertia_ = 0;         // <compiler boundinertia>
   Real set_total_mass_ = -1;       // <compiler settotalmass>; <= 0: off
+  // <compiler><lengthrange>: MuJoCo's mjLROpt, its defaults
+  struct LengthRangeOptions {
+    std::string mode = "muscle";
+    bool use_existing = true, use_limit = false;
+    Real accel = 20, max_force = 0, time_constant = 1, timestep = 0, total_time = 10, eval_time = 2,
+         tolerance = Real(0.05);
+  } length_range_;
+  // Muscles whose peak force (force < 0: scale / acc0) or length range MuJoCo's compiler
+  // computes: ResolveMuscles does, once the model is complete.
+  struct PendingMuscle {
+    int actuator = -1;  // in result_.model.actuators
+    std::string where;  // the element, for errors
+    Real scale = 0;     // > 0: the force is scale / acc0
+    bool needs_range = false;
+    // the transmission: a joint (its MuJoCo qvel index), a fixed tendon's joints with their
+    // gear * coef, or a spatial tendon (TendonDesc index), and the limits uselimit may take
+    std::vector<std::pair<std::string, Real>> joints;
+    int spatial_tendon = -1;
+    bool limited = false;
+    Real limit[2] = {0, 0};
+  };
+  std::vector<PendingMuscle> pending_muscles_;
+  // Per entry of MuJoCo's act (actuators with activation dynamics): its file actuator.
+  std::vector<int> activation_actuators_;
+  PendingMuscle next_muscle_;      // MuscleActuator's, until the actuator is made
   std::string collision_ = "all";  // <option collision>
   // <option><flag>: MuJoCo's switches of parts of the physics, applied to the whole model at
   // the end (ApplyFlags); each true unless disabled
@@ -659,6 +700,41 @@ absl::Status MjcfLoader::ParseCompiler(const XMLElement* xml) {
     return e.Error("boundinertia", "must be finite and >= 0");
   AXION_IO_ASSIGN_OR_RETURN(set_total_mass_, e.Real1("settotalmass", set_total_mass_));
   if (!std::isfinite(set_total_mass_)) return e.Error("settotalmass", "must be finite");
+  std::vector<const XMLElement*> children;
+  AXION_IO_RETURN_IF_ERROR(Children(xml, &children, 0));
+  for (const XMLElement* c : children) {
+    if (std::string(c->Name()) != "lengthrange") {
+      WarnElement(c, "compiler", "is not supported and was ignored");
+      continue;
+    }
+    // <lengthrange>: how muscles' length ranges are found (ResolveMuscles)
+    Elem lr = Resolve(c, "");
+    WarnUnsupportedAttributes(lr);
+    LengthRangeOptions& o = length_range_;
+    o.mode = lr.Str("mode", o.mode);
+    if (o.mode != "none" && o.mode != "muscle" && o.mode != "muscleuser" && o.mode != "all")
+      return lr.Error("mode", "must be 'none', 'muscle', 'muscleuser' or 'all'");
+    AXION_IO_ASSIGN_OR_RETURN(o.use_existing, lr.Bool("useexisting", o.use_existing));
+    AXION_IO_ASSIGN_OR_RETURN(o.use_limit, lr.Bool("uselimit", o.use_limit));
+    AXION_IO_ASSIGN_OR_RETURN(o.accel, lr.Real1("accel", o.accel));
+    AXION_IO_ASSIGN_OR_RETURN(o.max_force, lr.Real1("maxforce", o.max_force));
+    AXION_IO_ASSIGN_OR_RETURN(o.time_constant, lr.Real1("timeconst", o.time_constant));
+    AXION_IO_ASSIGN_OR_RETURN(o.timestep, lr.Real1("timestep", o.timestep));
+    AXION_IO_ASSIGN_OR_RETURN(o.total_time, lr.Real1("inttotal", o.total_time));
+    AXION_IO_ASSIGN_OR_RETURN(o.eval_time, lr.Real1("inteval", o.eval_time));
+    AXION_IO_ASSIGN_OR_RETURN(o.tolerance, lr.Real1("tolrange", o.tolerance));
+    if (!(o.accel > 0) || !std::isfinite(o.accel)) return lr.Error("accel", "must be > 0");
+    if (!(o.max_force >= 0) || !std::isfinite(o.max_force))
+      return lr.Error("maxforce", "must be >= 0");
+    if (!(o.timestep >= 0) || !(o.timestep < 1)) return lr.Error("timestep", "must be in [0, 1)");
+    if (!(o.total_time > 0) || !(o.total_time <= 1000))
+      return lr.Error("inttotal", "must be in (0, 1000] s");
+    if (!(o.eval_time > 0) || !(o.eval_time <= o.total_time))
+      return lr.Error("inteval", "must be in (0, inttotal]");
+    if (!std::isfinite(o.time_constant)) return lr.Error("timeconst", "must be finite");
+    if (!(o.tolerance > 0) || !std::isfinite(o.tolerance))
+      return lr.Error("tolrange", "must be > 0");
+  }
   return absl::OkStatus();
 }
 
@@ -2121,6 +2197,34 @@ absl::Status MjcfLoader::ContactPair(const Elem& e) {
   return absl::OkStatus();
 }
 
+// MuJoCo's muscle parameters, prm = (range[2], force, scale, lmin, lmax, vmax, fpmax, fvmax),
+// and its time constants (tau_act, tau_deact) and length range, into *a (MuscleDesc) and
+// next_muscle_ (what ResolveMuscles computes: the force where prm's is negative, the length
+// range where none is given).
+absl::Status MuscleFromParameters(const Elem& e, const std::vector<Real>& prm,
+                                  const std::vector<Real>& time, const std::vector<Real>& range,
+                                  ActuatorDesc* a, Real* scale, bool* needs_range) {
+  a->type = ActuatorType::kMuscle;
+  MuscleDesc& m = a->muscle;
+  m.time_activation = time[0];
+  m.time_deactivation = time[1];
+  m.range = {prm[0], prm[1]};
+  m.length_min = prm[4];
+  m.length_max = prm[5];
+  m.velocity_max = prm[6];
+  m.passive_force = prm[7];
+  m.velocity_force_max = prm[8];
+  // placeholders ResolveMuscles replaces (valid, so the model compiles before)
+  *scale = prm[2] < 0 ? prm[3] : 0;
+  m.force = prm[2] < 0 ? Real(1) : prm[2];
+  *needs_range = !(range[0] < range[1]);
+  m.length_range =
+      *needs_range ? std::array<Real, 2>{0, 1} : std::array<Real, 2>{range[0], range[1]};
+  if (prm[2] == 0) return e.Error("force", "is 0: the muscle could not pull");
+  if (prm[2] < 0 && !(prm[3] > 0)) return e.Error("scale", "must be > 0 where force is negative");
+  return absl::OkStatus();
+}
+
 // A <general> actuator as the motor or servo it is: force = gain ctrl + b0 + b1 q + b2 qdot
 // (gaintype fixed, biastype none or affine, dyntype none). MuJoCo's own shortcuts are such
 // actuators: a motor has no bias, a position servo gain kp and bias (0, -kp, -kv), a velocity
@@ -2133,6 +2237,29 @@ absl::Status MjcfLoader::GeneralActuator(const Elem& e, Real gear, ActuatorDesc*
   const std::string dyntype = e.Str("dyntype", "none");
   const std::string gaintype = e.Str("gaintype", "fixed");
   const std::string biastype = e.Str("biastype", "none");
+  if (dyntype == "muscle" && gaintype == "muscle" && biastype == "muscle") {
+    // <muscle>'s own parameters, spelled out: the gain's and the bias's must agree
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> dyn, e.Reals("dynprm", 1, 10, {1}));
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> gain, e.Reals("gainprm", 1, 10, {1}));
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> bias, e.Reals("biasprm", 1, 10, {0}));
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> lengths, e.Reals("lengthrange", 2, 2, {0, 0}));
+    dyn.resize(2, 0);
+    gain.resize(9, 0);
+    bias.resize(9, 0);
+    for (int k : {0, 1, 2, 3, 5}) {
+      if (gain[k] != bias[k]) {
+        *skipped =
+            "with muscle gain and bias parameters that differ in range, force, scale or "
+            "lmax";
+        return absl::OkStatus();
+      }
+    }
+    gain[7] = bias[7];  // fpmax is the bias's
+    next_muscle_ = PendingMuscle{};
+    next_muscle_.where = e.Describe();
+    return MuscleFromParameters(e, gain, dyn, lengths, a, &next_muscle_.scale,
+                                &next_muscle_.needs_range);
+  }
   if (dyntype != "none") {
     *skipped = absl::StrCat("with activation dynamics (dyntype \"", dyntype, "\")");
     return absl::OkStatus();
@@ -2171,6 +2298,27 @@ absl::Status MjcfLoader::GeneralActuator(const Elem& e, Real gear, ActuatorDesc*
   return absl::OkStatus();
 }
 
+absl::Status MjcfLoader::MuscleActuator(const Elem& e, ActuatorDesc* a) {
+  AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> time, e.Reals("timeconst", 2, 2, {0.01, 0.04}));
+  AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> range, e.Reals("range", 2, 2, {0.75, 1.05}));
+  AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> lengths, e.Reals("lengthrange", 2, 2, {0, 0}));
+  std::vector<Real> prm = range;
+  for (const auto& [key, fallback] : std::vector<std::pair<const char*, Real>>{{"force", -1},
+                                                                               {"scale", 200},
+                                                                               {"lmin", 0.5},
+                                                                               {"lmax", 1.6},
+                                                                               {"vmax", 1.5},
+                                                                               {"fpmax", 1.3},
+                                                                               {"fvmax", 1.2}}) {
+    AXION_IO_ASSIGN_OR_RETURN(Real x, e.Real1(key, fallback));
+    prm.push_back(x);
+  }
+  next_muscle_ = PendingMuscle{};
+  next_muscle_.where = e.Describe();
+  return MuscleFromParameters(e, prm, time, lengths, a, &next_muscle_.scale,
+                              &next_muscle_.needs_range);
+}
+
 absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
   std::vector<const XMLElement*> children;
   AXION_IO_RETURN_IF_ERROR(Children(section, &children, 0));
@@ -2179,7 +2327,11 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
     actuator_target_.push_back(-1);  // until created
     const char* file_name = c->Attribute("name");
     if (file_name) file_actuators_[file_name] = FileActuator{};  // skipped until created
-    if (tag != "motor" && tag != "position" && tag != "velocity" && tag != "general") {
+    // MuJoCo's act holds the actuators with activation dynamics, in file order
+    const int file_index = static_cast<int>(actuator_target_.size()) - 1;
+    if (tag == "intvelocity" || tag == "cylinder") activation_actuators_.push_back(file_index);
+    if (tag != "motor" && tag != "position" && tag != "velocity" && tag != "general" &&
+        tag != "muscle") {
       WarnElement(c, "actuator", "is not supported and was ignored (no actuator created)");
       continue;
     }
@@ -2191,6 +2343,8 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
       }
     }
     Elem e = Resolve(c, "main");
+    if (tag == "muscle" || (tag == "general" && e.Str("dyntype", "none") != "none"))
+      activation_actuators_.push_back(file_index);
     bool skipped_transmission = false;
     for (const char* transmission : {"body", "jointinparent", "cranksite", "slidersite"}) {
       if (e.own.count(transmission)) {
@@ -2311,6 +2465,9 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
     } else if (tag == "motor") {
       a.type = ActuatorType::kEffort;
       a.gear = gear[0];
+    } else if (tag == "muscle") {
+      AXION_IO_RETURN_IF_ERROR(MuscleActuator(e, &a));
+      a.gear = gear[0];
     } else {
       if (tag == "position") {
         a.type = ActuatorType::kPosition;
@@ -2327,7 +2484,7 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
     // L) - kv Ldot and puts g f on the joint, that is g^2 kp (s ctrl / g - q) - g^2 kv qdot: a
     // servo on q with gains g^2 kp, g^2 kv and target scale s / g
     const Real g = gear[0];
-    if (a.type != ActuatorType::kEffort && g != 1) {
+    if ((a.type == ActuatorType::kPosition || a.type == ActuatorType::kVelocity) && g != 1) {
       if (g == 0) {
         warnings_.Add(absl::StrCat("gear-zero:", e.Describe()),
                       absl::StrCat(e.Describe(), ": gear 0 leaves the servo no force; skipped"));
@@ -2361,6 +2518,31 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
           for (const auto& [joint, coef] : fixed->second) file.joints.emplace_back(joint, g * coef);
         }
       }
+    }
+    if (a.type == ActuatorType::kMuscle) {
+      // what ResolveMuscles needs of its transmission
+      PendingMuscle m = next_muscle_;
+      m.actuator = static_cast<int>(result_.model.actuators.size());
+      if (e.own.count("joint")) {
+        m.joints = {{e.Str("joint"), g}};
+        for (const MjBody& body : bodies_) {
+          for (const MjJoint& j : body.joints) {
+            if (j.name == e.Str("joint"))
+              m.limited = j.limited, m.limit[0] = j.range[0], m.limit[1] = j.range[1];
+          }
+        }
+      } else {
+        const TendonDesc& t = result_.model.tendons[a.tendon];
+        m.limited = t.limited;
+        m.limit[0] = t.lower, m.limit[1] = t.upper;
+        if (auto fixed = fixed_tendon_joints_.find(e.Str("tendon"));
+            fixed != fixed_tendon_joints_.end()) {
+          for (const auto& [joint, coef] : fixed->second) m.joints.emplace_back(joint, g * coef);
+        } else {
+          m.spatial_tendon = a.tendon;
+        }
+      }
+      if (m.scale > 0 || m.needs_range) pending_muscles_.push_back(std::move(m));
     }
     result_.model.actuators.push_back(std::move(a));
   }
@@ -2690,6 +2872,362 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
   return absl::OkStatus();
 }
 
+// MuJoCo's compiler gives a muscle with a negative force the peak force scale / acc0, acc0 =
+// |M^-1 m| the joint accelerations a unit force along the muscle gives at qpos0 (m its moment
+// arms, M the joint-space mass matrix with armature, both in MuJoCo's qvel coordinates), and
+// a muscle without a length range the range of lengths it reaches when simulated pulling
+// alone and then pushing alone (mj_setLengthRange). Here M is the kinetic energy of the
+// imported bodies moved by each unit qvel at qpos0 (the body twists FileStateBodies gives),
+// m comes from the tendon's Jacobian at the same twists, and the range from Axion's own
+// simulation of the same experiment: from qpos0, the muscle turned into an effort of
+// +-accel / acc0 (MuJoCo takes accel / |M^-1 m| at each step's configuration), the bodies'
+// velocities scaled by exp(-h / timeconst) before every step, the extremes of the last
+// `inteval` seconds. Joint limits are hard here where MuJoCo's yield a little: on arm26.xml the
+// ranges differ by 1e-4 of their width (MjcfMuscleTest).
+absl::Status MjcfLoader::ResolveMuscles() {
+  // (<flag actuation="disable"> leaves no muscle)
+  if (pending_muscles_.empty() || !flags_.actuation) return absl::OkStatus();
+  ModelDesc& desc = result_.model;
+  // MuJoCo's DOFs: qpos0, each joint's first qvel index, the armature on each
+  std::vector<Real> qpos0;
+  int nv = 0;
+  FileQpos0(&qpos0, &nv);
+  std::map<std::string, int> qvel_index;
+  std::vector<Real> armature(nv, 0);
+  int va = 0;
+  for (const MjBody& body : bodies_) {
+    for (const MjJoint& j : body.joints) {
+      qvel_index[j.name] = va;
+      const int count = j.kind == JointKind::kFree ? 6 : j.kind == JointKind::kBall ? 3 : 1;
+      for (int k = 0; k < count; ++k) armature[va + k] = j.armature;
+      va += count;
+    }
+  }
+  absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(desc);
+  if (!model.ok()) return model.status();
+  // the bodies' motion under each unit qvel, and M = sum over bodies of J^T diag(m, I) J
+  std::vector<BodyState> unit(nv);
+  for (int k = 0; k < nv; ++k) {
+    std::vector<Real> qvel(nv, 0);
+    qvel[k] = 1;
+    AXION_IO_RETURN_IF_ERROR(FileStateBodies(qpos0, qvel, &unit[k].pose, &unit[k].velocity));
+  }
+  std::vector<Real> mass(nv * nv, 0);
+  for (int i = 0; i < nv; ++i) mass[i * nv + i] = armature[i];
+  for (size_t b = 0; b < desc.bodies.size() && nv > 0; ++b) {
+    const BodyDesc& body = desc.bodies[b];
+    const Quat rot = load_quat(&unit[0].pose[7 * b + 3]);
+    const Vec3 lever = rotate(rot, body.com);
+    const Mat33 inertia = quat_to_mat(rot) * body.inertia * transpose(quat_to_mat(rot));
+    std::vector<Vec3> linear(nv), angular(nv);
+    for (int k = 0; k < nv; ++k) {
+      angular[k] = load3(&unit[k].velocity[6 * b + 3]);
+      linear[k] = load3(&unit[k].velocity[6 * b]) + cross(angular[k], lever);
+    }
+    for (int i = 0; i < nv; ++i) {
+      for (int k = 0; k < nv; ++k)
+        mass[i * nv + k] +=
+            body.mass * dot(linear[i], linear[k]) + dot(angular[i], inertia * angular[k]);
+    }
+  }
+  // Cholesky factor of M (lower), then acc0 per muscle
+  std::vector<Real> chol = mass;
+  for (int j = 0; j < nv; ++j) {
+    for (int k = 0; k < j; ++k) chol[j * nv + j] -= chol[j * nv + k] * chol[j * nv + k];
+    if (!(chol[j * nv + j] > 0))
+      return absl::InvalidArgumentError(
+          "muscles: the joint-space mass matrix at qpos0 is singular (a DOF without inertia), so "
+          "no muscle force can be scaled by it (give the muscles a positive force)");
+    chol[j * nv + j] = std::sqrt(chol[j * nv + j]);
+    for (int i = j + 1; i < nv; ++i) {
+      for (int k = 0; k < j; ++k) chol[i * nv + j] -= chol[i * nv + k] * chol[j * nv + k];
+      chol[i * nv + j] /= chol[j * nv + j];
+    }
+  }
+  std::vector<Real> acc0(pending_muscles_.size());
+  for (size_t p = 0; p < pending_muscles_.size(); ++p) {
+    const PendingMuscle& m = pending_muscles_[p];
+    ActuatorDesc& act = desc.actuators[m.actuator];
+    std::vector<Real> x(nv, 0);  // the moment arms, then M^-1 of them
+    for (const auto& [joint, coef] : m.joints) x[qvel_index.at(joint)] += coef;
+    if (m.spatial_tendon >= 0) {
+      for (int k = 0; k < nv; ++k) {
+        absl::StatusOr<std::pair<Real, Real>> state =
+            SpatialTendonState(**model, m.spatial_tendon, unit[k]);
+        if (!state.ok()) return state.status();
+        x[k] = act.gear * state->second;
+      }
+    }
+    for (int i = 0; i < nv; ++i) {
+      for (int k = 0; k < i; ++k) x[i] -= chol[i * nv + k] * x[k];
+      x[i] /= chol[i * nv + i];
+    }
+    for (int i = nv - 1; i >= 0; --i) {
+      for (int k = i + 1; k < nv; ++k) x[i] -= chol[k * nv + i] * x[k];
+      x[i] /= chol[i * nv + i];
+    }
+    Real norm = 0;
+    for (Real xi : x) norm += xi * xi;
+    acc0[p] = std::sqrt(norm);
+    if (!(acc0[p] > 0))
+      return absl::InvalidArgumentError(absl::StrCat(
+          m.where,
+          ": the muscle moves no joint at qpos0 (zero moment arms), so its force cannot "
+          "be scaled by the acceleration it gives; give it a positive force"));
+    if (m.scale > 0) act.muscle.force = m.scale / acc0[p];
+  }
+
+  // length ranges: the joint's or tendon's limits where uselimit allows, else simulated
+  const LengthRangeOptions& o = length_range_;
+  std::vector<size_t> simulated;
+  for (size_t p = 0; p < pending_muscles_.size(); ++p) {
+    const PendingMuscle& m = pending_muscles_[p];
+    if (!m.needs_range) continue;
+    if (o.mode == "none")
+      return absl::InvalidArgumentError(
+          absl::StrCat(m.where,
+                       ": the muscle has no lengthrange and <compiler><lengthrange mode=\"none\"> "
+                       "computes none"));
+    if (o.use_limit && m.limited) {
+      desc.actuators[m.actuator].muscle.length_range = {m.limit[0], m.limit[1]};
+      continue;
+    }
+    simulated.push_back(p);
+  }
+  if (simulated.empty()) return absl::OkStatus();
+  ModelDesc trial = desc;
+  trial.keyframes.clear();
+  for (ActuatorDesc& a : trial.actuators) {
+    if (a.type != ActuatorType::kMuscle) continue;
+    a.type = ActuatorType::kEffort;
+    a.ctrl_limited = a.force_limited = false;
+  }
+  if (o.timestep > 0) trial.options.timestep = o.timestep;
+  const Real h = trial.options.timestep;
+  absl::StatusOr<std::shared_ptr<const Model>> trial_model = Model::Compile(std::move(trial));
+  if (!trial_model.ok()) return trial_model.status();
+  SimulatorOptions sim_options;
+  sim_options.backend = Backend::kCpu;
+  sim_options.threads = 1;
+  absl::StatusOr<std::unique_ptr<Simulator>> sim = Simulator::Create(sim_options);
+  if (!sim.ok()) return sim.status();
+  const int worlds = 2 * static_cast<int>(simulated.size());
+  absl::StatusOr<std::vector<WorldId>> ids = (*sim)->CreateWorlds(*trial_model, worlds);
+  if (!ids.ok()) return ids.status();
+  for (int w = 0; w < worlds; ++w) {
+    const PendingMuscle& m = pending_muscles_[simulated[w / 2]];
+    std::vector<Real> ctrl(desc.actuators.size(), 0);
+    Real force = o.accel / acc0[simulated[w / 2]];
+    // maxforce bounds the generalized force's norm, |f| |m| with m the moment arms
+    Real moment_norm = 0;
+    for (const auto& [joint, coef] : m.joints) moment_norm += coef * coef;
+    if (m.spatial_tendon >= 0) {
+      for (int k = 0; k < nv; ++k) {
+        absl::StatusOr<std::pair<Real, Real>> state =
+            SpatialTendonState(**model, m.spatial_tendon, unit[k]);
+        if (!state.ok()) return state.status();
+        const Real arm = desc.actuators[m.actuator].gear * state->second;
+        moment_norm += arm * arm;
+      }
+    }
+    moment_norm = std::sqrt(moment_norm);
+    if (o.max_force > 0 && force * moment_norm > o.max_force) force = o.max_force / moment_norm;
+    ctrl[m.actuator] = (w % 2 == 0 ? -1 : 1) * force;
+    AXION_IO_RETURN_IF_ERROR((*sim)->SetControls((*ids)[w], ctrl));
+  }
+  const Real damping = std::exp(-h / std::max(Real(0.01), o.time_constant));
+  const int steps = static_cast<int>(std::ceil(o.total_time / h - Real(1e-9)));
+  std::vector<Real> low(worlds, std::numeric_limits<Real>::infinity());
+  std::vector<Real> high(worlds, -std::numeric_limits<Real>::infinity());
+  for (int step = 1; step <= steps; ++step) {
+    for (WorldId id : *ids) {
+      absl::StatusOr<BodyState> bodies = (*sim)->GetBodyState(id);
+      if (!bodies.ok()) return bodies.status();
+      for (Real& u : bodies->velocity) u *= damping;
+      AXION_IO_RETURN_IF_ERROR((*sim)->SetBodyState(id, *bodies));
+    }
+    AXION_IO_RETURN_IF_ERROR((*sim)->StepAll());
+    if (step * h <= o.total_time - o.eval_time) continue;
+    for (int w = 0; w < worlds; ++w) {
+      const ActuatorDesc& act = desc.actuators[pending_muscles_[simulated[w / 2]].actuator];
+      absl::StatusOr<WorldStats> stats = (*sim)->GetStats((*ids)[w]);
+      if (!stats.ok()) return stats.status();
+      if (stats->flags & kWorldNonFinite)
+        return absl::InvalidArgumentError(absl::StrCat(
+            pending_muscles_[simulated[w / 2]].where,
+            ": the simulation that finds the muscle's length range became non-finite; give "
+            "the muscle a lengthrange"));
+      Real length = 0;
+      if (act.tendon >= 0) {
+        absl::StatusOr<std::vector<Real>> tendons = (*sim)->GetTendonStates((*ids)[w]);
+        if (!tendons.ok()) return tendons.status();
+        length = (*tendons)[2 * act.tendon];
+      } else {
+        absl::StatusOr<JointState> joints = (*sim)->GetJointState((*ids)[w]);
+        if (!joints.ok()) return joints.status();
+        length = joints->position[(*trial_model)->joint_position_offset()[act.joint] + act.dof];
+      }
+      length *= act.gear;
+      low[w] = std::min(low[w], length);
+      high[w] = std::max(high[w], length);
+    }
+  }
+  for (size_t i = 0; i < simulated.size(); ++i) {
+    const PendingMuscle& m = pending_muscles_[simulated[i]];
+    const Real lower = low[2 * i], upper = high[2 * i + 1];
+    if (!(lower < upper))
+      return absl::InvalidArgumentError(
+          absl::StrCat(m.where, ": the muscle's simulated length range (", lower, ", ", upper,
+                       ") is empty; give it a lengthrange"));
+    for (int side = 0; side < 2; ++side) {
+      const Real spread = high[2 * i + side] - low[2 * i + side];
+      if (spread > o.tolerance * (upper - lower))
+        return absl::InvalidArgumentError(absl::StrCat(
+            m.where, ": the simulation that finds the muscle's length range did not settle (its ",
+            side == 0 ? "shortest" : "longest", " length moved by ", spread, " over the last ",
+            o.eval_time, " s of ", o.total_time, ", more than tolrange ", o.tolerance,
+            " of the range (", lower, ", ", upper, ")); give the muscle a lengthrange"));
+    }
+    desc.actuators[m.actuator].muscle.length_range = {lower, upper};
+  }
+  return absl::OkStatus();
+}
+
+// MuJoCo's qpos0 (the joints' reference coordinates, a free joint's body pose) and nv.
+void MjcfLoader::FileQpos0(std::vector<Real>* qpos0, int* nv) const {
+  qpos0->clear();
+  *nv = 0;
+  for (const MjBody& body : bodies_) {
+    for (const MjJoint& j : body.joints) {
+      switch (j.kind) {
+        case JointKind::kFree:
+          qpos0->insert(qpos0->end(),
+                        {body.world.pos.x, body.world.pos.y, body.world.pos.z, body.world.quat.w,
+                         body.world.quat.x, body.world.quat.y, body.world.quat.z});
+          *nv += 6;
+          break;
+        case JointKind::kBall:
+          qpos0->insert(qpos0->end(), {1, 0, 0, 0});
+          *nv += 3;
+          break;
+        default:
+          qpos0->push_back(j.ref);
+          *nv += 1;
+      }
+    }
+  }
+}
+
+// The Axion bodies' state (BodyState's layout) at MuJoCo's qpos and qvel, by MuJoCo's forward
+// kinematics (mj_kinematics: each body placed in its parent's frame, then moved by its joints
+// in order, a hinge or ball turning it about its anchor, a slide along its axis, a free joint
+// setting its pose), and velocities as MuJoCo's DOFs define them (a hinge's axis and a slide's
+// in the frame its earlier joints leave, a ball's and a free joint's rotation in the body's
+// frame). A chain's light bodies take the frames after their joints.
+absl::Status MjcfLoader::FileStateBodies(const std::vector<Real>& qpos,
+                                         const std::vector<Real>& qvel, std::vector<Real>* pose_out,
+                                         std::vector<Real>* velocity_out) const {
+  // per MJCF body: its frame, and its motion as the velocity of its origin and its spin; per
+  // joint on the way, the frame after it (the light bodies')
+  struct Motion {
+    Pose pose;
+    Vec3 linear, angular;
+  };
+  std::vector<Motion> motion(bodies_.size());
+  std::vector<std::vector<Motion>> after_joint(bodies_.size());
+  int qa = 0, va = 0;
+  for (size_t b = 0; b < bodies_.size(); ++b) {
+    const MjBody& body = bodies_[b];
+    const Motion parent =
+        body.parent < 0 ? Motion{Pose{{}, {1, 0, 0, 0}}, {}, {}} : motion[body.parent];
+    Pose pose = compose(parent.pose, body.local);
+    // positions: each joint moves the frame, in order
+    struct Step {
+      JointKind kind;
+      Vec3 axis, anchor;  // world, before the joint moves the frame
+      const Real* rate;
+    };
+    std::vector<Step> steps;
+    std::vector<Pose> frames;
+    for (const MjJoint& j : body.joints) {
+      const Real* q = &qpos[qa];
+      Step st{j.kind, rotate(pose.quat, j.axis), pose.pos + rotate(pose.quat, j.pos), &qvel[va]};
+      switch (j.kind) {
+        case JointKind::kFree:
+          pose = {{q[0], q[1], q[2]}, quat_normalized({q[3], q[4], q[5], q[6]})};
+          st.anchor = pose.pos;
+          qa += 7, va += 6;
+          break;
+        case JointKind::kSlide:
+          pose.pos += (q[0] - j.ref) * st.axis;
+          qa += 1, va += 1;
+          break;
+        case JointKind::kHinge:
+        case JointKind::kBall: {
+          if (j.kind == JointKind::kBall && !(quat_norm({q[0], q[1], q[2], q[3]}) > 0))
+            return absl::InvalidArgumentError(
+                absl::StrCat("ball joint '", j.name, "': zero quaternion"));
+          const Quat turn = j.kind == JointKind::kBall ? quat_normalized({q[0], q[1], q[2], q[3]})
+                                                       : quat_from_axis_angle(j.axis, q[0] - j.ref);
+          pose.quat = quat_normalized(pose.quat * turn);
+          pose.pos = st.anchor - rotate(pose.quat, j.pos);
+          qa += j.kind == JointKind::kBall ? 4 : 1;
+          va += j.kind == JointKind::kBall ? 3 : 1;
+          break;
+        }
+      }
+      steps.push_back(st);
+      frames.push_back(pose);
+    }
+    // velocities at each frame: the parent's motion carried there plus the joints' twists up
+    // to it (a ball's and a free joint's spin along the body's final axes, as MuJoCo's DOFs)
+    auto motion_at = [&](const Pose& frame, size_t joints) {
+      Motion m{frame, parent.linear + cross(parent.angular, frame.pos - parent.pose.pos),
+               parent.angular};
+      for (size_t k = 0; k < joints; ++k) {
+        const Step& st = steps[k];
+        Vec3 spin;
+        switch (st.kind) {
+          case JointKind::kSlide:
+            m.linear += st.rate[0] * st.axis;
+            break;
+          case JointKind::kHinge:
+            spin = st.rate[0] * st.axis;
+            break;
+          case JointKind::kFree:
+            m.linear = Vec3{st.rate[0], st.rate[1], st.rate[2]};
+            spin = rotate(pose.quat, Vec3{st.rate[3], st.rate[4], st.rate[5]});
+            break;
+          case JointKind::kBall:
+            spin = rotate(pose.quat, Vec3{st.rate[0], st.rate[1], st.rate[2]});
+            break;
+        }
+        m.angular += spin;
+        m.linear += cross(spin, frame.pos - st.anchor);
+      }
+      return m;
+    };
+    motion[b] = motion_at(pose, steps.size());
+    for (size_t k = 0; k < frames.size(); ++k)
+      after_joint[b].push_back(motion_at(frames[k], k + 1));
+  }
+
+  // the Axion bodies' state
+  const size_t n = result_.model.bodies.size();
+  if (axion_body_frame_.size() != n)
+    return absl::InternalError("keyframe: the Axion bodies' MJCF frames are not all known");
+  pose_out->resize(7 * n);
+  velocity_out->resize(6 * n);
+  for (size_t i = 0; i < n; ++i) {
+    const auto [b, joints] = axion_body_frame_[i];
+    const Motion& m = joints < 0 ? motion[b] : after_joint[b][joints - 1];
+    store3(&(*pose_out)[7 * i], m.pose.pos);
+    store_quat(&(*pose_out)[7 * i + 3], m.pose.quat);
+    store6(&(*velocity_out)[6 * i], {m.linear, m.angular});
+  }
+  return absl::OkStatus();
+}
+
 // <keyframe><key>: MuJoCo's qpos and qvel turned into the body state they give, by MuJoCo's
 // forward kinematics (mj_kinematics: each body placed in its parent's frame, then moved by its
 // joints in order, a hinge or ball turning it about its anchor, a slide along its axis, a free
@@ -2701,28 +3239,9 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
 absl::Status MjcfLoader::ParseKeyframes(const XMLElement* section) {
   std::vector<const XMLElement*> children;
   AXION_IO_RETURN_IF_ERROR(Children(section, &children, 0));
-  // MuJoCo's qpos0 and the sizes of qpos and qvel
   std::vector<Real> qpos0;
   int nv = 0;
-  for (const MjBody& body : bodies_) {
-    for (const MjJoint& j : body.joints) {
-      switch (j.kind) {
-        case JointKind::kFree:
-          qpos0.insert(qpos0.end(),
-                       {body.world.pos.x, body.world.pos.y, body.world.pos.z, body.world.quat.w,
-                        body.world.quat.x, body.world.quat.y, body.world.quat.z});
-          nv += 6;
-          break;
-        case JointKind::kBall:
-          qpos0.insert(qpos0.end(), {1, 0, 0, 0});
-          nv += 3;
-          break;
-        default:
-          qpos0.push_back(j.ref);
-          nv += 1;
-      }
-    }
-  }
+  FileQpos0(&qpos0, &nv);
   const size_t nq = qpos0.size(), nu = actuator_target_.size();
   ModelDesc& model = result_.model;
   for (const XMLElement* c : children) {
@@ -2740,6 +3259,9 @@ absl::Status MjcfLoader::ParseKeyframes(const XMLElement* section) {
                               e.Reals("qvel", nv, nv, std::vector<Real>(nv, 0)));
     AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> ctrl,
                               e.Reals("ctrl", nu, nu, std::vector<Real>(nu, 0)));
+    const size_t na = activation_actuators_.size();
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> act,
+                              e.Reals("act", na, na, std::vector<Real>(na, 0)));
     // mocap poses: the mocap bodies' own where the key gives none, as in MuJoCo
     const size_t nmocap = model.mocap_bodies.size();
     if (e.Has("mpos") || e.Has("mquat")) {
@@ -2762,104 +3284,8 @@ absl::Status MjcfLoader::ParseKeyframes(const XMLElement* section) {
       }
     }
 
-    // per MJCF body: its frame, and its motion as the velocity of its origin and its spin; per
-    // joint on the way, the frame after it (the light bodies')
-    struct Motion {
-      Pose pose;
-      Vec3 linear, angular;
-    };
-    std::vector<Motion> motion(bodies_.size());
-    std::vector<std::vector<Motion>> after_joint(bodies_.size());
-    int qa = 0, va = 0;
-    for (size_t b = 0; b < bodies_.size(); ++b) {
-      const MjBody& body = bodies_[b];
-      const Motion parent =
-          body.parent < 0 ? Motion{Pose{{}, {1, 0, 0, 0}}, {}, {}} : motion[body.parent];
-      Pose pose = compose(parent.pose, body.local);
-      // positions: each joint moves the frame, in order
-      struct Step {
-        JointKind kind;
-        Vec3 axis, anchor;  // world, before the joint moves the frame
-        const Real* rate;
-      };
-      std::vector<Step> steps;
-      std::vector<Pose> frames;
-      for (const MjJoint& j : body.joints) {
-        const Real* q = &qpos[qa];
-        Step st{j.kind, rotate(pose.quat, j.axis), pose.pos + rotate(pose.quat, j.pos), &qvel[va]};
-        switch (j.kind) {
-          case JointKind::kFree:
-            pose = {{q[0], q[1], q[2]}, quat_normalized({q[3], q[4], q[5], q[6]})};
-            st.anchor = pose.pos;
-            qa += 7, va += 6;
-            break;
-          case JointKind::kSlide:
-            pose.pos += (q[0] - j.ref) * st.axis;
-            qa += 1, va += 1;
-            break;
-          case JointKind::kHinge:
-          case JointKind::kBall: {
-            if (j.kind == JointKind::kBall && !(quat_norm({q[0], q[1], q[2], q[3]}) > 0))
-              return e.Error("qpos", absl::StrCat("ball joint '", j.name, "': zero quaternion"));
-            const Quat turn = j.kind == JointKind::kBall
-                                  ? quat_normalized({q[0], q[1], q[2], q[3]})
-                                  : quat_from_axis_angle(j.axis, q[0] - j.ref);
-            pose.quat = quat_normalized(pose.quat * turn);
-            pose.pos = st.anchor - rotate(pose.quat, j.pos);
-            qa += j.kind == JointKind::kBall ? 4 : 1;
-            va += j.kind == JointKind::kBall ? 3 : 1;
-            break;
-          }
-        }
-        steps.push_back(st);
-        frames.push_back(pose);
-      }
-      // velocities at each frame: the parent's motion carried there plus the joints' twists up
-      // to it (a ball's and a free joint's spin along the body's final axes, as MuJoCo's DOFs)
-      auto motion_at = [&](const Pose& frame, size_t joints) {
-        Motion m{frame, parent.linear + cross(parent.angular, frame.pos - parent.pose.pos),
-                 parent.angular};
-        for (size_t k = 0; k < joints; ++k) {
-          const Step& st = steps[k];
-          Vec3 spin;
-          switch (st.kind) {
-            case JointKind::kSlide:
-              m.linear += st.rate[0] * st.axis;
-              break;
-            case JointKind::kHinge:
-              spin = st.rate[0] * st.axis;
-              break;
-            case JointKind::kFree:
-              m.linear = Vec3{st.rate[0], st.rate[1], st.rate[2]};
-              spin = rotate(pose.quat, Vec3{st.rate[3], st.rate[4], st.rate[5]});
-              break;
-            case JointKind::kBall:
-              spin = rotate(pose.quat, Vec3{st.rate[0], st.rate[1], st.rate[2]});
-              break;
-          }
-          m.angular += spin;
-          m.linear += cross(spin, frame.pos - st.anchor);
-        }
-        return m;
-      };
-      motion[b] = motion_at(pose, steps.size());
-      for (size_t k = 0; k < frames.size(); ++k)
-        after_joint[b].push_back(motion_at(frames[k], k + 1));
-    }
-
-    // the Axion bodies' state
-    const size_t n = model.bodies.size();
-    if (axion_body_frame_.size() != n)
-      return absl::InternalError("keyframe: the Axion bodies' MJCF frames are not all known");
-    key.body_pose.resize(7 * n);
-    key.body_velocity.resize(6 * n);
-    for (size_t i = 0; i < n; ++i) {
-      const auto [b, joints] = axion_body_frame_[i];
-      const Motion& m = joints < 0 ? motion[b] : after_joint[b][joints - 1];
-      store3(&key.body_pose[7 * i], m.pose.pos);
-      store_quat(&key.body_pose[7 * i + 3], m.pose.quat);
-      store6(&key.body_velocity[6 * i], {m.linear, m.angular});
-    }
+    absl::Status placed = FileStateBodies(qpos, qvel, &key.body_pose, &key.body_velocity);
+    if (!placed.ok()) return e.Error("qpos", std::string(placed.message()));
     // controls of the actuators made; MuJoCo clamps a control to its range when it acts
     key.controls.assign(model.actuators.size(), 0);
     for (size_t a = 0; a < nu; ++a) {
@@ -2875,6 +3301,17 @@ absl::Status MjcfLoader::ParseKeyframes(const XMLElement* section) {
                                    ", as MuJoCo clamps it when it acts"));
       }
       key.controls[target] = u;
+    }
+    // muscles' activations (an activation of an actuator skipped goes with it)
+    for (size_t i = 0; i < na; ++i) {
+      const int target = actuator_target_[activation_actuators_[i]];
+      if (target < 0 || act[i] == 0) continue;
+      if (key.activations.empty()) key.activations.assign(model.actuators.size(), 0);
+      if (!(act[i] >= 0 && act[i] <= 1))
+        return e.Error("act",
+                       absl::StrCat("activation ", i, " (actuator '", model.actuators[target].name,
+                                    "') = ", act[i], " is outside [0, 1]"));
+      key.activations[target] = act[i];
     }
     model.keyframes.push_back(std::move(key));
   }
@@ -3552,6 +3989,7 @@ absl::StatusOr<ImportResult> MjcfLoader::LoadModel(std::string_view xml, const s
   for (const XMLElement* s : sensor_sections_) AXION_IO_RETURN_IF_ERROR(ParseSensors(s));
   ApplyCollisionRules();
   ApplyFlags();
+  AXION_IO_RETURN_IF_ERROR(ResolveMuscles());
   WarnHeldOffPlanes();
   WarnLightBodies();
   result_.warnings = warnings_.Lines();
