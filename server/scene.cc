@@ -126,6 +126,8 @@ absl::StatusOr<ActuatorType> FromProto(v1::ActuatorType type, int index) {
       return ActuatorType::kPosition;
     case v1::ACTUATOR_TYPE_VELOCITY:
       return ActuatorType::kVelocity;
+    case v1::ACTUATOR_TYPE_MUSCLE:
+      return ActuatorType::kMuscle;
     default:
       return absl::InvalidArgumentError(absl::StrCat(
           "actuators[", index, "].type: unset or unknown value ", static_cast<int>(type)));
@@ -158,6 +160,8 @@ v1::ActuatorType ToProto(ActuatorType type) {
       return v1::ACTUATOR_TYPE_POSITION;
     case ActuatorType::kVelocity:
       return v1::ACTUATOR_TYPE_VELOCITY;
+    case ActuatorType::kMuscle:
+      return v1::ACTUATOR_TYPE_MUSCLE;
   }
   return v1::ACTUATOR_TYPE_UNSPECIFIED;
 }
@@ -350,6 +354,25 @@ absl::StatusOr<ActuatorDesc> FromProto(const v1::Actuator& proto, int index) {
                                                        site.wrench_size(), " values, not 6"));
       for (int k = 0; k < 6; ++k) actuator.site_wrench[k] = site.wrench(k);
     }
+  }
+  if (proto.has_muscle()) {
+    // unset fields keep MuscleDesc's defaults (MuJoCo's)
+    const v1::ActuatorMuscle& m = proto.muscle();
+    MuscleDesc& muscle = actuator.muscle;
+    auto take = [](const google::protobuf::DoubleValue& value, bool has, Real* out) {
+      if (has) *out = value.value();
+    };
+    take(m.time_activation(), m.has_time_activation(), &muscle.time_activation);
+    take(m.time_deactivation(), m.has_time_deactivation(), &muscle.time_deactivation);
+    take(m.range_low(), m.has_range_low(), &muscle.range[0]);
+    take(m.range_high(), m.has_range_high(), &muscle.range[1]);
+    take(m.length_min(), m.has_length_min(), &muscle.length_min);
+    take(m.length_max(), m.has_length_max(), &muscle.length_max);
+    take(m.velocity_max(), m.has_velocity_max(), &muscle.velocity_max);
+    take(m.passive_force(), m.has_passive_force(), &muscle.passive_force);
+    take(m.velocity_force_max(), m.has_velocity_force_max(), &muscle.velocity_force_max);
+    muscle.force = m.force();
+    muscle.length_range = {m.length_range_low(), m.length_range_high()};
   }
   return actuator;
 }
@@ -610,6 +633,7 @@ absl::StatusOr<ModelDesc> ModelDescFromProto(const v1::ModelDescription& proto) 
     key.body_pose.assign(k.body_pose().begin(), k.body_pose().end());
     key.body_velocity.assign(k.body_velocity().begin(), k.body_velocity().end());
     key.controls.assign(k.controls().begin(), k.controls().end());
+    key.activations.assign(k.activations().begin(), k.activations().end());
     key.mocap_pose.assign(k.mocap_pose().begin(), k.mocap_pose().end());
     desc.keyframes.push_back(std::move(key));
   }
@@ -704,6 +728,22 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
       ToProto(actuator.site_pose, site->mutable_pose());
       for (Real x : actuator.site_wrench) site->add_wrench(x);
     }
+    if (actuator.type == ActuatorType::kMuscle) {
+      const MuscleDesc& muscle = actuator.muscle;
+      v1::ActuatorMuscle* m = out->mutable_muscle();
+      m->mutable_time_activation()->set_value(muscle.time_activation);
+      m->mutable_time_deactivation()->set_value(muscle.time_deactivation);
+      m->mutable_range_low()->set_value(muscle.range[0]);
+      m->mutable_range_high()->set_value(muscle.range[1]);
+      m->set_force(muscle.force);
+      m->mutable_length_min()->set_value(muscle.length_min);
+      m->mutable_length_max()->set_value(muscle.length_max);
+      m->mutable_velocity_max()->set_value(muscle.velocity_max);
+      m->mutable_passive_force()->set_value(muscle.passive_force);
+      m->mutable_velocity_force_max()->set_value(muscle.velocity_force_max);
+      m->set_length_range_low(muscle.length_range[0]);
+      m->set_length_range_high(muscle.length_range[1]);
+    }
   }
   for (const TendonDesc& tendon : desc.tendons) {
     v1::Tendon* out = proto->add_tendons();
@@ -764,6 +804,7 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
     for (Real v : key.body_pose) out->add_body_pose(v);
     for (Real v : key.body_velocity) out->add_body_velocity(v);
     for (Real v : key.controls) out->add_controls(v);
+    for (Real v : key.activations) out->add_activations(v);
     for (Real v : key.mocap_pose) out->add_mocap_pose(v);
   }
   for (const MocapBodyDesc& m : desc.mocap_bodies) {

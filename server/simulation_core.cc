@@ -952,6 +952,13 @@ absl::Status SimulationCore::Observe(absl::Span<const World* const> worlds,
       AppendFloat32(*tendons, out->mutable_tendon_state());
     }
   }
+  if (observe.activation()) {
+    for (const World* world : worlds) {
+      absl::StatusOr<std::vector<Real>> activation = simulator_->GetActivations(world->engine_id);
+      if (!activation.ok()) return ForWorld(*world, activation.status());
+      AppendFloat32(*activation, out->mutable_activation());
+    }
+  }
   return absl::OkStatus();
 }
 

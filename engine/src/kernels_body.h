@@ -312,7 +312,8 @@ AXION_HD void world_apply_actuators(const BatchView& v, int world) {
 }
 
 // Per world, as a step's part is written back: each muscle's activation advances over it,
-// a+ = a + h da/dt at the part's start (explicit, as MuJoCo's Euler step).
+// a+ = a + h da/dt at the part's start (explicit and unclamped, as MuJoCo 2.2's Euler step:
+// a step longer than half the activation time constant overshoots 1, then settles).
 AXION_HD void world_integrate_activations(const BatchView& v, int world) {
   const Real h = v.world_step_length[world];
   for (int act = v.world_actuator_offset[world]; act < v.world_actuator_offset[world + 1]; ++act) {

@@ -906,12 +906,12 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
     for (size_t a = 0; a < key.activations.size(); ++a) {
       const bool muscle = desc.actuators[a].type == ActuatorType::kMuscle;
       const Real x = key.activations[a];
-      if (!(muscle ? x >= 0 && x <= 1 : x == 0))
+      if (!(muscle ? Finite(x) : x == 0))
         return Invalid(
             what, "activations",
             absl::StrCat(
                 "of actuator ", a, " ('", desc.actuators[a].name, "') = ", Fmt(x),
-                muscle ? " is outside [0, 1]" : " is not 0 (only muscles have an activation)"));
+                muscle ? " is not finite" : " is not 0 (only muscles have an activation)"));
     }
     for (size_t i = 0; i < key.body_pose.size(); ++i) {
       if (!Finite(key.body_pose[i]))

@@ -524,11 +524,11 @@ absl::Status Simulator::SetActivations(WorldId world, absl::Span<const Real> act
   for (int a = 0; a < m.actuator_count(); ++a) {
     const ActuatorDesc& act = m.desc().actuators[a];
     const bool muscle = act.type == ActuatorType::kMuscle;
-    if (!(muscle ? activation[a] >= 0 && activation[a] <= 1 : activation[a] == 0)) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "world %d: activation[%d] (actuator '%s') = %g %s", world, a, act.name,
-          static_cast<double>(activation[a]),
-          muscle ? "is outside [0, 1]" : "is not 0 (only muscles have an activation)"));
+    if (!(muscle ? std::isfinite(activation[a]) : activation[a] == 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("world %d: activation[%d] (actuator '%s') = %g %s", world, a, act.name,
+                          static_cast<double>(activation[a]),
+                          muscle ? "is not finite" : "is not 0 (only muscles have an activation)"));
     }
   }
   absl::Status s = im.EnsureHost();

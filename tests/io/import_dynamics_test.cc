@@ -3153,21 +3153,29 @@ TEST(MjcfMuscleTest, ActivationIsStateSnapshotsAndKeyframesCarry) {
   ASSERT_TRUE(w.sim->Reset(w.id).ok());
   EXPECT_EQ(*w.sim->GetActivations(w.id), std::vector<Real>(6, 0));
   // refused, the world untouched
-  absl::Status bad = w.sim->SetActivations(w.id, {0, 0, 1.5, 0, 0, 0});
+  absl::Status bad = w.sim->SetActivations(w.id, {0, 0, NAN, 0, 0, 0});
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(bad.message().find("activation[2] (actuator 'EF') = 1.5 is outside [0, 1]"),
+  EXPECT_NE(bad.message().find("activation[2] (actuator 'EF') = nan is not finite"),
             std::string::npos)
       << bad.message();
   EXPECT_EQ(*w.sim->GetActivations(w.id), std::vector<Real>(6, 0));
   // a keyframe's activation outside [0, 1] is an error naming it
   const std::string bad_key =
-      absl::StrReplaceAll(xml, {{"act=\"0.25 0 0.5 0 0 1\"", "act=\"0.25 0 2 0 0 1\""}});
+      absl::StrReplaceAll(xml, {{"act=\"0.25 0 0.5 0 0 1\"", "act=\"0.25 0 nan 0 0 1\""}});
   absl::StatusOr<ImportResult> refused =
       LoadMjcfString(bad_key, "/usr/share/mujoco/model/tendon_arm");
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("activation 2 (actuator 'EF') = 2 is outside [0, 1]"),
+  EXPECT_NE(refused.status().message().find("attribute 'act': '0.25 0 nan 0 0 1' is not a list of finite numbers"),
             std::string::npos)
       << refused.status();
+  // a keyframe's activation on an actuator without one (a motor) is refused by the model
+  ModelDesc motor = imported->model;
+  motor.actuators[0].type = ActuatorType::kEffort;
+  motor.keyframes[0].activations = {0.5, 0, 0, 0, 0, 0};
+  absl::StatusOr<std::shared_ptr<const Model>> compiled = Model::Compile(motor);
+  ASSERT_FALSE(compiled.ok());
+  EXPECT_NE(compiled.status().message().find("only muscles have an activation"), std::string::npos)
+      << compiled.status();
 }
 
 }  // namespace

@@ -210,6 +210,60 @@ TEST_F(ServerApiTest, TendonsAreCarried) {
   EXPECT_THAT(status.message(), HasSubstr("missing joint 5"));
 }
 
+// A muscle on the wheel's hinge (length range [-1, 1] rad onto MuJoCo's default [0.75, 1.05]):
+// under full excitation (activation time constant 0.05 s) its activation rises as the explicit
+// steps of da/dt = (1 - a) / (0.05 (0.5 + 1.5 a)) give it, its pull turns the wheel to negative
+// angles, its parameters come back in the described model, and a muscle without force is refused by
+// name.
+TEST_F(ServerApiTest, MusclesActivateAndPull) {
+  v1::ModelDescription scene = WheelScene();
+  v1::Actuator* muscle = scene.mutable_actuators(0);
+  muscle->set_name("biceps");
+  muscle->set_type(v1::ACTUATOR_TYPE_MUSCLE);
+  muscle->set_ctrl_min(0);
+  muscle->mutable_muscle()->set_force(10);
+  muscle->mutable_muscle()->mutable_time_activation()->set_value(0.05);
+  muscle->mutable_muscle()->set_length_range_low(-1);
+  muscle->mutable_muscle()->set_length_range_high(1);
+  absl::StatusOr<v1::CreateWorldsResponse> created =
+      client_->CreateWorlds(client::ModelScene(scene), 1);
+  ASSERT_TRUE(created.ok()) << created.status();
+  const std::vector<uint64_t> ids = {created->world_ids(0)};
+  v1::StepRequest step = StepRequestFor(ids, 5);
+  step.set_controls(client::PackFloat32(std::vector<float>{1}));
+  step.mutable_observe()->set_activation(true);
+  step.mutable_observe()->set_joint_position(true);
+  step.mutable_observe()->set_actuator_force(true);
+  double expected = 0;
+  for (int round = 0; round < 4; ++round) {
+    absl::StatusOr<v1::StepResponse> stepped = client_->Step(step);
+    ASSERT_TRUE(stepped.ok()) << stepped.status();
+    for (int k = 0; k < 5; ++k)
+      expected += kTimestep * (1 - expected) / (0.05 * (0.5 + 1.5 * expected));
+    const std::vector<float> a = client::UnpackFloat32(stepped->observations().activation());
+    const std::vector<float> q = client::UnpackFloat32(stepped->observations().joint_position());
+    const std::vector<float> f = client::UnpackFloat32(stepped->observations().actuator_force());
+    ASSERT_EQ(a.size(), 1u);
+    EXPECT_NEAR(a[0], expected, 1e-6) << "after " << 5 * (round + 1) << " steps";
+    EXPECT_LT(q[0], 0);
+    EXPECT_LT(f[0], 0);
+    EXPECT_GT(f[0], -10 * 1.2);
+  }
+  EXPECT_GT(expected, 0.9);
+  const v1::ModelDescription described = DescribedModel(ids[0]);
+  ASSERT_EQ(described.actuators_size(), 1);
+  EXPECT_EQ(described.actuators(0).type(), v1::ACTUATOR_TYPE_MUSCLE);
+  EXPECT_EQ(described.actuators(0).muscle().force(), 10);
+  EXPECT_EQ(described.actuators(0).muscle().time_deactivation().value(), 0.04);
+  EXPECT_EQ(described.actuators(0).muscle().range_high().value(), 1.05);
+
+  muscle->mutable_muscle()->set_force(0);
+  absl::Status status = client_->CreateWorlds(client::ModelScene(scene), 1).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("biceps"));
+  EXPECT_THAT(status.message(), HasSubstr("muscle force must be > 0"));
+}
+
 // A spatial tendon: a cable from a world site 1 m above the wheel's site at 0.5 m out along y
 // pulls the site up, a torque of -0.5 ctrl about the hinge's x axis at first; its path comes
 // back in the described model, and a path that does not start at a site is refused by name.

@@ -167,21 +167,23 @@ enum class ActuatorType : int32_t {
   kMuscle = 3,    // ctrl is a muscle's excitation; its activation pulls (MuscleDesc)
 };
 
-// A muscle (MJCF <muscle>), MuJoCo's model: an activation a in [0, 1], the actuator's own state,
-// follows the excitation u = clamp(ctrl, 0, 1) as
+// A muscle (MJCF <muscle>), MuJoCo 2.2's model. Its activation a, the actuator's own state
+// (Simulator::GetActivations), follows the excitation u = clamp(ctrl, 0, 1) as
 //   da/dt = (u - a) / tau,  tau = time_activation (0.5 + 1.5 a)    where u > a,
-//                           tau = time_deactivation / (0.5 + 1.5 a) otherwise,
-// integrated explicitly over each step (a at the step's start). Its force along the actuator's
-// length l = gear * L (L the tendon's length or the joint's coordinate) is
+//                           tau = time_deactivation / (0.5 + 1.5 a) otherwise
+// (a clamped to [0, 1] inside tau), integrated explicitly over each step from its start, as
+// MuJoCo does: a step longer than half of time_activation overshoots 1 before settling. Its
+// force along the actuator's length l = gear * L (L the tendon's length or the joint's
+// coordinate) is
 //   f = -force (FL(x) FV(v) a + FP(x)),
 //   x = range[0] + (l - length_range[0]) / L0,  L0 = (length_range[1] - length_range[0]) /
 //                                                    (range[1] - range[0]),
 //   v = (dl/dt) / (L0 velocity_max),
 // with FL a smooth bump (0 outside [length_min, length_max], 1 at x = 1), FV 0 at v <= -1, 1 at
-// v = 0, rising to velocity_force_max, and FP the passive force rising from x = 1 to
-// passive_force at x = (1 + length_max) / 2 and linearly beyond: a muscle only pulls. The force
-// is taken at the step's start state and applied explicitly (gear * f along the DOF or tendon),
-// clamped to the actuator's force range where it has one.
+// v = 0, rising to velocity_force_max, and FP the passive force of a stretched muscle: 0 up to
+// x = 1, passive_force / 2 at x = (1 + length_max) / 2, linear beyond; a muscle only pulls.
+// The force is taken at the step's start state and applied explicitly (gear * f along the DOF
+// or tendon), clamped to the actuator's force range where it has one.
 struct MuscleDesc {
   Real time_activation = Real(0.01);                  // s
   Real time_deactivation = Real(0.04);                // s
@@ -445,7 +447,7 @@ struct KeyframeDesc {
   std::vector<Real> body_velocity;  // (body_count x 6): linear velocity of the body-frame origin
                                     // then angular velocity, world frame; empty: initial ones
   std::vector<Real> controls;       // (actuator_count), within ctrl ranges; empty: zero
-  std::vector<Real> activations;    // (actuator_count): muscles' activations in [0, 1] (others
+  std::vector<Real> activations;    // (actuator_count): muscles' activations, finite (others
                                     // 0); empty: zero
   std::vector<Real> mocap_pose;     // (mocap_count x 7): position, quaternion w x y z; empty:
                                     // the initial poses

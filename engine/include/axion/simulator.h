@@ -169,10 +169,11 @@ class Simulator {
   // (MuscleDesc; the pull the next step applies). After a step: the force applied over it (servos
   // are solved at the step's end state), for torque and energy terms of rewards.
   absl::StatusOr<std::vector<Real>> GetActuatorForces(WorldId world) const;
-  // Each actuator's activation (actuator_count): a muscle's in [0, 1], which follows its
-  // control over time (MuscleDesc), 0 for other actuators. Part of the state: Reset clears
-  // it, keyframes and snapshots carry it. Setting checks every value (a muscle's in [0, 1],
-  // others 0); on error the world is untouched.
+  // Each actuator's activation (actuator_count): a muscle's, which follows its control over
+  // time (MuscleDesc) in [0, 1] (beyond 1 for a while where the step is longer than half the
+  // activation time constant, as MuJoCo's explicit step overshoots), 0 for other actuators.
+  // Part of the state: Reset clears it, keyframes and snapshots carry it. Setting checks every
+  // value (a muscle's finite, others 0); on error the world is untouched.
   absl::StatusOr<std::vector<Real>> GetActivations(WorldId world) const;
   absl::Status SetActivations(WorldId world, absl::Span<const Real> activation);
   // Each tendon's length and its rate at the world's state (tendon_count x 2: L, dL/dt; m and

@@ -3302,15 +3302,11 @@ absl::Status MjcfLoader::ParseKeyframes(const XMLElement* section) {
       }
       key.controls[target] = u;
     }
-    // muscles' activations (an activation of an actuator skipped goes with it)
+    // muscles' activations (finite: Reals refuses others; an actuator skipped takes its own)
     for (size_t i = 0; i < na; ++i) {
       const int target = actuator_target_[activation_actuators_[i]];
       if (target < 0 || act[i] == 0) continue;
       if (key.activations.empty()) key.activations.assign(model.actuators.size(), 0);
-      if (!(act[i] >= 0 && act[i] <= 1))
-        return e.Error("act",
-                       absl::StrCat("activation ", i, " (actuator '", model.actuators[target].name,
-                                    "') = ", act[i], " is outside [0, 1]"));
       key.activations[target] = act[i];
     }
     model.keyframes.push_back(std::move(key));
