@@ -358,6 +358,33 @@ def test_tendon_state_observation_holds_the_muscles_lengths(client):
         assert obs[0, 2] < 0 < obs[0, 4]  # the flexor shortening, the extensor lengthening
 
 
+def test_muscles_activation_follows_the_excitation(client):
+    # a bar between two muscles on spatial tendons: the excited one's activation rises as the
+    # explicit steps of da/dt = (u - a) / (0.02 (0.5 + 1.5 a)) take it, and its pull (a
+    # shortening tendon) swings the bar its way; the other, unexcited, stays at rest
+    xml = """<mujoco><option timestep="0.005"/><worldbody>
+      <site name="left" pos="-0.5 0 1"/><site name="right" pos="0.5 0 1"/>
+      <body name="bar" pos="0 0 0.5"><joint name="hinge" axis="0 1 0" range="-60 60" limited="true"/>
+        <geom type="capsule" fromto="0 0 0 0 0 0.4" size="0.02" mass="1"/><site name="tip" pos="0 0 0.4"/>
+      </body></worldbody>
+      <tendon><spatial name="flexor"><site site="left"/><site site="tip"/></spatial>
+        <spatial name="extensor"><site site="right"/><site site="tip"/></spatial></tendon>
+      <actuator><muscle name="flexor" tendon="flexor" timeconst="0.02 0.04" ctrlrange="0 1" ctrllimited="true"/>
+        <muscle name="extensor" tendon="extensor" timeconst="0.02 0.04" ctrlrange="0 1" ctrllimited="true"/></actuator></mujoco>"""
+    with axion.VectorEnv(client, xml, 2, observation=("joint_position", "tendon_state", "activation")) as env:
+        assert env.observation_slices["activation"] == slice(5, 7)
+        obs = env.reset()
+        np.testing.assert_array_equal(obs[:, 5:7], 0)
+        expected = 0.0
+        for _ in range(10):
+            obs, *_ = env.step(np.array([[0.8, 0.0], [0.0, 0.0]], dtype=np.float32))
+            expected += 0.005 * (0.8 - expected) / (0.02 * (0.5 + 1.5 * expected))
+            np.testing.assert_allclose(obs[0, 5], expected, rtol=1e-5)
+        assert obs[0, 6] == 0 and (obs[1, 5:7] == 0).all()
+        assert obs[0, 2] < 0 and obs[0, 1] < obs[1, 1]  # the flexor shortening, the bar its way
+        assert obs[0, 0] != 0 and obs[1, 0] == 0
+
+
 def test_unknown_observation_field_is_rejected(client):
     with pytest.raises(ValueError, match="observation"):
         axion.VectorEnv(client, PENDULUM_MJCF, 1, observation=("qpos",))

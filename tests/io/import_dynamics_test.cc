@@ -3178,5 +3178,77 @@ TEST(MjcfMuscleTest, ActivationIsStateSnapshotsAndKeyframesCarry) {
       << compiled.status();
 }
 
+
+// A muscle written out as a <general> (muscle dynamics, gain and bias) is the same muscle;
+// parameters MuJoCo could not mean, and length ranges that cannot be found, are errors naming
+// the muscle; <compiler><lengthrange uselimit> takes the joint's range.
+TEST(MjcfMuscleTest, GeneralMusclesLimitsAndErrors) {
+  const std::string arm = R"(<mujoco><compiler angle="radian"/><option timestep="0.005"/>
+    <worldbody><site name="anchor" pos="-0.3 0.05 0"/>
+      <body><joint name="hinge" axis="0 0 1" limited="true" range="-1 1"/>
+        <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.03"/>
+        <site name="insertion" pos="0.2 0.05 0"/></body></worldbody>
+    <tendon><spatial name="line"><site site="anchor"/><site site="insertion"/></spatial></tendon>
+    <actuator>ACTUATOR</actuator></mujoco>)";
+  auto load = [&](const std::string& actuator, const std::string& compiler = "") {
+    std::string xml = absl::StrReplaceAll(arm, {{"ACTUATOR", actuator}});
+    if (!compiler.empty())
+      xml = absl::StrReplaceAll(xml, {{"<compiler angle=\"radian\"/>", compiler}});
+    return LoadMjcfString(xml, "");
+  };
+  absl::StatusOr<ImportResult> shortcut =
+      load(R"(<muscle name="m" tendon="line" timeconst="0.02 0.05" fpmax="1.1"/>)");
+  ASSERT_TRUE(shortcut.ok()) << shortcut.status();
+  absl::StatusOr<ImportResult> general = load(
+      R"(<general name="m" tendon="line" dyntype="muscle" gaintype="muscle" biastype="muscle"
+           dynprm="0.02 0.05" gainprm="0.75 1.05 -1 200 0.5 1.6 1.5 1.3 1.2"
+           biasprm="0.75 1.05 -1 200 0.5 1.6 1.5 1.1 1.2"/>)");
+  ASSERT_TRUE(general.ok()) << general.status();
+  const MuscleDesc& a = shortcut->model.actuators[0].muscle;
+  const MuscleDesc& b = general->model.actuators[0].muscle;
+  EXPECT_EQ(general->model.actuators[0].type, ActuatorType::kMuscle);
+  EXPECT_EQ(a.time_activation, b.time_activation);
+  EXPECT_EQ(a.time_deactivation, b.time_deactivation);
+  EXPECT_EQ(a.passive_force, 1.1);
+  EXPECT_EQ(b.passive_force, 1.1);
+  EXPECT_EQ(a.force, b.force);
+  EXPECT_EQ(a.length_range, b.length_range);
+  EXPECT_GT(a.force, 0);
+  EXPECT_LT(a.length_range[0], a.length_range[1]);
+  // uselimit: the joint's range, as MuJoCo copies it (without the gear)
+  absl::StatusOr<ImportResult> hinge_muscle =
+      load(R"(<muscle name="m" joint="hinge"/>)",
+           R"(<compiler angle="radian"><lengthrange uselimit="true"/></compiler>)");
+  ASSERT_TRUE(hinge_muscle.ok()) << hinge_muscle.status();
+  EXPECT_EQ(hinge_muscle->model.actuators[0].muscle.length_range, (std::array<Real, 2>{-1, 1}));
+
+  auto expect_error = [&](const std::string& actuator, const std::string& compiler,
+                          const std::string& message) {
+    absl::StatusOr<ImportResult> refused = load(actuator, compiler);
+    ASSERT_FALSE(refused.ok()) << actuator;
+    EXPECT_NE(refused.status().message().find(message), std::string::npos) << refused.status();
+  };
+  expect_error(R"(<muscle name="weak" tendon="line" force="0"/>)", "",
+               "is 0: the muscle could not pull");
+  expect_error(R"(<muscle name="m" tendon="line" lmin="1.2"/>)", "",
+               "muscle length_min and length_max must satisfy");
+  expect_error(R"(<muscle name="m" tendon="line"/>)",
+               R"(<compiler angle="radian"><lengthrange mode="none"/></compiler>)",
+               "has no lengthrange and <compiler><lengthrange mode=\"none\">");
+  expect_error(R"(<muscle name="m" tendon="line"/>)",
+               R"(<compiler angle="radian"><lengthrange timestep="0.00001" inttotal="100"/></compiler>)",
+               "finding the muscles' length ranges would take 1e+07 steps");
+  // a general muscle whose gain and bias disagree is skipped with a warning
+  absl::StatusOr<ImportResult> mismatched = load(
+      R"(<general name="m" tendon="line" dyntype="muscle" gaintype="muscle" biastype="muscle"
+           gainprm="0.75 1.05 -1 200 0.5 1.6 1.5 1.3 1.2" biasprm="0.7 1.05 -1 200 0.5 1.6 1.5 1.3 1.2"/>)");
+  ASSERT_TRUE(mismatched.ok()) << mismatched.status();
+  EXPECT_TRUE(mismatched->model.actuators.empty());
+  bool warned = false;
+  for (const std::string& w : mismatched->warnings)
+    warned = warned || w.find("muscle gain and bias parameters that differ") != std::string::npos;
+  EXPECT_TRUE(warned);
+}
+
 }  // namespace
 }  // namespace axion

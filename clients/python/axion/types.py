@@ -28,6 +28,7 @@ OBSERVATION_FIELDS = (
     "mocap_pose",
     "actuator_force",
     "tendon_state",
+    "activation",
 )
 # The state in the scene file's own coordinates (MuJoCo's qpos and qvel) and its MJCF sensors
 # (MuJoCo's sensordata), asked for by name: only worlds of an MJCF or URDF file have them
@@ -67,7 +68,7 @@ class Layout:
             return self.joint_position_count, (self.joint_position_count,)
         if field == "joint_velocity":
             return self.joint_dof_count, (self.joint_dof_count,)
-        if field in ("controls", "actuator_force"):
+        if field in ("controls", "actuator_force", "activation"):
             return self.actuator_count, (self.actuator_count,)
         if field == "file_position":
             return self.file_position_count, (self.file_position_count,)
@@ -533,6 +534,8 @@ class Observations:
         (WorldDescription.source_sensors: each one's offset and dim; S its sensor_data_count).
       tendon_state (W x T x 2): each tendon's length (m, or rad for a fixed tendon over hinges)
         and rate, MuJoCo's ten_length and ten_velocity (WorldDescription.tendon_names).
+      activation (W x A): each muscle's activation, which follows its excitation (its control
+        in [0, 1]) with its time constants (MuJoCo's act, per actuator); 0 for others.
     """
 
     world_ids: List[int]
@@ -548,6 +551,7 @@ class Observations:
     actuator_force: Optional[ArrayOrList] = None
     sensor_data: Optional[ArrayOrList] = None
     tendon_state: Optional[ArrayOrList] = None
+    activation: Optional[ArrayOrList] = None
     contacts: Optional[Contacts] = None
     stats: Optional[WorldStats] = None
 
@@ -687,6 +691,7 @@ def decode_observations(message, layouts, requested=None):
         "actuator_force",
         "sensor_data",
         "tendon_state",
+        "activation",
     ):
         data = getattr(message, field)
         if data or (requested is not None and getattr(requested, field)):

@@ -3004,6 +3004,15 @@ absl::Status MjcfLoader::ResolveMuscles() {
   }
   if (o.timestep > 0) trial.options.timestep = o.timestep;
   const Real h = trial.options.timestep;
+  // a bound on the work a file can ask for (a server loads files from its clients)
+  constexpr double kMaxLengthRangeSteps = 1e5;
+  const double planned = std::ceil(o.total_time / h);
+  if (!(planned <= kMaxLengthRangeSteps))
+    return absl::InvalidArgumentError(absl::StrCat(
+        pending_muscles_[simulated[0]].where, ": finding the muscles' length ranges would take ",
+        planned, " steps of ", h, " s (inttotal / timestep), more than ", kMaxLengthRangeSteps,
+        "; give the muscles a lengthrange, or <compiler><lengthrange> a larger timestep or a "
+        "shorter inttotal"));
   absl::StatusOr<std::shared_ptr<const Model>> trial_model = Model::Compile(std::move(trial));
   if (!trial_model.ok()) return trial_model.status();
   SimulatorOptions sim_options;
