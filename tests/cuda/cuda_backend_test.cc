@@ -268,6 +268,40 @@ TEST_F(CudaBackendTest, SpatialTendonsMatchCpu) {
 #endif
 }
 
+// Muscles on the device (MuJoCo's arm26.xml: six muscles on spatial tendons, MjcfMuscleTest
+// on the CPU): activations integrated at the write-back and the muscles' pulls at the step's
+// start, under excitations that drive the arm into its limits.
+TEST_F(CudaBackendTest, MusclesMatchCpu) {
+#if defined(AXION_TEST_HAVE_MJCF)
+  absl::StatusOr<ImportResult> imported =
+      LoadMjcfFile("/usr/share/mujoco/model/tendon_arm/arm26.xml");
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  auto model = MustCompile(imported->model);
+  auto cpu = MustCreate(Backend::kCpu);
+  auto gpu = MustCreate(Backend::kCuda);
+  ASSERT_TRUE(cpu && gpu);
+  const std::vector<WorldId> c = MustCreateWorlds(*cpu, model, 3);
+  const std::vector<WorldId> g = MustCreateWorlds(*gpu, model, 3);
+  for (int w = 0; w < 3; ++w) {
+    std::vector<Real> ctrl(6, 0);
+    ctrl[w] = 1;
+    ctrl[w + 3] = Real(0.5);
+    ASSERT_TRUE(cpu->SetControls(c[w], ctrl).ok());
+    ASSERT_TRUE(gpu->SetControls(g[w], ctrl).ok());
+  }
+  ASSERT_TRUE(cpu->StepAll(200).ok());
+  ASSERT_TRUE(gpu->StepAll(200).ok());
+  for (int w = 0; w < 3; ++w) {
+    ExpectClose(cpu->GetBodyState(c[w])->pose, gpu->GetBodyState(g[w])->pose, 1e-6, "arm pose");
+    ExpectClose(*cpu->GetActivations(c[w]), *gpu->GetActivations(g[w]), 1e-12, "activations");
+    ExpectClose(*cpu->GetActuatorForces(c[w]), *gpu->GetActuatorForces(g[w]), 1e-4,
+                "muscle forces");
+  }
+#else
+  GTEST_SKIP() << "this build has no MJCF importer";
+#endif
+}
+
 // Islands of one world (a chain, two boxes landing on each other), each with its own line
 // search and best iterate: the per-island sums run on lane 0 of the world's team.
 TEST_F(CudaBackendTest, IslandsMatchCpu) {
