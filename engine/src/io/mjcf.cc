@@ -2883,7 +2883,7 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
 // +-accel / acc0 (MuJoCo takes accel / |M^-1 m| at each step's configuration), the bodies'
 // velocities scaled by exp(-h / timeconst) before every step, the extremes of the last
 // `inteval` seconds. Joint limits are hard here where MuJoCo's yield a little: on arm26.xml the
-// ranges differ by 1e-4 of their width (MjcfMuscleTest).
+// ranges differ by up to 7e-4 of their width (MjcfMuscleTest).
 absl::Status MjcfLoader::ResolveMuscles() {
   // (<flag actuation="disable"> leaves no muscle)
   if (pending_muscles_.empty() || !flags_.actuation) return absl::OkStatus();
@@ -2944,12 +2944,18 @@ absl::Status MjcfLoader::ResolveMuscles() {
       chol[i * nv + j] /= chol[j * nv + j];
     }
   }
-  std::vector<Real> acc0(pending_muscles_.size());
+  // per muscle: its moment arms (dl/dqvel), |M^-1 of them| = acc0
+  std::vector<Real> acc0(pending_muscles_.size()), moment_norm(pending_muscles_.size());
   for (size_t p = 0; p < pending_muscles_.size(); ++p) {
     const PendingMuscle& m = pending_muscles_[p];
     ActuatorDesc& act = desc.actuators[m.actuator];
     std::vector<Real> x(nv, 0);  // the moment arms, then M^-1 of them
-    for (const auto& [joint, coef] : m.joints) x[qvel_index.at(joint)] += coef;
+    for (const auto& [joint, coef] : m.joints) {
+      auto index = qvel_index.find(joint);
+      if (index == qvel_index.end())
+        return absl::InternalError(absl::StrCat(m.where, ": joint '", joint, "' has no DOF"));
+      x[index->second] += coef;
+    }
     if (m.spatial_tendon >= 0) {
       for (int k = 0; k < nv; ++k) {
         absl::StatusOr<std::pair<Real, Real>> state =
@@ -2958,6 +2964,8 @@ absl::Status MjcfLoader::ResolveMuscles() {
         x[k] = act.gear * state->second;
       }
     }
+    for (Real arm : x) moment_norm[p] += arm * arm;
+    moment_norm[p] = std::sqrt(moment_norm[p]);
     for (int i = 0; i < nv; ++i) {
       for (int k = 0; k < i; ++k) x[i] -= chol[i * nv + k] * x[k];
       x[i] /= chol[i * nv + i];
@@ -3024,23 +3032,13 @@ absl::Status MjcfLoader::ResolveMuscles() {
   absl::StatusOr<std::vector<WorldId>> ids = (*sim)->CreateWorlds(*trial_model, worlds);
   if (!ids.ok()) return ids.status();
   for (int w = 0; w < worlds; ++w) {
-    const PendingMuscle& m = pending_muscles_[simulated[w / 2]];
+    const size_t p = simulated[w / 2];
+    const PendingMuscle& m = pending_muscles_[p];
     std::vector<Real> ctrl(desc.actuators.size(), 0);
-    Real force = o.accel / acc0[simulated[w / 2]];
+    Real force = o.accel / acc0[p];
     // maxforce bounds the generalized force's norm, |f| |m| with m the moment arms
-    Real moment_norm = 0;
-    for (const auto& [joint, coef] : m.joints) moment_norm += coef * coef;
-    if (m.spatial_tendon >= 0) {
-      for (int k = 0; k < nv; ++k) {
-        absl::StatusOr<std::pair<Real, Real>> state =
-            SpatialTendonState(**model, m.spatial_tendon, unit[k]);
-        if (!state.ok()) return state.status();
-        const Real arm = desc.actuators[m.actuator].gear * state->second;
-        moment_norm += arm * arm;
-      }
-    }
-    moment_norm = std::sqrt(moment_norm);
-    if (o.max_force > 0 && force * moment_norm > o.max_force) force = o.max_force / moment_norm;
+    if (o.max_force > 0 && force * moment_norm[p] > o.max_force)
+      force = o.max_force / moment_norm[p];
     ctrl[m.actuator] = (w % 2 == 0 ? -1 : 1) * force;
     AXION_IO_RETURN_IF_ERROR((*sim)->SetControls((*ids)[w], ctrl));
   }
