@@ -355,6 +355,24 @@ absl::StatusOr<ActuatorDesc> FromProto(const v1::Actuator& proto, int index) {
       for (int k = 0; k < 6; ++k) actuator.site_wrench[k] = site.wrench(k);
     }
   }
+  switch (proto.dynamics()) {
+    case v1::ACTUATOR_DYNAMICS_NONE:
+      break;
+    case v1::ACTUATOR_DYNAMICS_INTEGRATOR:
+      actuator.dynamics = ActuatorDynamics::kIntegrator;
+      break;
+    case v1::ACTUATOR_DYNAMICS_FILTER:
+      actuator.dynamics = ActuatorDynamics::kFilter;
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "actuators[", index, "].dynamics: unknown value ", static_cast<int>(proto.dynamics())));
+  }
+  if (proto.has_dynamics_time_constant())
+    actuator.dynamics_time_constant = proto.dynamics_time_constant().value();
+  actuator.activation_limited = proto.activation_limited();
+  actuator.activation_min = proto.activation_min();
+  actuator.activation_max = proto.activation_max();
   if (proto.has_muscle()) {
     // unset fields keep MuscleDesc's defaults (MuJoCo's)
     const v1::ActuatorMuscle& m = proto.muscle();
@@ -414,6 +432,9 @@ ImportResult::SensorFrame FromProto(const v1::SensorFrame& frame) {
 }
 constexpr int kSensorKinds = static_cast<int>(ImportResult::SensorKind::kRangefinder) + 1;
 static_assert(v1::SensorType_MAX == kSensorKinds, "SensorType follows SensorKind");
+static_assert(v1::ACTUATOR_DYNAMICS_FILTER == static_cast<int>(ActuatorDynamics::kFilter) &&
+                  v1::ActuatorDynamics_MAX == v1::ACTUATOR_DYNAMICS_FILTER,
+              "ActuatorDynamics follows axion::ActuatorDynamics");
 static_assert(v1::SensorZone_MAX == static_cast<int>(ImportResult::ZoneShape::kBox),
               "SensorZone follows ZoneShape");
 
@@ -728,6 +749,12 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
       ToProto(actuator.site_pose, site->mutable_pose());
       for (Real x : actuator.site_wrench) site->add_wrench(x);
     }
+    out->set_dynamics(static_cast<v1::ActuatorDynamics>(actuator.dynamics));
+    if (actuator.dynamics != ActuatorDynamics::kNone)
+      out->mutable_dynamics_time_constant()->set_value(actuator.dynamics_time_constant);
+    out->set_activation_limited(actuator.activation_limited);
+    out->set_activation_min(actuator.activation_min);
+    out->set_activation_max(actuator.activation_max);
     if (actuator.type == ActuatorType::kMuscle) {
       const MuscleDesc& muscle = actuator.muscle;
       v1::ActuatorMuscle* m = out->mutable_muscle();

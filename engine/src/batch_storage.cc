@@ -305,6 +305,12 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
     s.actuator_force_limited[a0 + a] = act.force_limited;
     s.actuator_force_min[a0 + a] = act.force_limited ? act.force_min : Real(0);
     s.actuator_force_max[a0 + a] = act.force_limited ? act.force_max : Real(0);
+    s.actuator_dynamics[a0 + a] =
+        act.type == ActuatorType::kMuscle ? kActivationMuscle : static_cast<int32_t>(act.dynamics);
+    Real* dynamics = &s.actuator_dynamics_prm[3 * (a0 + a)];
+    dynamics[0] = act.dynamics_time_constant;
+    dynamics[1] = act.activation_limited ? act.activation_min : -kUnboundedActivation;
+    dynamics[2] = act.activation_limited ? act.activation_max : kUnboundedActivation;
     Real* muscle = &s.actuator_muscle[kMuscleParams * (a0 + a)];
     std::fill_n(muscle, kMuscleParams, Real(0));
     if (act.type == ActuatorType::kMuscle) {

@@ -139,20 +139,22 @@ namespace axion {
       X(Real, dof_servo_kv_target, 1) X(Real, dof_servo_force_min, 1)                           \
           X(Real, dof_servo_force_max, 1)
 #define AXION_QPOS_STATE(X) X(Real, qpos, 1)
-#define AXION_ACTUATOR_MODEL(X)         \
-  X(int32_t, actuator_type, 1)          \
-  X(int32_t, actuator_dof, 1)           \
-  X(Real, actuator_gear, 1)             \
-  X(Real, actuator_kp, 1)               \
-  X(Real, actuator_kv, 1)               \
-  X(Real, actuator_target_scale, 1)     \
-  X(int32_t, actuator_force_limited, 1) \
-  X(Real, actuator_force_min, 1)        \
-  X(Real, actuator_force_max, 1)        \
-  X(int32_t, actuator_tendon, 1)        \
-  X(int32_t, actuator_body, 1)          \
-  X(Real, actuator_body_wrench, 6)      \
-  X(Real, actuator_muscle, kMuscleParams)
+#define AXION_ACTUATOR_MODEL(X)           \
+  X(int32_t, actuator_type, 1)            \
+  X(int32_t, actuator_dof, 1)             \
+  X(Real, actuator_gear, 1)               \
+  X(Real, actuator_kp, 1)                 \
+  X(Real, actuator_kv, 1)                 \
+  X(Real, actuator_target_scale, 1)       \
+  X(int32_t, actuator_force_limited, 1)   \
+  X(Real, actuator_force_min, 1)          \
+  X(Real, actuator_force_max, 1)          \
+  X(int32_t, actuator_tendon, 1)          \
+  X(int32_t, actuator_body, 1)            \
+  X(Real, actuator_body_wrench, 6)        \
+  X(Real, actuator_muscle, kMuscleParams) \
+  X(int32_t, actuator_dynamics, 1)        \
+  X(Real, actuator_dynamics_prm, 3)
 // The controls are the step's input; a muscle's activation is state the step integrates.
 #define AXION_ACTUATOR_STATE(X) X(Real, actuator_ctrl, 1) X(Real, actuator_activation, 1)
 // Tendons: a fixed one's DOFs and coefficients, a spatial one's path, limits, spring-damper and

@@ -57,9 +57,16 @@ AXION_HD void dof_begin_step(const BatchView& v, int dof) {
   servo_sums_reset(dof_servo_sums(v, dof));
 }
 
-// An effort actuator's force: gear * ctrl, clamped to its force range.
+// What an effort or servo acts on: its activation where it has dynamics (ActuatorDynamics),
+// else its control.
+AXION_HD Real actuator_input(const BatchView& v, int act) {
+  return v.actuator_dynamics[act] != kActivationNone ? v.actuator_activation[act]
+                                                     : v.actuator_ctrl[act];
+}
+
+// An effort actuator's force: gear * its input, clamped to its force range.
 AXION_HD Real actuator_effort(const BatchView& v, int act) {
-  const Real tau = v.actuator_gear[act] * v.actuator_ctrl[act];
+  const Real tau = v.actuator_gear[act] * actuator_input(v, act);
   return v.actuator_force_limited[act] != 0
              ? clamp_to(tau, v.actuator_force_min[act], v.actuator_force_max[act])
              : tau;
@@ -198,7 +205,7 @@ AXION_HD Real actuator_force(const BatchView& v, int act) {
   const TendonState state = actuator_coordinate(v, act);
   if (type == static_cast<int32_t>(ActuatorType::kMuscle)) return muscle_effort(v, act, state);
   const Real q = state.length, qdot = state.rate;
-  const Real target = v.actuator_target_scale[act] * v.actuator_ctrl[act];
+  const Real target = v.actuator_target_scale[act] * actuator_input(v, act);
   const Real force = type == static_cast<int32_t>(ActuatorType::kPosition)
                          ? v.actuator_kp[act] * (target - q) - v.actuator_kv[act] * qdot
                          : v.actuator_kv[act] * (target - qdot);
@@ -249,7 +256,7 @@ AXION_HD void world_apply_actuators(const BatchView& v, int world) {
   for (int act = v.world_actuator_offset[world]; act < v.world_actuator_offset[world + 1]; ++act) {
     const int dof = v.actuator_dof[act];
     const int tendon = v.actuator_tendon[act];
-    const Real ctrl = v.actuator_ctrl[act];
+    const Real ctrl = actuator_input(v, act);  // a servo's target per target_scale
     const bool limited = v.actuator_force_limited[act] != 0;
     if (v.actuator_body[act] >= 0) {
       site_actuator_push(v, act);
@@ -312,18 +319,24 @@ AXION_HD void world_apply_actuators(const BatchView& v, int world) {
   }
 }
 
-// Per world, as a step's part is written back: each muscle's activation advances over it,
-// a+ = a + h da/dt at the part's start (explicit and unclamped, as MuJoCo 2.2's Euler step:
-// a step longer than half the activation time constant overshoots 1, then settles). Out of
-// line on the host: inlined into the write-back, it moved GCC's inlining of the row evaluation
-// (0.8% more instructions per humanoid step, a model without muscles).
+// Per world, as a step's part is written back: each activation advances over it, a+ = a +
+// h da/dt at the part's start (explicit, as MuJoCo 2.2's Euler step: a muscle's overshoots 1
+// at a step longer than half its activation time constant, then settles), then is clamped to
+// its range where limited. Out of line on the host: inlined into the write-back, it moved
+// GCC's inlining of the row evaluation (0.8% more instructions per humanoid step, a model
+// without activations).
 AXION_HD_OUTLINE void world_integrate_activations(const BatchView& v, int world) {
   const Real h = v.world_step_length[world];
   for (int act = v.world_actuator_offset[world]; act < v.world_actuator_offset[world + 1]; ++act) {
-    if (v.actuator_type[act] != static_cast<int32_t>(ActuatorType::kMuscle)) continue;
-    v.actuator_activation[act] +=
-        h * muscle_activation_rate(v.actuator_muscle + kMuscleParams * act, v.actuator_ctrl[act],
-                                   v.actuator_activation[act]);
+    const int32_t kind = v.actuator_dynamics[act];
+    if (kind == kActivationNone) continue;
+    const Real u = v.actuator_ctrl[act], a = v.actuator_activation[act];
+    const Real* prm = v.actuator_dynamics_prm + 3 * act;
+    Real rate = u;  // kActivationIntegrator
+    if (kind == kActivationFilter) rate = (u - a) / prm[0];
+    if (kind == kActivationMuscle)
+      rate = muscle_activation_rate(v.actuator_muscle + kMuscleParams * act, u, a);
+    v.actuator_activation[act] = clamp_to(a + h * rate, prm[1], prm[2]);
   }
 }
 

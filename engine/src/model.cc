@@ -777,6 +777,24 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
       absl::Status muscle = ValidateMuscle(what, act.muscle);
       if (!muscle.ok()) return muscle;
     }
+    const int dynamics = static_cast<int>(act.dynamics);
+    if (dynamics < 0 || dynamics > 2)
+      return Invalid(what, "dynamics", absl::StrCat("is unknown (", dynamics, ")"));
+    if (act.dynamics != ActuatorDynamics::kNone && act.type == ActuatorType::kMuscle)
+      return Invalid(what, "dynamics", "is given on a muscle, which has its own");
+    if (act.dynamics == ActuatorDynamics::kFilter &&
+        !(Finite(act.dynamics_time_constant) && act.dynamics_time_constant > 0))
+      return Invalid(what, "dynamics_time_constant",
+                     "must be > 0 for a filter, got " + Fmt(act.dynamics_time_constant));
+    if (act.activation_limited) {
+      if (!HasActivation(act))
+        return Invalid(what, "activation range", "is given on an actuator without activation");
+      if (!Finite(act.activation_min) || !Finite(act.activation_max) ||
+          !(act.activation_min < act.activation_max))
+        return Invalid(what, "activation range",
+                       absl::StrCat("must be finite with min < max, got [", Fmt(act.activation_min),
+                                    ", ", Fmt(act.activation_max), "]"));
+    }
     if (act.force_limited) {
       if (!Finite(act.force_min) || !Finite(act.force_max) || !(act.force_min < act.force_max))
         return Invalid(what, "force range",
@@ -904,14 +922,15 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
                      absl::StrCat("needs ", actuators, " values (1 per actuator), got ",
                                   key.activations.size()));
     for (size_t a = 0; a < key.activations.size(); ++a) {
-      const bool muscle = desc.actuators[a].type == ActuatorType::kMuscle;
+      const bool has = HasActivation(desc.actuators[a]);
       const Real x = key.activations[a];
-      if (!(muscle ? Finite(x) : x == 0))
+      if (!(has ? Finite(x) : x == 0))
         return Invalid(
             what, "activations",
-            absl::StrCat(
-                "of actuator ", a, " ('", desc.actuators[a].name, "') = ", Fmt(x),
-                muscle ? " is not finite" : " is not 0 (only muscles have an activation)"));
+            absl::StrCat("of actuator ", a, " ('", desc.actuators[a].name, "') = ", Fmt(x),
+                         has ? " is not finite"
+                             : " is not 0 (only muscles and actuators with dynamics "
+                               "have an activation)"));
     }
     for (size_t i = 0; i < key.body_pose.size(); ++i) {
       if (!Finite(key.body_pose[i]))

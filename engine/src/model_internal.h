@@ -30,6 +30,10 @@ std::array<AxisMode, 6> JointAxisModes(const JointDesc& joint);
 // True when the joint's DOFs need drive rows (stiffness, damping, armature or a position or
 // velocity actuator).
 bool JointHasDrive(const ModelDesc& desc, int joint_index);
+// Whether the actuator has an activation (a muscle, or dynamics): state of its world.
+inline bool HasActivation(const ActuatorDesc& actuator) {
+  return actuator.type == ActuatorType::kMuscle || actuator.dynamics != ActuatorDynamics::kNone;
+}
 std::vector<JointRowLayout> JointRows(const JointDesc& joint, bool has_drive);
 // True when the joint holds its child's rotation rigidly to the world: a rigid joint to the
 // world (not to a mocap body) whose three angular axes are locked (slides only, or welded). Its

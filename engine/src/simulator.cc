@@ -384,7 +384,7 @@ absl::Status Simulator::SetWorldModels(absl::Span<const WorldModelUpdate> update
     }
     // an actuator that is no longer a muscle has no activation
     for (size_t a = 0; a < now.actuators.size(); ++a) {
-      if (now.actuators[a].type != ActuatorType::kMuscle) h.actuator_activation[a0 + a] = 0;
+      if (!HasActivation(now.actuators[a])) h.actuator_activation[a0 + a] = 0;
     }
   }
   return im.MarkHostWritten();  // the state's upload carries the controls
@@ -523,12 +523,13 @@ absl::Status Simulator::SetActivations(WorldId world, absl::Span<const Real> act
   }
   for (int a = 0; a < m.actuator_count(); ++a) {
     const ActuatorDesc& act = m.desc().actuators[a];
-    const bool muscle = act.type == ActuatorType::kMuscle;
-    if (!(muscle ? std::isfinite(activation[a]) : activation[a] == 0)) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("world %d: activation[%d] (actuator '%s') = %g %s", world, a, act.name,
-                          static_cast<double>(activation[a]),
-                          muscle ? "is not finite" : "is not 0 (only muscles have an activation)"));
+    const bool has = HasActivation(act);
+    if (!(has ? std::isfinite(activation[a]) : activation[a] == 0)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "world %d: activation[%d] (actuator '%s') = %g %s", world, a, act.name,
+          static_cast<double>(activation[a]),
+          has ? "is not finite"
+              : "is not 0 (only muscles and actuators with dynamics have an activation)"));
     }
   }
   absl::Status s = im.EnsureHost();

@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "axion/simulator.h"
+#include "model_internal.h"
 
 namespace axion {
 namespace {
@@ -73,10 +74,11 @@ struct DecodedState {
   std::vector<Real> activation;
 };
 
-// Whether the model has an actuator with an activation (a muscle): its snapshots carry them.
+// Whether the model has an actuator with an activation (a muscle, dynamics): its snapshots
+// carry them.
 bool HasActivations(const Model& model) {
   for (const ActuatorDesc& act : model.desc().actuators) {
-    if (act.type == ActuatorType::kMuscle) return true;
+    if (HasActivation(act)) return true;
   }
   return false;
 }
@@ -132,8 +134,7 @@ absl::Status ValidateState(const DecodedState& s, const Model& model) {
     }
   }
   for (size_t a = 0; a < s.activation.size(); ++a) {
-    const bool muscle = desc.actuators[a].type == ActuatorType::kMuscle;
-    if (!muscle && s.activation[a] != 0) {
+    if (!HasActivation(desc.actuators[a]) && s.activation[a] != 0) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "snapshot activation %d (actuator '%s') = %g is not 0 (corrupted)", static_cast<int>(a),
           desc.actuators[a].name, static_cast<double>(s.activation[a])));

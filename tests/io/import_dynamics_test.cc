@@ -3174,7 +3174,7 @@ TEST(MjcfMuscleTest, ActivationIsStateSnapshotsAndKeyframesCarry) {
   motor.keyframes[0].activations = {0.5, 0, 0, 0, 0, 0};
   absl::StatusOr<std::shared_ptr<const Model>> compiled = Model::Compile(motor);
   ASSERT_FALSE(compiled.ok());
-  EXPECT_NE(compiled.status().message().find("only muscles have an activation"), std::string::npos)
+  EXPECT_NE(compiled.status().message().find("only muscles and actuators with dynamics have an activation"), std::string::npos)
       << compiled.status();
 }
 
@@ -3248,6 +3248,100 @@ TEST(MjcfMuscleTest, GeneralMusclesLimitsAndErrors) {
   for (const std::string& w : mismatched->warnings)
     warned = warned || w.find("muscle gain and bias parameters that differ") != std::string::npos;
   EXPECT_TRUE(warned);
+}
+
+// Activation dynamics of motors and servos: a filtered motor (<general dyntype="filter">), a
+// servo whose target integrates the command (<intvelocity>, its activation limited), a
+// pneumatic cylinder (a filter and a gain of its area) and an integrated motor with a limited
+// activation: the activations are MuJoCo's act bit for bit (the clamps included), the forces
+// at the same state MuJoCo's actuator_force, and the motion follows MuJoCo's.
+TEST(MjcfActuatorDynamicsTest, ActivationsForcesAndMotionAreMuJoCos) {
+  double worst_angles[2] = {0, 0};
+  for (int refine : {1, 5}) {
+    const std::string path =
+        WriteTempModel(absl::StrCat("actuator_dynamics_", refine, ".xml"),
+                       absl::StrReplaceAll(R"(<mujoco>
+    <option timestep="0.005"/>
+    <worldbody>
+      <body><joint name="a" axis="0 1 0" damping="0.1"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/></body>
+      <body pos="1 0 0"><joint name="b" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/></body>
+      <body pos="2 0 0"><joint name="c" type="slide" axis="1 0 0"/>
+        <geom type="box" size="0.1 0.1 0.1"/></body>
+    </worldbody>
+    <actuator>
+      <general name="filtered" joint="a" dyntype="filter" dynprm="0.05" gainprm="2"/>
+      <intvelocity name="intvel" joint="b" kp="10" actrange="-0.5 0.5"/>
+      <cylinder name="cylinder" joint="c" timeconst="0.1" diameter="0.1"/>
+      <general name="integrated" joint="a" dyntype="integrator" gainprm="1" actlimited="true"
+               actrange="0 0.3"/>
+    </actuator></mujoco>)",
+                                           {{"0.005", absl::StrCat(0.005 / refine)}}));
+    absl::StatusOr<ImportResult> imported = LoadMjcfFile(path);
+    ASSERT_TRUE(imported.ok()) << imported.status();
+    EXPECT_TRUE(imported->warnings.empty()) << imported->warnings.front();
+    const std::vector<ActuatorDesc>& acts = imported->model.actuators;
+    ASSERT_EQ(acts.size(), 4u);
+    EXPECT_EQ(acts[0].dynamics, ActuatorDynamics::kFilter);
+    EXPECT_EQ(acts[1].type, ActuatorType::kPosition);
+    EXPECT_EQ(acts[1].dynamics, ActuatorDynamics::kIntegrator);
+    EXPECT_TRUE(acts[1].activation_limited);
+    EXPECT_NEAR(acts[2].gear, kPi / 4 * 0.01, 1e-15);  // the cylinder's area
+    World w = MakeWorld(imported->model);
+    MuJoCoRun mujoco(path);
+    ASSERT_TRUE(mujoco.m && w.sim) << mujoco.load_error;
+    const mjModel* m = mujoco.m;
+    mjData* d = mujoco.d;
+    ASSERT_EQ(m->na, 4);
+    double worst_act = 0, worst_force = 0, worst_angle = 0, worst_slide = 0;
+    bool clamped[2] = {false, false};
+    for (int step = 0; step < 400 * refine; ++step) {
+      if (step % (100 * refine) == 0) {
+        const bool first = step < 200 * refine;
+        const std::vector<Real> ctrl = {step % (200 * refine) == 0 ? 1.0 : -0.5,
+                                        first ? 20.0 : -20.0, first ? 2e3 : -1e3,
+                                        first ? 10.0 : -10.0};
+        for (int i = 0; i < 4; ++i) d->ctrl[i] = ctrl[i];
+        ASSERT_TRUE(w.sim->SetControls(w.id, ctrl).ok());
+      }
+      mj_step(m, d);
+      ASSERT_TRUE(w.sim->StepAll(1).ok());
+      const std::vector<Real> act = *w.sim->GetActivations(w.id);
+      for (int i = 0; i < 4; ++i) worst_act = std::max(worst_act, std::abs(act[i] - d->act[i]));
+      clamped[0] = clamped[0] || act[1] == 0.5;
+      clamped[1] = clamped[1] || act[3] == 0.3;
+      const JointState joints = *w.sim->GetJointState(w.id);
+      worst_angle = std::max({worst_angle, std::abs(joints.position[0] - d->qpos[0]),
+                              std::abs(joints.position[1] - d->qpos[1])});
+      worst_slide = std::max(worst_slide, std::abs(joints.position[2] - d->qpos[2]));
+      // the forces at MuJoCo's state: its qpos, qvel and act written into the world
+      if (step % (20 * refine) == 20 * refine - 1) {
+        JointState at = joints;
+        for (int j = 0; j < 3; ++j) at.position[j] = d->qpos[j], at.velocity[j] = d->qvel[j];
+        ASSERT_TRUE(w.sim->SetJointState(w.id, at).ok());
+        mj_forward(m, d);
+        const std::vector<Real> forces = *w.sim->GetActuatorForces(w.id);
+        for (int i = 0; i < 4; ++i) {
+          const double geared = d->actuator_force[i] * m->actuator_gear[6 * i];
+          EXPECT_NEAR(forces[i], geared, 1e-9 * (1 + std::abs(geared))) << i << " at " << step;
+          worst_force = std::max(worst_force, std::abs(forces[i] - geared));
+        }
+      }
+    }
+    std::printf(
+        "actuator dynamics, h = %g s: activations within %.1e of MuJoCo's act, forces %.1e, "
+        "hinges %.4f rad, slide %.5f m over 2 s\n",
+        0.005 / refine, worst_act, worst_force, worst_angle, worst_slide);
+    EXPECT_LT(worst_act, 1e-9);
+    EXPECT_TRUE(clamped[0] && clamped[1]);
+    EXPECT_LT(worst_slide, 0.01);
+    worst_angles[refine == 1 ? 0 : 1] = worst_angle;
+  }
+  // the hinges part by the integrators' first-order difference (the servo explicit in MuJoCo,
+  // solved at the step's end here), a fifth at a fifth of the step
+  EXPECT_LT(worst_angles[0], 0.15);
+  EXPECT_LT(worst_angles[1], 0.3 * worst_angles[0]);
 }
 
 }  // namespace

@@ -264,6 +264,42 @@ TEST_F(ServerApiTest, MusclesActivateAndPull) {
   EXPECT_THAT(status.message(), HasSubstr("muscle force must be > 0"));
 }
 
+// A motor behind a first-order lag (ACTUATOR_DYNAMICS_FILTER, 0.1 s) on the wheel's hinge: its
+// activation follows the command as the explicit steps of da/dt = (u - a) / 0.1 give it, the
+// force reported is gear times that, and the dynamics come back in the described model.
+TEST_F(ServerApiTest, ActuatorDynamicsFilterTheCommand) {
+  v1::ModelDescription scene = WheelScene();
+  scene.mutable_actuators(0)->set_dynamics(v1::ACTUATOR_DYNAMICS_FILTER);
+  scene.mutable_actuators(0)->mutable_dynamics_time_constant()->set_value(0.1);
+  absl::StatusOr<v1::CreateWorldsResponse> created =
+      client_->CreateWorlds(client::ModelScene(scene), 1);
+  ASSERT_TRUE(created.ok()) << created.status();
+  const std::vector<uint64_t> ids = {created->world_ids(0)};
+  v1::StepRequest step = StepRequestFor(ids, 3);
+  step.set_controls(client::PackFloat32(std::vector<float>{1}));
+  step.mutable_observe()->set_activation(true);
+  step.mutable_observe()->set_actuator_force(true);
+  double expected = 0;
+  for (int round = 0; round < 3; ++round) {
+    absl::StatusOr<v1::StepResponse> stepped = client_->Step(step);
+    ASSERT_TRUE(stepped.ok()) << stepped.status();
+    for (int k = 0; k < 3; ++k) expected += kTimestep * (1 - expected) / 0.1;
+    const std::vector<float> a = client::UnpackFloat32(stepped->observations().activation());
+    const std::vector<float> f = client::UnpackFloat32(stepped->observations().actuator_force());
+    ASSERT_EQ(a.size(), 1u);
+    EXPECT_NEAR(a[0], expected, 1e-6);
+    EXPECT_NEAR(f[0], expected, 1e-6);  // gear 1
+  }
+  const v1::ModelDescription described = DescribedModel(ids[0]);
+  EXPECT_EQ(described.actuators(0).dynamics(), v1::ACTUATOR_DYNAMICS_FILTER);
+  EXPECT_EQ(described.actuators(0).dynamics_time_constant().value(), 0.1);
+  // a filter without a positive time constant is refused by name
+  scene.mutable_actuators(0)->mutable_dynamics_time_constant()->set_value(0);
+  absl::Status status = client_->CreateWorlds(client::ModelScene(scene), 1).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("dynamics_time_constant must be > 0"));
+}
+
 // A spatial tendon: a cable from a world site 1 m above the wheel's site at 0.5 m out along y
 // pulls the site up, a torque of -0.5 ctrl about the hinge's x axis at first; its path comes
 // back in the described model, and a path that does not start at a site is refused by name.

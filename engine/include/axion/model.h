@@ -184,6 +184,15 @@ enum class ActuatorType : int32_t {
 // x = 1, passive_force / 2 at x = (1 + length_max) / 2, linear beyond; a muscle only pulls.
 // The force is taken at the step's start state and applied explicitly (gear * f along the DOF
 // or tendon), clamped to the actuator's force range where it has one.
+// Activation dynamics of a motor or servo (MJCF <general dyntype>, <intvelocity>, <cylinder>):
+// the actuator acts on its activation a, state of the world, instead of its control: an
+// effort's force is gear * a, a servo's target target_scale * a. a follows the control u as
+//   kIntegrator: da/dt = u               (a servo's target moving at the commanded rate)
+//   kFilter:     da/dt = (u - a) / time_constant   (a first-order lag: a valve, a cylinder)
+// integrated explicitly over each step from its start, as MuJoCo does. A muscle has its own
+// dynamics (MuscleDesc) and none of these.
+enum class ActuatorDynamics : int32_t { kNone = 0, kIntegrator = 1, kFilter = 2 };
+
 struct MuscleDesc {
   Real time_activation = Real(0.01);                  // s
   Real time_deactivation = Real(0.04);                // s
@@ -230,6 +239,13 @@ struct ActuatorDesc {
   std::array<Real, 6> site_wrench{0, 0, 1, 0, 0, 0};  // force, torque per unit tau (site frame)
   // kMuscle: the muscle's parameters (on a joint's DOF or a tendon, not a site).
   MuscleDesc muscle;
+  // Activation dynamics of an effort or servo; kNone: it acts on its control directly.
+  ActuatorDynamics dynamics = ActuatorDynamics::kNone;
+  Real dynamics_time_constant = 1;  // kFilter's time constant (s), > 0
+  // Where the actuator has an activation (dynamics, or a muscle): clamped to [activation_min,
+  // activation_max] after each step where limited (MuJoCo's actlimited, actrange).
+  bool activation_limited = false;
+  Real activation_min = 0, activation_max = 0;
 };
 
 // Couples two joint coordinates rigidly (MJCF <equality><joint>, URDF <mimic>): DOF `dof` of
@@ -447,8 +463,8 @@ struct KeyframeDesc {
   std::vector<Real> body_velocity;  // (body_count x 6): linear velocity of the body-frame origin
                                     // then angular velocity, world frame; empty: initial ones
   std::vector<Real> controls;       // (actuator_count), within ctrl ranges; empty: zero
-  std::vector<Real> activations;    // (actuator_count): muscles' activations, finite (others
-                                    // 0); empty: zero
+  std::vector<Real> activations;    // (actuator_count): the activations of muscles and of
+                                    // actuators with dynamics, finite (others 0); empty: zero
   std::vector<Real> mocap_pose;     // (mocap_count x 7): position, quaternion w x y z; empty:
                                     // the initial poses
 };

@@ -90,6 +90,16 @@ enum RowKind : int32_t {
   kRowTendonFrictionLoss = 18  // dry friction along the tendon
 };
 
+// How an actuator's activation moves (actuator_dynamics): ActuatorDynamics's values, and a
+// muscle's own.
+enum ActivationKind : int32_t {
+  kActivationNone = 0,
+  kActivationIntegrator = 1,
+  kActivationFilter = 2,
+  kActivationMuscle = 3
+};
+inline constexpr Real kUnboundedActivation = Real(1e30);
+
 // A muscle's parameters, in this order in actuator_muscle (MuscleDesc's fields).
 enum MuscleParam : int32_t {
   kMuscleTimeActivation = 0,
@@ -330,7 +340,12 @@ struct BatchView {
   // (actuator_count x kMuscleParams) a muscle's parameters (MuscleDesc, kernels_body.h's
   // kMuscle* order); zero for other actuators
   const Real* actuator_muscle;
-  Real* actuator_activation;  // (actuator_count) a muscle's activation in [0, 1]; others 0
+  // (actuator_count) ActivationKind: how the activation moves (none: the actuator acts on ctrl)
+  const int32_t* actuator_dynamics;
+  // (actuator_count x 3) a filter's time constant, then the range the activation is clamped
+  // to after each step (+-kUnboundedActivation where not limited)
+  const Real* actuator_dynamics_prm;
+  Real* actuator_activation;  // (actuator_count) the actuator's activation; 0 where it has none
 
   // ---- tendons (tendon_count) ----------------------------------------------------------------
   // A fixed tendon's length is L = coef_0 q_0 + coef_1 q_1 over one or two scalar DOFs; a

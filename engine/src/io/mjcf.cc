@@ -126,11 +126,18 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
         {"general",
          {"name", "class", "joint", "tendon", "site", "gear", "ctrlrange", "ctrllimited",
           "forcerange", "forcelimited", "dyntype", "gaintype", "biastype", "dynprm", "gainprm",
-          "biasprm", "lengthrange"}},
-        {"muscle",
+          "biasprm", "lengthrange", "actrange", "actlimited"}},
+        {"intvelocity",
          {"name", "class", "joint", "tendon", "gear", "ctrlrange", "ctrllimited", "forcerange",
-          "forcelimited", "lengthrange", "timeconst", "range", "force", "scale", "lmin", "lmax",
-          "vmax", "fpmax", "fvmax"}},
+          "forcelimited", "kp", "actrange", "actlimited"}},
+        {"cylinder",
+         {"name", "class", "joint", "tendon", "gear", "ctrlrange", "ctrllimited", "forcerange",
+          "forcelimited", "timeconst", "area", "diameter", "bias", "actrange", "actlimited"}},
+        {"muscle",
+         {"name",        "class",      "joint",        "tendon",      "gear",      "ctrlrange",
+          "ctrllimited", "forcerange", "forcelimited", "lengthrange", "timeconst", "range",
+          "force",       "scale",      "lmin",         "lmax",        "vmax",      "fpmax",
+          "fvmax",       "actrange",   "actlimited"}},
         {"lengthrange",
          {"mode", "useexisting", "uselimit", "accel", "maxforce", "timeconst", "timestep",
           "inttotal", "inteval", "tolrange"}},
@@ -2201,6 +2208,9 @@ absl::Status MjcfLoader::ContactPair(const Elem& e) {
 // and its time constants (tau_act, tau_deact) and length range, into *a (MuscleDesc) and
 // next_muscle_ (what ResolveMuscles computes: the force where prm's is negative, the length
 // range where none is given).
+absl::Status AffineActuator(Real g, const std::vector<Real>& bias, Real gear, ActuatorDesc* a,
+                            std::string* skipped);
+
 absl::Status MuscleFromParameters(const Elem& e, const std::vector<Real>& prm,
                                   const std::vector<Real>& time, const std::vector<Real>& range,
                                   ActuatorDesc* a, Real* scale, bool* needs_range) {
@@ -2260,7 +2270,15 @@ absl::Status MjcfLoader::GeneralActuator(const Elem& e, Real gear, ActuatorDesc*
     return MuscleFromParameters(e, gain, dyn, lengths, a, &next_muscle_.scale,
                                 &next_muscle_.needs_range);
   }
-  if (dyntype != "none") {
+  if (dyntype == "integrator" || dyntype == "filter") {
+    // the motor or servo below acts on the activation
+    AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> dyn, e.Reals("dynprm", 1, 10, {1}));
+    a->dynamics =
+        dyntype == "integrator" ? ActuatorDynamics::kIntegrator : ActuatorDynamics::kFilter;
+    a->dynamics_time_constant = dyn[0];
+    if (dyntype == "filter" && !(dyn[0] > 0))
+      return e.Error("dynprm", "a filter's time constant (dynprm[0]) must be > 0");
+  } else if (dyntype != "none") {
     *skipped = absl::StrCat("with activation dynamics (dyntype \"", dyntype, "\")");
     return absl::OkStatus();
   }
@@ -2276,7 +2294,12 @@ absl::Status MjcfLoader::GeneralActuator(const Elem& e, Real gear, ActuatorDesc*
   AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> bias, e.Reals("biasprm", 1, 10, {0}));
   bias.resize(3, 0);
   if (biastype == "none") bias = {0, 0, 0};
-  const Real g = gain[0];
+  return AffineActuator(gain[0], bias, gear, a, skipped);
+}
+
+// force = g u + b0 + b1 L + b2 Ldot (u the control, or the activation) as Axion's motor or servo.
+absl::Status AffineActuator(Real g, const std::vector<Real>& bias, Real gear, ActuatorDesc* a,
+                            std::string* skipped) {
   const auto same = [](Real x, Real y) { return std::abs(x - y) <= 1e-12 * std::abs(y); };
   if (bias[0] == 0 && bias[1] == 0 && bias[2] == 0) {
     a->type = ActuatorType::kEffort;
@@ -2331,7 +2354,7 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
     const int file_index = static_cast<int>(actuator_target_.size()) - 1;
     if (tag == "intvelocity" || tag == "cylinder") activation_actuators_.push_back(file_index);
     if (tag != "motor" && tag != "position" && tag != "velocity" && tag != "general" &&
-        tag != "muscle") {
+        tag != "muscle" && tag != "intvelocity" && tag != "cylinder") {
       WarnElement(c, "actuator", "is not supported and was ignored (no actuator created)");
       continue;
     }
@@ -2468,6 +2491,32 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
     } else if (tag == "muscle") {
       AXION_IO_RETURN_IF_ERROR(MuscleActuator(e, &a));
       a.gear = gear[0];
+    } else if (tag == "cylinder") {
+      // a filter (timeconst) on the pressure, force area * pressure + bias (MuJoCo's cylinder)
+      AXION_IO_ASSIGN_OR_RETURN(a.dynamics_time_constant, e.Real1("timeconst", 1));
+      if (!(a.dynamics_time_constant > 0)) return e.Error("timeconst", "must be > 0");
+      a.dynamics = ActuatorDynamics::kFilter;
+      AXION_IO_ASSIGN_OR_RETURN(Real area, e.Real1("area", 1));
+      if (e.Has("diameter")) {
+        AXION_IO_ASSIGN_OR_RETURN(Real diameter, e.Real1("diameter", 0));
+        area = kPi / 4 * diameter * diameter;
+      }
+      AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> bias, e.Reals("bias", 3, 3, {0, 0, 0}));
+      std::string skipped;
+      AXION_IO_RETURN_IF_ERROR(AffineActuator(area, bias, gear[0], &a, &skipped));
+      if (!skipped.empty()) {
+        warnings_.Add(
+            "cylinder:bias",
+            absl::StrCat("<cylinder> actuators ", skipped,
+                         " are not supported and were skipped (first at ", e.Describe(), ")"));
+        continue;
+      }
+    } else if (tag == "intvelocity") {
+      // a position servo (kp) whose target, the activation, moves at the commanded velocity
+      a.type = ActuatorType::kPosition;
+      a.dynamics = ActuatorDynamics::kIntegrator;
+      AXION_IO_ASSIGN_OR_RETURN(a.kp, e.Real1("kp", 1));
+      if (a.kp < 0) return e.Error("kp", "is negative");
     } else {
       if (tag == "position") {
         a.type = ActuatorType::kPosition;
@@ -2502,6 +2551,20 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
       a.force_max = std::max(low, high);
       if (!(a.force_min < a.force_max)) a.force_limited = false;
     }
+    // the activation's range (actrange and actlimited, MuJoCo 2.2's rules; an <intvelocity>'s
+    // is limited wherever given), where the actuator has an activation
+    if (tag == "intvelocity" && e.Has("actrange") && !e.Has("actlimited")) {
+      AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> range, e.Reals("actrange", 2, 2, {0, 0}));
+      if (!(range[0] < range[1]))
+        return e.Error("actrange",
+                       absl::StrCat("lower ", range[0], " must be below upper ", range[1]));
+      a.activation_limited = true;
+      a.activation_min = range[0], a.activation_max = range[1];
+    } else {
+      AXION_IO_RETURN_IF_ERROR(ReadRange(e, "actrange", "actlimited", &a.activation_limited,
+                                         &a.activation_min, &a.activation_max));
+    }
+    if (!HasActivation(a)) a.activation_limited = false;
     actuator_target_.back() = static_cast<int>(result_.model.actuators.size());
     if (file_name) {
       FileActuator& file = file_actuators_[file_name];
