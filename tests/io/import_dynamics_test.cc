@@ -3174,7 +3174,9 @@ TEST(MjcfMuscleTest, ActivationIsStateSnapshotsAndKeyframesCarry) {
   motor.keyframes[0].activations = {0.5, 0, 0, 0, 0, 0};
   absl::StatusOr<std::shared_ptr<const Model>> compiled = Model::Compile(motor);
   ASSERT_FALSE(compiled.ok());
-  EXPECT_NE(compiled.status().message().find("only muscles and actuators with dynamics have an activation"), std::string::npos)
+  EXPECT_NE(compiled.status().message().find(
+                "only muscles and actuators with dynamics have an activation"),
+            std::string::npos)
       << compiled.status();
 }
 
