@@ -297,6 +297,11 @@ uint64_t Fingerprint(const Model& m) {
     for (AxisMode mode : joint.axis_mode) h.Add(mode);
   }
   for (const ShapeDesc& s : d.shapes) h.Add(s.type), h.Add(s.body), h.Add(s.pose), h.Add(s.size);
+  // actuators with dynamics (which snapshots carry an activation for): only theirs, so that the
+  // fingerprints of models without stay as they were
+  for (const ActuatorDesc& a : d.actuators) {
+    if (a.dynamics != ActuatorDynamics::kNone) h.Add(a.dynamics);
+  }
   // (only where there are mocap bodies: the fingerprints of models without stay as they were)
   if (!d.mocap_bodies.empty()) {
     h.Add(d.mocap_bodies.size());
