@@ -1366,7 +1366,8 @@ TEST(MjcfTendonTest, FixedTendonsLoadAndTheRestIsNamed) {
 // <general> actuators become the motor or servo their gain and bias make (a servo whose gain is
 // not its stiffness scales its target), checked against MuJoCo's own shortcuts: the same
 // actuator written both ways moves MuJoCo's joint identically.
-// Activation dynamics and other biases are skipped with a warning naming them.
+// A filter or integrator makes it act on its activation (ActuatorDesc::dynamics); user
+// dynamics and constant biases are skipped with a warning naming them.
 TEST(MjcfActuatorTest, GeneralActuatorsAreMotorsOrServos) {
   const std::string xml = R"(
 <mujoco><compiler autolimits="true"/><worldbody><body name="b"><joint name="j" axis="0 1 0"/>
@@ -1377,6 +1378,7 @@ TEST(MjcfActuatorTest, GeneralActuatorsAreMotorsOrServos) {
              forcerange="-4 4"/>
     <general name="speed" joint="j" gainprm="7" biasprm="0 0 -7" biastype="affine"/>
     <general name="filtered" joint="j" dyntype="filter" dynprm="0.1"/>
+    <general name="user" joint="j" dyntype="user"/>
     <general name="offset" joint="j" gainprm="50" biasprm="1 -50 0" biastype="affine"/>
     <general name="scaled" joint="j" gainprm="0.5" biasprm="0 -100 -10" biastype="affine"/>
     <general name="scaled_speed" joint="j" gainprm="2" biasprm="0 0 -8" biastype="affine"/>
@@ -1384,7 +1386,7 @@ TEST(MjcfActuatorTest, GeneralActuatorsAreMotorsOrServos) {
   absl::StatusOr<ImportResult> r = LoadMjcfString(xml, "");
   ASSERT_TRUE(r.ok()) << r.status();
   const auto& a = r->model.actuators;
-  ASSERT_EQ(a.size(), 5u);
+  ASSERT_EQ(a.size(), 6u);
   EXPECT_EQ(a[0].type, ActuatorType::kEffort);
   EXPECT_EQ(a[0].gear, 6);
   EXPECT_EQ(a[1].type, ActuatorType::kPosition);
@@ -1395,15 +1397,19 @@ TEST(MjcfActuatorTest, GeneralActuatorsAreMotorsOrServos) {
   EXPECT_EQ(a[2].type, ActuatorType::kVelocity);
   EXPECT_EQ(a[2].kv, 7);
   EXPECT_EQ(a[2].target_scale, 1);
+  // a motor on its activation, a first-order lag of 0.1 s behind its control
+  EXPECT_EQ(a[3].type, ActuatorType::kEffort);
+  EXPECT_EQ(a[3].dynamics, ActuatorDynamics::kFilter);
+  EXPECT_EQ(a[3].dynamics_time_constant, 0.1);
   // a gain other than the stiffness: force 0.5 ctrl - 100 q - 10 qdot, a servo to 0.005 ctrl
-  EXPECT_EQ(a[3].type, ActuatorType::kPosition);
-  EXPECT_EQ(a[3].kp, 100);
-  EXPECT_EQ(a[3].kv, 10);
-  EXPECT_EQ(a[3].target_scale, 0.005);
-  EXPECT_EQ(a[4].type, ActuatorType::kVelocity);
-  EXPECT_EQ(a[4].kv, 8);
-  EXPECT_EQ(a[4].target_scale, 0.25);
-  EXPECT_TRUE(HasWarning(*r, "activation dynamics (dyntype \"filter\")"));
+  EXPECT_EQ(a[4].type, ActuatorType::kPosition);
+  EXPECT_EQ(a[4].kp, 100);
+  EXPECT_EQ(a[4].kv, 10);
+  EXPECT_EQ(a[4].target_scale, 0.005);
+  EXPECT_EQ(a[5].type, ActuatorType::kVelocity);
+  EXPECT_EQ(a[5].kv, 8);
+  EXPECT_EQ(a[5].target_scale, 0.25);
+  EXPECT_TRUE(HasWarning(*r, "activation dynamics (dyntype \"user\")"));
   EXPECT_TRUE(HasWarning(*r, "make no motor, position or velocity servo"));
 
   // MuJoCo itself: a <general> servo and the <position> shortcut are the same actuator
@@ -1775,7 +1781,7 @@ TEST(MjcfSensorTest, SkippedSensorsAreNamedAndBadOnesAreErrors) {
       <body name="b" pos="0.3 0 0"><joint name="h" axis="0 1 0"/><geom size="0.1"/>
         <body name="c" pos="0.3 0 0"><joint name="ball" type="ball"/><geom size="0.1"/></body>
       </body></body></worldbody>
-      <actuator><motor name="m" joint="h"/><cylinder name="cyl" joint="h"/></actuator>
+      <actuator><motor name="m" joint="h"/><damper name="cyl" joint="h" kv="1"/></actuator>
       <sensor>)",
                                        sensors, "</sensor></mujoco>"),
                           "");
