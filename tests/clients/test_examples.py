@@ -1,6 +1,7 @@
 """The examples in clients/python/examples run to completion with small counts."""
 
 import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -8,6 +9,8 @@ import sys
 import pytest
 
 from clients_support import EXAMPLES_DIR, HUMANOID_XML
+
+ARM26_XML = pathlib.Path("/usr/share/mujoco/model/tendon_arm/arm26.xml")
 
 
 def run_example(server, name, *args, env_extra=None, cwd=None):
@@ -63,6 +66,18 @@ def test_cable_winch_lifts_loads_to_their_heights(server):
     assert match and float(match.group(1)) < 0.0025
     pulls = [float(p) for p in re.findall(r"winch pull ([\d.]+) N", result.stdout)]
     assert len(pulls) == 3 and all(abs(p - 20 * 9.81) < 0.5 for p in pulls)
+
+
+@pytest.mark.skipif(not ARM26_XML.is_file(), reason=f"{ARM26_XML} is not installed "
+                    "(Debian package libmujoco-samples)")
+def test_muscle_arm_reaches_its_targets(server):
+    # excitations from each joint's error drive its flexor or extensor; the arm settles within
+    # a few milliradians of each world's targets
+    result = run_example(server, "muscle_arm_reach.py", "--worlds", 3, "--seconds", 2,
+                         "--tolerance", 0.02)
+    match = re.search(r"largest miss: ([\d.]+) rad", result.stdout)
+    assert match and float(match.group(1)) < 0.02
+    assert len(re.findall(r"activations SF", result.stdout)) == 3
 
 
 @pytest.mark.skipif(not HUMANOID_XML.is_file(), reason=f"{HUMANOID_XML} is not installed "
