@@ -2945,7 +2945,8 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
 // simulation of the same experiment: from qpos0, the muscle turned into an effort of
 // +-accel / acc0 (MuJoCo takes accel / |M^-1 m| at each step's configuration), the bodies'
 // velocities scaled by exp(-h / timeconst) before every step, the extremes of the last
-// `inteval` seconds. Joint limits are hard here where MuJoCo's yield a little: on arm26.xml the
+// `inteval` seconds (or, once every length has held still for `inteval` seconds, those it
+// holds: the damped simulation stays there). Joint limits are hard here where MuJoCo's yield a little: on arm26.xml the
 // ranges differ by up to 7e-4 of their width (MjcfMuscleTest).
 absl::Status MjcfLoader::ResolveMuscles() {
   // (<flag actuation="disable"> leaves no muscle)
@@ -3109,6 +3110,12 @@ absl::Status MjcfLoader::ResolveMuscles() {
   const int steps = static_cast<int>(std::ceil(o.total_time / h - Real(1e-9)));
   std::vector<Real> low(worlds, std::numeric_limits<Real>::infinity());
   std::vector<Real> high(worlds, -std::numeric_limits<Real>::infinity());
+  // Every world's length held still (to 1e-12 m) for `inteval` seconds: the muscle has come to
+  // rest at its extreme (against a joint limit, say), where the damped simulation stays, so the
+  // last `inteval` seconds of the full run would read the same; it stops there.
+  constexpr Real kStill = Real(1e-12);
+  std::vector<Real> still_length(worlds, std::numeric_limits<Real>::quiet_NaN());
+  std::vector<Real> still_since(worlds, 0);
   for (int step = 1; step <= steps; ++step) {
     for (WorldId id : *ids) {
       absl::StatusOr<BodyState> bodies = (*sim)->GetBodyState(id);
@@ -3117,7 +3124,9 @@ absl::Status MjcfLoader::ResolveMuscles() {
       AXION_IO_RETURN_IF_ERROR((*sim)->SetBodyState(id, *bodies));
     }
     AXION_IO_RETURN_IF_ERROR((*sim)->StepAll());
-    if (step * h <= o.total_time - o.eval_time) continue;
+    const Real time = step * h;
+    const bool evaluated = time > o.total_time - o.eval_time;
+    bool all_still = true;
     for (int w = 0; w < worlds; ++w) {
       const ActuatorDesc& act = desc.actuators[pending_muscles_[simulated[w / 2]].actuator];
       absl::StatusOr<WorldStats> stats = (*sim)->GetStats((*ids)[w]);
@@ -3138,8 +3147,22 @@ absl::Status MjcfLoader::ResolveMuscles() {
         length = joints->position[(*trial_model)->joint_position_offset()[act.joint] + act.dof];
       }
       length *= act.gear;
-      low[w] = std::min(low[w], length);
-      high[w] = std::max(high[w], length);
+      if (!(std::fabs(length - still_length[w]) <= kStill)) {
+        still_length[w] = length;
+        still_since[w] = time;
+      }
+      all_still = all_still && time - still_since[w] >= o.eval_time;
+      if (evaluated) {
+        low[w] = std::min(low[w], length);
+        high[w] = std::max(high[w], length);
+      }
+    }
+    if (all_still) {
+      for (int w = 0; w < worlds; ++w) {
+        low[w] = std::min(low[w], still_length[w]);
+        high[w] = std::max(high[w], still_length[w]);
+      }
+      break;
     }
   }
   for (size_t i = 0; i < simulated.size(); ++i) {
