@@ -382,7 +382,7 @@ absl::Status Simulator::SetWorldModels(absl::Span<const WorldModelUpdate> update
       Real& ctrl = h.actuator_ctrl[a0 + a];
       ctrl = std::min(std::max(ctrl, act.ctrl_min), act.ctrl_max);
     }
-    // an actuator that is no longer a muscle has no activation
+    // an actuator that no longer has an activation (a muscle, dynamics) holds none
     for (size_t a = 0; a < now.actuators.size(); ++a) {
       if (!HasActivation(now.actuators[a])) h.actuator_activation[a0 + a] = 0;
     }

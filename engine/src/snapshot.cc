@@ -6,9 +6,10 @@
 //   dof_velocity (dofs) | qpos (qpos) | actuator_ctrl (actuators) | joint-row lambda (rows) |
 //   i32 previous contact count n | n x (i32 shape a, i32 shape b (world-local), Real point on a[3],
 //   Real point on b[3], Real lambda[3]) | mocap body poses (mocap bodies x 7: position,
-//   quaternion) | actuator_activation (actuators, only where the model has a muscle)
-//   (AXSNAP01 had the point on a only; AXSNAP02 no step level; a model without mocap bodies
-//   or muscles, which every model was before they came, has empty last blocks)
+//   quaternion) | actuator_activation (actuators, only where the model has a muscle or an
+//   actuator with dynamics) (AXSNAP01 had the point on a only; AXSNAP02 no step level; a
+//   model without mocap bodies or activations, which every model was before they came, has
+//   empty last blocks)
 // The joint-row impulses and the last step's contacts are part of the state because they
 // warm-start the next Newton solve, and the step level because it sets the next step's length.
 #include "snapshot.h"
