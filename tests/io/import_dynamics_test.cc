@@ -3240,6 +3240,16 @@ TEST(MjcfMuscleTest, GeneralMusclesLimitsAndErrors) {
   expect_error(R"(<muscle name="m" tendon="line"/>)",
                R"(<compiler angle="radian"><lengthrange timestep="0.00001" inttotal="100"/></compiler>)",
                "finding the muscles' length ranges would take 1e+07 steps");
+  // the actuator shortcuts share their defaults (as MuJoCo's do): a <muscle> default's force
+  // and a <position> default's kp reach their own kinds without warnings on the others
+  absl::StatusOr<ImportResult> defaults = load(
+      R"(<muscle name="m" tendon="line"/><motor name="mo" joint="hinge"/>
+         <position name="p" joint="hinge"/>)",
+      R"(<compiler angle="radian"/><default><muscle force="100"/><position kp="5"/></default>)");
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_TRUE(defaults->warnings.empty()) << defaults->warnings.front();
+  EXPECT_EQ(defaults->model.actuators[0].muscle.force, 100);
+  EXPECT_EQ(defaults->model.actuators[2].kp, 5);
   // a general muscle whose gain and bias disagree is skipped with a warning
   absl::StatusOr<ImportResult> mismatched = load(
       R"(<general name="m" tendon="line" dyntype="muscle" gaintype="muscle" biastype="muscle"

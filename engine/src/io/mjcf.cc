@@ -650,8 +650,20 @@ void MjcfLoader::WarnUnsupportedAttributes(const Elem& e) {
   // warnings of "not supported" are the ones that change the physics.
   static const std::set<std::string>* const kRendering =
       new std::set<std::string>{"rgba", "material", "group", "texturedir", "width"};
+  // The actuator shortcuts share one default set (DefaultClass): a default another shortcut
+  // reads (a <muscle> default's force on a <motor>) is that shortcut's, not this one's to warn of.
+  const auto read_by_another_actuator = [&](const std::string& key) {
+    if (DefaultKind(e.tag) != "actuator" || e.own.count(key)) return false;
+    for (const char* tag :
+         {"motor", "position", "velocity", "general", "muscle", "intvelocity", "cylinder"}) {
+      auto other = table.find(tag);
+      if (other != table.end() && other->second.count(key)) return true;
+    }
+    return false;
+  };
   for (const auto& [key, value] : e.attrs) {
     if (it != table.end() && it->second.count(key)) continue;
+    if (read_by_another_actuator(key)) continue;
     const char* reason = kRendering->count(key) ? "' only affects rendering and was ignored"
                                                 : "' is not supported and was ignored";
     warnings_.Add(
