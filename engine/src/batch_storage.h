@@ -155,7 +155,8 @@ namespace axion {
   X(Real, actuator_muscle, kMuscleParams) \
   X(int32_t, actuator_dynamics, 1)        \
   X(Real, actuator_dynamics_prm, 3)
-// The controls are the step's input; a muscle's activation is state the step integrates.
+// The controls are the step's input; an activation (a muscle's, or with dynamics) is state the
+// step integrates.
 #define AXION_ACTUATOR_STATE(X) X(Real, actuator_ctrl, 1) X(Real, actuator_activation, 1)
 // Tendons: a fixed one's DOFs and coefficients, a spatial one's path, limits, spring-damper and
 // dry friction (model), and the servo actuators' drive on them this step (scratch).

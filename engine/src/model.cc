@@ -929,7 +929,7 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
     for (size_t a = 0; a < key.activations.size(); ++a) {
       const bool has = HasActivation(desc.actuators[a]);
       const Real x = key.activations[a];
-      if (!(has ? Finite(x) : x == 0))
+      if (!ValidActivation(desc.actuators[a], x))
         return Invalid(
             what, "activations",
             absl::StrCat("of actuator ", a, " ('", desc.actuators[a].name, "') = ", Fmt(x),

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <utility>
 #include <vector>
 
@@ -33,6 +34,10 @@ bool JointHasDrive(const ModelDesc& desc, int joint_index);
 // Whether the actuator has an activation (a muscle, or dynamics): state of its world.
 inline bool HasActivation(const ActuatorDesc& actuator) {
   return actuator.type == ActuatorType::kMuscle || actuator.dynamics != ActuatorDynamics::kNone;
+}
+// Whether `value` can be the actuator's activation: finite where it has one, 0 where not.
+inline bool ValidActivation(const ActuatorDesc& actuator, Real value) {
+  return HasActivation(actuator) ? std::isfinite(value) : value == 0;
 }
 std::vector<JointRowLayout> JointRows(const JointDesc& joint, bool has_drive);
 // True when the joint holds its child's rotation rigidly to the world: a rigid joint to the

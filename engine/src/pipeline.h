@@ -620,7 +620,7 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
         v.world_active[w] = kPhaseIdle;
       });
 
-  // write back: joint coordinates, time, muscles' activations, and a finite-state check that
+  // write back: joint coordinates, time, activations, and a finite-state check that
   // freezes a broken world
   ex.joints(
       wr, AXION_LAMBDA(int j) {

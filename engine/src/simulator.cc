@@ -524,7 +524,7 @@ absl::Status Simulator::SetActivations(WorldId world, absl::Span<const Real> act
   for (int a = 0; a < m.actuator_count(); ++a) {
     const ActuatorDesc& act = m.desc().actuators[a];
     const bool has = HasActivation(act);
-    if (!(has ? std::isfinite(activation[a]) : activation[a] == 0)) {
+    if (!ValidActivation(act, activation[a])) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "world %d: activation[%d] (actuator '%s') = %g %s", world, a, act.name,
           static_cast<double>(activation[a]),

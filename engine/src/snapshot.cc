@@ -135,7 +135,7 @@ absl::Status ValidateState(const DecodedState& s, const Model& model) {
     }
   }
   for (size_t a = 0; a < s.activation.size(); ++a) {
-    if (!HasActivation(desc.actuators[a]) && s.activation[a] != 0) {
+    if (!ValidActivation(desc.actuators[a], s.activation[a])) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "snapshot activation %d (actuator '%s') = %g is not 0 (corrupted)", static_cast<int>(a),
           desc.actuators[a].name, static_cast<double>(s.activation[a])));

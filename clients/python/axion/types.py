@@ -534,8 +534,9 @@ class Observations:
         (WorldDescription.source_sensors: each one's offset and dim; S its sensor_data_count).
       tendon_state (W x T x 2): each tendon's length (m, or rad for a fixed tendon over hinges)
         and rate, MuJoCo's ten_length and ten_velocity (WorldDescription.tendon_names).
-      activation (W x A): each muscle's activation, which follows its excitation (its control
-        in [0, 1]) with its time constants (MuJoCo's act, per actuator); 0 for others.
+      activation (W x A): each actuator's activation, which follows its control (a muscle's in
+        [0, 1] with its time constants, or an actuator's with dynamics; MuJoCo's act, per
+        actuator); 0 for actuators without one.
     """
 
     world_ids: List[int]

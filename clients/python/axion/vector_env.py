@@ -31,9 +31,9 @@ coordinates, D degrees of freedom, B bodies; see WorldDescription for the per-jo
                       where each one's lie. Only for an MJCF model.
   tendon_state        T x 2: each tendon's length and rate (WorldDescription.tendon_names): a
                       muscle's or cable's length for biomechanical tasks.
-  activation          A values: each muscle's activation (0 for other actuators), the state
-                      its excitation drives: with tendon_state, what a muscle-driven policy
-                      observes (MyoSuite-style tasks).
+  activation          A values: each muscle's activation (and that of an actuator with
+                      dynamics; 0 for others), the state its control drives: with
+                      tendon_state, what a muscle-driven policy observes (MyoSuite-style).
 
 The default is ("joint_position", "joint_velocity"), i.e. obs[:, :P] = joint positions and
 obs[:, P:P+D] = joint velocities; `observation_slices` maps each field to its columns. Free

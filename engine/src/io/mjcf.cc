@@ -260,6 +260,11 @@ struct MjJoint {
   Real stiffness = 0, damping = 0, armature = 0, ref = 0, springref = 0, frictionloss = 0;
 };
 
+// The DOFs (MuJoCo's qvel entries) a joint of the file has.
+int FileDofCount(JointKind kind) {
+  return kind == JointKind::kFree ? 6 : kind == JointKind::kBall ? 3 : 1;
+}
+
 struct MjGeom {
   std::string name;
   std::string where;
@@ -2362,9 +2367,6 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
     actuator_target_.push_back(-1);  // until created
     const char* file_name = c->Attribute("name");
     if (file_name) file_actuators_[file_name] = FileActuator{};  // skipped until created
-    // MuJoCo's act holds the actuators with activation dynamics, in file order
-    const int file_index = static_cast<int>(actuator_target_.size()) - 1;
-    if (tag == "intvelocity" || tag == "cylinder") activation_actuators_.push_back(file_index);
     if (tag != "motor" && tag != "position" && tag != "velocity" && tag != "general" &&
         tag != "muscle" && tag != "intvelocity" && tag != "cylinder") {
       WarnElement(c, "actuator", "is not supported and was ignored (no actuator created)");
@@ -2378,8 +2380,10 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
       }
     }
     Elem e = Resolve(c, "main");
-    if (tag == "muscle" || (tag == "general" && e.Str("dyntype", "none") != "none"))
-      activation_actuators_.push_back(file_index);
+    // MuJoCo's act holds the actuators with activation dynamics, in file order
+    if (tag == "muscle" || tag == "intvelocity" || tag == "cylinder" ||
+        (tag == "general" && e.Str("dyntype", "none") != "none"))
+      activation_actuators_.push_back(static_cast<int>(actuator_target_.size()) - 1);
     bool skipped_transmission = false;
     for (const char* transmission : {"body", "jointinparent", "cranksite", "slidersite"}) {
       if (e.own.count(transmission)) {
@@ -2974,9 +2978,8 @@ absl::Status MjcfLoader::ResolveMuscles() {
   for (const MjBody& body : bodies_) {
     for (const MjJoint& j : body.joints) {
       qvel_index[j.name] = va;
-      const int count = j.kind == JointKind::kFree ? 6 : j.kind == JointKind::kBall ? 3 : 1;
-      for (int k = 0; k < count; ++k) armature[va + k] = j.armature;
-      va += count;
+      for (int k = 0; k < FileDofCount(j.kind); ++k) armature[va + k] = j.armature;
+      va += FileDofCount(j.kind);
     }
   }
   absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(desc);
@@ -3209,16 +3212,14 @@ void MjcfLoader::FileQpos0(std::vector<Real>* qpos0, int* nv) const {
           qpos0->insert(qpos0->end(),
                         {body.world.pos.x, body.world.pos.y, body.world.pos.z, body.world.quat.w,
                          body.world.quat.x, body.world.quat.y, body.world.quat.z});
-          *nv += 6;
           break;
         case JointKind::kBall:
           qpos0->insert(qpos0->end(), {1, 0, 0, 0});
-          *nv += 3;
           break;
         default:
           qpos0->push_back(j.ref);
-          *nv += 1;
       }
+      *nv += FileDofCount(j.kind);
     }
   }
 }
