@@ -620,6 +620,7 @@ absl::StatusOr<ModelDesc> ModelDescFromProto(const v1::ModelDescription& proto) 
       point.pose = FromProto(e.pose());
       point.radius = e.radius();
       point.divisor = e.kind() == v1::TENDON_PATH_PULLEY ? e.divisor() : 1;
+      point.rod_length = e.rod_length();
       point.has_side = e.has_side();
       if (e.has_side()) {
         point.side_body = e.side().body();
@@ -788,6 +789,7 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
       ToProto(point.pose, e->mutable_pose());
       e->set_radius(point.radius);
       e->set_divisor(point.divisor);
+      if (point.kind == TendonPathDesc::Kind::kCrank) e->set_rod_length(point.rod_length);
       if (point.has_side) {
         e->mutable_side()->set_body(point.side_body);
         ToProto(point.side_pos, e->mutable_side()->mutable_pos());

@@ -266,6 +266,55 @@ AXION_HD Vec3 path_point(const Real* body_q, int body, const Real* local) {
   return body < 0 ? p : body_position(body_q, body) + rotate(body_rotation(body_q, body), p);
 }
 
+/// A slider-crank's length (TendonDesc; MuJoCo's mjTRN_SLIDERCRANK): the slider site s with
+/// axis a (its z), the crank pin c, the rod's length r, v = c - s:
+///   L = a.v - sqrt(det),  det = (a.v)^2 + r^2 - |v|^2   (L = a.v where det <= 0),
+///   dL/dt = dL/dv . (v_c(c) - v_s(s)) + dL/da . (w_s x a),
+///   dL/dv = (1 - a.v / sqrt(det)) a + v / sqrt(det),  dL/da = (1 - a.v / sqrt(det)) v
+/// (dL/dv = a, dL/da = v where det <= 0): a row J = [dL/dv, (c - x_c) x dL/dv] on the crank's
+/// body and [-dL/dv, -(s - x_s) x dL/dv + a x dL/da] on the slider's.
+AXION_HD TendonLength slider_crank_length(const TendonPath& path, const Real* body_q,
+                                          bool jacobian) {
+  const int slider = path.body[0], crank = path.body[1];
+  const Vec3 s = path_point(body_q, slider, path.pos);
+  const Vec3 c = path_point(body_q, crank, path.pos + 3);
+  Quat axes = load_quat(path.quat);
+  if (slider >= 0) axes = body_rotation(body_q, slider) * axes;
+  const Vec3 a = rotate(axes, Vec3{0, 0, 1});
+  const Vec3 v = c - s;
+  const Real av = dot(a, v), r = path.size[1];
+  const Real det = av * av + r * r - dot(v, v);
+  TendonLength out{av, {}};
+  if (!jacobian) {
+    if (det > 0) out.value -= std::sqrt(det);
+    return out;
+  }
+  Vec3 dl_dv = a, dl_da = v;
+  if (det > 0) {
+    const Real root = std::sqrt(det);
+    out.value -= root;
+    const Real scale = 1 - av / root;
+    dl_dv = scale * a + (Real(1) / root) * v;
+    dl_da = scale * v;
+  }
+  const auto side_of = [&](int body) {
+    int side = 0;
+    while (side < 3 && path.sides[side] != body) ++side;
+    return side;
+  };
+  if (crank >= 0) {
+    Vec6& j = out.jac[side_of(crank)];
+    j.lin += dl_dv;
+    j.ang += cross(c - body_position(body_q, crank), dl_dv);
+  }
+  if (slider >= 0) {
+    Vec6& j = out.jac[side_of(slider)];
+    j.lin -= dl_dv;
+    j.ang += cross(a, dl_da) - cross(s - body_position(body_q, slider), dl_dv);
+  }
+  return out;
+}
+
 /// A spatial tendon's length L at the bodies' poses body_q, and (jacobian) dL/du on its sides:
 ///   L = sum over branches of (sum of the branch's pieces) / divisor,
 ///   dL/dt = sum over pieces p_a -> p_b on different bodies of d . (v_b(p_b) - v_a(p_a)) / divisor,
@@ -274,6 +323,8 @@ AXION_HD Vec3 path_point(const Real* body_q, int body, const Real* local) {
 /// shape's body, and its touching points count as fixed there.
 AXION_TENDON_PATH_FN TendonLength spatial_tendon_length(const TendonPath& path, const Real* body_q,
                                                         bool jacobian) {
+  if (path.kind[0] == static_cast<int32_t>(TendonPathDesc::Kind::kSlider))
+    return slider_crank_length(path, body_q, jacobian);
   TendonLength out{0, {}};
   const auto pull = [&](int body, Vec3 point, Vec3 direction) {
     if (body < 0) return;

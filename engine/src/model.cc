@@ -94,8 +94,9 @@ absl::Status ValidateMuscle(const std::string& what, const MuscleDesc& m) {
   return absl::OkStatus();
 }
 
-// A spatial tendon's path (TendonDesc::path): MuJoCo's sequence rules, bodies that exist,
-// finite frames, positive radii and divisors, at most four bodies besides the world.
+// A spatial tendon's path (TendonDesc::path): MuJoCo's sequence rules (or a slider-crank's
+// {slider, crank}), bodies that exist, finite frames, positive radii, divisors and rod lengths,
+// at most four bodies besides the world.
 absl::Status ValidateTendonPath(const ModelDesc& desc, const TendonDesc& tendon,
                                 const std::string& what) {
   using Kind = TendonPathDesc::Kind;
@@ -105,13 +106,23 @@ absl::Status ValidateTendonPath(const ModelDesc& desc, const TendonDesc& tendon,
     return Invalid(what, "path",
                    absl::StrCat("must hold 2 to ", kMaxTendonPath, " elements, has ", count));
   auto kind = [&](int k) { return k < 0 || k >= count ? Kind::kPulley : tendon.path[k].kind; };
+  const bool slider_crank = kind(0) == Kind::kSlider;
+  if (slider_crank && (count != 2 || kind(1) != Kind::kCrank))
+    return Invalid(what, "path", "starts at a slider, so must be a slider-crank: {slider, crank}");
   for (int k = 0; k < count; ++k) {
     const TendonPathDesc& point = tendon.path[k];
     const std::string field = absl::StrCat("path[", k, "]");
     const bool wrap = point.kind == Kind::kSphere || point.kind == Kind::kCylinder;
-    if (point.kind != Kind::kSite && !wrap && point.kind != Kind::kPulley)
+    const bool crank_part = point.kind == Kind::kSlider || point.kind == Kind::kCrank;
+    if (point.kind != Kind::kSite && !wrap && point.kind != Kind::kPulley && !crank_part)
       return Invalid(what, field, "has an unknown kind");
-    if ((k == 0 || k == count - 1) && point.kind != Kind::kSite)
+    if (crank_part != slider_crank)
+      return Invalid(what, field,
+                     "mixes a slider-crank's slider or crank with a spatial path's elements");
+    if (point.kind == Kind::kCrank && (!Finite(point.rod_length) || !(point.rod_length > 0)))
+      return Invalid(what, field,
+                     "is a crank, whose rod length must be positive, got " + Fmt(point.rod_length));
+    if (!slider_crank && (k == 0 || k == count - 1) && point.kind != Kind::kSite)
       return Invalid(what, field, "must be a site: a path starts and ends at sites");
     if (wrap && (kind(k - 1) != Kind::kSite || kind(k + 1) != Kind::kSite))
       return Invalid(what, field, "wraps around a shape, which must stand between two sites");
@@ -321,6 +332,7 @@ uint64_t Fingerprint(const Model& m) {
       for (const TendonJointDesc& j : d.tendons[t].joints) h.Add(j.joint), h.Add(j.dof);
       for (const TendonPathDesc& p : d.tendons[t].path) {
         h.Add(p.kind), h.Add(p.body), h.Add(p.pose), h.Add(p.radius), h.Add(p.divisor);
+        if (p.kind == TendonPathDesc::Kind::kCrank) h.Add(p.rod_length);
         h.Add(p.has_side), h.Add(p.side_body), h.Add(p.side_pos);
       }
       for (RowKind kind : TendonRows(d, static_cast<int>(t))) h.Add(kind);
@@ -1156,7 +1168,9 @@ TendonPathLayout LayTendonPath(const ModelDesc& desc, const TendonDesc& tendon) 
     const Quat quat = quat_normalized(point.pose.quat);
     out.pos.insert(out.pos.end(), {pos.x, pos.y, pos.z});
     out.quat.insert(out.quat.end(), {quat.w, quat.x, quat.y, quat.z});
-    out.size.push_back(point.kind == TendonPathDesc::Kind::kPulley ? point.divisor : point.radius);
+    out.size.push_back(point.kind == TendonPathDesc::Kind::kPulley  ? point.divisor
+                       : point.kind == TendonPathDesc::Kind::kCrank ? point.rod_length
+                                                                    : point.radius);
     out.side_body.push_back(point.has_side ? point.side_body : -2);
     const Vec3 side = point.has_side ? point.side_pos - com(point.side_body) : Vec3{};
     out.side_pos.insert(out.side_pos.end(), {side.x, side.y, side.z});

@@ -802,6 +802,43 @@ TEST(JointTest, TendonIsValidated) {
   fails_with(bad, "missing tendon 1");
 }
 
+// A slider-crank tendon is the path {slider, crank} and nothing else, its rod of positive length.
+TEST(JointTest, SliderCrankIsValidated) {
+  ModelDesc d = Sliders({1, 1, 1});
+  TendonDesc crank;
+  crank.name = "crank";
+  crank.path.resize(2);
+  crank.path[0].kind = TendonPathDesc::Kind::kSlider;
+  crank.path[1].kind = TendonPathDesc::Kind::kCrank;
+  crank.path[1].body = 0;
+  crank.path[1].rod_length = 0.5;
+  d.tendons.push_back(crank);
+  ASSERT_TRUE(Model::Compile(d).ok());
+  auto fails_with = [&](const ModelDesc& bad, const std::string& text) {
+    auto status = Model::Compile(bad).status();
+    EXPECT_NE(status.message().find(text), std::string::npos) << status;
+    EXPECT_NE(status.message().find("crank"), std::string::npos) << status;
+  };
+  ModelDesc bad = d;
+  bad.tendons[0].path[1].kind = TendonPathDesc::Kind::kSite;
+  fails_with(bad, "must be a slider-crank");
+  bad = d;
+  bad.tendons[0].path.push_back(bad.tendons[0].path[1]);
+  fails_with(bad, "must be a slider-crank");
+  bad = d;
+  bad.tendons[0].path[0].kind = TendonPathDesc::Kind::kSite;
+  fails_with(bad, "path[1] mixes a slider-crank's slider or crank");
+  bad = d;
+  bad.tendons[0].path[1].rod_length = NAN;
+  fails_with(bad, "rod length must be positive");
+  bad = d;
+  bad.tendons[0].path[1].body = 7;
+  fails_with(bad, "missing body 7");
+  bad = d;
+  bad.tendons[0].path[1].body = kWorldBody;
+  fails_with(bad, "lies on the world alone");
+}
+
 // Dry friction f on a hinge: a torque below f leaves the turntable exactly at rest; above it,
 // the turntable accelerates at (tau - f) / I; let go, it slows at f / I and sticks once stopped.
 TEST(JointTest, FrictionLossSticksThenSlides) {

@@ -2549,11 +2549,12 @@ TEST(SensorTest, AccelerometerReadsGravityAtRestAndTheCentripetalPull) {
       ReadFileSensors(run.imported, *run.w.model, *run.w.sim, run.w.id);
   ASSERT_TRUE(data.ok()) << data.status();
   const double* mujoco = run.mujoco->d->sensordata;
-  std::printf("tilted %.5f %.5f %.5f (MuJoCo %.5f %.5f %.5f); falling %.2e; tip %.5f %.5f %.5f "
-              "(MuJoCo %.5f %.5f %.5f)\n",
-              (*data)[0], (*data)[1], (*data)[2], mujoco[0], mujoco[1], mujoco[2],
-              std::abs((*data)[3]) + std::abs((*data)[4]) + std::abs((*data)[5]), (*data)[6],
-              (*data)[7], (*data)[8], mujoco[6], mujoco[7], mujoco[8]);
+  std::printf(
+      "tilted %.5f %.5f %.5f (MuJoCo %.5f %.5f %.5f); falling %.2e; tip %.5f %.5f %.5f "
+      "(MuJoCo %.5f %.5f %.5f)\n",
+      (*data)[0], (*data)[1], (*data)[2], mujoco[0], mujoco[1], mujoco[2],
+      std::abs((*data)[3]) + std::abs((*data)[4]) + std::abs((*data)[5]), (*data)[6], (*data)[7],
+      (*data)[8], mujoco[6], mujoco[7], mujoco[8]);
   // at rest: g in the site's axes (turned 30 degrees about x)
   const double expected_tilted[3] = {0, 9.81 * std::sin(kPi / 6), 9.81 * std::cos(kPi / 6)};
   for (int k = 0; k < 3; ++k) {
@@ -3165,7 +3166,8 @@ TEST(MjcfMuscleTest, ActivationIsStateSnapshotsAndKeyframesCarry) {
   absl::StatusOr<ImportResult> refused =
       LoadMjcfString(bad_key, "/usr/share/mujoco/model/tendon_arm");
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("attribute 'act': '0.25 0 nan 0 0 1' is not a list of finite numbers"),
+  EXPECT_NE(refused.status().message().find(
+                "attribute 'act': '0.25 0 nan 0 0 1' is not a list of finite numbers"),
             std::string::npos)
       << refused.status();
   // a keyframe's activation on an actuator without one (a motor) is refused by the model
@@ -3179,7 +3181,6 @@ TEST(MjcfMuscleTest, ActivationIsStateSnapshotsAndKeyframesCarry) {
             std::string::npos)
       << compiled.status();
 }
-
 
 // A muscle written out as a <general> (muscle dynamics, gain and bias) is the same muscle;
 // parameters MuJoCo could not mean, and length ranges that cannot be found, are errors naming
@@ -3237,9 +3238,10 @@ TEST(MjcfMuscleTest, GeneralMusclesLimitsAndErrors) {
   expect_error(R"(<muscle name="m" tendon="line"/>)",
                R"(<compiler angle="radian"><lengthrange mode="none"/></compiler>)",
                "has no lengthrange and <compiler><lengthrange mode=\"none\">");
-  expect_error(R"(<muscle name="m" tendon="line"/>)",
-               R"(<compiler angle="radian"><lengthrange timestep="0.00001" inttotal="100"/></compiler>)",
-               "finding the muscles' length ranges would take 1e+07 steps");
+  expect_error(
+      R"(<muscle name="m" tendon="line"/>)",
+      R"(<compiler angle="radian"><lengthrange timestep="0.00001" inttotal="100"/></compiler>)",
+      "finding the muscles' length ranges would take 1e+07 steps");
   // the actuator shortcuts share their defaults (as MuJoCo's do): a <muscle> default's force
   // and a <position> default's kp reach their own kinds without warnings on the others
   absl::StatusOr<ImportResult> defaults = load(
@@ -3354,6 +3356,132 @@ TEST(MjcfActuatorDynamicsTest, ActivationsForcesAndMotionAreMuJoCos) {
   // solved at the step's end here), a fifth at a fifth of the step
   EXPECT_LT(worst_angles[0], 0.15);
   EXPECT_LT(worst_angles[1], 0.3 * worst_angles[0]);
+}
+
+// Slider-cranks: MuJoCo's slider_crank.xml (a forward crank, a backward one whose slider site
+// rides the crank's child, and a "broken" one whose rod cannot reach the slider's axis at first),
+// each position servo's transmission a tendon of its own. At random states written into both
+// engines, every actuator's length and rate is MuJoCo's actuator_length and actuator_velocity
+// (random joint rates check the moment arms), through both branches of the crank's formula;
+// the file's actuatorpos and actuatorvel sensors (added here) read MuJoCo's; and under random
+// commands the three hinges follow MuJoCo's.
+TEST(SliderCrankTest, LengthsRatesAndMotionAreMuJoCos) {
+  const char kSliderCrank[] = "/usr/share/mujoco/model/slider_crank/slider_crank.xml";
+  std::ifstream in(kSliderCrank);
+  std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string sensors = "<sensor>";
+  for (const char* name : {"forward", "backward", "broken"}) {
+    sensors += absl::StrCat("<actuatorpos actuator=\"", name, "\"/><actuatorvel actuator=\"", name,
+                            "\"/>");
+  }
+  xml = absl::StrReplaceAll(xml, {{"</mujoco>", sensors + "</sensor></mujoco>"}});
+  const std::string path = WriteTempModel("slider_crank_sensors.xml", xml);
+  absl::StatusOr<ImportResult> imported = LoadMjcfFile(path);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  for (const std::string& warning : imported->warnings) {
+    EXPECT_EQ(warning.find("transmission"), std::string::npos) << warning;
+    EXPECT_EQ(warning.find("skipped"), std::string::npos) << warning;
+  }
+  MuJoCoRun mujoco(path);
+  ASSERT_TRUE(mujoco.m) << mujoco.load_error;
+  const mjModel* m = mujoco.m;
+  mjData* d = mujoco.d;
+  const ModelDesc& desc = imported->model;
+  ASSERT_EQ(static_cast<int>(desc.actuators.size()), m->nu);
+  ASSERT_EQ(m->nu, 3);
+  ASSERT_EQ(m->nq, 3);
+  for (int i = 0; i < m->nu; ++i) {
+    ASSERT_EQ(m->actuator_trntype[i], mjTRN_SLIDERCRANK);
+    const int tendon = desc.actuators[i].tendon;
+    ASSERT_GE(tendon, 0);
+    EXPECT_EQ(desc.tendons[tendon].name, mj_id2name(m, mjOBJ_ACTUATOR, i));
+    EXPECT_EQ(desc.tendons[tendon].path[1].rod_length, m->actuator_cranklength[i]);
+  }
+  World w = MakeWorld(desc);
+  ASSERT_NE(w.sim, nullptr);
+
+  // at random states: lengths, rates and the sensors
+  std::mt19937 random(11);
+  std::uniform_real_distribution<double> angle(-kPi, kPi), rate(-3, 3);
+  double worst_length = 0, worst_rate = 0, worst_sensor = 0;
+  int broken = 0, whole = 0;
+  const JointState start = *w.sim->GetJointState(w.id);
+  for (int trial = 0; trial < 300; ++trial) {
+    JointState at = start;
+    for (int j = 0; j < 3; ++j) {
+      d->qpos[j] = angle(random);
+      d->qvel[j] = rate(random);
+      at.position[j] = d->qpos[j];
+      at.velocity[j] = d->qvel[j];
+    }
+    ASSERT_TRUE(w.sim->SetJointState(w.id, at).ok());
+    mj_forward(m, d);
+    const std::vector<Real> tendons = *w.sim->GetTendonStates(w.id);
+    for (int i = 0; i < m->nu; ++i) {
+      const int t = desc.actuators[i].tendon;
+      const double gear = m->actuator_gear[6 * i];
+      EXPECT_NEAR(gear * tendons[2 * t], d->actuator_length[i], 1e-12) << i << " at " << trial;
+      EXPECT_NEAR(gear * tendons[2 * t + 1], d->actuator_velocity[i], 1e-11)
+          << i << " at " << trial;
+      worst_length =
+          std::max(worst_length, std::abs(gear * tendons[2 * t] - d->actuator_length[i]));
+      worst_rate =
+          std::max(worst_rate, std::abs(gear * tendons[2 * t + 1] - d->actuator_velocity[i]));
+      // which branch MuJoCo took: det = (a.v)^2 + r^2 - |v|^2 from its sites
+      const int crank = m->actuator_trnid[2 * i], slider = m->actuator_trnid[2 * i + 1];
+      double v[3], a[3], av = 0, vv = 0;
+      for (int k = 0; k < 3; ++k) {
+        v[k] = d->site_xpos[3 * crank + k] - d->site_xpos[3 * slider + k];
+        a[k] = d->site_xmat[9 * slider + 3 * k + 2];
+        av += a[k] * v[k];
+        vv += v[k] * v[k];
+      }
+      const double r = m->actuator_cranklength[i];
+      (av * av + r * r - vv > 0 ? whole : broken) += 1;
+    }
+    absl::StatusOr<std::vector<Real>> read = ReadFileSensors(*imported, *w.model, *w.sim, w.id);
+    ASSERT_TRUE(read.ok()) << read.status();
+    ASSERT_EQ(static_cast<int>(read->size()), m->nsensordata);
+    for (int k = 0; k < m->nsensordata; ++k) {
+      EXPECT_NEAR((*read)[k], d->sensordata[k], 1e-11) << "sensor value " << k;
+      worst_sensor = std::max(worst_sensor, std::abs((*read)[k] - d->sensordata[k]));
+    }
+  }
+  std::printf(
+      "slider-cranks at 300 states: largest differences from MuJoCo %.1e m (length), %.1e m/s "
+      "(rate), %.1e (sensors); %d whole and %d broken cranks\n",
+      worst_length, worst_rate, worst_sensor, whole, broken);
+  EXPECT_GT(whole, 100);
+  EXPECT_GT(broken, 100);
+
+  // under random commands from the file's pose: the hinges follow MuJoCo's
+  mj_resetData(m, d);
+  ASSERT_TRUE(w.sim->SetJointState(w.id, start).ok());
+  std::uniform_real_distribution<double> command(-0.1, 0.1);
+  double worst_angle = 0, travel[3] = {0, 0, 0};
+  for (int step = 0; step < 1500; ++step) {
+    if (step % 250 == 0) {
+      std::vector<Real> ctrl(m->nu);
+      for (int i = 0; i < m->nu; ++i) d->ctrl[i] = ctrl[i] = command(random);
+      ASSERT_TRUE(w.sim->SetControls(w.id, ctrl).ok());
+    }
+    ASSERT_TRUE(w.sim->StepAll(1).ok());
+    mj_step(m, d);
+    const JointState joints = *w.sim->GetJointState(w.id);
+    for (int j = 0; j < 3; ++j) {
+      worst_angle = std::max(worst_angle, std::abs(joints.position[j] - d->qpos[j]));
+      travel[j] = std::max(travel[j], std::abs(d->qpos[j]));
+    }
+  }
+  std::printf(
+      "slider-cranks under random commands, 3 s: hinges within %.4f rad of MuJoCo's (swung to "
+      "%.2f, %.2f, %.2f rad)\n",
+      worst_angle, travel[0], travel[1], travel[2]);
+  for (double swing : travel) EXPECT_GT(swing, 0.2);
+  EXPECT_LT(worst_angle, 0.05);
+  absl::StatusOr<WorldStats> stats = w.sim->GetStats(w.id);
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->flags & (kWorldNonFinite | kWorldNotConverged), 0u);
 }
 
 }  // namespace

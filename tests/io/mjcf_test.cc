@@ -920,16 +920,62 @@ TEST(MjcfSampleTest, MugMatchesMuJoCo) {
   ExpectBodiesMatchMuJoCo(path, r->model, 1e-7);
 }
 
-// MuJoCo's slider_crank.xml drives its cranks through slider-crank transmissions, which Axion
-// does not have: the model loads without those actuators, and the warning names them.
-TEST(MjcfSampleTest, SliderCrankLoadsWithoutItsActuatorsAndSaysSo) {
+// MuJoCo's slider_crank.xml drives its cranks through slider-crank transmissions: each
+// actuator gets a tendon of its own, named after it, whose path is the slider site (its frame)
+// and the crank site with the rod's length. Misused transmissions are refused by attribute.
+TEST(MjcfSampleTest, SliderCranksBecomeTendonsOfTheirActuators) {
   const std::string path = "/usr/share/mujoco/model/slider_crank/slider_crank.xml";
   if (!std::ifstream(path)) GTEST_SKIP() << "MuJoCo's sample " << path << " is not installed";
   absl::StatusOr<ImportResult> r = LoadMjcfFile(path);
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_TRUE(r->model.actuators.empty());
-  EXPECT_TRUE(HasWarning(*r, "transmission 'cranksite' are not supported and were skipped"));
+  EXPECT_FALSE(HasWarning(*r, "transmission"));
+  ASSERT_EQ(r->model.actuators.size(), 3u);
+  ASSERT_EQ(r->model.tendons.size(), 3u);
+  const Real rods[3] = {0.08, 0.06, 0.05};
+  for (int i = 0; i < 3; ++i) {
+    const ActuatorDesc& a = r->model.actuators[i];
+    EXPECT_EQ(a.type, ActuatorType::kPosition);
+    EXPECT_EQ(a.kp, 30);
+    ASSERT_EQ(a.tendon, i);
+    const TendonDesc& t = r->model.tendons[i];
+    EXPECT_EQ(t.name, a.name);
+    ASSERT_EQ(t.path.size(), 2u);
+    EXPECT_EQ(t.path[0].kind, TendonPathDesc::Kind::kSlider);
+    EXPECT_EQ(t.path[1].kind, TendonPathDesc::Kind::kCrank);
+    EXPECT_EQ(t.path[1].rod_length, rods[i]);
+  }
+  // "forward": the slider site fixed in the world, its z axis along (1, 0.5, 0)
+  EXPECT_EQ(r->model.tendons[0].path[0].body, kWorldBody);
+  const Vec3 axis = rotate(r->model.tendons[0].path[0].pose.quat, Vec3{0, 0, 1});
+  EXPECT_NEAR(axis.x, 2 / std::sqrt(5.0), 1e-12);
+  EXPECT_NEAR(axis.y, 1 / std::sqrt(5.0), 1e-12);
+  // "backward": the slider site on the crank's child
+  EXPECT_NE(r->model.tendons[1].path[0].body, kWorldBody);
   ExpectBodiesMatchMuJoCo(path, r->model);
+  EXPECT_TRUE(Model::Compile(r->model).ok());
+
+  const auto load = [](const std::string& actuator) {
+    return LoadMjcfString(absl::StrCat(R"(<mujoco><worldbody>
+      <site name="s" zaxis="1 0 0"/>
+      <body><joint/><geom size="0.1"/><site name="c" pos="0.1 0 0"/></body>
+    </worldbody><actuator>)",
+                                       actuator, "</actuator></mujoco>"),
+                          ".");
+  };
+  EXPECT_TRUE(load(R"(<motor cranksite="c" slidersite="s" cranklength="0.2"/>)").ok());
+  const std::pair<const char*, const char*> refused[] = {
+      {R"(<motor cranksite="c" cranklength="0.2"/>)", "'slidersite': is required"},
+      {R"(<motor cranksite="c" slidersite="s"/>)", "'cranklength'"},
+      {R"(<motor cranksite="c" slidersite="s" cranklength="-1"/>)", "must be positive"},
+      {R"(<motor cranksite="c" slidersite="nowhere" cranklength="0.2"/>)", "unknown site"},
+      {R"(<motor cranksite="c" slidersite="s" cranklength="0.2" joint="j"/>)",
+       "an actuator has one transmission"},
+  };
+  for (const auto& [actuator, problem] : refused) {
+    absl::StatusOr<ImportResult> bad = load(actuator);
+    ASSERT_FALSE(bad.ok()) << actuator;
+    EXPECT_NE(bad.status().message().find(problem), std::string::npos) << bad.status();
+  }
 }
 
 // <connect> and <weld> become joints closing loops: a ball joint at the connect's anchor (given

@@ -355,6 +355,64 @@ TEST_F(ServerApiTest, SpatialTendonsAreCarried) {
   EXPECT_THAT(status.message(), HasSubstr("path[0]"));
 }
 
+// A slider-crank tendon: a slider fixed in the world 1 m out along -y with its axis along +y,
+// a rod of 1.2 m to a crank pin 0.5 m out along the wheel's z. With the pin at angle t = q +
+// pi/2 about the hinge's x axis, L = 1 + 0.5 cos t - sqrt(1.44 - 0.25 sin^2 t), so the motor on
+// it turns the wheel with -0.5 ctrl at first; the length, rate and path come back, and a rod of
+// no length is refused by name.
+TEST_F(ServerApiTest, SliderCranksAreCarried) {
+  v1::ModelDescription scene = WheelScene();
+  v1::Tendon* crank = scene.add_tendons();
+  crank->set_name("crank");
+  v1::TendonPathElement* slider = crank->add_path();
+  slider->set_kind(v1::TENDON_PATH_SLIDER);
+  slider->set_body(-1);
+  SetVec(slider->mutable_pose()->mutable_pos(), 0, -1, 1);
+  v1::Quat* axes = slider->mutable_pose()->mutable_quat();  // z turned onto +y
+  axes->set_w(std::sqrt(0.5));
+  axes->set_x(-std::sqrt(0.5));
+  v1::TendonPathElement* pin = crank->add_path();
+  pin->set_kind(v1::TENDON_PATH_CRANK);
+  pin->set_body(0);
+  SetVec(pin->mutable_pose()->mutable_pos(), 0, 0, 0.5);
+  pin->set_rod_length(1.2);
+  scene.mutable_actuators(0)->mutable_tendon()->set_value(0);
+  const std::vector<uint64_t> ids = MustCreate(*client_, scene, 1);
+  const std::vector<float> qdot = StepAndReadJointVelocity(ids, 0.5f);
+  ASSERT_EQ(qdot.size(), 1u);
+  // (the arm, dL/dq = -0.5 - 0.23 q near q = 0, shortens by 1% over the 0.05 rad turned)
+  EXPECT_NEAR(qdot[0], -0.5 * 0.5 * 20 * kTimestep / 0.1, 5e-3);
+  v1::GetStateRequest get;
+  get.add_world_ids(ids[0]);
+  get.mutable_observe()->set_tendon_state(true);
+  get.mutable_observe()->set_joint_position(true);
+  absl::StatusOr<v1::GetStateResponse> state = client_->GetState(get);
+  ASSERT_TRUE(state.ok()) << state.status();
+  const std::vector<float> tendon = client::UnpackFloat32(state->observations().tendon_state());
+  const std::vector<float> q = client::UnpackFloat32(state->observations().joint_position());
+  ASSERT_EQ(tendon.size(), 2u);
+  ASSERT_EQ(q.size(), 1u);
+  EXPECT_LT(q[0], -0.02);
+  const double t = q[0] + std::acos(-1.0) / 2;
+  const double root = std::sqrt(1.44 - 0.25 * std::sin(t) * std::sin(t));
+  EXPECT_NEAR(tendon[0], 1 + 0.5 * std::cos(t) - root, 1e-6);
+  const double slope = -0.5 * std::sin(t) + 0.25 * std::sin(t) * std::cos(t) / root;  // dL/dq
+  EXPECT_NEAR(tendon[1], slope * qdot[0], 1e-5);
+  const v1::ModelDescription described = DescribedModel(ids[0]);
+  ASSERT_EQ(described.tendons_size(), 1);
+  ASSERT_EQ(described.tendons(0).path_size(), 2);
+  EXPECT_EQ(described.tendons(0).path(0).kind(), v1::TENDON_PATH_SLIDER);
+  EXPECT_EQ(described.tendons(0).path(1).kind(), v1::TENDON_PATH_CRANK);
+  EXPECT_EQ(described.tendons(0).path(1).rod_length(), 1.2);
+
+  pin->set_rod_length(0);
+  absl::Status status = client_->CreateWorlds(client::ModelScene(scene), 1).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("crank"));
+  EXPECT_THAT(status.message(), HasSubstr("path[1]"));
+  EXPECT_THAT(status.message(), HasSubstr("rod length must be positive"));
+}
+
 // A site actuator reaches the engine: the wheel's motor made a push of ctrl newtons along z at
 // 0.5 m out along y, so a torque of 0.5 ctrl about the hinge's x axis; the site comes back in
 // the described model. A site on the world (body -1) and a wrench of five values are refused.

@@ -281,6 +281,12 @@ struct JointCouplingDesc {
 //   tangent points moving with the wrapping body (the arc between them lies on one body, and
 //   the tangent points slide only to second order in the length). The path's sites and
 //   wrapping shapes may lie on at most four bodies besides the world.
+// * slider-crank (MJCF's cranksite / slidersite transmission, `path` = {kSlider, kCrank}): the
+//   slider's position along its axis as a connecting rod of length r from the crank pin c
+//   holds it (MuJoCo's mjTRN_SLIDERCRANK). With s the slider site, a its z axis, v = c - s:
+//     L = a.v - sqrt(det),  det = (a.v)^2 + r^2 - |v|^2,
+//   and where det <= 0 (the rod too short to reach the axis: a broken crank) L = a.v. The
+//   MJCF importer gives each such actuator a tendon of its own, named after it.
 struct TendonJointDesc {
   int joint = 0;
   int dof = 0;  // DOF within the joint
@@ -290,17 +296,27 @@ struct TendonJointDesc {
 // at a site; a sphere or cylinder stands between two sites and the path between them wraps
 // around it where the straight line would pass through it (or, with a side site, on the side
 // the side site is, MuJoCo's sidesite); a pulley starts a new branch (between two sites), whose
-// pieces count 1 / divisor in L.
+// pieces count 1 / divisor in L. A slider-crank's path is the two elements {kSlider, kCrank}
+// and nothing else.
 struct TendonPathDesc {
-  enum class Kind : int32_t { kSite = 0, kSphere = 1, kCylinder = 2, kPulley = 3 };
+  enum class Kind : int32_t {
+    kSite = 0,
+    kSphere = 1,
+    kCylinder = 2,
+    kPulley = 3,
+    kSlider = 4,  // a slider-crank's slider site: `pose` its frame, the slider's axis its z
+    kCrank = 5,   // a slider-crank's crank pin site, with the rod's length
+  };
   Kind kind = Kind::kSite;
   int body = kWorldBody;  // the body the site or wrapping shape moves with (a site may be fixed in
                           // the world)
-  // A site's position, or the wrapping shape's centre and axes (a cylinder's axis along local
-  // z), in the body's frame (the world's for kWorldBody); unused for a pulley.
+  // A site's position (and a slider's axes), or the wrapping shape's centre and axes (a
+  // cylinder's axis along local z), in the body's frame (the world's for kWorldBody); unused
+  // for a pulley.
   Pose pose;
-  Real radius = 0;   // kSphere, kCylinder: > 0
-  Real divisor = 1;  // kPulley: > 0
+  Real radius = 0;      // kSphere, kCylinder: > 0
+  Real divisor = 1;     // kPulley: > 0
+  Real rod_length = 0;  // kCrank: the connecting rod's length (MJCF cranklength, m), > 0
   // A wrapping shape's side site (MJCF sidesite): the side of the shape the path passes; inside
   // the shape, the path wraps against the inside of its circle as MuJoCo's does.
   bool has_side = false;

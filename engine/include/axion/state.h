@@ -350,9 +350,9 @@ struct BatchView {
   // ---- tendons (tendon_count) ----------------------------------------------------------------
   // A fixed tendon's length is L = coef_0 q_0 + coef_1 q_1 over one or two scalar DOFs; a
   // spatial tendon's that of its path (TendonDesc).
-  const int32_t* tendon_dof;         // (tendon_count x 2) global DOFs; the second -1 if none
-                                     //   (both -1: a spatial tendon)
-  const Real* tendon_coef;           // (tendon_count x 2)
+  const int32_t* tendon_dof;  // (tendon_count x 2) global DOFs; the second -1 if none
+                              //   (both -1: a spatial tendon)
+  const Real* tendon_coef;    // (tendon_count x 2)
   // A spatial tendon's path (TendonPathDesc), P = kMaxTendonPath elements per tendon, each
   // site's and wrapping shape's position in its body's centre-of-mass frame (world if static).
   // Fixed width per tendon: a path is a handful of elements, and tendons are few.
@@ -362,17 +362,19 @@ struct BatchView {
   const int32_t* tendon_path_kind;       // (tendon_count x P) TendonPathDesc::Kind
   const int32_t* tendon_path_body;       // (tendon_count x P) global body or -1
   const Real* tendon_path_pos;           // (tendon_count x P x 3)
-  const Real* tendon_path_quat;          // (tendon_count x P x 4) a wrapping shape's axes
-  const Real* tendon_path_size;          // (tendon_count x P) radius, or a pulley's divisor
+  const Real* tendon_path_quat;          // (tendon_count x P x 4) a wrapping shape's or
+                                         //   slider's axes
+  const Real* tendon_path_size;          // (tendon_count x P) radius, a pulley's divisor or a
+                                         //   crank's rod length
   const int32_t* tendon_path_side_body;  // (tendon_count x P) side site's global body, -1
                                          //   static, -2 none
   const Real* tendon_path_side_pos;      // (tendon_count x P x 3) in that body's frame
-  const Real* tendon_lower;          // (tendon_count) length limits (m or rad), where limited
-  const Real* tendon_upper;          // (tendon_count)
-  const Real* tendon_stiffness;      // (tendon_count) spring (N/m or N m/rad)
-  const Real* tendon_damping;        // (tendon_count) damper (N s/m or N m s/rad)
-  const Real* tendon_spring_length;  // (tendon_count) the spring's rest length
-  const Real* tendon_friction_loss;  // (tendon_count) dry friction (N or N m)
+  const Real* tendon_lower;              // (tendon_count) length limits (m or rad), where limited
+  const Real* tendon_upper;              // (tendon_count)
+  const Real* tendon_stiffness;          // (tendon_count) spring (N/m or N m/rad)
+  const Real* tendon_damping;            // (tendon_count) damper (N s/m or N m s/rad)
+  const Real* tendon_spring_length;      // (tendon_count) the spring's rest length
+  const Real* tendon_friction_loss;      // (tendon_count) dry friction (N or N m)
   // A spatial tendon's length and Jacobian on its four sides at the iterate q+ (tendon_evaluate),
   // read by its rows.
   Real* tendon_length;  // (tendon_count)

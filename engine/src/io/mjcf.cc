@@ -111,33 +111,36 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
          {"name", "class", "type", "size", "fromto", "pos", "quat", "axisangle", "euler", "xyaxes",
           "zaxis", "density", "mass", "friction", "condim", "contype", "conaffinity", "mesh"}},
         {"motor",
-         {"name", "class", "joint", "tendon", "site", "gear", "ctrlrange", "ctrllimited",
-          "forcerange", "forcelimited"}},
+         {"name", "class", "joint", "tendon", "cranksite", "slidersite", "cranklength", "site",
+          "gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited"}},
         {"connect", {"name", "class", "body1", "body2", "anchor", "active"}},
         {"weld", {"name", "class", "body1", "body2", "active"}},
         {"exclude", {"name", "body1", "body2"}},
         {"pair", {"name", "class", "geom1", "geom2", "condim", "friction"}},
         {"position",
-         {"name", "class", "joint", "tendon", "gear", "ctrlrange", "ctrllimited", "forcerange",
-          "forcelimited", "kp", "kv"}},
+         {"name", "class", "joint", "tendon", "cranksite", "slidersite", "cranklength", "gear",
+          "ctrlrange", "ctrllimited", "forcerange", "forcelimited", "kp", "kv"}},
         {"velocity",
-         {"name", "class", "joint", "tendon", "gear", "ctrlrange", "ctrllimited", "forcerange",
-          "forcelimited", "kv"}},
+         {"name", "class", "joint", "tendon", "cranksite", "slidersite", "cranklength", "gear",
+          "ctrlrange", "ctrllimited", "forcerange", "forcelimited", "kv"}},
         {"general",
-         {"name", "class", "joint", "tendon", "site", "gear", "ctrlrange", "ctrllimited",
-          "forcerange", "forcelimited", "dyntype", "gaintype", "biastype", "dynprm", "gainprm",
-          "biasprm", "lengthrange", "actrange", "actlimited"}},
+         {"name",         "class",       "joint",    "tendon",    "cranksite",   "slidersite",
+          "cranklength",  "site",        "gear",     "ctrlrange", "ctrllimited", "forcerange",
+          "forcelimited", "dyntype",     "gaintype", "biastype",  "dynprm",      "gainprm",
+          "biasprm",      "lengthrange", "actrange", "actlimited"}},
         {"intvelocity",
-         {"name", "class", "joint", "tendon", "gear", "ctrlrange", "ctrllimited", "forcerange",
-          "forcelimited", "kp", "actrange", "actlimited"}},
+         {"name", "class", "joint", "tendon", "cranksite", "slidersite", "cranklength", "gear",
+          "ctrlrange", "ctrllimited", "forcerange", "forcelimited", "kp", "actrange",
+          "actlimited"}},
         {"cylinder",
-         {"name", "class", "joint", "tendon", "gear", "ctrlrange", "ctrllimited", "forcerange",
-          "forcelimited", "timeconst", "area", "diameter", "bias", "actrange", "actlimited"}},
+         {"name", "class", "joint", "tendon", "cranksite", "slidersite", "cranklength", "gear",
+          "ctrlrange", "ctrllimited", "forcerange", "forcelimited", "timeconst", "area", "diameter",
+          "bias", "actrange", "actlimited"}},
         {"muscle",
-         {"name",        "class",      "joint",        "tendon",      "gear",      "ctrlrange",
-          "ctrllimited", "forcerange", "forcelimited", "lengthrange", "timeconst", "range",
-          "force",       "scale",      "lmin",         "lmax",        "vmax",      "fpmax",
-          "fvmax",       "actrange",   "actlimited"}},
+         {"name",        "class",     "joint",     "tendon",      "cranksite",  "slidersite",
+          "cranklength", "gear",      "ctrlrange", "ctrllimited", "forcerange", "forcelimited",
+          "lengthrange", "timeconst", "range",     "force",       "scale",      "lmin",
+          "lmax",        "vmax",      "fpmax",     "fvmax",       "actrange",   "actlimited"}},
         {"lengthrange",
          {"mode", "useexisting", "uselimit", "accel", "maxforce", "timeconst", "timestep",
           "inttotal", "inteval", "tolrange"}},
@@ -431,6 +434,7 @@ class MjcfLoader {
   absl::Status ParseInertial(const XMLElement* e, MjBody* body);
   absl::Status ParseSite(const XMLElement* e, const std::string& class_name, MjSite* site);
   absl::Status ParseActuators(const XMLElement* e);
+  absl::StatusOr<TendonDesc> SliderCrank(const Elem& e, std::string* skip) const;
   absl::Status ParseEquality(const XMLElement* e);
   absl::Status ParseTendons(const XMLElement* e);
   // A <spatial> tendon's path: its <site>, <geom> and <pulley> children resolved to Axion's
@@ -483,10 +487,10 @@ class MjcfLoader {
   std::string eulerseq_ = "xyz";
   std::string inertiafromgeom_ = "auto";
   bool autolimits_ = false;
-  bool balance_inertia_ = false;   // <compiler balanceinertia>, or MjcfOptions::balance_inertia
-  Real bound_mass_ = 0;            // <compiler boundmass>
-  Real bound_inertia_ = 0;         // <compiler boundinertia>
-  Real set_total_mass_ = -1;       // <compiler settotalmass>; <= 0: off
+  bool balance_inertia_ = false;  // <compiler balanceinertia>, or MjcfOptions::balance_inertia
+  Real bound_mass_ = 0;           // <compiler boundmass>
+  Real bound_inertia_ = 0;        // <compiler boundinertia>
+  Real set_total_mass_ = -1;      // <compiler settotalmass>; <= 0: off
   // <compiler><lengthrange>: MuJoCo's mjLROpt, its defaults
   struct LengthRangeOptions {
     std::string mode = "muscle";
@@ -2359,6 +2363,36 @@ absl::Status MjcfLoader::MuscleActuator(const Elem& e, ActuatorDesc* a) {
                               &next_muscle_.needs_range);
 }
 
+// An actuator's slider-crank transmission (cranksite, slidersite, cranklength) as a tendon
+// (TendonDesc: {kSlider, kCrank}). MuJoCo's rules: both sites and a positive crank length are
+// required. A site on a mocap body sets `skip` (such a path's bodies are not the rows' own).
+absl::StatusOr<TendonDesc> MjcfLoader::SliderCrank(const Elem& e, std::string* skip) const {
+  using Kind = TendonPathDesc::Kind;
+  TendonDesc tendon;
+  for (const char* attribute : {"slidersite", "cranksite"}) {
+    if (!e.own.count(attribute))
+      return e.Error(attribute, "is required: a slider-crank has a crank site and a slider site");
+    const std::string name = e.Str(attribute);
+    auto found = std::find_if(result_.source_sites.begin(), result_.source_sites.end(),
+                              [&](const ImportResult::SourceBody& s) { return s.name == name; });
+    if (found == result_.source_sites.end())
+      return e.Error(attribute, absl::StrCat("unknown site '", name, "'"));
+    if (found->mocap >= 0 && skip->empty())
+      *skip = absl::StrCat("its site '", name, "' is on a mocap body (not supported)");
+    TendonPathDesc point;
+    point.kind = std::string(attribute) == "slidersite" ? Kind::kSlider : Kind::kCrank;
+    point.body = found->body;
+    point.pose = found->offset;
+    tendon.path.push_back(point);
+  }
+  AXION_IO_ASSIGN_OR_RETURN(tendon.path[1].rod_length, e.Real1("cranklength", 0));
+  if (!(tendon.path[1].rod_length > 0))
+    return e.Error("cranklength", "must be positive for a slider-crank");
+  if (tendon.path[0].body == kWorldBody && tendon.path[1].body == kWorldBody && skip->empty())
+    *skip = "both its sites are fixed in the world, so nothing moves it";
+  return tendon;
+}
+
 absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
   std::vector<const XMLElement*> children;
   AXION_IO_RETURN_IF_ERROR(Children(section, &children, 0));
@@ -2385,7 +2419,7 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
         (tag == "general" && e.Str("dyntype", "none") != "none"))
       activation_actuators_.push_back(static_cast<int>(actuator_target_.size()) - 1);
     bool skipped_transmission = false;
-    for (const char* transmission : {"body", "jointinparent", "cranksite", "slidersite"}) {
+    for (const char* transmission : {"body", "jointinparent"}) {
       if (e.own.count(transmission)) {
         skipped_transmission = true;
         warnings_.Add(
@@ -2406,13 +2440,31 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
       warn_site_servo();
     }
     if (skipped_transmission) continue;
-    if (e.own.count("joint") + e.own.count("tendon") + e.own.count("site") > 1)
-      return e.Error(e.own.count("site") ? "site" : "tendon",
-                     "is given with another of 'joint', 'tendon' and 'site': an actuator has "
-                     "one transmission");
+    if (e.own.count("joint") + e.own.count("tendon") + e.own.count("site") +
+            e.own.count("cranksite") >
+        1)
+      return e.Error(e.own.count("cranksite") ? "cranksite"
+                     : e.own.count("site")    ? "site"
+                                              : "tendon",
+                     "is given with another of 'joint', 'tendon', 'site' and 'cranksite': an "
+                     "actuator has one transmission");
     ActuatorDesc a;
     const bool on_site = e.own.count("site") > 0;
-    if (on_site) {
+    if (e.own.count("cranksite") || e.own.count("slidersite")) {
+      // a slider-crank: a tendon of its own (TendonDesc), named after the actuator
+      std::string skip;
+      AXION_IO_ASSIGN_OR_RETURN(TendonDesc crank, SliderCrank(e, &skip));
+      if (!skip.empty()) {
+        warnings_.Add(absl::StrCat("actuator-slider-crank:", e.Describe()),
+                      absl::StrCat(e.Describe(), ": ", skip, "; skipped"));
+        continue;
+      }
+      WarnUnsupportedAttributes(e);
+      a.name = e.name.empty() ? absl::StrCat(tag, "_", e.Str("cranksite")) : e.name;
+      crank.name = a.name;
+      a.tendon = static_cast<int>(result_.model.tendons.size());
+      result_.model.tendons.push_back(std::move(crank));
+    } else if (on_site) {
       // a site's frame on the body that carries it (SourceBody::offset)
       const std::string site = e.Str("site");
       auto found = std::find_if(result_.source_sites.begin(), result_.source_sites.end(),
@@ -2589,6 +2641,7 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
       file.on_site = on_site;
       if (e.own.count("tendon") && spatial_tendons_.count(e.Str("tendon")))
         file.spatial_tendon = spatial_tendons_.at(e.Str("tendon"));
+      if (e.own.count("cranksite")) file.spatial_tendon = a.tendon;
       if (e.own.count("joint")) {
         file.joints = {{e.Str("joint"), g}};
       } else if (e.own.count("tendon")) {
@@ -2962,8 +3015,8 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
 // +-accel / acc0 (MuJoCo takes accel / |M^-1 m| at each step's configuration), the bodies'
 // velocities scaled by exp(-h / timeconst) before every step, the extremes of the last
 // `inteval` seconds (or, once every length has held still for `inteval` seconds, those it
-// holds: the damped simulation stays there). Joint limits are hard here where MuJoCo's yield a little: on arm26.xml the
-// ranges differ by up to 7e-4 of their width (MjcfMuscleTest).
+// holds: the damped simulation stays there). Joint limits are hard here where MuJoCo's yield a
+// little: on arm26.xml the ranges differ by up to 7e-4 of their width (MjcfMuscleTest).
 absl::Status MjcfLoader::ResolveMuscles() {
   // (<flag actuation="disable"> leaves no muscle)
   if (pending_muscles_.empty() || !flags_.actuation) return absl::OkStatus();
