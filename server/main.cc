@@ -34,6 +34,9 @@ ABSL_FLAG(std::string, snapshot_dir, "",
           "Save every world here on shutdown and restore them at start (empty: off)");
 ABSL_FLAG(std::string, asset_dir, "",
           "Directory MJCF/URDF file references resolve against (empty: such scenes refused)");
+ABSL_FLAG(int, scene_cache_size, 16,
+          "compiled scenes kept for later CreateWorlds requests that send the same scene (MJCF "
+          "and URDF scenes that read no files, and model descriptions); 0 keeps none");
 ABSL_FLAG(int, drain_timeout_s, 30, "Seconds a graceful shutdown may take");
 ABSL_FLAG(std::string, tls_cert, "", "PEM server certificate chain (enables TLS with tls_key)");
 ABSL_FLAG(std::string, tls_key, "", "PEM server private key");
@@ -97,6 +100,7 @@ int main(int argc, char** argv) {
   options.max_stream_in_flight = absl::GetFlag(FLAGS_max_stream_in_flight);
   options.snapshot_dir = absl::GetFlag(FLAGS_snapshot_dir);
   options.asset_dir = absl::GetFlag(FLAGS_asset_dir);
+  options.scene_cache_size = absl::GetFlag(FLAGS_scene_cache_size);
   options.drain_timeout = absl::Seconds(absl::GetFlag(FLAGS_drain_timeout_s));
   options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
   options.tls_key_file = absl::GetFlag(FLAGS_tls_key);

@@ -99,6 +99,18 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                             .Help("Batched engine step calls")
                             .Register(r)
                             .Add({});
+  auto& scene_lookups = prometheus::BuildCounter()
+                            .Name("axion_scene_cache_lookups_total")
+                            .Help(
+                                "CreateWorlds scenes found compiled (hit) or read and compiled "
+                                "(miss)")
+                            .Register(r);
+  scene_cache_hits_ = &scene_lookups.Add({{"result", "hit"}});
+  scene_cache_misses_ = &scene_lookups.Add({{"result", "miss"}});
+  scene_prepare_seconds_ =
+      AddHistogram(&r, "axion_scene_prepare_seconds",
+                   "Time to read and compile a CreateWorlds scene the cache did not hold (s)",
+                   {0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1, 3, 10});
 }
 
 void Metrics::CountRequest(const std::string& method, absl::StatusCode code) {

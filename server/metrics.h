@@ -57,6 +57,9 @@ class Metrics {
   prometheus::Gauge& queue_depth() { return *queue_depth_; }
   prometheus::Counter& engine_step_calls() { return *engine_step_calls_; }
   prometheus::Counter& world_steps() { return *world_steps_; }
+  prometheus::Counter& scene_cache_hits() { return *scene_cache_hits_; }
+  prometheus::Counter& scene_cache_misses() { return *scene_cache_misses_; }
+  prometheus::Histogram& scene_prepare_seconds() { return *scene_prepare_seconds_; }
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -78,6 +81,9 @@ class Metrics {
   prometheus::Counter* world_steps_;
   prometheus::Gauge* queue_depth_;
   prometheus::Counter* engine_step_calls_;
+  prometheus::Counter* scene_cache_hits_;
+  prometheus::Counter* scene_cache_misses_;
+  prometheus::Histogram* scene_prepare_seconds_;
 };
 
 }  // namespace axion::server

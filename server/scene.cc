@@ -1015,6 +1015,17 @@ absl::StatusOr<ImportedScene> ImportScene(const v1::Scene& scene, const std::str
   return absl::InvalidArgumentError("scene: no source set (expected mjcf, urdf or model)");
 }
 
+bool SceneReadsFiles(const v1::Scene& scene) {
+  switch (scene.source_case()) {
+    case v1::Scene::kMjcf:
+      return !CheckNoFileReferences(scene.mjcf(), "mjcf").ok();
+    case v1::Scene::kUrdf:
+      return !CheckNoFileReferences(scene.urdf(), "urdf").ok();
+    default:
+      return false;
+  }
+}
+
 absl::StatusOr<ImportResult> SourceMapToImport(const v1::SourceMap& source) {
   if (source.bodies().empty() && source.joints().empty()) {
     return absl::FailedPreconditionError(

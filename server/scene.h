@@ -23,6 +23,8 @@ struct ImportedScene {
 // against `asset_dir` (empty: none allowed by the importer). Errors are INVALID_ARGUMENT naming
 // the element and field.
 absl::StatusOr<ImportedScene> ImportScene(const v1::Scene& scene, const std::string& asset_dir);
+// Whether an MJCF or URDF scene names other files (meshes, includes) for the importer to read.
+bool SceneReadsFiles(const v1::Scene& scene);
 
 // Proto -> engine. Checks what the proto encoding itself can get wrong (unset enums, array
 // lengths); value ranges are left to Model::Compile, which names the element and value.

@@ -90,6 +90,7 @@ absl::StatusOr<std::unique_ptr<AxionServer>> AxionServer::Create(const ServerOpt
   core_options.max_bodies_per_world = options.max_bodies_per_world;
   core_options.max_steps_per_request = options.max_steps_per_request;
   core_options.asset_dir = options.asset_dir;
+  core_options.scene_cache_size = options.scene_cache_size;
   absl::StatusOr<std::unique_ptr<SimulationCore>> core =
       SimulationCore::Create(core_options, server->metrics_.get());
   if (!core.ok()) return core.status();

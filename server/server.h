@@ -42,6 +42,7 @@ struct ServerOptions {
   int max_stream_in_flight = 16;  // pipelined requests per StepStream
   std::string snapshot_dir;       // non-empty: save worlds at shutdown, restore at start
   std::string asset_dir;          // MJCF / URDF file references resolve here; "" = refused
+  int scene_cache_size = 16;      // compiled scenes kept for repeated CreateWorlds (CoreOptions)
   absl::Duration drain_timeout = absl::Seconds(30);
   std::string tls_cert_file;       // PEM server certificate chain; with tls_key_file enables TLS
   std::string tls_key_file;        // PEM private key

@@ -240,8 +240,16 @@ grpc::ServerUnaryReactor* SimulationService::RunOnScheduler(grpc::CallbackServer
     Finish(reactor, method, owner.status());
     return reactor;
   }
+  return Schedule(context, reactor, method, *std::move(owner), std::move(handler));
+}
+
+template <typename Handler>
+grpc::ServerUnaryReactor* SimulationService::Schedule(grpc::CallbackServerContext* context,
+                                                      grpc::ServerUnaryReactor* reactor,
+                                                      const char* method, std::string owner,
+                                                      Handler handler) {
   absl::Status queued = scheduler_->Submit(
-      [this, context, reactor, method, handler = std::move(handler), owner = std::move(*owner)] {
+      [this, context, reactor, method, handler = std::move(handler), owner = std::move(owner)] {
         absl::Status status;
         if (context->IsCancelled()) {
           status = absl::CancelledError("request cancelled by the client before it ran");
@@ -259,10 +267,21 @@ grpc::ServerUnaryReactor* SimulationService::RunOnScheduler(grpc::CallbackServer
 grpc::ServerUnaryReactor* SimulationService::CreateWorlds(grpc::CallbackServerContext* context,
                                                           const v1::CreateWorldsRequest* request,
                                                           v1::CreateWorldsResponse* response) {
-  return RunOnScheduler(context, "CreateWorlds",
-                        [this, request, response](const std::string& owner) {
-                          return core_->CreateWorlds(owner, *request, response);
-                        });
+  // The scene is read and compiled here, on the calling thread, before the creation queues: a
+  // heavy import (an MJCF muscle model's length-range simulation) would otherwise hold up every
+  // world's steps on the scheduler. A scene sent before comes from the core's cache.
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::StatusOr<std::string> owner = Admit(context);
+  absl::StatusOr<std::shared_ptr<const PreparedScene>> scene =
+      owner.ok() ? core_->PrepareScene(request->scene()) : owner.status();
+  if (!scene.ok()) {
+    Finish(reactor, "CreateWorlds", scene.status());
+    return reactor;
+  }
+  return Schedule(context, reactor, "CreateWorlds", *std::move(owner),
+                  [this, request, response, scene = *std::move(scene)](const std::string& owner) {
+                    return core_->CreateWorlds(owner, *request, *scene, response);
+                  });
 }
 
 grpc::ServerUnaryReactor* SimulationService::DestroyWorlds(grpc::CallbackServerContext* context,

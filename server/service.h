@@ -89,12 +89,17 @@ class SimulationService final : public v1::Simulation::CallbackService {
   template <typename Handler>
   grpc::ServerUnaryReactor* RunOnScheduler(grpc::CallbackServerContext* context, const char* method,
                                            Handler handler);
+  // The same for a caller admitted already.
+  template <typename Handler>
+  grpc::ServerUnaryReactor* Schedule(grpc::CallbackServerContext* context,
+                                     grpc::ServerUnaryReactor* reactor, const char* method,
+                                     std::string owner, Handler handler);
 
   void Unregister(StepStreamReactor* reactor);
 
   const Options options_;
   Scheduler* const scheduler_;
-  SimulationCore* const core_;  // used on the scheduler thread only
+  SimulationCore* const core_;  // used on the scheduler thread only (but PrepareScene)
   Metrics* const metrics_;
   std::atomic<bool> accepting_{false};
   std::atomic<bool> draining_{false};

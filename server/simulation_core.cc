@@ -10,9 +10,12 @@
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "axion/v1/world_store.pb.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "server/arrays.h"
 #include "server/parameters.h"
 #include "server/scene.h"
@@ -320,7 +323,10 @@ absl::StatusOr<std::unique_ptr<SimulationCore>> SimulationCore::Create(const Cor
 
 SimulationCore::SimulationCore(const CoreOptions& options, std::unique_ptr<Simulator> simulator,
                                Metrics* metrics)
-    : options_(options), simulator_(std::move(simulator)), metrics_(metrics) {
+    : options_(options),
+      simulator_(std::move(simulator)),
+      metrics_(metrics),
+      scene_cache_(options.scene_cache_size) {
   UpdateGauges();
 }
 
@@ -393,8 +399,72 @@ void SimulationCore::RemoveWorld(World* world) {
   worlds_.erase(world->id);
 }
 
+std::shared_ptr<const PreparedScene> SceneCache::Find(const std::string& key) {
+  const size_t hash = absl::HashOf(key);
+  absl::MutexLock lock(&mutex_);
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if (it->hash != hash || it->key != key) continue;
+    entries_.splice(entries_.begin(), entries_, it);
+    return entries_.front().scene;
+  }
+  return nullptr;
+}
+
+void SceneCache::Insert(std::string key, std::shared_ptr<const PreparedScene> scene) {
+  if (capacity_ <= 0 || key.size() > kMaxKeyBytes) return;
+  const size_t hash = absl::HashOf(key);
+  absl::MutexLock lock(&mutex_);
+  // (two requests may have prepared the same scene at once: the later one replaces it)
+  entries_.remove_if([&](const Entry& e) { return e.hash == hash && e.key == key; });
+  entries_.push_front({hash, std::move(key), std::move(scene)});
+  if (static_cast<int>(entries_.size()) > capacity_) entries_.pop_back();
+}
+
+absl::StatusOr<std::shared_ptr<const PreparedScene>> SimulationCore::PrepareScene(
+    const v1::Scene& scene) {
+  std::string key;
+  {
+    google::protobuf::io::StringOutputStream stream(&key);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    scene.SerializeToCodedStream(&coded);
+  }
+  if (std::shared_ptr<const PreparedScene> found = scene_cache_.Find(key)) {
+    metrics_->scene_cache_hits().Increment();
+    return found;
+  }
+  metrics_->scene_cache_misses().Increment();
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<ImportedScene> imported = ImportScene(scene, options_.asset_dir);
+  if (!imported.ok()) {
+    // Whatever went wrong reading the scene, the request itself is what is malformed.
+    return absl::InvalidArgumentError(imported.status().message());
+  }
+  if (static_cast<int64_t>(imported->model.bodies.size()) > options_.max_bodies_per_world) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "scene: ", imported->model.bodies.size(), " bodies, above the server limit of ",
+        options_.max_bodies_per_world, " bodies per world"));
+  }
+  absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(std::move(imported->model));
+  if (!model.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("scene: ", model.status().message()));
+  }
+  auto prepared = std::make_shared<PreparedScene>();
+  prepared->model = *std::move(model);
+  prepared->source = std::make_shared<const v1::SourceMap>(std::move(imported->source));
+  prepared->file =
+      std::make_shared<const absl::StatusOr<ImportResult>>(SourceMapToImport(*prepared->source));
+  prepared->warnings = std::move(imported->warnings);
+  metrics_->scene_prepare_seconds().Observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  // a scene that reads files is read again next time (they may have changed)
+  if (!SceneReadsFiles(scene)) scene_cache_.Insert(std::move(key), prepared);
+  return prepared;
+}
+
 absl::Status SimulationCore::CreateWorlds(const std::string& owner,
                                           const v1::CreateWorldsRequest& request,
+                                          const PreparedScene& scene,
                                           v1::CreateWorldsResponse* response) {
   const int count = request.count() == 0 ? 1 : request.count();
   if (count < 0) {
@@ -411,43 +481,27 @@ absl::Status SimulationCore::CreateWorlds(const std::string& owner,
     return absl::InvalidArgumentError(
         absl::StrCat("contact_capacity: value ", request.contact_capacity(), " is negative"));
   }
-  absl::StatusOr<ImportedScene> scene = ImportScene(request.scene(), options_.asset_dir);
-  if (!scene.ok()) {
-    // Whatever went wrong reading the scene, the request itself is what is malformed.
-    return absl::InvalidArgumentError(scene.status().message());
-  }
-  if (static_cast<int64_t>(scene->model.bodies.size()) > options_.max_bodies_per_world) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("scene: ", scene->model.bodies.size(), " bodies, above the server limit of ",
-                     options_.max_bodies_per_world, " bodies per world"));
-  }
-  SolverOptions effective = scene->model.options;
+  SolverOptions effective = scene.model->desc().options;
   absl::Status overrides = ApplySolverOverrides(request.solver_options(), &effective);
   if (!overrides.ok()) return overrides;
-  absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(std::move(scene->model));
-  if (!model.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("scene: ", model.status().message()));
-  }
   WorldOptions world_options;
   const bool override_options = request.has_solver_options();
   if (override_options) world_options.options = &effective;
   const int contact_capacity = request.contact_capacity() > 0 ? request.contact_capacity() : -1;
   world_options.contact_capacity = contact_capacity;
   absl::StatusOr<std::vector<WorldId>> engine_ids =
-      simulator_->CreateWorlds(*model, count, world_options);
+      simulator_->CreateWorlds(scene.model, count, world_options);
   if (!engine_ids.ok()) return engine_ids.status();
-  auto source = std::make_shared<const v1::SourceMap>(std::move(scene->source));
-  auto file = std::make_shared<const absl::StatusOr<ImportResult>>(SourceMapToImport(*source));
   for (WorldId engine_id : *engine_ids) {
     const uint64_t id =
         (uint64_t{options_.replica_id} << kIdCounterBits) | (next_counter_++ & kIdCounterMask);
-    absl::StatusOr<World*> world =
-        AddWorld(id, owner, *model, source, file, effective, contact_capacity, engine_id);
+    absl::StatusOr<World*> world = AddWorld(id, owner, scene.model, scene.source, scene.file,
+                                            effective, contact_capacity, engine_id);
     if (!world.ok()) return world.status();
     response->add_world_ids(id);
   }
-  for (std::string& warning : scene->warnings) response->add_warnings(std::move(warning));
-  DescribeModel(**model, effective, contact_capacity, *source, *file,
+  for (const std::string& warning : scene.warnings) response->add_warnings(warning);
+  DescribeModel(*scene.model, effective, contact_capacity, *scene.source, *scene.file,
                 response->mutable_description());
   UpdateGauges();
   return absl::OkStatus();

@@ -3,11 +3,13 @@
 // these calls; nothing here knows about gRPC.
 //
 // Threading: the Simulator is not thread-safe, so a SimulationCore is used from one thread
-// only, the scheduler thread (see scheduler.h). Every method validates its whole request before
-// changing anything, so an error leaves every world untouched.
+// only, the scheduler thread (see scheduler.h), but for PrepareScene, which any thread may call.
+// Every method validates its whole request before changing anything, so an error leaves every
+// world untouched.
 #pragma once
 
 #include <cstdint>
+#include <list>
 #include <map>
 #include <memory>
 #include <string>
@@ -16,6 +18,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "axion/mjcf.h"
 #include "axion/simulator.h"
@@ -31,6 +34,43 @@ struct CoreOptions {
   int max_bodies_per_world = 4096;    // largest scene accepted
   int max_steps_per_request = 10000;  // steps one request may ask of one world
   std::string asset_dir;              // where MJCF / URDF file references resolve; "" = none
+  int scene_cache_size = 16;          // compiled scenes kept for later requests; 0: none
+};
+
+// A scene read and compiled, what CreateWorlds needs of it; shared by every request that sends
+// the same scene (SceneCache), so their worlds share one Model.
+struct PreparedScene {
+  std::shared_ptr<const Model> model;
+  // Where the scene file's bodies and joints went, and the same as FileJointCoordinates takes it
+  // (SourceMapToImport) or why the scene has no file coordinates.
+  std::shared_ptr<const v1::SourceMap> source;
+  std::shared_ptr<const absl::StatusOr<ImportResult>> file;
+  std::vector<std::string> warnings;  // the importer's
+};
+
+// The last `capacity` scenes prepared, by their bytes (deterministic serialisation). Training
+// workers each create their worlds of one scene in a request of their own: the first request
+// pays the import (0.3 s for an MJCF muscle model's length-range simulation) and the compile,
+// the others find them here. Scenes that read files from the asset directory are not kept (a
+// file may change between requests), nor are scenes over kMaxKeyBytes. Thread-safe.
+class SceneCache {
+ public:
+  static constexpr size_t kMaxKeyBytes = size_t{4} << 20;
+  explicit SceneCache(int capacity) : capacity_(capacity) {}
+  // The scene prepared for `key`, or nullptr; a hit becomes the most recent entry.
+  std::shared_ptr<const PreparedScene> Find(const std::string& key);
+  // Keeps `scene` for `key`, dropping the least recently used entry past the capacity.
+  void Insert(std::string key, std::shared_ptr<const PreparedScene> scene);
+
+ private:
+  struct Entry {
+    size_t hash;
+    std::string key;
+    std::shared_ptr<const PreparedScene> scene;
+  };
+  const int capacity_;
+  absl::Mutex mutex_;
+  std::list<Entry> entries_ ABSL_GUARDED_BY(mutex_);  // most recent first; a handful of scenes
 };
 
 class SimulationCore {
@@ -62,8 +102,13 @@ class SimulationCore {
   static absl::StatusOr<std::unique_ptr<SimulationCore>> Create(const CoreOptions& options,
                                                                 Metrics* metrics);
 
+  // Reads and compiles a scene (or finds it in the cache), checking the server's scene limits.
+  // Touches no world, so any thread may call it: the service runs it before queueing the
+  // creation, so that a heavy import does not hold up every world's steps on the scheduler.
+  absl::StatusOr<std::shared_ptr<const PreparedScene>> PrepareScene(const v1::Scene& scene);
+  // Creates request.count() worlds of `scene` (PrepareScene of request.scene()).
   absl::Status CreateWorlds(const std::string& owner, const v1::CreateWorldsRequest& request,
-                            v1::CreateWorldsResponse* response);
+                            const PreparedScene& scene, v1::CreateWorldsResponse* response);
   absl::Status DestroyWorlds(const std::string& owner, const v1::DestroyWorldsRequest& request,
                              v1::DestroyWorldsResponse* response);
   absl::Status ListWorlds(const std::string& owner, const v1::ListWorldsRequest& request,
@@ -127,9 +172,10 @@ class SimulationCore {
   void RemoveWorld(World* world);
   void UpdateGauges();
 
-  CoreOptions options_;
+  const CoreOptions options_;
   std::unique_ptr<Simulator> simulator_;
   Metrics* metrics_;
+  SceneCache scene_cache_;
   // Server id -> world; ids grow with creation, so map order is creation order.
   std::map<uint64_t, std::unique_ptr<World>> worlds_;
   absl::flat_hash_map<std::string, int> owner_world_count_;

@@ -7,6 +7,8 @@
 #include <limits>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "server_test_util.h"
 
 namespace axion::server::test {
@@ -1006,6 +1008,12 @@ TEST(ServerAssetDirTest, FileReferencesStayWithinTheAssetDir) {
           .status();
   EXPECT_EQ(device.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(device.message(), HasSubstr("zero.stl' is not a regular file"));
+  // a scene that reads files is read anew each time (compiled scenes are kept only where they
+  // read none): the included file changed, and the next request sees the change
+  std::ofstream(assets / "ball.xml") << absl::StrReplaceAll(kBall, {{"\"ball\"", "\"bead\""}});
+  absl::StatusOr<v1::CreateWorldsResponse> changed = include("ball.xml");
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_THAT(changed->description().body_names(), ElementsAre("bead"));
   fs::remove_all(root);
 }
 

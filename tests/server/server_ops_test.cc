@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "absl/strings/str_cat.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "server_test_util.h"
 
@@ -34,7 +35,7 @@ TEST(MetricsTest, EndpointServesTheDocumentedMetrics) {
         "axion_cr_iterations", "axion_solver_residual", "axion_nonconverged_world_steps_total",
         "axion_halved_world_steps_total", "axion_redone_world_steps_total",
         "axion_contacts_per_world", "axion_device_memory_bytes", "axion_world_steps_total",
-        "axion_queue_depth"}) {
+        "axion_queue_depth", "axion_scene_cache_lookups_total", "axion_scene_prepare_seconds"}) {
     EXPECT_THAT(response, HasSubstr(std::string("# TYPE ") + name + " ")) << name;
   }
   EXPECT_THAT(response, HasSubstr(R"(axion_requests_total{code="OK",method="Step"} 1)"));
@@ -47,6 +48,39 @@ TEST(MetricsTest, EndpointServesTheDocumentedMetrics) {
   EXPECT_EQ(MetricValue(response, "axion_newton_iterations_count"), 3);  // per world
   EXPECT_GT(MetricValue(response, "axion_device_memory_bytes"), 0);
   EXPECT_EQ(MetricValue(response, "axion_queue_depth"), 0);
+  EXPECT_THAT(response, HasSubstr(R"(axion_scene_cache_lookups_total{result="miss"} 1)"));
+  EXPECT_EQ(MetricValue(response, "axion_scene_prepare_seconds_count"), 1);
+}
+
+// A scene sent again is found compiled: the second request's worlds come from the cache (one
+// prepare, one hit) and move on their own. A cache of size 0 reads every request anew.
+TEST(MetricsTest, RepeatedScenesAreCompiledOnce) {
+  for (int cache_size : {16, 0}) {
+    ServerOptions options = TestServerOptions();
+    options.metrics_port = 0;
+    options.scene_cache_size = cache_size;
+    std::unique_ptr<AxionServer> server = StartServer(options);
+    ASSERT_NE(server, nullptr);
+    std::unique_ptr<client::Client> client = Connect(*server);
+    const std::vector<uint64_t> first = MustCreate(*client, FallingBallScene(), 2);
+    const std::vector<uint64_t> second = MustCreate(*client, FallingBallScene(), 1);
+    ASSERT_TRUE(client->Step(StepRequestFor(second, 10)).ok());
+    v1::GetStateRequest get;
+    for (uint64_t id : {first[0], second[0]}) get.add_world_ids(id);
+    get.mutable_observe()->set_body_pose(true);
+    absl::StatusOr<v1::GetStateResponse> state = client->GetState(get);
+    ASSERT_TRUE(state.ok()) << state.status();
+    const std::vector<float> pose = client::UnpackFloat32(state->observations().body_pose());
+    ASSERT_EQ(pose.size(), 14u);
+    EXPECT_GT(pose[2], pose[7 + 2]);  // the stepped world's ball fell, the other's did not
+    const std::string response = HttpGet(server->metrics_port(), "/metrics");
+    const bool kept = cache_size > 0;
+    EXPECT_THAT(response, HasSubstr(absl::StrCat(
+                              R"(axion_scene_cache_lookups_total{result="hit"} )", kept ? 1 : 0)));
+    EXPECT_THAT(response, HasSubstr(absl::StrCat(
+                              R"(axion_scene_cache_lookups_total{result="miss"} )", kept ? 1 : 2)));
+    EXPECT_EQ(MetricValue(response, "axion_scene_prepare_seconds_count"), kept ? 1 : 2);
+  }
 }
 
 // ---- health and reflection -------------------------------------------------------------------
