@@ -40,6 +40,8 @@ SERVER_METRICS = {
     "axion_device_memory_capacity_bytes": "gauge",
     "axion_world_steps_total": "counter",
     "axion_queue_depth": "gauge",
+    "axion_scene_cache_lookups_total": "counter",
+    "axion_scene_prepare_seconds": "histogram",
 }
 
 HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
