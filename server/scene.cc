@@ -635,6 +635,9 @@ absl::StatusOr<ModelDesc> ModelDescFromProto(const v1::ModelDescription& proto) 
     tendon.damping = t.damping();
     if (t.has_spring_length()) tendon.spring_length = t.spring_length().value();
     tendon.friction_loss = t.friction_loss();
+    tendon.hold = t.hold();
+    tendon.hold_offset = t.hold_offset();
+    tendon.hold_compliance = t.hold_compliance();
     desc.tendons.push_back(std::move(tendon));
   }
   for (const v1::ContactPair& p : proto.contact_pairs()) {
@@ -802,6 +805,9 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
     out->set_damping(tendon.damping);
     if (tendon.spring_length) out->mutable_spring_length()->set_value(*tendon.spring_length);
     out->set_friction_loss(tendon.friction_loss);
+    out->set_hold(tendon.hold);
+    out->set_hold_offset(tendon.hold_offset);
+    out->set_hold_compliance(tendon.hold_compliance);
   }
   for (const JointCouplingDesc& coupling : desc.couplings) {
     v1::JointCoupling* out = proto->add_couplings();

@@ -266,6 +266,8 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
     s.tendon_damping[g] = tendon.damping;
     s.tendon_spring_length[g] = TendonSpringLength(d, tendon);
     s.tendon_friction_loss[g] = tendon.friction_loss;
+    s.tendon_hold_length[g] = tendon.hold ? TendonInitialLength(d, tendon) + tendon.hold_offset : 0;
+    s.tendon_hold_compliance[g] = tendon.hold_compliance;
     for (RowKind kind : TendonRows(d, t)) {
       for (int slot = 0; slot < 2; ++slot) {
         s.row_kind[row] = slot == 0 ? kind : kRowCouplingLeader;
@@ -596,9 +598,8 @@ void CopyWorldState(const BatchStorage& src, int from, BatchStorage& dst, int to
     shift(dst.row_body_b[r], body_shift);
     shift(dst.row_contact[r], contact_shift);
     const int kind = dst.row_kind[r];
-    shift(dst.row_joint[r], kind >= kRowTendonLimitLower && kind <= kRowTendonFrictionLoss
-                                ? tendon_shift
-                                : joint_shift);
+    shift(dst.row_joint[r],
+          kind >= kRowTendonLimitLower && kind <= kRowTendonHold ? tendon_shift : joint_shift);
     shift(dst.row_dof[r], dof_shift);
   }
 #undef AXION_COPY

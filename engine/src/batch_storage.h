@@ -177,7 +177,9 @@ namespace axion {
   X(Real, tendon_stiffness, 1)                      \
   X(Real, tendon_damping, 1)                        \
   X(Real, tendon_spring_length, 1)                  \
-  X(Real, tendon_friction_loss, 1)
+  X(Real, tendon_friction_loss, 1)                  \
+  X(Real, tendon_hold_length, 1)                    \
+  X(Real, tendon_hold_compliance, 1)
 #define AXION_TENDON_SCRATCH(X)      \
   X(Real, tendon_length, 1)          \
   X(Real, tendon_jac, 24)            \

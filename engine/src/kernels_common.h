@@ -167,7 +167,7 @@ AXION_HD Real row_inv_effective_mass(const BatchView& v, int body_a, Vec6 jac_a,
 // and a tendon's rows also act through their second slot's, sides 2 and 3 (the slot after
 // them, which is no row of its own). A row's sides are distinct bodies, or -1.
 AXION_HD bool row_kind_has_second_slot(int kind) {
-  return kind == kRowCoupling || (kind >= kRowTendonLimitLower && kind <= kRowTendonFrictionLoss);
+  return kind == kRowCoupling || (kind >= kRowTendonLimitLower && kind <= kRowTendonHold);
 }
 AXION_HD int row_side_count(const BatchView& v, int row) {
   return row_kind_has_second_slot(v.row_kind[row]) ? 4 : 2;

@@ -720,6 +720,22 @@ AXION_HD void tendon_friction_loss_row(const BatchView& v, int row) {
   store_friction_loss_row(v, row, bound, rate, mass);
 }
 
+/// Tendon hold row (TendonDesc::hold, MJCF <equality><tendon>): L held at L_0 (bilateral),
+///   c = L - L_0 = 0,  J = J_L,
+/// at position level whatever the joints' formulation, c(q+) / h + C lambda with C its
+/// compliance / h^2 (a coupling's form, joint_coupling_row).
+AXION_HD void tendon_hold_row(const BatchView& v, int row) {
+  const int tendon = v.row_joint[row];
+  const TendonCoordinate t = tendon_coordinate(v, row, false);
+  store_tendon_jacobian(v, row, t);
+  const Real h = v.world_step_length[v.row_world[row]];
+  const Real compliance = v.tendon_hold_compliance[tendon] / (h * h);
+  v.row_compliance[row] = compliance;
+  v.row_residual[row] =
+      (t.value - v.tendon_hold_length[tendon]) / h + compliance * v.row_lambda[row];
+  v.row_error[row] = v.row_residual[row];
+}
+
 /// A tendon's row at the current iterate, by its kind (row_evaluate's one call for them all).
 AXION_HD_OUTLINE void tendon_row(const BatchView& v, int row, const WorldParams& p) {
   switch (v.row_kind[row]) {
@@ -729,6 +745,9 @@ AXION_HD_OUTLINE void tendon_row(const BatchView& v, int row, const WorldParams&
       break;
     case kRowTendonDrive:
       tendon_drive_row(v, row);
+      break;
+    case kRowTendonHold:
+      tendon_hold_row(v, row);
       break;
     default:
       tendon_friction_loss_row(v, row);

@@ -914,6 +914,9 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
       return Invalid(what, "spring_length", "is not finite");
     if (!Finite(tendon.friction_loss) || tendon.friction_loss < 0)
       return Invalid(what, "friction_loss", "must be >= 0, got " + Fmt(tendon.friction_loss));
+    if (!Finite(tendon.hold_offset)) return Invalid(what, "hold_offset", "is not finite");
+    if (!Finite(tendon.hold_compliance) || tendon.hold_compliance < 0)
+      return Invalid(what, "hold_compliance", "must be >= 0, got " + Fmt(tendon.hold_compliance));
   }
 
   // keyframes: whole states, or nothing of a part
@@ -1145,6 +1148,7 @@ std::vector<RowKind> TendonRows(const ModelDesc& desc, int tendon) {
     drive = drive || (a.tendon == tendon && IsServo(a.type));
   if (drive) rows.push_back(kRowTendonDrive);
   if (t.friction_loss > 0) rows.push_back(kRowTendonFrictionLoss);
+  if (t.hold) rows.push_back(kRowTendonHold);
   return rows;
 }
 
@@ -1181,7 +1185,10 @@ TendonPathLayout LayTendonPath(const ModelDesc& desc, const TendonDesc& tendon) 
 }
 
 Real TendonSpringLength(const ModelDesc& desc, const TendonDesc& tendon) {
-  if (tendon.spring_length) return *tendon.spring_length;
+  return tendon.spring_length ? *tendon.spring_length : TendonInitialLength(desc, tendon);
+}
+
+Real TendonInitialLength(const ModelDesc& desc, const TendonDesc& tendon) {
   if (!tendon.path.empty()) {
     // the path at the bodies' initial poses (centre of mass and rotation, as body_q holds them)
     std::vector<Real> body_q;

@@ -58,11 +58,14 @@ Real JointFrictionLoss(const JointDesc& joint, int dof);
 // A limited ball joint's cone limit (rad, upper[0]); 0 for every other joint.
 Real JointConeLimit(const JointDesc& joint);
 // The rows of tendon `tendon`, in layout order: its limits (where limited), its drive (a
-// stiffness, a damping or a servo actuator on it), its dry friction. Each takes two slots.
+// stiffness, a damping or a servo actuator on it), its dry friction, its hold. Each takes two
+// slots.
 std::vector<RowKind> TendonRows(const ModelDesc& desc, int tendon);
 // The tendon's spring rest length: TendonDesc::spring_length, or its length with every joint
 // at its reference (a spatial tendon's at the bodies' initial poses).
 Real TendonSpringLength(const ModelDesc& desc, const TendonDesc& tendon);
+// Its length in the initial configuration, the same without spring_length.
+Real TendonInitialLength(const ModelDesc& desc, const TendonDesc& tendon);
 // A spatial tendon's path in the kernels' layout (kernels::TendonPath, one tendon's slice of
 // BatchView::tendon_path_*) with the model's body indices: sites and shapes in their body's
 // centre-of-mass frame, the bodies its Jacobian is on (its rows' sides) in order of first

@@ -802,6 +802,65 @@ TEST(JointTest, TendonIsValidated) {
   fails_with(bad, "missing tendon 1");
 }
 
+// A tendon held at its length (TendonDesc::hold) is a rod: a free 1 kg ball hung by one from a
+// world site 0.5 m above swings at the pendulum's period 2 pi sqrt(L / g) with L exact; with
+// hold_offset it is pulled to L + offset; with compliance c it stretches by m g c at rest.
+TEST(JointTest, HeldTendonIsARodOfItsLength) {
+  const Real length = 0.5, g = 9.81, angle = 0.05;
+  auto pendulum = [&](Real offset, Real compliance, Real start_angle, Real timestep = 0.001) {
+    ModelDesc d;
+    d.options.timestep = timestep;
+    d.options.newton_tolerance = 1e-12;
+    BodyDesc ball;
+    ball.name = "ball";
+    ball.mass = 1;
+    ball.inertia = test::BoxInertia(1, {0.05, 0.05, 0.05});
+    ball.pose.pos = {length * std::sin(start_angle), 0, 1 - length * std::cos(start_angle)};
+    d.bodies.push_back(ball);
+    TendonDesc rod;
+    rod.name = "rod";
+    rod.path.resize(2);
+    rod.path[0].pose.pos = {0, 0, 1};
+    rod.path[1].body = 0;
+    rod.hold = true;
+    rod.hold_offset = offset;
+    rod.hold_compliance = compliance;
+    d.tendons.push_back(rod);
+    return d;
+  };
+  // the swing: upward zero crossings of x a period apart, the length held
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, MustCompile(pendulum(0, 0, angle)));
+  const Real h = 0.001;
+  std::vector<Real> crossings;
+  Real previous_x = 1, worst_length = 0;
+  for (int n = 1; n <= 4000; ++n) {
+    MustStep(*sim, w);
+    const Real x = sim->GetBodyState(w)->pose[0];
+    if (previous_x < 0 && x >= 0) crossings.push_back(h * (n - x / (x - previous_x)));
+    previous_x = x;
+    worst_length = std::max(worst_length, std::abs((*sim->GetTendonStates(w))[0] - length));
+  }
+  ASSERT_GE(crossings.size(), 2u);
+  const Real period = crossings[1] - crossings[0];
+  const Real expected = 2 * kPi * std::sqrt(length / g) * (1 + angle * angle / 16);
+  EXPECT_NEAR(period, expected, 2e-3 * expected);
+  EXPECT_LT(worst_length, 1e-9);
+  // pulled to L - 0.1 at once, hanging straight down
+  WorldId shorter = MustCreateWorld(*sim, MustCompile(pendulum(-0.1, 0, 0)));
+  MustStep(*sim, shorter, 10);
+  EXPECT_NEAR((*sim->GetTendonStates(shorter))[0], length - 0.1, 1e-9);
+  // a compliant rod stretches under the ball's weight (its bounce damped by the integrator)
+  const Real compliance = 1e-3;
+  WorldId stretched = MustCreateWorld(*sim, MustCompile(pendulum(0, compliance, 0, 0.01)));
+  MustStep(*sim, stretched, 400);
+  EXPECT_NEAR((*sim->GetTendonStates(stretched))[0], length + g * compliance, 1e-6);
+  // a negative compliance is refused by name
+  ModelDesc bad = pendulum(0, -1, 0);
+  absl::Status status = Model::Compile(bad).status();
+  EXPECT_NE(status.message().find("hold_compliance"), std::string::npos) << status;
+}
+
 // A slider-crank tendon is the path {slider, crank} and nothing else, its rod of positive length.
 TEST(JointTest, SliderCrankIsValidated) {
   ModelDesc d = Sliders({1, 1, 1});

@@ -1532,10 +1532,10 @@ TEST(MjcfActuatorTest, SiteMotorsPushTheirBodies) {
   fails(R"(<motor site="rotor" gear="1 2 3 4 5 6 7"/>)", "gear");
 }
 
-// <composite> rope, loop and particle expand into the bodies MuJoCo 2.2 compiles from them: the
-// same masses, inertias, positions and orientations body by body, the same joints; the loop
-// closes with a connect (a ball joint) between its ends. Other types warn; a rope whose holder
-// is not named B<k> is refused, as in MuJoCo.
+// <composite> rope, loop, particle and grid expand into the bodies MuJoCo 2.2 compiles from
+// them: the same masses, inertias, positions and orientations body by body, the same joints;
+// the loop closes with a connect (a ball joint) between its ends, the grid's neighbours are held
+// by tendons. A rope whose holder is not named B<k> is refused, as in MuJoCo.
 TEST(MjcfCompositeTest, RopeLoopAndParticlesExpandAsInMuJoCo) {
   const std::string dir = "/usr/share/mujoco/model/composite/";
   absl::StatusOr<ImportResult> rope = LoadMjcfFile(dir + "rope.xml");
@@ -1579,12 +1579,59 @@ TEST(MjcfCompositeTest, RopeLoopAndParticlesExpandAsInMuJoCo) {
   ASSERT_TRUE(ma);
   EXPECT_NEAR(adhering->model.bodies.back().mass, ma->body_mass[ma->nbody - 1], 1e-12);
 
-  absl::StatusOr<ImportResult> grid = LoadMjcfString(R"(<mujoco><worldbody>
-    <composite type="grid" count="3 3 1" spacing="0.1"><geom size="0.01"/></composite>
-    <body name="a" pos="0 0 1"><freejoint/><geom size="0.1"/></body></worldbody></mujoco>)",
-                                                     "");
+  // a grid: particles on three slides (none where pinned), a spatial tendon between each two
+  // neighbours held by an <equality>, in MuJoCo's order and names; inside a body, on it
+  const std::string grid_path = WriteTemp("grid_composite.xml", R"(<mujoco><worldbody>
+    <composite type="grid" count="4 3 1" spacing="0.1" offset="1 2 3" prefix="c">
+      <pin coord="1 2"/><geom size="0.02" condim="1"/><joint kind="main" damping="0.1"/>
+    </composite>
+    <body name="holder" pos="0 0 1"><freejoint/><geom size="0.1"/>
+      <composite type="grid" count="5 1 1" spacing="0.1"><geom size="0.01"/></composite>
+    </body></worldbody></mujoco>)");
+  absl::StatusOr<ImportResult> grid = LoadMjcfFile(grid_path);
   ASSERT_TRUE(grid.ok()) << grid.status();
-  EXPECT_TRUE(HasWarning(*grid, "<composite type=\"grid\"> is not supported"));
+  EXPECT_FALSE(HasWarning(*grid, "composite"));
+  ExpectBodiesMatchMuJoCo(grid_path, grid->model);
+  MjModelPtr mg = LoadMuJoCo(grid_path);
+  ASSERT_TRUE(mg);
+  ASSERT_EQ(static_cast<int>(grid->model.tendons.size()), mg->ntendon);  // 17 + 4
+  for (int t = 0; t < mg->ntendon; ++t) {
+    const TendonDesc& thread = grid->model.tendons[t];
+    EXPECT_EQ(thread.name, mj_id2name(mg.get(), mjOBJ_TENDON, t));
+    EXPECT_TRUE(thread.hold);
+    EXPECT_EQ(thread.path.size(), 2u);
+  }
+  EXPECT_EQ(grid->model.shapes[0].contact_dim, 1);  // the template's
+  EXPECT_TRUE(Model::Compile(grid->model).ok());
+  // <equality><tendon>: a known tendon, held once; two tendons are skipped with a warning
+  const auto holding = [](const std::string& equality) {
+    return LoadMjcfString(absl::StrCat(R"(<mujoco><worldbody>
+      <site name="top" pos="0 0 2"/>
+      <body pos="0 0 1"><freejoint/><geom size="0.1"/><site name="s"/></body></worldbody>
+      <tendon><spatial name="rope"><site site="top"/><site site="s"/></spatial>
+        <spatial name="other"><site site="top"/><site site="s"/></spatial></tendon>
+      <equality>)",
+                                       equality, "</equality></mujoco>"),
+                          "");
+  };
+  absl::StatusOr<ImportResult> held = holding(R"(<tendon tendon1="rope" polycoef="-0.2"/>)");
+  ASSERT_TRUE(held.ok()) << held.status();
+  EXPECT_TRUE(held->model.tendons[0].hold);
+  EXPECT_EQ(held->model.tendons[0].hold_offset, -0.2);
+  EXPECT_GT(held->model.tendons[0].hold_compliance, 0);  // MuJoCo's default solref is soft
+  EXPECT_FALSE(held->model.tendons[1].hold);
+  absl::StatusOr<ImportResult> pair = holding(R"(<tendon tendon1="rope" tendon2="other"/>)");
+  ASSERT_TRUE(pair.ok()) << pair.status();
+  EXPECT_TRUE(HasWarning(*pair, "between two tendons is not supported"));
+  EXPECT_FALSE(pair->model.tendons[0].hold);
+  for (const auto& [equality, problem] :
+       {std::pair{R"(<tendon tendon1="nope"/>)", "unknown tendon 'nope'"},
+        std::pair{R"(<tendon/>)", "'tendon1': is required"},
+        std::pair{R"(<tendon tendon1="rope"/><tendon tendon1="rope"/>)", "already held"}}) {
+    absl::StatusOr<ImportResult> bad = holding(equality);
+    ASSERT_FALSE(bad.ok()) << equality;
+    EXPECT_NE(bad.status().message().find(problem), std::string::npos) << bad.status();
+  }
   absl::StatusOr<ImportResult> misnamed = LoadMjcfString(R"(<mujoco><worldbody>
     <body name="holder" pos="0 0 1"><freejoint/>
       <composite type="rope" count="5 1 1" spacing="0.1"><geom type="capsule" size="0.01 0.04"/></composite>

@@ -357,6 +357,42 @@ TEST_F(ServerApiTest, SpatialTendonsAreCarried) {
   EXPECT_THAT(status.message(), HasSubstr("path[0]"));
 }
 
+// A held tendon through the service: the wheel's site 0.5 m out along y tied to a world site
+// 1 m above it by a cable held 0.1 m shorter than it starts (hold, hold_offset): the wheel
+// turns until the cable is 0.9 m long and stays there whatever the motor does, and the hold
+// comes back in the described model; a negative compliance is refused by name.
+TEST_F(ServerApiTest, HeldTendonsAreCarried) {
+  v1::ModelDescription scene = WheelScene();
+  v1::Tendon* cable = scene.add_tendons();
+  cable->set_name("cable");
+  v1::TendonPathElement* anchor = cable->add_path();
+  anchor->set_body(-1);
+  SetVec(anchor->mutable_pose()->mutable_pos(), 0, 0.5, 2);
+  v1::TendonPathElement* site = cable->add_path();
+  site->set_body(0);
+  SetVec(site->mutable_pose()->mutable_pos(), 0, 0.5, 0);
+  cable->set_hold(true);
+  cable->set_hold_offset(-0.1);
+  const std::vector<uint64_t> ids = MustCreate(*client_, scene, 1);
+  StepAndReadJointVelocity(ids, 0.2f);
+  v1::GetStateRequest get;
+  get.add_world_ids(ids[0]);
+  get.mutable_observe()->set_tendon_state(true);
+  absl::StatusOr<v1::GetStateResponse> state = client_->GetState(get);
+  ASSERT_TRUE(state.ok()) << state.status();
+  const std::vector<float> tendon = client::UnpackFloat32(state->observations().tendon_state());
+  ASSERT_EQ(tendon.size(), 2u);
+  EXPECT_NEAR(tendon[0], 0.9, 1e-5);
+  const v1::ModelDescription described = DescribedModel(ids[0]);
+  ASSERT_EQ(described.tendons_size(), 1);
+  EXPECT_TRUE(described.tendons(0).hold());
+  EXPECT_EQ(described.tendons(0).hold_offset(), -0.1);
+  cable->set_hold_compliance(-1);
+  absl::Status status = client_->CreateWorlds(client::ModelScene(scene), 1).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("hold_compliance"));
+}
+
 // A slider-crank tendon: a slider fixed in the world 1 m out along -y with its axis along +y,
 // a rod of 1.2 m to a crank pin 0.5 m out along the wheel's z. With the pin at angle t = q +
 // pi/2 about the hinge's x axis, L = 1 + 0.5 cos t - sqrt(1.44 - 0.25 sin^2 t), so the motor on

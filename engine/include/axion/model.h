@@ -339,6 +339,13 @@ struct TendonDesc {
   // initial poses).
   std::optional<Real> spring_length;
   Real friction_loss = 0;  // N or N m, >= 0
+  // Held at a length (MJCF <equality><tendon> on this tendon alone): one bilateral row at
+  // position level keeps L at its length in the initial configuration plus hold_offset (as
+  // MuJoCo's equality holds L - L(qpos0) = polycoef[0]), rigid or with hold_compliance: a rod
+  // between two sites, a cloth's threads (MJCF <composite type="grid">).
+  bool hold = false;
+  Real hold_offset = 0;      // m or rad
+  Real hold_compliance = 0;  // m/N or rad/(N m), >= 0; 0 = rigid
 };
 
 // An explicit contact pair (MJCF <contact><pair>): shapes `shape_a` and `shape_b` collide

@@ -84,10 +84,11 @@ enum RowKind : int32_t {
                             // the second DOF's bodies, no row of its own
   kRowFrictionLoss = 14,    // dry friction on DOF `row_dof` (a box on its impulse)
   // Rows on fixed tendon `row_joint` (TendonDesc), each followed by its second slot:
-  kRowTendonLimitLower = 15,   // tendon length >= its lower limit (unilateral)
-  kRowTendonLimitUpper = 16,   // tendon length <= its upper limit (unilateral)
-  kRowTendonDrive = 17,        // the tendon's spring-damper and its servo actuators
-  kRowTendonFrictionLoss = 18  // dry friction along the tendon
+  kRowTendonLimitLower = 15,    // tendon length >= its lower limit (unilateral)
+  kRowTendonLimitUpper = 16,    // tendon length <= its upper limit (unilateral)
+  kRowTendonDrive = 17,         // the tendon's spring-damper and its servo actuators
+  kRowTendonFrictionLoss = 18,  // dry friction along the tendon
+  kRowTendonHold = 19           // tendon length held (TendonDesc::hold; bilateral)
 };
 
 // How an actuator's activation moves (actuator_dynamics): ActuatorDynamics's values, and a
@@ -375,6 +376,8 @@ struct BatchView {
   const Real* tendon_damping;            // (tendon_count) damper (N s/m or N m s/rad)
   const Real* tendon_spring_length;      // (tendon_count) the spring's rest length
   const Real* tendon_friction_loss;      // (tendon_count) dry friction (N or N m)
+  const Real* tendon_hold_length;        // (tendon_count) the length held, where held
+  const Real* tendon_hold_compliance;    // (tendon_count) its compliance (m/N or rad/(N m))
   // A spatial tendon's length and Jacobian on its four sides at the iterate q+ (tendon_evaluate),
   // read by its rows.
   Real* tendon_length;  // (tendon_count)

@@ -436,6 +436,8 @@ class MjcfLoader {
   absl::Status ParseActuators(const XMLElement* e);
   absl::StatusOr<TendonDesc> SliderCrank(const Elem& e, std::string* skip) const;
   absl::Status ParseEquality(const XMLElement* e);
+  absl::Status EqualityTendon(const Elem& e);
+  Real TendonInverseWeight(const TendonDesc& tendon) const;
   absl::Status ParseTendons(const XMLElement* e);
   // A <spatial> tendon's path: its <site>, <geom> and <pulley> children resolved to Axion's
   // bodies; *skip says why the tendon cannot be made (a site on a mocap body, more than four
@@ -534,6 +536,7 @@ class MjcfLoader {
   std::vector<MjBody> bodies_;
   std::vector<const XMLElement*> actuator_sections_;
   std::vector<const XMLElement*> equality_sections_;
+  std::vector<Elem> tendon_equalities_;  // <equality><tendon>, made after the tendons
   std::vector<const XMLElement*> contact_sections_;
   std::vector<const XMLElement*> keyframe_sections_;
   std::vector<const XMLElement*> tendon_sections_;
@@ -1497,7 +1500,7 @@ absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent) {
   };
   const char* type_text = xml->Attribute("type");
   const std::string type = type_text ? type_text : "";
-  if (type != "particle" && type != "rope" && type != "loop") {
+  if (type != "particle" && type != "grid" && type != "rope" && type != "loop") {
     // named by a later error too (its bodies missing, a holder may have no mass)
     const std::string what = absl::StrCat("<composite type=\"", type, "\">");
     bool seen = false;
@@ -1506,7 +1509,7 @@ absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent) {
     warnings_.Add(
         absl::StrCat("composite-type:", type),
         absl::StrCat("<composite type=\"", type, "\"> is not supported and was ignored (first at ",
-                     where, "): particle, rope and loop are"));
+                     where, "): particle, grid, rope and loop are"));
     return absl::OkStatus();
   }
   std::vector<Real> count, spacing, offset;
@@ -1527,11 +1530,22 @@ absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent) {
   const std::string prefix = xml->Attribute("prefix") ? xml->Attribute("prefix") : "";
   const Real s = spacing[0];
   const XMLElement* geom_template = nullptr;
-  std::vector<const XMLElement*> joint_templates;
+  std::vector<const XMLElement*> joint_templates, tendon_templates;
+  std::set<std::pair<int, int>> pins;  // a grid's elements fixed where they are
   for (const XMLElement* c = xml->FirstChildElement(); c; c = c->NextSiblingElement()) {
     const std::string tag = c->Name();
     if (tag == "geom") {
       geom_template = c;
+    } else if (type == "grid" && tag == "pin") {
+      std::vector<Real> coord;
+      if (!c->Attribute("coord") || !io::ParseReals(c->Attribute("coord"), &coord) ||
+          coord.empty() || coord.size() > 2)
+        return error("<pin>: attribute 'coord': expected one or two element indices");
+      coord.resize(2, 0);
+      pins.insert({static_cast<int>(coord[0]), static_cast<int>(coord[1])});
+    } else if (type == "grid" && tag == "tendon" && c->Attribute("kind") &&
+               std::string(c->Attribute("kind")) == "main") {
+      tendon_templates.push_back(c);
     } else if (tag == "joint") {
       const char* kind = c->Attribute("kind");
       if (kind && std::string(kind) == "main") {
@@ -1597,6 +1611,76 @@ absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent) {
     return absl::OkStatus();
   }
 
+  // copies a template's attributes but its kind
+  auto apply = [](const std::vector<const XMLElement*>& templates, XMLElement* to) {
+    for (const XMLElement* t : templates) {
+      for (const tinyxml2::XMLAttribute* a = t->FirstAttribute(); a; a = a->Next()) {
+        if (std::string(a->Name()) != "kind") to->SetAttribute(a->Name(), a->Value());
+      }
+    }
+  };
+
+  if (type == "grid") {
+    if (n[2] != 1) return error("grid: count must be \"N M 1\"");
+    auto name = [&](const char* kind, int i, int j) {
+      return absl::StrCat(prefix, kind, i, "_", j);
+    };
+    for (int i = 0; i < n[0]; ++i) {
+      for (int j = 0; j < n[1]; ++j) {
+        XMLElement* body = d->NewElement("body");
+        body->SetAttribute("name", name("B", i, j).c_str());
+        body->SetAttribute("pos", vec(offset[0] + s * (i - Real(0.5) * n[0]),
+                                      offset[1] + s * (j - Real(0.5) * n[1]), offset[2])
+                                      .c_str());
+        for (int axis = 0; !pins.count({i, j}) && axis < 3; ++axis) {
+          XMLElement* slide = d->NewElement("joint");
+          apply(joint_templates, slide);
+          slide->SetAttribute("name", absl::StrCat(prefix, "J", axis, "_", i, "_", j).c_str());
+          slide->SetAttribute("type", "slide");
+          slide->SetAttribute("axis", axis == 0 ? "1 0 0" : axis == 1 ? "0 1 0" : "0 0 1");
+          body->InsertEndChild(slide);
+        }
+        body->InsertEndChild(make_geom(name("G", i, j), ""));
+        XMLElement* site = d->NewElement("site");
+        site->SetAttribute("name", name("S", i, j).c_str());
+        body->InsertEndChild(site);
+        d->InsertEndChild(body);
+        AXION_IO_RETURN_IF_ERROR(ParseBody(body, parent, bare));
+      }
+    }
+    // a thread between each two neighbours, held at its length: along i, then along j
+    XMLElement* tendons = d->NewElement("tendon");
+    XMLElement* equality = d->NewElement("equality");
+    for (int along = 0; along < 2; ++along) {
+      for (int i = 0; i + (along == 0) < n[0]; ++i) {
+        for (int j = 0; j + (along == 1) < n[1]; ++j) {
+          XMLElement* thread = d->NewElement("spatial");
+          apply(tendon_templates, thread);
+          const std::string thread_name = absl::StrCat(prefix, "T", along, "_", i, "_", j);
+          thread->SetAttribute("name", thread_name.c_str());
+          for (const std::string& end :
+               {name("S", i, j), name("S", i + (along == 0), j + (along == 1))}) {
+            XMLElement* site = d->NewElement("site");
+            site->SetAttribute("site", end.c_str());
+            thread->InsertEndChild(site);
+          }
+          tendons->InsertEndChild(thread);
+          XMLElement* hold = d->NewElement("tendon");
+          hold->SetAttribute("tendon1", thread_name.c_str());
+          // (MuJoCo 2.2's composite equalities, probed)
+          hold->SetAttribute("solref", "0.01 1");
+          hold->SetAttribute("solimp", "0.99 0.99 0.001 0.5 2");
+          equality->InsertEndChild(hold);
+        }
+      }
+    }
+    d->InsertEndChild(tendons);
+    d->InsertEndChild(equality);
+    tendon_sections_.push_back(tendons);
+    equality_sections_.push_back(equality);
+    return absl::OkStatus();
+  }
+
   // rope and loop
   if (n[1] != 1 || n[2] != 1) return error(absl::StrCat(type, ": count must be \"N 1 1\""));
   if (parent < 0) return error(absl::StrCat(type, ": must be inside a <body>"));
@@ -1637,11 +1721,7 @@ absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent) {
           absl::StrCat(num(std::cos(turn / 2)), " 0 0 ", num(side * std::sin(turn / 2))).c_str());
       for (int axis = 0; axis < 2; ++axis) {
         XMLElement* hinge = d->NewElement("joint");
-        for (const XMLElement* t : joint_templates) {
-          for (const tinyxml2::XMLAttribute* a = t->FirstAttribute(); a; a = a->Next()) {
-            if (std::string(a->Name()) != "kind") hinge->SetAttribute(a->Name(), a->Value());
-          }
-        }
+        apply(joint_templates, hinge);
         hinge->SetAttribute("name", absl::StrCat(prefix, "J", axis, "_", i).c_str());
         hinge->SetAttribute("type", "hinge");
         hinge->SetAttribute("pos", vec(-side * s / 2, 0, 0).c_str());
@@ -1759,20 +1839,21 @@ absl::Status MjcfLoader::ParseEquality(const XMLElement* section) {
   AXION_IO_RETURN_IF_ERROR(Children(section, &children, 0));
   for (const XMLElement* c : children) {
     const std::string tag = c->Name();
-    if (tag != "connect" && tag != "weld" && tag != "joint") {
+    if (tag != "connect" && tag != "weld" && tag != "joint" && tag != "tendon") {
       WarnElement(c, "equality", "is not supported and was ignored (no constraint created)");
       continue;
     }
     Elem e = Resolve(c, "main");
-    if (tag == "joint") {
-      // its own attributes only: a <joint> default class holds a body joint's
+    if (tag == "joint" || tag == "tendon") {
+      // its own attributes only: a <joint> or <tendon> default class holds a joint's or tendon's
+      const std::string one = tag + "1", two = tag + "2";
       for (const std::string& key : e.own) {
-        if (key == "name" || key == "class" || key == "joint1" || key == "joint2" ||
-            key == "polycoef" || key == "active")
+        if (key == "name" || key == "class" || key == one || key == two || key == "polycoef" ||
+            key == "active" || (tag == "tendon" && (key == "solref" || key == "solimp")))
           continue;
         warnings_.Add(
-            absl::StrCat("attr:equality-joint:", key),
-            absl::StrCat("<equality><joint> attribute '", key,
+            absl::StrCat("attr:equality-", tag, ":", key),
+            absl::StrCat("<equality><", tag, "> attribute '", key,
                          "' is not supported and was ignored (first at ", e.Describe(), ")"));
       }
     } else {
@@ -1786,6 +1867,10 @@ absl::Status MjcfLoader::ParseEquality(const XMLElement* section) {
     }
     if (tag == "joint") {
       AXION_IO_RETURN_IF_ERROR(EqualityJoint(e));
+      continue;
+    }
+    if (tag == "tendon") {
+      tendon_equalities_.push_back(std::move(e));  // once the tendons are made
       continue;
     }
     // MJCF bodies by name; body2 absent: the world
@@ -2113,6 +2198,104 @@ absl::Status MjcfLoader::SpatialPath(const XMLElement* c, std::vector<TendonPath
 // <equality><joint joint1 joint2 polycoef>: joint1's coordinate follows a quartic of joint2's,
 // both measured from their reference (qpos0), as in MuJoCo; without joint2, joint1 is held at
 // its reference plus polycoef's first entry. A rigid JointCouplingDesc (MuJoCo's is soft).
+// <equality><tendon> on one tendon holds its length at its length at qpos0 plus polycoef[0]
+// (TendonDesc::hold); one between two tendons is skipped with a warning. MuJoCo's equality is
+// soft: its reference acceleration -B v - K d r and regulariser R = (1 - d) / d A (d the
+// impedance solimp[0] at no violation, dmax = solimp[1], K = 1 / (dmax^2 tau^2 zeta^2) from
+// solref (tau, zeta), or K = -solref[0] / dmax^2; A the tendon's inverse weight at qpos0) hold
+// a force f at the stretch r = R f / (K d). That static compliance, (1 - d) A / (K d^2), becomes
+// the hold's (its damping is the integrator's): a cloth's threads pinned taut, which a rigid
+// hold could not let sag, stretch as MuJoCo's do.
+absl::Status MjcfLoader::EqualityTendon(const Elem& e) {
+  if (!e.Has("tendon1")) return e.Error("tendon1", "is required");
+  const std::string name = e.Str("tendon1");
+  if (skipped_tendons_.count(name)) {
+    warnings_.Add(absl::StrCat("equality-tendon-skipped:", name),
+                  absl::StrCat(e.Describe(), ": holds tendon '", name,
+                               "', which is not supported (see its warning); skipped"));
+    return absl::OkStatus();
+  }
+  auto target = tendon_target_.find(name);
+  if (target == tendon_target_.end())
+    return e.Error("tendon1", absl::StrCat("unknown tendon '", name, "'"));
+  if (e.Has("tendon2")) {
+    warnings_.Add("equality-tendon-pair",
+                  absl::StrCat("<equality><tendon> between two tendons is not supported and was "
+                               "skipped (first at ",
+                               e.Describe(), ")"));
+    return absl::OkStatus();
+  }
+  AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> poly, e.Reals("polycoef", 1, 5, {0, 1, 0, 0, 0}));
+  TendonDesc& tendon = result_.model.tendons[target->second];
+  if (tendon.hold)
+    return e.Error("tendon1", absl::StrCat("'", name, "' is already held by another equality"));
+  tendon.hold = true;
+  tendon.hold_offset = poly[0];
+  AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> solref, e.Reals("solref", 2, 2, {0.02, 1}));
+  AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> solimp,
+                            e.Reals("solimp", 2, 5, {0.9, 0.95, 0.001, 0.5, 2}));
+  const Real d = std::clamp(solimp[0], Real(1e-4), Real(0.9999));
+  const Real dmax = std::clamp(solimp[1], Real(1e-4), Real(0.9999));
+  const Real stiffness = solref[0] > 0
+                             ? 1 / (dmax * dmax * solref[0] * solref[0] * solref[1] * solref[1])
+                             : -solref[0] / (dmax * dmax);
+  if (!(stiffness > 0) || !std::isfinite(stiffness))
+    return e.Error("solref", "must give a positive stiffness");
+  tendon.hold_compliance = (1 - d) * TendonInverseWeight(tendon) / (stiffness * d * d);
+  return absl::OkStatus();
+}
+
+// A spatial tendon's inverse weight J M^-1 J^T at the bodies' initial poses, as the bodies alone
+// give it (MuJoCo's tendon_invweight0 where the bodies move freely, a grid's particles): each
+// straight piece's direction at its two ends (a wrap taken as the straight piece past it),
+// divided by its branch's pulley divisor. A fixed tendon's is left 0, so that its hold is
+// rigid, as a joint <equality> is (its weight needs the joint-space inertia).
+Real MjcfLoader::TendonInverseWeight(const TendonDesc& tendon) const {
+  if (tendon.path.empty()) return 0;
+  const std::vector<BodyDesc>& bodies = result_.model.bodies;
+  std::map<int, Vec6> jacobian;  // by body
+  Real divisor = 1;
+  int previous = -1;  // the last site
+  for (size_t k = 0; k < tendon.path.size(); ++k) {
+    const TendonPathDesc& point = tendon.path[k];
+    if (point.kind == TendonPathDesc::Kind::kPulley) {
+      divisor = point.divisor;
+      previous = -1;
+      continue;
+    }
+    if (point.kind != TendonPathDesc::Kind::kSite) continue;
+    if (previous >= 0) {
+      const TendonPathDesc& from = tendon.path[previous];
+      auto world = [&](const TendonPathDesc& p) {
+        return p.body < 0 ? p.pose.pos
+                          : bodies[p.body].pose.pos + rotate(bodies[p.body].pose.quat, p.pose.pos);
+      };
+      const Vec3 a = world(from), b = world(point);
+      const Real length = norm(b - a);
+      if (length > 0) {
+        const Vec3 dir = (Real(1) / (length * divisor)) * (b - a);
+        for (const auto& [p, sign] : {std::pair{&point, Real(1)}, std::pair{&from, Real(-1)}}) {
+          if (p->body < 0) continue;
+          const BodyDesc& body = bodies[p->body];
+          const Vec3 com = body.pose.pos + rotate(body.pose.quat, body.com);
+          Vec6& j = jacobian[p->body];
+          j.lin += sign * dir;
+          j.ang += sign * cross(world(*p) - com, dir);
+        }
+      }
+    }
+    previous = static_cast<int>(k);
+  }
+  Real weight = 0;
+  for (const auto& [b, j] : jacobian) {
+    const BodyDesc& body = bodies[b];
+    const Mat33 rotation = quat_to_mat(body.pose.quat);
+    const Mat33 inverse_inertia = rotation * inverse(body.inertia) * transpose(rotation);
+    weight += dot(j.lin, j.lin) / body.mass + dot(j.ang, inverse_inertia * j.ang);
+  }
+  return weight;
+}
+
 absl::Status MjcfLoader::EqualityJoint(const Elem& e) {
   auto find = [&](const char* key) -> absl::StatusOr<std::pair<int, int>> {
     const std::string name = e.Str(key);
@@ -4139,6 +4322,7 @@ absl::StatusOr<ImportResult> MjcfLoader::LoadModel(std::string_view xml, const s
   }
   for (const XMLElement* s : contact_sections_) AXION_IO_RETURN_IF_ERROR(ParseContact(s));
   for (const XMLElement* s : tendon_sections_) AXION_IO_RETURN_IF_ERROR(ParseTendons(s));
+  for (const Elem& e : tendon_equalities_) AXION_IO_RETURN_IF_ERROR(EqualityTendon(e));
   for (const XMLElement* s : actuator_sections_) AXION_IO_RETURN_IF_ERROR(ParseActuators(s));
   for (const XMLElement* s : keyframe_sections_) AXION_IO_RETURN_IF_ERROR(ParseKeyframes(s));
   for (const XMLElement* s : sensor_sections_) AXION_IO_RETURN_IF_ERROR(ParseSensors(s));
