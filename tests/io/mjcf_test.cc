@@ -1005,7 +1005,7 @@ TEST(MjcfEqualityTest, ConnectAndWeldBecomeLoopJoints) {
   </worldbody><equality>
     <weld body1="a" body2="b"/>
     <weld body1="a" active="false"/>
-    <tendon tendon1="x"/>
+    <distance geom1="x" geom2="y"/>
   </equality></mujoco>)",
                                                        "");
   ASSERT_TRUE(welded.ok()) << welded.status();
@@ -1017,7 +1017,7 @@ TEST(MjcfEqualityTest, ConnectAndWeldBecomeLoopJoints) {
   // the joint frame is body a's, seen from b: 0.5 m along b's -y (b is turned 90 degrees)
   EXPECT_NEAR(weld.child_frame.pos.y, 0.5, 1e-12);
   EXPECT_TRUE(HasWarning(*welded, "inactive"));
-  EXPECT_TRUE(HasWarning(*welded, "element <tendon> in <equality> is not supported"));
+  EXPECT_TRUE(HasWarning(*welded, "element <distance> in <equality> is not supported"));
 
   absl::StatusOr<ImportResult> unknown = LoadMjcfString(
       R"(<mujoco><worldbody/><equality><connect body1="nope" anchor="0 0 0"/></equality></mujoco>)",
@@ -1936,13 +1936,13 @@ TEST(MjcfWarningTest, UnsupportedElementsAndAttributesAreNamed) {
       <site name="tip" pos="0.1 0 0"/></body>
   </worldbody>
   <tendon/><sensor><tendonlimitpos tendon="t"/></sensor>
-  <equality><tendon tendon1="t"/></equality><contact><tendon/></contact>
+  <equality><distance/></equality><contact><tendon/></contact>
   <keyframe><key mpos="0 0 1"/><lag/></keyframe>
 </mujoco>)";
   absl::StatusOr<ImportResult> r = LoadMjcfString(xml, "");
   ASSERT_TRUE(r.ok()) << r.status();
   for (const char* needle : {"<size>", "'integrator'", "<flag>", "'solref'", "'rgba'", "<camera>",
-                             "<tendon>", "<tendonlimitpos> in <sensor>", "<tendon> in <equality>",
+                             "<tendon>", "<tendonlimitpos> in <sensor>", "<distance> in <equality>",
                              "<tendon> in <contact>", "<lag> in <keyframe>"}) {
     EXPECT_TRUE(HasWarning(*r, needle)) << needle;
   }

@@ -1488,11 +1488,16 @@ absl::Status MjcfLoader::ParseBody(const XMLElement* xml, int parent,
 //     z: the joint kind "main") at its end toward the holder, named J0_<i>, J1_<i>. A rope runs
 //     straight; a loop turns by 2 pi / count at each joint and closes with a <connect> between
 //     B0 and its last element (its end, -spacing/2 along B0's x) whose bodies never collide.
+//   grid: count[0] x count[1] bodies B<i>_<j> at offset + spacing (i - count / 2) (real
+//     division; z the offset's), each on three slide joints J<axis>_<i>_<j> but where pinned
+//     (<pin coord>), with geom G<i>_<j> and site S<i>_<j>; spatial tendons T0_<i>_<j> from each
+//     site to the next along i, then T1_<i>_<j> along j, each held at its length by a tendon
+//     <equality> (solref 0.01 1, solimp 0.99 0.99: MuJoCo's).
 // The elements take MuJoCo's built-in defaults and the templates' attributes, never the file's
 // default classes (probed: a file whose geoms default to boxes gets spherical particles), and
 // particles are frictionless (condim 1) unless their template says otherwise.
-// Other types (grid, cloth, box, cylinder, ellipsoid) need tendons or soft equalities and are
-// skipped with a warning, as are skins, pins and the twist and stretch joint kinds.
+// Other types (cloth, box, cylinder, ellipsoid) are skipped with a warning, as are skins and the
+// twist and stretch joint kinds.
 absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent) {
   const std::string where = Where(xml);
   auto error = [&](const std::string& what) {
