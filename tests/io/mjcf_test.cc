@@ -1532,10 +1532,11 @@ TEST(MjcfActuatorTest, SiteMotorsPushTheirBodies) {
   fails(R"(<motor site="rotor" gear="1 2 3 4 5 6 7"/>)", "gear");
 }
 
-// <composite> rope, loop, particle and grid expand into the bodies MuJoCo 2.2 compiles from
-// them: the same masses, inertias, positions and orientations body by body, the same joints;
-// the loop closes with a connect (a ball joint) between its ends, the grid's neighbours are held
-// by tendons. A rope whose holder is not named B<k> is refused, as in MuJoCo.
+// <composite> rope, loop, particle, grid and cloth expand into the bodies MuJoCo 2.2 compiles
+// from them: the same masses, inertias, positions and orientations body by body, the same
+// joints; the loop closes with a connect (a ball joint) between its ends, a grid's and a
+// cloth's neighbours are held by tendons. A rope or cloth whose holder is not named by its
+// element's index is refused, as in MuJoCo.
 TEST(MjcfCompositeTest, RopeLoopAndParticlesExpandAsInMuJoCo) {
   const std::string dir = "/usr/share/mujoco/model/composite/";
   absl::StatusOr<ImportResult> rope = LoadMjcfFile(dir + "rope.xml");
@@ -1603,6 +1604,29 @@ TEST(MjcfCompositeTest, RopeLoopAndParticlesExpandAsInMuJoCo) {
   }
   EXPECT_EQ(grid->model.shapes[0].contact_dim, 1);  // the template's
   EXPECT_TRUE(Model::Compile(grid->model).ok());
+  // cloth: a tree of hinge pairs from the holder (B<i>_<j>), capsules along x and y in turn,
+  // the bodies' inertia a plate's (flatinertia), the rows the tree leaves out (and with a
+  // shear template, the diagonals) held by tendons
+  for (const std::string& sample :
+       {std::string(dir + "cloth.xml"), std::string("/usr/share/mujoco/model/flag/flag.xml")}) {
+    absl::StatusOr<ImportResult> cloth = LoadMjcfFile(sample);
+    ASSERT_TRUE(cloth.ok()) << cloth.status();
+    EXPECT_FALSE(HasWarning(*cloth, "<composite type=\"cloth\"> is not supported"));
+    ExpectBodiesMatchMuJoCo(sample, cloth->model);
+    MjModelPtr mc = LoadMuJoCo(sample);
+    ASSERT_TRUE(mc);
+    ASSERT_EQ(static_cast<int>(cloth->model.tendons.size()), mc->ntendon) << sample;
+    for (int t = 0; t < mc->ntendon; ++t)
+      EXPECT_EQ(cloth->model.tendons[t].name, mj_id2name(mc.get(), mjOBJ_TENDON, t));
+  }
+  absl::StatusOr<ImportResult> unheld = LoadMjcfString(R"(<mujoco><worldbody>
+    <body name="holder" pos="0 0 1"><freejoint/>
+      <composite type="cloth" count="3 3 1" spacing="0.1"><geom size="0.01"/></composite>
+    </body></worldbody></mujoco>)",
+                                                       "");
+  ASSERT_FALSE(unheld.ok());
+  EXPECT_NE(unheld.status().message().find("must be 'B<i>_<j>'"), std::string::npos)
+      << unheld.status();
   // <equality><tendon>: a known tendon, held once; two tendons are skipped with a warning
   const auto holding = [](const std::string& equality) {
     return LoadMjcfString(absl::StrCat(R"(<mujoco><worldbody>

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "collision/hull.h"
 #include "collision/mass.h"
 #include "io/io_util.h"
@@ -388,6 +389,9 @@ struct MjBody {
   bool free = false;
   bool moving = false;  // a joint on it or on an ancestor
   bool mocap = false;   // mocap="true": placed by the user (ModelDesc::mocap_bodies)
+  // A cloth element's (MJCF flatinertia): its mass at its origin with the inertia of a box of
+  // these sides, in place of what its geoms give.
+  Vec3 plate;
 };
 
 class MjcfLoader {
@@ -1493,11 +1497,20 @@ absl::Status MjcfLoader::ParseBody(const XMLElement* xml, int parent,
 //     (<pin coord>), with geom G<i>_<j> and site S<i>_<j>; spatial tendons T0_<i>_<j> from each
 //     site to the next along i, then T1_<i>_<j> along j, each held at its length by a tendon
 //     <equality> (solref 0.01 1, solimp 0.99 0.99: MuJoCo's).
+//   cloth: count[0] x count[1] elements B<i>_<j>, the holding body element (ci, cj) by its
+//     name; a tree from it: its column along +y then -y, then its row along +x and -x, each of
+//     the row's elements with its column; each element at +-spacing from its parent on two
+//     hinges at the parent's side (across the step, then about z: J0_<i>_<j>, J1_<i>_<j>), its
+//     geom turned along x where i + j is even and along y where odd. Spatial tendons T<i>_<j>
+//     close the rows the tree leaves out (each row but cj, along x), and with a shear template
+//     TS<i>_<j> the diagonals (i, j) to (i + 1, j + 1), each held by a tendon <equality>
+//     (MuJoCo's default solref); flatinertia f gives every element the inertia of a
+//     spacing x spacing x f spacing box at its origin.
 // The elements take MuJoCo's built-in defaults and the templates' attributes, never the file's
 // default classes (probed: a file whose geoms default to boxes gets spherical particles), and
 // particles are frictionless (condim 1) unless their template says otherwise.
-// Other types (cloth, box, cylinder, ellipsoid) are skipped with a warning, as are skins and the
-// twist and stretch joint kinds.
+// Other types (box, cylinder, ellipsoid) are skipped with a warning, as are skins and the twist
+// and stretch joint kinds.
 absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent) {
   const std::string where = Where(xml);
   auto error = [&](const std::string& what) {
@@ -1505,7 +1518,7 @@ absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent) {
   };
   const char* type_text = xml->Attribute("type");
   const std::string type = type_text ? type_text : "";
-  if (type != "particle" && type != "grid" && type != "rope" && type != "loop") {
+  if (type != "particle" && type != "grid" && type != "cloth" && type != "rope" && type != "loop") {
     // named by a later error too (its bodies missing, a holder may have no mass)
     const std::string what = absl::StrCat("<composite type=\"", type, "\">");
     bool seen = false;
@@ -1514,7 +1527,7 @@ absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent) {
     warnings_.Add(
         absl::StrCat("composite-type:", type),
         absl::StrCat("<composite type=\"", type, "\"> is not supported and was ignored (first at ",
-                     where, "): particle, grid, rope and loop are"));
+                     where, "): particle, grid, cloth, rope and loop are"));
     return absl::OkStatus();
   }
   std::vector<Real> count, spacing, offset;
@@ -1535,7 +1548,7 @@ absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent) {
   const std::string prefix = xml->Attribute("prefix") ? xml->Attribute("prefix") : "";
   const Real s = spacing[0];
   const XMLElement* geom_template = nullptr;
-  std::vector<const XMLElement*> joint_templates, tendon_templates;
+  std::vector<const XMLElement*> joint_templates, tendon_templates, shear_templates;
   std::set<std::pair<int, int>> pins;  // a grid's elements fixed where they are
   for (const XMLElement* c = xml->FirstChildElement(); c; c = c->NextSiblingElement()) {
     const std::string tag = c->Name();
@@ -1548,9 +1561,12 @@ absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent) {
         return error("<pin>: attribute 'coord': expected one or two element indices");
       coord.resize(2, 0);
       pins.insert({static_cast<int>(coord[0]), static_cast<int>(coord[1])});
-    } else if (type == "grid" && tag == "tendon" && c->Attribute("kind") &&
+    } else if ((type == "grid" || type == "cloth") && tag == "tendon" && c->Attribute("kind") &&
                std::string(c->Attribute("kind")) == "main") {
       tendon_templates.push_back(c);
+    } else if (type == "cloth" && tag == "tendon" && c->Attribute("kind") &&
+               std::string(c->Attribute("kind")) == "shear") {
+      shear_templates.push_back(c);
     } else if (tag == "joint") {
       const char* kind = c->Attribute("kind");
       if (kind && std::string(kind) == "main") {
@@ -1678,6 +1694,128 @@ absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent) {
           equality->InsertEndChild(hold);
         }
       }
+    }
+    d->InsertEndChild(tendons);
+    d->InsertEndChild(equality);
+    tendon_sections_.push_back(tendons);
+    equality_sections_.push_back(equality);
+    return absl::OkStatus();
+  }
+
+  if (type == "cloth") {
+    if (n[2] != 1) return error("cloth: count must be \"N M 1\"");
+    if (parent < 0) return error("cloth: must be inside a <body>");
+    // the holder is element (ci, cj) by its name, B<ci>_<cj> (MuJoCo 2.2 rule)
+    const std::string holder = bodies_[parent].name, head = prefix + "B";
+    std::vector<Real> held;
+    if (!absl::StartsWith(holder, head) ||
+        !io::ParseReals(absl::StrReplaceAll(holder.substr(head.size()), {{"_", " "}}), &held) ||
+        held.size() != 2 || held[0] < 0 || held[0] >= n[0] || held[1] < 0 || held[1] >= n[1] ||
+        held[0] != static_cast<int>(held[0]) || held[1] != static_cast<int>(held[1]))
+      return error(absl::StrCat("cloth: the body holding it is named '", holder, "', but must be '",
+                                head,
+                                "<i>_<j>' with i, j its element's indices (MuJoCo 2.2 rule)"));
+    const int ci = static_cast<int>(held[0]), cj = static_cast<int>(held[1]);
+    auto name = [&](const char* kind, int i, int j) {
+      return absl::StrCat(prefix, kind, i, "_", j);
+    };
+    // capsules and the like lie along x and y in turn, a checkerboard by i + j
+    auto geom_quat = [](int i, int j) {
+      return (i + j) % 2 == 0 ? "0.5 0.5 0.5 0.5" : "0.70710678118654757 0.70710678118654757 0 0";
+    };
+    const size_t first_body = bodies_.size();
+    // element (i, j), reached from its parent along (di, dj): two hinges at the parent's side
+    // (across the step and about z), its geom and site
+    auto element = [&](int i, int j, int di, int dj) {
+      XMLElement* body = d->NewElement("body");
+      body->SetAttribute("name", name("B", i, j).c_str());
+      body->SetAttribute("pos", vec(di * s, dj * s, 0).c_str());
+      for (int axis = 0; axis < 2; ++axis) {
+        XMLElement* hinge = d->NewElement("joint");
+        apply(joint_templates, hinge);
+        hinge->SetAttribute("name", absl::StrCat(prefix, "J", axis, "_", i, "_", j).c_str());
+        hinge->SetAttribute("pos", vec(-di * s, -dj * s, 0).c_str());
+        hinge->SetAttribute("axis", axis == 1 ? "0 0 1" : di != 0 ? "0 1 0" : "1 0 0");
+        body->InsertEndChild(hinge);
+      }
+      body->InsertEndChild(make_geom(name("G", i, j), geom_quat(i, j)));
+      XMLElement* site = d->NewElement("site");
+      site->SetAttribute("name", name("S", i, j).c_str());
+      body->InsertEndChild(site);
+      return body;
+    };
+    // column i's chains from element (i, cj), in `at`: along +y, then -y
+    auto columns = [&](int i, XMLElement* at) {
+      for (int dj : {1, -1}) {
+        XMLElement* inner = at;
+        for (int j = cj + dj; j >= 0 && j < n[1]; j += dj) {
+          XMLElement* body = element(i, j, 0, dj);
+          inner->InsertEndChild(body);
+          inner = body;
+        }
+      }
+    };
+    // the holder: its geom and site, its column, then the row along +x and -x, each element
+    // with its column
+    {
+      MjGeom geom;
+      AXION_IO_RETURN_IF_ERROR(
+          ParseGeom(make_geom(name("G", ci, cj), geom_quat(ci, cj)), bare, &geom));
+      bodies_[parent].geoms.push_back(std::move(geom));
+      MjSite site;
+      XMLElement* site_xml = d->NewElement("site");
+      site_xml->SetAttribute("name", name("S", ci, cj).c_str());
+      AXION_IO_RETURN_IF_ERROR(ParseSite(site_xml, bare, &site));
+      bodies_[parent].sites.push_back(std::move(site));
+    }
+    XMLElement* root = d->NewElement("body");  // (a stand-in for the holder)
+    columns(ci, root);
+    for (int di : {1, -1}) {
+      XMLElement* inner = root;
+      for (int i = ci + di; i >= 0 && i < n[0]; i += di) {
+        XMLElement* body = element(i, cj, di, 0);
+        columns(i, body);
+        inner->InsertEndChild(body);
+        inner = body;
+      }
+    }
+    for (XMLElement* c = root->FirstChildElement(); c; c = c->NextSiblingElement())
+      AXION_IO_RETURN_IF_ERROR(ParseBody(c, parent, bare));
+    // a cloth's bodies take a plate's inertia (spacing x spacing x flatinertia spacing)
+    double flat = 0;
+    xml->QueryDoubleAttribute("flatinertia", &flat);
+    if (flat > 0) {
+      const Vec3 plate{s, s, Real(flat) * s};
+      bodies_[parent].plate = plate;
+      for (size_t b = first_body; b < bodies_.size(); ++b) bodies_[b].plate = plate;
+    }
+    // the threads the tree leaves out (each row but the holder's, along x), held at their
+    // length; and with a shear template, the diagonals
+    XMLElement* tendons = d->NewElement("tendon");
+    XMLElement* equality = d->NewElement("equality");
+    auto thread = [&](const std::string& thread_name,
+                      const std::vector<const XMLElement*>& templates, const std::string& from,
+                      const std::string& to) {
+      XMLElement* spatial = d->NewElement("spatial");
+      apply(templates, spatial);
+      spatial->SetAttribute("name", thread_name.c_str());
+      for (const std::string& end : {from, to}) {
+        XMLElement* site = d->NewElement("site");
+        site->SetAttribute("site", end.c_str());
+        spatial->InsertEndChild(site);
+      }
+      tendons->InsertEndChild(spatial);
+      XMLElement* hold = d->NewElement("tendon");
+      hold->SetAttribute("tendon1", thread_name.c_str());
+      equality->InsertEndChild(hold);
+    };
+    for (int j = 0; j < n[1]; ++j) {
+      for (int i = 0; j != cj && i + 1 < n[0]; ++i)
+        thread(name("T", i, j), tendon_templates, name("S", i, j), name("S", i + 1, j));
+    }
+    for (int i = 0; !shear_templates.empty() && i + 1 < n[0]; ++i) {
+      for (int j = 0; j + 1 < n[1]; ++j)
+        thread(name("TS", i, j), shear_templates, name("S", i, j), name("S", i + 1, j + 1));
     }
     d->InsertEndChild(tendons);
     d->InsertEndChild(equality);
@@ -2206,11 +2344,12 @@ absl::Status MjcfLoader::SpatialPath(const XMLElement* c, std::vector<TendonPath
 // <equality><tendon> on one tendon holds its length at its length at qpos0 plus polycoef[0]
 // (TendonDesc::hold); one between two tendons is skipped with a warning. MuJoCo's equality is
 // soft: its reference acceleration -B v - K d r and regulariser R = (1 - d) / d A (d the
-// impedance solimp[0] at no violation, dmax = solimp[1], K = 1 / (dmax^2 tau^2 zeta^2) from
-// solref (tau, zeta), or K = -solref[0] / dmax^2; A the tendon's inverse weight at qpos0) hold
-// a force f at the stretch r = R f / (K d). That static compliance, (1 - d) A / (K d^2), becomes
-// the hold's (its damping is the integrator's): a cloth's threads pinned taut, which a rigid
-// hold could not let sag, stretch as MuJoCo's do.
+// impedance, K = 1 / (dmax^2 tau^2 zeta^2) from solref (tau, zeta), or K = -solref[0] /
+// dmax^2; A the tendon's inverse weight at qpos0) hold a force f at the stretch r = R f / (K d).
+// That static compliance, (1 - d) A / (K d^2) with d = dmax = solimp[1] (the impedance past
+// solimp's transition width, a millimetre by default), becomes the hold's (its damping is the
+// integrator's): a cloth's threads pinned taut, which a rigid hold could not let sag, stretch
+// as MuJoCo's do.
 absl::Status MjcfLoader::EqualityTendon(const Elem& e) {
   if (!e.Has("tendon1")) return e.Error("tendon1", "is required");
   const std::string name = e.Str("tendon1");
@@ -2239,8 +2378,7 @@ absl::Status MjcfLoader::EqualityTendon(const Elem& e) {
   AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> solref, e.Reals("solref", 2, 2, {0.02, 1}));
   AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> solimp,
                             e.Reals("solimp", 2, 5, {0.9, 0.95, 0.001, 0.5, 2}));
-  const Real d = std::clamp(solimp[0], Real(1e-4), Real(0.9999));
-  const Real dmax = std::clamp(solimp[1], Real(1e-4), Real(0.9999));
+  const Real dmax = std::clamp(solimp[1], Real(1e-4), Real(0.9999)), d = dmax;
   const Real stiffness = solref[0] > 0
                              ? 1 / (dmax * dmax * solref[0] * solref[0] * solref[1] * solref[1])
                              : -solref[0] / (dmax * dmax);
@@ -3729,6 +3867,13 @@ absl::Status MjcfLoader::ResolveMass() {
       inertia = inertia + g.inertia + io::PointMassTensor(g.mass, g.mass_center - b.com);
     }
     b.inertia = inertia;
+    if (b.plate.x > 0) {
+      const Vec3 p = b.plate;
+      b.com = Vec3{};
+      b.inertia =
+          mat33_diag(Vec3{mass * (p.y * p.y + p.z * p.z) / 12, mass * (p.x * p.x + p.z * p.z) / 12,
+                          mass * (p.x * p.x + p.y * p.y) / 12});
+    }
   }
   return absl::OkStatus();
 }
