@@ -844,6 +844,8 @@ TEST(JointTest, HeldTendonIsARodOfItsLength) {
   ASSERT_GE(crossings.size(), 2u);
   const Real period = crossings[1] - crossings[0];
   const Real expected = 2 * kPi * std::sqrt(length / g) * (1 + angle * angle / 16);
+  std::printf("held rod: period %.5f s (pendulum %.5f s), length within %.1e m\n", period,
+              expected, worst_length);
   EXPECT_NEAR(period, expected, 2e-3 * expected);
   EXPECT_LT(worst_length, 1e-9);
   // pulled to L - 0.1 at once, hanging straight down
