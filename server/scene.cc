@@ -963,7 +963,8 @@ void SolverOptionsToProto(const SolverOptions& options, v1::SolverOptions* proto
   proto->set_preconditioner(ToProto(options.preconditioner));
 }
 
-absl::StatusOr<ImportedScene> ImportScene(const v1::Scene& scene, const std::string& asset_dir) {
+absl::StatusOr<ImportedScene> ImportScene(const v1::Scene& scene, const std::string& asset_dir,
+                                          int max_bodies) {
   switch (scene.source_case()) {
     case v1::Scene::kModel: {
       absl::StatusOr<ModelDesc> desc = ModelDescFromProto(scene.model());
@@ -998,6 +999,7 @@ absl::StatusOr<ImportedScene> ImportScene(const v1::Scene& scene, const std::str
                            " / ", scene.mjcf_bound_inertia(), " must be finite and >= 0"));
         }
         options.file_root = asset_dir;  // a client's scene reads nothing outside it
+        options.max_bodies = max_bodies;
         return FromImport(LoadMjcfString(xml, asset_dir, options), field, scene);
       }
       UrdfOptions options;

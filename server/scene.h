@@ -20,9 +20,11 @@ struct ImportedScene {
 };
 
 // Imports `scene` (MJCF, URDF or a ModelDescription). File references in MJCF / URDF resolve
-// against `asset_dir` (empty: none allowed by the importer). Errors are INVALID_ARGUMENT naming
-// the element and field.
-absl::StatusOr<ImportedScene> ImportScene(const v1::Scene& scene, const std::string& asset_dir);
+// against `asset_dir` (empty: none allowed by the importer); an MJCF file may make at most
+// `max_bodies` bodies (MjcfOptions::max_bodies: a composite's count is checked before it is
+// expanded). Errors are INVALID_ARGUMENT naming the element and field.
+absl::StatusOr<ImportedScene> ImportScene(const v1::Scene& scene, const std::string& asset_dir,
+                                          int max_bodies);
 // Whether an MJCF or URDF scene names other files (meshes, includes) for the importer to read.
 bool SceneReadsFiles(const v1::Scene& scene);
 

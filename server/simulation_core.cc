@@ -435,7 +435,8 @@ absl::StatusOr<std::shared_ptr<const PreparedScene>> SimulationCore::PrepareScen
   }
   metrics_->scene_cache_misses().Increment();
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<ImportedScene> imported = ImportScene(scene, options_.asset_dir);
+  absl::StatusOr<ImportedScene> imported =
+      ImportScene(scene, options_.asset_dir, options_.max_bodies_per_world);
   if (!imported.ok()) {
     // Whatever went wrong reading the scene, the request itself is what is malformed.
     return absl::InvalidArgumentError(imported.status().message());

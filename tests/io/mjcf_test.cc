@@ -1619,6 +1619,17 @@ TEST(MjcfCompositeTest, RopeLoopAndParticlesExpandAsInMuJoCo) {
     for (int t = 0; t < mc->ntendon; ++t)
       EXPECT_EQ(cloth->model.tendons[t].name, mj_id2name(mc.get(), mjOBJ_TENDON, t));
   }
+  // a composite's count is bounded before it is expanded (MjcfOptions::max_bodies)
+  MjcfOptions few;
+  few.max_bodies = 50;
+  absl::StatusOr<ImportResult> many = LoadMjcfString(R"(<mujoco><worldbody>
+    <composite type="grid" count="9 9 1" spacing="0.05"><geom size="0.01"/></composite>
+    </worldbody></mujoco>)",
+                                                     "", few);
+  ASSERT_FALSE(many.ok());
+  EXPECT_NE(many.status().message().find("9 x 9 x 1 makes 81 bodies, past the limit of 50"),
+            std::string::npos)
+      << many.status();
   absl::StatusOr<ImportResult> unheld = LoadMjcfString(R"(<mujoco><worldbody>
     <body name="holder" pos="0 0 1"><freejoint/>
       <composite type="cloth" count="3 3 1" spacing="0.1"><geom size="0.01"/></composite>

@@ -896,6 +896,15 @@ TEST(ServerLimitsTest, WorldsPerClientAndBodiesPerWorld) {
   absl::Status status = alice->CreateWorlds(client::ModelScene(two_bodies), 1).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("bodies"));
+  // a hundred bytes of MJCF asking for 1e8 bodies are refused before any is made
+  status = alice
+               ->CreateWorlds(client::MjcfScene(R"(<mujoco><worldbody>
+                  <composite type="particle" count="1000 1000 100" spacing="0.01">
+                    <geom size="0.001"/></composite></worldbody></mujoco>)"),
+                              1)
+               .status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("makes 100000000 bodies, past the limit of 1"));
 }
 
 TEST(ServerLimitsTest, MessageSizeLimit) {

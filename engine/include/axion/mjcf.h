@@ -414,6 +414,10 @@ struct MjcfOptions {
   // directory once symbolic links and '..' are resolved, or loading fails naming it. The server
   // sets its --asset_dir here, so a client's scene reads no other file of the server's.
   std::string file_root;
+  // Bodies a file may make. A <composite> turns a few bytes into count[0] x count[1] x
+  // count[2] bodies; past this the load fails naming it before any is made (the server sets
+  // its --max_bodies_per_world here).
+  int max_bodies = 100000;
 };
 
 // Reads an MJCF file; <include> paths are relative to the file's directory.

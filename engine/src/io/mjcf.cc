@@ -1534,11 +1534,19 @@ absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent) {
   if (!io::ParseReals(xml->Attribute("count") ? xml->Attribute("count") : "1 1 1", &count) ||
       count.size() != 3)
     return error("attribute 'count': expected 3 numbers");
-  int n[3];
-  for (int k = 0; k < 3; ++k) {
-    n[k] = static_cast<int>(count[k]);
-    if (n[k] != count[k] || n[k] < 1) return error("attribute 'count': expected positive integers");
+  for (Real c : count) {
+    if (!(c >= 1) || c != std::floor(c))
+      return error("attribute 'count': expected positive integers");
   }
+  // a few bytes ask for count0 count1 count2 bodies: bounded before any is made
+  const double elements = double(count[0]) * double(count[1]) * double(count[2]);
+  if (double(bodies_.size()) + elements > options_.max_bodies)
+    return error(absl::StrFormat(
+        "attribute 'count': %.0f x %.0f x %.0f makes %.0f bodies, past the limit of %d "
+        "(MjcfOptions::max_bodies)",
+        count[0], count[1], count[2], elements, options_.max_bodies));
+  const int n[3] = {static_cast<int>(count[0]), static_cast<int>(count[1]),
+                    static_cast<int>(count[2])};
   if (!xml->Attribute("spacing") || !io::ParseReals(xml->Attribute("spacing"), &spacing) ||
       spacing.size() != 1 || !(spacing[0] > 0))
     return error("attribute 'spacing': expected one positive number");
