@@ -302,6 +302,39 @@ TEST_F(CudaBackendTest, MusclesMatchCpu) {
 #endif
 }
 
+// MuJoCo's slider_crank.xml (slider-crank tendons under position servos) and grid2pin.xml (a
+// cloth of particles whose threads are held tendons, hung from two pins): the same paths, rows
+// and motion on the device.
+TEST_F(CudaBackendTest, SliderCranksAndHeldTendonsMatchCpu) {
+#if defined(AXION_TEST_HAVE_MJCF)
+  for (const char* path : {"/usr/share/mujoco/model/slider_crank/slider_crank.xml",
+                           "/usr/share/mujoco/model/composite/grid2pin.xml"}) {
+    absl::StatusOr<ImportResult> imported = LoadMjcfFile(path);
+    ASSERT_TRUE(imported.ok()) << imported.status();
+    auto model = MustCompile(imported->model);
+    auto cpu = MustCreate(Backend::kCpu);
+    auto gpu = MustCreate(Backend::kCuda);
+    ASSERT_TRUE(cpu && gpu);
+    const std::vector<WorldId> c = MustCreateWorlds(*cpu, model, 2);
+    const std::vector<WorldId> g = MustCreateWorlds(*gpu, model, 2);
+    const int actuators = static_cast<int>(imported->model.actuators.size());
+    for (int w = 0; w < 2 && actuators > 0; ++w) {
+      std::vector<Real> ctrl(actuators, Real(0.05) * (w == 0 ? 1 : -1));
+      ASSERT_TRUE(cpu->SetControls(c[w], ctrl).ok());
+      ASSERT_TRUE(gpu->SetControls(g[w], ctrl).ok());
+    }
+    ASSERT_TRUE(cpu->StepAll(100).ok());
+    ASSERT_TRUE(gpu->StepAll(100).ok());
+    for (int w = 0; w < 2; ++w) {
+      ExpectClose(cpu->GetBodyState(c[w])->pose, gpu->GetBodyState(g[w])->pose, 1e-6, path);
+      ExpectClose(*cpu->GetTendonStates(c[w]), *gpu->GetTendonStates(g[w]), 1e-6, path);
+    }
+  }
+#else
+  GTEST_SKIP() << "this build has no MJCF importer";
+#endif
+}
+
 // Islands of one world (a chain, two boxes landing on each other), each with its own line
 // search and best iterate: the per-island sums run on lane 0 of the world's team.
 TEST_F(CudaBackendTest, IslandsMatchCpu) {
