@@ -1649,6 +1649,36 @@ absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent) {
     }
   };
 
+  // a grid's and a cloth's threads: spatial tendons between two sites, each held at its length
+  // by a tendon <equality> (solref and solimp: MuJoCo's for the composite type), in sections
+  // parsed after the bodies
+  XMLElement* threads = d->NewElement("tendon");
+  XMLElement* holds = d->NewElement("equality");
+  auto thread = [&](const std::string& thread_name, const std::vector<const XMLElement*>& templates,
+                    const std::string& from, const std::string& to, const char* solref,
+                    const char* solimp) {
+    XMLElement* spatial = d->NewElement("spatial");
+    apply(templates, spatial);
+    spatial->SetAttribute("name", thread_name.c_str());
+    for (const std::string& end : {from, to}) {
+      XMLElement* site = d->NewElement("site");
+      site->SetAttribute("site", end.c_str());
+      spatial->InsertEndChild(site);
+    }
+    threads->InsertEndChild(spatial);
+    XMLElement* hold = d->NewElement("tendon");
+    hold->SetAttribute("tendon1", thread_name.c_str());
+    hold->SetAttribute("solref", solref);
+    hold->SetAttribute("solimp", solimp);
+    holds->InsertEndChild(hold);
+  };
+  auto add_threads = [&] {
+    d->InsertEndChild(threads);
+    d->InsertEndChild(holds);
+    tendon_sections_.push_back(threads);
+    equality_sections_.push_back(holds);
+  };
+
   if (type == "grid") {
     if (n[2] != 1) return error("grid: count must be \"N M 1\"");
     auto name = [&](const char* kind, int i, int j) {
@@ -1677,36 +1707,17 @@ absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent) {
         AXION_IO_RETURN_IF_ERROR(ParseBody(body, parent, bare));
       }
     }
-    // a thread between each two neighbours, held at its length: along i, then along j
-    XMLElement* tendons = d->NewElement("tendon");
-    XMLElement* equality = d->NewElement("equality");
+    // a thread between each two neighbours: along i, then along j (MuJoCo 2.2's grid holds
+    // them with solref 0.01 1, solimp 0.99 0.99, probed)
     for (int along = 0; along < 2; ++along) {
       for (int i = 0; i + (along == 0) < n[0]; ++i) {
-        for (int j = 0; j + (along == 1) < n[1]; ++j) {
-          XMLElement* thread = d->NewElement("spatial");
-          apply(tendon_templates, thread);
-          const std::string thread_name = absl::StrCat(prefix, "T", along, "_", i, "_", j);
-          thread->SetAttribute("name", thread_name.c_str());
-          for (const std::string& end :
-               {name("S", i, j), name("S", i + (along == 0), j + (along == 1))}) {
-            XMLElement* site = d->NewElement("site");
-            site->SetAttribute("site", end.c_str());
-            thread->InsertEndChild(site);
-          }
-          tendons->InsertEndChild(thread);
-          XMLElement* hold = d->NewElement("tendon");
-          hold->SetAttribute("tendon1", thread_name.c_str());
-          // (MuJoCo 2.2's composite equalities, probed)
-          hold->SetAttribute("solref", "0.01 1");
-          hold->SetAttribute("solimp", "0.99 0.99 0.001 0.5 2");
-          equality->InsertEndChild(hold);
-        }
+        for (int j = 0; j + (along == 1) < n[1]; ++j)
+          thread(absl::StrCat(prefix, "T", along, "_", i, "_", j), tendon_templates,
+                 name("S", i, j), name("S", i + (along == 0), j + (along == 1)), "0.01 1",
+                 "0.99 0.99 0.001 0.5 2");
       }
     }
-    d->InsertEndChild(tendons);
-    d->InsertEndChild(equality);
-    tendon_sections_.push_back(tendons);
-    equality_sections_.push_back(equality);
+    add_threads();
     return absl::OkStatus();
   }
 
@@ -1797,38 +1808,21 @@ absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent) {
       bodies_[parent].plate = plate;
       for (size_t b = first_body; b < bodies_.size(); ++b) bodies_[b].plate = plate;
     }
-    // the threads the tree leaves out (each row but the holder's, along x), held at their
-    // length; and with a shear template, the diagonals
-    XMLElement* tendons = d->NewElement("tendon");
-    XMLElement* equality = d->NewElement("equality");
-    auto thread = [&](const std::string& thread_name,
-                      const std::vector<const XMLElement*>& templates, const std::string& from,
-                      const std::string& to) {
-      XMLElement* spatial = d->NewElement("spatial");
-      apply(templates, spatial);
-      spatial->SetAttribute("name", thread_name.c_str());
-      for (const std::string& end : {from, to}) {
-        XMLElement* site = d->NewElement("site");
-        site->SetAttribute("site", end.c_str());
-        spatial->InsertEndChild(site);
-      }
-      tendons->InsertEndChild(spatial);
-      XMLElement* hold = d->NewElement("tendon");
-      hold->SetAttribute("tendon1", thread_name.c_str());
-      equality->InsertEndChild(hold);
-    };
+    // the threads the tree leaves out (each row but the holder's, along x); and with a shear
+    // template, the diagonals (MuJoCo's default equality solref and solimp)
+    const char* solref = "0.02 1";
+    const char* solimp = "0.9 0.95 0.001 0.5 2";
     for (int j = 0; j < n[1]; ++j) {
       for (int i = 0; j != cj && i + 1 < n[0]; ++i)
-        thread(name("T", i, j), tendon_templates, name("S", i, j), name("S", i + 1, j));
+        thread(name("T", i, j), tendon_templates, name("S", i, j), name("S", i + 1, j), solref,
+               solimp);
     }
     for (int i = 0; !shear_templates.empty() && i + 1 < n[0]; ++i) {
       for (int j = 0; j + 1 < n[1]; ++j)
-        thread(name("TS", i, j), shear_templates, name("S", i, j), name("S", i + 1, j + 1));
+        thread(name("TS", i, j), shear_templates, name("S", i, j), name("S", i + 1, j + 1), solref,
+               solimp);
     }
-    d->InsertEndChild(tendons);
-    d->InsertEndChild(equality);
-    tendon_sections_.push_back(tendons);
-    equality_sections_.push_back(equality);
+    add_threads();
     return absl::OkStatus();
   }
 
