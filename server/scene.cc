@@ -855,6 +855,7 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
 absl::Status ApplySolverOverrides(const v1::SolverOptions& overrides, SolverOptions* options) {
   if (overrides.has_timestep()) options->timestep = overrides.timestep().value();
   if (overrides.has_gravity()) options->gravity = FromProto(overrides.gravity());
+  if (overrides.has_fluid_wind()) options->fluid_wind = FromProto(overrides.fluid_wind());
   absl::Status status = ApplyFormulation(overrides.joint_formulation(), "joint_formulation",
                                          &options->joint_formulation);
   if (!status.ok()) return status;
@@ -930,6 +931,7 @@ absl::Status ApplySolverOverrides(const v1::SolverOptions& overrides, SolverOpti
 void SolverOptionsToProto(const SolverOptions& options, v1::SolverOptions* proto) {
   proto->mutable_timestep()->set_value(options.timestep);
   ToProto(options.gravity, proto->mutable_gravity());
+  ToProto(options.fluid_wind, proto->mutable_fluid_wind());
   proto->set_joint_formulation(ToProto(options.joint_formulation));
   proto->set_contact_formulation(ToProto(options.contact_formulation));
   proto->mutable_baumgarte()->set_value(options.baumgarte);

@@ -40,6 +40,7 @@ WorldParams MakeWorldParams(const SolverOptions& o) {
   p.contact_compliance = o.contact_compliance;
   p.fluid_density = o.fluid_density;
   p.fluid_viscosity = o.fluid_viscosity;
+  for (int k = 0; k < 3; ++k) p.fluid_wind[k] = o.fluid_wind[k];
   p.newton_iterations = o.newton_iterations;
   p.cr_iterations = o.cr_iterations;
   p.newton_tolerance = o.newton_tolerance;

@@ -340,9 +340,9 @@ AXION_HD_OUTLINE void world_integrate_activations(const BatchView& v, int world)
   }
 }
 
-/// Fluid force and torque on a body moving at twist u (world frame), MuJoCo's inertia-box
-/// model: in the body's principal axes, with s the sides of the box of its mass and moments
-/// and d their mean,
+/// Fluid force and torque on a body moving at twist u (world frame) through a medium moving at
+/// the wind W, MuJoCo's inertia-box model: in the body's principal axes, with v = u.lin - W,
+/// s the sides of the box of its mass and moments and d their mean,
 ///   f_i = -3 pi mu d v_i - rho / 2 s_j s_k |v_i| v_i
 ///   t_i = -pi mu d^3 w_i - rho s_i (s_j^4 + s_k^4) / 64 |w_i| w_i
 /// (mu the viscosity, rho the density; checked against libmujoco's qfrc_passive).
@@ -350,7 +350,8 @@ AXION_HD Vec6 body_fluid_wrench(const BatchView& v, int body, const WorldParams&
                                 Vec6 u) {
   const Mat33 axes = load33(v.body_fluid_axes + 9 * body);
   const Vec3 s = load3(v.body_fluid_box + 3 * body);
-  const Vec3 lin = transpose(axes) * rotate_inv(rot, u.lin);
+  const Vec3 wind{p.fluid_wind[0], p.fluid_wind[1], p.fluid_wind[2]};
+  const Vec3 lin = transpose(axes) * rotate_inv(rot, u.lin - wind);
   const Vec3 ang = transpose(axes) * rotate_inv(rot, u.ang);
   const Real kPi = Real(3.14159265358979323846);
   const Real d = (s.x + s.y + s.z) / 3;

@@ -372,6 +372,8 @@ absl::Status ValidateSolverOptions(SolverOptions* options) {
     return Invalid("options", "fluid_density", "must be >= 0, got " + Fmt(o.fluid_density));
   if (!Finite(o.fluid_viscosity) || o.fluid_viscosity < 0)
     return Invalid("options", "fluid_viscosity", "must be >= 0, got " + Fmt(o.fluid_viscosity));
+  if (!Finite(o.fluid_wind))
+    return Invalid("options", "fluid_wind", "is not finite: " + Fmt(o.fluid_wind));
   if (!Finite(o.contact_compliance) || o.contact_compliance < 0)
     return Invalid("options", "contact_compliance",
                    "must be >= 0, got " + Fmt(o.contact_compliance));

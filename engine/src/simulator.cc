@@ -405,6 +405,9 @@ absl::StatusOr<SolverOptions> Simulator::GetOptions(WorldId world) const {
   o.friction_newton = p.friction_newton != 0;
   o.friction_combine = static_cast<FrictionCombine>(p.friction_combine);
   o.contact_compliance = p.contact_compliance;
+  o.fluid_density = p.fluid_density;
+  o.fluid_viscosity = p.fluid_viscosity;
+  o.fluid_wind = {p.fluid_wind[0], p.fluid_wind[1], p.fluid_wind[2]};
   o.newton_iterations = p.newton_iterations;
   o.cr_iterations = p.cr_iterations;
   o.newton_tolerance = p.newton_tolerance;
@@ -666,9 +669,8 @@ absl::StatusOr<std::vector<Real>> Simulator::GetBodyAccelerations(WorldId world)
     const Vec3 omega = load3(&im.host.body_u[6 * (b0 + i) + 3]), alpha = load3(acc + 3);
     // the origin, rigidly at -lever from the centre of mass
     const Vec3 to_origin = Real(-1) * rotate(rot, d.bodies[i].com);
-    store6(&out[6 * i], {load3(acc) + cross(alpha, to_origin) +
-                             cross(omega, cross(omega, to_origin)),
-                         alpha});
+    store6(&out[6 * i],
+           {load3(acc) + cross(alpha, to_origin) + cross(omega, cross(omega, to_origin)), alpha});
   }
   return out;
 }

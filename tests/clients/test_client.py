@@ -169,13 +169,14 @@ def test_mjcf_bound_mass_raises_light_bodies(client):
 def test_fluid_options_and_light_bodies_exempt_from_the_fluid(client):
     # A slide and a hinge in one MJCF body become a chain through a light stand-in body, which
     # the fluid leaves alone; the scene survives the round trip through its ModelDescription.
-    xml = """<mujoco><option density="1000" viscosity="0.1" gravity="0 0 0"/><worldbody>
+    xml = """<mujoco><option density="1000" viscosity="0.1" gravity="0 0 0" wind="1 2 0"/><worldbody>
       <body name="fish"><joint name="x" type="slide" axis="1 0 0"/><joint name="turn" axis="0 0 1"/>
         <geom type="capsule" fromto="0 0 0 1 0 0" size="0.1"/></body></worldbody></mujoco>"""
     created = client.create_worlds(xml)
     model = client.get_model(created.world_ids[0])
     assert model.options.fluid_density.value == 1000
     assert model.options.fluid_viscosity.value == pytest.approx(0.1)
+    assert (model.options.fluid_wind.x, model.options.fluid_wind.y) == (1, 2)
     exempt = {b.name: b.fluid_exempt for b in model.bodies}
     assert exempt == {"fish/x": True, "fish": False}
     again = client.get_model(client.create_worlds(model).world_ids[0])
@@ -205,9 +206,11 @@ def test_create_worlds_solver_options_contacts(client):
     assert options.HasField("friction_newton") and not options.friction_newton.value
     assert options.contact_compliance.value == pytest.approx(1e-6)
     fluid = client.get_model(client.create_worlds(
-        PENDULUM_MJCF, solver_options={"fluid_density": 1.2, "fluid_viscosity": 1.8e-5},
+        PENDULUM_MJCF,
+        solver_options={"fluid_density": 1.2, "fluid_viscosity": 1.8e-5, "fluid_wind": (3, 0, -1)},
     ).world_ids[0]).options
     assert fluid.fluid_density.value == pytest.approx(1.2)
+    assert (fluid.fluid_wind.x, fluid.fluid_wind.y, fluid.fluid_wind.z) == (3, 0, -1)
     assert fluid.fluid_viscosity.value == pytest.approx(1.8e-5)
     default = client.get_model(client.create_worlds(PENDULUM_MJCF).world_ids[0]).options
     assert default.speculative_contacts.value

@@ -1783,14 +1783,14 @@ TEST(MjcfErrorTest, ReferencedFilesAreRegularAndWithinTheFileRoot) {
   fs::remove_all(root);
 }
 
-// MuJoCo's composite/rope.xml: the <composite> generating the rope's bodies is not supported, so
-// its free body is left without mass. The error names the element left out, which is the cause.
+// A <composite type="box"> (MuJoCo's softbox.xml) is not supported, so the free body holding it
+// is left without mass. The error names the element left out, which is the cause.
 TEST(MjcfErrorTest, ErrorsNameTheUnsupportedElementsIgnoredBeforeThem) {
   absl::StatusOr<ImportResult> r = LoadMjcfString(R"(<mujoco>
   <worldbody>
     <body name="net" pos="0 0 1">
       <freejoint/>
-      <composite type="cloth" count="9 9 1" spacing="0.04">
+      <composite type="box" count="4 4 4" spacing="0.04">
         <geom type="capsule" size=".01 .015"/>
       </composite>
     </body>
@@ -1799,7 +1799,7 @@ TEST(MjcfErrorTest, ErrorsNameTheUnsupportedElementsIgnoredBeforeThem) {
                                                   "");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("body 'net': mass is zero"), std::string::npos) << r.status();
-  EXPECT_NE(r.status().message().find("<composite type=\"cloth\"> (<string>:5)"), std::string::npos)
+  EXPECT_NE(r.status().message().find("<composite type=\"box\"> (<string>:5)"), std::string::npos)
       << r.status();
 }
 

@@ -97,9 +97,10 @@ def solver_options(options):
     for key, value in options.items():
         if key in _WRAPPED_OPTIONS:
             getattr(message, key).value = value
-        elif key == "gravity":
+        elif key in ("gravity", "fluid_wind"):
             x, y, z = (float(v) for v in value)
-            message.gravity.x, message.gravity.y, message.gravity.z = x, y, z
+            vector = getattr(message, key)
+            vector.x, vector.y, vector.z = x, y, z
         elif key in _ENUM_OPTIONS:
             names, any_case = _ENUM_OPTIONS[key]
             if isinstance(value, str):

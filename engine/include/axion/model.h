@@ -396,6 +396,8 @@ struct SolverOptions {
   // MuJoCo applies its passive forces; 0 and 0: none.
   Real fluid_density = 0;            // (kg/m^3)
   Real fluid_viscosity = 0;          // (Pa s)
+  Vec3 fluid_wind{0, 0, 0};          // (m/s) the medium's velocity: the fluid forces act on
+                                     // each body's velocity relative to it (MJCF <option wind>)
   Real contact_compliance = 0;       // (m/N) normal compliance: a contact carrying force F
                                      // rests at penetration compliance * F. A little keeps
                                      // the impulses of redundant contacts (piles, boxes on

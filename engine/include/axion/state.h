@@ -42,6 +42,7 @@ struct WorldParams {
   Real contact_compliance;
   Real fluid_density;    // (kg/m^3) SolverOptions
   Real fluid_viscosity;  // (Pa s) SolverOptions
+  Real fluid_wind[3];    // (m/s) SolverOptions
   int32_t newton_iterations;
   int32_t cr_iterations;
   Real newton_tolerance;

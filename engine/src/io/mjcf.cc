@@ -98,7 +98,7 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
           "balanceinertia", "boundmass", "boundinertia", "settotalmass"}},
         {"mesh", {"name", "class", "file", "scale", "vertex", "face"}},
         {"option",
-         {"timestep", "gravity", "density", "viscosity", "collision", "cone", "magnetic"}},
+         {"timestep", "gravity", "density", "viscosity", "wind", "collision", "cone", "magnetic"}},
         {"body",
          {"name", "childclass", "pos", "quat", "axisangle", "euler", "xyaxes", "zaxis", "mocap"}},
         {"inertial",
@@ -870,6 +870,10 @@ absl::Status MjcfLoader::ParseOption(const XMLElement* xml) {
   AXION_IO_ASSIGN_OR_RETURN(options.fluid_viscosity, e.Real1("viscosity", Real(0)));
   if (!(options.fluid_viscosity >= 0) || !std::isfinite(options.fluid_viscosity))
     return e.Error("viscosity", "must be finite and >= 0");
+  AXION_IO_ASSIGN_OR_RETURN(options.fluid_wind, e.Vec("wind", Vec3{0, 0, 0}));
+  for (int k = 0; k < 3; ++k) {
+    if (!std::isfinite(options.fluid_wind[k])) return e.Error("wind", "must be finite");
+  }
   // which contacts MuJoCo makes: every pair its filters pass and the explicit ones (all), only
   // the explicit ones (predefined: Gym's swimmer, which touches nothing), or only the filtered
   // ones (dynamic)
