@@ -78,6 +78,7 @@ std::string ActuatorName(const ModelDesc& d, int i) {
   return absl::StrCat("actuator '", d.actuators[i].name, "'");
 }
 std::string Gravity(const ModelDesc&, int) { return "gravity"; }
+std::string FluidWind(const ModelDesc&, int) { return "fluid_wind"; }
 
 const ParameterArray kArrays[] = {
     {"body_mass", &v1::WorldParameters::body_mass, &v1::WorldParameters::mutable_body_mass, 1,
@@ -178,6 +179,10 @@ const ParameterArray kArrays[] = {
      Range::kAny, false, One, Gravity,
      [](const ModelDesc&, const SolverOptions& o, int, Real* v) { store3(v, o.gravity); },
      [](ModelDesc*, SolverOptions* o, int, const Real* v) { o->gravity = load3(v); }},
+    {"fluid_wind", &v1::WorldParameters::fluid_wind, &v1::WorldParameters::mutable_fluid_wind, 3,
+     Range::kAny, false, One, FluidWind,
+     [](const ModelDesc&, const SolverOptions& o, int, Real* v) { store3(v, o.fluid_wind); },
+     [](ModelDesc*, SolverOptions* o, int, const Real* v) { o->fluid_wind = load3(v); }},
 };
 
 // Why `value` is outside `range`, or "".

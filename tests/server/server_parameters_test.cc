@@ -109,6 +109,36 @@ TEST_F(ServerParametersTest, EachWorldMovesWithItsOwnParameters) {
             (std::vector<float>{1, 1, 2}));
 }
 
+// Balls in a viscous medium without gravity, each world in a wind of its own: a ball starts at
+// rest and is carried along its world's wind, its velocity v = W (1 - exp(-k t)) linear in W
+// (viscous drag alone), so twice the wind gives twice the velocity; the winds read back.
+TEST_F(ServerParametersTest, EachWorldBlowsInItsOwnWind) {
+  v1::ModelDescription scene = FallingBallScene();
+  scene.mutable_options()->mutable_gravity()->set_z(0);
+  scene.mutable_options()->mutable_fluid_viscosity()->set_value(0.5);
+  const std::vector<uint64_t> balls = MustCreate(*client_, scene, 2);
+  EXPECT_EQ(Floats(MustGetParameters(*client_, balls).parameters().fluid_wind()),
+            (std::vector<float>{0, 0, 0, 0, 0, 0}));
+  v1::SetParametersRequest set = SetFor(balls);
+  set.mutable_parameters()->set_fluid_wind(client::PackFloat32({1, 0, 0, 0, -2, 0}));
+  absl::StatusOr<v1::SetParametersResponse> done = client_->SetParameters(set);
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_TRUE(client_->Step(StepRequestFor(balls, 50)).ok());
+  const std::vector<float> velocity =
+      Floats(MustGetState(*client_, balls).observations().body_velocity());
+  ASSERT_EQ(velocity.size(), 12u);
+  EXPECT_GT(velocity[0], 0.01);  // carried along +x ...
+  EXPECT_NEAR(velocity[1], 0, 1e-7);
+  EXPECT_NEAR(velocity[6 + 1], -2 * velocity[0], 1e-6);  // ... and twice as fast along -y
+  EXPECT_NEAR(velocity[6], 0, 1e-7);
+  EXPECT_EQ(Floats(MustGetParameters(*client_, balls).parameters().fluid_wind()),
+            (std::vector<float>{1, 0, 0, 0, -2, 0}));
+  set.mutable_parameters()->set_fluid_wind(client::PackFloat32({NAN, 0, 0, 0, 0, 0}));
+  absl::Status refused = client_->SetParameters(set).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.message(), HasSubstr("fluid_wind"));
+}
+
 // Boxes sliding to a stop: each world's friction (and one world's gravity) sets its distance.
 TEST_F(ServerParametersTest, FrictionAndGravitySetEachBoxsSlide) {
   const std::vector<uint64_t> boxes = MustCreate(*client_, SlidingBoxScene(), 3);

@@ -92,7 +92,7 @@ class Layout:
             return self.joint_dof_count, (self.joint_dof_count,)
         if field.startswith("actuator_"):
             return self.actuator_count, (self.actuator_count,)
-        if field == "gravity":
+        if field in ("gravity", "fluid_wind"):
             return 3, (3,)
         raise KeyError(field)
 
@@ -573,6 +573,7 @@ PARAMETER_FIELDS = (
     "actuator_kp",
     "actuator_kv",
     "gravity",
+    "fluid_wind",
 )
 
 
@@ -595,6 +596,7 @@ class Parameters:
       actuator_gear, actuator_kp, actuator_kv (W x A): an effort actuator's gear, a servo's
         gains (>= 0).
       gravity (W x 3) m/s^2.
+      fluid_wind (W x 3) m/s: the medium's velocity, where the scene has a fluid.
     A value equal to what get_parameters returned keeps the world's exact value, so arrays
     read, partly changed and written back change only what was changed.
     """
@@ -613,6 +615,7 @@ class Parameters:
     actuator_kp: Optional[ArrayOrList] = None
     actuator_kv: Optional[ArrayOrList] = None
     gravity: Optional[ArrayOrList] = None
+    fluid_wind: Optional[ArrayOrList] = None
 
 
 def decode_parameters(world_ids, message, layouts):
