@@ -1639,8 +1639,8 @@ TEST(MjcfCompositeTest, RopeLoopAndParticlesExpandAsInMuJoCo) {
   EXPECT_NE(unheld.status().message().find("must be 'B<i>_<j>'"), std::string::npos)
       << unheld.status();
   // <equality><tendon>: a known tendon, held once; two tendons are skipped with a warning
-  const auto holding = [](const std::string& equality) {
-    return LoadMjcfString(absl::StrCat(R"(<mujoco><worldbody>
+  const auto holding = [](const std::string& equality, const std::string& defaults = "") {
+    return LoadMjcfString(absl::StrCat("<mujoco>", defaults, R"(<worldbody>
       <site name="top" pos="0 0 2"/>
       <body pos="0 0 1"><freejoint/><geom size="0.1"/><site name="s"/></body></worldbody>
       <tendon><spatial name="rope"><site site="top"/><site site="s"/></spatial>
@@ -1655,6 +1655,22 @@ TEST(MjcfCompositeTest, RopeLoopAndParticlesExpandAsInMuJoCo) {
   EXPECT_EQ(held->model.tendons[0].hold_offset, -0.2);
   EXPECT_GT(held->model.tendons[0].hold_compliance, 0);  // MuJoCo's default solref is soft
   EXPECT_FALSE(held->model.tendons[1].hold);
+  // a <default><equality> solref is every equality's of the class, as in MuJoCo: a time
+  // constant 4 times shorter holds 16 times stiffer; a rigid <joint> equality says it ignores it
+  absl::StatusOr<ImportResult> stiffer =
+      holding(R"(<tendon tendon1="rope" polycoef="-0.2"/>)",
+              R"(<default><equality solref="0.005 1"/></default>)");
+  ASSERT_TRUE(stiffer.ok()) << stiffer.status();
+  EXPECT_NEAR(stiffer->model.tendons[0].hold_compliance,
+              held->model.tendons[0].hold_compliance / 16, 1e-12);
+  absl::StatusOr<ImportResult> coupled = LoadMjcfString(R"(<mujoco>
+    <default><equality solref="0.005 1"/></default><worldbody>
+    <body><joint name="a"/><geom size="0.1"/><body pos="0.3 0 0"><joint name="b"/>
+    <geom size="0.1"/></body></body></worldbody>
+    <equality><joint joint1="b" joint2="a"/></equality></mujoco>)",
+                                                        "");
+  ASSERT_TRUE(coupled.ok()) << coupled.status();
+  EXPECT_TRUE(HasWarning(*coupled, "<equality><joint> attribute 'solref' is not supported"));
   absl::StatusOr<ImportResult> pair = holding(R"(<tendon tendon1="rope" tendon2="other"/>)");
   ASSERT_TRUE(pair.ok()) << pair.status();
   EXPECT_TRUE(HasWarning(*pair, "between two tendons is not supported"));

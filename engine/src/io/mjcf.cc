@@ -411,7 +411,9 @@ class MjcfLoader {
   absl::StatusOr<XMLDocument*> Parse(std::string_view xml, const std::string& file);
   std::string Where(const XMLElement* e) const;
   absl::Status Children(const XMLElement* e, std::vector<const XMLElement*>* out, int depth);
-  Elem Resolve(const XMLElement* e, const std::string& class_name);
+  // `kind`: the defaults' element kind where it is not the tag's (DefaultKind): an <equality>'s
+  // children take <default><equality>.
+  Elem Resolve(const XMLElement* e, const std::string& class_name, const char* kind = nullptr);
   void WarnUnsupportedAttributes(const Elem& e);
   absl::Status GeneralActuator(const Elem& e, Real gear, ActuatorDesc* a, std::string* skipped);
   // <muscle>'s parameters (MuscleDesc); its force and length range are left to
@@ -638,7 +640,7 @@ absl::Status MjcfLoader::Children(const XMLElement* e, std::vector<const XMLElem
   return absl::OkStatus();
 }
 
-Elem MjcfLoader::Resolve(const XMLElement* e, const std::string& class_name) {
+Elem MjcfLoader::Resolve(const XMLElement* e, const std::string& class_name, const char* kind) {
   Elem out;
   out.xml = e;
   out.tag = e->Name();
@@ -647,7 +649,8 @@ Elem MjcfLoader::Resolve(const XMLElement* e, const std::string& class_name) {
   if (const char* c = e->Attribute("class")) cls = c;
   auto class_it = classes_.find(cls);
   if (class_it != classes_.end()) {
-    auto kind_it = class_it->second.attributes.find(DefaultKind(out.tag));
+    auto kind_it =
+        class_it->second.attributes.find(kind ? std::string(kind) : DefaultKind(out.tag));
     if (kind_it != class_it->second.attributes.end()) out.attrs = kind_it->second;
   }
   for (const tinyxml2::XMLAttribute* a = e->FirstAttribute(); a; a = a->Next()) {
@@ -1992,11 +1995,10 @@ absl::Status MjcfLoader::ParseEquality(const XMLElement* section) {
       WarnElement(c, "equality", "is not supported and was ignored (no constraint created)");
       continue;
     }
-    Elem e = Resolve(c, "main");
+    Elem e = Resolve(c, "main", "equality");
     if (tag == "joint" || tag == "tendon") {
-      // its own attributes only: a <joint> or <tendon> default class holds a joint's or tendon's
       const std::string one = tag + "1", two = tag + "2";
-      for (const std::string& key : e.own) {
+      for (const auto& [key, value] : e.attrs) {
         if (key == "name" || key == "class" || key == one || key == two || key == "polycoef" ||
             key == "active" || (tag == "tendon" && (key == "solref" || key == "solimp")))
           continue;
