@@ -6,6 +6,7 @@
 #include <iterator>
 #include <limits>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -55,7 +56,34 @@ class ServerApiTest : public ServerTest {
     EXPECT_TRUE(described.ok()) << described.status();
     return described.ok() ? described->model() : v1::ModelDescription();
   }
+  // World `id`'s tendon states (T x 2) and joint positions, read together.
+  std::pair<std::vector<float>, std::vector<float>> TendonStateAndJointPosition(uint64_t id) {
+    v1::GetStateRequest get;
+    get.add_world_ids(id);
+    get.mutable_observe()->set_tendon_state(true);
+    get.mutable_observe()->set_joint_position(true);
+    absl::StatusOr<v1::GetStateResponse> state = client_->GetState(get);
+    EXPECT_TRUE(state.ok()) << state.status();
+    if (!state.ok()) return {};
+    return {client::UnpackFloat32(state->observations().tendon_state()),
+            client::UnpackFloat32(state->observations().joint_position())};
+  }
 };
+
+// WheelScene with a cable: a spatial tendon from a world site 1 m above the wheel's site at
+// 0.5 m out along y to that site; the cable is the scene's tendon 0.
+v1::ModelDescription WheelWithCable() {
+  v1::ModelDescription scene = WheelScene();
+  v1::Tendon* cable = scene.add_tendons();
+  cable->set_name("cable");
+  v1::TendonPathElement* anchor = cable->add_path();
+  anchor->set_body(-1);
+  SetVec(anchor->mutable_pose()->mutable_pos(), 0, 0.5, 2);
+  v1::TendonPathElement* site = cable->add_path();
+  site->set_body(0);
+  SetVec(site->mutable_pose()->mutable_pos(), 0, 0.5, 0);
+  return scene;
+}
 
 TEST_F(ServerApiTest, CreateStepQueryDestroy) {
   const std::vector<uint64_t> ids = MustCreate(*client_, FallingBallScene(10), 3);
@@ -306,15 +334,8 @@ TEST_F(ServerApiTest, ActuatorDynamicsFilterTheCommand) {
 // pulls the site up, a torque of -0.5 ctrl about the hinge's x axis at first; its path comes
 // back in the described model, and a path that does not start at a site is refused by name.
 TEST_F(ServerApiTest, SpatialTendonsAreCarried) {
-  v1::ModelDescription scene = WheelScene();
-  v1::Tendon* cable = scene.add_tendons();
-  cable->set_name("cable");
-  v1::TendonPathElement* anchor = cable->add_path();
-  anchor->set_body(-1);
-  SetVec(anchor->mutable_pose()->mutable_pos(), 0, 0.5, 2);
-  v1::TendonPathElement* site = cable->add_path();
-  site->set_body(0);
-  SetVec(site->mutable_pose()->mutable_pos(), 0, 0.5, 0);
+  v1::ModelDescription scene = WheelWithCable();
+  v1::TendonPathElement* anchor = scene.mutable_tendons(0)->mutable_path(0);
   scene.mutable_actuators(0)->mutable_tendon()->set_value(0);
   absl::StatusOr<v1::CreateWorldsResponse> created =
       client_->CreateWorlds(client::ModelScene(scene), 1);
@@ -326,14 +347,7 @@ TEST_F(ServerApiTest, SpatialTendonsAreCarried) {
   // the arm shortens by 0.1% over the 0.05 rad turned
   EXPECT_NEAR(qdot[0], -0.5 * 0.5 * 20 * kTimestep / 0.1, 2e-3);
   // the cable's length and rate: the site at angle q is (0, 0.5 cos q, 1 + 0.5 sin q)
-  v1::GetStateRequest get;
-  get.add_world_ids(ids[0]);
-  get.mutable_observe()->set_tendon_state(true);
-  get.mutable_observe()->set_joint_position(true);
-  absl::StatusOr<v1::GetStateResponse> state = client_->GetState(get);
-  ASSERT_TRUE(state.ok()) << state.status();
-  const std::vector<float> tendon = client::UnpackFloat32(state->observations().tendon_state());
-  const std::vector<float> q = client::UnpackFloat32(state->observations().joint_position());
+  const auto [tendon, q] = TendonStateAndJointPosition(ids[0]);
   ASSERT_EQ(tendon.size(), 2u);
   ASSERT_EQ(q.size(), 1u);
   const double length = std::hypot(0.5 - 0.5 * std::cos(q[0]), 1 - 0.5 * std::sin(q[0]));
@@ -362,25 +376,13 @@ TEST_F(ServerApiTest, SpatialTendonsAreCarried) {
 // turns until the cable is 0.9 m long and stays there whatever the motor does, and the hold
 // comes back in the described model; a negative compliance is refused by name.
 TEST_F(ServerApiTest, HeldTendonsAreCarried) {
-  v1::ModelDescription scene = WheelScene();
-  v1::Tendon* cable = scene.add_tendons();
-  cable->set_name("cable");
-  v1::TendonPathElement* anchor = cable->add_path();
-  anchor->set_body(-1);
-  SetVec(anchor->mutable_pose()->mutable_pos(), 0, 0.5, 2);
-  v1::TendonPathElement* site = cable->add_path();
-  site->set_body(0);
-  SetVec(site->mutable_pose()->mutable_pos(), 0, 0.5, 0);
+  v1::ModelDescription scene = WheelWithCable();
+  v1::Tendon* cable = scene.mutable_tendons(0);
   cable->set_hold(true);
   cable->set_hold_offset(-0.1);
   const std::vector<uint64_t> ids = MustCreate(*client_, scene, 1);
   StepAndReadJointVelocity(ids, 0.2f);
-  v1::GetStateRequest get;
-  get.add_world_ids(ids[0]);
-  get.mutable_observe()->set_tendon_state(true);
-  absl::StatusOr<v1::GetStateResponse> state = client_->GetState(get);
-  ASSERT_TRUE(state.ok()) << state.status();
-  const std::vector<float> tendon = client::UnpackFloat32(state->observations().tendon_state());
+  const std::vector<float> tendon = TendonStateAndJointPosition(ids[0]).first;
   ASSERT_EQ(tendon.size(), 2u);
   EXPECT_NEAR(tendon[0], 0.9, 1e-5);
   const v1::ModelDescription described = DescribedModel(ids[0]);
@@ -420,14 +422,7 @@ TEST_F(ServerApiTest, SliderCranksAreCarried) {
   ASSERT_EQ(qdot.size(), 1u);
   // (the arm, dL/dq = -0.5 - 0.23 q near q = 0, shortens by 1% over the 0.05 rad turned)
   EXPECT_NEAR(qdot[0], -0.5 * 0.5 * 20 * kTimestep / 0.1, 5e-3);
-  v1::GetStateRequest get;
-  get.add_world_ids(ids[0]);
-  get.mutable_observe()->set_tendon_state(true);
-  get.mutable_observe()->set_joint_position(true);
-  absl::StatusOr<v1::GetStateResponse> state = client_->GetState(get);
-  ASSERT_TRUE(state.ok()) << state.status();
-  const std::vector<float> tendon = client::UnpackFloat32(state->observations().tendon_state());
-  const std::vector<float> q = client::UnpackFloat32(state->observations().joint_position());
+  const auto [tendon, q] = TendonStateAndJointPosition(ids[0]);
   ASSERT_EQ(tendon.size(), 2u);
   ASSERT_EQ(q.size(), 1u);
   EXPECT_LT(q[0], -0.02);
