@@ -204,7 +204,7 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
     const int dof = s.joint_dof_offset[j0 + c.joint] + c.dof;
     s.row_kind[row] = kRowCoupling;
     s.row_joint[row] = j0 + c.joint;
-    s.row_axis[row] = 0;
+    s.row_axis[row] = 2;  // its slots (row_slot_count)
     s.row_dof[row] = dof;
     s.row_contact[row] = -1;
     s.row_body_a[row] = fa;
@@ -215,7 +215,7 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
     const int lb = leads ? global_body(d.joints[c.leader_joint].parent) : -1;
     s.row_kind[row] = kRowCouplingLeader;
     s.row_joint[row] = leads ? j0 + c.leader_joint : -1;
-    s.row_axis[row] = 0;
+    s.row_axis[row] = 1;  // its place after the row (row_entry_row)
     s.row_dof[row] = leads ? s.joint_dof_offset[j0 + c.leader_joint] + c.leader_dof : -1;
     s.row_contact[row] = -1;
     s.row_body_a[row] = la == fa || la == fb ? -1 : la;
@@ -224,21 +224,22 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
     for (int k = 0; k < 5; ++k) s.dof_coupling_poly[5 * dof + k] = c.polynomial[k];
     s.dof_coupling_compliance[dof] = c.compliance;
   }
-  // tendons: each row on the bodies of its first DOF's joint, then its second slot with those
-  // of the second DOF's joint that are not already the row's (as a coupling's)
-  for (int t = 0; t < m.tendon_count(); ++t) {
+  // tendons: each row on its tendon's sides (TendonSides: a fixed tendon's first DOF's joint
+  // bodies, then its other DOFs' bodies not listed yet, two per leader slot; a spatial tendon's
+  // path bodies), its coordinates tendon by tendon
+  const int tj0 = s.world_tendon_joint_offset[w];
+  for (int t = 0, tj = tj0; t < m.tendon_count(); ++t) {
     const TendonDesc& tendon = d.tendons[t];
     const int g = t0 + t;
-    int tendon_dof[2] = {-1, -1}, bodies[4] = {-1, -1, -1, -1};
-    for (size_t k = 0; k < tendon.joints.size(); ++k) {
-      const TendonJointDesc& tj = tendon.joints[k];
-      tendon_dof[k] = s.joint_dof_offset[j0 + tj.joint] + tj.dof;
-      s.tendon_coef[2 * g + k] = tj.coef;
-      bodies[2 * k] = global_body(d.joints[tj.joint].child);
-      bodies[2 * k + 1] = global_body(d.joints[tj.joint].parent);
-    }
-    for (int k = 2; k < 4; ++k) {
-      if (bodies[k] == bodies[0] || bodies[k] == bodies[1]) bodies[k] = -1;
+    const TendonSideLayout sides = TendonSides(d, t);
+    s.tendon_joint_begin[g] = tj;
+    s.tendon_joint_count[g] = static_cast<int>(tendon.joints.size());
+    for (size_t k = 0; k < tendon.joints.size(); ++k, ++tj) {
+      const TendonJointDesc& joint = tendon.joints[k];
+      s.tendon_joint_dof[tj] = s.joint_dof_offset[j0 + joint.joint] + joint.dof;
+      s.tendon_joint_coef[tj] = joint.coef;
+      s.tendon_joint_side[2 * tj] = sides.joint_sides[k][0];
+      s.tendon_joint_side[2 * tj + 1] = sides.joint_sides[k][1];
     }
     // a spatial tendon's path; its rows' sides are the bodies the path moves with
     const TendonPathLayout path = LayTendonPath(d, tendon);
@@ -254,13 +255,7 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
       for (int i = 0; i < 3; ++i)
         s.tendon_path_side_pos[3 * (p + k) + i] = path.side_pos[3 * k + i];
     }
-    for (int k = 0; k < 4; ++k) {
-      s.tendon_body[4 * g + k] = global_body(path.sides[k]);
-      if (count > 0) bodies[k] = s.tendon_body[4 * g + k];
-    }
-    s.tendon_dof[2 * g] = tendon_dof[0];
-    s.tendon_dof[2 * g + 1] = tendon_dof[1];
-    if (tendon.joints.size() < 2) s.tendon_coef[2 * g + 1] = 0;
+    for (int k = 0; k < 4; ++k) s.tendon_body[4 * g + k] = global_body(path.sides[k]);
     s.tendon_lower[g] = tendon.limited ? tendon.lower : Real(0);
     s.tendon_upper[g] = tendon.limited ? tendon.upper : Real(0);
     s.tendon_stiffness[g] = tendon.stiffness;
@@ -270,14 +265,14 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
     s.tendon_hold_length[g] = tendon.hold ? TendonInitialLength(d, tendon) + tendon.hold_offset : 0;
     s.tendon_hold_compliance[g] = tendon.hold_compliance;
     for (RowKind kind : TendonRows(d, t)) {
-      for (int slot = 0; slot < 2; ++slot) {
+      for (int slot = 0; slot < sides.slots(); ++slot) {
         s.row_kind[row] = slot == 0 ? kind : kRowCouplingLeader;
         s.row_joint[row] = slot == 0 ? g : -1;
-        s.row_axis[row] = 0;
-        s.row_dof[row] = tendon_dof[slot];
+        s.row_axis[row] = slot == 0 ? sides.slots() : slot;  // (row_slot_count, row_entry_row)
+        s.row_dof[row] = -1;
         s.row_contact[row] = -1;
-        s.row_body_a[row] = bodies[2 * slot];
-        s.row_body_b[row] = bodies[2 * slot + 1];
+        s.row_body_a[row] = global_body(sides.sides[2 * slot]);
+        s.row_body_b[row] = global_body(sides.sides[2 * slot + 1]);
         ++row;
       }
     }
@@ -387,8 +382,8 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
   const int world_count = static_cast<int>(worlds.size());
 
   // offsets
-  int bodies = 0, joints = 0, dofs = 0, qpos = 0, acts = 0, tendons = 0, shapes = 0, pairs = 0,
-      rules = 0, contacts = 0, rows = 0;
+  int bodies = 0, joints = 0, dofs = 0, qpos = 0, acts = 0, tendons = 0, tendon_joints = 0,
+      shapes = 0, pairs = 0, rules = 0, contacts = 0, rows = 0;
   auto push_offsets = [&] {
     s.world_body_offset.push_back(bodies);
     s.world_joint_offset.push_back(joints);
@@ -396,6 +391,7 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
     s.world_qpos_offset.push_back(qpos);
     s.world_actuator_offset.push_back(acts);
     s.world_tendon_offset.push_back(tendons);
+    s.world_tendon_joint_offset.push_back(tendon_joints);
     s.world_shape_offset.push_back(shapes);
     s.world_pair_offset.push_back(pairs);
     s.world_pair_rule_offset.push_back(rules);
@@ -411,6 +407,8 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
     qpos += m.joint_position_count();
     acts += m.actuator_count();
     tendons += m.tendon_count();
+    for (const TendonDesc& tendon : m.desc().tendons)
+      tendon_joints += static_cast<int>(tendon.joints.size());
     shapes += m.shape_count();
     pairs += w.pair_capacity;
     rules += static_cast<int>(m.pair_rules().size());
@@ -429,6 +427,7 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
 #define AXION_SIZE_QPOS(T, name, width) AXION_ALLOC(qpos)(s.name, width);
 #define AXION_SIZE_ACT(T, name, width) AXION_ALLOC(acts)(s.name, width);
 #define AXION_SIZE_TENDON(T, name, width) AXION_ALLOC(tendons)(s.name, width);
+#define AXION_SIZE_TENDON_JOINT(T, name, width) AXION_ALLOC(tendon_joints)(s.name, width);
 #define AXION_SIZE_SHAPE(T, name, width) AXION_ALLOC(shapes)(s.name, width);
 #define AXION_SIZE_PAIR(T, name, width) AXION_ALLOC(pairs)(s.name, width);
 #define AXION_SIZE_PAIR_RULE(T, name, width) AXION_ALLOC(rules)(s.name, width);
@@ -450,6 +449,7 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
   AXION_ACTUATOR_STATE(AXION_SIZE_ACT)
   AXION_TENDON_MODEL(AXION_SIZE_TENDON)
   AXION_TENDON_SCRATCH(AXION_SIZE_TENDON)
+  AXION_TENDON_JOINT_MODEL(AXION_SIZE_TENDON_JOINT)
   AXION_SHAPE_MODEL(AXION_SIZE_SHAPE)
   AXION_SHAPE_SCRATCH(AXION_SIZE_SHAPE)
   AXION_PAIR_RULE_MODEL(AXION_SIZE_PAIR_RULE)

@@ -13,16 +13,17 @@
 namespace axion {
 
 // X(type, name, width): arrays of `width` entries per element.
-#define AXION_WORLD_OFFSETS(X)          \
-  X(int32_t, world_body_offset, 1)      \
-  X(int32_t, world_joint_offset, 1)     \
-  X(int32_t, world_dof_offset, 1)       \
-  X(int32_t, world_qpos_offset, 1)      \
-  X(int32_t, world_actuator_offset, 1)  \
-  X(int32_t, world_tendon_offset, 1)    \
-  X(int32_t, world_shape_offset, 1)     \
-  X(int32_t, world_pair_offset, 1)      \
-  X(int32_t, world_pair_rule_offset, 1) \
+#define AXION_WORLD_OFFSETS(X)             \
+  X(int32_t, world_body_offset, 1)         \
+  X(int32_t, world_joint_offset, 1)        \
+  X(int32_t, world_dof_offset, 1)          \
+  X(int32_t, world_qpos_offset, 1)         \
+  X(int32_t, world_actuator_offset, 1)     \
+  X(int32_t, world_tendon_offset, 1)       \
+  X(int32_t, world_tendon_joint_offset, 1) \
+  X(int32_t, world_shape_offset, 1)        \
+  X(int32_t, world_pair_offset, 1)         \
+  X(int32_t, world_pair_rule_offset, 1)    \
   X(int32_t, world_contact_offset, 1) X(int32_t, world_row_offset, 1)
 #define AXION_WORLD_MODEL(X) X(int32_t, world_joint_row_count, 1) X(WorldParams, world_params, 1)
 #define AXION_WORLD_STATE(X)              \
@@ -158,11 +159,12 @@ namespace axion {
 // The controls are the step's input; an activation (a muscle's, or with dynamics) is state the
 // step integrates.
 #define AXION_ACTUATOR_STATE(X) X(Real, actuator_ctrl, 1) X(Real, actuator_activation, 1)
-// Tendons: a fixed one's DOFs and coefficients, a spatial one's path, limits, spring-damper and
-// dry friction (model), and the servo actuators' drive on them this step (scratch).
+// Tendons: a fixed one's coordinates (its range of the tendon joints), a spatial one's path,
+// limits, spring-damper and dry friction (model), and the servo actuators' drive on them this
+// step (scratch).
 #define AXION_TENDON_MODEL(X)                       \
-  X(int32_t, tendon_dof, 2)                         \
-  X(Real, tendon_coef, 2)                           \
+  X(int32_t, tendon_joint_begin, 1)                 \
+  X(int32_t, tendon_joint_count, 1)                 \
   X(int32_t, tendon_path_count, 1)                  \
   X(int32_t, tendon_body, 4)                        \
   X(int32_t, tendon_path_kind, kMaxTendonPath)      \
@@ -180,6 +182,9 @@ namespace axion {
   X(Real, tendon_friction_loss, 1)                  \
   X(Real, tendon_hold_length, 1)                    \
   X(Real, tendon_hold_compliance, 1)
+// A fixed tendon's coordinates, tendon by tendon (tendon_joint_begin, tendon_joint_count).
+#define AXION_TENDON_JOINT_MODEL(X) \
+  X(int32_t, tendon_joint_dof, 1) X(Real, tendon_joint_coef, 1) X(int32_t, tendon_joint_side, 2)
 #define AXION_TENDON_SCRATCH(X)      \
   X(Real, tendon_length, 1)          \
   X(Real, tendon_jac, 24)            \
@@ -280,6 +285,7 @@ namespace axion {
   AXION_DOF_SCRATCH(X)                                                                           \
   AXION_QPOS_STATE(X)                                                                            \
   AXION_ACTUATOR_MODEL(X) AXION_ACTUATOR_STATE(X) AXION_TENDON_MODEL(X) AXION_TENDON_SCRATCH(X)  \
+      AXION_TENDON_JOINT_MODEL(X)                                                                \
       AXION_SHAPE_MODEL(X) AXION_SHAPE_SCRATCH(X) AXION_PAIR_RULE_MODEL(X) AXION_PAIR_SCRATCH(X) \
           AXION_CONTACT_STATE(X) AXION_ROW_MODEL(X) AXION_ROW_STATE(X) AXION_ROW_SCRATCH(X)      \
               AXION_HULL_ARRAYS(X)

@@ -85,11 +85,11 @@ AXION_HD TendonState tendon_state(const BatchView& v, int tendon) {
     for (int side = 0; side < 4; ++side)
       out.rate += dot(path.jac[side], body_twist(v.body_u, v.tendon_body[4 * tendon + side]));
   }
-  for (int k = 0; k < 2; ++k) {
-    const int dof = v.tendon_dof[2 * tendon + k];
-    if (dof < 0) continue;
-    out.length += v.tendon_coef[2 * tendon + k] * v.qpos[dof_qpos_index(v, dof)];
-    out.rate += v.tendon_coef[2 * tendon + k] * v.dof_velocity[dof];
+  const int begin = v.tendon_joint_begin[tendon];
+  for (int k = begin; k < begin + v.tendon_joint_count[tendon]; ++k) {
+    const int dof = v.tendon_joint_dof[k];
+    out.length += v.tendon_joint_coef[k] * v.qpos[dof_qpos_index(v, dof)];
+    out.rate += v.tendon_joint_coef[k] * v.dof_velocity[dof];
   }
   return out;
 }
@@ -275,10 +275,9 @@ AXION_HD void world_apply_actuators(const BatchView& v, int world) {
         } else if (v.tendon_path_count[tendon] > 0) {
           spatial_tendon_pull(v, tendon, tau);
         } else {
-          for (int k = 0; k < 2; ++k) {
-            const int tendon_dof = v.tendon_dof[2 * tendon + k];
-            if (tendon_dof >= 0) v.dof_effort[tendon_dof] += v.tendon_coef[2 * tendon + k] * tau;
-          }
+          const int begin = v.tendon_joint_begin[tendon];
+          for (int k = begin; k < begin + v.tendon_joint_count[tendon]; ++k)
+            v.dof_effort[v.tendon_joint_dof[k]] += v.tendon_joint_coef[k] * tau;
         }
         break;
       }

@@ -164,20 +164,41 @@ AXION_HD Real row_inv_effective_mass(const BatchView& v, int body_a, Vec6 jac_a,
 }
 
 // The bodies a row acts on, by side: 0 and 1 its own (row_body_a, row_body_b); a coupling row
-// and a tendon's rows also act through their second slot's, sides 2 and 3 (the slot after
-// them, which is no row of its own). A row's sides are distinct bodies, or -1.
+// and a tendon's rows also act through the leader slots after them (no rows of their own),
+// sides 2 and 3 the first's, 4 and 5 the next's, ...: row_axis slots in all (a coupling's
+// two, a spatial tendon's two, a fixed tendon's two or more). A row's sides are
+// distinct bodies, or -1.
 AXION_HD bool row_kind_has_second_slot(int kind) {
   return kind == kRowCoupling || (kind >= kRowTendonLimitLower && kind <= kRowTendonHold);
 }
-AXION_HD int row_side_count(const BatchView& v, int row) {
-  return row_kind_has_second_slot(v.row_kind[row]) ? 4 : 2;
+AXION_HD_INLINE int row_slot_count(const BatchView& v, int row) {
+  return row_kind_has_second_slot(v.row_kind[row]) ? v.row_axis[row] : 1;
 }
-AXION_HD int row_side_body(const BatchView& v, int row, int side) {
+AXION_HD_INLINE int row_side_count(const BatchView& v, int row) {
+  return row_kind_has_second_slot(v.row_kind[row]) ? 2 * v.row_axis[row] : 2;
+}
+AXION_HD_INLINE int row_side_body(const BatchView& v, int row, int side) {
   const int slot = row + (side >> 1);
   return (side & 1) ? v.row_body_b[slot] : v.row_body_a[slot];
 }
+// An entry of a body's row list (row_body_list): 4 slot + 2 leader + b, for the side of a
+// row's slot (b = 1: the slot's body b) and whether that slot is a leader slot. The flag spares
+// the list's readers a load of the slot's kind on every entry: only a leader's entry looks up
+// its row.
+AXION_HD_INLINE int row_entry(int row, int side) {
+  return 4 * (row + (side >> 1)) + (side >= 2 ? 2 : 0) + (side & 1);
+}
+AXION_HD_INLINE int row_entry_row(const BatchView& v, int entry) {
+  const int slot = entry >> 2;
+  return (entry & 2) ? slot - v.row_axis[slot] : slot;
+}
+AXION_HD bool row_entry_is_leader(int entry) { return (entry & 2) != 0; }
+AXION_HD_INLINE const Real* row_entry_jacobian(const BatchView& v, int entry) {
+  return ((entry & 1) ? v.row_jac_b : v.row_jac_a) + 6 * (entry >> 2);
+}
+
 // The island slot of a row (world_build_islands): its first body's.
-AXION_HD int row_island(const BatchView& v, int row) {
+AXION_HD_INLINE int row_island(const BatchView& v, int row) {
   for (int side = 0, sides = row_side_count(v, row); side < sides; ++side) {
     const int body = row_side_body(v, row, side);
     if (body >= 0) return v.body_island[body];
@@ -202,10 +223,10 @@ AXION_HD bool island_frozen(const BatchView& v, int island) { return v.island_co
 AXION_HD bool body_frozen(const BatchView& v, int body) {
   return island_frozen(v, v.body_island[body]);
 }
-AXION_HD bool row_frozen(const BatchView& v, int row) {
+AXION_HD_INLINE bool row_frozen(const BatchView& v, int row) {
   return island_frozen(v, row_island(v, row));
 }
-AXION_HD const Real* row_side_jacobian(const BatchView& v, int row, int side) {
+AXION_HD_INLINE const Real* row_side_jacobian(const BatchView& v, int row, int side) {
   const int slot = row + (side >> 1);
   return ((side & 1) ? v.row_jac_b : v.row_jac_a) + 6 * slot;
 }

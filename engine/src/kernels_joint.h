@@ -581,55 +581,55 @@ AXION_HD void joint_write_coordinates(const BatchView& v, int joint) {
 
 // ---- tendons (TendonDesc) ------------------------------------------------------------------
 
-/// A tendon row's length L and its Jacobian over the row's four sides. Fixed: L = sum_k coef_k
-/// q_k and J = sum_k coef_k J_k, DOF k's blocks (its joint's child | parent) on the side of the
-/// same body, the row's own bodies first (the first DOF's joint), then its second slot's (the
-/// second DOF's joint's bodies that are not already the row's; batch_storage.cc lays them out).
-/// Spatial: the path's (spatial_tendon_length), its sides the tendon's bodies (tendon_body).
-/// `start`: at q- (the drive's and dry friction's Jacobian, fixed over the step), else at the
-/// iterate q+.
-using TendonCoordinate = TendonLength;
-AXION_HD TendonCoordinate tendon_coordinate(const BatchView& v, int row, bool start) {
+/// A tendon row's length L, its Jacobian times `sign` stored on the row's sides. Fixed:
+/// L = sum_k coef_k q_k and J = sum_k coef_k J_k, DOF k's blocks (its joint's child | parent)
+/// added on the sides of those bodies (tendon_joint_side: the row's own bodies first, the first
+/// DOF's joint's, then the others' as they come, two per leader slot; batch_storage.cc lays
+/// them out). Spatial: the path's (spatial_tendon_length), its sides the tendon's bodies
+/// (tendon_body). `start`: at q- (the drive's and dry friction's Jacobian, fixed over the step),
+/// else at the iterate q+.
+AXION_HD Real tendon_row_jacobian(const BatchView& v, int row, bool start, Real sign) {
   const int tendon = v.row_joint[row];
+  auto side_jacobian = [&](int side) {
+    return ((side & 1) ? v.row_jac_b : v.row_jac_a) + 6 * (row + (side >> 1));
+  };
+  store_row_levers(v, row, {}, {});
   if (v.tendon_path_count[tendon] > 0) {
-    return start ? spatial_tendon_length(tendon_path(v, tendon), v.body_q_prev, true)
-                 : tendon_at_iterate(v, tendon);
+    const TendonLength t = start
+                               ? spatial_tendon_length(tendon_path(v, tendon), v.body_q_prev, true)
+                               : tendon_at_iterate(v, tendon);
+    for (int side = 0; side < 4; ++side)
+      store6(side_jacobian(side), {sign * t.jac[side].lin, sign * t.jac[side].ang});
+    return t.value;
   }
-  TendonCoordinate t{0, {}};
-  for (int k = 0; k < 2; ++k) {
-    const int dof = v.tendon_dof[2 * tendon + k];
-    if (dof < 0) continue;
+  for (int side = 0, sides = row_side_count(v, row); side < sides; ++side)
+    store6(side_jacobian(side), Vec6{});
+  Real value = 0;
+  const int begin = v.tendon_joint_begin[tendon];
+  for (int k = begin; k < begin + v.tendon_joint_count[tendon]; ++k) {
+    const int dof = v.tendon_joint_dof[k];
     const int joint = v.dof_joint[dof];
     const AxisCoordinate c = start ? dof_coordinate(v, dof, joint_frames(v, joint, v.body_q_prev))
                                    : dof_coordinate_at_iterate(v, dof);
-    const Real coef = v.tendon_coef[2 * tendon + k];
-    t.value += coef * c.value;
-    const int bodies[2] = {v.joint_child[joint], v.joint_parent[joint]};
+    const Real coef = v.tendon_joint_coef[k];
+    value += coef * c.value;
     const Vec6 blocks[2] = {c.jac_child, c.jac_parent};
     for (int i = 0; i < 2; ++i) {
-      if (bodies[i] < 0) continue;  // the static world
-      const int side = bodies[i] == v.row_body_a[row]   ? 0
-                       : bodies[i] == v.row_body_b[row] ? 1
-                                                        : 2 + i;
-      t.jac[side] = {t.jac[side].lin + coef * blocks[i].lin,
-                     t.jac[side].ang + coef * blocks[i].ang};
+      const int side = v.tendon_joint_side[2 * k + i];
+      if (side < 0) continue;  // the static world
+      Real* j = side_jacobian(side);
+      const Vec6 sum = load6(j);
+      store6(j, {sum.lin + (sign * coef) * blocks[i].lin, sum.ang + (sign * coef) * blocks[i].ang});
     }
   }
-  return t;
-}
-AXION_HD void store_tendon_jacobian(const BatchView& v, int row, const TendonCoordinate& t) {
-  store6(v.row_jac_a + 6 * row, t.jac[0]);
-  store6(v.row_jac_b + 6 * row, t.jac[1]);
-  store6(v.row_jac_a + 6 * (row + 1), t.jac[2]);
-  store6(v.row_jac_b + 6 * (row + 1), t.jac[3]);
-  store_row_levers(v, row, {}, {});
+  return value;
 }
 /// The mass a tendon row moves along L once its Jacobian is stored: the bodies' (J M^-1 J^T)^-1
-/// over its four sides, plus each DOF's armature a_k / coef_k^2 (the rotor turns with the DOF,
-/// as for a joint's limit and dry friction).
+/// over its sides, plus each DOF's armature a_k / coef_k^2 (the rotor turns with the DOF, as for
+/// a joint's limit and dry friction).
 AXION_HD Real tendon_row_mass(const BatchView& v, int row) {
   Real inv_mass = 0;
-  for (int side = 0; side < 4; ++side) {
+  for (int side = 0, sides = row_side_count(v, row); side < sides; ++side) {
     const int body = row_side_body(v, row, side);
     if (body < 0) continue;
     const Vec6 j = load6(row_side_jacobian(v, row, side));
@@ -637,10 +637,10 @@ AXION_HD Real tendon_row_mass(const BatchView& v, int row) {
   }
   const int tendon = v.row_joint[row];
   Real mass = inv_mass > 0 ? Real(1) / inv_mass : Real(0);
-  for (int k = 0; k < 2; ++k) {
-    const int dof = v.tendon_dof[2 * tendon + k];
-    const Real coef = v.tendon_coef[2 * tendon + k];
-    if (dof >= 0) mass += v.dof_armature[dof] / (coef * coef);
+  const int begin = v.tendon_joint_begin[tendon];
+  for (int k = begin; k < begin + v.tendon_joint_count[tendon]; ++k) {
+    const Real coef = v.tendon_joint_coef[k];
+    mass += v.dof_armature[v.tendon_joint_dof[k]] / (coef * coef);
   }
   return mass;
 }
@@ -651,12 +651,8 @@ AXION_HD Real tendon_row_mass(const BatchView& v, int row) {
 AXION_HD void tendon_limit_row(const BatchView& v, int row, const WorldParams& p) {
   const int tendon = v.row_joint[row];
   const bool lower = v.row_kind[row] == kRowTendonLimitLower;
-  TendonCoordinate t = tendon_coordinate(v, row, false);
-  if (!lower) {
-    for (Vec6& j : t.jac) j = {-j.lin, -j.ang};
-  }
-  store_tendon_jacobian(v, row, t);
-  const Real c = lower ? t.value - v.tendon_lower[tendon] : v.tendon_upper[tendon] - t.value;
+  const Real length = tendon_row_jacobian(v, row, false, lower ? Real(1) : Real(-1));
+  const Real c = lower ? length - v.tendon_lower[tendon] : v.tendon_upper[tendon] - length;
   const Real h = v.world_step_length[v.row_world[row]];
   const Real mass = tendon_row_mass(v, row);
   if (!(mass > 0)) {
@@ -669,7 +665,7 @@ AXION_HD void tendon_limit_row(const BatchView& v, int row, const WorldParams& p
 /// Per tendon drive or dry-friction row, as the step begins: its Jacobian, L's at q- (as a
 /// joint's drive row, joint_drive_begin_step: no geometric stiffness however stiff the gains).
 AXION_HD_OUTLINE void tendon_begin_step(const BatchView& v, int row) {
-  store_tendon_jacobian(v, row, tendon_coordinate(v, row, true));
+  tendon_row_jacobian(v, row, true, 1);
 }
 
 /// Tendon drive row: its spring-damper (stiffness k, damping d, rest length L0) and its servo
@@ -694,10 +690,9 @@ AXION_HD void tendon_drive_row(const BatchView& v, int row) {
   // L at q+; the Jacobian at q- was stored when the step began (tendon_begin_step)
   Real length = 0;
   if (v.tendon_path_count[tendon] > 0) length = v.tendon_length[tendon];
-  for (int i = 0; i < 2; ++i) {
-    const int dof = v.tendon_dof[2 * tendon + i];
-    if (dof >= 0) length += v.tendon_coef[2 * tendon + i] * v.dof_coord[dof];
-  }
+  const int begin = v.tendon_joint_begin[tendon];
+  for (int k = begin; k < begin + v.tendon_joint_count[tendon]; ++k)
+    length += v.tendon_joint_coef[k] * v.dof_coord[v.tendon_joint_dof[k]];
   const Real rate = row_velocity(v, row, v.body_u);
   const Real model_impulse = -(h * k * (length - v.tendon_spring_length[tendon]) + h * d * rate);
   store_drive_row(v, row, h, length, rate, model_slope, full_slope, model_impulse,
@@ -726,13 +721,12 @@ AXION_HD void tendon_friction_loss_row(const BatchView& v, int row) {
 /// compliance / h^2 (a coupling's form, joint_coupling_row).
 AXION_HD void tendon_hold_row(const BatchView& v, int row) {
   const int tendon = v.row_joint[row];
-  const TendonCoordinate t = tendon_coordinate(v, row, false);
-  store_tendon_jacobian(v, row, t);
+  const Real length = tendon_row_jacobian(v, row, false, 1);
   const Real h = v.world_step_length[v.row_world[row]];
   const Real compliance = v.tendon_hold_compliance[tendon] / (h * h);
   v.row_compliance[row] = compliance;
   v.row_residual[row] =
-      (t.value - v.tendon_hold_length[tendon]) / h + compliance * v.row_lambda[row];
+      (length - v.tendon_hold_length[tendon]) / h + compliance * v.row_lambda[row];
   v.row_error[row] = v.row_residual[row];
 }
 

@@ -59,7 +59,7 @@ AXION_HD void row_evaluate(const BatchView& v, int row) {
 }
 
 /// Per world, once its rows are built for the step: each body's list of the live rows acting
-/// on it, in row order (entries 4 row + side, see row_side_body), in row_body_list from the
+/// on it, in row order (row_entry), in row_body_list from the
 /// world's first row slot. Applying J^T then gathers per body (body_gather_jt): bodies run in
 /// parallel and each sums its rows in the same order a scatter over rows would.
 AXION_HD void world_build_row_adjacency(const BatchView& v, int world) {
@@ -67,9 +67,9 @@ AXION_HD void world_build_row_adjacency(const BatchView& v, int world) {
   const int row0 = v.world_row_offset[world];
   const int row_end = row0 + world_live_rows(v, world);
   for (int b = b0; b < b1; ++b) v.body_row_count[b] = 0;
-  // (a coupling row's two extra entries take its leader slot's share of row_body_list, so the
-  // leader slot is not counted again: counted, it ran each coupling's world 2 entries past its
-  // share, into the next world's)
+  // (a coupling's or a tendon's row's extra entries take its leader slots' shares of
+  // row_body_list, so the leader slots are not counted again: counted, they ran the world 2
+  // entries per slot past its share, into the next world's)
   for (int row = row0; row < row_end; ++row) {
     if (v.row_kind[row] == kRowCouplingLeader) continue;
     for (int side = 0, sides = row_side_count(v, row); side < sides; ++side) {
@@ -87,7 +87,7 @@ AXION_HD void world_build_row_adjacency(const BatchView& v, int world) {
     for (int side = 0, sides = row_side_count(v, row); side < sides; ++side) {
       const int body = row_side_body(v, row, side);
       if (body < 0) continue;
-      v.row_body_list[v.body_row_begin[body] + v.body_row_count[body]++] = 4 * row + side;
+      v.row_body_list[v.body_row_begin[body] + v.body_row_count[body]++] = row_entry(row, side);
     }
   }
 }
@@ -150,10 +150,10 @@ AXION_HD Vec6 body_gather_jt(const BatchView& v, int body, const Real* x) {
   Real s[6] = {0, 0, 0, 0, 0, 0};
   const int begin = v.body_row_begin[body], end = begin + v.body_row_count[body];
   for (int k = begin; k < end; ++k) {
-    const int entry = v.row_body_list[k], row = entry >> 2;
-    const Real xr = x[row];
+    const int entry = v.row_body_list[k];
+    const Real xr = x[row_entry_row(v, entry)];
     if (xr == 0) continue;
-    const Real* j = row_side_jacobian(v, row, entry & 3);
+    const Real* j = row_entry_jacobian(v, entry);
     for (int i = 0; i < 6; ++i) s[i] += j[i] * xr;
   }
   return {{s[0], s[1], s[2]}, {s[3], s[4], s[5]}};
@@ -279,9 +279,10 @@ AXION_HD void world_newton_inertia(const BatchView& v, Team team, int world,
     for (int i = 0; i < 9; ++i) k[i] = v.body_inertia_world[9 * body + i];
     const int list_end = v.body_row_begin[body] + v.body_row_count[body];
     for (int e = v.body_row_begin[body]; e < list_end; ++e) {
-      const int entry = v.row_body_list[e], row = entry >> 2, side = entry & 3;
+      const int entry = v.row_body_list[e];
+      if (row_entry_is_leader(entry)) continue;  // leader blocks have no lever
+      const int row = entry >> 2, side = entry & 1;
       if (row >= joint_row_end) break;  // contact rows follow the joints'
-      if (side > 1) continue;           // a coupling's leader blocks have no lever
       Real lambda = v.row_lambda[row];
       if (lambda == 0) continue;
       Vec3 l = load3((side == 0 ? v.row_jac_a : v.row_jac_b) + 6 * row);
@@ -475,10 +476,10 @@ AXION_HD void loop_row_spread(const BatchView& v, Team team, int c, Real scale, 
     const Vec6 m = body_apply_newton_inv_mass(v, body, {scale * j.lin, scale * j.ang});
     const int begin = v.body_row_begin[body], end = begin + v.body_row_count[body];
     for (int k = begin + team.lane; k < end; k += team.size) {
-      const int row = v.row_body_list[k] >> 2;
-      if (k > begin && (v.row_body_list[k - 1] >> 2) == row) continue;  // a run's first lane
-      for (int e = k; e < end && (v.row_body_list[e] >> 2) == row; ++e)
-        out[row] += dot(load6(row_side_jacobian(v, row, v.row_body_list[e] & 3)), m);
+      const int row = row_entry_row(v, v.row_body_list[k]);
+      if (k > begin && row_entry_row(v, v.row_body_list[k - 1]) == row) continue;  // run's first
+      for (int e = k; e < end && row_entry_row(v, v.row_body_list[e]) == row; ++e)
+        out[row] += dot(load6(row_entry_jacobian(v, v.row_body_list[e])), m);
     }
     team_sync(team);
   }

@@ -417,7 +417,7 @@ AXION_HD void world_tree_build(const BatchView& v, int world) {
       // the groups on this body, in row order: the heads among its rows
       const int list_end = v.body_row_begin[body] + v.body_row_count[body];
       for (int e = v.body_row_begin[body]; e < list_end; ++e) {
-        const int g = v.row_body_list[e] >> 2;
+        const int g = row_entry_row(v, v.row_body_list[e]);
         if (v.row_tree_head[g] != g) continue;    // inside a group, or outside the tree
         if (v.row_tree_child[g] != -1) continue;  // to the world, or already placed
         int a = v.row_body_a[g], b = v.row_body_b[g];

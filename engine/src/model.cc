@@ -880,11 +880,10 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
       if (!tendon.joints.empty())
         return Invalid(what, "joints", "must be empty for a spatial tendon (one with a path)");
       if (absl::Status path = ValidateTendonPath(desc, tendon, what); !path.ok()) return path;
-    } else if (tendon.joints.empty() || tendon.joints.size() > 2) {
-      return Invalid(what, "joints",
-                     absl::StrCat("must hold one or two joints (or the tendon a path), has ",
-                                  tendon.joints.size()));
+    } else if (tendon.joints.empty()) {
+      return Invalid(what, "joints", "must hold at least one joint (or the tendon a path)");
     }
+    std::set<std::pair<int, int>> tendon_dofs;
     for (size_t k = 0; k < tendon.joints.size(); ++k) {
       const TendonJointDesc& tj = tendon.joints[k];
       const std::string field = absl::StrCat("joints[", k, "]");
@@ -899,10 +898,11 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
             absl::StrCat("'s DOF ", tj.dof, " is out of range [0, ", JointDofCount(j), ")"));
       if (!Finite(tj.coef) || tj.coef == 0)
         return Invalid(what, field, "coef must be finite and nonzero, got " + Fmt(tj.coef));
+      if (!tendon_dofs.insert({tj.joint, tj.dof}).second)
+        return Invalid(what, field,
+                       absl::StrCat("names DOF ", tj.dof, " of joint ", tj.joint,
+                                    " again (give it one coefficient)"));
     }
-    if (tendon.joints.size() == 2 && tendon.joints[0].joint == tendon.joints[1].joint &&
-        tendon.joints[0].dof == tendon.joints[1].dof)
-      return Invalid(what, "joints", "names the same DOF twice");
     if (tendon.limited &&
         (!Finite(tendon.lower) || !Finite(tendon.upper) || !(tendon.lower < tendon.upper)))
       return Invalid(what, "limits",
@@ -1015,11 +1015,11 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
   }
   model->joint_dof_count_ = dof_total;
   model->joint_position_count_ = qpos_total;
-  // a coupling takes two row slots: its own, and its leader's Jacobian blocks; so does each
-  // tendon row
+  // a coupling takes two row slots: its own, and its leader's Jacobian blocks; a tendon row
+  // its tendon's slots (TendonSides)
   rows_total += 2 * static_cast<int>(desc.couplings.size());
   for (int t = 0; t < static_cast<int>(desc.tendons.size()); ++t)
-    rows_total += 2 * static_cast<int>(TendonRows(desc, t).size());
+    rows_total += TendonSides(desc, t).slots() * static_cast<int>(TendonRows(desc, t).size());
   model->joint_row_count_ = rows_total;
 
   // collision filter: group/mask, no pairs within a body or between planes, none between
@@ -1152,6 +1152,32 @@ std::vector<RowKind> TendonRows(const ModelDesc& desc, int tendon) {
   if (t.friction_loss > 0) rows.push_back(kRowTendonFrictionLoss);
   if (t.hold) rows.push_back(kRowTendonHold);
   return rows;
+}
+
+TendonSideLayout TendonSides(const ModelDesc& desc, int tendon) {
+  const TendonDesc& t = desc.tendons[tendon];
+  TendonSideLayout out;
+  if (!t.path.empty()) {
+    const std::vector<int> bodies = TendonPathBodies(t);
+    out.sides.assign(4, -1);
+    for (size_t k = 0; k < bodies.size() && k < 4; ++k) out.sides[k] = bodies[k];
+    return out;
+  }
+  auto side_of = [&](int body) -> int {
+    if (body < 0) return -1;
+    for (size_t s = 0; s < out.sides.size(); ++s) {
+      if (out.sides[s] == body) return static_cast<int>(s);
+    }
+    out.sides.push_back(body);
+    return static_cast<int>(out.sides.size()) - 1;
+  };
+  for (size_t k = 0; k < t.joints.size(); ++k) {
+    const JointDesc& joint = desc.joints[t.joints[k].joint];
+    if (k == 0) out.sides = {joint.child, joint.parent};  // the row's own, as a joint row's
+    out.joint_sides.push_back({side_of(joint.child), side_of(joint.parent)});
+  }
+  while (out.sides.size() < 4 || out.sides.size() % 2 != 0) out.sides.push_back(-1);
+  return out;
 }
 
 std::vector<int> TendonPathBodies(const TendonDesc& tendon) {

@@ -58,9 +58,22 @@ Real JointFrictionLoss(const JointDesc& joint, int dof);
 // A limited ball joint's cone limit (rad, upper[0]); 0 for every other joint.
 Real JointConeLimit(const JointDesc& joint);
 // The rows of tendon `tendon`, in layout order: its limits (where limited), its drive (a
-// stiffness, a damping or a servo actuator on it), its dry friction, its hold. Each takes two
-// slots.
+// stiffness, a damping or a servo actuator on it), its dry friction, its hold. Each takes
+// TendonSides(...).slots() slots.
 std::vector<RowKind> TendonRows(const ModelDesc& desc, int tendon);
+// The bodies a tendon's rows act on (model indices), two per row slot in slot order, -1 where
+// none: a fixed tendon's first coordinate's joint child and parent (the parent -1 for the
+// world), then the bodies of its other coordinates' joints not listed yet, in their order, the
+// static world never; a spatial tendon's path bodies (TendonPathLayout::sides). At least two
+// slots (four sides), so a tendon over one or two joints lays out as it always has.
+// joint_sides: per fixed-tendon coordinate, the sides of its joint's child and parent (-1:
+// the world).
+struct TendonSideLayout {
+  std::vector<int> sides;
+  std::vector<std::array<int, 2>> joint_sides;
+  int slots() const { return static_cast<int>(sides.size()) / 2; }
+};
+TendonSideLayout TendonSides(const ModelDesc& desc, int tendon);
 // The tendon's spring rest length: TendonDesc::spring_length, or its length with every joint
 // at its reference (a spatial tendon's at the bodies' initial poses).
 Real TendonSpringLength(const ModelDesc& desc, const TendonDesc& tendon);

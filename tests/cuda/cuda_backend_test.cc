@@ -335,6 +335,44 @@ TEST_F(CudaBackendTest, SliderCranksAndHeldTendonsMatchCpu) {
 #endif
 }
 
+// Fixed tendons over five and three hinges (tests/io/models/spine_tendon.xml: a limit and a
+// servo on one, a motor and damping on the other), their rows on three and two slots, under
+// opposite commands in two worlds; and a held tendon over a four-link chain's hinges keeping its
+// last link level: the same lengths, rows and motion on the device.
+TEST_F(CudaBackendTest, TendonsOverManyJointsMatchCpu) {
+#if defined(AXION_TEST_HAVE_MJCF)
+  absl::StatusOr<ImportResult> imported =
+      LoadMjcfFile(std::string(AXION_TEST_MODELS) + "/spine_tendon.xml");
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  auto model = MustCompile(imported->model);
+  auto cpu = MustCreate(Backend::kCpu);
+  auto gpu = MustCreate(Backend::kCuda);
+  ASSERT_TRUE(cpu && gpu);
+  const std::vector<WorldId> c = MustCreateWorlds(*cpu, model, 2);
+  const std::vector<WorldId> g = MustCreateWorlds(*gpu, model, 2);
+  for (int w = 0; w < 2; ++w) {
+    const std::vector<Real> ctrl = {Real(w == 0 ? 1.0 : -1.0), Real(w == 0 ? -0.5 : 0.5)};
+    ASSERT_TRUE(cpu->SetControls(c[w], ctrl).ok());
+    ASSERT_TRUE(gpu->SetControls(g[w], ctrl).ok());
+  }
+  ASSERT_TRUE(cpu->StepAll(100).ok());
+  ASSERT_TRUE(gpu->StepAll(100).ok());
+  for (int w = 0; w < 2; ++w) {
+    ExpectClose(cpu->GetBodyState(c[w])->pose, gpu->GetBodyState(g[w])->pose, 1e-6, "spine");
+    ExpectClose(*cpu->GetTendonStates(c[w]), *gpu->GetTendonStates(g[w]), 1e-6, "spine");
+  }
+#else
+  GTEST_SKIP() << "this build has no MJCF importer";
+#endif
+  ModelDesc chain = scenes::Chain(4);
+  TendonDesc level;
+  level.name = "level";
+  for (int j = 0; j < 4; ++j) level.joints.push_back({j, 0, 1});
+  level.hold = true;
+  chain.tendons.push_back(level);
+  ExpectParity(MustCompile(chain), 2, 1e-6, 1e-5);
+}
+
 // Islands of one world (a chain, two boxes landing on each other), each with its own line
 // search and best iterate: the per-island sums run on lane 0 of the world's team.
 TEST_F(CudaBackendTest, IslandsMatchCpu) {

@@ -763,11 +763,13 @@ TEST(JointTest, TendonIsValidated) {
     EXPECT_NE(status.message().find("tendon"), std::string::npos) << status;
   };
   ModelDesc bad = d;
-  bad.tendons[0] = Tendon({{0, 1}, {1, 1}, {2, 1}});
-  fails_with(bad, "one or two joints");
-  bad = d;
+  bad.tendons[0] = Tendon({{0, 1}, {1, 1}, {2, 1}});  // any number of coordinates
+  ASSERT_TRUE(Model::Compile(bad).ok());
   bad.tendons[0] = Tendon({});
-  fails_with(bad, "one or two joints");
+  fails_with(bad, "at least one joint");
+  bad = d;
+  bad.tendons[0] = Tendon({{0, 1}, {1, 1}, {2, 1}, {1, -2}});
+  fails_with(bad, "names DOF 0 of joint 1 again");
   bad = d;
   bad.tendons[0].joints[1].joint = 5;
   fails_with(bad, "missing joint 5");
@@ -779,7 +781,7 @@ TEST(JointTest, TendonIsValidated) {
   fails_with(bad, "finite");
   bad = d;
   bad.tendons[0].joints[1] = bad.tendons[0].joints[0];
-  fails_with(bad, "same DOF twice");
+  fails_with(bad, "again");
   bad = d;
   bad.tendons[0].limited = true;
   bad.tendons[0].lower = 1;
@@ -800,6 +802,105 @@ TEST(JointTest, TendonIsValidated) {
   bad = d;
   bad.actuators.push_back(TendonActuator(ActuatorType::kEffort, 1));
   fails_with(bad, "missing tendon 1");
+}
+
+// A limit on a tendon over five sliders, L = sum_i c_i q_i <= 0.1, each pushed by a motor: free,
+// each accelerates at F_i / m_i; at the limit one impulse along L takes them all, its force f
+// with sum_i c_i (F_i - c_i f) / m_i = 0, each then at (F_i - c_i f) / m_i. Both
+// preconditioners (the tree leaves the five-slot row to its loop factor or GCR).
+TEST(JointTest, TendonOverFiveJointsSharesItsLimitsLoad) {
+  const std::vector<Real> masses = {1, 2, 3, 0.5, 4}, coefs = {1, -0.5, 2, 1, 0.7},
+                          forces = {1, -3, 2, 0.5, 1};
+  ModelDesc d = Sliders(masses);
+  TendonDesc tendon =
+      Tendon({{0, coefs[0]}, {1, coefs[1]}, {2, coefs[2]}, {3, coefs[3]}, {4, coefs[4]}});
+  tendon.limited = true;
+  tendon.lower = -1;
+  tendon.upper = 0.1;
+  d.tendons.push_back(tendon);
+  for (int j = 0; j < 5; ++j) {
+    ActuatorDesc motor;
+    motor.joint = j;
+    d.actuators.push_back(motor);
+  }
+  Real num = 0, den = 0;
+  for (int i = 0; i < 5; ++i) {
+    num += coefs[i] * forces[i] / masses[i];
+    den += coefs[i] * coefs[i] / masses[i];
+  }
+  const Real f = num / den;
+  ASSERT_GT(num, 0);  // L accelerates towards its upper limit
+  for (Preconditioner preconditioner : {Preconditioner::kTree, Preconditioner::kJacobi}) {
+    d.options.preconditioner = preconditioner;
+    auto sim = MustCreateSimulator();
+    WorldId w = MustCreateWorld(*sim, MustCompile(d));
+    ASSERT_TRUE(sim->SetControls(w, forces).ok());
+    const Real h = d.options.timestep;
+    int at_limit = 0;
+    JointState before;
+    for (int n = 1; n <= 200; ++n) {
+      MustStep(*sim, w);
+      const JointState js = *sim->GetJointState(w);
+      Real length = 0;
+      for (int i = 0; i < 5; ++i) length += coefs[i] * js.position[i];
+      ASSERT_LE(length, 0.1 + 1e-9) << "step " << n;
+      EXPECT_NEAR((*sim->GetTendonStates(w))[0], length, 1e-12);
+      if (n == 3) {
+        for (int i = 0; i < 5; ++i)
+          EXPECT_NEAR(js.velocity[i], 3 * h * forces[i] / masses[i], 1e-9);
+      }
+      if (at_limit == 0 && length > 0.1 - 1e-9) at_limit = n;
+      if (n == 150) before = js;
+    }
+    ASSERT_GT(at_limit, 0);
+    ASSERT_LT(at_limit, 150);
+    const JointState after = *sim->GetJointState(w);
+    Real rate = 0;
+    for (int i = 0; i < 5; ++i) {
+      rate += coefs[i] * after.velocity[i];
+      EXPECT_NEAR((after.velocity[i] - before.velocity[i]) / (50 * h),
+                  (forces[i] - coefs[i] * f) / masses[i], 1e-6)
+          << "slider " << i;
+    }
+    EXPECT_NEAR(rate, 0, 1e-9);
+    test::ExpectHealthy(*sim, w);
+  }
+}
+
+// A tendon over every hinge of a chain, L = sum of the hinges' angles, held (TendonDesc::hold):
+// the angles of a planar chain add up to its last link's pitch, so that link stays level while
+// the chain falls from horizontal under gravity, its joints shared by neighbouring coordinates
+// (each inner body a side of two). Both preconditioners.
+TEST(JointTest, HeldTendonOverAChainKeepsItsLastLinkLevel) {
+  ModelDesc d = scenes::Chain(4);
+  d.options.timestep = 0.002;
+  d.options.newton_tolerance = 1e-10;
+  TendonDesc level = Tendon({{0, 1}, {1, 1}, {2, 1}, {3, 1}});
+  level.hold = true;
+  d.tendons.push_back(level);
+  for (Preconditioner preconditioner : {Preconditioner::kTree, Preconditioner::kJacobi}) {
+    d.options.preconditioner = preconditioner;
+    auto sim = MustCreateSimulator();
+    WorldId w = MustCreateWorld(*sim, MustCompile(d));
+    Real worst_pitch = 0, swing = 0;
+    for (int n = 1; n <= 500; ++n) {
+      MustStep(*sim, w);
+      const BodyState bodies = *sim->GetBodyState(w);
+      const Quat last{bodies.pose[7 * 3 + 3], bodies.pose[7 * 3 + 4], bodies.pose[7 * 3 + 5],
+                      bodies.pose[7 * 3 + 6]};
+      worst_pitch = std::max(
+          worst_pitch, 2 * std::asin(std::min<Real>(
+                               1, std::sqrt(last.x * last.x + last.y * last.y + last.z * last.z))));
+      swing = std::max(swing, std::abs(sim->GetJointState(w)->position[0]));
+    }
+    std::printf(
+        "held tendon over a 4-link chain: last link within %.1e rad of level, the first "
+        "hinge swung %.2f rad\n",
+        worst_pitch, swing);
+    EXPECT_GT(swing, 0.5);
+    EXPECT_LT(worst_pitch, 1e-8);
+    test::ExpectHealthy(*sim, w);
+  }
 }
 
 // A tendon held at its length (TendonDesc::hold) is a rod: a free 1 kg ball hung by one from a
@@ -844,8 +945,8 @@ TEST(JointTest, HeldTendonIsARodOfItsLength) {
   ASSERT_GE(crossings.size(), 2u);
   const Real period = crossings[1] - crossings[0];
   const Real expected = 2 * kPi * std::sqrt(length / g) * (1 + angle * angle / 16);
-  std::printf("held rod: period %.5f s (pendulum %.5f s), length within %.1e m\n", period,
-              expected, worst_length);
+  std::printf("held rod: period %.5f s (pendulum %.5f s), length within %.1e m\n", period, expected,
+              worst_length);
   EXPECT_NEAR(period, expected, 2e-3 * expected);
   EXPECT_LT(worst_length, 1e-9);
   // pulled to L - 0.1 at once, hanging straight down

@@ -1262,9 +1262,9 @@ TEST(MjcfActuatorTest, PositionAndVelocityServos) {
 }
 
 // Fixed and spatial tendons load with their joints or paths, defaults and actuators (their
-// dynamics against MuJoCo's: import_dynamics_test, TendonTest and SpatialTendonTest). What is
-// not supported is named and skipped, actuators on it too: fixed tendons over more than two
-// joints. A tendon without limits,
+// dynamics against MuJoCo's: import_dynamics_test, TendonTest and SpatialTendonTest); a fixed
+// tendon over any number of coordinates, one named twice taking the sum of its coefficients.
+// A tendon without limits,
 // spring, friction or actuator (OpenAI Gym's humanoid's hip-knee tendons) loads and adds no row.
 // Bad references are errors naming the element and attribute.
 TEST(MjcfTendonTest, FixedTendonsLoadAndTheRestIsNamed) {
@@ -1297,7 +1297,7 @@ TEST(MjcfTendonTest, FixedTendonsLoadAndTheRestIsNamed) {
     <position name="three_servo" tendon="three" kp="5"/>)");
   ASSERT_TRUE(r.ok()) << r.status();
   const ModelDesc& d = r->model;
-  ASSERT_EQ(d.tendons.size(), 3u);
+  ASSERT_EQ(d.tendons.size(), 4u);
   const TendonDesc& knee = d.tendons[0];
   EXPECT_EQ(knee.name, "knee");
   ASSERT_EQ(knee.joints.size(), 2u);
@@ -1320,13 +1320,19 @@ TEST(MjcfTendonTest, FixedTendonsLoadAndTheRestIsNamed) {
   EXPECT_EQ(cable.path[1].body, 1);
   EXPECT_EQ(cable.stiffness, 3);
   EXPECT_FALSE(cable.spring_length.has_value());  // the path's length at the initial poses
-  ASSERT_EQ(d.actuators.size(), 2u);
+  const TendonDesc& three = d.tendons[3];         // h1, h2, h1 again: h1 twice as much
+  ASSERT_EQ(three.joints.size(), 2u);
+  EXPECT_EQ(three.joints[0].coef, 2);
+  EXPECT_EQ(three.joints[1].coef, 1);
+  EXPECT_EQ(three.stiffness, 0);
+  ASSERT_EQ(d.actuators.size(), 3u);
   EXPECT_EQ(d.actuators[0].tendon, 0);
   EXPECT_EQ(d.actuators[0].gear, 3);
   EXPECT_EQ(d.actuators[1].tendon, 2);
+  EXPECT_EQ(d.actuators[2].tendon, 3);
+  EXPECT_EQ(d.actuators[2].type, ActuatorType::kPosition);
   EXPECT_FALSE(HasWarning(*r, "<spatial>"));
-  EXPECT_TRUE(HasWarning(*r, "fixed 'three': fixed tendons over more than two joints"));
-  EXPECT_TRUE(HasWarning(*r, "drives tendon 'three', which is not supported"));
+  EXPECT_FALSE(HasWarning(*r, "three"));
   ASSERT_TRUE(Model::Compile(d).ok());
 
   // an inert tendon: no warning, no row

@@ -240,6 +240,50 @@ TEST_F(ServerApiTest, TendonsAreCarried) {
   EXPECT_THAT(status.message(), HasSubstr("missing joint 5"));
 }
 
+// A tendon over three wheels, held (L = q1 + q2 + q3 kept): the motor's torque tau on the first
+// is shared out by the hold's force f = tau / 3 on each (0.1 kg m^2 each), so the first turns
+// at 2 tau / 0.3 and the others back at tau / 0.3 each, L unchanged; the three coordinates
+// come back in the described model. A DOF named twice is refused by name.
+TEST_F(ServerApiTest, TendonsOverThreeJointsAreCarried) {
+  v1::ModelDescription scene = TwoWheelScene();
+  *scene.add_bodies() = scene.bodies(0);
+  scene.mutable_bodies(2)->set_name("wheel3");
+  SetVec(scene.mutable_bodies(2)->mutable_pose()->mutable_pos(), 2, 0, 1);
+  *scene.add_joints() = scene.joints(0);
+  scene.mutable_joints(2)->set_name("hinge3");
+  scene.mutable_joints(2)->set_child(2);
+  v1::Tendon* tendon = scene.add_tendons();
+  tendon->set_name("belt3");
+  for (int j = 0; j < 3; ++j) {
+    v1::TendonJoint* joint = tendon->add_joints();
+    joint->set_joint(j);
+    joint->set_coef(1);
+  }
+  tendon->set_hold(true);
+  const std::vector<uint64_t> ids = MustCreate(*client_, scene, 1);
+  const std::vector<float> qdot = StepAndReadJointVelocity(ids, 0.5f);
+  ASSERT_EQ(qdot.size(), 3u);
+  const double t = 20 * kTimestep;
+  EXPECT_NEAR(qdot[0], 2 * 0.5 * t / 0.3, 1e-5);
+  EXPECT_NEAR(qdot[1], -0.5 * t / 0.3, 1e-5);
+  EXPECT_NEAR(qdot[2], -0.5 * t / 0.3, 1e-5);
+  const auto [state, q] = TendonStateAndJointPosition(ids[0]);
+  ASSERT_EQ(state.size(), 2u);
+  EXPECT_NEAR(state[0], 0, 1e-6);
+  EXPECT_NEAR(state[1], 0, 1e-5);
+  EXPECT_GT(q[0], 0.01);
+  const v1::ModelDescription described = DescribedModel(ids[0]);
+  ASSERT_EQ(described.tendons_size(), 1);
+  ASSERT_EQ(described.tendons(0).joints_size(), 3);
+  EXPECT_EQ(described.tendons(0).joints(2).joint(), 2);
+
+  tendon->mutable_joints(2)->set_joint(0);
+  absl::Status status = client_->CreateWorlds(client::ModelScene(scene), 1).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("belt3"));
+  EXPECT_THAT(status.message(), HasSubstr("names DOF 0 of joint 0 again"));
+}
+
 // A muscle on the wheel's hinge (length range [-1, 1] rad onto MuJoCo's default [0.75, 1.05]):
 // under full excitation (activation time constant 0.05 s) its activation rises as the explicit
 // steps of da/dt = (1 - a) / (0.05 (0.5 + 1.5 a)) give it, its pull turns the wheel to negative

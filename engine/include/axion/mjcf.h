@@ -183,11 +183,10 @@
 //     in its frame (ImportResult::SourceBody::mocap). A body hinged below a mocap body collides
 //     with it, as in MuJoCo (a mocap body is in the world's weld group).
 // 10. Sensors: touch, accelerometer, velocimeter, gyro, force, torque, rangefinder,
-//     magnetometer (<option magnetic>), jointpos, jointvel, tendonpos, tendonvel (fixed
-//     tendons, those over more than two joints included), actuatorpos, actuatorvel, actuatorfrc,
-//     ballquat, ballangvel, framepos, framequat, framexaxis, frameyaxis, framezaxis, framelinvel,
-//     frameangvel (objtype site, xbody, body or geom; reftype and refname), framelinacc,
-//     frameangacc, subtreecom, subtreelinvel, subtreeangmom and clock become
+//     magnetometer (<option magnetic>), jointpos, jointvel, tendonpos, tendonvel, actuatorpos,
+//     actuatorvel, actuatorfrc, ballquat, ballangvel, framepos, framequat, framexaxis,
+//     frameyaxis, framezaxis, framelinvel, frameangvel (objtype site, xbody, body or geom;
+//     reftype and refname), framelinacc, frameangacc, subtreecom, subtreelinvel, subtreeangmom and clock become
 //     ImportResult::SourceSensor entries in file order, with cutoff; FileSensorData and
 //     ReadFileSensors compute MuJoCo's sensordata for a world's state (equal to libmujoco's at the
 //     same state to rounding, touch to each engine's contact forces: SensorTest). Frames move as

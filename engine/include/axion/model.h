@@ -267,13 +267,13 @@ struct JointCouplingDesc {
 
 // A tendon: a length L with what MuJoCo puts on it: limits on L, a spring-damper pulling L to
 // spring_length, dry friction along it, and actuators (ActuatorDesc::tendon). Each is one
-// constraint row on the bodies L depends on (up to four), so the load it carries is shared by
-// them all. The rows are at position level (the limit on L(q+)) whatever
-// SolverOptions::joint_formulation says. L is one of:
-// * fixed (MJCF <tendon><fixed>, `joints`): a linear combination of one or two scalar joint
-//   coordinates, L = coef_0 q_0 + coef_1 q_1 (q as JointState::position gives them): a
-//   hip-knee tendon on a leg, a gripper's two fingers closing together. Tendons over more
-//   than two joints are not supported.
+// constraint row on the bodies L depends on, so the load it carries is shared by them all.
+// The rows are at position level (the limit on L(q+)) whatever SolverOptions::joint_formulation
+// says. L is one of:
+// * fixed (MJCF <tendon><fixed>, `joints`): a linear combination of scalar joint coordinates,
+//   L = sum_k coef_k q_k (q as JointState::position gives them; each DOF named once): a
+//   hip-knee tendon on a leg, a gripper's two fingers closing together, a spine's vertebrae
+//   bending as one.
 // * spatial (MJCF <tendon><spatial>, `path`): the length of a path through points fixed in
 //   bodies (sites), wrapping around spheres and cylinders on the way and split by pulleys,
 //   computed as MuJoCo computes it (TendonPathDesc): a muscle's line of action, a cable over a

@@ -81,10 +81,11 @@ enum RowKind : int32_t {
   kRowFriction2 = 10,       // contact tangent 2
   kRowLimitCone = 11,       // ball joint `row_joint` turned at most its cone limit (unilateral)
   kRowCoupling = 12,        // DOF `row_dof` follows the DOF of the leader slot after it
-  kRowCouplingLeader = 13,  // the second slot of a two-slot row (a coupling's or a tendon's):
-                            // the second DOF's bodies, no row of its own
+  kRowCouplingLeader = 13,  // a slot after a coupling's or a tendon's row: two more of its
+                            // bodies (its leader DOF's, a tendon's next), no row of its own
   kRowFrictionLoss = 14,    // dry friction on DOF `row_dof` (a box on its impulse)
-  // Rows on fixed tendon `row_joint` (TendonDesc), each followed by its second slot:
+  // Rows on tendon `row_joint` (TendonDesc), each followed by its leader slots (row_axis: the
+  // row's slot count, >= 2; a leader slot's: its place after the row):
   kRowTendonLimitLower = 15,    // tendon length >= its lower limit (unilateral)
   kRowTendonLimitUpper = 16,    // tendon length <= its upper limit (unilateral)
   kRowTendonDrive = 17,         // the tendon's spring-damper and its servo actuators
@@ -188,6 +189,8 @@ struct BatchView {
   Real* world_ls_step;         // (world_count) 1 while some island's line search goes on, else 0
   int32_t* world_ls_trials;    // (world_count) line-search trials taken this iteration
   Real* world_time;            // (world_count) simulated time (s)
+  // (world_count + 1) the fixed tendons' coordinates (tendon_joint_*)
+  const int32_t* world_tendon_joint_offset;
 
   // ---- bodies (body_count = world_body_offset[world_count]) ---------------------------------
   const int32_t* body_world;     // (body_count)
@@ -350,11 +353,10 @@ struct BatchView {
   Real* actuator_activation;  // (actuator_count) the actuator's activation; 0 where it has none
 
   // ---- tendons (tendon_count) ----------------------------------------------------------------
-  // A fixed tendon's length is L = coef_0 q_0 + coef_1 q_1 over one or two scalar DOFs; a
-  // spatial tendon's that of its path (TendonDesc).
-  const int32_t* tendon_dof;  // (tendon_count x 2) global DOFs; the second -1 if none
-                              //   (both -1: a spatial tendon)
-  const Real* tendon_coef;    // (tendon_count x 2)
+  // A fixed tendon's length is L = sum_k coef_k q_k over its scalar DOFs (its tendon joints,
+  // below); a spatial tendon's that of its path (TendonDesc).
+  const int32_t* tendon_joint_begin;  // (tendon_count) its first global tendon joint
+  const int32_t* tendon_joint_count;  // (tendon_count) how many (0: a spatial tendon)
   // A spatial tendon's path (TendonPathDesc), P = kMaxTendonPath elements per tendon, each
   // site's and wrapping shape's position in its body's centre-of-mass frame (world if static).
   // Fixed width per tendon: a path is a handful of elements, and tendons are few.
@@ -390,6 +392,14 @@ struct BatchView {
   Real* tendon_servo_kv_target;  // (tendon_count) sum of kv * target rate
   Real* tendon_servo_force_min;  // (tendon_count)
   Real* tendon_servo_force_max;  // (tendon_count)
+
+  // ---- tendon joints: the fixed tendons' coordinates (TendonDesc::joints), tendon by tendon ---
+  // Ragged (tendon_joint_begin, tendon_joint_count) rather than a fixed width per tendon: most
+  // fixed tendons couple two joints, a soft body's one spans hundreds.
+  const int32_t* tendon_joint_dof;   // (tendon joints) global DOF q_k
+  const Real* tendon_joint_coef;     // (tendon joints) coef_k
+  const int32_t* tendon_joint_side;  // (tendon joints x 2) the tendon's rows' sides of the
+                                     //   DOF's joint child and parent (-1: the static world)
 
   // ---- shapes (shape_count) ------------------------------------------------------------------
   const int32_t* shape_world;        // (shape_count)
@@ -475,7 +485,9 @@ struct BatchView {
   const int32_t* row_world;   // (row slots)
   int32_t* row_kind;          // (row slots) RowKind
   int32_t* row_joint;         // (row slots) global joint (joint rows)
-  int32_t* row_axis;          // (row slots) axis index (joint rows)
+  int32_t* row_axis;          // (row slots) axis index (joint rows); a coupling's or a
+                              //   tendon's row's slot count; a leader slot's place after its
+                              //   row (row_entry_row)
   int32_t* row_dof;           // (row slots) global DOF (limit and drive rows)
   int32_t* row_contact;       // (row slots) global contact slot (contact rows)
   int32_t* row_body_a;        // (row slots) global body or -1
@@ -528,8 +540,8 @@ struct BatchView {
   Real* row_tree_u;               // (row slots x 6) at a group's first row: J_gp^T w_g, its
                                   // forward solve's share of its parent's f_p
   int32_t* row_body_list;         // (row slots x 2) per world from its first slot: each body's rows
-                                  // in row order, as 4 row + side (0: the row's body a, 1: its
-                                  // body b; 2, 3: a coupling's leader slot's a and b)
+                                  // in row order, as 4 slot + 2 leader + b (row_entry: the
+                                  // side's slot, whether a leader slot, b = 1 its body b)
   int32_t* row_solve_runs;        // (row slots x 2) per world from its first slot: the runs
                                   // [begin, end) of live rows outside frozen islands, for this
                                   // Newton iteration's linear solve (world_build_solve_runs)

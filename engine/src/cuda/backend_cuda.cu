@@ -470,6 +470,7 @@ void ForEachArray(BatchStorage& h, DeviceArrays& d, Fn fn) {
   AXION_ACTUATOR_MODEL(AXION_VISIT)
   AXION_TENDON_MODEL(AXION_VISIT)
   AXION_TENDON_SCRATCH(AXION_VISIT)
+  AXION_TENDON_JOINT_MODEL(AXION_VISIT)
   AXION_SHAPE_MODEL(AXION_VISIT)
   AXION_SHAPE_SCRATCH(AXION_VISIT)
   AXION_PAIR_RULE_MODEL(AXION_VISIT)
@@ -760,6 +761,8 @@ class CudaBackend final : public ExecutionBackend {
   AXION_UPLOAD(host.world_actuator_offset)(host.name, d_.name, width);
 #define AXION_UPLOAD_TENDON(T, name, width) \
   AXION_UPLOAD(host.world_tendon_offset)(host.name, d_.name, width);
+#define AXION_UPLOAD_TENDON_JOINT(T, name, width) \
+  AXION_UPLOAD(host.world_tendon_joint_offset)(host.name, d_.name, width);
 #define AXION_UPLOAD_SHAPE(T, name, width) \
   AXION_UPLOAD(host.world_shape_offset)(host.name, d_.name, width);
 #define AXION_UPLOAD_RULE(T, name, width) \
@@ -772,12 +775,14 @@ class CudaBackend final : public ExecutionBackend {
       AXION_DOF_MODEL(AXION_UPLOAD_DOF)
       AXION_ACTUATOR_MODEL(AXION_UPLOAD_ACT)
       AXION_TENDON_MODEL(AXION_UPLOAD_TENDON)
+      AXION_TENDON_JOINT_MODEL(AXION_UPLOAD_TENDON_JOINT)
       AXION_SHAPE_MODEL(AXION_UPLOAD_SHAPE)
       AXION_PAIR_RULE_MODEL(AXION_UPLOAD_RULE)
       AXION_ROW_MODEL(AXION_UPLOAD_ROW)
 #undef AXION_UPLOAD_ROW
 #undef AXION_UPLOAD_RULE
 #undef AXION_UPLOAD_SHAPE
+#undef AXION_UPLOAD_TENDON_JOINT
 #undef AXION_UPLOAD_TENDON
 #undef AXION_UPLOAD_ACT
 #undef AXION_UPLOAD_DOF

@@ -2096,12 +2096,12 @@ absl::Status MjcfLoader::ReadRange(const Elem& e, const char* name, const char* 
   return absl::OkStatus();
 }
 
-// <tendon><fixed>: a TendonDesc over the scalar coordinates of one or two joints (hinges and
-// slides, as converted: a joint merged into a generic joint is that joint's DOF), with its
-// length limits, spring-damper (springlength -1, the default, is the length with every joint at
-// its springref, as MuJoCo 2.2 computes it from qpos_spring) and dry
-// friction. <spatial> tendons (paths through sites, wrapping around geoms) and fixed ones over
-// more than two joints are skipped with a warning naming them, and so are actuators on them.
+// <tendon><fixed>: a TendonDesc over the scalar coordinates of its joints, any number (hinges
+// and slides, as converted: a joint merged into a generic joint is that joint's DOF; one named
+// twice takes the sum of its coefficients), with its length limits, spring-damper (springlength
+// -1, the default, is the length with every joint at its springref, as MuJoCo 2.2 computes it
+// from qpos_spring) and dry friction. <spatial>: a path (SpatialPath); one the engine cannot
+// take is skipped with a warning naming it, and so are actuators on it.
 // A fixed tendon's <joint> children take their own attributes only (a <joint> default class
 // holds a body joint's).
 absl::Status MjcfLoader::ParseTendons(const XMLElement* section) {
@@ -2193,20 +2193,20 @@ absl::Status MjcfLoader::ParseTendons(const XMLElement* section) {
     if (tendon.joints.empty() && tendon.path.empty())
       return e.Error("", "a fixed tendon needs at least one <joint>");
     if (!e.name.empty() && tendon.path.empty()) fixed_tendon_joints_[e.name] = file_joints;
-    if (tendon.joints.size() > 2) {
-      warnings_.Add(absl::StrCat("tendon-joints:", e.Describe()),
-                    absl::StrCat(e.Describe(),
-                                 ": fixed tendons over more than two joints are not "
-                                 "supported; skipped (",
-                                 tendon.joints.size(), " joints)"));
-      if (!e.name.empty()) skipped_tendons_.insert(e.name);
-      continue;
-    }
-    if (tendon.joints.size() == 2 && tendon.joints[0].joint == tendon.joints[1].joint &&
-        tendon.joints[0].dof == tendon.joints[1].dof) {
-      // one coordinate named twice: the coefficients add (L is linear in it)
-      tendon.joints[0].coef += tendon.joints[1].coef;
-      tendon.joints.pop_back();
+    {
+      // a coordinate named twice: the coefficients add (L is linear in it)
+      std::vector<TendonJointDesc> merged;
+      for (const TendonJointDesc& tj : tendon.joints) {
+        auto same = std::find_if(merged.begin(), merged.end(), [&](const TendonJointDesc& m) {
+          return m.joint == tj.joint && m.dof == tj.dof;
+        });
+        if (same == merged.end()) {
+          merged.push_back(tj);
+        } else {
+          same->coef += tj.coef;
+        }
+      }
+      tendon.joints = std::move(merged);
     }
     AXION_IO_RETURN_IF_ERROR(
         ReadRange(e, "range", "limited", &tendon.limited, &tendon.lower, &tendon.upper));
