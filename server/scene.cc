@@ -638,6 +638,7 @@ absl::StatusOr<ModelDesc> ModelDescFromProto(const v1::ModelDescription& proto) 
     tendon.hold = t.hold();
     tendon.hold_offset = t.hold_offset();
     tendon.hold_compliance = t.hold_compliance();
+    tendon.hold_damping = t.hold_damping();
     desc.tendons.push_back(std::move(tendon));
   }
   for (const v1::ContactPair& p : proto.contact_pairs()) {
@@ -808,6 +809,7 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
     out->set_hold(tendon.hold);
     out->set_hold_offset(tendon.hold_offset);
     out->set_hold_compliance(tendon.hold_compliance);
+    out->set_hold_damping(tendon.hold_damping);
   }
   for (const JointCouplingDesc& coupling : desc.couplings) {
     v1::JointCoupling* out = proto->add_couplings();

@@ -264,6 +264,7 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
     s.tendon_friction_loss[g] = tendon.friction_loss;
     s.tendon_hold_length[g] = tendon.hold ? TendonInitialLength(d, tendon) + tendon.hold_offset : 0;
     s.tendon_hold_compliance[g] = tendon.hold_compliance;
+    s.tendon_hold_damping[g] = tendon.hold_compliance > 0 ? tendon.hold_damping : Real(0);
     for (RowKind kind : TendonRows(d, t)) {
       for (int slot = 0; slot < sides.slots(); ++slot) {
         s.row_kind[row] = slot == 0 ? kind : kRowCouplingLeader;

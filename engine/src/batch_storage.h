@@ -181,7 +181,8 @@ namespace axion {
   X(Real, tendon_spring_length, 1)                  \
   X(Real, tendon_friction_loss, 1)                  \
   X(Real, tendon_hold_length, 1)                    \
-  X(Real, tendon_hold_compliance, 1)
+  X(Real, tendon_hold_compliance, 1)                \
+  X(Real, tendon_hold_damping, 1)
 // A fixed tendon's coordinates, tendon by tendon (tendon_joint_begin, tendon_joint_count).
 #define AXION_TENDON_JOINT_MODEL(X) \
   X(int32_t, tendon_joint_dof, 1) X(Real, tendon_joint_coef, 1) X(int32_t, tendon_joint_side, 2)

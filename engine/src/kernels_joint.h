@@ -624,6 +624,19 @@ AXION_HD Real tendon_row_jacobian(const BatchView& v, int row, bool start, Real 
   }
   return value;
 }
+/// A tendon's length at the step's start q- (a damped hold's c-).
+AXION_HD Real tendon_start_length(const BatchView& v, int tendon) {
+  if (v.tendon_path_count[tendon] > 0)
+    return spatial_tendon_length(tendon_path(v, tendon), v.body_q_prev, false).value;
+  Real length = 0;
+  const int begin = v.tendon_joint_begin[tendon];
+  for (int k = begin; k < begin + v.tendon_joint_count[tendon]; ++k) {
+    const int dof = v.tendon_joint_dof[k];
+    length += v.tendon_joint_coef[k] *
+              dof_coordinate(v, dof, joint_frames(v, v.dof_joint[dof], v.body_q_prev)).value;
+  }
+  return length;
+}
 /// The mass a tendon row moves along L once its Jacobian is stored: the bodies' (J M^-1 J^T)^-1
 /// over its sides, plus each DOF's armature a_k / coef_k^2 (the rotor turns with the DOF, as for
 /// a joint's limit and dry friction).
@@ -718,15 +731,25 @@ AXION_HD void tendon_friction_loss_row(const BatchView& v, int row) {
 /// Tendon hold row (TendonDesc::hold, MJCF <equality><tendon>): L held at L_0 (bilateral),
 ///   c = L - L_0 = 0,  J = J_L,
 /// at position level whatever the joints' formulation, c(q+) / h + C lambda with C its
-/// compliance / h^2 (a coupling's form, joint_coupling_row).
+/// compliance c / h^2 (a coupling's form, joint_coupling_row). With a damping b as well, a
+/// spring 1 / c and damper b along L taken implicitly, lambda = -(h / c + b) c+ + b c-
+/// (c- at q-):  c+ / h + C (lambda - b c-) = 0,  C = 1 / (h (h / c + b)).
 AXION_HD void tendon_hold_row(const BatchView& v, int row) {
   const int tendon = v.row_joint[row];
   const Real length = tendon_row_jacobian(v, row, false, 1);
   const Real h = v.world_step_length[v.row_world[row]];
-  const Real compliance = v.tendon_hold_compliance[tendon] / (h * h);
-  v.row_compliance[row] = compliance;
-  v.row_residual[row] =
-      (length - v.tendon_hold_length[tendon]) / h + compliance * v.row_lambda[row];
+  const Real damping = v.tendon_hold_damping[tendon];  // (0 where rigid)
+  const Real c = length - v.tendon_hold_length[tendon];
+  if (damping > 0) {
+    const Real c_start = tendon_start_length(v, tendon) - v.tendon_hold_length[tendon];
+    const Real compliance = 1 / (h * (h / v.tendon_hold_compliance[tendon] + damping));
+    v.row_compliance[row] = compliance;
+    v.row_residual[row] = c / h + compliance * (v.row_lambda[row] - damping * c_start);
+  } else {
+    const Real compliance = v.tendon_hold_compliance[tendon] / (h * h);
+    v.row_compliance[row] = compliance;
+    v.row_residual[row] = c / h + compliance * v.row_lambda[row];
+  }
   v.row_error[row] = v.row_residual[row];
 }
 

@@ -919,6 +919,8 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
     if (!Finite(tendon.hold_offset)) return Invalid(what, "hold_offset", "is not finite");
     if (!Finite(tendon.hold_compliance) || tendon.hold_compliance < 0)
       return Invalid(what, "hold_compliance", "must be >= 0, got " + Fmt(tendon.hold_compliance));
+    if (!Finite(tendon.hold_damping) || tendon.hold_damping < 0)
+      return Invalid(what, "hold_damping", "must be >= 0, got " + Fmt(tendon.hold_damping));
   }
 
   // keyframes: whole states, or nothing of a part

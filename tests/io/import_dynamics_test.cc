@@ -3560,6 +3560,80 @@ TEST(CompositeTest, FlagSwingsInTheWindLikeMuJoCo) {
   EXPECT_EQ(run.flags & kWorldNonFinite, 0u);
 }
 
+// MuJoCo's softbox.xml: a box composite (7 x 7 x 7, its 218 surface elements on slides along
+// their rays from a free centre) falls onto a capsule, rolls off it and comes to rest on the
+// floor. MuJoCo holds the slides by soft joint equalities (each to its reference, each to its
+// neighbours) and the sum of all slides, the volume, by a soft tendon equality; Axion by the
+// slides' springs and held tendons with MuJoCo's softness and damping ratio (StaticSoftness).
+// The elements' centroid follows MuJoCo's, the box rests where MuJoCo's does, squeezed as
+// much, and the volume tendon keeps its length as MuJoCo's does.
+TEST(CompositeTest, SoftBoxFallsRollsAndRestsLikeMuJoCo) {
+  const std::string path = "/usr/share/mujoco/model/composite/softbox.xml";
+  absl::StatusOr<ImportResult> imported = LoadMjcfFile(path);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  for (const std::string& warning : imported->warnings) {
+    if (warning.find("not supported") != std::string::npos) {
+      EXPECT_EQ(warning.find("<composite"), std::string::npos) << warning;
+    }
+  }
+  MuJoCoRun mujoco(path);
+  ASSERT_TRUE(mujoco.m) << mujoco.load_error;
+  const mjModel* m = mujoco.m;
+  mjData* d = mujoco.d;
+  const ModelDesc& desc = imported->model;
+  EXPECT_EQ(desc.options.timestep, m->opt.timestep);  // (the second <option> keeps the first's)
+  int volume = -1;
+  for (size_t t = 0; t < desc.tendons.size(); ++t) {
+    if (desc.tendons[t].name == "T") volume = static_cast<int>(t);
+  }
+  ASSERT_GE(volume, 0);
+  EXPECT_EQ(static_cast<int>(desc.tendons[volume].joints.size()), m->tendon_num[0]);
+  World w = MakeWorld(desc);
+  ASSERT_NE(w.sim, nullptr);
+  std::vector<std::pair<int, int>> elements;  // (MuJoCo body, Axion body)
+  for (int b = 1; b < m->nbody; ++b) {
+    const char* name = mj_id2name(m, mjOBJ_BODY, b);
+    if (name == nullptr || name[0] != 'B') continue;
+    for (size_t a = 0; a < desc.bodies.size(); ++a) {
+      if (desc.bodies[a].name == name) elements.emplace_back(b, static_cast<int>(a));
+    }
+  }
+  ASSERT_EQ(elements.size(), 218u);
+  double worst = 0, c[2][3] = {}, worst_volume = 0, mujoco_volume = 0;
+  for (int step = 1; step <= 450; ++step) {
+    ASSERT_TRUE(w.sim->StepAll(1).ok());
+    mj_step(m, d);
+    if (step % 25 != 0) continue;
+    mj_kinematics(m, d);
+    const BodyState bodies = *w.sim->GetBodyState(w.id);
+    for (int i = 0; i < 2; ++i)
+      for (int k = 0; k < 3; ++k) c[i][k] = 0;
+    for (const auto& [mj, ax] : elements) {
+      for (int k = 0; k < 3; ++k) {
+        c[0][k] += d->xpos[3 * mj + k] / elements.size();
+        c[1][k] += bodies.pose[7 * ax + k] / elements.size();
+      }
+    }
+    worst = std::max(worst, std::hypot(c[1][0] - c[0][0], c[1][1] - c[0][1], c[1][2] - c[0][2]));
+    const std::vector<Real> tendons = *w.sim->GetTendonStates(w.id);
+    worst_volume = std::max(worst_volume, std::abs(static_cast<double>(tendons[2 * volume])));
+    mujoco_volume = std::max(mujoco_volume, std::abs(d->ten_length[0]));
+  }
+  const WorldStats stats = *w.sim->GetStats(w.id);
+  std::printf(
+      "softbox.xml over 2.25 s: elements' centroid within %.4f m of MuJoCo's, at rest at (%.4f, "
+      "%.4f, %.4f) m (MuJoCo (%.4f, %.4f, %.4f)); the slides' sum within %.2e m of its start "
+      "(MuJoCo %.2e m); %d contacts at the end (MuJoCo %d)\n",
+      worst, c[1][0], c[1][1], c[1][2], c[0][0], c[0][1], c[0][2], worst_volume, mujoco_volume,
+      stats.contact_count, d->ncon);
+  EXPECT_GT(std::hypot(c[0][0], c[0][1]), 0.3);  // rolled off the capsule
+  EXPECT_LT(worst, 0.06);
+  EXPECT_LT(std::hypot(c[1][0] - c[0][0], c[1][1] - c[0][1]), 0.04);
+  EXPECT_LT(std::abs(c[1][2] - c[0][2]), 0.005);
+  EXPECT_LT(worst_volume, 5 * mujoco_volume);
+  EXPECT_EQ(stats.flags & kWorldNonFinite, 0u);
+}
+
 // Slider-cranks: MuJoCo's slider_crank.xml (a forward crank, a backward one whose slider site
 // rides the crank's child, and a "broken" one whose rod cannot reach the slider's axis at first),
 // each position servo's transmission a tendon of its own. At random states written into both

@@ -1625,6 +1625,53 @@ TEST(MjcfCompositeTest, RopeLoopAndParticlesExpandAsInMuJoCo) {
     for (int t = 0; t < mc->ntendon; ++t)
       EXPECT_EQ(cloth->model.tendons[t].name, mj_id2name(mc.get(), mjOBJ_TENDON, t));
   }
+  // box (softbox.xml): the elements on the box's surface, each on a slide along its ray from
+  // the holder, whose centre is a sphere of twice their radius; MuJoCo's joint equalities
+  // become the slides' springs (each held at its reference) and held fixed tendons (each slide
+  // with its neighbours along i, j and k), and its volume tendon T over every slide is held
+  // with MuJoCo's softness: compliance (1 - d) A / (k d^2) = 1e-6 A for solref 0.01 1, solimp
+  // 0.99 0.99, A the tendon's inverse weight (MuJoCo's tendon_invweight0)
+  {
+    const std::string softbox = dir + "softbox.xml";
+    absl::StatusOr<ImportResult> box = LoadMjcfFile(softbox);
+    ASSERT_TRUE(box.ok()) << box.status();
+    EXPECT_FALSE(HasWarning(*box, "<composite type=\"box\"> is not supported"));
+    ExpectBodiesMatchMuJoCo(softbox, box->model);
+    MjModelPtr mb = LoadMuJoCo(softbox);
+    ASSERT_TRUE(mb);
+    const int slides = mb->njnt - 1;  // and the holder's free joint
+    ASSERT_EQ(slides, 218);
+    int held = 0;
+    for (const TendonDesc& t : box->model.tendons) held += t.hold ? 1 : 0;
+    EXPECT_EQ(held, mb->neq - slides);  // all but the pins: 432 neighbours and the volume
+    const TendonDesc& volume = box->model.tendons.back();
+    EXPECT_EQ(volume.name, "T");
+    EXPECT_EQ(static_cast<int>(volume.joints.size()), mb->tendon_num[0]);
+    EXPECT_NEAR(volume.hold_compliance, 1e-6 * mb->tendon_invweight0[0],
+                1e-5 * volume.hold_compliance);
+    EXPECT_GT(volume.hold_damping, 0);
+    int springs = 0;
+    for (const JointDesc& j : box->model.joints)
+      springs += j.type == JointType::kPrismatic && j.drive.stiffness > 0 ? 1 : 0;
+    EXPECT_EQ(springs, slides);
+    EXPECT_TRUE(Model::Compile(box->model).ok());
+    // elements other than spheres and capsules are refused, as MuJoCo refuses them; so is a box
+    // outside a body
+    absl::StatusOr<ImportResult> cubes = LoadMjcfString(R"(<mujoco><worldbody>
+      <body pos="0 0 1"><freejoint/><composite type="box" count="3 3 3" spacing="0.05">
+      <geom type="box" size="0.01 0.01 0.01"/></composite></body></worldbody></mujoco>)",
+                                                        "");
+    ASSERT_FALSE(cubes.ok());
+    EXPECT_NE(cubes.status().message().find("a sphere or a capsule, not 'box'"), std::string::npos)
+        << cubes.status();
+    absl::StatusOr<ImportResult> loose = LoadMjcfString(R"(<mujoco><worldbody>
+      <composite type="box" count="3 3 3" spacing="0.05"><geom size="0.01"/></composite>
+      </worldbody></mujoco>)",
+                                                        "");
+    ASSERT_FALSE(loose.ok());
+    EXPECT_NE(loose.status().message().find("must be inside a <body>"), std::string::npos)
+        << loose.status();
+  }
   // a composite's count is bounded before it is expanded (MjcfOptions::max_bodies)
   MjcfOptions few;
   few.max_bodies = 50;
@@ -1660,6 +1707,7 @@ TEST(MjcfCompositeTest, RopeLoopAndParticlesExpandAsInMuJoCo) {
   EXPECT_TRUE(held->model.tendons[0].hold);
   EXPECT_EQ(held->model.tendons[0].hold_offset, -0.2);
   EXPECT_GT(held->model.tendons[0].hold_compliance, 0);  // MuJoCo's default solref is soft
+  EXPECT_GT(held->model.tendons[0].hold_damping, 0);     // and damped
   EXPECT_FALSE(held->model.tendons[1].hold);
   // a <default><equality> solref is every equality's of the class, as in MuJoCo: a time
   // constant 4 times shorter holds 16 times stiffer; a rigid <joint> equality says it ignores it
@@ -1669,6 +1717,10 @@ TEST(MjcfCompositeTest, RopeLoopAndParticlesExpandAsInMuJoCo) {
   ASSERT_TRUE(stiffer.ok()) << stiffer.status();
   EXPECT_NEAR(stiffer->model.tendons[0].hold_compliance,
               held->model.tendons[0].hold_compliance / 16, 1e-12);
+  // at the same damping ratio (solref's second number) a spring 16 times stiffer takes 4 times
+  // the damping: 2 zeta sqrt(K / A)
+  EXPECT_NEAR(stiffer->model.tendons[0].hold_damping, 4 * held->model.tendons[0].hold_damping,
+              1e-9 * held->model.tendons[0].hold_damping);
   absl::StatusOr<ImportResult> coupled = LoadMjcfString(R"(<mujoco>
     <default><equality solref="0.005 1"/></default><worldbody>
     <body><joint name="a"/><geom size="0.1"/><body pos="0.3 0 0"><joint name="b"/>
@@ -1805,14 +1857,14 @@ TEST(MjcfErrorTest, ReferencedFilesAreRegularAndWithinTheFileRoot) {
   fs::remove_all(root);
 }
 
-// A <composite type="box"> (MuJoCo's softbox.xml) is not supported, so the free body holding it
-// is left without mass. The error names the element left out, which is the cause.
+// A <composite type="cylinder"> is not supported, so the free body holding it is left without
+// mass. The error names the element left out, which is the cause.
 TEST(MjcfErrorTest, ErrorsNameTheUnsupportedElementsIgnoredBeforeThem) {
   absl::StatusOr<ImportResult> r = LoadMjcfString(R"(<mujoco>
   <worldbody>
     <body name="net" pos="0 0 1">
       <freejoint/>
-      <composite type="box" count="4 4 4" spacing="0.04">
+      <composite type="cylinder" count="4 4 4" spacing="0.04">
         <geom type="capsule" size=".01 .015"/>
       </composite>
     </body>
@@ -1821,8 +1873,30 @@ TEST(MjcfErrorTest, ErrorsNameTheUnsupportedElementsIgnoredBeforeThem) {
                                                   "");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("body 'net': mass is zero"), std::string::npos) << r.status();
-  EXPECT_NE(r.status().message().find("<composite type=\"box\"> (<string>:5)"), std::string::npos)
+  EXPECT_NE(r.status().message().find("<composite type=\"cylinder\"> (<string>:5)"),
+            std::string::npos)
       << r.status();
+}
+
+// A later <option> changes only what it names, as in MuJoCo: softbox.xml sets its solver after
+// its included scene set the time step, which stays.
+TEST(MjcfOptionTest, LaterOptionsKeepWhatTheyDoNotName) {
+  absl::StatusOr<ImportResult> r = LoadMjcfString(R"(<mujoco>
+  <option timestep="0.005" gravity="0 0 -3" density="1.2" wind="1 0 0"/>
+  <option viscosity="0.1"/>
+  <worldbody><body><freejoint/><geom size="0.1"/></body></worldbody>
+</mujoco>)",
+                                                  "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->model.options.timestep, 0.005);
+  EXPECT_EQ(r->model.options.gravity[2], -3);
+  EXPECT_EQ(r->model.options.fluid_density, 1.2);
+  EXPECT_EQ(r->model.options.fluid_viscosity, 0.1);
+  EXPECT_EQ(r->model.options.fluid_wind[0], 1);
+  absl::StatusOr<ImportResult> none = LoadMjcfString(
+      R"(<mujoco><worldbody><body><freejoint/><geom size="0.1"/></body></worldbody></mujoco>)", "");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->model.options.timestep, 0.002);  // MuJoCo's default
 }
 
 TEST(MjcfErrorTest, BadValuesNameElementNameAndAttribute) {

@@ -433,6 +433,17 @@ TEST_F(ServerApiTest, HeldTendonsAreCarried) {
   ASSERT_EQ(described.tendons_size(), 1);
   EXPECT_TRUE(described.tendons(0).hold());
   EXPECT_EQ(described.tendons(0).hold_offset(), -0.1);
+  // a compliant, damped hold comes back as given
+  cable->set_hold_compliance(1e-4);
+  cable->set_hold_damping(3);
+  const v1::ModelDescription damped = DescribedModel(MustCreate(*client_, scene, 1)[0]);
+  EXPECT_EQ(damped.tendons(0).hold_compliance(), 1e-4);
+  EXPECT_EQ(damped.tendons(0).hold_damping(), 3);
+  cable->set_hold_damping(-1);
+  absl::Status negative = client_->CreateWorlds(client::ModelScene(scene), 1).status();
+  EXPECT_EQ(negative.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(negative.message(), HasSubstr("hold_damping"));
+  cable->set_hold_damping(0);
   cable->set_hold_compliance(-1);
   absl::Status status = client_->CreateWorlds(client::ModelScene(scene), 1).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);

@@ -342,10 +342,13 @@ struct TendonDesc {
   // Held at a length (MJCF <equality><tendon> on this tendon alone): one bilateral row at
   // position level keeps L at its length in the initial configuration plus hold_offset (as
   // MuJoCo's equality holds L - L(qpos0) = polycoef[0]), rigid or with hold_compliance: a rod
-  // between two sites, a cloth's threads (MJCF <composite type="grid">).
+  // between two sites, a cloth's threads (MJCF <composite type="grid">). With a compliance,
+  // hold_damping makes it a spring-damper along L (1 / hold_compliance and hold_damping,
+  // implicit as a tendon's own; MuJoCo's soft equality damps so).
   bool hold = false;
   Real hold_offset = 0;      // m or rad
   Real hold_compliance = 0;  // m/N or rad/(N m), >= 0; 0 = rigid
+  Real hold_damping = 0;     // N s/m or N m s/rad, >= 0 (a rigid hold ignores it)
 };
 
 // An explicit contact pair (MJCF <contact><pair>): shapes `shape_a` and `shape_b` collide

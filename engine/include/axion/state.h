@@ -381,6 +381,7 @@ struct BatchView {
   const Real* tendon_friction_loss;      // (tendon_count) dry friction (N or N m)
   const Real* tendon_hold_length;        // (tendon_count) the length held, where held
   const Real* tendon_hold_compliance;    // (tendon_count) its compliance (m/N or rad/(N m))
+  const Real* tendon_hold_damping;       // (tendon_count) its damping (N s/m), 0 where rigid
   // A spatial tendon's length and Jacobian on its four sides at the iterate q+ (tendon_evaluate),
   // read by its rows.
   Real* tendon_length;  // (tendon_count)

@@ -444,6 +444,7 @@ class MjcfLoader {
   absl::Status ParseEquality(const XMLElement* e);
   absl::Status EqualityTendon(const Elem& e);
   Real TendonInverseWeight(const TendonDesc& tendon) const;
+  absl::Status ApplyCompositePins();
   absl::Status ParseTendons(const XMLElement* e);
   // A <spatial> tendon's path: its <site>, <geom> and <pulley> children resolved to Axion's
   // bodies; *skip says why the tendon cannot be made (a site on a mocap body, more than four
@@ -546,8 +547,18 @@ class MjcfLoader {
   std::vector<const XMLElement*> contact_sections_;
   std::vector<const XMLElement*> keyframe_sections_;
   std::vector<const XMLElement*> tendon_sections_;
-  std::map<std::string, int> tendon_target_;       // MJCF tendon -> TendonDesc index
-  std::set<std::string> skipped_tendons_;          // tendons not created (> 2 joints, ...)
+  std::map<std::string, int> tendon_target_;  // MJCF tendon -> TendonDesc index
+  std::set<std::string> skipped_tendons_;     // tendons not created (paths, ...)
+  // A box composite's soft constraints (MuJoCo's joint equalities): each slide pinned to its
+  // reference by a spring (MJCF solreffix, solimpfix), applied once the masses are known; the
+  // tendons holding neighbours together and the volume, whose holds take their softness from
+  // the joints' child bodies (TendonInverseWeight)
+  struct CompositePin {
+    int body = 0;  // bodies_, its joint 0
+    std::vector<Real> solref, solimp;
+  };
+  std::vector<CompositePin> composite_pins_;
+  std::set<std::string> soft_fixed_holds_;
   std::map<std::string, int> spatial_tendons_;     // spatial tendons made: their TendonDesc
   std::set<std::pair<int, int>> excluded_bodies_;  // <contact><exclude>: MJCF bodies (-1 world)
 
@@ -860,20 +871,22 @@ absl::Status MjcfLoader::ParseMesh(const XMLElement* xml) {
 absl::Status MjcfLoader::ParseOption(const XMLElement* xml) {
   Elem e = Resolve(xml, "");
   WarnUnsupportedAttributes(e);
+  // (a later <option> changes what it names and keeps the rest: softbox.xml's after its
+  // included scene's; the first starts from MuJoCo's defaults, set before the file is read)
   SolverOptions& options = result_.model.options;
-  AXION_IO_ASSIGN_OR_RETURN(options.timestep, e.Real1("timestep", Real(0.002)));
+  AXION_IO_ASSIGN_OR_RETURN(options.timestep, e.Real1("timestep", options.timestep));
   if (!(options.timestep > 0)) return e.Error("timestep", "must be positive");
-  AXION_IO_ASSIGN_OR_RETURN(options.gravity, e.Vec("gravity", Vec3{0, 0, -9.81}));
+  AXION_IO_ASSIGN_OR_RETURN(options.gravity, e.Vec("gravity", options.gravity));
   // the field magnetometers read
   AXION_IO_ASSIGN_OR_RETURN(magnetic_, e.Vec("magnetic", magnetic_));
   // the medium (MuJoCo's inertia-box fluid model; SolverOptions::fluid_density)
-  AXION_IO_ASSIGN_OR_RETURN(options.fluid_density, e.Real1("density", Real(0)));
+  AXION_IO_ASSIGN_OR_RETURN(options.fluid_density, e.Real1("density", options.fluid_density));
   if (!(options.fluid_density >= 0) || !std::isfinite(options.fluid_density))
     return e.Error("density", "must be finite and >= 0");
-  AXION_IO_ASSIGN_OR_RETURN(options.fluid_viscosity, e.Real1("viscosity", Real(0)));
+  AXION_IO_ASSIGN_OR_RETURN(options.fluid_viscosity, e.Real1("viscosity", options.fluid_viscosity));
   if (!(options.fluid_viscosity >= 0) || !std::isfinite(options.fluid_viscosity))
     return e.Error("viscosity", "must be finite and >= 0");
-  AXION_IO_ASSIGN_OR_RETURN(options.fluid_wind, e.Vec("wind", Vec3{0, 0, 0}));
+  AXION_IO_ASSIGN_OR_RETURN(options.fluid_wind, e.Vec("wind", options.fluid_wind));
   for (int k = 0; k < 3; ++k) {
     if (!std::isfinite(options.fluid_wind[k])) return e.Error("wind", "must be finite");
   }
@@ -1525,7 +1538,8 @@ absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent) {
   };
   const char* type_text = xml->Attribute("type");
   const std::string type = type_text ? type_text : "";
-  if (type != "particle" && type != "grid" && type != "cloth" && type != "rope" && type != "loop") {
+  if (type != "particle" && type != "grid" && type != "cloth" && type != "rope" && type != "loop" &&
+      type != "box") {
     // named by a later error too (its bodies missing, a holder may have no mass)
     const std::string what = absl::StrCat("<composite type=\"", type, "\">");
     bool seen = false;
@@ -1534,7 +1548,7 @@ absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent) {
     warnings_.Add(
         absl::StrCat("composite-type:", type),
         absl::StrCat("<composite type=\"", type, "\"> is not supported and was ignored (first at ",
-                     where, "): particle, grid, cloth, rope and loop are"));
+                     where, "): particle, grid, cloth, rope, loop and box are"));
     return absl::OkStatus();
   }
   std::vector<Real> count, spacing, offset;
@@ -1651,7 +1665,9 @@ absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent) {
   auto apply = [](const std::vector<const XMLElement*>& templates, XMLElement* to) {
     for (const XMLElement* t : templates) {
       for (const tinyxml2::XMLAttribute* a = t->FirstAttribute(); a; a = a->Next()) {
-        if (std::string(a->Name()) != "kind") to->SetAttribute(a->Name(), a->Value());
+        const std::string name = a->Name();
+        if (name != "kind" && name != "solreffix" && name != "solimpfix")
+          to->SetAttribute(a->Name(), a->Value());
       }
     }
   };
@@ -1829,6 +1845,142 @@ absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent) {
         thread(name("TS", i, j), shear_templates, name("S", i, j), name("S", i + 1, j + 1), solref,
                solimp);
     }
+    add_threads();
+    return absl::OkStatus();
+  }
+
+  if (type == "box") {
+    if (parent < 0) return error("box: must be inside a <body>");
+    std::vector<Real> size;
+    const char* geom_type = geom_template ? geom_template->Attribute("type") : nullptr;
+    const std::string shape = geom_type ? geom_type : "sphere";
+    if (shape != "sphere" && shape != "capsule")
+      return error(absl::StrCat("box: its geom must be a sphere or a capsule, not '", shape, "'"));
+    if (!geom_template || !geom_template->Attribute("size") ||
+        !io::ParseReals(geom_template->Attribute("size"), &size) || size.empty() ||
+        !(size[0] > 0) || (shape == "capsule" && (size.size() < 2 || !(size[1] >= 0))))
+      return error("box: its <geom> needs a positive size");
+    const Real reach = size[0] + (shape == "capsule" ? size[1] : 0);
+    auto name = [&](const char* kind, int i, int j, int k) {
+      return absl::StrCat(prefix, kind, i, "_", j, "_", k);
+    };
+    // the holder's centre: a sphere of twice the element's radius that touches nothing
+    {
+      XMLElement* g = make_geom(prefix + "Gcenter", "");
+      g->SetAttribute("type", "sphere");
+      g->SetAttribute("size", num(2 * size[0]).c_str());
+      g->SetAttribute("contype", "0");
+      MjGeom geom;
+      AXION_IO_RETURN_IF_ERROR(ParseGeom(g, bare, &geom));
+      bodies_[parent].geoms.push_back(std::move(geom));
+    }
+    // the pins' softness (the slides' own template) and the neighbours' (the composite's)
+    auto reals = [&](const XMLElement* e, const char* key, std::vector<Real> fallback,
+                     std::vector<Real>* out) -> absl::Status {
+      *out = std::move(fallback);
+      if (e && e->Attribute(key) && !io::ParseReals(e->Attribute(key), out))
+        return error(absl::StrCat("attribute '", key, "': expected numbers"));
+      return absl::OkStatus();
+    };
+    const std::vector<Real> default_solref = {0.02, 1}, default_solimp = {0.9, 0.9, 0.001, 0.5, 2};
+    std::vector<Real> solref_fix, solimp_fix, solref_smooth, solimp_smooth;
+    const XMLElement* slide_template = joint_templates.empty() ? nullptr : joint_templates.back();
+    AXION_IO_RETURN_IF_ERROR(reals(slide_template, "solreffix", default_solref, &solref_fix));
+    AXION_IO_RETURN_IF_ERROR(reals(slide_template, "solimpfix", default_solimp, &solimp_fix));
+    AXION_IO_RETURN_IF_ERROR(reals(xml, "solrefsmooth", default_solref, &solref_smooth));
+    AXION_IO_RETURN_IF_ERROR(reals(xml, "solimpsmooth", default_solimp, &solimp_smooth));
+    auto join = [&](const std::vector<Real>& x) {
+      std::vector<std::string> parts;
+      for (Real v : x) parts.push_back(num(v));
+      return absl::StrJoin(parts, " ");
+    };
+    // the elements on the box's surface, each on a slide along the ray from the centre (its z
+    // axis, turned from the holder's z the shortest way), its geom reaching inwards from it
+    auto surface = [&](int i, int j, int k) {
+      return i >= 0 && j >= 0 && k >= 0 && i < n[0] && j < n[1] && k < n[2] &&
+             (i == 0 || j == 0 || k == 0 || i == n[0] - 1 || j == n[1] - 1 || k == n[2] - 1);
+    };
+    std::vector<std::string> slides;
+    for (int i = 0; i < n[0]; ++i) {
+      for (int j = 0; j < n[1]; ++j) {
+        for (int k = 0; k < n[2]; ++k) {
+          if (!surface(i, j, k)) continue;
+          const Vec3 pos{s * (i - Real(0.5) * (n[0] - 1)), s * (j - Real(0.5) * (n[1] - 1)),
+                         s * (k - Real(0.5) * (n[2] - 1))};
+          const Real length = norm(pos);
+          if (!(length > 0)) return error("box: an element lies at the centre (count 1 1 1)");
+          const Vec3 ray = (Real(1) / length) * pos;
+          Quat turn{};
+          if (ray.z < -1 + 1e-12) {
+            turn = Quat{0, 1, 0, 0};
+          } else if (ray.z < 1 - 1e-12) {
+            const Vec3 axis = normalized(Vec3{-ray.y, ray.x, 0});  // z x ray
+            const Real angle = std::acos(std::clamp(ray.z, Real(-1), Real(1)));
+            turn = Quat{std::cos(angle / 2), std::sin(angle / 2) * axis.x,
+                        std::sin(angle / 2) * axis.y, 0};
+          }
+          XMLElement* body = d->NewElement("body");
+          body->SetAttribute("name", name("B", i, j, k).c_str());
+          body->SetAttribute("pos", vec(pos.x, pos.y, pos.z).c_str());
+          body->SetAttribute("quat", absl::StrCat(num(turn.w), " ", num(turn.x), " ", num(turn.y),
+                                                  " ", num(turn.z))
+                                         .c_str());
+          XMLElement* slide = d->NewElement("joint");
+          apply(joint_templates, slide);
+          slide->SetAttribute("name", name("J", i, j, k).c_str());
+          slide->SetAttribute("type", "slide");
+          slide->SetAttribute("axis", "0 0 1");
+          slide->SetAttribute("pos", "0 0 0");
+          body->InsertEndChild(slide);
+          XMLElement* g = make_geom(name("G", i, j, k), "");
+          g->SetAttribute("pos", vec(0, 0, -reach).c_str());
+          g->SetAttribute("contype", "0");
+          body->InsertEndChild(g);
+          d->InsertEndChild(body);
+          composite_pins_.push_back({static_cast<int>(bodies_.size()), solref_fix, solimp_fix});
+          AXION_IO_RETURN_IF_ERROR(ParseBody(body, parent, bare));
+          slides.push_back(name("J", i, j, k));
+        }
+      }
+    }
+    // held fixed tendons: each element's slide with its neighbour's along i, j and k (MuJoCo's
+    // joint equalities, solrefsmooth and solimpsmooth), and the sum of all slides, the box's
+    // volume, at its initial length (solref 0.01 1, solimp 0.99 0.99: MuJoCo's)
+    auto held = [&](const std::string& tendon_name,
+                    const std::vector<std::pair<std::string, Real>>& coordinates,
+                    const std::string& solref, const std::string& solimp) {
+      XMLElement* fixed = d->NewElement("fixed");
+      fixed->SetAttribute("name", tendon_name.c_str());
+      for (const auto& [joint, coef] : coordinates) {
+        XMLElement* c = d->NewElement("joint");
+        c->SetAttribute("joint", joint.c_str());
+        c->SetAttribute("coef", num(coef).c_str());
+        fixed->InsertEndChild(c);
+      }
+      threads->InsertEndChild(fixed);
+      XMLElement* hold = d->NewElement("tendon");
+      hold->SetAttribute("tendon1", tendon_name.c_str());
+      hold->SetAttribute("solref", solref.c_str());
+      hold->SetAttribute("solimp", solimp.c_str());
+      holds->InsertEndChild(hold);
+      soft_fixed_holds_.insert(tendon_name);
+    };
+    for (int i = 0; i < n[0]; ++i) {
+      for (int j = 0; j < n[1]; ++j) {
+        for (int k = 0; k < n[2]; ++k) {
+          for (int axis = 0; surface(i, j, k) && axis < 3; ++axis) {
+            const int ni = i + (axis == 0), nj = j + (axis == 1), nk = k + (axis == 2);
+            if (!surface(ni, nj, nk)) continue;
+            held(absl::StrCat(name("T", i, j, k), "_", axis),
+                 {{name("J", i, j, k), 1}, {name("J", ni, nj, nk), -1}}, join(solref_smooth),
+                 join(solimp_smooth));
+          }
+        }
+      }
+    }
+    std::vector<std::pair<std::string, Real>> all;
+    for (const std::string& slide : slides) all.emplace_back(slide, 1);
+    held(prefix + "T", all, "0.01 1", "0.99 0.99 0.001 0.5 2");
     add_threads();
     return absl::OkStatus();
   }
@@ -2346,18 +2498,47 @@ absl::Status MjcfLoader::SpatialPath(const XMLElement* c, std::vector<TendonPath
   return absl::OkStatus();
 }
 
+// MuJoCo's soft equality as a spring-damper, for solref, solimp and the inverse weight A. Its
+// constraint accelerates as (1 - d) a0 - d (b v + k d r) (d the impedance, k = 1 / (dmax^2
+// tau^2 zeta^2) and b = 2 / (dmax tau) from solref (tau, zeta), or k = -solref[0] / dmax^2 and
+// b = -solref[1] / dmax), d taken at dmax = solimp[1] (past solimp's transition width, a
+// millimetre by default): at rest it stretches as a spring of compliance (1 - d) A / (k d^2)
+// would; in motion it rings at 1 / tau with damping ratio zeta = b / (2 sqrt(k)), its inertia
+// along the constraint scaled by 1 / (1 - d). A spring on the bodies' own inertia rings faster
+// (by 1 / sqrt(1 - d)), so it takes MuJoCo's damping ratio: a damper of 2 zeta sqrt(K / A)
+// (K its stiffness). (The damping MuJoCo's d b would give it, d b / ((1 - d) A), overdamped a
+// cloth's threads 4.5-fold, halving their sag.) compliance -1: solref gives no stiffness.
+struct Softness {
+  Real compliance = 0, damping = 0;
+};
+Softness StaticSoftness(const std::vector<Real>& solref, const std::vector<Real>& solimp,
+                        Real inverse_weight) {
+  const Real dmax =
+                 std::clamp(solimp.size() > 1 ? solimp[1] : Real(0.95), Real(1e-4), Real(0.9999)),
+             d = dmax;
+  const bool standard = solref[0] > 0;
+  const Real stiffness = standard
+                             ? 1 / (dmax * dmax * solref[0] * solref[0] * solref[1] * solref[1])
+                             : -solref[0] / (dmax * dmax);
+  const Real damping = standard ? 2 / (dmax * solref[0]) : -solref[1] / dmax;
+  if (!(stiffness > 0) || !std::isfinite(stiffness)) return {-1, 0};
+  Softness out;
+  out.compliance = (1 - d) * inverse_weight / (stiffness * d * d);
+  const Real ratio = damping / (2 * std::sqrt(stiffness));
+  if (inverse_weight > 0 && ratio > 0 && std::isfinite(ratio))
+    out.damping = 2 * ratio * std::sqrt(1 / (out.compliance * inverse_weight));
+  return out;
+}
+
 // <equality><joint joint1 joint2 polycoef>: joint1's coordinate follows a quartic of joint2's,
 // both measured from their reference (qpos0), as in MuJoCo; without joint2, joint1 is held at
 // its reference plus polycoef's first entry. A rigid JointCouplingDesc (MuJoCo's is soft).
 // <equality><tendon> on one tendon holds its length at its length at qpos0 plus polycoef[0]
 // (TendonDesc::hold); one between two tendons is skipped with a warning. MuJoCo's equality is
-// soft: its reference acceleration -B v - K d r and regulariser R = (1 - d) / d A (d the
-// impedance, K = 1 / (dmax^2 tau^2 zeta^2) from solref (tau, zeta), or K = -solref[0] /
-// dmax^2; A the tendon's inverse weight at qpos0) hold a force f at the stretch r = R f / (K d).
-// That static compliance, (1 - d) A / (K d^2) with d = dmax = solimp[1] (the impedance past
-// solimp's transition width, a millimetre by default), becomes the hold's (its damping is the
-// integrator's): a cloth's threads pinned taut, which a rigid hold could not let sag, stretch
-// as MuJoCo's do.
+// soft: with A the tendon's inverse weight at qpos0 it is a spring-damper along L
+// (StaticSoftness), whose compliance and damping become the hold's: a cloth's threads pinned
+// taut, which a rigid hold could not let sag, stretch as MuJoCo's do, and their swings die
+// down as MuJoCo's.
 absl::Status MjcfLoader::EqualityTendon(const Elem& e) {
   if (!e.Has("tendon1")) return e.Error("tendon1", "is required");
   const std::string name = e.Str("tendon1");
@@ -2386,13 +2567,32 @@ absl::Status MjcfLoader::EqualityTendon(const Elem& e) {
   AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> solref, e.Reals("solref", 2, 2, {0.02, 1}));
   AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> solimp,
                             e.Reals("solimp", 2, 5, {0.9, 0.95, 0.001, 0.5, 2}));
-  const Real dmax = std::clamp(solimp[1], Real(1e-4), Real(0.9999)), d = dmax;
-  const Real stiffness = solref[0] > 0
-                             ? 1 / (dmax * dmax * solref[0] * solref[0] * solref[1] * solref[1])
-                             : -solref[0] / (dmax * dmax);
-  if (!(stiffness > 0) || !std::isfinite(stiffness))
-    return e.Error("solref", "must give a positive stiffness");
-  tendon.hold_compliance = (1 - d) * TendonInverseWeight(tendon) / (stiffness * d * d);
+  const Softness soft = StaticSoftness(solref, solimp, TendonInverseWeight(tendon));
+  if (!(soft.compliance >= 0)) return e.Error("solref", "must give a positive stiffness");
+  tendon.hold_compliance = soft.compliance;
+  tendon.hold_damping = soft.damping;
+  return absl::OkStatus();
+}
+
+// A box composite's pins (MuJoCo's joint equalities holding each slide at its reference,
+// solreffix and solimpfix) as spring-dampers on the slides: MuJoCo's softness (StaticSoftness)
+// with the element alone for the inverse weight, added to the slide's own spring and damper
+// (the rest positions weighted by stiffness). As a spring the pin is one of the slide's drive rows,
+// in the tree, where a held tendon would be a row closing a loop.
+absl::Status MjcfLoader::ApplyCompositePins() {
+  for (const CompositePin& pin : composite_pins_) {
+    MjBody& body = bodies_[pin.body];
+    if (body.joints.empty() || !(body.mass > 0)) continue;
+    const Softness soft = StaticSoftness(pin.solref, pin.solimp, 1 / body.mass);
+    if (!(soft.compliance > 0))
+      return absl::InvalidArgumentError(absl::StrCat(
+          "composite element '", body.name, "': solreffix must give a positive stiffness"));
+    MjJoint& slide = body.joints[0];
+    const Real k = 1 / soft.compliance, total = slide.stiffness + k;
+    slide.springref = slide.stiffness * slide.springref / total;  // the pin's rest: 0
+    slide.stiffness = total;
+    slide.damping += soft.damping;
+  }
   return absl::OkStatus();
 }
 
@@ -2400,10 +2600,22 @@ absl::Status MjcfLoader::EqualityTendon(const Elem& e) {
 // give it (MuJoCo's tendon_invweight0 where the bodies move freely, a grid's particles): each
 // straight piece's direction at its two ends (a wrap taken as the straight piece past it),
 // divided by its branch's pulley divisor. A fixed tendon's is left 0, so that its hold is
-// rigid, as a joint <equality> is (its weight needs the joint-space inertia).
+// rigid, as a joint <equality> is (its weight needs the joint-space inertia), but a box
+// composite's, whose softness makes the box soft: the slides' child bodies alone give it.
 Real MjcfLoader::TendonInverseWeight(const TendonDesc& tendon) const {
-  if (tendon.path.empty()) return 0;
   const std::vector<BodyDesc>& bodies = result_.model.bodies;
+  if (tendon.path.empty()) {
+    if (!soft_fixed_holds_.count(tendon.name)) return 0;
+    // a box composite's: each slide's child alone (MuJoCo's dof_invweight0 there within 0.7%,
+    // its volume tendon's tendon_invweight0 to 1e-5)
+    Real weight = 0;
+    for (const TendonJointDesc& coordinate : tendon.joints) {
+      const JointDesc& joint = result_.model.joints[coordinate.joint];
+      if (joint.type == JointType::kPrismatic)
+        weight += coordinate.coef * coordinate.coef / bodies[joint.child].mass;
+    }
+    return weight;
+  }
   std::map<int, Vec6> jacobian;  // by body
   Real divisor = 1;
   int previous = -1;  // the last site
@@ -4474,6 +4686,7 @@ absl::StatusOr<ImportResult> MjcfLoader::LoadModel(std::string_view xml, const s
     }
   }
   AXION_IO_RETURN_IF_ERROR(ComputeMass());
+  AXION_IO_RETURN_IF_ERROR(ApplyCompositePins());
   AXION_IO_RETURN_IF_ERROR(Convert());
   if (flags_.equality) {
     for (const XMLElement* s : equality_sections_) AXION_IO_RETURN_IF_ERROR(ParseEquality(s));
