@@ -199,7 +199,9 @@ AXION_HD_INLINE const Real* row_entry_jacobian(const BatchView& v, int entry) {
 
 // The island slot of a row (world_build_islands): its first body's.
 AXION_HD_INLINE int row_island(const BatchView& v, int row) {
-  for (int side = 0, sides = row_side_count(v, row); side < sides; ++side) {
+  const int first = v.row_body_a[row];  // (nearly always a body: no side count to read)
+  if (first >= 0) return v.body_island[first];
+  for (int side = 1, sides = row_side_count(v, row); side < sides; ++side) {
     const int body = row_side_body(v, row, side);
     if (body >= 0) return v.body_island[body];
   }
