@@ -15,9 +15,9 @@
 // and a mesh collide as convex hulls, a mesh with MuJoCo 2.2's mass properties for it), <inertial>
 // (pos, orientation, mass, diaginertia, fullinertia), <joint> (hinge, slide, ball, free; pos, axis,
 // range, limited, stiffness, damping, armature, frictionloss, ref, springref), <freejoint>,
-// <composite> (particle, rope and loop: count, spacing, offset, prefix, a template <geom> and
-// "main" <joint>s, expanded into the bodies, joints and geoms MuJoCo 2.2 makes of them; not with
-// coordinate "global"), <site> (named frames: ImportResult::source_sites), <keyframe><key>
+// <composite> (particle, rope, loop, grid, cloth and box: count, spacing, offset, prefix, a
+// template <geom>, "main" <joint>s and <tendon>s, a grid's <pin>s, expanded into the bodies,
+// joints, geoms and held tendons MuJoCo 2.2 makes of them; not with coordinate "global"), <site> (named frames: ImportResult::source_sites), <keyframe><key>
 // (rule 8), mocap bodies (<body mocap="true">, rule 9), <actuator> (motor, position, velocity, and
 // <general> where it is one of these (rule 4), on a joint: gear, ctrlrange, ctrllimited,
 // forcerange, forcelimited, kp, kv),
@@ -26,8 +26,9 @@
 // joint2, polycoef, active), which becomes a JointCouplingDesc (joint1's coordinate a quartic of
 // joint2's), all held exactly where MuJoCo's are soft, and <contact> <exclude> (body1, body2) and
 // <pair> (geom1, geom2, condim, friction), and <sensor> (rule 10).
-// Everything else (visual elements, cameras, lights, spatial tendons, tendon equalities,
-// other composite types, solver-parameter attributes such as solref/solimp, ...) is skipped
+// <tendon> (fixed over any number of joints, spatial) and <equality><tendon> (a held tendon,
+// with MuJoCo's softness). Everything else (visual elements, cameras, lights, other composite
+// types, solver-parameter attributes such as a geom's solref/solimp, ...) is skipped
 // with a warning naming the element or attribute, so no difference from MuJoCo is silent; an
 // error also names the unsupported elements skipped before it. Malformed or inconsistent files
 // are errors that name the file and line, the element, its name and the attribute.

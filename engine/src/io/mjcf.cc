@@ -1529,7 +1529,16 @@ absl::Status MjcfLoader::ParseBody(const XMLElement* xml, int parent,
 // The elements take MuJoCo's built-in defaults and the templates' attributes, never the file's
 // default classes (probed: a file whose geoms default to boxes gets spherical particles), and
 // particles are frictionless (condim 1) unless their template says otherwise.
-// Other types (box, cylinder, ellipsoid) are skipped with a warning, as are skins and the twist
+//   box: the elements B<i>_<j>_<k> on the surface of a count[0] x count[1] x count[2] grid
+//     about the holder (offset ignored, as MuJoCo 2.2 does), each on a slide J<i>_<j>_<k> along
+//     its ray from the centre (its z axis, turned from the holder's the shortest way), its geom
+//     G<i>_<j>_<k> (a sphere or a capsule, contype 0) reaching inwards from it; the holder's
+//     centre a sphere Gcenter of twice the elements' radius (contype 0). MuJoCo's equalities:
+//     each slide held at its reference (the slide template's solreffix, solimpfix) becomes the
+//     slide's spring-damper (ApplyCompositePins); each slide with its neighbours along i, j and
+//     k (solrefsmooth, solimpsmooth) a held fixed tendon T<i>_<j>_<k>_<axis>; the sum of all
+//     slides, the volume, the held tendon T (solref 0.01 1, solimp 0.99 0.99: MuJoCo's).
+// Other types (cylinder, ellipsoid) are skipped with a warning, as are skins and the twist
 // and stretch joint kinds.
 absl::Status MjcfLoader::ExpandComposite(const XMLElement* xml, int parent) {
   const std::string where = Where(xml);
