@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -1165,17 +1166,20 @@ TendonSideLayout TendonSides(const ModelDesc& desc, int tendon) {
     for (size_t k = 0; k < bodies.size() && k < 4; ++k) out.sides[k] = bodies[k];
     return out;
   }
+  std::map<int, int> side;  // body -> its side (a tendon may span thousands of joints)
   auto side_of = [&](int body) -> int {
     if (body < 0) return -1;
-    for (size_t s = 0; s < out.sides.size(); ++s) {
-      if (out.sides[s] == body) return static_cast<int>(s);
-    }
-    out.sides.push_back(body);
-    return static_cast<int>(out.sides.size()) - 1;
+    auto [at, added] = side.emplace(body, static_cast<int>(out.sides.size()));
+    if (added) out.sides.push_back(body);
+    return at->second;
   };
   for (size_t k = 0; k < t.joints.size(); ++k) {
     const JointDesc& joint = desc.joints[t.joints[k].joint];
-    if (k == 0) out.sides = {joint.child, joint.parent};  // the row's own, as a joint row's
+    if (k == 0) {  // the row's own sides, as a joint row's (the parent -1 for the world)
+      out.sides = {joint.child, joint.parent};
+      side.emplace(joint.child, 0);
+      if (joint.parent >= 0) side.emplace(joint.parent, 1);
+    }
     out.joint_sides.push_back({side_of(joint.child), side_of(joint.parent)});
   }
   while (out.sides.size() < 4 || out.sides.size() % 2 != 0) out.sides.push_back(-1);
