@@ -3560,6 +3560,48 @@ TEST(CompositeTest, FlagSwingsInTheWindLikeMuJoCo) {
   EXPECT_EQ(run.flags & kWorldNonFinite, 0u);
 }
 
+// An <equality><tendon> between two fixed tendons, L1 - L1(qpos0) = a0 + a1 (L2 - L2(qpos0)):
+// three sliders, L1 = a + b, L2 = 0.5 b + c, polycoef "0 2" (so a - 2 c is held), a motor on c.
+// Axion holds the coupling to round-off where MuJoCo's soft equality lets it stretch by
+// millimetres, and the sliders move as MuJoCo's do.
+TEST(TendonTest, EqualityBetweenTwoFixedTendonsMovesLikeMuJoCo) {
+  const std::string path = WriteTempModel("tendon_pair.xml", R"(<mujoco>
+  <option timestep="0.002" gravity="0 0 0"/>
+  <worldbody>
+    <body><joint name="a" type="slide" axis="1 0 0"/><geom size="0.1" mass="1"/></body>
+    <body pos="0 1 0"><joint name="b" type="slide" axis="1 0 0"/><geom size="0.1" mass="2"/></body>
+    <body pos="0 2 0"><joint name="c" type="slide" axis="1 0 0"/><geom size="0.1" mass="0.5"/></body>
+  </worldbody>
+  <tendon>
+    <fixed name="ab"><joint joint="a" coef="1"/><joint joint="b" coef="1"/></fixed>
+    <fixed name="bc"><joint joint="b" coef="0.5"/><joint joint="c" coef="1"/></fixed>
+  </tendon>
+  <equality><tendon name="link" tendon1="ab" tendon2="bc" polycoef="0 2 0 0 0"/></equality>
+  <actuator><motor joint="c"/></actuator>
+</mujoco>)");
+  SideBySide s = LoadSideBySide(path);
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(s.w.sim->SetControls(s.w.id, std::vector<Real>{1}).ok());
+  s.mujoco->d->ctrl[0] = 1;
+  double worst = 0, held = 0, mujoco_held = 0, travel = 0;
+  for (int n = 0; n < 500; ++n) {
+    ASSERT_TRUE(s.w.sim->StepAll(1).ok());
+    mj_step(s.mujoco->m, s.mujoco->d);
+    const JointState js = *s.w.sim->GetJointState(s.w.id);
+    const double* q = s.mujoco->d->qpos;
+    for (int j = 0; j < 3; ++j) worst = std::max(worst, std::abs(js.position[j] - q[j]));
+    held = std::max(held, std::abs(static_cast<double>(js.position[0] - 2 * js.position[2])));
+    mujoco_held = std::max(mujoco_held, std::abs(q[0] - 2 * q[2]));
+    travel = std::max(travel, std::abs(q[2]));
+  }
+  std::printf("tendon pair over 1 s: a - 2c held to %.1e m (MuJoCo %.1e m); sliders within %.1e m "
+              "of MuJoCo's (c travels %.3f m)\n",
+              held, mujoco_held, worst, travel);
+  EXPECT_LT(held, 1e-9);
+  EXPECT_GT(travel, 0.1);
+  EXPECT_LT(worst, 0.05 * travel);
+}
+
 // MuJoCo's softbox.xml: a box composite (7 x 7 x 7, its 218 surface elements on slides along
 // their rays from a free centre) falls onto a capsule, rolls off it and comes to rest on the
 // floor. MuJoCo holds the slides by soft joint equalities (each to its reference, each to its

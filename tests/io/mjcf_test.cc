@@ -1731,8 +1731,38 @@ TEST(MjcfCompositeTest, RopeLoopAndParticlesExpandAsInMuJoCo) {
   EXPECT_TRUE(HasWarning(*coupled, "<equality><joint> attribute 'solref' is not supported"));
   absl::StatusOr<ImportResult> pair = holding(R"(<tendon tendon1="rope" tendon2="other"/>)");
   ASSERT_TRUE(pair.ok()) << pair.status();
-  EXPECT_TRUE(HasWarning(*pair, "between two tendons is not supported"));
+  EXPECT_TRUE(HasWarning(*pair, "between two tendons on a spatial tendon is not supported"));
   EXPECT_FALSE(pair->model.tendons[0].hold);
+  // between two fixed tendons: L1 - a1 L2 held (a tendon of its own), a linear polynomial only
+  const auto coupling = [](const std::string& equality) {
+    return LoadMjcfString(absl::StrCat(R"(<mujoco><worldbody>
+      <body><joint name="a" type="slide"/><geom size="0.1"/></body>
+      <body pos="1 0 0"><joint name="b" type="slide"/><geom size="0.1"/></body>
+      <body pos="2 0 0"><joint name="c" type="slide"/><geom size="0.1"/></body></worldbody>
+      <tendon><fixed name="ab"><joint joint="a" coef="1"/><joint joint="b" coef="1"/></fixed>
+        <fixed name="bc"><joint joint="b" coef="0.5"/><joint joint="c" coef="1"/></fixed></tendon>
+      <equality>)",
+                                       equality, "</equality></mujoco>"),
+                          "");
+  };
+  absl::StatusOr<ImportResult> linked =
+      coupling(R"(<tendon name="link" tendon1="ab" tendon2="bc" polycoef="0.1 2"/>)");
+  ASSERT_TRUE(linked.ok()) << linked.status();
+  ASSERT_EQ(linked->model.tendons.size(), 3u);
+  const TendonDesc& link = linked->model.tendons[2];  // a + b - 2 (0.5 b + c) = a - 2 c
+  EXPECT_EQ(link.name, "link");
+  EXPECT_TRUE(link.hold);
+  EXPECT_EQ(link.hold_offset, 0.1);
+  ASSERT_EQ(link.joints.size(), 2u);
+  EXPECT_EQ(link.joints[0].coef, 1);
+  EXPECT_EQ(link.joints[1].coef, -2);
+  EXPECT_FALSE(linked->model.tendons[0].hold);
+  EXPECT_TRUE(Model::Compile(linked->model).ok());
+  absl::StatusOr<ImportResult> curved =
+      coupling(R"(<tendon tendon1="ab" tendon2="bc" polycoef="0 1 0.5"/>)");
+  ASSERT_TRUE(curved.ok()) << curved.status();
+  EXPECT_TRUE(HasWarning(*curved, "past its linear term"));
+  EXPECT_EQ(curved->model.tendons.size(), 2u);
   for (const auto& [equality, problem] :
        {std::pair{R"(<tendon tendon1="nope"/>)", "unknown tendon 'nope'"},
         std::pair{R"(<tendon/>)", "'tendon1': is required"},

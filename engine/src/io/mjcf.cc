@@ -2543,7 +2543,8 @@ Softness StaticSoftness(const std::vector<Real>& solref, const std::vector<Real>
 // both measured from their reference (qpos0), as in MuJoCo; without joint2, joint1 is held at
 // its reference plus polycoef's first entry. A rigid JointCouplingDesc (MuJoCo's is soft).
 // <equality><tendon> on one tendon holds its length at its length at qpos0 plus polycoef[0]
-// (TendonDesc::hold); one between two tendons is skipped with a warning. MuJoCo's equality is
+// (TendonDesc::hold); one between two fixed tendons holds L1 - a1 L2 (a tendon of its own, the
+// linear polynomial; past it, or on spatial tendons, skipped with a warning). MuJoCo's equality is
 // soft: with A the tendon's inverse weight at qpos0 it is a spring-damper along L
 // (StaticSoftness), whose compliance and damping become the hold's: a cloth's threads pinned
 // taut, which a rigid hold could not let sag, stretch as MuJoCo's do, and their swings die
@@ -2560,15 +2561,65 @@ absl::Status MjcfLoader::EqualityTendon(const Elem& e) {
   auto target = tendon_target_.find(name);
   if (target == tendon_target_.end())
     return e.Error("tendon1", absl::StrCat("unknown tendon '", name, "'"));
-  if (e.Has("tendon2")) {
-    warnings_.Add("equality-tendon-pair",
-                  absl::StrCat("<equality><tendon> between two tendons is not supported and was "
-                               "skipped (first at ",
-                               e.Describe(), ")"));
-    return absl::OkStatus();
-  }
   AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> poly, e.Reals("polycoef", 1, 5, {0, 1, 0, 0, 0}));
-  TendonDesc& tendon = result_.model.tendons[target->second];
+  for (size_t k = poly.size(); k < 5; ++k) poly.push_back(k == 1 ? 1 : 0);  // MuJoCo's rest
+  TendonDesc* held = &result_.model.tendons[target->second];
+  if (e.Has("tendon2")) {
+    // L1 - L1(qpos0) = a0 + a1 (L2 - L2(qpos0)) between two fixed tendons: the fixed tendon
+    // L1 - a1 L2 held at its initial length plus a0 (named after the equality, or tendon1 and
+    // tendon2); a spatial one, or a polynomial past the linear term, is skipped with a warning
+    const std::string other = e.Str("tendon2");
+    if (skipped_tendons_.count(other)) {
+      warnings_.Add(absl::StrCat("equality-tendon-skipped:", other),
+                    absl::StrCat(e.Describe(), ": couples tendon '", other,
+                                 "', which is not supported (see its warning); skipped"));
+      return absl::OkStatus();
+    }
+    auto second = tendon_target_.find(other);
+    if (second == tendon_target_.end())
+      return e.Error("tendon2", absl::StrCat("unknown tendon '", other, "'"));
+    const TendonDesc& a = result_.model.tendons[target->second];
+    const TendonDesc& b = result_.model.tendons[second->second];
+    std::string skip;
+    if (!a.path.empty() || !b.path.empty()) {
+      skip = "on a spatial tendon is not supported";
+    } else if (poly[2] != 0 || poly[3] != 0 || poly[4] != 0) {
+      skip = "with a polynomial past its linear term (polycoef[2..4]) is not supported";
+    }
+    if (!skip.empty()) {
+      warnings_.Add(absl::StrCat("equality-tendon-pair:", skip),
+                    absl::StrCat("<equality><tendon> between two tendons ", skip,
+                                 " and was skipped (first at ", e.Describe(), ")"));
+      return absl::OkStatus();
+    }
+    TendonDesc coupled;
+    coupled.name = e.name.empty() ? absl::StrCat(name, "-", other) : e.name;
+    auto add = [&](const TendonDesc& from, Real scale) {
+      for (const TendonJointDesc& tj : from.joints) {
+        auto same = std::find_if(
+            coupled.joints.begin(), coupled.joints.end(),
+            [&](const TendonJointDesc& c) { return c.joint == tj.joint && c.dof == tj.dof; });
+        if (same == coupled.joints.end()) {
+          coupled.joints.push_back({tj.joint, tj.dof, scale * tj.coef});
+        } else {
+          same->coef += scale * tj.coef;
+        }
+      }
+    };
+    add(a, 1);
+    add(b, -poly[1]);
+    coupled.joints.erase(std::remove_if(coupled.joints.begin(), coupled.joints.end(),
+                                        [](const TendonJointDesc& c) { return c.coef == 0; }),
+                         coupled.joints.end());
+    if (coupled.joints.empty()) {
+      warnings_.Add(absl::StrCat("equality-tendon-empty:", e.Describe()),
+                    absl::StrCat(e.Describe(), ": L1 - polycoef[1] L2 is constant; skipped"));
+      return absl::OkStatus();
+    }
+    result_.model.tendons.push_back(std::move(coupled));
+    held = &result_.model.tendons.back();
+  }
+  TendonDesc& tendon = *held;
   if (tendon.hold)
     return e.Error("tendon1", absl::StrCat("'", name, "' is already held by another equality"));
   tendon.hold = true;
