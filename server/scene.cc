@@ -354,6 +354,8 @@ absl::StatusOr<ActuatorDesc> FromProto(const v1::Actuator& proto, int index) {
                                                        site.wrench_size(), " values, not 6"));
       for (int k = 0; k < 6; ++k) actuator.site_wrench[k] = site.wrench(k);
     }
+    actuator.site_force_world = site.world_force();
+    if (site.has_reaction_body()) actuator.site_reaction_body = site.reaction_body().value();
   }
   switch (proto.dynamics()) {
     case v1::ACTUATOR_DYNAMICS_NONE:
@@ -753,6 +755,9 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
       site->set_body(actuator.site_body);
       ToProto(actuator.site_pose, site->mutable_pose());
       for (Real x : actuator.site_wrench) site->add_wrench(x);
+      site->set_world_force(actuator.site_force_world);
+      if (actuator.site_reaction_body >= 0)
+        site->mutable_reaction_body()->set_value(actuator.site_reaction_body);
     }
     out->set_dynamics(static_cast<v1::ActuatorDynamics>(actuator.dynamics));
     if (actuator.dynamics != ActuatorDynamics::kNone)

@@ -286,15 +286,24 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
     s.actuator_body[a0 + a] = act.site_body >= 0 ? global_body(act.site_body) : -1;
     s.actuator_dof[a0 + a] =
         act.tendon >= 0 || act.site_body >= 0 ? -1 : f0 + m.joint_dof_offset()[act.joint] + act.dof;
-    // a site's wrench per unit force about its body's centre of mass, in the body's frame
-    Vec3 site_force, site_torque;
+    // a site's wrench per unit force about its body's centre of mass, in the body's frame;
+    // with a world-frame force or a reaction body, the force (world or body axes), the torque
+    // alone and the site's arm from the centre of mass, for the kernel to combine
+    Vec3 site_force, site_torque, site_arm;
+    const bool split = act.site_force_world || act.site_reaction_body >= 0;
     if (act.site_body >= 0) {
       const Quat site = act.site_pose.quat;
-      const Vec3 arm = act.site_pose.pos - d.bodies[act.site_body].com;
-      site_force = rotate(site, {act.site_wrench[0], act.site_wrench[1], act.site_wrench[2]});
-      site_torque = rotate(site, {act.site_wrench[3], act.site_wrench[4], act.site_wrench[5]}) +
-                    cross(arm, site_force);
+      site_arm = act.site_pose.pos - d.bodies[act.site_body].com;
+      const Vec3 force{act.site_wrench[0], act.site_wrench[1], act.site_wrench[2]};
+      site_force = act.site_force_world ? force : rotate(site, force);
+      site_torque = rotate(site, {act.site_wrench[3], act.site_wrench[4], act.site_wrench[5]});
+      if (!split) site_torque = site_torque + cross(site_arm, site_force);
     }
+    s.actuator_force_world[a0 + a] = act.site_force_world ? 1 : 0;
+    s.actuator_reaction_body[a0 + a] = act.site_body >= 0 && act.site_reaction_body >= 0
+                                           ? global_body(act.site_reaction_body)
+                                           : -1;
+    store3(&s.actuator_site_arm[3 * (a0 + a)], site_arm);
     store3(&s.actuator_body_wrench[6 * (a0 + a)], site_force);
     store3(&s.actuator_body_wrench[6 * (a0 + a) + 3], site_torque);
     s.actuator_gear[a0 + a] = act.gear;

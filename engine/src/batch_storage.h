@@ -153,6 +153,9 @@ namespace axion {
   X(int32_t, actuator_tendon, 1)          \
   X(int32_t, actuator_body, 1)            \
   X(Real, actuator_body_wrench, 6)        \
+  X(int32_t, actuator_reaction_body, 1)   \
+  X(int32_t, actuator_force_world, 1)     \
+  X(Real, actuator_site_arm, 3)           \
   X(Real, actuator_muscle, kMuscleParams) \
   X(int32_t, actuator_dynamics, 1)        \
   X(Real, actuator_dynamics_prm, 3)

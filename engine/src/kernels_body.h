@@ -218,14 +218,34 @@ AXION_HD Real actuator_force(const BatchView& v, int act) {
 // of mass) times its force, turned into the world's frame at the step's start pose. Out of line
 // on the host: inlined into the actuator loop, it cost GCC's inlining of the row evaluation
 // (0.8% more instructions per humanoid step, a model without site actuators).
+/// With a world-frame force (actuator_force_world) the force is not turned, and the torque of
+/// its arm is taken at the pose; with a reaction body (actuator_reaction_body) that body takes
+/// the opposite wrench at the same point: -F, and -(T + (p - x_r) x F).
 AXION_HD_OUTLINE void site_actuator_push(const BatchView& v, int act) {
   const int body = v.actuator_body[act];
   const Real tau = actuator_effort(v, act);
   const Quat rot = body_rotation(v.body_q_prev, body);
-  const Vec3 force = rotate(rot, tau * load3(v.actuator_body_wrench + 6 * act));
+  const int reaction = v.actuator_reaction_body[act];
+  if (v.actuator_force_world[act] == 0 && reaction < 0) {  // (the arm folded into the torque)
+    const Vec3 force = rotate(rot, tau * load3(v.actuator_body_wrench + 6 * act));
+    const Vec3 torque = rotate(rot, tau * load3(v.actuator_body_wrench + 6 * act + 3));
+    store3(v.body_jt + 6 * body, load3(v.body_jt + 6 * body) + force);
+    store3(v.body_jt + 6 * body + 3, load3(v.body_jt + 6 * body + 3) + torque);
+    return;
+  }
+  const Vec3 f = tau * load3(v.actuator_body_wrench + 6 * act);
+  const Vec3 force = v.actuator_force_world[act] != 0 ? f : rotate(rot, f);
   const Vec3 torque = rotate(rot, tau * load3(v.actuator_body_wrench + 6 * act + 3));
+  const Vec3 arm = rotate(rot, load3(v.actuator_site_arm + 3 * act));
   store3(v.body_jt + 6 * body, load3(v.body_jt + 6 * body) + force);
-  store3(v.body_jt + 6 * body + 3, load3(v.body_jt + 6 * body + 3) + torque);
+  store3(v.body_jt + 6 * body + 3, load3(v.body_jt + 6 * body + 3) + torque + cross(arm, force));
+  if (reaction >= 0) {
+    const Vec3 at =
+        body_position(v.body_q_prev, body) + arm - body_position(v.body_q_prev, reaction);
+    store3(v.body_jt + 6 * reaction, load3(v.body_jt + 6 * reaction) - force);
+    store3(v.body_jt + 6 * reaction + 3,
+           load3(v.body_jt + 6 * reaction + 3) - torque - cross(at, force));
+  }
 }
 
 // A spatial tendon's pull on its bodies: tau along its length, J^T tau with J at the step's

@@ -342,7 +342,9 @@ uint64_t Fingerprint(const Model& m) {
   }
   // (only where an actuator pushes on a site)
   for (const ActuatorDesc& a : d.actuators) {
-    if (a.site_body >= 0) h.Add(a.site_body), h.Add(a.site_pose);
+    if (a.site_body >= 0)
+      h.Add(a.site_body), h.Add(a.site_pose), h.Add(a.site_force_world),
+          h.Add(a.site_reaction_body);
   }
   return h.hash();
 }
@@ -765,6 +767,12 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
       for (Real x : act.site_wrench) {
         if (!Finite(x)) return Invalid(what, "site_wrench", "is not finite");
       }
+      if (act.site_reaction_body < -1 ||
+          act.site_reaction_body >= static_cast<int>(desc.bodies.size()))
+        return Invalid(what, "site_reaction_body",
+                       absl::StrCat("refers to missing body ", act.site_reaction_body));
+      if (act.site_reaction_body == act.site_body)
+        return Invalid(what, "site_reaction_body", "is the site's own body");
     } else if (act.tendon != -1) {
       if (act.tendon < 0 || act.tendon >= static_cast<int>(desc.tendons.size()))
         return Invalid(what, "tendon", absl::StrCat("refers to missing tendon ", act.tendon));

@@ -398,6 +398,53 @@ TEST_F(CudaBackendTest, SoftBoxMatchesCpu) {
 #endif
 }
 
+// Motors on a free joint (a world-frame force) and on ball joints (a torque with its reaction
+// on the parent): the same pushes on the device, two worlds under opposite commands.
+TEST_F(CudaBackendTest, BallAndFreeJointMotorsMatchCpu) {
+#if defined(AXION_TEST_HAVE_MJCF)
+  absl::StatusOr<ImportResult> imported = LoadMjcfString(R"(<mujoco>
+  <option timestep="0.002" gravity="0 0 0"/>
+  <worldbody>
+    <body name="puck" pos="0 0 1" euler="20 30 40"><freejoint name="float"/>
+      <geom type="box" size="0.1 0.2 0.05" density="500"/>
+      <body name="arm" pos="0.1 0.2 0.05"><joint name="shoulder" type="ball"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/></body>
+    </body>
+    <body name="bob" pos="1 0 1"><joint name="swivel" type="ball"/>
+      <geom type="box" pos="0 0 -0.2" size="0.05 0.06 0.2"/></body>
+  </worldbody>
+  <actuator>
+    <motor joint="float" gear="1 0 0.5 0 0 0.05"/>
+    <motor joint="shoulder" gear="0.01 0.03 -0.02"/>
+    <motor joint="swivel" gear="0 0.2 0.1"/>
+  </actuator>
+</mujoco>)",
+                                                         "");
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  auto model = MustCompile(imported->model);
+  auto cpu = MustCreate(Backend::kCpu);
+  auto gpu = MustCreate(Backend::kCuda);
+  ASSERT_TRUE(cpu && gpu);
+  const std::vector<WorldId> c = MustCreateWorlds(*cpu, model, 2);
+  const std::vector<WorldId> g = MustCreateWorlds(*gpu, model, 2);
+  for (int w = 0; w < 2; ++w) {
+    const Real sign = w == 0 ? 1 : -1;
+    const std::vector<Real> ctrl = {sign * Real(0.8), sign * Real(0.5), Real(-0.7) * sign};
+    ASSERT_TRUE(cpu->SetControls(c[w], ctrl).ok());
+    ASSERT_TRUE(gpu->SetControls(g[w], ctrl).ok());
+  }
+  ASSERT_TRUE(cpu->StepAll(100).ok());
+  ASSERT_TRUE(gpu->StepAll(100).ok());
+  for (int w = 0; w < 2; ++w) {
+    ExpectClose(cpu->GetBodyState(c[w])->pose, gpu->GetBodyState(g[w])->pose, 1e-6, "motors");
+    ExpectClose(cpu->GetBodyState(c[w])->velocity, gpu->GetBodyState(g[w])->velocity, 1e-5,
+                "motors");
+  }
+#else
+  GTEST_SKIP() << "this build has no MJCF importer";
+#endif
+}
+
 // Islands of one world (a chain, two boxes landing on each other), each with its own line
 // search and best iterate: the per-island sums run on lane 0 of the world's team.
 TEST_F(CudaBackendTest, IslandsMatchCpu) {

@@ -534,6 +534,31 @@ TEST_F(ServerApiTest, SiteActuatorsAreCarried) {
   EXPECT_THAT(status.message(), HasSubstr("not 6"));
 }
 
+// A site actuator with a reaction body (MuJoCo's motor on a ball joint): a torque about x on
+// the first wheel, its reaction on the second, so they turn apart at tau t / 0.1 each; the
+// reaction body and a world-frame force come back in the described model, and a reaction on
+// a missing body is refused by name.
+TEST_F(ServerApiTest, SiteActuatorsWithAReactionPushBothBodies) {
+  v1::ModelDescription scene = TwoWheelScene();
+  v1::ActuatorSite* site = scene.mutable_actuators(0)->mutable_site();
+  site->set_body(0);
+  for (double x : {0, 0, 0, 1, 0, 0}) site->add_wrench(x);
+  site->mutable_reaction_body()->set_value(1);
+  site->set_world_force(true);
+  const std::vector<uint64_t> ids = MustCreate(*client_, scene, 1);
+  const std::vector<float> qdot = StepAndReadJointVelocity(ids, 0.5f);
+  ASSERT_EQ(qdot.size(), 2u);
+  EXPECT_NEAR(qdot[0], 0.5 * 20 * kTimestep / 0.1, 1e-5);
+  EXPECT_NEAR(qdot[1], -qdot[0], 1e-6);
+  const v1::ModelDescription described = DescribedModel(ids[0]);
+  EXPECT_EQ(described.actuators(0).site().reaction_body().value(), 1);
+  EXPECT_TRUE(described.actuators(0).site().world_force());
+  site->mutable_reaction_body()->set_value(7);
+  absl::Status status = client_->CreateWorlds(client::ModelScene(scene), 1).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("site_reaction_body"));
+}
+
 // A joint's dry friction reaches the engine: the wheel under 0.5 N m against 0.2 N m of friction
 // turns at (0.5 - 0.2) t / I; under 0.1 N m it does not move.
 TEST_F(ServerApiTest, JointFrictionLossIsCarried) {

@@ -234,9 +234,16 @@ struct ActuatorDesc {
   // the wrench tau * site_wrench, given in the site's frame: a force site_wrench[0..2] at the
   // site's origin and a torque site_wrench[3..5], taken at the step's start pose as every
   // actuator's effort is.
+  // site_force_world: the force is in the world's axes instead of the site's (MuJoCo's motor on
+  // a free joint: a world-frame force at the body's origin, a torque in the body's frame).
+  // site_reaction_body >= 0: that body takes the opposite wrench at the same point, so the
+  // push is internal between the two (MuJoCo's motor on a ball joint: a torque in the child's
+  // frame, its reaction on the parent); -1: none (the world's).
   int site_body = -1;
   Pose site_pose;                                     // the site's frame in the body's frame
   std::array<Real, 6> site_wrench{0, 0, 1, 0, 0, 0};  // force, torque per unit tau (site frame)
+  bool site_force_world = false;
+  int site_reaction_body = -1;
   // kMuscle: the muscle's parameters (on a joint's DOF or a tendon, not a site).
   MuscleDesc muscle;
   // Activation dynamics of an effort or servo; kNone: it acts on its control directly.

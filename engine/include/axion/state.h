@@ -337,10 +337,17 @@ struct BatchView {
   Real* actuator_ctrl;                    // (actuator_count) control input
   const int32_t* actuator_tendon;         // (actuator_count) global tendon it drives (its DOF
                                           //   then unused), or -1
+  const int32_t* actuator_reaction_body;  // (actuator_count) global body taking the opposite
+                                          // wrench, or -1
+  const int32_t* actuator_force_world;    // (actuator_count) 1: the force in world axes
+  const Real* actuator_site_arm;          // (actuator_count x 3) the site from the centre of
+                                          // mass (body frame), where either is set
   const int32_t* actuator_body;           // (actuator_count) global body a site actuator
                                           //   pushes on (its DOF then unused), or -1
   // (actuator_count x 6) a site actuator's wrench on its body per unit force, force then torque
-  // about the centre of mass, body frame (ActuatorDesc::site_wrench moved there)
+  // about the centre of mass, body frame (ActuatorDesc::site_wrench moved there); with a world
+  // force or a reaction body, the force (world axes where actuator_force_world) and the torque
+  // alone, the arm's torque taken at the pose (site_actuator_push)
   const Real* actuator_body_wrench;
   // (actuator_count x kMuscleParams) a muscle's parameters (MuscleDesc, kernels_body.h's
   // kMuscle* order); zero for other actuators

@@ -3055,7 +3055,9 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
                      "is given with another of 'joint', 'tendon', 'site' and 'cranksite': an "
                      "actuator has one transmission");
     ActuatorDesc a;
-    const bool on_site = e.own.count("site") > 0;
+    bool on_site = e.own.count("site") > 0;
+    // a ball or free joint's motor: a push through the joint's frame (ActuatorDesc::site_*)
+    enum class WholeJoint { kNone, kBall, kFree } whole_joint = WholeJoint::kNone;
     if (e.own.count("cranksite") || e.own.count("slidersite")) {
       // a slider-crank: a tendon of its own (TendonDesc), named after the actuator
       std::string skip;
@@ -3110,25 +3112,57 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
       std::string joint = e.Str("joint");
       auto target = joint_target_.find(joint);
       auto kind = joint_kind_.find(joint);
-      if (target == joint_target_.end() || kind == joint_kind_.end() ||
-          kind->second == JointKind::kBall || kind->second == JointKind::kFree) {
-        // a ball's actuator turns it about gear[0..2] in its child's frame: no single DOF
-        if (kind == joint_kind_.end())
-          return e.Error("joint", absl::StrCat("unknown joint '", joint, "'"));
-        warnings_.Add(
-            absl::StrCat("actuator-joint-kind:", joint),
-            absl::StrCat(e.Describe(),
-                         ": actuators on free and ball joints are not supported; skipped"));
-        continue;
-      }
+      if (kind == joint_kind_.end())
+        return e.Error("joint", absl::StrCat("unknown joint '", joint, "'"));
       a.name = e.name.empty() ? absl::StrCat(tag, "_", joint) : e.name;
-      a.joint = target->second.first;
-      a.dof = target->second.second;
+      if (kind->second == JointKind::kBall || kind->second == JointKind::kFree) {
+        // MuJoCo's generalized force on a ball joint is a torque gear[0..2] ctrl in its child's
+        // frame, its reaction on the parent; on a free joint a force gear[0..2] ctrl in the
+        // world's axes at the body's origin (the joint's anchor) and a torque gear[3..5] ctrl in
+        // the body's frame: a push through the joint's frame on the child body
+        if (tag != "motor" && tag != "general") {
+          warnings_.Add(
+              absl::StrCat("actuator-joint-kind:", tag),
+              absl::StrCat("servos on free and ball joints (<", tag,
+                           ">) are not supported and were skipped (first at ", e.Describe(), ")"));
+          continue;
+        }
+        int file_body = -1;
+        const MjJoint* file_joint = nullptr;
+        for (size_t b = 0; b < bodies_.size() && !file_joint; ++b) {
+          for (const MjJoint& j : bodies_[b].joints) {
+            if (j.name == joint) {
+              file_body = static_cast<int>(b);
+              file_joint = &j;
+              break;
+            }
+          }
+        }
+        if (!file_joint || axion_body_[file_body] == kWorldBody)
+          return e.Error("joint", absl::StrCat("joint '", joint, "' moves no body"));
+        const bool ball = kind->second == JointKind::kBall;
+        whole_joint = ball ? WholeJoint::kBall : WholeJoint::kFree;
+        on_site = true;
+        a.site_body = axion_body_[file_body];
+        a.site_pose = compose(offset_[file_body], Pose{file_joint->pos, Quat{}});
+        a.site_force_world = !ball;
+        if (ball) {
+          const int parent = bodies_[file_body].parent;
+          a.site_reaction_body = parent < 0 ? -1 : axion_body_[parent];
+        }
+      } else {
+        if (target == joint_target_.end())
+          return e.Error("joint", absl::StrCat("unknown joint '", joint, "'"));
+        a.joint = target->second.first;
+        a.dof = target->second.second;
+      }
     }
     AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> gear, e.Reals("gear", 1, 6, {1}));
     if (on_site) {
-      // the six gears are the site's wrench per unit force; the force itself is ungeared
+      // the six gears are the site's wrench per unit force (a ball joint's three its torque);
+      // the force itself is ungeared
       gear.resize(6, 0);
+      if (whole_joint == WholeJoint::kBall) gear = {0, 0, 0, gear[0], gear[1], gear[2]};
       std::copy(gear.begin(), gear.end(), a.site_wrench.begin());
       gear = {1};
     }
@@ -3156,7 +3190,14 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
         continue;
       }
       if (on_site && a.type != ActuatorType::kEffort) {
-        warn_site_servo();
+        if (whole_joint != WholeJoint::kNone) {
+          warnings_.Add("actuator-joint-kind:general",
+                        absl::StrCat("servos on free and ball joints (<general> with a bias) are "
+                                     "not supported and were skipped (first at ",
+                                     e.Describe(), ")"));
+        } else {
+          warn_site_servo();
+        }
         continue;
       }
     } else if (tag == "motor") {
