@@ -109,7 +109,11 @@
 //     and damper, as in MuJoCo. A motor on a site (`site=`, MuJoCo's site transmission without
 //     refsite) pushes the body that carries the site (ActuatorDesc::site_body, site_pose): its
 //     force, gainprm[0] ctrl bounded by forcerange, times the six gears as a wrench in the
-//     site's frame (force at the site, then torque): rotors, thrusters, jets.
+//     site's frame (force at the site, then torque): rotors, thrusters, jets. A motor on a
+//     free joint pushes its body through the joint's frame with the force gear[0..2] ctrl in
+//     the world's axes (site_force_world) and the torque gear[3..5] ctrl in the body's; one on
+//     a ball joint turns the child with gear[0..2] ctrl in its frame, the parent taking the
+//     reaction (site_reaction_body), as MuJoCo's generalized forces on those joints do.
 //     A <general> actuator with dyntype none, gaintype fixed and biastype none or affine
 //     (force = gainprm[0] ctrl + biasprm[0] + biasprm[1] q + biasprm[2] qdot) becomes the
 //     shortcut it equals: no bias -> kEffort with gear = gear[0] gainprm[0]; biasprm
