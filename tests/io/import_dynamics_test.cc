@@ -2288,7 +2288,7 @@ TEST(MjcfKeyframeTest, ResetToAKeyGivesMuJoCosStateOfEveryBody) {
   EXPECT_TRUE(clamped);
   const ModelDesc& desc = imported->model;
   ASSERT_EQ(desc.keyframes.size(), 2u);
-  ASSERT_EQ(desc.actuators.size(), 2u);  // the ball's motor is skipped
+  ASSERT_EQ(desc.actuators.size(), 3u);  // the ball's motor too
   World w = MakeWorld(desc);
   ASSERT_NE(w.sim, nullptr);
   MuJoCoRun mujoco(path);
@@ -2403,7 +2403,7 @@ TEST(MjcfKeyframeTest, ResetToAKeyGivesMuJoCosStateOfEveryBody) {
   EXPECT_GT(generic_gap, 1e-3);  // the solve matters
   // controls: MuJoCo's for the actuators made, the clamped one at its bound
   ASSERT_TRUE(w.sim->Reset(w.id, "reach").ok());
-  EXPECT_EQ(*w.sim->GetControls(w.id), (std::vector<Real>{0.5, 0.5}));
+  EXPECT_EQ(*w.sim->GetControls(w.id), (std::vector<Real>{0.5, 3, 0.5}));
 
   // a key of the wrong length is an error naming it and its line
   const std::string bad =
