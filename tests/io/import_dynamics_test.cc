@@ -3633,6 +3633,7 @@ TEST(ActuatorTest, MotorsOnFreeAndBallJointsPushAsInMuJoCo) {
     <motor name="turn" joint="swivel" gear="0 0.2 0.1"/>
     <position name="servo" joint="swivel" kp="1"/>
   </actuator>
+  <sensor><actuatorfrc actuator="thrust"/><actuatorpos actuator="thrust"/></sensor>
 </mujoco>)";
   double worst[2][2] = {};  // by step: position (m), angle (rad)
   for (const int scale : {1, 4}) {
@@ -3647,6 +3648,13 @@ TEST(ActuatorTest, MotorsOnFreeAndBallJointsPushAsInMuJoCo) {
         imported->warnings.begin(), imported->warnings.end(), [](const std::string& warning) {
           return warning.find("servos on free and ball joints (<position>)") != std::string::npos;
         }));
+    // (its force is read; its length, MuJoCo's from the joint's coordinates, is not, and says so)
+    EXPECT_TRUE(std::any_of(imported->warnings.begin(), imported->warnings.end(),
+                            [](const std::string& warning) {
+                              return warning.find("of a free or ball joint's motor 'thrust' are "
+                                                  "not supported") != std::string::npos;
+                            }));
+    EXPECT_EQ(imported->source_sensors.size(), 1u);
     const ModelDesc& desc = imported->model;
     ASSERT_EQ(desc.actuators.size(), 3u);
     EXPECT_TRUE(desc.actuators[0].site_force_world);

@@ -578,7 +578,8 @@ class MjcfLoader {
     int target = -1;  // Axion actuator, -1: skipped
     Real gear = 1;    // gear[0] (a site's: 1, its gears are a wrench)
     std::vector<std::pair<std::string, Real>> joints;  // its length: sum of coef qpos
-    bool on_site = false;
+    bool on_site = false;  // a site's, or a free or ball joint's (whole_joint)
+    bool whole_joint = false;
     int spatial_tendon = -1;  // on a spatial tendon: its TendonDesc
   };
   std::map<std::string, FileActuator> file_actuators_;
@@ -3286,6 +3287,7 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
       file.target = actuator_target_.back();
       file.gear = g;
       file.on_site = on_site;
+      file.whole_joint = whole_joint != WholeJoint::kNone;
       if (e.own.count("tendon") && spatial_tendons_.count(e.Str("tendon")))
         file.spatial_tendon = spatial_tendons_.at(e.Str("tendon"));
       if (e.own.count("cranksite")) file.spatial_tendon = a.tendon;
@@ -3517,8 +3519,10 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
           sensor.scale = 1 / file.gear;
         } else {
           if (file.on_site) {
-            skip(absl::StrCat("the length and velocity of site actuator '", name,
-                              "' are not supported"));
+            skip(absl::StrCat(
+                "the length and velocity of ",
+                file.whole_joint ? "a free or ball joint's motor '" : "site actuator '", name,
+                "' are not supported"));
             continue;
           }
           if (file.spatial_tendon >= 0) {
