@@ -1763,6 +1763,13 @@ TEST(MjcfCompositeTest, RopeLoopAndParticlesExpandAsInMuJoCo) {
   ASSERT_TRUE(curved.ok()) << curved.status();
   EXPECT_TRUE(HasWarning(*curved, "past its linear term"));
   EXPECT_EQ(curved->model.tendons.size(), 2u);
+  // held rigidly, as a joint equality: a softness asked for is named as ignored
+  absl::StatusOr<ImportResult> soft =
+      coupling(R"(<tendon tendon1="ab" tendon2="bc" solref="0.05 1"/>)");
+  ASSERT_TRUE(soft.ok()) << soft.status();
+  EXPECT_TRUE(HasWarning(*soft, "attribute 'solref' on a fixed tendon is not supported"));
+  EXPECT_EQ(soft->model.tendons[2].hold_compliance, 0);
+  EXPECT_FALSE(HasWarning(*linked, "on a fixed tendon"));
   for (const auto& [equality, problem] :
        {std::pair{R"(<tendon tendon1="nope"/>)", "unknown tendon 'nope'"},
         std::pair{R"(<tendon/>)", "'tendon1': is required"},

@@ -2632,6 +2632,18 @@ absl::Status MjcfLoader::EqualityTendon(const Elem& e) {
   if (!(soft.compliance >= 0)) return e.Error("solref", "must give a positive stiffness");
   tendon.hold_compliance = soft.compliance;
   tendon.hold_damping = soft.damping;
+  // a fixed tendon's hold is rigid (its inverse weight needs the joint-space inertia), as a
+  // joint equality is: a softness asked for is named as ignored
+  if (tendon.path.empty() && !soft_fixed_holds_.count(tendon.name)) {
+    for (const char* key : {"solref", "solimp"}) {
+      if (!e.Has(key)) continue;
+      warnings_.Add(absl::StrCat("attr:equality-tendon-fixed:", key),
+                    absl::StrCat("<equality><tendon> attribute '", key,
+                                 "' on a fixed tendon is not supported and was ignored (held "
+                                 "rigidly; first at ",
+                                 e.Describe(), ")"));
+    }
+  }
   return absl::OkStatus();
 }
 
