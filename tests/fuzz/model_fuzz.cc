@@ -222,6 +222,20 @@ axion::ModelDesc BuildModel(ByteReader& in) {
       if (in.Bool()) x = in.Real();
     }
   }
+  // newer fields after them all: more coordinates for each tendon (rows over several slots),
+  // holds with compliance and damping, site pushes in world axes and with a reaction body
+  for (axion::TendonDesc& t : d.tendons) {
+    for (int k = in.Int(0, 6); k > 0; --k)
+      t.joints.push_back({in.Index(joints), in.Int(-1, 3), in.Real()});
+    t.hold = in.Bool();
+    if (in.Bool()) t.hold_offset = in.Real();
+    if (in.Bool()) t.hold_compliance = in.Real();
+    if (in.Bool()) t.hold_damping = in.Real();
+  }
+  for (axion::ActuatorDesc& a : d.actuators) {
+    a.site_force_world = in.Bool();
+    if (in.Bool()) a.site_reaction_body = in.Int(-2, bodies);
+  }
   return d;
 }
 
