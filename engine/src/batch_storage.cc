@@ -204,7 +204,7 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
     const int dof = s.joint_dof_offset[j0 + c.joint] + c.dof;
     s.row_kind[row] = kRowCoupling;
     s.row_joint[row] = j0 + c.joint;
-    s.row_axis[row] = 2;  // its slots (row_slot_count)
+    s.row_axis[row] = 2;  // its slots (row_side_count)
     s.row_dof[row] = dof;
     s.row_contact[row] = -1;
     s.row_body_a[row] = fa;
@@ -269,7 +269,7 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
       for (int slot = 0; slot < sides.slots(); ++slot) {
         s.row_kind[row] = slot == 0 ? kind : kRowCouplingLeader;
         s.row_joint[row] = slot == 0 ? g : -1;
-        s.row_axis[row] = slot == 0 ? sides.slots() : slot;  // (row_slot_count, row_entry_row)
+        s.row_axis[row] = slot == 0 ? sides.slots() : slot;  // (row_side_count, row_entry_row)
         s.row_dof[row] = -1;
         s.row_contact[row] = -1;
         s.row_body_a[row] = global_body(sides.sides[2 * slot]);

@@ -171,9 +171,6 @@ AXION_HD Real row_inv_effective_mass(const BatchView& v, int body_a, Vec6 jac_a,
 AXION_HD bool row_kind_has_second_slot(int kind) {
   return kind == kRowCoupling || (kind >= kRowTendonLimitLower && kind <= kRowTendonHold);
 }
-AXION_HD_INLINE int row_slot_count(const BatchView& v, int row) {
-  return row_kind_has_second_slot(v.row_kind[row]) ? v.row_axis[row] : 1;
-}
 AXION_HD_INLINE int row_side_count(const BatchView& v, int row) {
   return row_kind_has_second_slot(v.row_kind[row]) ? 2 * v.row_axis[row] : 2;
 }

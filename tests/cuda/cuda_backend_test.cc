@@ -216,6 +216,33 @@ void ExpectParity(std::shared_ptr<const Model> model, int worlds, Real position_
   }
 }
 
+// A model's worlds on the CPU and the device, world w under controls ctrl[w] (none where ctrl is
+// empty), stepped `steps` times: the same poses and tendon states (and velocities, where asked)
+// on both, world by world.
+void ExpectDrivenParity(const ModelDesc& desc, const std::vector<std::vector<Real>>& ctrl,
+                        int worlds, int steps, const std::string& what,
+                        Real velocity_tolerance = -1) {
+  auto model = MustCompile(desc);
+  auto cpu = MustCreate(Backend::kCpu);
+  auto gpu = MustCreate(Backend::kCuda);
+  ASSERT_TRUE(cpu && gpu);
+  const std::vector<WorldId> c = MustCreateWorlds(*cpu, model, worlds);
+  const std::vector<WorldId> g = MustCreateWorlds(*gpu, model, worlds);
+  for (size_t w = 0; w < ctrl.size(); ++w) {
+    ASSERT_TRUE(cpu->SetControls(c[w], ctrl[w]).ok());
+    ASSERT_TRUE(gpu->SetControls(g[w], ctrl[w]).ok());
+  }
+  ASSERT_TRUE(cpu->StepAll(steps).ok());
+  ASSERT_TRUE(gpu->StepAll(steps).ok());
+  for (int w = 0; w < worlds; ++w) {
+    ExpectClose(cpu->GetBodyState(c[w])->pose, gpu->GetBodyState(g[w])->pose, 1e-6, what);
+    ExpectClose(*cpu->GetTendonStates(c[w]), *gpu->GetTendonStates(g[w]), 1e-6, what);
+    if (velocity_tolerance >= 0)
+      ExpectClose(cpu->GetBodyState(c[w])->velocity, gpu->GetBodyState(g[w])->velocity,
+                  velocity_tolerance, what);
+  }
+}
+
 TEST_F(CudaBackendTest, PendulumMatchesCpu) {
   ExpectParity(MustCompile(Pendulum()), 3, 1e-6, 1e-5);
 }
@@ -311,24 +338,11 @@ TEST_F(CudaBackendTest, SliderCranksAndHeldTendonsMatchCpu) {
                            "/usr/share/mujoco/model/composite/grid2pin.xml"}) {
     absl::StatusOr<ImportResult> imported = LoadMjcfFile(path);
     ASSERT_TRUE(imported.ok()) << imported.status();
-    auto model = MustCompile(imported->model);
-    auto cpu = MustCreate(Backend::kCpu);
-    auto gpu = MustCreate(Backend::kCuda);
-    ASSERT_TRUE(cpu && gpu);
-    const std::vector<WorldId> c = MustCreateWorlds(*cpu, model, 2);
-    const std::vector<WorldId> g = MustCreateWorlds(*gpu, model, 2);
-    const int actuators = static_cast<int>(imported->model.actuators.size());
-    for (int w = 0; w < 2 && actuators > 0; ++w) {
-      std::vector<Real> ctrl(actuators, Real(0.05) * (w == 0 ? 1 : -1));
-      ASSERT_TRUE(cpu->SetControls(c[w], ctrl).ok());
-      ASSERT_TRUE(gpu->SetControls(g[w], ctrl).ok());
-    }
-    ASSERT_TRUE(cpu->StepAll(100).ok());
-    ASSERT_TRUE(gpu->StepAll(100).ok());
-    for (int w = 0; w < 2; ++w) {
-      ExpectClose(cpu->GetBodyState(c[w])->pose, gpu->GetBodyState(g[w])->pose, 1e-6, path);
-      ExpectClose(*cpu->GetTendonStates(c[w]), *gpu->GetTendonStates(g[w]), 1e-6, path);
-    }
+    const size_t actuators = imported->model.actuators.size();
+    std::vector<std::vector<Real>> ctrl;
+    if (actuators > 0)
+      ctrl = {std::vector<Real>(actuators, 0.05), std::vector<Real>(actuators, -0.05)};
+    ExpectDrivenParity(imported->model, ctrl, 2, 100, path);
   }
 #else
   GTEST_SKIP() << "this build has no MJCF importer";
@@ -344,23 +358,7 @@ TEST_F(CudaBackendTest, TendonsOverManyJointsMatchCpu) {
   absl::StatusOr<ImportResult> imported =
       LoadMjcfFile(std::string(AXION_TEST_MODELS) + "/spine_tendon.xml");
   ASSERT_TRUE(imported.ok()) << imported.status();
-  auto model = MustCompile(imported->model);
-  auto cpu = MustCreate(Backend::kCpu);
-  auto gpu = MustCreate(Backend::kCuda);
-  ASSERT_TRUE(cpu && gpu);
-  const std::vector<WorldId> c = MustCreateWorlds(*cpu, model, 2);
-  const std::vector<WorldId> g = MustCreateWorlds(*gpu, model, 2);
-  for (int w = 0; w < 2; ++w) {
-    const std::vector<Real> ctrl = {Real(w == 0 ? 1.0 : -1.0), Real(w == 0 ? -0.5 : 0.5)};
-    ASSERT_TRUE(cpu->SetControls(c[w], ctrl).ok());
-    ASSERT_TRUE(gpu->SetControls(g[w], ctrl).ok());
-  }
-  ASSERT_TRUE(cpu->StepAll(100).ok());
-  ASSERT_TRUE(gpu->StepAll(100).ok());
-  for (int w = 0; w < 2; ++w) {
-    ExpectClose(cpu->GetBodyState(c[w])->pose, gpu->GetBodyState(g[w])->pose, 1e-6, "spine");
-    ExpectClose(*cpu->GetTendonStates(c[w]), *gpu->GetTendonStates(g[w]), 1e-6, "spine");
-  }
+  ExpectDrivenParity(imported->model, {{1, -0.5}, {-1, 0.5}}, 2, 100, "spine");
 #else
   GTEST_SKIP() << "this build has no MJCF importer";
 #endif
@@ -381,18 +379,7 @@ TEST_F(CudaBackendTest, SoftBoxMatchesCpu) {
   absl::StatusOr<ImportResult> imported =
       LoadMjcfFile("/usr/share/mujoco/model/composite/softbox.xml");
   ASSERT_TRUE(imported.ok()) << imported.status();
-  auto model = MustCompile(imported->model);
-  auto cpu = MustCreate(Backend::kCpu);
-  auto gpu = MustCreate(Backend::kCuda);
-  ASSERT_TRUE(cpu && gpu);
-  const std::vector<WorldId> c = MustCreateWorlds(*cpu, model, 2);
-  const std::vector<WorldId> g = MustCreateWorlds(*gpu, model, 2);
-  ASSERT_TRUE(cpu->StepAll(60).ok());
-  ASSERT_TRUE(gpu->StepAll(60).ok());
-  for (int w = 0; w < 2; ++w) {
-    ExpectClose(cpu->GetBodyState(c[w])->pose, gpu->GetBodyState(g[w])->pose, 1e-6, "softbox");
-    ExpectClose(*cpu->GetTendonStates(c[w]), *gpu->GetTendonStates(g[w]), 1e-6, "softbox");
-  }
+  ExpectDrivenParity(imported->model, {}, 2, 60, "softbox");
 #else
   GTEST_SKIP() << "this build has no MJCF importer";
 #endif
@@ -421,25 +408,8 @@ TEST_F(CudaBackendTest, BallAndFreeJointMotorsMatchCpu) {
 </mujoco>)",
                                                          "");
   ASSERT_TRUE(imported.ok()) << imported.status();
-  auto model = MustCompile(imported->model);
-  auto cpu = MustCreate(Backend::kCpu);
-  auto gpu = MustCreate(Backend::kCuda);
-  ASSERT_TRUE(cpu && gpu);
-  const std::vector<WorldId> c = MustCreateWorlds(*cpu, model, 2);
-  const std::vector<WorldId> g = MustCreateWorlds(*gpu, model, 2);
-  for (int w = 0; w < 2; ++w) {
-    const Real sign = w == 0 ? 1 : -1;
-    const std::vector<Real> ctrl = {sign * Real(0.8), sign * Real(0.5), Real(-0.7) * sign};
-    ASSERT_TRUE(cpu->SetControls(c[w], ctrl).ok());
-    ASSERT_TRUE(gpu->SetControls(g[w], ctrl).ok());
-  }
-  ASSERT_TRUE(cpu->StepAll(100).ok());
-  ASSERT_TRUE(gpu->StepAll(100).ok());
-  for (int w = 0; w < 2; ++w) {
-    ExpectClose(cpu->GetBodyState(c[w])->pose, gpu->GetBodyState(g[w])->pose, 1e-6, "motors");
-    ExpectClose(cpu->GetBodyState(c[w])->velocity, gpu->GetBodyState(g[w])->velocity, 1e-5,
-                "motors");
-  }
+  ExpectDrivenParity(imported->model, {{0.8, 0.5, -0.7}, {-0.8, -0.5, 0.7}}, 2, 100, "motors",
+                     1e-5);
 #else
   GTEST_SKIP() << "this build has no MJCF importer";
 #endif

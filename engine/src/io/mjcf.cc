@@ -2553,12 +2553,15 @@ Softness StaticSoftness(const std::vector<Real>& solref, const std::vector<Real>
 absl::Status MjcfLoader::EqualityTendon(const Elem& e) {
   if (!e.Has("tendon1")) return e.Error("tendon1", "is required");
   const std::string name = e.Str("tendon1");
-  if (skipped_tendons_.count(name)) {
-    warnings_.Add(absl::StrCat("equality-tendon-skipped:", name),
-                  absl::StrCat(e.Describe(), ": holds tendon '", name,
+  // an equality on a tendon not made is skipped with it, named
+  auto skipped = [&](const std::string& tendon, const char* verb) {
+    if (!skipped_tendons_.count(tendon)) return false;
+    warnings_.Add(absl::StrCat("equality-tendon-skipped:", tendon),
+                  absl::StrCat(e.Describe(), ": ", verb, " tendon '", tendon,
                                "', which is not supported (see its warning); skipped"));
-    return absl::OkStatus();
-  }
+    return true;
+  };
+  if (skipped(name, "holds")) return absl::OkStatus();
   auto target = tendon_target_.find(name);
   if (target == tendon_target_.end())
     return e.Error("tendon1", absl::StrCat("unknown tendon '", name, "'"));
@@ -2570,12 +2573,7 @@ absl::Status MjcfLoader::EqualityTendon(const Elem& e) {
     // L1 - a1 L2 held at its initial length plus a0 (named after the equality, or tendon1 and
     // tendon2); a spatial one, or a polynomial past the linear term, is skipped with a warning
     const std::string other = e.Str("tendon2");
-    if (skipped_tendons_.count(other)) {
-      warnings_.Add(absl::StrCat("equality-tendon-skipped:", other),
-                    absl::StrCat(e.Describe(), ": couples tendon '", other,
-                                 "', which is not supported (see its warning); skipped"));
-      return absl::OkStatus();
-    }
+    if (skipped(other, "couples")) return absl::OkStatus();
     auto second = tendon_target_.find(other);
     if (second == tendon_target_.end())
       return e.Error("tendon2", absl::StrCat("unknown tendon '", other, "'"));
