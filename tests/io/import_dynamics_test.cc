@@ -3603,6 +3603,63 @@ TEST(TendonTest, EqualityBetweenTwoFixedTendonsMovesLikeMuJoCo) {
   EXPECT_LT(worst, 0.05 * travel);
 }
 
+// A fixed tendon may list a coordinate with coefficient 0 (dm_control's point_mass drives its
+// x and y sliders through two tendons, each naming both): that coordinate is not in L, so the
+// tendon's motor pushes the other one only, as in MuJoCo. A tendon whose every coefficient is
+// 0 has a constant length: it is skipped with a warning naming it, and its motor with it.
+TEST(TendonTest, CoordinatesWithZeroCoefficientsAreLeftOutAsInMuJoCo) {
+  const std::string path = WriteTempModel("tendon_zero_coef.xml", R"(<mujoco>
+  <option timestep="0.02" gravity="0 0 0"/>
+  <worldbody>
+    <body><joint name="x" type="slide" axis="1 0 0" damping="1"/>
+      <joint name="y" type="slide" axis="0 1 0" damping="1"/><geom size="0.01" mass="0.3"/></body>
+  </worldbody>
+  <tendon>
+    <fixed name="tx"><joint joint="x" coef="1"/><joint joint="y" coef="0"/></fixed>
+    <fixed name="ty"><joint joint="x" coef="0"/><joint joint="y" coef="1"/></fixed>
+  </tendon>
+  <actuator><motor tendon="tx" gear="0.1"/><motor tendon="ty" gear="0.1"/></actuator>
+</mujoco>)");
+  SideBySide s = LoadSideBySide(path);
+  ASSERT_TRUE(s.ok());
+  ASSERT_EQ(s.imported.model.tendons.size(), 2u);
+  for (const TendonDesc& t : s.imported.model.tendons) EXPECT_EQ(t.joints.size(), 1u);
+  double worst = 0, travel_x = 0, travel_y = 0;
+  for (int n = 0; n < 200; ++n) {
+    const std::vector<Real> u = {std::sin(0.05 * n), std::cos(0.03 * n) - 0.5};
+    ASSERT_TRUE(s.w.sim->SetControls(s.w.id, u).ok());
+    for (int k = 0; k < 2; ++k) s.mujoco->d->ctrl[k] = u[k];
+    absl::StatusOr<FileCoordinates> c = StepBoth(s);
+    ASSERT_TRUE(c.ok()) << c.status();
+    for (int j = 0; j < 2; ++j)
+      worst = std::max(worst, std::abs(c->position[j] - s.mujoco->d->qpos[j]));
+    travel_x = std::max(travel_x, std::abs(s.mujoco->d->qpos[0]));
+    travel_y = std::max(travel_y, std::abs(s.mujoco->d->qpos[1]));
+  }
+  std::printf(
+      "point mass through tendons with zero coefficients: within %.1e m of MuJoCo's "
+      "(travel %.3f / %.3f m)\n",
+      worst, travel_x, travel_y);
+  EXPECT_GT(travel_x, 0.05);
+  EXPECT_GT(travel_y, 0.05);
+  EXPECT_LT(worst, 0.02 * std::max(travel_x, travel_y));
+
+  absl::StatusOr<ImportResult> constant = LoadMjcfString(R"(<mujoco>
+  <worldbody><body><joint name="x" type="slide"/><geom size="0.1"/></body></worldbody>
+  <tendon><fixed name="none"><joint joint="x" coef="0"/></fixed></tendon>
+  <actuator><motor tendon="none"/></actuator>
+</mujoco>)",
+                                                         "");
+  ASSERT_TRUE(constant.ok()) << constant.status();
+  EXPECT_TRUE(constant->model.tendons.empty());
+  EXPECT_TRUE(constant->model.actuators.empty());
+  bool named = false;
+  for (const std::string& w : constant->warnings)
+    named |= w.find("'none'") != std::string::npos &&
+             w.find("every coefficient is 0") != std::string::npos;
+  EXPECT_TRUE(named);
+}
+
 // Motors on free and ball joints, as MuJoCo drives them: on a free joint a force gear[0..2]
 // ctrl in the world's axes at the body's origin and a torque gear[3..5] ctrl in its frame; on
 // a ball joint a torque gear[0..2] ctrl in the child's frame, its reaction on the parent (a
@@ -3651,8 +3708,9 @@ TEST(ActuatorTest, MotorsOnFreeAndBallJointsPushAsInMuJoCo) {
     // (its force is read; its length, MuJoCo's from the joint's coordinates, is not, and says so)
     EXPECT_TRUE(std::any_of(imported->warnings.begin(), imported->warnings.end(),
                             [](const std::string& warning) {
-                              return warning.find("of a free or ball joint's motor 'thrust' are "
-                                                  "not supported") != std::string::npos;
+                              return warning.find(
+                                         "of a free or ball joint's motor 'thrust' are "
+                                         "not supported") != std::string::npos;
                             }));
     EXPECT_EQ(imported->source_sensors.size(), 1u);
     const ModelDesc& desc = imported->model;

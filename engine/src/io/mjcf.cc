@@ -2368,7 +2368,19 @@ absl::Status MjcfLoader::ParseTendons(const XMLElement* section) {
           same->coef += tj.coef;
         }
       }
+      // a coordinate whose coefficients are 0 does not enter L (MuJoCo takes such files)
+      merged.erase(std::remove_if(merged.begin(), merged.end(),
+                                  [](const TendonJointDesc& tj) { return tj.coef == 0; }),
+                   merged.end());
       tendon.joints = std::move(merged);
+    }
+    if (tendon.path.empty() && tendon.joints.empty()) {
+      warnings_.Add(absl::StrCat("tendon-constant:", e.Describe()),
+                    absl::StrCat(e.Describe(),
+                                 ": every coefficient is 0, so its length never changes and "
+                                 "nothing it carries could act; skipped"));
+      if (!e.name.empty()) skipped_tendons_.insert(e.name);
+      continue;
     }
     AXION_IO_RETURN_IF_ERROR(
         ReadRange(e, "range", "limited", &tendon.limited, &tendon.lower, &tendon.upper));
