@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Steps per second of Axion and MuJoCo on MuJoCo's own sample models, one thread each, from the
 # models' start without control noise: how the gap grows with bodies and contacts (one humanoid,
-# 22 humanoids, humanoid100's figure and 100 boxes, 1000 particles in a box, piles of spheres).
+# 22 humanoids, humanoid100's figure and 100 boxes, 1000 particles in a box, piles of spheres,
+# 20 bodies dropped on rough terrain: bench/terrain_scene.py's height field).
 #   `mujoco-testspeed MODEL STEPS 1 0` (the fastest of 3 runs) against
 #   `axion-sim --model=MODEL --steps=STEPS --threads=1` (the fastest of 3 runs), with Axion's
 #   Newton iterations and contacts per step beside it.
@@ -21,9 +22,10 @@ trap 'rm -rf "$work"' EXIT
 if [ ${#models[@]} -eq 0 ]; then
   python3 "$repo/bench/sphere_pile.py" --joint=free > "$work/pile_free.xml"
   python3 "$repo/bench/sphere_pile.py" --joint=slide > "$work/pile_slide.xml"
+  python3 "$repo/bench/terrain_scene.py" --out="$work"
   models=("$dir/humanoid/humanoid.xml:2000" "$dir/humanoid/22_humanoids.xml:500"
           "$dir/humanoid100/humanoid100.xml:500" "$dir/composite/particle.xml:100"
-          "$work/pile_free.xml:100" "$work/pile_slide.xml:100")
+          "$work/pile_free.xml:100" "$work/pile_slide.xml:100" "$work/terrain.xml:1000")
 fi
 [ -x "$axion_sim" ] || { echo "axion-sim not found at $axion_sim: build it or pass --axion-sim" >&2; exit 1; }
 command -v mujoco-testspeed >/dev/null || { echo "mujoco-testspeed not found (libmujoco-samples)" >&2; exit 1; }

@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev
   libabsl-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
-  prometheus-cpp-dev libtinyxml2-dev libomp-dev
+  prometheus-cpp-dev libtinyxml2-dev libpng-dev libomp-dev
   libmujoco-samples libmujoco-dev
   python3 python3-venv python3-pip python3-numpy python3-grpcio python3-grpc-tools
   python3-protobuf python3-pytest python3-yaml

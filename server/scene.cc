@@ -56,6 +56,8 @@ absl::StatusOr<ShapeType> FromProto(v1::ShapeType type, int index) {
       return ShapeType::kCylinder;
     case v1::SHAPE_TYPE_CONVEX_HULL:
       return ShapeType::kConvexHull;
+    case v1::SHAPE_TYPE_HEIGHT_FIELD:
+      return ShapeType::kHeightField;
     default:
       return absl::InvalidArgumentError(absl::StrCat(
           "shapes[", index, "].type: unset or unknown value ", static_cast<int>(type)));
@@ -76,6 +78,8 @@ v1::ShapeType ToProto(ShapeType type) {
       return v1::SHAPE_TYPE_CYLINDER;
     case ShapeType::kConvexHull:
       return v1::SHAPE_TYPE_CONVEX_HULL;
+    case ShapeType::kHeightField:
+      return v1::SHAPE_TYPE_HEIGHT_FIELD;
   }
   return v1::SHAPE_TYPE_UNSPECIFIED;
 }
@@ -265,6 +269,12 @@ absl::StatusOr<ShapeDesc> FromProto(const v1::Shape& proto, int index) {
   }
   for (int i = 0; i + 2 < proto.vertices_size(); i += 3) {
     shape.vertices.push_back(Vec3{proto.vertices(i), proto.vertices(i + 1), proto.vertices(i + 2)});
+  }
+  if (proto.has_heightfield()) {
+    shape.heightfield.rows = proto.heightfield().rows();
+    shape.heightfield.cols = proto.heightfield().cols();
+    shape.heightfield.heights.assign(proto.heightfield().heights().begin(),
+                                     proto.heightfield().heights().end());
   }
   if (proto.has_material()) {
     if (proto.material().has_friction()) {
@@ -699,6 +709,13 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
       out->add_vertices(v.x);
       out->add_vertices(v.y);
       out->add_vertices(v.z);
+    }
+    if (shape.type == ShapeType::kHeightField) {
+      v1::HeightField* field = out->mutable_heightfield();
+      field->set_rows(shape.heightfield.rows);
+      field->set_cols(shape.heightfield.cols);
+      field->mutable_heights()->Add(shape.heightfield.heights.begin(),
+                                    shape.heightfield.heights.end());
     }
     out->mutable_material()->mutable_friction()->set_value(shape.material.friction);
     out->mutable_material()->mutable_restitution()->set_value(shape.material.restitution);

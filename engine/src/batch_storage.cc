@@ -369,6 +369,33 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
       s.hull_face_offset.push_back(s.hull_face_offset.back() +
                                    static_cast<int32_t>(data.face_offset.size()) - 1);
     }
+    if (shape.type == ShapeType::kHeightField) {
+      // shape_hull indexes the height fields for a height field shape. Shapes of the same grid
+      // share one copy (model arrays are read-only): a batch of 4096 worlds of one terrain
+      // would otherwise hold 4096 copies of it (dm_control's 201 x 201: 1.3 GB). The latest
+      // grids are looked at first, where a batch's copies of one model find theirs at once;
+      // different grids differ within their first few heights.
+      const HeightFieldDesc& field = shape.heightfield;
+      int32_t index = -1;
+      for (int k = static_cast<int>(s.heightfield_cols.size()) - 1; k >= 0 && index < 0; --k) {
+        const int32_t first = s.heightfield_offset[k];
+        if (s.heightfield_cols[k] == field.cols &&
+            static_cast<size_t>(s.heightfield_offset[k + 1] - first) == field.heights.size() &&
+            std::equal(field.heights.begin(), field.heights.end(),
+                       s.heightfield_heights.begin() + first)) {
+          index = k;
+        }
+      }
+      if (index < 0) {
+        index = static_cast<int32_t>(s.heightfield_cols.size());
+        s.heightfield_cols.push_back(field.cols);
+        s.heightfield_top.push_back(*std::max_element(field.heights.begin(), field.heights.end()));
+        s.heightfield_heights.insert(s.heightfield_heights.end(), field.heights.begin(),
+                                     field.heights.end());
+        s.heightfield_offset.push_back(static_cast<int32_t>(s.heightfield_heights.size()));
+      }
+      s.shape_hull[g] = index;
+    }
   }
   // the filter's exceptions, grouped by lower shape for kernels::world_shapes_may_collide's
   // binary search (the model sorts them by (a, b))
@@ -471,6 +498,7 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
   s.joint_dof_offset.assign(joints + 1, 0);
   s.hull_vertex_offset.push_back(0);
   s.hull_face_offset.push_back(0);
+  s.heightfield_offset.push_back(0);
 
   // model arrays, world by world
   int hull = 0;

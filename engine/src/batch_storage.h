@@ -265,13 +265,19 @@ namespace axion {
                       X(int32_t, row_tree_dropped, 1) X(int32_t, row_tree_rows, 1)                 \
                           X(int32_t, row_tree_count, 1) X(int32_t, row_body_list, 2)               \
                               X(int32_t, row_tree_child_group, 1) X(Real, row_tree_u, 6) X(int32_t, row_solve_runs, 2)
-// Hull data (flattened over all worlds' hull shapes).
-#define AXION_HULL_ARRAYS(X)        \
-  X(int32_t, hull_vertex_offset, 1) \
-  X(int32_t, hull_face_offset, 1)   \
-  X(Real, hull_vertices, 1)         \
-  X(int32_t, hull_face_start, 1)    \
-  X(int32_t, hull_face_index, 1) X(int32_t, hull_face_index_offset, 1) X(Real, hull_face_plane, 1)
+// Hull and height field data (flattened over all worlds' hull and height field shapes).
+#define AXION_HULL_ARRAYS(X)            \
+  X(int32_t, hull_vertex_offset, 1)     \
+  X(int32_t, hull_face_offset, 1)       \
+  X(Real, hull_vertices, 1)             \
+  X(int32_t, hull_face_start, 1)        \
+  X(int32_t, hull_face_index, 1)        \
+  X(int32_t, hull_face_index_offset, 1) \
+  X(Real, hull_face_plane, 1)           \
+  X(int32_t, heightfield_offset, 1)     \
+  X(int32_t, heightfield_cols, 1)       \
+  X(Real, heightfield_top, 1)           \
+  X(Real, heightfield_heights, 1)
 
 // Every array of the batch, in one list (the per-category lists above keep their roles).
 #define AXION_ALL_ARRAYS(X)                                                                      \

@@ -13,7 +13,13 @@ AXION_HD ShapeGeom shape_geom(const BatchView& v, int shape) {
   g.type = v.shape_type[shape];
   g.size = load3(v.shape_size + 3 * shape);
   int hull = v.shape_hull[shape];
-  if (hull >= 0) {
+  if (hull >= 0 && g.type == narrowphase::kTypeHeightField) {
+    const int first = v.heightfield_offset[hull];
+    g.heightfield_heights = v.heightfield_heights + first;
+    g.heightfield_cols = v.heightfield_cols[hull];
+    g.heightfield_rows = (v.heightfield_offset[hull + 1] - first) / g.heightfield_cols;
+    g.heightfield_top = v.heightfield_top[hull];
+  } else if (hull >= 0) {
     int first_vertex = v.hull_vertex_offset[hull];
     g.hull_vertices = v.hull_vertices + 3 * first_vertex;
     g.hull_vertex_count = v.hull_vertex_offset[hull + 1] - first_vertex;

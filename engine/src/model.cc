@@ -255,6 +255,41 @@ absl::Status ValidateShape(int index, int body_count, int mocap_count, ShapeDesc
       if (!hull.ok()) return Invalid(what, "vertices", std::string(hull.status().message()));
       break;
     }
+    case ShapeType::kHeightField: {
+      // terrain never moves with a body: a moving one would need its mass and a swept test
+      if (shape->body != kWorldBody)
+        return Invalid(what, "type", "height field must belong to the world body");
+      s = positive(shape->size.x, "size.x (half extent)");
+      if (s.ok()) s = positive(shape->size.y, "size.y (half extent)");
+      if (s.ok()) s = positive(shape->size.z, "size.z (depth of the base)");
+      if (!s.ok()) return s;
+      const HeightFieldDesc& field = shape->heightfield;
+      if (field.rows < 2 || field.cols < 2) {
+        return Invalid(what, "heightfield",
+                       absl::StrCat("needs at least 2 rows and 2 columns, got ", field.rows, " x ",
+                                    field.cols));
+      }
+      if (field.rows > kMaxHeightFieldSide || field.cols > kMaxHeightFieldSide) {
+        return Invalid(what, "heightfield",
+                       absl::StrCat("has ", field.rows, " x ", field.cols, " points; at most ",
+                                    kMaxHeightFieldSide, " per side"));
+      }
+      if (field.heights.size() != static_cast<size_t>(field.rows) * field.cols) {
+        return Invalid(what, "heightfield.heights",
+                       absl::StrCat("has ", field.heights.size(), " values for ", field.rows, " x ",
+                                    field.cols, " points"));
+      }
+      for (size_t k = 0; k < field.heights.size(); ++k) {
+        const Real z = field.heights[k];
+        if (!Finite(z) || !(z > -shape->size.z)) {
+          return Invalid(what, absl::StrCat("heightfield.heights[", k, "]"),
+                         absl::StrCat("must be finite and above the base (-size.z = ",
+                                      Fmt(-shape->size.z), "), got ", Fmt(z), " (row ",
+                                      k / field.cols, ", column ", k % field.cols, ")"));
+        }
+      }
+      break;
+    }
     default:
       return Invalid(what, "type",
                      absl::StrCat("is unknown (", static_cast<int>(shape->type), ")"));
@@ -309,6 +344,10 @@ uint64_t Fingerprint(const Model& m) {
     for (AxisMode mode : joint.axis_mode) h.Add(mode);
   }
   for (const ShapeDesc& s : d.shapes) h.Add(s.type), h.Add(s.body), h.Add(s.pose), h.Add(s.size);
+  // (a height field's grid: only where there is one, as for mocap bodies)
+  for (const ShapeDesc& s : d.shapes) {
+    if (s.type == ShapeType::kHeightField) h.Add(s.heightfield.rows), h.Add(s.heightfield.cols);
+  }
   // actuators with dynamics (which snapshots carry an activation for): only theirs, so that the
   // fingerprints of models without stay as they were
   for (const ActuatorDesc& a : d.actuators) {

@@ -317,6 +317,11 @@ absl::Status Simulator::SetWorldModels(absl::Span<const WorldModelUpdate> update
         in_place = a.vertices[v].x == b.vertices[v].x && a.vertices[v].y == b.vertices[v].y &&
                    a.vertices[v].z == b.vertices[v].z;
       }
+      // (a height field's grid is packed like a hull: the same heights, or a re-pack)
+      const bool field = a.type == ShapeType::kHeightField;
+      in_place = in_place && field == (b.type == ShapeType::kHeightField) &&
+                 (!field || (a.heightfield.cols == b.heightfield.cols &&
+                             a.heightfield.heights == b.heightfield.heights));
     }
   }
   absl::Status s;

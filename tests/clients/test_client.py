@@ -190,6 +190,34 @@ def test_create_worlds_from_model_description(client):
     assert created.description.timestep == pytest.approx(0.01)
 
 
+TERRAIN_MJCF = """
+<mujoco model="terrain">
+  <option timestep="0.005"/>
+  <asset>
+    <hfield name="step" nrow="3" ncol="4" size="1.5 1 0.2 0.1"
+            elevation="0 0 1 1  0 0 1 1  0 0 1 1"/>
+  </asset>
+  <worldbody>
+    <geom type="hfield" hfield="step"/>
+    <body name="low" pos="-1 0 0.5"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body>
+    <body name="high" pos="1.2 0 0.5"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_terrain_from_mjcf_text_holds_bodies_at_its_heights(client):
+    # the grid inline (elevation): two boxes land on a terrain's two levels, 0 and 0.2 m
+    created = client.create_worlds(TERRAIN_MJCF, count=2)
+    model = client.get_model(created.world_ids[0])
+    assert model.shapes[0].type == axion.pb.SHAPE_TYPE_HEIGHT_FIELD
+    assert list(model.shapes[0].heightfield.heights)[2] == pytest.approx(0.2)
+    obs = client.step(created.world_ids, steps=300, observe=["body_pose", "body_velocity"])
+    np.testing.assert_allclose(obs.body_pose[:, 0, 2], 0.1, atol=1e-3)
+    np.testing.assert_allclose(obs.body_pose[:, 1, 2], 0.3, atol=1e-3)
+    assert np.abs(obs.body_velocity).max() < 1e-3
+
+
 def test_create_worlds_solver_options_override_timestep(client):
     created = client.create_worlds(PENDULUM_MJCF, solver_options={"timestep": 0.002})
     assert created.description.timestep == pytest.approx(0.002)

@@ -132,6 +132,7 @@ inline Vec3 ReferenceSupport(const ShapeGeom& g, const Pose& pose, Vec3 u) {
       break;
     }
     case ShapeType::kPlane:
+    case ShapeType::kHeightField:  // not convex: no support point
       break;
   }
   return rotate(pose.quat, local) + pose.pos;
@@ -142,11 +143,31 @@ inline Real SupportValue(const ShapeGeom& g, const Pose& pose, Vec3 u) {
   return dot(ReferenceSupport(g, pose, u), u);
 }
 
+// Height of a height field's surface above local (x, y) (its frame), the cell's triangles
+// interpolated independently of the narrow phase; clamped to the grid's edge outside it.
+inline Real HeightFieldSurface(const ShapeGeom& g, Real x, Real y) {
+  const int rows = g.heightfield_rows, cols = g.heightfield_cols;
+  const Real u = (x + g.size.x) / (2 * g.size.x) * (cols - 1);
+  const Real v = (y + g.size.y) / (2 * g.size.y) * (rows - 1);
+  const int c = std::clamp(static_cast<int>(std::floor(u)), 0, cols - 2);
+  const int r = std::clamp(static_cast<int>(std::floor(v)), 0, rows - 2);
+  const Real fu = std::clamp(u - c, Real(0), Real(1)), fv = std::clamp(v - r, Real(0), Real(1));
+  const Real* h = g.heightfield_heights;
+  const Real h00 = h[r * cols + c], h01 = h[r * cols + c + 1];
+  const Real h10 = h[(r + 1) * cols + c], h11 = h[(r + 1) * cols + c + 1];
+  // above the diagonal (r, c) - (r + 1, c + 1): triangle (r, c), (r + 1, c + 1), (r + 1, c)
+  return fv >= fu ? h00 + fv * (h10 - h00) + fu * (h11 - h10)
+                  : h00 + fu * (h01 - h00) + fv * (h11 - h01);
+}
+
 // Signed distance of world point x to the shape (exact for all but hulls, where it is the
-// largest face-plane distance: exact inside and on the surface).
+// largest face-plane distance: exact inside and on the surface, and height fields, where it is
+// the height above the surface, along the field's z).
 inline Real SignedDistance(const ShapeGeom& g, const Pose& pose, Vec3 x) {
   Vec3 p = rotate_inv(pose.quat, x - pose.pos);
   switch (TypeOf(g)) {
+    case ShapeType::kHeightField:
+      return p.z - HeightFieldSurface(g, p.x, p.y);
     case ShapeType::kPlane:
       return p.z;
     case ShapeType::kSphere:

@@ -435,6 +435,12 @@ TEST_F(CudaBackendTest, SpheresOnSlidesMatchCpu) {
   ExpectParity(MustCompile(scenes::SpheresInBox(75, true)), 3, 1e-5, 1e-4, 60);
 }
 
+// Height fields on the device: five kinds of shape landing on rough terrain, each against the
+// prisms of the cells below it (built in registers per cell), inner edges dropped.
+TEST_F(CudaBackendTest, BodiesOnTerrainMatchCpu) {
+  ExpectParity(MustCompile(scenes::BodiesOnTerrain()), 3, 1e-5, 1e-4, 150);
+}
+
 // The contact redos on the device: a step taken again with its contact taken where the first
 // attempt ended (ContactTest.TurningArmEndsOutOfThePostItWasStoppedBy on the CPU).
 TEST_F(CudaBackendTest, ContactRedosMatchCpu) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <set>
 #include <string>
 #include <utility>
@@ -710,6 +711,213 @@ TEST(ContactTest, PairCapacityOverflowIsReportedAndOtherWorldsKeepTheirContacts)
   absl::StatusOr<std::shared_ptr<const Model>> bad = Model::Compile(d);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("pair_capacity"), std::string::npos);
+}
+
+// A height field shape over [-sx, sx] x [-sy, sy] of rows x cols points, z = height(x, y).
+ShapeDesc Terrain(int rows, int cols, Real sx, Real sy,
+                  const std::function<Real(Real, Real)>& height, Real friction = 0.5,
+                  Real base = 0.5) {
+  ShapeDesc s;
+  s.name = "terrain";
+  s.type = ShapeType::kHeightField;
+  s.size = {sx, sy, base};
+  s.material.friction = friction;
+  s.heightfield.rows = rows;
+  s.heightfield.cols = cols;
+  for (int r = 0; r < rows; ++r) {
+    for (int c = 0; c < cols; ++c)
+      s.heightfield.heights.push_back(
+          height(-sx + 2 * sx * c / (cols - 1), -sy + 2 * sy * r / (rows - 1)));
+  }
+  return s;
+}
+
+// The 30 degree incline again, as terrain: a planar height field of 0.2 m cells, the box (0.2 m
+// wide) sliding across 25 cells' edges and diagonals at Coulomb's acceleration, as it does on
+// the plane, and never lifted or caught by an inner edge.
+TEST(ContactTest, BoxSlidesDownTerrainAsDownTheSamePlane) {
+  const Real angle = kPi / 6, slope = std::tan(angle);
+  const Quat tilt = quat_from_axis_angle({0, 1, 0}, angle);
+  ModelDesc d;
+  d.options.timestep = 0.01;
+  // z = -tan(30 deg) x: the plane tilted about y by 30 degrees
+  d.shapes.push_back(Terrain(
+      11, 41, 4, 1, [&](Real x, Real) { return -slope * x; }, 0.5, 3));
+  AddBox(d, rotate(tilt, {-3, 0, 0.1}), tilt);
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, MustCompile(d));
+  const Vec3 x0 = test::BodyPos(*sim, w, 0);
+  const Vec3 down_slope = rotate(tilt, {1, 0, 0}), normal = rotate(tilt, {0, 0, 1});
+  Real off_plane = 0, sideways = 0;
+  for (int n = 0; n < 100; ++n) {
+    MustStep(*sim, w);
+    test::ExpectHealthy(*sim, w);
+    const Vec3 x = test::BodyPos(*sim, w, 0) - x0;
+    off_plane = std::max(off_plane, std::fabs(dot(x, normal)));
+    sideways = std::max(sideways, std::fabs(x.y));
+    if (::testing::Test::HasFailure()) break;
+  }
+  const Real a = kG * (std::sin(angle) - 0.5 * std::cos(angle));
+  const Real speed = dot(test::BodyVel(*sim, w, 0), down_slope);
+  const Real travelled = dot(test::BodyPos(*sim, w, 0) - x0, down_slope);
+  const SlideResult on_plane = SlideOnIncline(30, 1);
+  std::printf(
+      "30 degrees of terrain, mu 0.5: speed after 1 s %.5f m/s (on the plane %.5f, analytic "
+      "%.5f), %.3f m travelled (plane %.3f); off the slope by at most %.1e m, sideways %.1e m\n",
+      speed, on_plane.speed, a, travelled, on_plane.displacement, off_plane, sideways);
+  EXPECT_NEAR(speed, on_plane.speed, 1e-6);
+  EXPECT_NEAR(travelled, on_plane.displacement, 1e-6);
+  EXPECT_LT(off_plane, 1e-4);
+  EXPECT_LT(sideways, 1e-9);
+}
+
+// Boxes and balls dropped on bumpy terrain (cells smaller than the boxes): after 3 s the boxes
+// rest where they landed and the balls (which nothing stops from rolling to and fro in a
+// hollow) roll on the surface, every body's lowest point within a millimetre of the surface
+// below it (no sinking between grid points, no floating on a prism's side), none through it.
+TEST(ContactTest, BodiesComeToRestOnBumpyTerrain) {
+  const auto height = [](Real x, Real y) {
+    return Real(0.12 * std::sin(2.5 * x) * std::cos(1.7 * y) + 0.05 * std::sin(7 * x + 3 * y));
+  };
+  ModelDesc d;
+  d.options.timestep = 0.005;
+  d.shapes.push_back(Terrain(41, 41, 2, 2, height, 0.9));
+  const Vec3 drops[] = {{-1, -0.6, 0.6}, {0.3, 0.8, 0.6}, {1.1, -0.9, 0.6}, {-0.4, 0.5, 0.6}};
+  for (int k = 0; k < 4; ++k) {
+    if (k % 2 == 0) {
+      AddBox(d, drops[k], quat_from_axis_angle(normalized(Vec3{1, 2, 3}), 0.4 * k), 0.15, 2, 0.9);
+    } else {
+      BodyDesc ball;
+      ball.mass = 1;
+      ball.inertia = test::SphereInertia(1, 0.1);
+      ball.pose.pos = drops[k];
+      d.bodies.push_back(ball);
+      ShapeDesc s;
+      s.body = static_cast<int>(d.bodies.size()) - 1;
+      s.type = ShapeType::kSphere;
+      s.size = {0.1, 0, 0};
+      s.material.friction = 0.9;
+      d.shapes.push_back(s);
+    }
+  }
+  auto sim = MustCreateSimulator();
+  WorldId w = MustCreateWorld(*sim, MustCompile(d));
+  MustStep(*sim, w, 600);
+  test::ExpectHealthy(*sim, w);
+  // the terrain's surface below (x, y), as the grid's triangles give it
+  const ShapeDesc& field = d.shapes[0];
+  const auto surface = [&](Real x, Real y) {
+    const int n = field.heightfield.cols;
+    const Real u = (x + 2) / 4 * (n - 1), v = (y + 2) / 4 * (n - 1);
+    const int c = std::clamp(static_cast<int>(u), 0, n - 2),
+              r = std::clamp(static_cast<int>(v), 0, n - 2);
+    const Real fu = u - c, fv = v - r;
+    const auto h = [&](int i, int j) { return field.heightfield.heights[i * n + j]; };
+    return fv >= fu ? h(r, c) + fv * (h(r + 1, c) - h(r, c)) + fu * (h(r + 1, c + 1) - h(r + 1, c))
+                    : h(r, c) + fu * (h(r, c + 1) - h(r, c)) + fv * (h(r + 1, c + 1) - h(r, c + 1));
+  };
+  Real fastest = 0, nearest = 1e9, deepest = 0;
+  for (int b = 0; b < 4; ++b) {
+    if (b % 2 == 0) fastest = std::max(fastest, norm(test::BodyVel(*sim, w, b)));
+    const Vec3 x = test::BodyPos(*sim, w, b);
+    if (b % 2 == 1) {
+      // a ball: its centre's distance to the surface, sampled around it
+      Real gap = 1e9;
+      for (Real dx = -0.1; dx <= 0.1; dx += 0.005) {
+        for (Real dy = -0.1; dy <= 0.1; dy += 0.005)
+          gap =
+              std::min(gap, norm(x - Vec3{x.x + dx, x.y + dy, surface(x.x + dx, x.y + dy)}) - 0.1);
+      }
+      nearest = std::min(nearest, std::fabs(gap));
+      deepest = std::min(deepest, gap);
+      EXPECT_LT(std::fabs(gap), 1e-3) << "ball " << b;
+    } else {
+      // a box: its corners' heights above the surface below each
+      const Quat q = test::BodyQuat(*sim, w, b);
+      Real lowest = 1e9;
+      for (int corner = 0; corner < 8; ++corner) {
+        const Vec3 p = x + rotate(q, Vec3{corner & 1 ? 0.15 : -0.15, corner & 2 ? 0.15 : -0.15,
+                                          corner & 4 ? 0.15 : -0.15});
+        lowest = std::min(lowest, p.z - surface(p.x, p.y));
+      }
+      deepest = std::min(deepest, lowest);
+      EXPECT_GT(lowest, -2e-3) << "box " << b;
+    }
+  }
+  std::printf(
+      "bodies on bumpy terrain after 3 s: boxes at %.1e m/s at most, balls within %.1e m of the "
+      "surface, deepest point %.1e m\n",
+      fastest, nearest, deepest);
+  EXPECT_LT(fastest, 1e-3);
+}
+
+// Worlds of one batch on terrains of their own: a ball in each comes to rest at its own
+// world's ground height (0.1 m apart from world to world), and worlds of the same grid share one
+// copy of it: 40 worlds of one terrain take at least 40 x 39 grids' bytes less than 40 worlds of
+// 40 terrains.
+TEST(ContactTest, WorldsOfOneBatchKeepTheirOwnTerrainAndShareTheSame) {
+  const auto scene = [](Real ground) {
+    ModelDesc d;
+    d.options.timestep = 0.01;
+    d.shapes.push_back(Terrain(41, 41, 2, 2, [&](Real, Real) { return ground; }));
+    BodyDesc ball;
+    ball.mass = 1;
+    ball.inertia = test::SphereInertia(1, 0.1);
+    ball.pose.pos = {0.03, -0.02, 4.5};
+    d.bodies.push_back(ball);
+    ShapeDesc s;
+    s.body = 0;
+    s.type = ShapeType::kSphere;
+    s.size = {0.1, 0, 0};
+    d.shapes.push_back(s);
+    return d;
+  };
+  auto own = MustCreateSimulator();
+  std::vector<WorldId> ids;
+  for (int k = 0; k < 40; ++k) ids.push_back(MustCreateWorld(*own, MustCompile(scene(0.1 * k))));
+  ASSERT_TRUE(own->StepAll(150).ok());
+  for (int k = 0; k < 40; ++k) {
+    test::ExpectHealthy(*own, ids[k]);
+    EXPECT_NEAR(test::BodyPos(*own, ids[k], 0).z, 0.1 * k + 0.1, 1e-4) << "world " << k;
+  }
+  auto shared = MustCreateSimulator();
+  const std::shared_ptr<const Model> one = MustCompile(scene(0.5));
+  for (int k = 0; k < 40; ++k) MustCreateWorld(*shared, one);
+  const double grid_bytes = 41 * 41 * sizeof(Real);
+  const double saved = double(own->memory_bytes()) - double(shared->memory_bytes());
+  std::printf("40 worlds: %zu bytes on 40 terrains, %zu on one shared (%.0f grids saved)\n",
+              own->memory_bytes(), shared->memory_bytes(), saved / grid_bytes);
+  EXPECT_GT(saved, 39 * grid_bytes);
+}
+
+TEST(ContactTest, HeightFieldsAreValidatedWithTheProblemNamed) {
+  const auto error = [](const std::function<void(ShapeDesc&)>& spoil) {
+    ModelDesc d;
+    d.shapes.push_back(Terrain(
+        3, 4, 1, 1, [](Real x, Real y) { return x * y; }, 0.5, 2));
+    BodyDesc body;
+    body.inertia = test::SphereInertia(1, 0.1);
+    d.bodies.push_back(body);
+    spoil(d.shapes[0]);
+    absl::StatusOr<std::shared_ptr<const Model>> m = Model::Compile(d);
+    return m.ok() ? std::string("compiled") : std::string(m.status().message());
+  };
+  EXPECT_NE(error([](ShapeDesc& s) { s.heightfield.rows = 1; }).find("at least 2 rows"),
+            std::string::npos);
+  EXPECT_NE(error([](ShapeDesc& s) { s.heightfield.heights.pop_back(); }).find("has 11 values"),
+            std::string::npos);
+  EXPECT_NE(error([](ShapeDesc& s) {
+              s.heightfield.heights[5] = std::nan("");
+            }).find("heightfield.heights[5]"),
+            std::string::npos);
+  EXPECT_NE(error([](ShapeDesc& s) { s.heightfield.heights[2] = -2.5; }).find("above the base"),
+            std::string::npos);
+  EXPECT_NE(error([](ShapeDesc& s) { s.size.z = 0; }).find("depth of the base"), std::string::npos);
+  EXPECT_NE(error([](ShapeDesc& s) { s.heightfield.cols = 5000; }).find("at most 4096"),
+            std::string::npos);
+  EXPECT_NE(error([](ShapeDesc& s) { s.body = 0; }).find("must belong to the world body"),
+            std::string::npos);
+  EXPECT_EQ(error([](ShapeDesc&) {}), "compiled");
 }
 
 }  // namespace

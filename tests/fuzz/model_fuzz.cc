@@ -236,6 +236,16 @@ axion::ModelDesc BuildModel(ByteReader& in) {
     a.site_force_world = in.Bool();
     if (in.Bool()) a.site_reaction_body = in.Int(-2, bodies);
   }
+  // later still: height fields' grids (small ones, mostly whole, sometimes short or odd)
+  for (axion::ShapeDesc& s : d.shapes) {
+    if (s.type != axion::ShapeType::kHeightField && in.Int(0, 7) != 0) continue;
+    s.heightfield.rows = in.Int(0, 6);
+    s.heightfield.cols = in.Int(0, 6);
+    int count = s.heightfield.rows * s.heightfield.cols;
+    if (in.Int(0, 7) == 0) count += in.Int(-2, 2);
+    for (int k = 0; k < count; ++k)
+      s.heightfield.heights.push_back(in.Bool() ? in.Real() : axion::Real(0.05 * (k % 3)));
+  }
   return d;
 }
 

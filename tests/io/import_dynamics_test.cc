@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -22,6 +23,7 @@
 #include "axion/simulator.h"
 #include "axion/urdf.h"
 #include "gtest/gtest.h"
+#include "png.h"
 
 namespace axion {
 namespace {
@@ -4081,6 +4083,173 @@ TEST(TendonTest, TendonsOverManyJointsMoveLikeMuJoCo) {
   absl::StatusOr<WorldStats> stats = w.sim->GetStats(w.id);
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(stats->flags & (kWorldNonFinite | kWorldNotConverged), 0u);
+}
+
+// ---- height fields ---------------------------------------------------------------------
+
+// MuJoCo's binary height map: int32 rows, int32 columns, row-major float32 values.
+void WriteBinaryHeightMap(const std::string& path, int rows, int cols,
+                          const std::vector<float>& values) {
+  std::ofstream out(path, std::ios::binary);
+  const int32_t header[2] = {rows, cols};
+  out.write(reinterpret_cast<const char*>(header), sizeof(header));
+  out.write(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+}
+
+// An 8-bit grey PNG, `pixels` row by row from the image's top.
+void WritePngHeightMap(const std::string& path, int rows, int cols,
+                       const std::vector<unsigned char>& pixels) {
+  png_image image;
+  std::memset(&image, 0, sizeof(image));
+  image.version = PNG_IMAGE_VERSION;
+  image.width = cols;
+  image.height = rows;
+  image.format = PNG_FORMAT_GRAY;
+  ASSERT_TRUE(png_image_write_to_file(&image, path.c_str(), 0, pixels.data(), 0, nullptr))
+      << image.message;
+}
+
+// Surface height of a level height field shape at world (x, y): the grid's triangles (rows
+// along y, each cell split along its (r, c) - (r + 1, c + 1) diagonal), interpolated here
+// independently of the loader and the narrow phase.
+double FieldSurfaceZ(const ShapeDesc& s, double x, double y) {
+  const Vec3 p = rotate_inv(s.pose.quat, Vec3{x, y, 0} - s.pose.pos);
+  const HeightFieldDesc& f = s.heightfield;
+  const double u = (p.x + s.size.x) / (2 * s.size.x) * (f.cols - 1);
+  const double v = (p.y + s.size.y) / (2 * s.size.y) * (f.rows - 1);
+  const int c = std::clamp(static_cast<int>(std::floor(u)), 0, f.cols - 2);
+  const int r = std::clamp(static_cast<int>(std::floor(v)), 0, f.rows - 2);
+  const double fu = u - c, fv = v - r;
+  const auto h = [&](int i, int j) { return f.heights[i * f.cols + j]; };
+  const double z =
+      fv >= fu ? h(r, c) + fv * (h(r + 1, c) - h(r, c)) + fu * (h(r + 1, c + 1) - h(r + 1, c))
+               : h(r, c) + fu * (h(r, c + 1) - h(r, c)) + fv * (h(r + 1, c + 1) - h(r, c + 1));
+  return s.pose.pos.z + z;
+}
+
+// <hfield> read as MuJoCo reads it, from its binary format and from a PNG image (whose top row
+// is the grid's last): at 600 points over each field (one turned about z) the surface Axion's
+// grid describes is where MuJoCo's own ray meets its hfield, to its float32 storage.
+TEST(HeightFieldTest, GridsFromFilesAreMuJoCos) {
+  const int rows = 9, cols = 13;
+  std::vector<float> ramp;
+  std::vector<unsigned char> pixels;
+  for (int r = 0; r < rows; ++r) {
+    for (int c = 0; c < cols; ++c) {
+      ramp.push_back(static_cast<float>(2 + std::sin(0.9 * c) * std::cos(0.7 * r) + 0.1 * r));
+      pixels.push_back(static_cast<unsigned char>((37 * r + 91 * c * c) % 256));
+    }
+  }
+  const std::string bin = ::testing::TempDir() + "terrain.bin";
+  const std::string png = ::testing::TempDir() + "terrain.png";
+  WriteBinaryHeightMap(bin, rows, cols, ramp);
+  WritePngHeightMap(png, rows, cols, pixels);
+  const std::string path =
+      WriteTempModel("terrain.xml", absl::StrReplaceAll(R"(<mujoco>
+  <asset>
+    <hfield name="ramp" file="BIN" size="1.5 1 0.4 0.1"/>
+    <hfield name="image" file="PNG" size="1 1.2 0.3 0.2"/>
+  </asset>
+  <worldbody>
+    <geom name="ramp" type="hfield" hfield="ramp" pos="0.2 -0.1 0.05" euler="0 0 30"/>
+    <geom name="image" type="hfield" hfield="image" pos="5 0 -0.3"/>
+  </worldbody>
+</mujoco>)",
+                                                        {{"BIN", bin}, {"PNG", png}}));
+  absl::StatusOr<ImportResult> imported = LoadMjcfFile(path);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  ASSERT_EQ(imported->model.shapes.size(), 2u);
+  MuJoCoRun mujoco(path);
+  ASSERT_TRUE(mujoco.m) << mujoco.load_error;
+  mj_forward(mujoco.m, mujoco.d);
+  std::mt19937 rng(7);
+  double worst = 0;
+  for (int k = 0; k < 2; ++k) {
+    const ShapeDesc& field = imported->model.shapes[k];
+    ASSERT_EQ(field.type, ShapeType::kHeightField);
+    EXPECT_EQ(field.heightfield.rows, rows);
+    EXPECT_EQ(field.heightfield.cols, cols);
+    EXPECT_NEAR(field.size.z, k == 0 ? 0.1 : 0.2, 1e-15);
+    std::uniform_real_distribution<double> along(-0.98, 0.98);
+    for (int n = 0; n < 600; ++n) {
+      const Vec3 local{along(rng) * field.size.x, along(rng) * field.size.y, 0};
+      const Vec3 at = field.pose.pos + rotate(field.pose.quat, local);
+      mjtNum from[3] = {at.x, at.y, 10}, down[3] = {0, 0, -1};
+      int geom = -1;
+      const mjtNum distance = mj_ray(mujoco.m, mujoco.d, from, down, nullptr, 1, -1, &geom);
+      ASSERT_EQ(geom, k);
+      worst = std::max(worst, std::abs((10 - distance) - FieldSurfaceZ(field, at.x, at.y)));
+    }
+  }
+  std::printf("height fields from a binary file and a PNG: within %.1e m of MuJoCo's ray\n", worst);
+  EXPECT_LT(worst, 1e-6);
+}
+
+// A ball rolls down terrain (a tilted grid of 40 x 20 cells with a bump) side by side with
+// MuJoCo: without slipping down the slope, a = 5/7 g sin(theta), across 28 cell edges and
+// diagonals until it nears the bump, then over the bump's side as MuJoCo's ball goes. MuJoCo's
+// own ball falls behind the rolling law as it goes (its soft contacts slip: 2.6 cm by 1.4 s),
+// which sets how far apart the two end up.
+TEST(HeightFieldTest, BallRollsDownTerrainAsInMuJoCo) {
+  const int rows = 21, cols = 41;
+  std::vector<float> terrain;
+  for (int r = 0; r < rows; ++r) {
+    for (int c = 0; c < cols; ++c) {
+      const double x = -2 + 4.0 * c / (cols - 1), y = -1 + 2.0 * r / (rows - 1);
+      terrain.push_back(static_cast<float>(
+          0.2 * (2 - x) + 0.08 * std::exp(-8 * ((x - 0.6) * (x - 0.6) + (y - 0.15) * (y - 0.15)))));
+    }
+  }
+  const std::string bin = ::testing::TempDir() + "slope.bin";
+  WriteBinaryHeightMap(bin, rows, cols, terrain);
+  float low = *std::min_element(terrain.begin(), terrain.end());
+  float high = *std::max_element(terrain.begin(), terrain.end());
+  // the file's values, normalised, scaled back to metres by the elevation size
+  const std::string path = WriteTempModel(
+      "slope.xml", absl::StrReplaceAll(R"(<mujoco>
+  <option timestep="0.002"/>
+  <asset><hfield name="slope" file="BIN" size="2 1 TOP 0.2"/></asset>
+  <worldbody>
+    <geom type="hfield" hfield="slope" pos="0 0 LOW"/>
+    <body pos="-1.4 0 Z"><freejoint/><geom type="sphere" size="0.1" density="500"/></body>
+  </worldbody>
+</mujoco>)",
+                                       {{"BIN", bin},
+                                        {"TOP", absl::StrCat(high - low)},
+                                        {"LOW", absl::StrCat(low)},
+                                        {"Z", absl::StrCat(0.2 * 3.4 + 0.1 * std::sqrt(1.04))}}));
+  SideBySide s = LoadSideBySide(path);
+  ASSERT_TRUE(s.ok());
+  const double sin_theta = 0.2 / std::sqrt(1.04), g = 9.81;
+  double worst = 0, worst_early = 0, mujoco_early = 0, lowest = 1;
+  for (int n = 1; n <= 1100; ++n) {
+    absl::StatusOr<FileCoordinates> c = StepBoth(s);
+    ASSERT_TRUE(c.ok()) << c.status();
+    const double* q = s.mujoco->d->qpos;
+    const double apart =
+        std::hypot(std::hypot(c->position[0] - q[0], c->position[1] - q[1]), c->position[2] - q[2]);
+    worst = std::max(worst, apart);
+    const double t = 0.002 * n;
+    if (t <= 1.4) {
+      // down the slope, before the bump: x - x0 = 5/14 g sin(theta) cos(theta) t^2
+      const double along = 5.0 / 14 * g * sin_theta * t * t / std::sqrt(1.04);
+      worst_early = std::max(worst_early, std::abs(c->position[0] - (-1.4 + along)));
+      mujoco_early = std::max(mujoco_early, std::abs(q[0] - (-1.4 + along)));
+    }
+    lowest = std::min(
+        lowest, c->position[2] - 0.1 -
+                    FieldSurfaceZ(s.imported.model.shapes[0], c->position[0], c->position[1]));
+  }
+  const double* q = s.mujoco->d->qpos;
+  std::printf(
+      "ball down terrain, 2.2 s: within %.1e m of rolling's law over 1.4 s (MuJoCo %.1e m), "
+      "%.1e m of MuJoCo's path (MuJoCo at %.3f %.3f %.3f); lowest centre %.1e m above the "
+      "surface's height (r / cos(theta) - r = 2.0e-03 on the slope)\n",
+      worst_early, mujoco_early, worst, q[0], q[1], q[2], lowest);
+  EXPECT_LT(worst_early, 2e-3);
+  EXPECT_LT(worst, 0.2);
+  EXPECT_GT(lowest, -1e-3);  // never sunk into the terrain
+  EXPECT_GT(q[0], 1.0);      // past the bump
 }
 
 }  // namespace

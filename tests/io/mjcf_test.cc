@@ -1211,6 +1211,69 @@ TEST(MjcfMeshTest, BadMeshesAreErrors) {
                "mesh 'm' is defined twice");
 }
 
+// Height fields that cannot be read are errors naming the element, the attribute and the
+// problem; a grid with no data is MuJoCo's zeros, and one hfield serves two geoms.
+TEST(MjcfHeightFieldTest, BadHeightFieldsAreErrors) {
+  const std::string dir = ::testing::TempDir();
+  {
+    // a binary file whose header promises more than it holds
+    std::ofstream out(dir + "short.bin", std::ios::binary);
+    const int32_t header[2] = {3, 3};
+    const float values[4] = {0, 1, 2, 3};
+    out.write(reinterpret_cast<const char*>(header), sizeof(header));
+    out.write(reinterpret_cast<const char*>(values), sizeof(values));
+  }
+  std::ofstream(dir + "not.png") << "plain text";
+  auto load = [&](const std::string& asset, const std::string& geoms) {
+    return LoadMjcfString(absl::StrCat("<mujoco><asset>", asset, "</asset><worldbody>", geoms,
+                                       "</worldbody></mujoco>"),
+                          dir);
+  };
+  auto expect_error = [](const absl::StatusOr<ImportResult>& r,
+                         const std::vector<std::string>& needles) {
+    ASSERT_FALSE(r.ok()) << needles.front();
+    for (const std::string& needle : needles)
+      EXPECT_NE(r.status().message().find(needle), std::string::npos) << r.status();
+  };
+  const std::string geom = R"(<geom name="g" type="hfield" hfield="h"/>)";
+  expect_error(load(R"(<hfield name="h" nrow="3" ncol="3"/>)", geom),
+               {"hfield 'h'", "'size'", "required"});
+  expect_error(load(R"(<hfield name="h" nrow="3" ncol="3" size="1 1 1 0"/>)", geom),
+               {"hfield 'h'", "'size'", "base depth"});
+  expect_error(load(R"(<hfield name="h" nrow="1" ncol="3" size="1 1 1 1"/>)", geom),
+               {"hfield 'h'", "nrow and ncol of at least 2"});
+  expect_error(load(R"(<hfield name="h" nrow="2" ncol="2" size="1 1 1 1" elevation="1 2 3"/>)",
+                    geom),
+               {"hfield 'h'", "'elevation'", "expected 4 numbers, got 3"});
+  expect_error(load(R"(<hfield name="h" file="short.bin" size="1 1 1 1"/>)", geom),
+               {"hfield 'h'", "'file'", "short.bin", "header gives 3 x 3 points", "has 24"});
+  expect_error(load(R"(<hfield name="h" file="not.png" size="1 1 1 1"/>)", geom),
+               {"hfield 'h'", "'file'", "not.png", "not a readable PNG image"});
+  expect_error(load(R"(<hfield name="h" file="missing.bin" size="1 1 1 1"/>)", geom),
+               {"hfield 'h'", "missing.bin"});
+  expect_error(load(R"(<hfield nrow="2" ncol="2" size="1 1 1 1"/>)", geom), {"needs a name"});
+  expect_error(load(R"(<hfield name="h" nrow="2" ncol="2" size="1 1 1 1"/>
+                       <hfield name="h" nrow="2" ncol="2" size="1 1 1 1"/>)",
+                    geom),
+               {"hfield 'h' is defined twice"});
+  expect_error(load(R"(<hfield name="h" nrow="2" ncol="2" size="1 1 1 1"/>)",
+                    R"(<body><freejoint/><geom name="g" type="hfield" hfield="h"/></body>)"),
+               {"geom 'g'", "only allowed in <worldbody>"});
+  absl::StatusOr<ImportResult> two = load(
+      R"(<hfield name="h" nrow="2" ncol="3" size="1 2 0.5 0.25" elevation="4 4 4 4 4 4"/>)",
+      absl::StrCat(geom, R"(<geom type="hfield" hfield="h" pos="3 0 0"/>)"));
+  ASSERT_TRUE(two.ok()) << two.status();
+  ASSERT_EQ(two->model.shapes.size(), 2u);
+  for (const ShapeDesc& s : two->model.shapes) {
+    EXPECT_EQ(s.type, ShapeType::kHeightField);
+    EXPECT_EQ(s.heightfield.rows, 2);
+    EXPECT_EQ(s.heightfield.cols, 3);
+    // every value the same: normalised to zeros, as MuJoCo's
+    EXPECT_EQ(s.heightfield.heights, std::vector<Real>(6, 0));
+    EXPECT_EQ(s.size.z, 0.25);
+  }
+}
+
 TEST(MjcfActuatorTest, PositionAndVelocityServos) {
   std::string xml = R"(
 <mujoco><compiler autolimits="true"/><worldbody><body name="b"><joint name="j" axis="0 1 0" damping="0.5"/>
@@ -1959,7 +2022,7 @@ TEST(MjcfErrorTest, BadValuesNameElementNameAndAttribute) {
            <actuator><motor name="m" joint="nope"/></actuator></mujoco>)",
        {"motor 'm'", "'joint'", "nope"}},
       {R"(<mujoco><worldbody><body name="b"><geom name="g" type="hfield" hfield="terrain"/></body></worldbody></mujoco>)",
-       {"geom 'g'", "'type'", "hfield"}},
+       {"geom 'g'", "'hfield'", "no <hfield> asset is named 'terrain'"}},
       {R"(<mujoco><compiler coordinate="polar"/></mujoco>)", {"compiler", "'coordinate'"}},
       {R"(<robot/>)", {"<mujoco>"}},
   };

@@ -284,6 +284,51 @@ TEST_F(ServerApiTest, TendonsOverThreeJointsAreCarried) {
   EXPECT_THAT(status.message(), HasSubstr("names DOF 0 of joint 0 again"));
 }
 
+// Terrain through the service: a ball dropped on a height field (a plateau 0.3 m high over the
+// middle 3 x 3 of its 5 x 5 points, the ground at 0 around it) comes to rest on the plateau; the
+// grid comes back in the described model; a grid whose heights do not fill its rows and columns
+// is refused by name.
+TEST_F(ServerApiTest, BallsLandOnHeightFieldTerrain) {
+  v1::ModelDescription scene = FallingBallScene(1);
+  v1::Shape* terrain = scene.add_shapes();
+  terrain->set_name("terrain");
+  terrain->set_body(-1);
+  terrain->set_type(v1::SHAPE_TYPE_HEIGHT_FIELD);
+  SetVec(terrain->mutable_size(), 1, 1, 0.5);
+  v1::HeightField* grid = terrain->mutable_heightfield();
+  grid->set_rows(5);
+  grid->set_cols(5);
+  for (int r = 0; r < 5; ++r) {
+    for (int c = 0; c < 5; ++c) grid->add_heights(r % 4 == 0 || c % 4 == 0 ? 0 : 0.3);
+  }
+  const std::vector<uint64_t> ids = MustCreate(*client_, scene, 2);
+  v1::StepRequest step = StepRequestFor(ids, 400);
+  step.mutable_observe()->set_body_pose(true);
+  step.mutable_observe()->set_body_velocity(true);
+  absl::StatusOr<v1::StepResponse> stepped = client_->Step(step);
+  ASSERT_TRUE(stepped.ok()) << stepped.status();
+  const std::vector<float> pose = client::UnpackFloat32(stepped->observations().body_pose());
+  ASSERT_EQ(pose.size(), 2u * 7);
+  for (int w = 0; w < 2; ++w) {
+    // on the plateau: its centre one radius above it
+    EXPECT_NEAR(pose[7 * w + 0], 0, 1e-6);
+    EXPECT_NEAR(pose[7 * w + 1], 0, 1e-6);
+    EXPECT_NEAR(pose[7 * w + 2], 0.4, 1e-3);
+  }
+  const v1::ModelDescription described = DescribedModel(ids[0]);
+  ASSERT_EQ(described.shapes_size(), 2);
+  EXPECT_EQ(described.shapes(1).type(), v1::SHAPE_TYPE_HEIGHT_FIELD);
+  EXPECT_EQ(described.shapes(1).heightfield().cols(), 5);
+  ASSERT_EQ(described.shapes(1).heightfield().heights_size(), 25);
+  EXPECT_DOUBLE_EQ(described.shapes(1).heightfield().heights(12), 0.3);
+
+  grid->mutable_heights()->RemoveLast();
+  absl::Status status = client_->CreateWorlds(client::ModelScene(scene), 1).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("terrain"));
+  EXPECT_THAT(status.message(), HasSubstr("has 24 values for 5 x 5 points"));
+}
+
 // A muscle on the wheel's hinge (length range [-1, 1] rad onto MuJoCo's default [0.75, 1.05]):
 // under full excitation (activation time constant 0.05 s) its activation rises as the explicit
 // steps of da/dt = (1 - a) / (0.05 (0.5 + 1.5 a)) give it, its pull turns the wheel to negative

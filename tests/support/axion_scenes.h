@@ -2,6 +2,8 @@
 // "10-box stack" means the same thing in every table and every parity test.
 #pragma once
 
+#include <cmath>
+
 #include "axion/model.h"
 
 namespace axion::scenes {
@@ -122,6 +124,51 @@ inline ModelDesc SpheresInBox(int count, bool on_slides = false) {
     if (on_slides) d.joints.push_back(SlidesToWorld(i));
   }
   d.contact_capacity = 8 * count;
+  return d;
+}
+
+// Rough terrain: a 4 m x 4 m height field of 41 x 41 points (bumps of 0.17 m over 10 cm
+// cells), with a box, a capsule, a ball, a cylinder and a convex hull dropped onto it, each
+// landing across several cells.
+inline ModelDesc BodiesOnTerrain() {
+  ModelDesc d;
+  d.options.timestep = 0.005;
+  ShapeDesc terrain;
+  terrain.name = "terrain";
+  terrain.type = ShapeType::kHeightField;
+  terrain.size = {2, 2, 0.5};
+  terrain.material.friction = 0.8;
+  terrain.heightfield.rows = terrain.heightfield.cols = 41;
+  for (int r = 0; r < 41; ++r) {
+    for (int c = 0; c < 41; ++c) {
+      const Real x = Real(-2) + Real(0.1) * c, y = Real(-2) + Real(0.1) * r;
+      terrain.heightfield.heights.push_back(Real(0.12) * std::sin(Real(2.5) * x) *
+                                                std::cos(Real(1.7) * y) +
+                                            Real(0.05) * std::sin(7 * x + 3 * y));
+    }
+  }
+  d.shapes.push_back(terrain);
+  const ShapeType types[] = {ShapeType::kBox, ShapeType::kCapsule, ShapeType::kSphere,
+                             ShapeType::kCylinder, ShapeType::kConvexHull};
+  for (int i = 0; i < 5; ++i) {
+    BodyDesc b;
+    b.mass = 1;
+    b.inertia = BoxInertia(b.mass, {0.15, 0.12, 0.1});
+    b.pose.pos = {Real(-1.2) + Real(0.6) * i, Real(0.3) * (i % 2), Real(0.6)};
+    b.pose.quat = quat_from_axis_angle(normalized(Vec3{1, Real(0.5) * i, 2}), Real(0.3) * i);
+    d.bodies.push_back(b);
+    ShapeDesc s;
+    s.body = i;
+    s.type = types[i];
+    s.size = types[i] == ShapeType::kBox ? Vec3{0.15, 0.12, 0.1} : Vec3{0.1, 0.12, 0};
+    if (types[i] == ShapeType::kConvexHull) {
+      for (int k = 0; k < 8; ++k)
+        s.vertices.push_back({k & 1 ? Real(0.14) : Real(-0.12), k & 2 ? Real(0.1) : Real(-0.13),
+                              k & 4 ? Real(0.09) : Real(-0.11)});
+    }
+    s.material.friction = 0.8;
+    d.shapes.push_back(s);
+  }
   return d;
 }
 

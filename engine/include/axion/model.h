@@ -48,12 +48,32 @@ struct BodyDesc {
 };
 
 enum class ShapeType : int32_t {
-  kPlane = 0,      // infinite half-space below the local xy plane (normal +z); world body only
-  kSphere = 1,     // size.x = radius
-  kCapsule = 2,    // size.x = radius, size.y = half length of the segment along local z
-  kBox = 3,        // size = half extents
-  kCylinder = 4,   // size.x = radius, size.y = half length along local z
-  kConvexHull = 5  // vertices (body-local, relative to the shape pose); size unused
+  kPlane = 0,       // infinite half-space below the local xy plane (normal +z); world body only
+  kSphere = 1,      // size.x = radius
+  kCapsule = 2,     // size.x = radius, size.y = half length of the segment along local z
+  kBox = 3,         // size = half extents
+  kCylinder = 4,    // size.x = radius, size.y = half length along local z
+  kConvexHull = 5,  // vertices (body-local, relative to the shape pose); size unused
+  kHeightField = 6  // terrain: heights over the local xy plane (ShapeDesc::heightfield), solid
+                    // down to z = -size.z; size.x, size.y = half extents of the grid; static
+                    // only (the world body or a mocap body)
+};
+
+// A height field's grid (ShapeType::kHeightField), MuJoCo's hfield layout: rows run along the
+// shape frame's y axis and columns along x, each grid cell split into two triangles along its
+// diagonal from (row, col) to (row + 1, col + 1). Each triangle is the top of a prism reaching
+// down to the base z = -size.z, and shapes collide with those prisms, so terrain is solid below
+// its surface (a shape that got under it is pushed back up, not through).
+// Points per side of a height field's grid at most: 4096 x 4096 heights are 134 MB (worlds of
+// the same grid share one copy).
+inline constexpr int kMaxHeightFieldSide = 4096;
+
+struct HeightFieldDesc {
+  int rows = 0;  // >= 2; row r lies at y = -size.y + 2 size.y r / (rows - 1)
+  int cols = 0;  // >= 2; column c lies at x = -size.x + 2 size.x c / (cols - 1)
+  // (rows x cols) row-major: heights[r * cols + c] = z of the surface at (row r, column c) in
+  // the shape frame (m); each finite and above the base, -size.z
+  std::vector<Real> heights;
 };
 
 // Surface material. Two materials in contact combine their friction by
@@ -72,9 +92,10 @@ struct ShapeDesc {
   // that body's frame; -1: fixed in the world.
   int mocap = -1;
   ShapeType type = ShapeType::kSphere;
-  Pose pose;                   // shape frame in the body frame (in the world frame for kWorldBody)
-  Vec3 size;                   // see ShapeType
-  std::vector<Vec3> vertices;  // kConvexHull only: at least 4 non-coplanar points
+  Pose pose;                    // shape frame in the body frame (in the world frame for kWorldBody)
+  Vec3 size;                    // see ShapeType
+  std::vector<Vec3> vertices;   // kConvexHull only: at least 4 non-coplanar points
+  HeightFieldDesc heightfield;  // kHeightField only
   Material material;
   // Two shapes collide when (group_a & mask_b) && (group_b & mask_a).
   uint32_t collision_group = 1;

@@ -443,6 +443,11 @@ struct BatchView {
   const int32_t* hull_face_index;         // face vertex indices, local to the hull
   const int32_t* hull_face_index_offset;  // (hull_count) start of each hull's indices
   const Real* hull_face_plane;            // (hull_face_total x 4)
+  // height fields (heightfield_count), flattened; a kHeightField shape's shape_hull is its index
+  const int32_t* heightfield_offset;  // (heightfield_count + 1) into heightfield_heights
+  const int32_t* heightfield_cols;    // (heightfield_count) points per row (rows: the rest)
+  const Real* heightfield_top;        // (heightfield_count) the highest height (bounds)
+  const Real* heightfield_heights;    // (heightfield point total) HeightFieldDesc::heights
 
   // ---- pair rules (rule_count = world_pair_rule_offset[world_count]) -------------------------
   // The group/mask filter's exceptions (Model::pair_rules), grouped by lower shape, each group

@@ -29,6 +29,11 @@ struct ShapeGeom {
   const int32_t* hull_face_offset = nullptr;  // (hull_face_count + 1)
   const Real* hull_face_plane = nullptr;      // (hull_face_count x 4): normal xyz, offset d
   int32_t hull_face_count = 0;
+  // kHeightField: size = (half extent x, half extent y, depth of the base)
+  const Real* heightfield_heights = nullptr;  // (heightfield_rows x heightfield_cols)
+  int32_t heightfield_rows = 0;
+  int32_t heightfield_cols = 0;
+  Real heightfield_top = 0;  // the highest of the heights
 };
 
 struct ContactPoint {

@@ -19,6 +19,7 @@ static_assert(narrowphase::kTypeCapsule == static_cast<int32_t>(ShapeType::kCaps
 static_assert(narrowphase::kTypeBox == static_cast<int32_t>(ShapeType::kBox));
 static_assert(narrowphase::kTypeCylinder == static_cast<int32_t>(ShapeType::kCylinder));
 static_assert(narrowphase::kTypeHull == static_cast<int32_t>(ShapeType::kConvexHull));
+static_assert(narrowphase::kTypeHeightField == static_cast<int32_t>(ShapeType::kHeightField));
 
 namespace {
 

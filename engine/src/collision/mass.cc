@@ -132,6 +132,8 @@ absl::StatusOr<MassProperties> ShapeMassProperties(ShapeType type, Vec3 size,
   switch (type) {
     case ShapeType::kPlane:
       return absl::InvalidArgumentError("a plane has no mass properties (infinite volume)");
+    case ShapeType::kHeightField:
+      return absl::InvalidArgumentError("a height field has no mass properties (static terrain)");
     case ShapeType::kSphere:
       if (absl::Status s = CheckPositive(size.x, "radius (size.x)"); !s.ok()) return s;
       return SphereMassProperties(size.x, density);

@@ -774,7 +774,287 @@ AXION_HD int collide_cores(const Core& a, const Core& b, Real margin, ContactPoi
   return collide_convex(a, b, margin, out);
 }
 
-AXION_HD bool valid_type(int32_t t) { return t >= kTypePlane && t <= kTypeHull; }
+// ---------------------------------------------------------------------------------------------
+// height field - X (the field is b; a is neither a plane nor a field)
+
+// Candidates of a height field pair: the manifolds of the prisms under the shape, reduced to
+// one whenever the next prism's could overflow them (a box across many cells).
+inline constexpr int kFieldCandidates = kMaxClipVertices + 1;
+
+// A polygon of a height field's surface (a cell's triangle, or a planar stretch of cells as one
+// quad) and the prism below it down to the base, as a hull core whose arrays live here (MuJoCo
+// collides its hfields prism by prism too).
+struct FieldPrism {
+  Real vertex[24];         // the top's corners counter-clockwise from above, then below
+  int32_t face[24];        // top, base, the sides; counter-clockwise from outside
+  int32_t face_offset[7];  // (faces + 1)
+  Real face_plane[24];     // (faces x 4): outward normal, offset
+  int32_t corners = 0;     // of the top: 3 or 4
+};
+
+// The prism under the top polygon `top` (`corners` points counter-clockwise from above, on one
+// plane, relative to `origin`, world frame, of a field turned by `rot`), down to z = -base.
+AXION_HD Core field_prism(const Vec3* top, int corners, Real base, Vec3 origin, const Mat33& rot,
+                          FieldPrism* p) {
+  const int n = corners;
+  p->corners = n;
+  for (int i = 0; i < n; ++i) {
+    store3(p->vertex + 3 * i, top[i]);
+    store3(p->vertex + 3 * (n + i), Vec3{top[i].x, top[i].y, -base});
+  }
+  int k = 0;
+  for (int i = 0; i < n; ++i) p->face[k++] = i;              // top
+  for (int i = 0; i < n; ++i) p->face[k++] = 2 * n - 1 - i;  // base, seen from below
+  for (int i = 0; i < n; ++i) {
+    const int j = (i + 1) % n;
+    p->face[k++] = i;
+    p->face[k++] = n + i;
+    p->face[k++] = n + j;
+    p->face[k++] = j;
+  }
+  p->face_offset[0] = 0;
+  p->face_offset[1] = n;
+  p->face_offset[2] = 2 * n;
+  for (int i = 0; i < n; ++i) p->face_offset[3 + i] = 2 * n + 4 * (i + 1);
+  const Vec3 up = normalized(cross(top[1] - top[0], top[2] - top[0]));
+  store3(p->face_plane, up);
+  p->face_plane[3] = dot(up, top[0]);
+  store3(p->face_plane + 4, Vec3{0, 0, -1});
+  p->face_plane[7] = base;
+  for (int i = 0; i < n; ++i) {
+    // a side's outward normal: the top edge turned a quarter clockwise in the xy plane
+    const Vec3 e = top[(i + 1) % n] - top[i];
+    const Vec3 side = normalized(Vec3{e.y, -e.x, 0});
+    store3(p->face_plane + 8 + 4 * i, side);
+    p->face_plane[11 + 4 * i] = dot(side, top[i]);
+  }
+  Core c;
+  c.type = kTypeHull;
+  c.pos = origin;
+  c.rot = rot;
+  c.hull_vertices = p->vertex;
+  c.hull_vertex_count = 2 * n;
+  c.hull_faces = p->face;
+  c.hull_face_offset = p->face_offset;
+  c.hull_face_plane = p->face_plane;
+  c.hull_face_count = 2 + n;
+  return c;
+}
+
+// Whether the prism's top holds point p (prism frame) in the xy plane (within `tiny`).
+AXION_HD bool prism_holds(const FieldPrism& prism, Vec3 p, Real tiny) {
+  bool inside = true;
+  for (int i = 0; i < prism.corners; ++i) {
+    const Vec3 a = load3(prism.vertex + 3 * i);
+    const Vec3 e = load3(prism.vertex + 3 * ((i + 1) % prism.corners)) - a, q = p - a;
+    inside = inside && e.x * q.y - e.y * q.x >= -tiny * (std::fabs(e.x) + std::fabs(e.y));
+  }
+  return inside;
+}
+
+// Contacts of core a with one prism of a height field, appended to cand (room for
+// kMaxPairContacts more), their ids in tri: `id`, or -1 - id for a hidden one. A prism's sides
+// and base lie inside the terrain, so a point of a below the top's plane that the prism pushes
+// out sideways or down (an overlap found through a side) leaves along the top's normal instead;
+// if that point then lies over another polygon, it is that polygon's prism's to find, and it
+// stays (hidden) only to tell field_drop_inner_edges how deep a lies below this plane. A shape
+// wholly above the top's plane (by the margin) meets nothing here: the prism lies below it.
+AXION_HD int field_prism_contacts(const Core& a, const Core& prism, const FieldPrism& data, int id,
+                                  Real margin, Real scale, ContactPoint* cand, int32_t* tri) {
+  const Vec3 up = prism.rot * load3(data.face_plane);
+  const Vec3 corner = to_world(prism, load3(data.vertex));
+  if (dot(core_support(a, -up) - corner, up) - a.radius >= margin) return 0;
+  const int k = a.type == kTypeSphere ? collide_sphere_hull(a, prism, margin, cand)
+                                      : collide_convex(a, prism, margin, cand);
+  int kept = 0;
+  for (int i = 0; i < k; ++i) {
+    ContactPoint q = cand[i];
+    bool hidden = false;
+    if (q.gap < 0 && dot(q.normal, up) < kFeatureCos) {
+      // out along the top's normal from the core point behind a's surface point
+      const Vec3 core_point = q.point_a + a.radius * q.normal;
+      q.normal = up;
+      q.point_a = core_point - a.radius * up;
+      q.gap = dot(q.point_a - corner, up);
+      q.point_b = q.point_a - q.gap * up;
+      hidden = !prism_holds(data, to_local(prism, q.point_b), kTiny * scale);
+    }
+    if (!(q.gap < margin)) continue;
+    tri[kept] = hidden ? -1 - id : id;
+    cand[kept++] = q;
+  }
+  return kept;
+}
+
+// Whether the grid points of cells r0..r1 x c0..c1 lie on one plane (to 1e-7 of the field's
+// height, float32 height maps included): then a shape
+// over them meets one prism (a box on flat ground, four points, as on a plane) instead of two a
+// cell, whose manifolds would each clip the shape and whose inner edges would need sorting out.
+AXION_HD bool field_stretch_is_planar(const ShapeGeom& field, int r0, int r1, int c0, int c1) {
+  const int cols = field.heightfield_cols;
+  const Real* h = field.heightfield_heights;
+  const Real z00 = h[r0 * cols + c0];
+  const Real along_c = (h[r0 * cols + c1 + 1] - z00) / Real(c1 + 1 - c0);
+  const Real along_r = (h[(r1 + 1) * cols + c0] - z00) / Real(r1 + 1 - r0);
+  const Real tolerance = Real(1e-7) * (std::fabs(field.heightfield_top) + field.size.z);
+  for (int r = r0; r <= r1 + 1; ++r) {
+    for (int c = c0; c <= c1 + 1; ++c) {
+      const Real plane = z00 + along_c * Real(c - c0) + along_r * Real(r - r0);
+      if (!(std::fabs(h[r * cols + c] - plane) <= tolerance)) return false;
+    }
+  }
+  return true;
+}
+
+// Corners (field frame, counter-clockwise from above) of triangle `id` = 2 (r cols + c) + t.
+AXION_HD void field_triangle(const ShapeGeom& field, int id, Vec3* corner) {
+  const int cols = field.heightfield_cols, rows = field.heightfield_rows;
+  const int cell = id / 2, r = cell / cols, c = cell % cols;
+  const Real dx = 2 * field.size.x / Real(cols - 1), dy = 2 * field.size.y / Real(rows - 1);
+  const Real x0 = -field.size.x + Real(c) * dx, y0 = -field.size.y + Real(r) * dy;
+  const Real* h = field.heightfield_heights + r * cols + c;
+  corner[0] = Vec3{x0, y0, h[0]};
+  corner[1] = id % 2 == 0 ? Vec3{x0 + dx, y0 + dy, h[cols + 1]} : Vec3{x0 + dx, y0, h[1]};
+  corner[2] = id % 2 == 0 ? Vec3{x0, y0 + dy, h[cols]} : Vec3{x0 + dx, y0 + dy, h[cols + 1]};
+}
+
+// Whether triangle `id`'s footprint in the field's xy plane holds field-frame point p (within
+// `tiny`).
+AXION_HD bool field_holds(const ShapeGeom& field, int id, Vec3 p, Real tiny) {
+  Vec3 corner[3];
+  field_triangle(field, id, corner);
+  bool inside = true;
+  for (int k = 0; k < 3; ++k) {
+    const Vec3 e = corner[(k + 1) % 3] - corner[k], q = p - corner[k];
+    inside = inside && e.x * q.y - e.y * q.x >= -tiny * (std::fabs(e.x) + std::fabs(e.y));
+  }
+  return inside;
+}
+
+// Drops the separated contacts found at a triangle's edge or corner (normal off the triangle's
+// own) where another triangle holding that terrain point found the shape nearer: the surface
+// there is not an edge the shape can catch on (inner edges of a flat stretch, valleys), only a
+// ridge is, and at a ridge both triangles find the same distance. `tri`: each candidate's
+// triangle (field_triangle's id; -1 - id for a hidden one, dropped here too). Returns how many
+// remain, in order.
+AXION_HD int field_drop_inner_edges(ContactPoint* cand, int32_t* tri, int m, const ShapeGeom& field,
+                                    Vec3 pos_f, const Mat33& rot, Real tiny) {
+  bool drop[kFieldCandidates];
+  for (int i = 0; i < m; ++i) {
+    drop[i] = tri[i] < 0;
+    if (tri[i] < 0 || cand[i].gap < 0) continue;
+    Vec3 corner[3];
+    field_triangle(field, tri[i], corner);
+    const Vec3 up = rot * normalized(cross(corner[1] - corner[0], corner[2] - corner[0]));
+    if (dot(cand[i].normal, up) >= kFeatureCos) continue;
+    const Vec3 p = mul_transpose(rot, cand[i].point_b - pos_f);
+    for (int j = 0; j < m && !drop[i]; ++j) {
+      const int other = tri[j] < 0 ? -1 - tri[j] : tri[j];
+      if (other == tri[i] || !(cand[j].gap < cand[i].gap - tiny)) continue;
+      drop[i] = field_holds(field, other, p, tiny);
+    }
+  }
+  int kept = 0;
+  for (int i = 0; i < m; ++i) {
+    if (drop[i]) continue;
+    cand[kept] = cand[i];
+    tri[kept++] = tri[i];
+  }
+  return kept;
+}
+
+// Contacts of shape a with height field `field`: a against the prisms of the triangles whose
+// cells its bounding box (grown by the margin) covers. A prism's sides and base lie inside the
+// terrain, so a point of a below a triangle's plane that its prism pushes out sideways or
+// down (an overlap found through a side) leaves along the triangle's normal instead: shapes
+// cross cell edges without catching on them, and one that got under the surface comes back up.
+AXION_HD int collide_heightfield(const ShapeGeom& a, Vec3 pos_a, Quat quat_a,
+                                 const ShapeGeom& field, Vec3 pos_f, Quat quat_f, Real margin,
+                                 ContactPoint* out) {
+  const int rows = field.heightfield_rows, cols = field.heightfield_cols;
+  if (rows < 2 || cols < 2 || field.heightfield_heights == nullptr) return 0;
+  // a's box in the field's frame: the cells below it
+  const Quat to_field = conjugate(quat_f);
+  Vec3 lower, upper;
+  shape_aabb(a, rotate(to_field, pos_a - pos_f), to_field * quat_a, &lower, &upper);
+  const Vec3 half = field.size;
+  lower = lower - Vec3{margin, margin, margin};
+  upper = upper + Vec3{margin, margin, margin};
+  // (written so that a NaN pose leaves here too)
+  if (!(upper.x >= -half.x && lower.x <= half.x && upper.y >= -half.y && lower.y <= half.y &&
+        lower.z <= field.heightfield_top)) {
+    return 0;
+  }
+  const Real dx = 2 * half.x / Real(cols - 1), dy = 2 * half.y / Real(rows - 1);
+  const int c0 = static_cast<int>(rclamp(std::floor((lower.x + half.x) / dx), 0, cols - 2));
+  const int c1 = static_cast<int>(rclamp(std::floor((upper.x + half.x) / dx), 0, cols - 2));
+  const int r0 = static_cast<int>(rclamp(std::floor((lower.y + half.y) / dy), 0, rows - 2));
+  const int r1 = static_cast<int>(rclamp(std::floor((upper.y + half.y) / dy), 0, rows - 2));
+  const Core ca = make_core(a, pos_a, quat_a);
+  const Mat33 rot = quat_to_mat(quat_f);
+  const Real far = rmax(rmax(std::fabs(pos_a.x), std::fabs(pos_a.y)), std::fabs(pos_a.z));
+  const Real scale = core_bounding_radius(ca) + ca.radius + dx + dy + Real(1e-3) * far + kTiny;
+  ContactPoint cand[kFieldCandidates];
+  int32_t tri[kFieldCandidates];  // each candidate's triangle, field_triangle's id
+  int m = 0;
+  const Real x0 = -half.x + Real(c0) * dx, y0 = -half.y + Real(r0) * dy;
+  if (field_stretch_is_planar(field, r0, r1, c0, c1)) {
+    // one prism under the whole stretch
+    const Real* h = field.heightfield_heights;
+    const Real x1 = -half.x + Real(c1 + 1) * dx, y1 = -half.y + Real(r1 + 1) * dy;
+    const Vec3 centre{Real(0.5) * (x0 + x1), Real(0.5) * (y0 + y1), 0};
+    const Vec3 top[4] = {Vec3{x0, y0, h[r0 * cols + c0]} - centre,
+                         Vec3{x1, y0, h[r0 * cols + c1 + 1]} - centre,
+                         Vec3{x1, y1, h[(r1 + 1) * cols + c1 + 1]} - centre,
+                         Vec3{x0, y1, h[(r1 + 1) * cols + c0]} - centre};
+    FieldPrism data;
+    const Core prism = field_prism(top, 4, half.z, pos_f + rot * centre, rot, &data);
+    m = field_prism_contacts(ca, prism, data, 2 * (r0 * cols + c0), margin, scale, cand, tri);
+  } else {
+    for (int r = r0; r <= r1; ++r) {
+      for (int c = c0; c <= c1; ++c) {
+        const Real* h = field.heightfield_heights + r * cols + c;
+        const Real h00 = h[0], h01 = h[1], h10 = h[cols], h11 = h[cols + 1];
+        if (lower.z > rmax(rmax(h00, h01), rmax(h10, h11))) continue;
+        const Vec3 centre{x0 + (Real(c - c0) + Real(0.5)) * dx,
+                          y0 + (Real(r - r0) + Real(0.5)) * dy, 0};
+        const Vec3 origin = pos_f + rot * centre;
+        const Vec3 p00{-dx / 2, -dy / 2, h00}, p01{dx / 2, -dy / 2, h01};
+        const Vec3 p10{-dx / 2, dy / 2, h10}, p11{dx / 2, dy / 2, h11};
+        // the cell's two triangles, split along the diagonal (r, c) - (r + 1, c + 1) as MuJoCo's
+        for (int t = 0; t < 2; ++t) {
+          if (m + kMaxPairContacts > kFieldCandidates) {
+            m = field_drop_inner_edges(cand, tri, m, field, pos_f, rot, kTiny * scale);
+            ContactPoint kept[kMaxPairContacts];
+            const int reduced = reduce_contacts(cand, m, kTiny * scale, kDepthTie * scale, kept);
+            for (int i = 0; i < reduced; ++i) {
+              // (each kept point is one of the candidates: its triangle comes along)
+              int from = 0;
+              while (from < m - 1 && length_sq(cand[from].point_a - kept[i].point_a) +
+                                             length_sq(cand[from].point_b - kept[i].point_b) >
+                                         0) {
+                ++from;
+              }
+              tri[i] = tri[from];
+            }
+            for (int i = 0; i < reduced; ++i) cand[i] = kept[i];
+            m = reduced;
+          }
+          const Vec3 lower_tri[3] = {p00, p11, p10}, upper_tri[3] = {p00, p01, p11};
+          FieldPrism data;
+          const Core prism =
+              field_prism(t == 0 ? lower_tri : upper_tri, 3, half.z, origin, rot, &data);
+          m += field_prism_contacts(ca, prism, data, 2 * (r * cols + c) + t, margin, scale,
+                                    cand + m, tri + m);
+        }
+      }
+    }
+  }
+  m = field_drop_inner_edges(cand, tri, m, field, pos_f, rot, kTiny * scale);
+  return reduce_contacts(cand, m, kTiny * scale, kDepthTie * scale, out);
+}
+
+AXION_HD bool valid_type(int32_t t) { return t >= kTypePlane && t <= kTypeHeightField; }
 
 }  // namespace narrowphase
 
@@ -783,6 +1063,20 @@ AXION_HD int collide_shapes(const ShapeGeom& a, Vec3 pos_a, Quat quat_a, const S
   using namespace narrowphase;
   if (!valid_type(a.type) || !valid_type(b.type)) return 0;
   if (a.type == kTypePlane && b.type == kTypePlane) return 0;
+  if (a.type == kTypeHeightField || b.type == kTypeHeightField) {
+    // terrain meets no terrain (both static); the field second
+    if (a.type == b.type || a.type == kTypePlane || b.type == kTypePlane) return 0;
+    if (b.type == kTypeHeightField)
+      return collide_heightfield(a, pos_a, quat_a, b, pos_b, quat_b, margin, out);
+    const int count = collide_heightfield(b, pos_b, quat_b, a, pos_a, quat_a, margin, out);
+    for (int i = 0; i < count; ++i) {
+      const Vec3 t = out[i].point_a;
+      out[i].point_a = out[i].point_b;
+      out[i].point_b = t;
+      out[i].normal = -out[i].normal;
+    }
+    return count;
+  }
   // canonical order: plane second, sphere first
   bool swap;
   if (a.type == kTypePlane) {
@@ -848,6 +1142,17 @@ AXION_HD void shape_aabb(const ShapeGeom& g, Vec3 pos, Quat quat, Vec3* lower, V
       *upper = pos + hi;
       return;
     }
+    case kTypeHeightField: {
+      // the grid's box, from the base to the highest point
+      const Vec3 centre{0, 0, Real(0.5) * (g.heightfield_top - g.size.z)};
+      const Vec3 half{g.size.x, g.size.y, Real(0.5) * (g.heightfield_top + g.size.z)};
+      for (int i = 0; i < 3; ++i) {
+        ext[i] =
+            std::fabs(r(i, 0)) * half.x + std::fabs(r(i, 1)) * half.y + std::fabs(r(i, 2)) * half.z;
+      }
+      pos = pos + r * centre;
+      break;
+    }
     default: {
       // plane: the half-space below it, n . (x - pos) <= 0, within kPlaneExtent of pos. Along
       // an axis where n has a component the box ends on the plane's outer side, at the largest
@@ -889,6 +1194,8 @@ AXION_HD Real shape_bounding_radius(const ShapeGeom& g) {
       }
       return std::sqrt(r2);
     }
+    case kTypeHeightField:
+      return norm(Vec3{g.size.x, g.size.y, rmax(std::fabs(g.heightfield_top), g.size.z)});
     default:
       return kPlaneExtent;
   }

@@ -20,6 +20,7 @@ inline constexpr int32_t kTypeCapsule = 2;
 inline constexpr int32_t kTypeBox = 3;
 inline constexpr int32_t kTypeCylinder = 4;
 inline constexpr int32_t kTypeHull = 5;
+inline constexpr int32_t kTypeHeightField = 6;  // never a Core: collided prism by prism
 
 // Tolerances, relative to the pair's length scale (sum of bounding radii) unless stated.
 #if defined(AXION_USE_FLOAT)

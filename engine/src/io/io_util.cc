@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "png.h"
 
 namespace axion::io {
 
@@ -495,6 +496,66 @@ absl::StatusOr<std::string> ReadFile(const std::string& path, const std::string&
   std::ostringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
+}
+
+absl::StatusOr<HeightMap> LoadHeightMap(const std::string& path, const std::string& root) {
+  AXION_IO_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path, root));
+  HeightMap map;
+  const auto bad = [&](const std::string& problem) {
+    return absl::InvalidArgumentError(absl::StrCat("height map '", path, "': ", problem));
+  };
+  const bool png =
+      path.size() >= 4 && absl::AsciiStrToLower(path.substr(path.size() - 4)) == ".png";
+  if (png) {
+    png_image image;
+    std::memset(&image, 0, sizeof(image));
+    image.version = PNG_IMAGE_VERSION;
+    if (!png_image_begin_read_from_memory(&image, bytes.data(), bytes.size()))
+      return bad(absl::StrCat("not a readable PNG image (", image.message, ")"));
+    image.format = PNG_FORMAT_GRAY;
+    map.rows = static_cast<int>(image.height);
+    map.cols = static_cast<int>(image.width);
+    std::vector<unsigned char> pixels(PNG_IMAGE_SIZE(image));
+    if (!png_image_finish_read(&image, nullptr, pixels.data(), 0, nullptr)) {
+      png_image_free(&image);
+      return bad(absl::StrCat("not a readable PNG image (", image.message, ")"));
+    }
+    // the image's top row is the grid's last (MuJoCo flips it so that north is up)
+    map.values.resize(pixels.size());
+    for (int r = 0; r < map.rows; ++r) {
+      for (int c = 0; c < map.cols; ++c)
+        map.values[(map.rows - 1 - r) * map.cols + c] = pixels[r * map.cols + c];
+    }
+    return map;
+  }
+  int32_t header[2];
+  if (bytes.size() < sizeof(header)) return bad("too short for MuJoCo's binary header");
+  std::memcpy(header, bytes.data(), sizeof(header));
+  if (header[0] < 1 || header[1] < 1) {
+    return bad(absl::StrCat("its header gives ", header[0], " x ", header[1],
+                            " points (rows and columns must be positive)"));
+  }
+  map.rows = header[0];
+  map.cols = header[1];
+  const uint64_t count = uint64_t(map.rows) * uint64_t(map.cols);
+  if (bytes.size() != sizeof(header) + count * sizeof(float)) {
+    return bad(absl::StrCat("its header gives ", map.rows, " x ", map.cols, " points, which take ",
+                            sizeof(header) + count * sizeof(float), " bytes; the file has ",
+                            bytes.size(),
+                            " (MuJoCo's binary format: int32 rows, int32 "
+                            "columns, float32 values)"));
+  }
+  map.values.resize(count);
+  for (uint64_t k = 0; k < count; ++k) {
+    float v;
+    std::memcpy(&v, bytes.data() + sizeof(header) + k * sizeof(float), sizeof(v));
+    if (!std::isfinite(v)) {
+      return bad(absl::StrCat("value ", k, " (row ", k / map.cols, ", column ", k % map.cols,
+                              ") is not finite"));
+    }
+    map.values[k] = v;
+  }
+  return map;
 }
 
 }  // namespace axion::io

@@ -87,6 +87,17 @@ std::vector<Vec3> UniqueVertices(const std::vector<Vec3>& vertices);
 // True when the points span a volume (at least 4 points, not all coplanar).
 bool PointsSpanVolume(const std::vector<Vec3>& points);
 
+// A height map file as MuJoCo reads one for an <hfield>: a PNG image (by its .png extension;
+// grey levels, colour taken as its luminance) whose top image row is the grid's last row
+// (largest y), or MuJoCo's binary format (int32 rows, int32 columns, then rows x columns
+// float32, row 0 first). Values as stored, not normalised. Errors name the file and what is
+// wrong with it. `root`: as for ReadFile.
+struct HeightMap {
+  int rows = 0, cols = 0;
+  std::vector<Real> values;  // (rows x cols) row-major, row 0 at the grid's smallest y
+};
+absl::StatusOr<HeightMap> LoadHeightMap(const std::string& path, const std::string& root = "");
+
 std::string JoinPath(const std::string& dir, const std::string& file);
 std::string DirName(const std::string& path);
 bool FileExists(const std::string& path);

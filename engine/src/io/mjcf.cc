@@ -97,6 +97,7 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
          {"angle", "inertiafromgeom", "eulerseq", "coordinate", "autolimits", "meshdir", "assetdir",
           "balanceinertia", "boundmass", "boundinertia", "settotalmass"}},
         {"mesh", {"name", "class", "file", "scale", "vertex", "face"}},
+        {"hfield", {"name", "file", "nrow", "ncol", "size", "elevation"}},
         {"option",
          {"timestep", "gravity", "density", "viscosity", "wind", "collision", "cone", "magnetic"}},
         {"body",
@@ -110,7 +111,8 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
         {"freejoint", {"name"}},
         {"geom",
          {"name", "class", "type", "size", "fromto", "pos", "quat", "axisangle", "euler", "xyaxes",
-          "zaxis", "density", "mass", "friction", "condim", "contype", "conaffinity", "mesh"}},
+          "zaxis", "density", "mass", "friction", "condim", "contype", "conaffinity", "mesh",
+          "hfield"}},
         {"motor",
          {"name", "class", "joint", "tendon", "cranksite", "slidersite", "cranklength", "site",
           "gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited"}},
@@ -273,9 +275,10 @@ struct MjGeom {
   std::string name;
   std::string where;
   ShapeType type = ShapeType::kSphere;
-  Vec3 size;                   // Axion convention
-  std::vector<Vec3> vertices;  // ellipsoid and mesh hulls
-  Pose pose;                   // in the owning body's frame
+  Vec3 size;                    // Axion convention
+  std::vector<Vec3> vertices;   // ellipsoid and mesh hulls
+  HeightFieldDesc heightfield;  // hfield geoms
+  Pose pose;                    // in the owning body's frame
   Real mass = 0;
   Vec3 mass_center;       // in the body frame: pose.pos but for meshes
   Mat33 inertia;          // about mass_center, in the body frame (kg m^2)
@@ -431,6 +434,7 @@ class MjcfLoader {
   absl::Status ParseWorld(const XMLElement* e);
   absl::Status ParseAssets(const XMLElement* e);
   absl::Status ParseMesh(const XMLElement* e);
+  absl::Status ParseHeightField(const XMLElement* e);
   absl::Status ParseBody(const XMLElement* e, int parent, const std::string& childclass);
   bool global_coordinates_ = false;  // <compiler coordinate="global">
   absl::Status ExpandComposite(const XMLElement* e, int parent);
@@ -536,6 +540,14 @@ class MjcfLoader {
 
   // <asset><mesh> by name: its triangles, scaled, in the mesh file's frame
   std::map<std::string, io::TriangleMesh> meshes_;
+  // <asset><hfield> by name: its grid (heights normalised to [0, 1], as MuJoCo's) and size
+  // (MuJoCo's: half extents x and y, the height of 1, the depth of the base)
+  struct HeightFieldAsset {
+    int rows = 0, cols = 0;
+    std::vector<Real> elevation;
+    std::array<Real, 4> size{};
+  };
+  std::map<std::string, HeightFieldAsset> hfields_;
 
   std::map<std::string, DefaultClass> classes_;
   std::vector<MjGeom> world_geoms_;
@@ -795,12 +807,69 @@ absl::Status MjcfLoader::ParseAssets(const XMLElement* xml) {
     std::string tag = c->Name();
     if (tag == "mesh") {
       AXION_IO_RETURN_IF_ERROR(ParseMesh(c));
+    } else if (tag == "hfield") {
+      AXION_IO_RETURN_IF_ERROR(ParseHeightField(c));
     } else if (tag == "texture" || tag == "material" || tag == "skin") {
       WarnElement(c, "asset", "only affects rendering and was ignored");
     } else {
       WarnElement(c, "asset", "is not supported and was ignored");
     }
   }
+  return absl::OkStatus();
+}
+
+// <hfield>: its elevation from `file` (io::LoadHeightMap), `elevation` (MuJoCo 2.3 and later)
+// or neither (zeros, for a program to fill: dm_control's terrains), normalised as MuJoCo does
+// ((v - min) / (max - min), all zeros where every value is the same).
+absl::Status MjcfLoader::ParseHeightField(const XMLElement* xml) {
+  Elem e = Resolve(xml, "main");
+  WarnUnsupportedAttributes(e);
+  HeightFieldAsset field;
+  const std::string name = e.Str("name");
+  AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> size, e.Reals("size", 4, 4));
+  if (size.empty()) return e.Error("size", "is required (radius x, radius y, elevation, base)");
+  for (int k : {0, 1, 3}) {
+    if (!(size[k] > 0)) {
+      return e.Error("size", absl::StrCat("its ", k == 3 ? "base depth (4th value)" : "radii",
+                                          " must be positive, got '", e.Str("size"), "'"));
+    }
+  }
+  if (size[2] < 0) return e.Error("size", "its elevation (3rd value) is negative");
+  std::copy(size.begin(), size.end(), field.size.begin());
+  AXION_IO_ASSIGN_OR_RETURN(int rows, e.Int("nrow", 0));
+  AXION_IO_ASSIGN_OR_RETURN(int cols, e.Int("ncol", 0));
+  if (e.Has("file")) {
+    if (e.Has("nrow") || e.Has("ncol") || e.Has("elevation"))
+      return e.Error("file", "given with nrow, ncol or elevation (a file brings its own grid)");
+    const std::string path = io::JoinPath(io::JoinPath(base_dir_, meshdir_), e.Str("file"));
+    absl::StatusOr<io::HeightMap> map = io::LoadHeightMap(path, options_.file_root);
+    if (!map.ok()) return e.Error("file", std::string(map.status().message()));
+    field.rows = map->rows;
+    field.cols = map->cols;
+    field.elevation = std::move(map->values);
+  } else {
+    if (rows < 2 || cols < 2) {
+      return e.Error("", absl::StrCat("needs a file, or nrow and ncol of at least 2 (got ", rows,
+                                      " x ", cols, ")"));
+    }
+    field.rows = rows;
+    field.cols = cols;
+    const size_t count = static_cast<size_t>(rows) * cols;
+    AXION_IO_ASSIGN_OR_RETURN(field.elevation, e.Reals("elevation", count, count));
+    if (field.elevation.empty()) field.elevation.assign(count, 0);
+  }
+  if (field.rows < 2 || field.cols < 2 || field.rows > kMaxHeightFieldSide ||
+      field.cols > kMaxHeightFieldSide) {
+    return e.Error("", absl::StrCat("a grid of ", field.rows, " x ", field.cols, " points; 2 to ",
+                                    kMaxHeightFieldSide, " per side"));
+  }
+  const auto [low, high] = std::minmax_element(field.elevation.begin(), field.elevation.end());
+  const Real min = *low, range = *high - *low;
+  for (Real& v : field.elevation) v = range > 0 ? (v - min) / range : Real(0);
+  if (name.empty()) return e.Error("name", "an hfield needs a name (geoms refer to it by name)");
+  if (hfields_.count(name))
+    return e.Error("name", absl::StrCat("hfield '", name, "' is defined twice"));
+  hfields_[name] = std::move(field);
   return absl::OkStatus();
 }
 
@@ -1211,13 +1280,28 @@ absl::Status MjcfLoader::ParseGeom(const XMLElement* xml, const std::string& cla
     geom->mass_center = pos + rotate(quat, mass->com);
     geom->inertia = io::RotateTensor(quat, geom->mass * mass->unit_inertia);
     geom->has_mass = true;
+  } else if (type == "hfield") {
+    // MuJoCo's grid: heights = elevation x size[2], solid down to -size[3]; no mass
+    const std::string field_name = e.Str("hfield");
+    if (field_name.empty()) return e.Error("hfield", "an hfield geom needs it");
+    auto field = hfields_.find(field_name);
+    if (field == hfields_.end()) {
+      return e.Error("hfield", absl::StrCat("no <hfield> asset is named '", field_name, "'"));
+    }
+    const HeightFieldAsset& asset = field->second;
+    geom->type = ShapeType::kHeightField;
+    geom->size = {asset.size[0], asset.size[1], asset.size[3]};
+    geom->heightfield.rows = asset.rows;
+    geom->heightfield.cols = asset.cols;
+    geom->heightfield.heights = asset.elevation;
+    for (Real& z : geom->heightfield.heights) z *= asset.size[2];
   } else {
     return e.Error("type", absl::StrCat("geom type '", type,
                                         "' is not supported (plane, sphere, capsule, cylinder, "
-                                        "box, ellipsoid, mesh are)"));
+                                        "box, ellipsoid, mesh, hfield are)"));
   }
 
-  if (geom->type != ShapeType::kPlane && type != "mesh") {
+  if (geom->type != ShapeType::kPlane && geom->type != ShapeType::kHeightField && type != "mesh") {
     geom->mass_center = pos;
     Real volume = io::ShapeVolume(mass_shape, s);
     if (e.Has("mass")) {
@@ -1431,9 +1515,11 @@ absl::Status MjcfLoader::ParseBody(const XMLElement* xml, int parent,
     if (tag == "geom") {
       MjGeom geom;
       AXION_IO_RETURN_IF_ERROR(ParseGeom(c, cls, &geom));
-      if (geom.type == ShapeType::kPlane) {
+      if (geom.type == ShapeType::kPlane || geom.type == ShapeType::kHeightField) {
         return absl::InvalidArgumentError(
-            absl::StrCat(geom.where, ": attribute 'type': planes are only allowed in <worldbody>"));
+            absl::StrCat(geom.where, ": attribute 'type': ",
+                         geom.type == ShapeType::kPlane ? "planes" : "height fields (hfield)",
+                         " are only allowed in <worldbody>"));
       }
       if (global_coordinates_) {
         geom.pose = io::ComposePose(to_body, geom.pose);
@@ -3629,12 +3715,14 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
       // ellipsoids of unequal radii) it does not see
       const int b = site_by_name_.at(e.Str("site")).second;
       if (b >= 0) sensor.shapes = file_body_shapes_[b];
-      if (std::any_of(result_.model.shapes.begin(), result_.model.shapes.end(),
-                      [](const ShapeDesc& s) { return s.type == ShapeType::kConvexHull; })) {
+      if (std::any_of(
+              result_.model.shapes.begin(), result_.model.shapes.end(), [](const ShapeDesc& s) {
+                return s.type == ShapeType::kConvexHull || s.type == ShapeType::kHeightField;
+              })) {
         warnings_.Add("rangefinder-hulls",
                       absl::StrCat(e.Describe(),
-                                   ": rangefinders do not see mesh geoms and ellipsoids of "
-                                   "unequal radii (convex hulls here)"));
+                                   ": rangefinders do not see mesh geoms, ellipsoids of "
+                                   "unequal radii (convex hulls here) and height fields"));
       }
     }
     if (sensor.kind == Kind::kForce || sensor.kind == Kind::kTorque) {
@@ -4233,6 +4321,7 @@ ShapeDesc MakeShape(const MjGeom& g, int body, const Pose& offset) {
   s.pose = io::ComposePose(offset, g.pose);
   s.size = g.size;
   s.vertices = g.vertices;
+  s.heightfield = g.heightfield;
   s.material.friction = g.friction;
   s.contact_dim = g.condim;
   s.collision_group = static_cast<uint32_t>(g.contype);
