@@ -4,11 +4,13 @@ loaded or refused (with the reason), steps per second, Newton iterations per ste
 converged, non-finite steps and the largest body speed. The collection is pybullet's data
 (pip package pybullet, fetched once with `pip download` into --dir): its OpenAI Gym MJCF files
 and its robot URDFs (random_urdfs left out); --mujoco adds MuJoCo's samples
-(/usr/share/mujoco/model). A regression check for "models from elsewhere" (README.md): a file
+(/usr/share/mujoco/model), --dm-control DeepMind's control suite (pip package dm_control's
+suite/*.xml, fetched the same way). A regression check for "models from elsewhere" (README.md): a file
 that used to run and now fails, or now stalls at the Newton limit, shows up here.
 
 usage: bench/model_zoo.py [--axion-sim=PATH] [--dir=DIR] [--steps=400] [--noise=0.01]
-                          [--timeout=120] [--mujoco] [--only=SUBSTRING] [-- AXION_SIM_FLAGS...]
+                          [--timeout=120] [--mujoco] [--dm-control] [--no-pybullet]
+                          [--only=SUBSTRING] [-- AXION_SIM_FLAGS...]
 URDFs run with a fixed base; MJCF files at their own time step. Flags after "--" go to every
 axion-sim run (e.g. -- --bound_mass=1e-4 --bound_inertia=1e-7).
 """
@@ -21,26 +23,29 @@ import zipfile
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PYBULLET = "pybullet==3.2.7"
+DM_CONTROL = "dm_control==1.0.50"
 
 
-def fetch_pybullet_data(directory):
-    """pybullet_data under `directory`, downloading and unpacking the wheel the first time."""
-    data = directory / "pybullet_data"
+def fetch_wheel_data(directory, requirement, prefix):
+    """`prefix` (a folder inside the wheel of `requirement`) under `directory`, downloading the
+    wheel with `pip download` and unpacking that folder the first time."""
+    data = directory / prefix
     if data.is_dir():
         return data
     directory.mkdir(parents=True, exist_ok=True)
-    wheels = sorted(directory.glob("pybullet-*.whl"))
+    package = requirement.split("==")[0]
+    wheels = sorted(directory.glob(f"{package}-*.whl"))
     if not wheels:
-        print(f"fetching {PYBULLET} into {directory} (pip download, once)", file=sys.stderr)
+        print(f"fetching {requirement} into {directory} (pip download, once)", file=sys.stderr)
         subprocess.run(
             [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q",
-             "-d", str(directory), PYBULLET],
+             "-d", str(directory), requirement],
             check=True)
-        wheels = sorted(directory.glob("pybullet-*.whl"))
+        wheels = sorted(directory.glob(f"{package}-*.whl"))
     if not wheels:
-        sys.exit(f"model_zoo: no pybullet wheel in {directory}")
+        sys.exit(f"model_zoo: no {package} wheel in {directory}")
     with zipfile.ZipFile(wheels[-1]) as wheel:
-        members = [m for m in wheel.namelist() if m.startswith("pybullet_data/")]
+        members = [m for m in wheel.namelist() if m.startswith(f"{prefix}/")]
         wheel.extractall(directory, members)
     return data
 
@@ -85,16 +90,26 @@ def main():
     parser.add_argument("--noise", type=float, default=0.01)
     parser.add_argument("--timeout", type=float, default=120)
     parser.add_argument("--mujoco", action="store_true", help="add MuJoCo's sample models")
+    parser.add_argument("--dm-control", action="store_true",
+                        help="add DeepMind's control suite (dm_control's suite/*.xml)")
+    parser.add_argument("--no-pybullet", action="store_true",
+                        help="leave pybullet's collection out (the other collections only)")
     parser.add_argument("--only", default="", help="run only files whose path contains this")
     args = parser.parse_args(argv)
     axion_sim = pathlib.Path(args.axion_sim)
     if not axion_sim.is_file():
         sys.exit(f"model_zoo: axion-sim not found at {axion_sim}: build it or pass --axion-sim")
-    data = fetch_pybullet_data(pathlib.Path(args.dir))
-    models = sorted((data / "mjcf").glob("*.xml"))
-    models += sorted(p for p in data.rglob("*.urdf") if "random_urdfs" not in p.parts)
+    models = []
+    data = pathlib.Path(args.dir)
+    if not args.no_pybullet:
+        data = fetch_wheel_data(data, PYBULLET, "pybullet_data")
+        models += sorted((data / "mjcf").glob("*.xml"))
+        models += sorted(p for p in data.rglob("*.urdf") if "random_urdfs" not in p.parts)
     if args.mujoco:
         models += sorted(pathlib.Path("/usr/share/mujoco/model").glob("*/*.xml"))
+    if args.dm_control:
+        models += sorted(fetch_wheel_data(pathlib.Path(args.dir), DM_CONTROL,
+                                          "dm_control/suite").glob("*.xml"))
     models = [m for m in models if args.only in str(m)]
 
     columns = ["steps/s", "newton", "not converged", "non-finite", "max speed"]

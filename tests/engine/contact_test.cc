@@ -46,6 +46,22 @@ void AddBox(ModelDesc& d, Vec3 pos, Quat rot, Real half = 0.1, Real mass = 1, Re
   d.shapes.push_back(s);
 }
 
+// A 1 kg ball of radius 0.1 m at `pos`; returns its shape.
+ShapeDesc& AddBall(ModelDesc& d, Vec3 pos, Real friction = 0.5) {
+  BodyDesc ball;
+  ball.mass = 1;
+  ball.inertia = test::SphereInertia(1, 0.1);
+  ball.pose.pos = pos;
+  d.bodies.push_back(ball);
+  ShapeDesc s;
+  s.body = static_cast<int>(d.bodies.size()) - 1;
+  s.type = ShapeType::kSphere;
+  s.size = {0.1, 0, 0};
+  s.material.friction = friction;
+  d.shapes.push_back(s);
+  return d.shapes.back();
+}
+
 TEST(ContactTest, SphereRestsOnPlaneWithoutDriftOrJitter) {
   ModelDesc d;
   d.options.timestep = 0.01;
@@ -597,17 +613,7 @@ TEST(ContactTest, VelocityLevelRestitutionRebounds) {
   ShapeDesc ground = Ground();
   ground.material.restitution = 0.5;
   d.shapes.push_back(ground);
-  BodyDesc ball;
-  ball.mass = 1;
-  ball.inertia = test::SphereInertia(1, 0.1);
-  ball.pose.pos = {0, 0, 1};
-  d.bodies.push_back(ball);
-  ShapeDesc s;
-  s.body = 0;
-  s.type = ShapeType::kSphere;
-  s.size = {0.1, 0, 0};
-  s.material.restitution = 0.5;
-  d.shapes.push_back(s);
+  AddBall(d, {0, 0, 1}).material.restitution = 0.5;
   auto sim = MustCreateSimulator();
   WorldId w = MustCreateWorld(*sim, MustCompile(d));
   Real impact = 0, rebound = 0;
@@ -787,17 +793,7 @@ TEST(ContactTest, BodiesComeToRestOnBumpyTerrain) {
     if (k % 2 == 0) {
       AddBox(d, drops[k], quat_from_axis_angle(normalized(Vec3{1, 2, 3}), 0.4 * k), 0.15, 2, 0.9);
     } else {
-      BodyDesc ball;
-      ball.mass = 1;
-      ball.inertia = test::SphereInertia(1, 0.1);
-      ball.pose.pos = drops[k];
-      d.bodies.push_back(ball);
-      ShapeDesc s;
-      s.body = static_cast<int>(d.bodies.size()) - 1;
-      s.type = ShapeType::kSphere;
-      s.size = {0.1, 0, 0};
-      s.material.friction = 0.9;
-      d.shapes.push_back(s);
+      AddBall(d, drops[k], 0.9);
     }
   }
   auto sim = MustCreateSimulator();
@@ -860,16 +856,7 @@ TEST(ContactTest, WorldsOfOneBatchKeepTheirOwnTerrainAndShareTheSame) {
     ModelDesc d;
     d.options.timestep = 0.01;
     d.shapes.push_back(Terrain(41, 41, 2, 2, [&](Real, Real) { return ground; }));
-    BodyDesc ball;
-    ball.mass = 1;
-    ball.inertia = test::SphereInertia(1, 0.1);
-    ball.pose.pos = {0.03, -0.02, 4.5};
-    d.bodies.push_back(ball);
-    ShapeDesc s;
-    s.body = 0;
-    s.type = ShapeType::kSphere;
-    s.size = {0.1, 0, 0};
-    d.shapes.push_back(s);
+    AddBall(d, {0.03, -0.02, 4.5});
     return d;
   };
   auto own = MustCreateSimulator();
