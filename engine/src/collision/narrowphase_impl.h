@@ -886,6 +886,60 @@ AXION_HD int field_prism_contacts(const Core& a, const Core& prism, const FieldP
   return kept;
 }
 
+// A height field pair's manifold spreads over the points within this much (relative to the
+// shape's bounding radius) of the deepest; the rest of its points are the nearest others at
+// least kFieldSpacing apart. Measured on 20 boxes dropped on bumps (bench/terrain_scene.py):
+// with the spread over all points, 11 of them still rocked at 3-4 cm/s after 15 s; with these, 1
+// at 1 mm/s (on 2 mm bumps, 4 at 4.6 mm/s before and 4-5 at 2 mm/s after).
+inline constexpr Real kFieldBand = Real(1e-4);
+inline constexpr Real kFieldSpacing = Real(0.1);
+// Up to kMaxPairContacts of a height field pair's `m` candidates (and their triangles), for a
+// shape of bounding radius `extent`: the manifold reduce_contacts spreads over those as deep as
+// the deepest but for a band, then the nearest of the others, apart from every point kept. A
+// face resting on an even stretch keeps its corners; a box balanced on a bump keeps the points
+// it may tip onto (the next support is in the contact set before it gets there), where the
+// spread alone would keep far corners a few millimetres up and let it rock for ever.
+AXION_HD int field_reduce(const ContactPoint* cand, const int32_t* tri, int m, Real extent,
+                          Real tiny, Real tie, ContactPoint* out, int32_t* out_tri) {
+  if (m == 0) return 0;
+  const Real band = kFieldBand * extent + tie;
+  const Real spacing = kFieldSpacing * extent + tiny;
+  Real deepest = cand[0].gap;
+  for (int j = 1; j < m; ++j) deepest = rmin(deepest, cand[j].gap);
+  ContactPoint level[kFieldCandidates];
+  int32_t level_tri[kFieldCandidates];
+  int n = 0;
+  for (int j = 0; j < m; ++j) {
+    if (cand[j].gap > deepest + band) continue;
+    level[n] = cand[j];
+    level_tri[n++] = tri[j];
+  }
+  int k = reduce_contacts(level, n, tiny, tie, out);
+  for (int i = 0; i < k; ++i) {
+    // (each manifold point is one of the candidates: its triangle comes along)
+    int from = 0;
+    while (from < n - 1 && length_sq(level[from].point_a - out[i].point_a) +
+                                   length_sq(level[from].point_b - out[i].point_b) >
+                               0) {
+      ++from;
+    }
+    out_tri[i] = level_tri[from];
+  }
+  while (k < kMaxPairContacts) {
+    int nearest = -1;
+    for (int j = 0; j < m; ++j) {
+      bool apart = true;
+      for (int i = 0; i < k && apart; ++i)
+        apart = length_sq(contact_mid(cand[j]) - contact_mid(out[i])) > spacing * spacing;
+      if (apart && (nearest < 0 || cand[j].gap < cand[nearest].gap)) nearest = j;
+    }
+    if (nearest < 0) break;
+    out[k] = cand[nearest];
+    out_tri[k++] = tri[nearest];
+  }
+  return k;
+}
+
 // Whether the grid points of cells r0..r1 x c0..c1 lie on one plane (to 1e-7 of the field's
 // height, float32 height maps included): then a shape
 // over them meets one prism (a box on flat ground, four points, as on a plane) instead of two a
@@ -993,7 +1047,8 @@ AXION_HD int collide_heightfield(const ShapeGeom& a, Vec3 pos_a, Quat quat_a,
   const Core ca = make_core(a, pos_a, quat_a);
   const Mat33 rot = quat_to_mat(quat_f);
   const Real far = rmax(rmax(std::fabs(pos_a.x), std::fabs(pos_a.y)), std::fabs(pos_a.z));
-  const Real scale = core_bounding_radius(ca) + ca.radius + dx + dy + Real(1e-3) * far + kTiny;
+  const Real extent = core_bounding_radius(ca) + ca.radius;
+  const Real scale = extent + dx + dy + Real(1e-3) * far + kTiny;
   ContactPoint cand[kFieldCandidates];
   int32_t tri[kFieldCandidates];  // each candidate's triangle, field_triangle's id
   int m = 0;
@@ -1026,19 +1081,13 @@ AXION_HD int collide_heightfield(const ShapeGeom& a, Vec3 pos_a, Quat quat_a,
           if (m + kMaxPairContacts > kFieldCandidates) {
             m = field_drop_inner_edges(cand, tri, m, field, pos_f, rot, kTiny * scale);
             ContactPoint kept[kMaxPairContacts];
-            const int reduced = reduce_contacts(cand, m, kTiny * scale, kDepthTie * scale, kept);
-            for (int i = 0; i < reduced; ++i) {
-              // (each kept point is one of the candidates: its triangle comes along)
-              int from = 0;
-              while (from < m - 1 && length_sq(cand[from].point_a - kept[i].point_a) +
-                                             length_sq(cand[from].point_b - kept[i].point_b) >
-                                         0) {
-                ++from;
-              }
-              tri[i] = tri[from];
+            int32_t kept_tri[kMaxPairContacts];
+            m = field_reduce(cand, tri, m, extent, kTiny * scale, kDepthTie * scale, kept,
+                             kept_tri);
+            for (int i = 0; i < m; ++i) {
+              cand[i] = kept[i];
+              tri[i] = kept_tri[i];
             }
-            for (int i = 0; i < reduced; ++i) cand[i] = kept[i];
-            m = reduced;
           }
           const Vec3 lower_tri[3] = {p00, p11, p10}, upper_tri[3] = {p00, p01, p11};
           FieldPrism data;
@@ -1051,7 +1100,8 @@ AXION_HD int collide_heightfield(const ShapeGeom& a, Vec3 pos_a, Quat quat_a,
     }
   }
   m = field_drop_inner_edges(cand, tri, m, field, pos_f, rot, kTiny * scale);
-  return reduce_contacts(cand, m, kTiny * scale, kDepthTie * scale, out);
+  int32_t out_tri[kMaxPairContacts];
+  return field_reduce(cand, tri, m, extent, kTiny * scale, kDepthTie * scale, out, out_tri);
 }
 
 AXION_HD bool valid_type(int32_t t) { return t >= kTypePlane && t <= kTypeHeightField; }

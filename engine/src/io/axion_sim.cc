@@ -4,6 +4,7 @@
 //   axion-sim --model=humanoid.xml --worlds=64 --steps=1000 --noise=0.01 --backend=cpu
 //             [--timestep=0.005] [--preconditioner=tree|jacobi] [--threads=2]
 //             [--friction_newton=true|false] [--speculative_contacts=true|false]
+//             [--contact_margin=M]
 //             [--line_search=true|false] [--islands=true|false]
 //             [--halving_carryover=true|false]
 //             [--newton_iterations=50] [--newton_tolerance=1e-6]
@@ -72,6 +73,9 @@ ABSL_FLAG(std::string, halving_carryover, "",
           "model's)");
 ABSL_FLAG(std::string, speculative_contacts, "",
           "true or false: contacts that close within the step join early (empty: the model's)");
+ABSL_FLAG(double, contact_margin, -1,
+          "distance (m) within which shapes enter the contact set (-1: the model's, 0.01 by "
+          "default)");
 ABSL_FLAG(int, newton_iterations, 0, "maximum Newton iterations per step (0: the model's)");
 ABSL_FLAG(double, newton_tolerance, 0,
           "residual max-norm (m/s) at which a step's Newton solve stops (0: the model's, 1e-6 by "
@@ -388,6 +392,12 @@ absl::Status Run() {
       return absl::InvalidArgumentError(
           absl::StrCat("--", name, "='", value, "': expected true or false"));
     }
+  }
+  const double contact_margin = absl::GetFlag(FLAGS_contact_margin);
+  if (contact_margin != -1) {
+    if (!(contact_margin >= 0) || !std::isfinite(contact_margin))
+      return absl::InvalidArgumentError("--contact_margin must be finite and >= 0 (or -1)");
+    desc.options.contact_margin = contact_margin;
   }
   int newton_iterations = absl::GetFlag(FLAGS_newton_iterations);
   if (newton_iterations < 0) return absl::InvalidArgumentError("--newton_iterations must be >= 0");
