@@ -5,11 +5,13 @@ converged, non-finite steps and the largest body speed. The collection is pybull
 (pip package pybullet, fetched once with `pip download` into --dir): its OpenAI Gym MJCF files
 and its robot URDFs (random_urdfs left out); --mujoco adds MuJoCo's samples
 (/usr/share/mujoco/model), --dm-control DeepMind's control suite (pip package dm_control's
-suite/*.xml, fetched the same way). A regression check for "models from elsewhere" (README.md): a file
+suite/*.xml, fetched the same way), --gymnasium Gymnasium's MuJoCo environments (its
+envs/mujoco/assets/*.xml). A regression check for "models from elsewhere" (README.md): a file
 that used to run and now fails, or now stalls at the Newton limit, shows up here.
 
 usage: bench/model_zoo.py [--axion-sim=PATH] [--dir=DIR] [--steps=400] [--noise=0.01]
-                          [--timeout=120] [--mujoco] [--dm-control] [--no-pybullet]
+                          [--timeout=120] [--mujoco] [--dm-control] [--gymnasium]
+                          [--no-pybullet]
                           [--only=SUBSTRING] [-- AXION_SIM_FLAGS...]
 URDFs run with a fixed base; MJCF files at their own time step. Flags after "--" go to every
 axion-sim run (e.g. -- --bound_mass=1e-4 --bound_inertia=1e-7).
@@ -24,6 +26,7 @@ import zipfile
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PYBULLET = "pybullet==3.2.7"
 DM_CONTROL = "dm_control==1.0.50"
+GYMNASIUM = "gymnasium==1.4.0"
 
 
 def fetch_wheel_data(directory, requirement, prefix):
@@ -92,6 +95,8 @@ def main():
     parser.add_argument("--mujoco", action="store_true", help="add MuJoCo's sample models")
     parser.add_argument("--dm-control", action="store_true",
                         help="add DeepMind's control suite (dm_control's suite/*.xml)")
+    parser.add_argument("--gymnasium", action="store_true",
+                        help="add Gymnasium's MuJoCo environments (envs/mujoco/assets/*.xml)")
     parser.add_argument("--no-pybullet", action="store_true",
                         help="leave pybullet's collection out (the other collections only)")
     parser.add_argument("--only", default="", help="run only files whose path contains this")
@@ -110,6 +115,9 @@ def main():
     if args.dm_control:
         models += sorted(fetch_wheel_data(pathlib.Path(args.dir), DM_CONTROL,
                                           "dm_control/suite").glob("*.xml"))
+    if args.gymnasium:
+        models += sorted(fetch_wheel_data(pathlib.Path(args.dir), GYMNASIUM,
+                                          "gymnasium/envs/mujoco/assets").glob("*.xml"))
     models = [m for m in models if args.only in str(m)]
 
     columns = ["steps/s", "newton", "not converged", "non-finite", "max speed"]

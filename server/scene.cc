@@ -930,6 +930,9 @@ absl::Status ApplySolverOverrides(const v1::SolverOptions& overrides, SolverOpti
   if (overrides.has_contact_compliance()) {
     options->contact_compliance = overrides.contact_compliance().value();
   }
+  if (overrides.has_max_depenetration_speed()) {
+    options->max_depenetration_speed = overrides.max_depenetration_speed().value();
+  }
   if (overrides.has_friction_newton()) {
     options->friction_newton = overrides.friction_newton().value();
   }
@@ -972,6 +975,7 @@ void SolverOptionsToProto(const SolverOptions& options, v1::SolverOptions* proto
   proto->mutable_fb_epsilon()->set_value(options.fb_epsilon);
   proto->mutable_speculative_contacts()->set_value(options.speculative_contacts);
   proto->mutable_contact_compliance()->set_value(options.contact_compliance);
+  proto->mutable_max_depenetration_speed()->set_value(options.max_depenetration_speed);
   proto->mutable_fluid_density()->set_value(options.fluid_density);
   proto->mutable_fluid_viscosity()->set_value(options.fluid_viscosity);
   proto->mutable_friction_newton()->set_value(options.friction_newton);

@@ -4,7 +4,7 @@
 // Conjugate Residual iterations per world-step, contacts per world and backend memory per world.
 //
 //   gpu_bench [--backend=auto|cpu|cuda] [--max_worlds=N] [--worlds=N,N,...]
-//             [--scene=all|humanoid|humanoids22|ragdoll|stack] [--settle_steps=N]
+//             [--scene=all|humanoid|humanoids22|ragdoll|stack|terrain] [--settle_steps=N]
 //             [--min_time=SECONDS]
 //             [--max_steps=N] [--threads=N] [--preconditioner=model|tree|jacobi] [--rl_loop]
 //             [--contact_capacity=N] [--newton_iterations=N] [--newton_tolerance=X]
@@ -69,7 +69,8 @@ struct Flags {
   std::fprintf(
       stderr,
       "%s\nusage: gpu_bench [--backend=auto|cpu|cuda] [--max_worlds=N] [--worlds=N,N,...] "
-      "[--scene=all|humanoid|humanoids22|ragdoll|stack] [--settle_steps=N] [--min_time=SECONDS] "
+      "[--scene=all|humanoid|humanoids22|ragdoll|stack|terrain] [--settle_steps=N] "
+      "[--min_time=SECONDS] "
       "[--max_steps=N] [--threads=N] [--preconditioner=model|tree|jacobi] [--rl_loop] "
       "[--contact_capacity=N] [--newton_iterations=N] [--newton_tolerance=X] "
       "[--newton_stall_iterations=N] "
@@ -125,8 +126,8 @@ Flags ParseFlags(int argc, char** argv) {
     } else if (std::string_view v = value("scene"); !v.empty()) {
       f.scene = std::string(v);
       if (f.scene != "all" && f.scene != "humanoid" && f.scene != "humanoids22" &&
-          f.scene != "ragdoll" && f.scene != "stack") {
-        Usage("--scene must be all, humanoid, humanoids22, ragdoll or stack");
+          f.scene != "ragdoll" && f.scene != "stack" && f.scene != "terrain") {
+        Usage("--scene must be all, humanoid, humanoids22, ragdoll, stack or terrain");
       }
     } else if (std::string_view v = value("min_time"); !v.empty()) {
       f.min_time = std::atof(std::string(v).c_str());
@@ -420,6 +421,9 @@ int main(int argc, char** argv) {
   }
   if (flags.scene == "all" || flags.scene == "stack")
     scenes.push_back({"stack", Compile(scenes::Stack(10), "stack")});
+  // five shapes on rough terrain (height field; not in --scene=all)
+  if (flags.scene == "terrain")
+    scenes.push_back({"terrain", Compile(scenes::BodiesOnTerrain(), "terrain")});
 
   std::printf(
       "backend %s (CUDA device %s), preconditioner %s, worlds up to %d, %d settling steps, then "

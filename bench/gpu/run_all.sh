@@ -5,7 +5,7 @@
 # compute-sanitizer is installed, the batch-size sweeps of RESULTS.md, the training-loop sweep
 # (and at 8192 humanoids once more with every step starting whole, once with Newton capped at 20
 # iterations, once without Newton's tail, and with the solves finished world by world after 0 to
-# 16 batch trips) and the per-pass profile at 8192 humanoids. Logs go to OUT_DIR; the
+# 16 batch trips), the height field scene's sweep and the per-pass profile at 8192 humanoids. Logs go to OUT_DIR; the
 # tables are printed as they come.
 #
 # usage: bench/gpu/run_all.sh [BUILD_DIR (build/release)] [OUT_DIR (gpu-results)]
@@ -50,6 +50,9 @@ fi
 
 echo "== sweep, scenes at rest (RESULTS.md)"
 "$bench" --backend=cuda --settle_steps=150 --min_time=2 --max_steps=500 2>&1 | tee "$out/sweep.log"
+echo "== height fields: five shapes on rough terrain (scenes::BodiesOnTerrain)"
+"$bench" --backend=cuda --scene=terrain --worlds=1,64,1024,8192 --settle_steps=150 --min_time=2 \
+  --max_steps=500 2>&1 | tee "$out/terrain.log"
 echo "== training loop: controls set and body states read every step"
 "$bench" --backend=cuda --scene=humanoid --worlds=64,1024,8192 --settle_steps=150 --min_time=2 \
   --max_steps=500 --rl_loop 2>&1 | tee "$out/rl_loop.log"

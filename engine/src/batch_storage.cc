@@ -38,6 +38,7 @@ WorldParams MakeWorldParams(const SolverOptions& o) {
   p.friction_newton = o.friction_newton;
   p.friction_combine = static_cast<int32_t>(o.friction_combine);
   p.contact_compliance = o.contact_compliance;
+  p.max_depenetration_speed = o.max_depenetration_speed;
   p.fluid_density = o.fluid_density;
   p.fluid_viscosity = o.fluid_viscosity;
   for (int k = 0; k < 3; ++k) p.fluid_wind[k] = o.fluid_wind[k];

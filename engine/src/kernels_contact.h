@@ -713,6 +713,8 @@ AXION_HD void world_store_contacts(const BatchView& v, int world) {
 /// Contact normal row (seed 000), n from b to a, lever arms r_a, r_b at q-:
 ///   J = [ n, r_a x n | -n, -(r_b x n) ]
 /// Position level (default): 0 <= lambda_n _|_ c(q+) >= 0, residual phi_FB(lambda_n, s c(q+)/h),
+///   where a contact deeper than v_max h (SolverOptions::max_depenetration_speed) asks only
+///   c(q+) >= c(q-) + v_max h: J u+ - v_max in place of c(q+) / h,
 ///   with the gap at the end of the step to first order in the motion of the contact frame,
 ///   c(q+) = c(q-) + h J u+ (a pair a redo took at an attempt's end: c(q_end) + h J (u+ - u_end),
 ///   world_find_missed_contacts). The contact points and normal stay fixed within the solve;
@@ -748,7 +750,10 @@ AXION_HD void contact_normal_row(const BatchView& v, int row, const WorldParams&
       c_velocity = u_row + bounce + correction;
     }
   } else {
-    c_velocity = contact_row_gap(v, k) / h + row_velocity(v, row, v.body_u);
+    // a contact deeper than max_depenetration_speed h comes out at that speed
+    const Real gap_rate = contact_row_gap(v, k) / h;
+    c_velocity = (gap_rate < -p.max_depenetration_speed ? -p.max_depenetration_speed : gap_rate) +
+                 row_velocity(v, row, v.body_u);
   }
   Real inv_mass = row_inv_effective_mass(v, v.row_body_a[row], load6(v.row_jac_a + 6 * row),
                                          v.row_body_b[row], load6(v.row_jac_b + 6 * row));

@@ -416,6 +416,9 @@ absl::Status ValidateSolverOptions(SolverOptions* options) {
     return Invalid("options", "fluid_viscosity", "must be >= 0, got " + Fmt(o.fluid_viscosity));
   if (!Finite(o.fluid_wind))
     return Invalid("options", "fluid_wind", "is not finite: " + Fmt(o.fluid_wind));
+  if (!(o.max_depenetration_speed > 0))
+    return Invalid("options", "max_depenetration_speed",
+                   "must be > 0 (infinity: no limit), got " + Fmt(o.max_depenetration_speed));
   if (!Finite(o.contact_compliance) || o.contact_compliance < 0)
     return Invalid("options", "contact_compliance",
                    "must be >= 0, got " + Fmt(o.contact_compliance));

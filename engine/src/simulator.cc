@@ -410,6 +410,7 @@ absl::StatusOr<SolverOptions> Simulator::GetOptions(WorldId world) const {
   o.friction_newton = p.friction_newton != 0;
   o.friction_combine = static_cast<FrictionCombine>(p.friction_combine);
   o.contact_compliance = p.contact_compliance;
+  o.max_depenetration_speed = p.max_depenetration_speed;
   o.fluid_density = p.fluid_density;
   o.fluid_viscosity = p.fluid_viscosity;
   o.fluid_wind = {p.fluid_wind[0], p.fluid_wind[1], p.fluid_wind[2]};

@@ -218,6 +218,25 @@ def test_terrain_from_mjcf_text_holds_bodies_at_its_heights(client):
     assert np.abs(obs.body_velocity).max() < 1e-3
 
 
+def test_bodies_sunk_into_the_ground_come_out_at_the_speed_asked(client):
+    # both boxes start 3 cm into the terrain; a world with max_depenetration_speed 0.5 m/s
+    # lifts them 2.5 mm a step (h 5 ms) instead of all at once
+    sunk = TERRAIN_MJCF.replace('pos="-1 0 0.5"', 'pos="-1 0 0.07"').replace(
+        'pos="1.2 0 0.5"', 'pos="1.2 0 0.27"')
+    gentle = client.create_worlds(sunk, solver_options={"max_depenetration_speed": 0.5})
+    options = client.get_model(gentle.world_ids[0]).options
+    assert options.max_depenetration_speed.value == pytest.approx(0.5)
+    at_once = client.create_worlds(sunk)
+    ids = gentle.world_ids + at_once.world_ids
+    obs = client.step(ids, steps=1, observe=["body_velocity"])
+    np.testing.assert_allclose(obs.body_velocity[0, :, 2], 0.5, atol=0.02)
+    assert obs.body_velocity[1, :, 2].min() > 5.0
+    obs = client.step(ids, steps=40, observe=["body_pose"])
+    # the gentle world's boxes rest on their levels; the others are still in the air
+    np.testing.assert_allclose(obs.body_pose[0, :, 2], [0.1, 0.3], atol=2e-3)
+    assert obs.body_pose[1, :, 2].min() > 0.5
+
+
 def test_create_worlds_solver_options_override_timestep(client):
     created = client.create_worlds(PENDULUM_MJCF, solver_options={"timestep": 0.002})
     assert created.description.timestep == pytest.approx(0.002)

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <set>
 #include <string>
 #include <utility>
@@ -918,6 +919,45 @@ TEST(ContactTest, WorldsOfOneBatchKeepTheirOwnTerrainAndShareTheSame) {
   std::printf("40 worlds: %zu bytes on 40 terrains, %zu on one shared (%.0f grids saved)\n",
               own->memory_bytes(), shared->memory_bytes(), saved / grid_bytes);
   EXPECT_GT(saved, 39 * grid_bytes);
+}
+
+// A box started 5 cm into the floor (h = 0.01 s): a position-level contact takes it out in one
+// step (5 m/s up: it flies 1.35 m high); with max_depenetration_speed 1 m/s it comes out at
+// 1 m/s, 1 cm a step, and the speed it leaves with lifts it v^2 / 2g = 5.1 cm at most (the push
+// is an impulse: its momentum stays), then it rests on the floor.
+TEST(ContactTest, SunkBodiesComeOutAtTheirDepenetrationSpeed) {
+  const auto run = [](Real limit, Real* first_speed, Real* highest) {
+    ModelDesc d;
+    d.options.timestep = 0.01;
+    d.options.max_depenetration_speed = limit;
+    d.shapes.push_back(Ground());
+    AddBox(d, {0, 0, 0.05}, {});
+    auto sim = MustCreateSimulator();
+    WorldId w = MustCreateWorld(*sim, MustCompile(d));
+    *highest = 0;
+    for (int n = 0; n < 100; ++n) {
+      MustStep(*sim, w);
+      if (n == 0) *first_speed = test::BodyVel(*sim, w, 0).z;
+      *highest = std::max(*highest, test::BodyPos(*sim, w, 0).z);
+    }
+    return test::BodyPos(*sim, w, 0).z;
+  };
+  Real first = 0, highest = 0;
+  run(std::numeric_limits<Real>::infinity(), &first, &highest);
+  std::printf("5 cm sunk, no limit: %.3f m/s up after one step, up to %.4f m\n", first, highest);
+  EXPECT_GT(first, 4.5);
+  EXPECT_GT(highest, 0.2);
+  const Real rest = run(1, &first, &highest);
+  std::printf("5 cm sunk, 1 m/s: %.3f m/s up after one step, up to %.4f m, rests at %.6f m\n",
+              first, highest, rest);
+  EXPECT_NEAR(first, 1, 0.05);
+  EXPECT_LT(highest, 0.1 + 1 / (2 * kG) + 1e-3);
+  EXPECT_NEAR(rest, 0.1, 1e-4);
+  ModelDesc bad;
+  bad.options.max_depenetration_speed = 0;
+  absl::StatusOr<std::shared_ptr<const Model>> refused = Model::Compile(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("max_depenetration_speed"), std::string::npos);
 }
 
 TEST(ContactTest, HeightFieldsAreValidatedWithTheProblemNamed) {

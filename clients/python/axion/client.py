@@ -67,6 +67,7 @@ _WRAPPED_OPTIONS = (
     "fb_epsilon",
     "speculative_contacts",
     "contact_compliance",
+    "max_depenetration_speed",
     "fluid_density",
     "fluid_viscosity",
     "friction_newton",

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -425,15 +426,24 @@ struct SolverOptions {
   // quadratic drag, -density/2 A_i |v_i| v_i per principal axis (A_i the box's face across it)
   // and -density s_i (s_j^4 + s_k^4) / 64 |w_i| w_i. Taken from the step's start velocity, as
   // MuJoCo applies its passive forces; 0 and 0: none.
-  Real fluid_density = 0;            // (kg/m^3)
-  Real fluid_viscosity = 0;          // (Pa s)
-  Vec3 fluid_wind{0, 0, 0};          // (m/s) the medium's velocity: the fluid forces act on
-                                     // each body's velocity relative to it (MJCF <option wind>)
-  Real contact_compliance = 0;       // (m/N) normal compliance: a contact carrying force F
-                                     // rests at penetration compliance * F. A little keeps
-                                     // the impulses of redundant contacts (piles, boxes on
-                                     // four points) unique, so Newton converges fast; 0 is
-                                     // perfectly rigid
+  Real fluid_density = 0;       // (kg/m^3)
+  Real fluid_viscosity = 0;     // (Pa s)
+  Vec3 fluid_wind{0, 0, 0};     // (m/s) the medium's velocity: the fluid forces act on
+                                // each body's velocity relative to it (MJCF <option wind>)
+  Real contact_compliance = 0;  // (m/N) normal compliance: a contact carrying force F
+                                // rests at penetration compliance * F. A little keeps
+                                // the impulses of redundant contacts (piles, boxes on
+                                // four points) unique, so Newton converges fast; 0 is
+                                // perfectly rigid
+  // (m/s) the fastest a position-level contact pushes shapes out of each other: a contact
+  // found deeper than this times the step (a scene that starts in overlap, a body teleported
+  // into another) comes out over several steps instead of in one. Infinite (default): out in
+  // one step, as rigid contacts are. The push is an impulse, so a body leaves the overlap at up
+  // to this speed (and hops v^2 / 2g: 4.6 mm at 0.3 m/s). MuJoCo's soft contacts come out
+  // gently; a file that starts its bodies sunk into the floor (Gymnasium's humanoidstandup:
+  // 3.6 cm at 3 ms, 12 m/s out without a limit) wants about 0.3 m/s here. Position-level
+  // contacts only (velocity level: baumgarte).
+  Real max_depenetration_speed = std::numeric_limits<Real>::infinity();
   int newton_iterations = 50;        // maximum Newton iterations per step, in [1, 1000]
   int newton_stall_iterations = 0;   // > 0: Newton also stops (not converged, at its best
                                      // iterate) once that iterate is this many iterations

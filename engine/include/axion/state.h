@@ -40,9 +40,10 @@ struct WorldParams {
   int32_t friction_newton;
   int32_t friction_combine;  // FrictionCombine
   Real contact_compliance;
-  Real fluid_density;    // (kg/m^3) SolverOptions
-  Real fluid_viscosity;  // (Pa s) SolverOptions
-  Real fluid_wind[3];    // (m/s) SolverOptions
+  Real max_depenetration_speed;  // (m/s) SolverOptions
+  Real fluid_density;            // (kg/m^3) SolverOptions
+  Real fluid_viscosity;          // (Pa s) SolverOptions
+  Real fluid_wind[3];            // (m/s) SolverOptions
   int32_t newton_iterations;
   int32_t cr_iterations;
   Real newton_tolerance;
