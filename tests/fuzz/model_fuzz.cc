@@ -236,7 +236,9 @@ axion::ModelDesc BuildModel(ByteReader& in) {
     a.site_force_world = in.Bool();
     if (in.Bool()) a.site_reaction_body = in.Int(-2, bodies);
   }
-  // later still: height fields' grids (small ones, mostly whole, sometimes short or odd)
+  // later still: the depenetration speed, and height fields' grids (small ones, mostly whole,
+  // sometimes short or odd)
+  if (in.Bool()) d.options.max_depenetration_speed = in.Real();
   for (axion::ShapeDesc& s : d.shapes) {
     if (s.type != axion::ShapeType::kHeightField && in.Int(0, 7) != 0) continue;
     s.heightfield.rows = in.Int(0, 6);
