@@ -536,6 +536,21 @@ absl::StatusOr<ImportedScene> FromImport(absl::StatusOr<ImportResult> result, co
     }
     result->model.shapes.push_back(FloorShape(static_cast<Real>(height)));
   }
+  for (int i = 0; i < scene.static_shapes_size(); ++i) {
+    const v1::Shape& proto = scene.static_shapes(i);
+    const int index = static_cast<int>(result->model.shapes.size());
+    absl::StatusOr<ShapeDesc> shape = FromProto(proto, index);
+    if (!shape.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("scene.static_shapes[", i, "]: ", shape.status().message()));
+    }
+    if (shape->body != kWorldBody) {
+      return absl::InvalidArgumentError(absl::StrCat("scene.static_shapes[", i, "] '", proto.name(),
+                                                     "': body must be -1 (static), got ",
+                                                     shape->body));
+    }
+    result->model.shapes.push_back(*std::move(shape));
+  }
   ImportedScene imported{std::move(result->model), std::move(result->warnings), {}};
   for (const ImportResult::SourceBody& body : result->source_bodies) {
     v1::SourceBody* out = imported.source.add_bodies();

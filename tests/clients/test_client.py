@@ -237,6 +237,41 @@ def test_bodies_sunk_into_the_ground_come_out_at_the_speed_asked(client):
     assert obs.body_pose[1, :, 2].min() > 0.5
 
 
+FLOATING_BLOCK_URDF = """<robot name="block">
+  <link name="block">
+    <inertial><mass value="2"/><inertia ixx="0.02" iyy="0.02" izz="0.02" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><geometry><box size="0.2 0.2 0.2"/></geometry></collision>
+  </link>
+</robot>"""
+
+
+def test_urdf_robot_stands_on_terrain_added_to_its_scene(client):
+    # a URDF has no ground: a height field built in numpy (a 0.5 m step up along x, 1 m below
+    # the block, which a URDF places at the origin) comes with the scene, and the floating
+    # block falls onto the level under it
+    heights = np.zeros((5, 9))
+    heights[:, 6:] = 0.5  # columns at x = 1, 1.5, 2 of -2 .. 2
+    terrain = axion.heightfield_shape(heights, size=(2.0, 1.0), pos=(0, 0, -1.0), friction=0.8)
+    assert terrain.size.z == pytest.approx(0.1)
+    low = axion.make_scene(FLOATING_BLOCK_URDF, floating_base=True, shapes=[terrain])
+    created = client.create_worlds(low)
+    model = client.get_model(created.world_ids[0])
+    assert model.shapes[-1].type == axion.pb.SHAPE_TYPE_HEIGHT_FIELD
+    assert model.shapes[-1].heightfield.cols == 9
+    obs = client.step(created.world_ids, steps=200, observe=["body_pose"])
+    np.testing.assert_allclose(obs.body_pose[0, 0, :3], [0, 0, -0.9], atol=1e-3)
+    # the same terrain 1.5 m to the left: the block is over the upper level
+    moved = axion.make_scene(FLOATING_BLOCK_URDF, floating_base=True,
+                             shapes=[axion.heightfield_shape(heights, size=(2.0, 1.0),
+                                                             pos=(-1.5, 0, -1.0))])
+    obs = client.step(client.create_worlds(moved).world_ids, steps=200, observe=["body_pose"])
+    np.testing.assert_allclose(obs.body_pose[0, 0, :3], [0, 0, -0.4], atol=1e-3)
+    stray = axion.pb.Shape(name="stray", type=axion.pb.SHAPE_TYPE_BOX)
+    stray.size.x = stray.size.y = stray.size.z = 0.1
+    with pytest.raises(axion.InvalidArgument, match="static_shapes.0. 'stray'.*body must be -1"):
+        client.create_worlds(axion.make_scene(FLOATING_BLOCK_URDF, shapes=[stray]))
+
+
 def test_create_worlds_solver_options_override_timestep(client):
     created = client.create_worlds(PENDULUM_MJCF, solver_options={"timestep": 0.002})
     assert created.description.timestep == pytest.approx(0.002)

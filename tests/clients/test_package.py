@@ -46,6 +46,12 @@ def test_make_scene_detects_formats():
     assert (servo.urdf_position_kp, servo.urdf_position_kv) == (40.0, 4.0)
     assert not servo.HasField("floor_height")
     assert axion.make_scene(PENDULUM_MJCF, floor=-0.5).floor_height.value == -0.5
+    terrain = axion.heightfield_shape([[0, 0.1], [0.2, 0.3]], size=(1, 2), base=0.5)
+    scene = axion.make_scene(PENDULUM_MJCF, shapes=[terrain])
+    assert list(scene.static_shapes[0].heightfield.heights) == [0, 0.1, 0.2, 0.3]
+    assert scene.static_shapes[0].body == -1 and scene.static_shapes[0].size.z == 0.5
+    with pytest.raises(ValueError, match="2-D array"):
+        axion.heightfield_shape([0, 1, 2], size=(1, 1))
     assert axion.make_scene(PENDULUM_MJCF, balance_inertia=True).balance_inertia
     assert not axion.make_scene(PENDULUM_MJCF).mjcf_keep_welded_bodies
     assert axion.make_scene(PENDULUM_MJCF, keep_welded_bodies=True).mjcf_keep_welded_bodies

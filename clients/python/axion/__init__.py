@@ -34,7 +34,7 @@ from axion.errors import (
     Unimplemented,
     Unknown,
 )
-from axion.scene import make_scene
+from axion.scene import heightfield_shape, make_scene
 from axion.types import (
     PARAMETER_FIELDS,
     ActuatorInfo,
@@ -61,6 +61,7 @@ __all__ = [
     "StepStream",
     "VectorEnv",
     "make_scene",
+    "heightfield_shape",
     "PARAMETER_FIELDS",
     "solver_options",
     "ActuatorInfo",

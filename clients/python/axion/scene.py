@@ -39,6 +39,7 @@ def make_scene(
     keep_welded_bodies=False,
     bound_mass=0.0,
     bound_inertia=0.0,
+    shapes=(),
 ):
     """An axion.v1.Scene from any of:
 
@@ -60,7 +61,9 @@ def make_scene(
     MJCF body without joints as a body of its own on a fixed joint (by default it is merged into
     its parent, which it moves with). `bound_mass` (kg) and `bound_inertia` (kg m^2) raise every
     MJCF body's mass and principal moments to at least these (MuJoCo's <compiler boundmass
-    boundinertia>): links of 1e-7 kg on heavy rotors otherwise solve slowly.
+    boundinertia>): links of 1e-7 kg on heavy rotors otherwise solve slowly. `shapes`: static
+    axion.v1.Shape messages (body -1) added to an MJCF or URDF scene after its own, such as
+    `heightfield_shape(...)` to put a robot on terrain.
     """
     if isinstance(source, pb.Scene):
         return source
@@ -115,5 +118,30 @@ def make_scene(
         raise ValueError(f"unknown model format '{format}' (expected 'mjcf' or 'urdf')")
     if floor is not None:
         scene.floor_height.value = floor
+    scene.static_shapes.extend(shapes)
     return scene
+
+
+def heightfield_shape(heights, size, base=None, pos=(0.0, 0.0, 0.0), friction=None,
+                      name="terrain"):
+    """A static height field axion.v1.Shape (terrain) from `heights`, a (rows x cols) array of
+    surface heights (m): rows run along y, columns along x, over [-size[0], size[0]] x
+    [-size[1], size[1]] (m) about `pos`. The solid reaches `base` (m) below pos; by default
+    0.1 m below the lowest height. `friction`: the Coulomb coefficient (default 0.5)."""
+    import numpy as np
+
+    grid = np.asarray(heights, dtype=float)
+    if grid.ndim != 2 or grid.shape[0] < 2 or grid.shape[1] < 2:
+        raise ValueError(f"heights must be a 2-D array of at least 2 x 2, not {grid.shape}")
+    if base is None:
+        base = max(0.0, -float(grid.min())) + 0.1
+    shape = pb.Shape(name=name, body=-1, type=pb.SHAPE_TYPE_HEIGHT_FIELD)
+    shape.pose.pos.x, shape.pose.pos.y, shape.pose.pos.z = (float(v) for v in pos)
+    shape.pose.quat.w = 1.0
+    shape.size.x, shape.size.y, shape.size.z = float(size[0]), float(size[1]), float(base)
+    shape.heightfield.rows, shape.heightfield.cols = grid.shape
+    shape.heightfield.heights.extend(grid.ravel().tolist())
+    if friction is not None:
+        shape.material.friction.value = friction
+    return shape
 
