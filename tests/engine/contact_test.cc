@@ -858,7 +858,8 @@ TEST(ContactTest, BodiesComeToRestOnBumpyTerrain) {
 // terrain points under it, the far corners a few millimetres up were kept instead, and boxes
 // rocked from bump to bump for ever: here 9 of 16 faster than 1 mm/s after 10 s, the fastest
 // at 4.1 cm/s. Now one still rocks, at 2.3 mm/s (four points cannot always hold a box on
-// bumps; MuJoCo keeps up to 50 for a height field pair).
+// bumps; MuJoCo keeps up to 50 for a height field pair). The drops are chaotic: raised by 1e-12
+// to 3e-4 m, 0 or 1 box moves, at 2.3 mm/s at most, hence the bounds below.
 TEST(ContactTest, BoxesSettleOnRollingGround) {
   const auto height = [](Real x, Real y) {
     const Real waves[6][4] = {{2.1, 0.3, 1.0, 0.9}, {0.7, 2.2, 4.0, 0.6}, {2.9, 1.1, 2.5, 0.4},
@@ -891,8 +892,8 @@ TEST(ContactTest, BoxesSettleOnRollingGround) {
       "16 boxes on rolling ground after 10 s: %d moving faster than 1 mm/s, fastest "
       "%.1e m/s\n",
       moving, fastest);
-  EXPECT_LE(moving, 1);
-  EXPECT_LT(fastest, 5e-3);
+  EXPECT_LE(moving, 2);
+  EXPECT_LT(fastest, 1e-2);
 }
 
 TEST(ContactTest, WorldsOfOneBatchKeepTheirOwnTerrainAndShareTheSame) {
