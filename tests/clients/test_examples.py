@@ -57,6 +57,15 @@ def test_imu_sensors_read_gravity_and_weight_at_rest(server):
     assert "at rest" in result.stdout
 
 
+def test_terrain_randomization_puts_each_box_on_its_own_ground(server):
+    # boxes of half height 0.1 m on random rolling ground: each ends on its world's terrain
+    # (0.1 m above it where flat, up to 0.1 / cos(slope) on a slope), none sunk or thrown
+    result = run_example(server, "terrain_randomization.py", "--worlds", 4, "--steps", 400)
+    above = [float(a) for a in re.findall(r"([\d.]+) m above the ground", result.stdout)]
+    assert len(above) == 4
+    assert all(0.095 < a < 0.15 for a in above), above
+
+
 def test_cable_winch_lifts_loads_to_their_heights(server):
     # The winch's servo (kp = 1e5 N/m) holds the 20 kg load 196.2 N / 1e5 N/m = 1.96 mm short of
     # the length measured at the target; the cable's tension over the wheel is the weight.
