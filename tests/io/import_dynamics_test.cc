@@ -4252,5 +4252,94 @@ TEST(HeightFieldTest, BallRollsDownTerrainAsInMuJoCo) {
   EXPECT_GT(q[0], 1.0);      // past the bump
 }
 
+// Rangefinders see height fields as MuJoCo's do: eight rays from a probe (a mocap body) moved
+// to 60 places over terrain turned about z, straight down, slanted, nearly level (crossing
+// many cells) and up (a miss), each reading MuJoCo's own to rounding. Except where MuJoCo 2.2
+// has a ray leave the field's box through a side above the surface there: its hfield's sides
+// stand to the full elevation (later MuJoCo clips them to the surface, as Axion's solid is);
+// those readings are counted apart.
+TEST(HeightFieldTest, RangefindersSeeTerrainAsMuJoCos) {
+  const int rows = 15, cols = 21;
+  std::vector<float> bumps;
+  for (int r = 0; r < rows; ++r) {
+    for (int c = 0; c < cols; ++c)
+      bumps.push_back(static_cast<float>(std::sin(0.7 * c) * std::cos(0.5 * r) + 0.05 * c));
+  }
+  const std::string bin = ::testing::TempDir() + "probe_terrain.bin";
+  WriteBinaryHeightMap(bin, rows, cols, bumps);
+  const std::string path = WriteTempModel("probe_terrain.xml", absl::StrReplaceAll(R"(<mujoco>
+  <option gravity="0 0 0"/>
+  <asset><hfield name="t" file="BIN" size="2 1.5 0.4 0.2"/></asset>
+  <worldbody>
+    <geom type="hfield" hfield="t" pos="0.1 -0.2 0.05" euler="0 0 20"/>
+    <body name="probe" mocap="true" pos="0 0 1">
+      <site name="down" zaxis="0 0 -1"/>
+      <site name="slant_a" zaxis="0.3 0.2 -1"/>
+      <site name="slant_b" zaxis="-0.5 0.1 -1"/>
+      <site name="slant_c" zaxis="0.1 -0.7 -1"/>
+      <site name="level_a" zaxis="1 0.2 -0.15"/>
+      <site name="level_b" zaxis="-0.3 -1 -0.1"/>
+      <site name="offset" pos="0.2 0.1 0" zaxis="0 0.1 -1"/>
+      <site name="up" zaxis="0 0 1"/>
+    </body>
+    <body name="ball" pos="3 3 3"><freejoint/><geom size="0.1"/></body>
+  </worldbody>
+  <sensor>
+    <rangefinder site="down"/><rangefinder site="slant_a"/><rangefinder site="slant_b"/>
+    <rangefinder site="slant_c"/><rangefinder site="level_a"/><rangefinder site="level_b"/>
+    <rangefinder site="offset"/><rangefinder site="up"/>
+  </sensor>
+</mujoco>)",
+                                                                                   {{"BIN", bin}}));
+  SideBySide run = LoadSideBySide(path);
+  ASSERT_TRUE(run.ok());
+  const mjModel* m = run.mujoco->m;
+  mjData* d = run.mujoco->d;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> x(-1.8, 1.8), y(-1.4, 1.4), z(0.5, 1.2), a(-0.4, 0.4);
+  double worst = 0;
+  int hits = 0, misses = 0, unclipped = 0;
+  const ShapeDesc& field = run.imported.model.shapes[0];
+  for (int n = 0; n < 60; ++n) {
+    const Quat q = quat_normalized(Quat{1, a(rng), a(rng), a(rng)});
+    const std::vector<Real> pose = {x(rng), y(rng), z(rng), q.w, q.x, q.y, q.z};
+    ASSERT_TRUE(run.w.sim->SetMocapPoses(run.w.id, pose).ok());
+    for (int i = 0; i < 3; ++i) d->mocap_pos[i] = pose[i];
+    for (int i = 0; i < 4; ++i) d->mocap_quat[i] = pose[3 + i];
+    mj_forward(m, d);
+    absl::StatusOr<std::vector<Real>> data =
+        ReadFileSensors(run.imported, *run.w.model, *run.w.sim, run.w.id);
+    ASSERT_TRUE(data.ok()) << data.status();
+    for (int i = 0; i < m->nsensor; ++i) {
+      const double mine = (*data)[m->sensor_adr[i]], theirs = d->sensordata[m->sensor_adr[i]];
+      if (theirs >= 0) {
+        // where MuJoCo's ray ends: on the box's side above the surface?
+        const int site = m->sensor_objid[i];
+        const double* o = d->site_xpos + 3 * site;
+        const double* r = d->site_xmat + 9 * site;
+        const Vec3 hit{o[0] + theirs * r[2], o[1] + theirs * r[5], o[2] + theirs * r[8]};
+        const Vec3 local = rotate_inv(field.pose.quat, hit - field.pose.pos);
+        const bool on_side =
+            std::abs(local.x) > field.size.x - 1e-6 || std::abs(local.y) > field.size.y - 1e-6;
+        if (on_side && hit.z > FieldSurfaceZ(field, hit.x, hit.y) + 1e-6) {
+          ++unclipped;
+          EXPECT_EQ(mine, -1);  // Axion's ray leaves there
+          continue;
+        }
+      }
+      (theirs >= 0 ? hits : misses)++;
+      worst = std::max(worst, std::abs(mine - theirs));
+      EXPECT_NEAR(mine, theirs, 1e-6) << mj_id2name(m, mjOBJ_SENSOR, i) << " at place " << n;
+    }
+  }
+  std::printf(
+      "rangefinders over terrain: %d hits, %d misses, within %.1e m of MuJoCo's; %d leaving "
+      "through a side above the surface, where MuJoCo 2.2's full-height sides stop them\n",
+      hits, misses, worst, unclipped);
+  EXPECT_GT(hits, 200);
+  EXPECT_GT(misses, 100);
+  EXPECT_LT(unclipped, 5);
+}
+
 }  // namespace
 }  // namespace axion

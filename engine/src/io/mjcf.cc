@@ -3712,17 +3712,15 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
     if (sensor.kind == Kind::kMagnetometer) sensor.field = magnetic_;
     if (sensor.kind == Kind::kRangefinder) {
       // the ray leaves its site's body's geoms out, as MuJoCo's; convex hulls (meshes,
-      // ellipsoids of unequal radii) it does not see
+      // ellipsoids of unequal radii) it does not see, height fields it does
       const int b = site_by_name_.at(e.Str("site")).second;
       if (b >= 0) sensor.shapes = file_body_shapes_[b];
-      if (std::any_of(
-              result_.model.shapes.begin(), result_.model.shapes.end(), [](const ShapeDesc& s) {
-                return s.type == ShapeType::kConvexHull || s.type == ShapeType::kHeightField;
-              })) {
+      if (std::any_of(result_.model.shapes.begin(), result_.model.shapes.end(),
+                      [](const ShapeDesc& s) { return s.type == ShapeType::kConvexHull; })) {
         warnings_.Add("rangefinder-hulls",
                       absl::StrCat(e.Describe(),
-                                   ": rangefinders do not see mesh geoms, ellipsoids of "
-                                   "unequal radii (convex hulls here) and height fields"));
+                                   ": rangefinders do not see mesh geoms and ellipsoids of "
+                                   "unequal radii (convex hulls here)"));
       }
     }
     if (sensor.kind == Kind::kForce || sensor.kind == Kind::kTorque) {

@@ -241,6 +241,84 @@ Real RayDistance(ShapeType type, Vec3 size, Vec3 p, Vec3 d) {
   return line.high >= 0 ? line.high : -1;
 }
 
+// The distance along the ray p + t d (d unit, the field's frame) to a height field's surface,
+// -1 where it misses: the first of the grid's triangles (MuJoCo's split) it crosses, from
+// above or from below, walking the cells under the ray's path within the grid's box; a ray
+// that enters that box through its sides or base below the surface meets the solid there.
+Real RayHeightFieldDistance(const ShapeDesc& shape, Vec3 p, Vec3 d) {
+  const HeightFieldDesc& f = shape.heightfield;
+  const Real sx = shape.size.x, sy = shape.size.y, base = shape.size.z;
+  const Real top = *std::max_element(f.heights.begin(), f.heights.end());
+  // the ray's stretch inside the grid's box [-sx, sx] x [-sy, sy] x [-base, top]
+  Interval box;
+  box.low = -std::numeric_limits<Real>::infinity();
+  InsideSlab(p.x, d.x, sx, &box);
+  InsideSlab(p.y, d.y, sy, &box);
+  InsideSlab(p.z - Real(0.5) * (top - base), d.z, Real(0.5) * (top + base), &box);
+  if (box.Empty() || box.high < 0) return -1;
+  const Real t0 = std::max<Real>(box.low, 0), t1 = box.high;
+  const Real dx = 2 * sx / (f.cols - 1), dy = 2 * sy / (f.rows - 1);
+  const auto height = [&](int r, int c) { return f.heights[r * f.cols + c]; };
+  const auto corner = [&](int r, int c) { return Vec3{-sx + dx * c, -sy + dy * r, height(r, c)}; };
+  const auto cell_of = [&](Vec3 q, int* r, int* c) {
+    *c = std::clamp(static_cast<int>(std::floor((q.x + sx) / dx)), 0, f.cols - 2);
+    *r = std::clamp(static_cast<int>(std::floor((q.y + sy) / dy)), 0, f.rows - 2);
+  };
+  // entering through a side or the base below the surface: the solid's wall
+  const Vec3 entry = p + t0 * d;
+  if (box.low > 0) {
+    int r, c;
+    cell_of(entry, &r, &c);
+    const Real u = (entry.x + sx) / dx - c, v = (entry.y + sy) / dy - r;
+    const Real surface = v >= u ? height(r, c) + v * (height(r + 1, c) - height(r, c)) +
+                                      u * (height(r + 1, c + 1) - height(r + 1, c))
+                                : height(r, c) + u * (height(r, c + 1) - height(r, c)) +
+                                      v * (height(r + 1, c + 1) - height(r, c + 1));
+    if (entry.z < surface) return t0;
+  }
+  // the cells under the path, in order (a 2-D walk), each cell's two triangles
+  const auto hit_triangle = [&](Vec3 a, Vec3 b, Vec3 c, Real* t) {
+    const Vec3 e1 = b - a, e2 = c - a, h = cross(d, e2);
+    const Real det = dot(e1, h);
+    if (std::fabs(det) < Real(1e-18)) return false;
+    const Vec3 s0 = p - a;
+    const Real u = dot(s0, h) / det;
+    if (u < 0 || u > 1) return false;
+    const Vec3 q = cross(s0, e1);
+    const Real v = dot(d, q) / det;
+    if (v < 0 || u + v > 1) return false;
+    *t = dot(e2, q) / det;
+    return *t >= t0 && *t <= t1;
+  };
+  int r, c;
+  cell_of(entry, &r, &c);
+  const int step_c = d.x > 0 ? 1 : -1, step_r = d.y > 0 ? 1 : -1;
+  const Real inf = std::numeric_limits<Real>::infinity();
+  // ray parameters at which the path crosses the next column and row lines
+  Real next_c = d.x != 0 ? ((-sx + dx * (c + (step_c > 0 ? 1 : 0))) - p.x) / d.x : inf;
+  Real next_r = d.y != 0 ? ((-sy + dy * (r + (step_r > 0 ? 1 : 0))) - p.y) / d.y : inf;
+  const Real delta_c = d.x != 0 ? dx / std::fabs(d.x) : inf;
+  const Real delta_r = d.y != 0 ? dy / std::fabs(d.y) : inf;
+  for (int guard = 0; guard < f.rows + f.cols + 2; ++guard) {
+    Real best = inf, t;
+    if (hit_triangle(corner(r, c), corner(r + 1, c + 1), corner(r + 1, c), &t)) best = t;
+    if (hit_triangle(corner(r, c), corner(r, c + 1), corner(r + 1, c + 1), &t))
+      best = std::min(best, t);
+    if (best < inf) return best;
+    if (next_c < next_r) {
+      if (next_c > t1) break;
+      c += step_c;
+      next_c += delta_c;
+    } else {
+      if (next_r > t1) break;
+      r += step_r;
+      next_r += delta_r;
+    }
+    if (c < 0 || c > f.cols - 2 || r < 0 || r > f.rows - 2) break;
+  }
+  return -1;
+}
+
 // A rangefinder's reading: the nearest shape along its site's z axis, -1 for none.
 Real Rangefinder(const ImportResult::SourceSensor& s, const Model& model, const BodyState& bodies,
                  const std::vector<Real>& mocap_pose, const Pose& site) {
@@ -254,9 +332,11 @@ Real Rangefinder(const ImportResult::SourceSensor& s, const Model& model, const 
     absl::StatusOr<Placed> placed = Place(
         {shape.body, shape.pose, shape.body == kWorldBody ? shape.mocap : -1}, bodies, mocap_pose);
     if (!placed.ok()) continue;
-    const Real t = RayDistance(shape.type, shape.size,
-                               rotate_inv(placed->pose.quat, site.pos - placed->pose.pos),
-                               rotate_inv(placed->pose.quat, direction));
+    const Vec3 p = rotate_inv(placed->pose.quat, site.pos - placed->pose.pos);
+    const Vec3 d = rotate_inv(placed->pose.quat, direction);
+    const Real t = shape.type == ShapeType::kHeightField
+                       ? RayHeightFieldDistance(shape, p, d)
+                       : RayDistance(shape.type, shape.size, p, d);
     if (t >= 0 && (nearest < 0 || t < nearest)) nearest = t;
   }
   return nearest;
