@@ -12,6 +12,7 @@
 #include "axion/model.h"
 #include "collision/collision.h"
 #include "collision/hull.h"
+#include "height_field_height.h"
 
 namespace axion::testing {
 
@@ -146,18 +147,8 @@ inline Real SupportValue(const ShapeGeom& g, const Pose& pose, Vec3 u) {
 // Height of a height field's surface above local (x, y) (its frame), the cell's triangles
 // interpolated independently of the narrow phase; clamped to the grid's edge outside it.
 inline Real HeightFieldSurface(const ShapeGeom& g, Real x, Real y) {
-  const int rows = g.heightfield_rows, cols = g.heightfield_cols;
-  const Real u = (x + g.size.x) / (2 * g.size.x) * (cols - 1);
-  const Real v = (y + g.size.y) / (2 * g.size.y) * (rows - 1);
-  const int c = std::clamp(static_cast<int>(std::floor(u)), 0, cols - 2);
-  const int r = std::clamp(static_cast<int>(std::floor(v)), 0, rows - 2);
-  const Real fu = std::clamp(u - c, Real(0), Real(1)), fv = std::clamp(v - r, Real(0), Real(1));
-  const Real* h = g.heightfield_heights;
-  const Real h00 = h[r * cols + c], h01 = h[r * cols + c + 1];
-  const Real h10 = h[(r + 1) * cols + c], h11 = h[(r + 1) * cols + c + 1];
-  // above the diagonal (r, c) - (r + 1, c + 1): triangle (r, c), (r + 1, c + 1), (r + 1, c)
-  return fv >= fu ? h00 + fv * (h10 - h00) + fu * (h11 - h10)
-                  : h00 + fu * (h01 - h00) + fv * (h11 - h01);
+  return HeightFieldHeight(g.heightfield_heights, g.heightfield_rows, g.heightfield_cols, g.size.x,
+                           g.size.y, x, y);
 }
 
 // Signed distance of world point x to the shape (exact for all but hulls, where it is the

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "height_field_height.h"
 #include "scenes.h"
 
 namespace axion {
@@ -804,14 +805,8 @@ TEST(ContactTest, BodiesComeToRestOnBumpyTerrain) {
   // the terrain's surface below (x, y), as the grid's triangles give it
   const ShapeDesc& field = d.shapes[0];
   const auto surface = [&](Real x, Real y) {
-    const int n = field.heightfield.cols;
-    const Real u = (x + 2) / 4 * (n - 1), v = (y + 2) / 4 * (n - 1);
-    const int c = std::clamp(static_cast<int>(u), 0, n - 2),
-              r = std::clamp(static_cast<int>(v), 0, n - 2);
-    const Real fu = u - c, fv = v - r;
-    const auto h = [&](int i, int j) { return field.heightfield.heights[i * n + j]; };
-    return fv >= fu ? h(r, c) + fv * (h(r + 1, c) - h(r, c)) + fu * (h(r + 1, c + 1) - h(r + 1, c))
-                    : h(r, c) + fu * (h(r, c + 1) - h(r, c)) + fv * (h(r + 1, c + 1) - h(r, c + 1));
+    const HeightFieldDesc& f = field.heightfield;
+    return HeightFieldHeight(f.heights.data(), f.rows, f.cols, 2, 2, x, y);
   };
   Real fastest = 0, nearest = 1e9, deepest = 0;
   for (int b = 0; b < 4; ++b) {

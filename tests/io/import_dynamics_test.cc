@@ -23,6 +23,7 @@
 #include "axion/simulator.h"
 #include "axion/urdf.h"
 #include "gtest/gtest.h"
+#include "height_field_height.h"
 #include "png.h"
 
 namespace axion {
@@ -4115,16 +4116,8 @@ void WritePngHeightMap(const std::string& path, int rows, int cols,
 double FieldSurfaceZ(const ShapeDesc& s, double x, double y) {
   const Vec3 p = rotate_inv(s.pose.quat, Vec3{x, y, 0} - s.pose.pos);
   const HeightFieldDesc& f = s.heightfield;
-  const double u = (p.x + s.size.x) / (2 * s.size.x) * (f.cols - 1);
-  const double v = (p.y + s.size.y) / (2 * s.size.y) * (f.rows - 1);
-  const int c = std::clamp(static_cast<int>(std::floor(u)), 0, f.cols - 2);
-  const int r = std::clamp(static_cast<int>(std::floor(v)), 0, f.rows - 2);
-  const double fu = u - c, fv = v - r;
-  const auto h = [&](int i, int j) { return f.heights[i * f.cols + j]; };
-  const double z =
-      fv >= fu ? h(r, c) + fv * (h(r + 1, c) - h(r, c)) + fu * (h(r + 1, c + 1) - h(r + 1, c))
-               : h(r, c) + fu * (h(r, c + 1) - h(r, c)) + fv * (h(r + 1, c + 1) - h(r, c + 1));
-  return s.pose.pos.z + z;
+  return s.pose.pos.z +
+         HeightFieldHeight(f.heights.data(), f.rows, f.cols, s.size.x, s.size.y, p.x, p.y);
 }
 
 // <hfield> read as MuJoCo reads it, from its binary format and from a PNG image (whose top row

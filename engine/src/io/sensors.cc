@@ -248,13 +248,20 @@ Real RayDistance(ShapeType type, Vec3 size, Vec3 p, Vec3 d) {
 Real RayHeightFieldDistance(const ShapeDesc& shape, Vec3 p, Vec3 d) {
   const HeightFieldDesc& f = shape.heightfield;
   const Real sx = shape.size.x, sy = shape.size.y, base = shape.size.z;
-  const Real top = *std::max_element(f.heights.begin(), f.heights.end());
-  // the ray's stretch inside the grid's box [-sx, sx] x [-sy, sy] x [-base, top]
+  // the ray's stretch over the grid and above its base, [-sx, sx] x [-sy, sy] x [-base, inf)
+  // (no top: finding the highest point would read every height for each ray; the walk below
+  // ends at the grid's edge anyway)
   Interval box;
   box.low = -std::numeric_limits<Real>::infinity();
   InsideSlab(p.x, d.x, sx, &box);
   InsideSlab(p.y, d.y, sy, &box);
-  InsideSlab(p.z - Real(0.5) * (top - base), d.z, Real(0.5) * (top + base), &box);
+  if (d.z != 0) {
+    const Real at_base = (-base - p.z) / d.z;
+    box.Meet(d.z > 0 ? at_base : -std::numeric_limits<Real>::infinity(),
+             d.z > 0 ? std::numeric_limits<Real>::infinity() : at_base);
+  } else if (p.z < -base) {
+    return -1;
+  }
   if (box.Empty() || box.high < 0) return -1;
   const Real t0 = std::max<Real>(box.low, 0), t1 = box.high;
   const Real dx = 2 * sx / (f.cols - 1), dy = 2 * sy / (f.rows - 1);
