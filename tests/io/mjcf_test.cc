@@ -1242,9 +1242,9 @@ TEST(MjcfHeightFieldTest, BadHeightFieldsAreErrors) {
                {"hfield 'h'", "'size'", "base depth"});
   expect_error(load(R"(<hfield name="h" nrow="1" ncol="3" size="1 1 1 1"/>)", geom),
                {"hfield 'h'", "nrow and ncol of at least 2"});
-  expect_error(load(R"(<hfield name="h" nrow="2" ncol="2" size="1 1 1 1" elevation="1 2 3"/>)",
-                    geom),
-               {"hfield 'h'", "'elevation'", "expected 4 numbers, got 3"});
+  expect_error(
+      load(R"(<hfield name="h" nrow="2" ncol="2" size="1 1 1 1" elevation="1 2 3"/>)", geom),
+      {"hfield 'h'", "'elevation'", "expected 4 numbers, got 3"});
   expect_error(load(R"(<hfield name="h" file="short.bin" size="1 1 1 1"/>)", geom),
                {"hfield 'h'", "'file'", "short.bin", "header gives 3 x 3 points", "has 24"});
   expect_error(load(R"(<hfield name="h" file="not.png" size="1 1 1 1"/>)", geom),
@@ -1259,9 +1259,9 @@ TEST(MjcfHeightFieldTest, BadHeightFieldsAreErrors) {
   expect_error(load(R"(<hfield name="h" nrow="2" ncol="2" size="1 1 1 1"/>)",
                     R"(<body><freejoint/><geom name="g" type="hfield" hfield="h"/></body>)"),
                {"geom 'g'", "only allowed in <worldbody>"});
-  absl::StatusOr<ImportResult> two = load(
-      R"(<hfield name="h" nrow="2" ncol="3" size="1 2 0.5 0.25" elevation="4 4 4 4 4 4"/>)",
-      absl::StrCat(geom, R"(<geom type="hfield" hfield="h" pos="3 0 0"/>)"));
+  absl::StatusOr<ImportResult> two =
+      load(R"(<hfield name="h" nrow="2" ncol="3" size="1 2 0.5 0.25" elevation="4 4 4 4 4 4"/>)",
+           absl::StrCat(geom, R"(<geom type="hfield" hfield="h" pos="3 0 0"/>)"));
   ASSERT_TRUE(two.ok()) << two.status();
   ASSERT_EQ(two->model.shapes.size(), 2u);
   for (const ShapeDesc& s : two->model.shapes) {
@@ -2056,6 +2056,58 @@ TEST(MjcfWarningTest, EllipticConeIsAxionsOwnAndAPyramidIsNamed) {
   EXPECT_NE(bad.status().message().find("'cone': must be 'pyramidal' or 'elliptic'"),
             std::string::npos)
       << bad.status();
+}
+
+// <joint springdamper>: the stiffness and damping MuJoCo derives from each joint's inertia at
+// qpos0 (its DOFs' diagonal of the joint-space M^-1, armature included) are the springs and
+// dampers Axion's joints get: hinges along a branch, a ball, a slide and two hinges of one body
+// (an Axion joint of two DOFs, each with its own), beside a plain spring; a half-given pair is
+// an error and one on a free joint is named.
+TEST(MjcfSpringDamperTest, StiffnessAndDampingAreMuJoCosFromTheInertiaAtQpos0) {
+  const std::string path = kModels + "/springdamper.xml";
+  absl::StatusOr<ImportResult> imported = LoadMjcfFile(path);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  // the tail's jointless tip joins tail2, its mass with it
+  ASSERT_EQ(imported->warnings.size(), 1u) << imported->warnings.front();
+  EXPECT_TRUE(HasWarning(*imported, "body 'tip' has no joint: merged into 'tail2'"));
+  MjModelPtr m = LoadMuJoCo(path);
+  ASSERT_TRUE(m);
+  int compared = 0, derived = 0;
+  for (const ImportResult::SourceJoint& source : imported->source_joints) {
+    if (source.joint < 0) continue;  // the free joint
+    const int id = mj_name2id(m.get(), mjOBJ_JOINT, source.name.c_str());
+    ASSERT_GE(id, 0) << source.name;
+    const JointDesc& joint = imported->model.joints[source.joint];
+    const DriveDesc& drive = joint.dof_drive.empty() ? joint.drive : joint.dof_drive[source.dof];
+    const double stiffness = m->jnt_stiffness[id], damping = m->dof_damping[m->jnt_dofadr[id]];
+    EXPECT_NEAR(drive.stiffness, stiffness, 1e-9 * stiffness) << source.name;
+    EXPECT_NEAR(drive.damping, damping, 1e-9 * damping) << source.name;
+    std::printf("%-8s stiffness %.10g (MuJoCo %.10g), damping %.10g (MuJoCo %.10g)\n",
+                source.name.c_str(), double(drive.stiffness), stiffness, double(drive.damping),
+                damping);
+    ++compared;
+    derived += source.name != "shoulder" && stiffness != 2;  // not the default's spring
+  }
+  EXPECT_EQ(compared, 6);
+  EXPECT_EQ(derived, 5);
+
+  auto load = [](const std::string& joint) {
+    return LoadMjcfString(absl::StrCat(R"(<mujoco><worldbody><body><geom size="0.1"/>)", joint,
+                                       R"(</body></worldbody></mujoco>)"),
+                          "");
+  };
+  absl::StatusOr<ImportResult> half = load(R"(<joint name="j" springdamper="0.01 0"/>)");
+  ASSERT_FALSE(half.ok());
+  EXPECT_NE(half.status().message().find("joint 'j'"), std::string::npos) << half.status();
+  EXPECT_NE(half.status().message().find("'springdamper': needs a positive time constant"),
+            std::string::npos)
+      << half.status();
+  absl::StatusOr<ImportResult> none = load(R"(<joint springdamper="0 0"/>)");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->model.joints[0].drive.stiffness, 0);
+  absl::StatusOr<ImportResult> free = load(R"(<joint type="free" springdamper="0.01 1"/>)");
+  ASSERT_TRUE(free.ok()) << free.status();
+  EXPECT_TRUE(HasWarning(*free, "springdamper on a free joint")) << free->warnings.size();
 }
 
 // <flag constraint="disable"> turns off contacts, limits, equalities and dry friction together;

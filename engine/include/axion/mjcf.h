@@ -14,7 +14,8 @@
 // fromto, density, mass, friction, condim, contype, conaffinity; an ellipsoid with unequal radii
 // and a mesh collide as convex hulls, a mesh with MuJoCo 2.2's mass properties for it), <inertial>
 // (pos, orientation, mass, diaginertia, fullinertia), <joint> (hinge, slide, ball, free; pos, axis,
-// range, limited, stiffness, damping, armature, frictionloss, ref, springref), <freejoint>,
+// range, limited, stiffness, damping, armature, frictionloss, ref, springref, springdamper),
+// <freejoint>,
 // <composite> (particle, rope, loop, grid, cloth and box: count, spacing, offset, prefix, a
 // template <geom>, "main" <joint>s and <tendon>s, a grid's <pin>s, expanded into the bodies,
 // joints, geoms and held tendons MuJoCo 2.2 makes of them; not with coordinate "global"), <site> (named frames: ImportResult::source_sites), <keyframe><key>
@@ -98,6 +99,10 @@
 //     position `springref` (0 by default) and target velocity 0; armature becomes
 //     JointDesc::armature (dof_armature entry), and frictionloss JointDesc::friction_loss
 //     (dof_friction_loss entry), dry friction the DOF sticks against until pushed harder.
+//     springdamper (time constant tau, damping ratio zeta) replaces stiffness and damping, as in
+//     MuJoCo, by I / (tau zeta)^2 and 2 I / tau, I the joint's inertia at qpos0 (its DOFs' mean
+//     diagonal of the joint-space M^-1, armature included, inverted: MuJoCo's dof_invweight0);
+//     on a free joint it is ignored with a warning.
 //  4. Actuators: motor -> ActuatorType::kEffort with gear[0]; position -> kPosition with kp
 //     (default 1) and kv (default 0); velocity -> kVelocity with kv (default 1). A servo's
 //     gear g acts on the length g q, its force geared back: gains g^2 kp and g^2 kv, target
