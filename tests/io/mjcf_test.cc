@@ -869,6 +869,20 @@ f -4 -2 -1 -3
       stl.write(reinterpret_cast<const char*>(facet), sizeof(facet));
       stl.write(reinterpret_cast<const char*>(&attribute), 2);
     }
+    // the same solid as MuJoCo's MSH, its corners shared, with normals and texture
+    // coordinates (which only render) between the vertices and the faces
+    std::ofstream msh(dir + "/ell.msh", std::ios::binary);
+    const int32_t corners = static_cast<int32_t>(v.size());
+    const int32_t counts[4] = {corners, corners, corners, static_cast<int32_t>(tris.size())};
+    msh.write(reinterpret_cast<const char*>(counts), sizeof(counts));
+    for (const auto& corner : v) {
+      const float xyz[3] = {float(corner[0]), float(corner[1]), float(corner[2])};
+      msh.write(reinterpret_cast<const char*>(xyz), sizeof(xyz));
+    }
+    const float up[3] = {0, 0, 1}, uv[2] = {0.5, 0.5};
+    for (int32_t i = 0; i < corners; ++i) msh.write(reinterpret_cast<const char*>(up), sizeof(up));
+    for (int32_t i = 0; i < corners; ++i) msh.write(reinterpret_cast<const char*>(uv), sizeof(uv));
+    for (const auto& t : tris) msh.write(reinterpret_cast<const char*>(t.data()), 12);
   }
   std::string path = WriteTemp("meshes.xml", R"(
 <mujoco>
@@ -884,10 +898,14 @@ f -4 -2 -1 -3
     <body name="tetra" pos="6 0 1"><freejoint/>
       <geom type="mesh" mesh="tetra" mass="2" pos="0 0 0.5"/>
     </body>
+    <body name="ell_msh" pos="9 0 1"><freejoint/>
+      <geom type="mesh" mesh="ell_msh" euler="10 0 30" density="700"/>
+    </body>
   </worldbody>
   <asset>
     <mesh file="cube.obj" scale="0.5 1 2"/>
     <mesh name="ell" file="ell.stl" scale="0.1 0.1 0.1"/>
+    <mesh name="ell_msh" file="ell.msh" scale="0.1 0.2 0.1"/>
     <mesh name="tetra" vertex="0 0 0  1 0 0  0 1 0  0 0 1"/>
   </asset>
 </mujoco>)");
@@ -1209,6 +1227,38 @@ TEST(MjcfMeshTest, BadMeshesAreErrors) {
   expect_error(load("", R"(<mesh name="m" vertex="0 0 0 1 0 0 0 1 0 0 0 1"/>
                            <mesh name="m" vertex="0 0 0 1 0 0 0 1 0 0 0 1"/>)"),
                "mesh 'm' is defined twice");
+  expect_error(load("", R"(<mesh name="m" file="m.ply"/>)"),
+               "unsupported format (STL, OBJ and MuJoCo's MSH are supported)");
+  // MSH files whose counts and contents disagree
+  const std::string dir = ::testing::TempDir();
+  auto write_msh = [&](const std::string& name, std::vector<int32_t> counts, int32_t corner) {
+    std::ofstream out(dir + name, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(counts.data()), 4 * counts.size());
+    for (int i = 0; i < 3 * counts[0]; ++i) {
+      const float x = float(i % 3 == i / 3 % 3);
+      out.write(reinterpret_cast<const char*>(&x), 4);
+    }
+    for (int i = 0; i < 3 * counts[3]; ++i) {
+      const int32_t c = i == 2 ? corner : i % 3;
+      out.write(reinterpret_cast<const char*>(&c), 4);
+    }
+  };
+  write_msh("short.msh", {4, 4, 0, 1}, 2);    // promises normals it lacks
+  write_msh("normals.msh", {4, 1, 0, 1}, 2);  // one normal for four vertices
+  write_msh("corner.msh", {4, 0, 0, 2}, 9);   // a face naming vertex 9 of 4
+  write_msh("empty.msh", {0, 0, 0, 0}, 0);
+  auto load_file = [&](const std::string& file) {
+    return LoadMjcfString(
+        absl::StrCat(R"(<mujoco><asset><mesh name="m" file=")", file,
+                     R"("/></asset><worldbody><body><freejoint/><geom type="mesh" mesh="m"/>)"
+                     "</body></worldbody></mujoco>"),
+        dir);
+  };
+  expect_error(load_file("short.msh"),
+               "MSH size 76 bytes does not match its counts (4 vertices, 4 normals");
+  expect_error(load_file("normals.msh"), "must each be 0 or one per vertex (4)");
+  expect_error(load_file("corner.msh"), "face 0 names vertex 9 (4 vertices)");
+  expect_error(load_file("empty.msh"), "not an MSH file");
 }
 
 // Height fields that cannot be read are errors naming the element, the attribute and the

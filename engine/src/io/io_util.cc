@@ -336,19 +336,72 @@ absl::StatusOr<TriangleMesh> ParseObj(const std::string& path, const std::string
   return mesh;
 }
 
+// MSH, MuJoCo's own binary mesh: int32 counts of vertices (4 or more), normals and texture
+// coordinates (each 0 or one per vertex) and faces, then that many float32 xyz, xyz and uv, then
+// int32 corner triples (0-based). Normals and texture coordinates only render. Without faces, the
+// vertices alone (MuJoCo then takes their convex hull, as Axion's collision does).
+absl::StatusOr<TriangleMesh> ParseMsh(const std::string& path, const std::string& bytes) {
+  int32_t count[4] = {0, 0, 0, 0};  // vertices, normals, texture coordinates, faces
+  if (bytes.size() >= sizeof(count)) std::memcpy(count, bytes.data(), sizeof(count));
+  if (bytes.size() < sizeof(count) || count[0] < 4 || count[1] < 0 || count[2] < 0 ||
+      count[3] < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mesh '", path, "': not an MSH file (its header needs 4 counts, vertices at least 4)"));
+  }
+  // MuJoCo's rule: normals and texture coordinates are per vertex, or absent
+  if ((count[1] > 0 && count[1] != count[0]) || (count[2] > 0 && count[2] != count[0])) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("mesh '", path, "': MSH normals (", count[1], ") and texture coordinates (",
+                     count[2], ") must each be 0 or one per vertex (", count[0], ")"));
+  }
+  const uint64_t expected = 16 + 12 * (uint64_t(count[0]) + uint64_t(count[1])) +
+                            8 * uint64_t(count[2]) + 12 * uint64_t(count[3]);
+  if (bytes.size() != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mesh '", path, "': MSH size ", bytes.size(), " bytes does not match its counts (",
+        count[0], " vertices, ", count[1], " normals, ", count[2], " texture coordinates, ",
+        count[3], " faces: ", expected, " bytes)"));
+  }
+  TriangleMesh mesh;
+  const char* at = bytes.data() + 16;
+  for (int32_t v = 0; v < count[0]; ++v, at += 12) {
+    float xyz[3];
+    std::memcpy(xyz, at, 12);
+    if (!std::isfinite(xyz[0]) || !std::isfinite(xyz[1]) || !std::isfinite(xyz[2])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("mesh '", path, "': vertex ", v, " is not finite"));
+    }
+    mesh.vertices.push_back({xyz[0], xyz[1], xyz[2]});
+  }
+  at += 12 * size_t(count[1]) + 8 * size_t(count[2]);
+  for (int32_t f = 0; f < count[3]; ++f, at += 12) {
+    int32_t corner[3];
+    std::memcpy(corner, at, 12);
+    for (int32_t c : corner) {
+      if (c < 0 || c >= count[0]) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "mesh '", path, "': face ", f, " names vertex ", c, " (", count[0], " vertices)"));
+      }
+    }
+    mesh.triangles.push_back({corner[0], corner[1], corner[2]});
+  }
+  return mesh;
+}
+
 }  // namespace
 
 absl::StatusOr<TriangleMesh> LoadTriangleMesh(const std::string& path, Vec3 scale,
                                               const std::string& root) {
   std::string lower = Lower(path);
-  if (!EndsWith(lower, ".stl") && !EndsWith(lower, ".obj")) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("mesh '", path, "': unsupported format (STL and OBJ are supported)"));
+  if (!EndsWith(lower, ".stl") && !EndsWith(lower, ".obj") && !EndsWith(lower, ".msh")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mesh '", path, "': unsupported format (STL, OBJ and MuJoCo's MSH are supported)"));
   }
   absl::StatusOr<std::string> bytes = ReadFile(path, root);
   if (!bytes.ok()) return bytes.status();
-  absl::StatusOr<TriangleMesh> mesh =
-      EndsWith(lower, ".stl") ? ParseStl(path, *bytes) : ParseObj(path, *bytes);
+  absl::StatusOr<TriangleMesh> mesh = EndsWith(lower, ".stl")   ? ParseStl(path, *bytes)
+                                      : EndsWith(lower, ".obj") ? ParseObj(path, *bytes)
+                                                                : ParseMsh(path, *bytes);
   if (!mesh.ok()) return mesh.status();
   if (mesh->vertices.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("mesh '", path, "' has no vertices"));
