@@ -569,6 +569,147 @@ bool JointHoldsChildOffPlane(const ModelDesc& desc, const JointDesc& joint,
   return true;
 }
 
+namespace {
+
+// A shape at the bodies' initial poses, for the geometric queries below: its world pose, the
+// radius of a sphere about that pose bounding it (infinite: a plane), and its narrow-phase
+// geometry (a hull's built on demand).
+struct PlacedShape {
+  const ShapeDesc* shape = nullptr;
+  Pose pose;
+  Real bound = std::numeric_limits<Real>::infinity();
+  HullData hull;
+  bool hull_built = false;
+};
+
+PlacedShape PlaceShape(const ModelDesc& desc, const ShapeDesc& shape) {
+  PlacedShape placed;
+  placed.shape = &shape;
+  placed.pose = shape.pose;
+  if (shape.body != kWorldBody) {
+    const Pose& body = desc.bodies[shape.body].pose;
+    placed.pose = {body.pos + rotate(body.quat, shape.pose.pos), body.quat * shape.pose.quat};
+  }
+  const Vec3 size = shape.size;
+  switch (shape.type) {
+    case ShapeType::kSphere:
+      placed.bound = size.x;
+      break;
+    case ShapeType::kCapsule:
+      placed.bound = size.x + size.y;
+      break;
+    case ShapeType::kCylinder:
+      placed.bound = std::sqrt(size.x * size.x + size.y * size.y);
+      break;
+    case ShapeType::kBox:
+      placed.bound = norm(size);
+      break;
+    case ShapeType::kConvexHull:
+      placed.bound = 0;
+      for (Vec3 v : shape.vertices) placed.bound = std::max(placed.bound, norm(v));
+      break;
+    default:
+      break;
+  }
+  return placed;
+}
+
+// Signed distance (m, negative inside) from `point` to the placed shape, or +infinity where it
+// is farther than `cutoff` or cannot be told (a height field; a hull that does not build).
+Real SignedDistance(PlacedShape& placed, Vec3 point, Real cutoff) {
+  constexpr Real kProbeRadius = Real(1e-6);
+  const ShapeDesc& shape = *placed.shape;
+  const Real far = norm(point - placed.pose.pos) - placed.bound;  // a lower bound
+  if (shape.type == ShapeType::kHeightField || far > cutoff)
+    return std::numeric_limits<Real>::infinity();
+  ShapeGeom geom;
+  if (shape.type == ShapeType::kConvexHull) {
+    if (!placed.hull_built) {
+      absl::StatusOr<HullData> built = BuildHull(shape.vertices);
+      if (!built.ok()) return std::numeric_limits<Real>::infinity();
+      placed.hull = *std::move(built);
+      placed.hull_built = true;
+    }
+    geom = HullShapeGeom(placed.hull);
+  } else {
+    geom.type = static_cast<int32_t>(shape.type);
+    geom.size = shape.size;
+  }
+  ShapeGeom probe;
+  probe.type = static_cast<int32_t>(ShapeType::kSphere);
+  probe.size = {kProbeRadius, 0, 0};
+  ContactPoint points[kMaxPairContacts];
+  const int n = collide_shapes(probe, point, Quat{1, 0, 0, 0}, geom, placed.pose.pos,
+                               placed.pose.quat, cutoff + kProbeRadius, points);
+  Real distance = std::numeric_limits<Real>::infinity();
+  for (int i = 0; i < n; ++i) distance = std::min(distance, points[i].gap + kProbeRadius);
+  return distance <= cutoff ? distance : std::numeric_limits<Real>::infinity();
+}
+
+}  // namespace
+
+std::vector<std::array<int, 2>> AnchorOverlapPairs(const ModelDesc& desc,
+                                                   std::vector<int>* joint_of) {
+  // overlaps shallower than this are left to the contacts (a door shut against its frame)
+  constexpr Real kOverlapTolerance = Real(1e-6);
+  std::vector<std::array<int, 2>> pairs;
+  std::set<std::pair<int, int>> seen;
+  const int body_count = static_cast<int>(desc.bodies.size());
+  std::vector<std::vector<int>> body_shapes(body_count + 1);  // kWorldBody's at 0
+  for (int s = 0; s < static_cast<int>(desc.shapes.size()); ++s) {
+    const int body = desc.shapes[s].body;
+    if (body >= kWorldBody && body < body_count) body_shapes[body + 1].push_back(s);
+  }
+  for (size_t j = 0; j < desc.joints.size(); ++j) {
+    const JointDesc& joint = desc.joints[j];
+    if (joint.child < 0 || joint.child >= body_count || joint.parent < kWorldBody ||
+        joint.parent >= body_count)
+      continue;  // (an unchecked description: Compile refuses it)
+    const std::array<AxisMode, 6> modes = JointAxisModes(joint);
+    const bool anchor_held = joint.type == JointType::kRevolute || joint.type == JointType::kBall ||
+                             (joint.type == JointType::kUniversal &&
+                              norm(joint.second_anchor - joint.child_frame.pos) == 0) ||
+                             (joint.type == JointType::kGeneric && modes[0] == AxisMode::kLocked &&
+                              modes[1] == AxisMode::kLocked && modes[2] == AxisMode::kLocked);
+    if (!anchor_held) continue;
+    const Pose& child = desc.bodies[joint.child].pose;
+    const Vec3 anchor = child.pos + rotate(child.quat, joint.child_frame.pos);
+    // Each side turns about the anchor, keeping the ball of radius `depth` about it (its depth
+    // inside a convex shape) inside that shape, and its distance from it: a shape nearer the
+    // anchor than the other side's depth meets the other in every configuration.
+    std::vector<PlacedShape> sides[2];
+    for (int s : body_shapes[joint.child + 1]) sides[0].push_back(PlaceShape(desc, desc.shapes[s]));
+    for (int s : body_shapes[joint.parent + 1]) {
+      const ShapeDesc& shape = desc.shapes[s];
+      if (shape.mocap == (joint.parent == kWorldBody ? joint.parent_mocap : -1))
+        sides[1].push_back(PlaceShape(desc, shape));
+    }
+    if (sides[0].empty() || sides[1].empty()) continue;
+    // the deepest either side can hold the anchor: the bound on the other side's distances
+    Real reach[2] = {0, 0};
+    for (int k = 0; k < 2; ++k)
+      for (const PlacedShape& p : sides[k]) reach[k] = std::max(reach[k], p.bound);
+    std::vector<Real> distance[2];
+    for (int k = 0; k < 2; ++k)
+      for (PlacedShape& p : sides[k])
+        distance[k].push_back(SignedDistance(p, anchor, std::min(reach[1 - k], Real(1e3))));
+    for (size_t a = 0; a < sides[0].size(); ++a) {
+      for (size_t b = 0; b < sides[1].size(); ++b) {
+        const Real da = distance[0][a], db = distance[1][b];
+        if (!(-da - std::max(db, Real(0)) > kOverlapTolerance ||
+              -db - std::max(da, Real(0)) > kOverlapTolerance))
+          continue;
+        const int sa = static_cast<int>(sides[0][a].shape - desc.shapes.data());
+        const int sb = static_cast<int>(sides[1][b].shape - desc.shapes.data());
+        if (!seen.insert({std::min(sa, sb), std::max(sa, sb)}).second) continue;
+        pairs.push_back({sa, sb});
+        if (joint_of) joint_of->push_back(static_cast<int>(j));
+      }
+    }
+  }
+  return pairs;
+}
+
 std::vector<JointRowLayout> JointRows(const JointDesc& joint, bool has_drive) {
   std::vector<JointRowLayout> rows;
   if (joint.type == JointType::kRevolute) {
@@ -1148,6 +1289,10 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
       }
     }
   }
+  // Shapes that both contain the anchor their joint holds in place overlap whatever it does
+  // (AnchorOverlapPairs): dm_control's CMU humanoid, hanging from its static pelvis, pushed its
+  // thighs out of it against the hips until the state was no longer finite. Excluded.
+  for (const auto& [a, b] : AnchorOverlapPairs(desc)) exclude(a, b);
   // (explicit pairs included: MJCF's one-way contype/conaffinity pairs arrive as explicit pairs)
   for (Model::PairRule& rule : model->pair_rules_) {
     if (unreachable.count({rule.shape_a, rule.shape_b})) rule.friction = Model::kPairExcluded;

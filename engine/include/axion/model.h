@@ -618,7 +618,11 @@ class Model {
   // or not: a static plane and the shapes of a body whose rigid joint to the world holds its
   // rotation and its translation along the plane's normal (slides in the plane): no motion can
   // bring them closer or apart, so their contacts could not act, and one that started inside
-  // the plane could never be resolved (the joint carries the load). What decides whether two
+  // the plane could never be resolved (the joint carries the load). Excluded too, unless an
+  // explicit pair: two shapes across a joint that holds its anchor in place (hinge, ball) which
+  // overlap about that anchor whatever the joint does (one side holds the anchor deeper than
+  // the other side lies from it, in the bodies' initial poses): a robot's first link inside the
+  // static base it turns on. What decides whether two
   // shapes collide is the filter and this list, O(shapes + joined shapes), where a list of every
   // pair that may collide grows with the square of the shapes.
   struct PairRule {

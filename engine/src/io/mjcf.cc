@@ -489,6 +489,7 @@ class MjcfLoader {
   absl::Status ParseFlags(const XMLElement* flag);
   void ApplyFlags();
   void WarnHeldOffPlanes();
+  void WarnAnchorOverlaps();
   void WarnLightBodies();
 
   const MjcfOptions& options_;
@@ -4908,6 +4909,43 @@ void MjcfLoader::ApplyCollisionRules() {
 // A body whose joints hold its rotation and its height over a plane (slides in the plane) never
 // touches it in Axion (Model::pair_rules); MuJoCo computes those contacts, which can push only
 // against the joints (and, with condim 3, add friction along the slides).
+// Geoms that overlap across a joint's anchor whatever the joint does (AnchorOverlapPairs, which
+// Model::Compile leaves out): named, as MuJoCo computes their contacts (softly, with the world).
+void MjcfLoader::WarnAnchorOverlaps() {
+  const ModelDesc& model = result_.model;
+  std::set<std::pair<int, int>> explicit_pairs;
+  for (const ContactPairDesc& pair : model.contact_pairs) {
+    explicit_pairs.insert(
+        {std::min(pair.shape_a, pair.shape_b), std::max(pair.shape_a, pair.shape_b)});
+  }
+  std::vector<int> joint_of;
+  const std::vector<std::array<int, 2>> pairs = AnchorOverlapPairs(model, &joint_of);
+  std::set<std::pair<int, int>> excluded_bodies;
+  for (const auto& [x, y] : model.exclude_body_pairs)
+    excluded_bodies.insert({std::min(x, y), std::max(x, y)});
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const auto [a, b] = pairs[i];
+    const JointDesc& joint = model.joints[joint_of[i]];
+    // (bodies a joint joins do not collide anyway, but with the world)
+    const bool joined = !joint.collide_connected && joint.parent != kWorldBody;
+    const int body_a = model.shapes[a].body, body_b = model.shapes[b].body;
+    if (joined || excluded_bodies.count({std::min(body_a, body_b), std::max(body_a, body_b)}) ||
+        !ShapesPassFilter(model.shapes[a], model.shapes[b]) ||
+        explicit_pairs.count({std::min(a, b), std::max(a, b)}))
+      continue;
+    auto label = [&](int s) {
+      const std::string& name = model.shapes[s].name;
+      return name.empty() ? absl::StrCat("geom #", s) : absl::StrCat("geom '", name, "'");
+    };
+    warnings_.Add("anchor-overlap",
+                  absl::StrCat(label(a), " and ", label(b), " overlap about the anchor of joint '",
+                               model.joints[joint_of[i]].name,
+                               "' whatever its angle: Axion leaves their contacts out (they "
+                               "could only push against the joint; MuJoCo computes them, "
+                               "softly)"));
+  }
+}
+
 void MjcfLoader::WarnHeldOffPlanes() {
   const ModelDesc& model = result_.model;
   std::set<std::pair<int, int>> explicit_pairs;
@@ -5053,6 +5091,7 @@ absl::StatusOr<ImportResult> MjcfLoader::LoadModel(std::string_view xml, const s
   ApplyFlags();
   AXION_IO_RETURN_IF_ERROR(ResolveMuscles());
   WarnHeldOffPlanes();
+  WarnAnchorOverlaps();
   WarnLightBodies();
   result_.warnings = warnings_.Lines();
   return std::move(result_);
