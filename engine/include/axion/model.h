@@ -416,7 +416,10 @@ struct SolverOptions {
   Formulation contact_formulation = Formulation::kPosition;  // contact normal rows
   Real baumgarte = 0.2;              // Upsilon in [0, 1]: fraction of c(q-) removed per step
                                      // by velocity-level rows
-  Real contact_margin = 0.01;        // (m) shapes closer than this enter the contact set
+  Real contact_margin = 0.01;        // (m) shapes closer than this enter the contact set;
+                                     // between primitives at most half the thinner one's
+                                     // radius or smallest half extent (a rodent's 2 mm
+                                     // capsules keep a 1 mm margin)
   bool speculative_contacts = true;  // also shapes that close their gap within the step at
                                      // their start velocity (plus gravity): long steps then
                                      // find a falling limb's contact before it is deep
