@@ -5,12 +5,15 @@ converged, non-finite steps and the largest body speed. The collection is pybull
 (pip package pybullet, fetched once with `pip download` into --dir): its OpenAI Gym MJCF files
 and its robot URDFs (random_urdfs left out); --mujoco adds MuJoCo's samples
 (/usr/share/mujoco/model), --dm-control DeepMind's control suite (pip package dm_control's
-suite/*.xml, fetched the same way), --gymnasium Gymnasium's MuJoCo environments (its
+suite/*.xml, fetched the same way), --dm-locomotion its locomotion walkers (the CMU humanoid,
+rodent, dog, fruit fly, jumping ball and soccer boxhead files, each alone: the walkers without
+their arenas' free joint and floor), --gymnasium Gymnasium's MuJoCo environments (its
 envs/mujoco/assets/*.xml). A regression check for "models from elsewhere" (README.md): a file
 that used to run and now fails, or now stalls at the Newton limit, shows up here.
 
 usage: bench/model_zoo.py [--axion-sim=PATH] [--dir=DIR] [--steps=400] [--noise=0.01]
-                          [--timeout=120] [--mujoco] [--dm-control] [--gymnasium]
+                          [--timeout=120] [--mujoco] [--dm-control] [--dm-locomotion]
+                          [--gymnasium]
                           [--no-pybullet]
                           [--only=SUBSTRING] [-- AXION_SIM_FLAGS...]
 URDFs run with a fixed base; MJCF files at their own time step. Flags after "--" go to every
@@ -95,6 +98,8 @@ def main():
     parser.add_argument("--mujoco", action="store_true", help="add MuJoCo's sample models")
     parser.add_argument("--dm-control", action="store_true",
                         help="add DeepMind's control suite (dm_control's suite/*.xml)")
+    parser.add_argument("--dm-locomotion", action="store_true",
+                        help="add dm_control's locomotion walkers (dm_control/locomotion)")
     parser.add_argument("--gymnasium", action="store_true",
                         help="add Gymnasium's MuJoCo environments (envs/mujoco/assets/*.xml)")
     parser.add_argument("--no-pybullet", action="store_true",
@@ -115,6 +120,12 @@ def main():
     if args.dm_control:
         models += sorted(fetch_wheel_data(pathlib.Path(args.dir), DM_CONTROL,
                                           "dm_control/suite").glob("*.xml"))
+    if args.dm_locomotion:
+        # the walkers' own files: build_fruitfly's name meshes the wheel does not ship, and the
+        # floors and defaults are parts of other files
+        walkers = fetch_wheel_data(pathlib.Path(args.dir), DM_CONTROL, "dm_control/locomotion")
+        models += sorted(p for p in walkers.rglob("*.xml")
+                         if "build_fruitfly" not in p.parts and p.name != "floor.xml")
     if args.gymnasium:
         models += sorted(fetch_wheel_data(pathlib.Path(args.dir), GYMNASIUM,
                                           "gymnasium/envs/mujoco/assets").glob("*.xml"))

@@ -287,6 +287,7 @@ absl::StatusOr<ShapeDesc> FromProto(const v1::Shape& proto, int index) {
   if (proto.has_collision_group()) shape.collision_group = proto.collision_group().value();
   if (proto.has_collision_mask()) shape.collision_mask = proto.collision_mask().value();
   if (proto.has_contact_dim()) shape.contact_dim = proto.contact_dim().value();
+  if (proto.has_priority()) shape.priority = proto.priority().value();
   if (proto.has_mocap()) shape.mocap = proto.mocap().value();
   return shape;
 }
@@ -737,6 +738,7 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
     out->mutable_collision_group()->set_value(shape.collision_group);
     out->mutable_collision_mask()->set_value(shape.collision_mask);
     out->mutable_contact_dim()->set_value(shape.contact_dim);
+    if (shape.priority != 0) out->mutable_priority()->set_value(shape.priority);
     if (shape.mocap >= 0) out->mutable_mocap()->set_value(shape.mocap);
   }
   for (const JointDesc& joint : desc.joints) {

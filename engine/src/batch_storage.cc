@@ -351,6 +351,7 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
     s.shape_friction[g] = shape.material.friction;
     s.shape_restitution[g] = shape.material.restitution;
     s.shape_contact_dim[g] = shape.contact_dim;
+    s.shape_priority[g] = shape.priority;
     s.shape_collision_group[g] = shape.collision_group;
     s.shape_collision_mask[g] = shape.collision_mask;
     if (hull == nullptr) continue;  // the hulls stay as packed

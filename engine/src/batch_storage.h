@@ -206,7 +206,8 @@ namespace axion {
   X(Real, shape_quat, 4)     \
   X(Real, shape_size, 3)     \
   X(Real, shape_friction, 1) \
-  X(Real, shape_restitution, 1) X(int32_t, shape_contact_dim, 1) X(int32_t, shape_hull, 1) \
+  X(Real, shape_restitution, 1) X(int32_t, shape_contact_dim, 1) X(int32_t, shape_priority, 1) \
+      X(int32_t, shape_hull, 1)                                                                \
       X(int32_t, shape_rule_first, 1) X(int32_t, shape_rule_count, 1)                      \
           X(uint32_t, shape_collision_group, 1) X(uint32_t, shape_collision_mask, 1)
 #define AXION_SHAPE_SCRATCH(X) \

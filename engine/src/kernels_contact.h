@@ -59,11 +59,17 @@ AXION_HD Vec6 body_predicted_twist(const BatchView& v, int body, const WorldPara
   return u;
 }
 
-// Friction coefficient of a contact between shapes sa and sb: none when both are frictionless
-// (contact_dim 1; the larger dimension wins, MuJoCo's condim rule), else the shapes' coefficients
+// Friction coefficient of a contact between shapes sa and sb: the higher-priority shape's where
+// their priorities differ (none if it is frictionless, contact_dim 1); else none when both are
+// frictionless (the larger dimension wins, MuJoCo's condim rule), else the shapes' coefficients
 // combined by the world's rule.
 AXION_HD Real contact_friction_coefficient(const BatchView& v, int sa, int sb,
                                            const WorldParams& p) {
+  const int32_t priority_a = v.shape_priority[sa], priority_b = v.shape_priority[sb];
+  if (priority_a != priority_b) {
+    const int s = priority_a > priority_b ? sa : sb;
+    return v.shape_contact_dim[s] < 3 ? Real(0) : v.shape_friction[s];
+  }
   if (v.shape_contact_dim[sa] < 3 && v.shape_contact_dim[sb] < 3) return 0;
   Real mu_a = v.shape_friction[sa], mu_b = v.shape_friction[sb];
   if (p.friction_combine == static_cast<int32_t>(FrictionCombine::kMax))

@@ -1521,6 +1521,53 @@ TEST(ContactPairTest, PairFrictionReplacesTheGeomsLikeMuJoCo) {
               2e-3);
 }
 
+// A geom's priority decides its contacts' friction and condim, MuJoCo's rule: priority_slide.xml's
+// box (friction 0.2, priority 1) slides on the floor (friction 1) slowing at 0.2 g, as MuJoCo's
+// does; at equal priority the larger friction grips and the box stops within 0.2 s; a
+// frictionless box of the higher priority (condim 1) slides on without slowing on the frictional
+// floor (ServerApiTest.ContactPairsAreCarried: the service carries a shape's priority).
+TEST(PriorityTest, TheHigherPriorityGeomsFrictionAndCondimActLikeMuJoCos) {
+  const std::string path = kModels + "/priority_slide.xml";
+  std::ifstream in(path);
+  const std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto speed_after = [&](const std::string& text, const std::string& name, double* mujoco_speed) {
+    const std::string file = WriteTempModel(name, text);
+    absl::StatusOr<ImportResult> imported = LoadMjcfFile(file);
+    EXPECT_TRUE(imported.ok()) << imported.status();
+    if (!imported.ok()) return -1.0;
+    EXPECT_TRUE(imported->warnings.empty()) << imported->warnings.front();
+    ModelDesc desc = imported->model;
+    desc.bodies[0].linear_velocity = {2, 0, 0};
+    World w = MakeWorld(desc);
+    EXPECT_TRUE(w.sim);
+    if (!w.sim) return -1.0;
+    MuJoCoRun mujoco(file);
+    EXPECT_TRUE(mujoco.m) << mujoco.load_error;
+    if (!mujoco.m) return -1.0;
+    mujoco.d->qvel[0] = 2;
+    const int steps = static_cast<int>(std::lround(0.5 / desc.options.timestep));
+    EXPECT_TRUE(w.sim->StepAll(steps).ok());
+    for (int s = 0; s < steps; ++s) mj_step(mujoco.m, mujoco.d);
+    *mujoco_speed = mujoco.d->qvel[0];
+    return double(w.sim->GetBodyState(w.id)->velocity[0]);
+  };
+  double mujoco = 0;
+  const double expected = 2 - 0.2 * 9.81 * 0.5;
+  const double axion = speed_after(xml, "priority_slide.xml", &mujoco);
+  std::printf("after 0.5 s: Axion %.5f m/s, MuJoCo %.5f m/s, Coulomb at 0.2: %.5f m/s\n", axion,
+              mujoco, expected);
+  EXPECT_NEAR(axion, expected, 2e-3);
+  EXPECT_NEAR(mujoco, expected, 2e-2);
+  const std::string equal =
+      absl::StrReplaceAll(xml, {{R"(priority="1")", ""}, {"<!--", "<!-- equal:"}});
+  EXPECT_NEAR(speed_after(equal, "priority_equal.xml", &mujoco), 0, 1e-3);
+  EXPECT_NEAR(mujoco, 0, 1e-2);
+  const std::string frictionless =
+      absl::StrReplaceAll(xml, {{R"(friction="0.2" priority="1")", R"(condim="1" priority="1")"}});
+  EXPECT_NEAR(speed_after(frictionless, "priority_frictionless.xml", &mujoco), 2, 1e-6);
+  EXPECT_NEAR(mujoco, 2, 1e-3);
+}
+
 // MuJoCo's composite loop sample: a ring of 20 capsules closed by a connect, dropped on the floor
 // from 1 m. The closure holds while it falls and lands (0.6 s), the ring at rest on the floor.
 TEST(CompositeTest, LoopStaysClosedWhenItLands) {

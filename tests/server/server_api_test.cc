@@ -621,8 +621,8 @@ TEST_F(ServerApiTest, JointFrictionLossIsCarried) {
   EXPECT_NEAR(qdot[1], 0, 1e-6);
 }
 
-// A scene's explicit contact pairs reach the engine and come back in the described model; a pair
-// naming a missing shape is refused by name.
+// A scene's explicit contact pairs (and a shape's priority) reach the engine and come back in the
+// described model; a pair naming a missing shape is refused by name.
 TEST_F(ServerApiTest, ContactPairsAreCarried) {
   v1::ModelDescription scene = RestingBallScene();
   v1::ContactPair* pair = scene.add_contact_pairs();
@@ -637,6 +637,13 @@ TEST_F(ServerApiTest, ContactPairsAreCarried) {
   ASSERT_EQ(described->model().contact_pairs_size(), 1);
   EXPECT_EQ(described->model().contact_pairs(0).friction().value(), 0.5);
   EXPECT_EQ(described->model().contact_pairs(0).contact_dim(), 3);
+  // a shape's priority too (unset: 0, and left unset)
+  EXPECT_FALSE(described->model().shapes(0).has_priority());
+  scene.mutable_shapes(1)->mutable_priority()->set_value(2);
+  const std::vector<uint64_t> prioritised = MustCreate(*client_, scene, 1);
+  described = client_->DescribeWorld(prioritised[0], /*include_model=*/true);
+  ASSERT_TRUE(described.ok()) << described.status();
+  EXPECT_EQ(described->model().shapes(1).priority().value(), 2);
   pair->set_shape_b(7);
   absl::Status status = client_->CreateWorlds(client::ModelScene(scene), 1).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);

@@ -146,7 +146,9 @@
 //     ShapeDesc::contact_dim, 1 frictionless and 3 sliding friction, a contact taking the larger
 //     of its geoms' as in MuJoCo (the humanoid's limbs, condim 1, touch each other without
 //     friction and the floor, condim 3, with it); condim 4 and 6 keep sliding friction only
-//     (torsional and rolling friction are not supported: warning). contype ->
+//     (torsional and rolling friction are not supported: warning). priority ->
+//     ShapeDesc::priority: where two geoms' differ, the higher's friction and condim are the
+//     contact's, as in MuJoCo. contype ->
 //     ShapeDesc::collision_group and
 //     conaffinity -> collision_mask. MuJoCo collides a pair when (contype_a & conaffinity_b) ||
 //     (contype_b & conaffinity_a); Axion's filter requires both terms, so the pairs that meet

@@ -106,6 +106,10 @@ struct ShapeDesc {
   // rule), so a frictionless limb still grips a frictional floor while touching another
   // frictionless limb without friction.
   int contact_dim = 3;
+  // MuJoCo's geom priority: a contact between shapes of different priorities takes the higher
+  // one's friction and contact_dim, whatever the other's (equal priorities: the larger
+  // contact_dim, and the frictions combined by SolverOptions::friction_combine).
+  int priority = 0;
 };
 
 enum class JointType : int32_t {

@@ -420,6 +420,7 @@ struct BatchView {
   const Real* shape_friction;        // (shape_count)
   const Real* shape_restitution;     // (shape_count)
   const int32_t* shape_contact_dim;  // (shape_count) 1: frictionless, 3: with friction
+  const int32_t* shape_priority;     // (shape_count) MuJoCo's geom priority (ShapeDesc)
   const int32_t* shape_hull;         // (shape_count) hull index or -1
   const int32_t* shape_rule_first;   // (shape_count) first of the pair rules it is the lower
                                      // shape of (pair_rule_*)

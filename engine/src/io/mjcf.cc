@@ -109,10 +109,9 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
          {"name", "class", "type", "pos", "axis", "range", "limited", "stiffness", "damping",
           "armature", "ref", "springref", "frictionloss", "springdamper"}},
         {"freejoint", {"name"}},
-        {"geom",
-         {"name", "class", "type", "size", "fromto", "pos", "quat", "axisangle", "euler", "xyaxes",
-          "zaxis", "density", "mass", "friction", "condim", "contype", "conaffinity", "mesh",
-          "hfield"}},
+        {"geom", {"name",      "class",   "type",        "size",  "fromto",  "pos",     "quat",
+                  "axisangle", "euler",   "xyaxes",      "zaxis", "density", "mass",    "friction",
+                  "condim",    "contype", "conaffinity", "mesh",  "hfield",  "priority"}},
         {"motor",
          {"name", "class", "joint", "tendon", "cranksite", "slidersite", "cranklength", "site",
           "gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited"}},
@@ -288,6 +287,7 @@ struct MjGeom {
   Real friction = 1;
   int condim = 3;  // 1 frictionless, 3 sliding friction (4 and 6 are taken as 3, with a warning)
   int contype = 1, conaffinity = 1;
+  int priority = 0;  // a contact takes the higher-priority geom's friction and condim
 };
 
 // Mass properties of a mesh geom as MuJoCo 2.2 computes them (user_mesh.cc without
@@ -1334,6 +1334,7 @@ absl::Status MjcfLoader::ParseGeom(const XMLElement* xml, const std::string& cla
                                "keep sliding friction only (condim 3)"));
     geom->condim = 3;
   }
+  AXION_IO_ASSIGN_OR_RETURN(geom->priority, e.Int("priority", 0));
   AXION_IO_ASSIGN_OR_RETURN(geom->contype, e.Int("contype", 1));
   AXION_IO_ASSIGN_OR_RETURN(geom->conaffinity, e.Int("conaffinity", 1));
   return absl::OkStatus();
@@ -4460,6 +4461,7 @@ ShapeDesc MakeShape(const MjGeom& g, int body, const Pose& offset) {
   s.heightfield = g.heightfield;
   s.material.friction = g.friction;
   s.contact_dim = g.condim;
+  s.priority = g.priority;
   s.collision_group = static_cast<uint32_t>(g.contype);
   s.collision_mask = static_cast<uint32_t>(g.conaffinity);
   return s;
@@ -4868,8 +4870,12 @@ void MjcfLoader::ApplyCollisionRules() {
         pair.name = absl::StrCat("filter:", label(*a.geom, i), "-", label(*b.geom, k));
         pair.shape_a = static_cast<int>(i);
         pair.shape_b = static_cast<int>(k);
-        pair.friction = std::max(a.geom->friction, b.geom->friction);
-        pair.contact_dim = std::max(a.geom->condim, b.geom->condim);
+        // MuJoCo's mixing: the higher-priority geom's, else the larger of each
+        const MjGeom* first = a.geom->priority > b.geom->priority   ? a.geom
+                              : b.geom->priority > a.geom->priority ? b.geom
+                                                                    : nullptr;
+        pair.friction = first ? first->friction : std::max(a.geom->friction, b.geom->friction);
+        pair.contact_dim = first ? first->condim : std::max(a.geom->condim, b.geom->condim);
         added.push_back(std::move(pair));
         continue;
       }
@@ -5025,7 +5031,7 @@ absl::StatusOr<ImportResult> MjcfLoader::LoadModel(std::string_view xml, const s
   }
   result_.model.name = root->Attribute("model") ? root->Attribute("model") : "";
   // MuJoCo's own default time step; <option> overrides it. Touching geoms of equal priority
-  // (the only kind: `priority` is not supported) take the larger friction coefficient.
+  // take the larger friction coefficient (of different priorities, the higher one's).
   result_.model.options.timestep = Real(0.002);
   result_.model.options.friction_combine = FrictionCombine::kMax;
   std::vector<const XMLElement*> sections;
