@@ -4912,18 +4912,19 @@ void MjcfLoader::ApplyCollisionRules() {
   }
 }
 
-// A body whose joints hold its rotation and its height over a plane (slides in the plane) never
-// touches it in Axion (Model::pair_rules); MuJoCo computes those contacts, which can push only
-// against the joints (and, with condim 3, add friction along the slides).
+// The model's explicit contact pairs, each as (lower shape, higher shape).
+std::set<std::pair<int, int>> ExplicitShapePairs(const ModelDesc& model) {
+  std::set<std::pair<int, int>> pairs;
+  for (const ContactPairDesc& pair : model.contact_pairs)
+    pairs.insert({std::min(pair.shape_a, pair.shape_b), std::max(pair.shape_a, pair.shape_b)});
+  return pairs;
+}
+
 // Geoms that overlap across a joint's anchor whatever the joint does (AnchorOverlapPairs, which
 // Model::Compile leaves out): named, as MuJoCo computes their contacts (softly, with the world).
 void MjcfLoader::WarnAnchorOverlaps() {
   const ModelDesc& model = result_.model;
-  std::set<std::pair<int, int>> explicit_pairs;
-  for (const ContactPairDesc& pair : model.contact_pairs) {
-    explicit_pairs.insert(
-        {std::min(pair.shape_a, pair.shape_b), std::max(pair.shape_a, pair.shape_b)});
-  }
+  const std::set<std::pair<int, int>> explicit_pairs = ExplicitShapePairs(model);
   std::vector<int> joint_of;
   const std::vector<std::array<int, 2>> pairs = AnchorOverlapPairs(model, &joint_of);
   std::set<std::pair<int, int>> excluded_bodies;
@@ -4952,13 +4953,12 @@ void MjcfLoader::WarnAnchorOverlaps() {
   }
 }
 
+// A body whose joints hold its rotation and its height over a plane (slides in the plane) never
+// touches it in Axion (Model::pair_rules); MuJoCo computes those contacts, which can push only
+// against the joints (and, with condim 3, add friction along the slides).
 void MjcfLoader::WarnHeldOffPlanes() {
   const ModelDesc& model = result_.model;
-  std::set<std::pair<int, int>> explicit_pairs;
-  for (const ContactPairDesc& pair : model.contact_pairs) {
-    explicit_pairs.insert(
-        {std::min(pair.shape_a, pair.shape_b), std::max(pair.shape_a, pair.shape_b)});
-  }
+  const std::set<std::pair<int, int>> explicit_pairs = ExplicitShapePairs(model);
   auto collide = [&](int a, int b) {
     return ShapesPassFilter(model.shapes[a], model.shapes[b]) ||
            explicit_pairs.count({std::min(a, b), std::max(a, b)}) > 0;
