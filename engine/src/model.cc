@@ -677,11 +677,17 @@ std::vector<std::array<int, 2>> AnchorOverlapPairs(const ModelDesc& desc,
     // Each side turns about the anchor, keeping the ball of radius `depth` about it (its depth
     // inside a convex shape) inside that shape, and its distance from it: a shape nearer the
     // anchor than the other side's depth meets the other in every configuration.
+    // (shapes in no group, or meeting none, collide with nothing the filter passes: a model's
+    // visual meshes, whose hulls would cost the most to build)
+    auto filtered = [](const ShapeDesc& shape) {
+      return shape.collision_group != 0 && shape.collision_mask != 0;
+    };
     std::vector<PlacedShape> sides[2];
-    for (int s : body_shapes[joint.child + 1]) sides[0].push_back(PlaceShape(desc, desc.shapes[s]));
+    for (int s : body_shapes[joint.child + 1])
+      if (filtered(desc.shapes[s])) sides[0].push_back(PlaceShape(desc, desc.shapes[s]));
     for (int s : body_shapes[joint.parent + 1]) {
       const ShapeDesc& shape = desc.shapes[s];
-      if (shape.mocap == (joint.parent == kWorldBody ? joint.parent_mocap : -1))
+      if (filtered(shape) && shape.mocap == (joint.parent == kWorldBody ? joint.parent_mocap : -1))
         sides[1].push_back(PlaceShape(desc, shape));
     }
     if (sides[0].empty() || sides[1].empty()) continue;

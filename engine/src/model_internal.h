@@ -55,13 +55,14 @@ bool ShapesPassFilter(const ShapeDesc& a, const ShapeDesc& b);
 bool JointHoldsChildOffPlane(const ModelDesc& desc, const JointDesc& joint, const ShapeDesc& plane);
 // The shape pairs (child's shape, parent side's shape) of joints that hold their anchor in
 // place in both bodies (hinges, balls, universals on one anchor, generic joints with locked
-// slides) where both shapes contain that anchor at the bodies' initial poses: convex, they
-// overlap however the joint turns, so their contact could never be resolved and could only push
-// against the joint. Model::Compile leaves them out (MuJoCo computes such contacts with the
-// world, softly: a robot's first link inside the static base it turns on, dm_control's CMU
-// humanoid hanging from its static pelvis). Each pair once, whether or not the filter passes it;
-// `joint_of` (optional) gets each pair's joint. Reads child_frame (Compile resolves
-// JointDesc::axis into it first).
+// slides) where, at the bodies' initial poses, one shape holds the anchor deeper than the other
+// lies from it: convex, each keeps the ball about the anchor it holds however the joint turns, so
+// the two overlap in every configuration, and their contact could never be resolved and could
+// only push against the joint. Model::Compile leaves them out (MuJoCo computes such contacts
+// with the world, softly: a robot's first link inside the static base it turns on, dm_control's
+// CMU humanoid hanging from its static pelvis). Each pair once, of shapes in some group and
+// meeting some mask, whether or not the filter passes the pair; `joint_of` (optional) gets each
+// pair's joint. Reads child_frame (Compile resolves JointDesc::axis into it first).
 std::vector<std::array<int, 2>> AnchorOverlapPairs(const ModelDesc& desc,
                                                    std::vector<int>* joint_of = nullptr);
 // DOF `dof`'s dry friction (JointDesc::friction_loss or its per-DOF override).
