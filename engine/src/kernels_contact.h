@@ -104,10 +104,13 @@ AXION_HD Real shape_thickness(const BatchView& v, int s) {
 // quadruped and humanoid100 as before; a quarter made humanoid100's small boxes halve twice as
 // often). Motion is the sweep's part, which this leaves whole.
 inline constexpr Real kMarginThicknessRatio = Real(0.5);
-AXION_HD Real pair_base_margin(const BatchView& v, int sa, int sb, const WorldParams& p) {
-  Real ta = shape_thickness(v, sa), tb = shape_thickness(v, sb);
-  Real t = kMarginThicknessRatio * (ta < tb ? ta : tb);
+AXION_HD Real margin_for_thickness(Real thickness, const WorldParams& p) {
+  const Real t = kMarginThicknessRatio * thickness;
   return t < p.contact_margin ? t : p.contact_margin;
+}
+AXION_HD Real pair_base_margin(const BatchView& v, int sa, int sb, const WorldParams& p) {
+  const Real ta = shape_thickness(v, sa), tb = shape_thickness(v, sb);
+  return margin_for_thickness(ta < tb ? ta : tb, p);
 }
 
 // Per shape: bounding box at q-, grown by the contact margin and by how far its points can
@@ -596,9 +599,7 @@ AXION_HD bool world_find_missed_contacts(const BatchView& v, int world) {
       const Real t = shape_thickness(v, s);
       thinnest = t < thinnest ? t : thinnest;
     }
-    Real margin = kMarginThicknessRatio * thinnest;
-    margin = margin < p.contact_margin ? margin : p.contact_margin;
-    if (!(2 * moved >= margin + bound)) return false;
+    if (!(2 * moved >= margin_for_thickness(thinnest, p) + bound)) return false;
   }
   // the pairs overlapping at q+
   auto visit = [&](int pair) {
