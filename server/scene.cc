@@ -283,6 +283,12 @@ absl::StatusOr<ShapeDesc> FromProto(const v1::Shape& proto, int index) {
     if (proto.material().has_restitution()) {
       shape.material.restitution = proto.material().restitution().value();
     }
+    if (proto.material().has_torsional_friction()) {
+      shape.material.torsional_friction = proto.material().torsional_friction().value();
+    }
+    if (proto.material().has_rolling_friction()) {
+      shape.material.rolling_friction = proto.material().rolling_friction().value();
+    }
   }
   if (proto.has_collision_group()) shape.collision_group = proto.collision_group().value();
   if (proto.has_collision_mask()) shape.collision_mask = proto.collision_mask().value();
@@ -735,6 +741,14 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
     }
     out->mutable_material()->mutable_friction()->set_value(shape.material.friction);
     out->mutable_material()->mutable_restitution()->set_value(shape.material.restitution);
+    if (shape.material.torsional_friction != 0) {
+      out->mutable_material()->mutable_torsional_friction()->set_value(
+          shape.material.torsional_friction);
+    }
+    if (shape.material.rolling_friction != 0) {
+      out->mutable_material()->mutable_rolling_friction()->set_value(
+          shape.material.rolling_friction);
+    }
     out->mutable_collision_group()->set_value(shape.collision_group);
     out->mutable_collision_mask()->set_value(shape.collision_mask);
     out->mutable_contact_dim()->set_value(shape.contact_dim);

@@ -114,6 +114,7 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
             t0 = s.world_tendon_offset[w], s0 = s.world_shape_offset[w], r0 = s.world_row_offset[w];
   s.world_params[w] = layout.params;
   s.world_joint_row_count[w] = m.joint_row_count();
+  s.world_contact_angular_rows[w] = m.contact_angular_rows();
   auto global_body = [&](int body) { return body < 0 ? -1 : b0 + body; };
 
   std::vector<bool> rotation_fixed(m.body_count(), false);
@@ -352,6 +353,8 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
     s.shape_restitution[g] = shape.material.restitution;
     s.shape_contact_dim[g] = shape.contact_dim;
     s.shape_priority[g] = shape.priority;
+    s.shape_torsion[g] = shape.material.torsional_friction;
+    s.shape_rolling[g] = shape.material.rolling_friction;
     s.shape_collision_group[g] = shape.collision_group;
     s.shape_collision_mask[g] = shape.collision_mask;
     if (hull == nullptr) continue;  // the hulls stay as packed
@@ -452,7 +455,7 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
     pairs += w.pair_capacity;
     rules += static_cast<int>(m.pair_rules().size());
     contacts += w.contact_capacity;
-    rows += m.joint_row_count() + 3 * w.contact_capacity;
+    rows += m.joint_row_count() + (3 + m.contact_angular_rows()) * w.contact_capacity;
   }
   push_offsets();
 
@@ -576,6 +579,7 @@ void ResetWorldState(const WorldLayout& layout, int w, BatchStorage& s) {
   std::fill(s.row_lambda.begin() + s.world_row_offset[w],
             s.row_lambda.begin() + s.world_row_offset[w + 1], 0);
   s.world_contact_count[w] = 0;
+  s.world_angular_row_count[w] = 0;
   s.world_prev_contact_count[w] = 0;
   s.world_flags[w] = 0;
   s.world_newton_iterations[w] = 0;
@@ -622,6 +626,10 @@ void CopyWorldState(const BatchStorage& src, int from, BatchStorage& dst, int to
             contacts, width);
   AXION_CONTACT_STATE(AXION_COPY_CONTACT)
   dst.world_contact_count[to] = std::min(src.world_contact_count[from], contacts);
+  // (the angular rows of the contacts kept: a prefix, in contact order)
+  dst.world_angular_row_count[to] = 0;
+  for (int i = 0; i < dst.world_contact_count[to]; ++i)
+    dst.world_angular_row_count[to] += dst.contact_angular_rows[dst.world_contact_offset[to] + i];
   dst.world_prev_contact_count[to] = std::min(src.world_prev_contact_count[from], contacts);
   auto shift = [](int32_t& x, int by) {
     if (x >= 0) x += by;

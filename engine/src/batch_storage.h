@@ -25,9 +25,12 @@ namespace axion {
   X(int32_t, world_pair_offset, 1)         \
   X(int32_t, world_pair_rule_offset, 1)    \
   X(int32_t, world_contact_offset, 1) X(int32_t, world_row_offset, 1)
-#define AXION_WORLD_MODEL(X) X(int32_t, world_joint_row_count, 1) X(WorldParams, world_params, 1)
+#define AXION_WORLD_MODEL(X) \
+  X(int32_t, world_joint_row_count, 1) \
+  X(int32_t, world_contact_angular_rows, 1) X(WorldParams, world_params, 1)
 #define AXION_WORLD_STATE(X)              \
   X(int32_t, world_contact_count, 1)      \
+  X(int32_t, world_angular_row_count, 1)  \
   X(uint32_t, world_flags, 1)             \
   X(int32_t, world_prev_contact_count, 1) \
   X(int32_t, world_newton_iterations, 1)  \
@@ -207,6 +210,7 @@ namespace axion {
   X(Real, shape_size, 3)     \
   X(Real, shape_friction, 1) \
   X(Real, shape_restitution, 1) X(int32_t, shape_contact_dim, 1) X(int32_t, shape_priority, 1) \
+      X(Real, shape_torsion, 1) X(Real, shape_rolling, 1)                                      \
       X(int32_t, shape_hull, 1)                                                                \
       X(int32_t, shape_rule_first, 1) X(int32_t, shape_rule_count, 1)                      \
           X(uint32_t, shape_collision_group, 1) X(uint32_t, shape_collision_mask, 1)
@@ -232,10 +236,14 @@ namespace axion {
   X(Real, contact_gap, 1)                                                 \
   X(Real, contact_gap_shift, 1)                                           \
   X(Real, contact_friction, 1)                                            \
+  X(Real, contact_torsion, 1)                                             \
+  X(Real, contact_rolling, 1)                                             \
+  X(int32_t, contact_angular_rows, 1)                                     \
+  X(int32_t, contact_angular_index, 1)                                    \
   X(Real, contact_restitution, 1)                                         \
   X(Real, contact_normal_velocity, 1)                                     \
   X(int32_t, contact_prev_shape_a, 1) X(int32_t, contact_prev_shape_b, 1) \
-      X(Real, contact_prev_points, 6) X(Real, contact_prev_lambda, 3)
+      X(Real, contact_prev_points, 6) X(Real, contact_prev_lambda, 6)
 #define AXION_ROW_MODEL(X) X(int32_t, row_world, 1)
 #define AXION_ROW_STATE(X)   \
   X(int32_t, row_kind, 1)    \

@@ -240,8 +240,62 @@ AXION_HD Real row_velocity(const BatchView& v, int row, const Real* u) {
   return s;
 }
 
+// A world's rows: its joints' (fixed), then three per contact (normal, friction 1, friction 2),
+// then the angular friction rows of the contacts that take them (contact_angular_rows each:
+// torsion; roll 1, roll 2), in contact order.
 AXION_HD int world_live_rows(const BatchView& v, int world) {
-  return v.world_joint_row_count[world] + 3 * v.world_contact_count[world];
+  return v.world_joint_row_count[world] + 3 * v.world_contact_count[world] +
+         v.world_angular_row_count[world];
+}
+
+// Contact slot k's normal row in `world` (its friction rows follow it).
+AXION_HD int contact_first_row(const BatchView& v, int world, int k) {
+  return v.world_row_offset[world] + v.world_joint_row_count[world] +
+         3 * (k - v.world_contact_offset[world]);
+}
+// Contact slot k's first angular friction row in `world` (contact_angular_rows[k] of them).
+AXION_HD int contact_angular_row(const BatchView& v, int world, int k) {
+  return v.world_row_offset[world] + v.world_joint_row_count[world] +
+         3 * v.world_contact_count[world] + v.contact_angular_index[k];
+}
+
+AXION_HD bool row_kind_is_friction(int kind) {
+  return kind == kRowFriction1 || kind == kRowFriction2;
+}
+AXION_HD bool row_kind_is_angular_friction(int kind) {
+  return kind >= kRowContactTorsion && kind <= kRowContactRoll2;
+}
+// Whether a row is one of a contact's (normal, friction, angular friction).
+AXION_HD bool row_kind_is_contact(int kind) {
+  return kind == kRowContactNormal || row_kind_is_friction(kind) ||
+         row_kind_is_angular_friction(kind);
+}
+
+// The rows a friction row's Newton form couples it to, row_coupling's two slots: its contact's
+// normal row, and the other row of its cone (-1 for torsion, a cone of one row); -1 and -1
+// for rows of other kinds.
+AXION_HD void row_coupled_rows(const BatchView& v, int row, int* normal, int* other) {
+  *normal = -1;
+  *other = -1;
+  switch (v.row_kind[row]) {
+    case kRowFriction1:
+      *normal = row - 1;
+      *other = row + 1;
+      return;
+    case kRowFriction2:
+      *normal = row - 2;
+      *other = row - 1;
+      return;
+    case kRowContactTorsion:
+    case kRowContactRoll1:
+    case kRowContactRoll2:
+      *normal = contact_first_row(v, v.row_world[row], v.row_contact[row]);
+      if (v.row_kind[row] == kRowContactRoll1) *other = row + 1;
+      if (v.row_kind[row] == kRowContactRoll2) *other = row - 1;
+      return;
+    default:
+      return;
+  }
 }
 
 /// The rows a world's linear solve walks. On the CPU, once some island of the world is frozen,

@@ -77,6 +77,32 @@ AXION_HD Real contact_friction_coefficient(const BatchView& v, int sa, int sb,
   return std::sqrt(mu_a * mu_b);
 }
 
+// Torsional and rolling friction coefficients (m) of a contact between shapes sa and sb: the
+// contact's dimension is the higher-priority shape's, or the larger of the two (as for
+// sliding friction); torsion needs 4, rolling 6, and their coefficients are that shape's, or
+// the two shapes' combined by the world's rule. Returns the contact's angular rows: 0, 1
+// (torsion) or 3 (torsion, rolling; the first disabled where its coefficient is 0).
+AXION_HD int contact_angular_coefficients(const BatchView& v, int sa, int sb, const WorldParams& p,
+                                          Real* torsion, Real* rolling) {
+  *torsion = 0;
+  *rolling = 0;
+  const int32_t priority_a = v.shape_priority[sa], priority_b = v.shape_priority[sb];
+  const int top = priority_a > priority_b ? sa : sb;
+  const int dim = priority_a != priority_b                            ? v.shape_contact_dim[top]
+                  : v.shape_contact_dim[sa] > v.shape_contact_dim[sb] ? v.shape_contact_dim[sa]
+                                                                      : v.shape_contact_dim[sb];
+  if (dim < 4) return 0;
+  auto combine = [&](Real a, Real b) {
+    if (priority_a != priority_b) return top == sa ? a : b;
+    if (p.friction_combine == static_cast<int32_t>(FrictionCombine::kMax)) return a > b ? a : b;
+    return std::sqrt(a * b);
+  };
+  *torsion = combine(v.shape_torsion[sa], v.shape_torsion[sb]);
+  if (dim >= 6) *rolling = combine(v.shape_rolling[sa], v.shape_rolling[sb]);
+  // (a cone without friction takes no rows)
+  return *rolling > 0 ? 3 : *torsion > 0 ? 1 : 0;
+}
+
 // Half the thickness of a primitive shape (m): its radius, or its smallest half extent; planes,
 // hulls and height fields none (infinite).
 AXION_HD Real shape_thickness(const BatchView& v, int s) {
@@ -511,6 +537,14 @@ AXION_HD void world_collide(const BatchView& v, int world) {
         v.contact_friction[k] = v.pair_friction[pair] >= 0
                                     ? v.pair_friction[pair]
                                     : contact_friction_coefficient(v, sa, sb, p);
+        // (an explicit pair's contacts have sliding friction only)
+        v.contact_torsion[k] = 0;
+        v.contact_rolling[k] = 0;
+        v.contact_angular_rows[k] = 0;
+        if (v.pair_friction[pair] < 0 && v.world_contact_angular_rows[world] > 0) {
+          v.contact_angular_rows[k] = contact_angular_coefficients(
+              v, sa, sb, p, &v.contact_torsion[k], &v.contact_rolling[k]);
+        }
         Real ea = v.shape_restitution[sa], eb = v.shape_restitution[sb];
         v.contact_restitution[k] = ea > eb ? ea : eb;
         // Relative normal velocity at the start of the step (restitution reference).
@@ -524,6 +558,13 @@ AXION_HD void world_collide(const BatchView& v, int world) {
     return !overflow;
   });
   v.world_contact_count[world] = count;
+  // the angular friction rows of the contacts that take them, after every contact's three
+  int angular = 0;
+  for (int k = slot0; k < slot0 + count; ++k) {
+    v.contact_angular_index[k] = angular;
+    angular += v.contact_angular_rows[k];
+  }
+  v.world_angular_row_count[world] = angular;
   if (overflow) v.world_flags[world] |= kWorldContactOverflow;
 }
 
@@ -727,7 +768,17 @@ AXION_HD void world_build_contact_rows(const BatchView& v, int world) {
       // The tangent basis is a function of the normal, so a resting contact keeps its basis
       // and its friction impulses carry over component by component.
       for (int j = 0; j < 3; ++j)
-        v.row_lambda[row0 + 3 * i + j] = v.contact_prev_lambda[3 * match + j];
+        v.row_lambda[row0 + 3 * i + j] = v.contact_prev_lambda[6 * match + j];
+    }
+    // its angular friction rows, after every contact's three (their axes too are functions of
+    // the normal)
+    for (int j = 0; j < v.contact_angular_rows[k]; ++j) {
+      const int row = contact_angular_row(v, world, k) + j;
+      v.row_kind[row] = kRowContactTorsion + j;
+      v.row_contact[row] = k;
+      v.row_body_a[row] = v.contact_body_a[k];
+      v.row_body_b[row] = v.contact_body_b[k];
+      v.row_lambda[row] = match >= 0 ? v.contact_prev_lambda[6 * match + 3 + j] : Real(0);
     }
   }
 }
@@ -750,9 +801,14 @@ AXION_HD void world_store_contacts(const BatchView& v, int world) {
              lambda[2] * load3(v.contact_tangent + 6 * k + 3);
     Vec3 t1, t2;
     orthonormal_basis(load3(v.contact_normal + 3 * k), &t1, &t2);
-    v.contact_prev_lambda[3 * k] = lambda[0];
-    v.contact_prev_lambda[3 * k + 1] = dot(f, t1);
-    v.contact_prev_lambda[3 * k + 2] = dot(f, t2);
+    v.contact_prev_lambda[6 * k] = lambda[0];
+    v.contact_prev_lambda[6 * k + 1] = dot(f, t1);
+    v.contact_prev_lambda[6 * k + 2] = dot(f, t2);
+    for (int j = 0; j < 3; ++j) {
+      v.contact_prev_lambda[6 * k + 3 + j] =
+          j < v.contact_angular_rows[k] ? v.row_lambda[contact_angular_row(v, world, k) + j]
+                                        : Real(0);
+    }
   }
   v.world_prev_contact_count[world] = count;
 }
@@ -1092,6 +1148,174 @@ AXION_HD void contact_friction_newton(const BatchView& v, int first, const World
     v.row_coupling[2 * row] = block[0];
     v.row_coupling[2 * row + 1] = block[2 - i];
     v.row_residual[row] = inv_dv[i][0] * residual[0] + inv_dv[i][1] * residual[1];
+  }
+}
+
+/// Angular friction rows (contact dimension 4 and 6), after every contact's three rows:
+/// torsion about the normal n, and rolling about the normal's canonical tangents r_1, r_2
+/// (orthonormal_basis(n): fixed within the step, while the sliding rows' tangents turn with
+/// the slip):
+///   J_spin = [ 0, n | 0, -n ],   J_roll_i = [ 0, r_i | 0, -r_i ]
+/// Each set is a cone of its own about the contact's normal impulse, by maximal dissipation:
+///   |lambda_spin| <= mu_spin lambda_n,   |(lambda_roll_1, lambda_roll_2)| <= mu_roll lambda_n
+/// (mu in m: a torque per unit normal force), and takes the sliding rows' form, with the
+/// fixed-point compliance W of friction_w over its own slip and impulse:
+///   R = J u + (W / s) lambda,   W = W(s |J u|, mu lambda_n - |lambda|)
+/// with s the cone's effective inertia (kg m^2). MuJoCo joins the three and the sliding rows
+/// into one elliptic cone (or a pyramid); kept apart, a contact both sliding and spinning at
+/// its limits transmits each bound at once, at most sqrt(2) times the joint cone's force.
+struct AngularCone {
+  int first = 0;  // the cone's first row
+  int count = 1;  // its rows: 1 (torsion) or 2 (rolling)
+  Real mu = 0;    // (m)
+};
+AXION_HD AngularCone angular_cone(const BatchView& v, int row) {
+  AngularCone c;
+  const int k = v.row_contact[row], kind = v.row_kind[row];
+  if (kind == kRowContactTorsion) {
+    c.first = row;
+    c.mu = v.contact_torsion[k];
+  } else {
+    c.first = kind == kRowContactRoll1 ? row : row - 1;
+    c.count = 2;
+    c.mu = v.contact_rolling[k];
+  }
+  return c;
+}
+// The cone's world axes (n, or r_1 and r_2).
+AXION_HD void angular_cone_axes(const BatchView& v, int row, const AngularCone& c, Vec3 axes[2]) {
+  const Vec3 n = load3(v.contact_normal + 3 * v.row_contact[row]);
+  if (c.count == 1) {
+    axes[0] = n;
+    axes[1] = {};
+  } else {
+    orthonormal_basis(n, &axes[0], &axes[1]);
+  }
+}
+
+// The cone's slip (J_i u), impulses and effective inertia s = count / sum J_i M^-1 J_i^T, and
+// the contact's normal impulse.
+struct AngularConeState {
+  Real slip[2] = {0, 0}, lambda[2] = {0, 0};
+  Real s = 0, lambda_n = 0;
+};
+AXION_HD AngularConeState angular_cone_state(const BatchView& v, int row, const AngularCone& c,
+                                             const Vec3 axes[2]) {
+  AngularConeState st;
+  const int body_a = v.row_body_a[row], body_b = v.row_body_b[row];
+  const Vec6 ua = body_twist(v.body_u, body_a), ub = body_twist(v.body_u, body_b);
+  Real inv_inertia_sum = 0;
+  for (int i = 0; i < c.count; ++i) {
+    const Vec6 ja = {{}, axes[i]}, jb = {{}, -axes[i]};
+    st.slip[i] = dot(ja, ua) + dot(jb, ub);
+    st.lambda[i] = v.row_lambda[c.first + i];
+    inv_inertia_sum += row_inv_effective_mass(v, body_a, ja, body_b, jb);
+  }
+  st.s = Real(c.count) / inv_inertia_sum;
+  const Real lambda_n = v.row_lambda[contact_first_row(v, v.row_world[row], v.row_contact[row])];
+  st.lambda_n = lambda_n > 0 ? lambda_n : Real(0);
+  return st;
+}
+
+/// An angular friction row in the frozen-W form (see above; contact_friction_row for the
+/// sliding rows'): the form trials are measured in.
+AXION_HD void contact_angular_friction_row(const BatchView& v, int row, const WorldParams& p) {
+  v.row_coupling[2 * row] = 0;
+  v.row_coupling[2 * row + 1] = 0;
+  const AngularCone c = angular_cone(v, row);
+  if (!(c.mu > 0)) {
+    disable_row(v, row);
+    return;
+  }
+  Vec3 axes[2];
+  angular_cone_axes(v, row, c, axes);
+  const int i = row - c.first;
+  store_row_jacobian(v, row, {}, axes[i], {}, -axes[i]);
+  store_row_levers(v, row, {}, {});
+  const AngularConeState st = angular_cone_state(v, row, c, axes);
+  const Real a = st.s * std::sqrt(st.slip[0] * st.slip[0] + st.slip[1] * st.slip[1]);
+  const Real impulse = std::sqrt(st.lambda[0] * st.lambda[0] + st.lambda[1] * st.lambda[1]);
+  const Real cone = c.mu * st.lambda_n;
+  const Real w = friction_w(a, cone - impulse, cone, world_uses_tree(v, v.row_world[row])).w;
+  const Real compliance = w / st.s;
+  const Real regularization = friction_newton_regularization(v.world_step_length[v.row_world[row]]);
+  v.row_compliance[row] = compliance + regularization / st.s;  // Newton matrix only
+  v.row_residual[row] = st.slip[i] + compliance * st.lambda[i];
+  // (as the sliding rows': the spin while sticking, the impulse per unit inertia past the cone
+  // while spinning)
+  v.row_error[row] = v.row_residual[row] / (w > 1 ? w : Real(1));
+}
+
+/// Newton form of an angular friction cone (SolverOptions::friction_newton), built at its first
+/// row: contact_friction_newton's linearisation of R = J u + (W / s) lambda over the cone's
+/// one or two rows, in its fixed axes,
+///   dR/du_J = I + W_a lambda v^T,  dR/dlambda = (W I - W_b lambda l^T) / s,
+///   dR/dlambda_n = mu (W_b + W_cone) lambda / s,
+/// multiplied by (dR/du_J)^-1: its diagonal in row_compliance, the column of the contact's
+/// normal impulse in row_coupling's first slot and the cone's other row in its second. Worlds
+/// on the Jacobi diagonal keep the symmetric form without couplings.
+AXION_HD void contact_angular_friction_newton(const BatchView& v, int first, const WorldParams& p) {
+  const AngularCone c = angular_cone(v, first);
+  if (!(c.mu > 0)) return;
+  Vec3 axes[2];
+  angular_cone_axes(v, first, c, axes);
+  const AngularConeState st = angular_cone_state(v, first, c, axes);
+  const Real slip_norm = std::sqrt(st.slip[0] * st.slip[0] + st.slip[1] * st.slip[1]);
+  const Real impulse_norm = std::sqrt(st.lambda[0] * st.lambda[0] + st.lambda[1] * st.lambda[1]);
+  const Real cone = c.mu * st.lambda_n;
+  const Real a = st.s * slip_norm, b = cone - impulse_norm;
+  const int world = v.row_world[first];
+  const bool tree = world_uses_tree(v, world);
+  const Real regularization = friction_newton_regularization(
+      v.world_step_length[world], tree && v.world_linear_tail[world] != 0);
+  const FrictionW fw = friction_w(a, b, cone, tree);
+  Real slip_dir[2] = {0, 0}, impulse_dir[2] = {0, 0}, residual[2] = {0, 0};
+  for (int i = 0; i < c.count; ++i) {
+    if (slip_norm > 0) slip_dir[i] = st.slip[i] / slip_norm;
+    if (impulse_norm > 0) impulse_dir[i] = st.lambda[i] / impulse_norm;
+    residual[i] = st.slip[i] + fw.w / st.s * st.lambda[i];
+  }
+  const Real kMinDet = sizeof(Real) >= 8 ? Real(1e-6) : Real(1e-3);
+  if (!tree) {
+    // each row divided by its own dR_i/du_i, the couplings dropped (contact_friction_newton)
+    const bool inside_cone = b >= 0;
+    for (int i = 0; i < c.count; ++i) {
+      Real alpha = 1, beta = fw.w / st.s;
+      if (inside_cone && fw.smooth && impulse_norm > 0) {
+        beta = (fw.w - fw.dw_db * st.lambda[i] * st.lambda[i] / impulse_norm) / st.s;
+        alpha = Real(1) + fw.dw_da * st.lambda[i] * slip_dir[i];
+      }
+      if (!(alpha > kMinDet)) alpha = kMinDet;
+      v.row_compliance[c.first + i] = beta / alpha + regularization / st.s;
+      v.row_residual[c.first + i] = residual[i] / alpha;
+    }
+    return;
+  }
+  // (dR/du_J)^-1 = I - W_a lambda v^T / det,  det = 1 + W_a lambda . v (kept positive)
+  Real det = Real(1) + fw.dw_da * (st.lambda[0] * slip_dir[0] + st.lambda[1] * slip_dir[1]);
+  if (!(det > kMinDet)) det = kMinDet;
+  const Real dw_dcone = v.island_friction_cone[row_island(v, first)] ? fw.dw_dcone : Real(0);
+  // [dR/dlambda_n | dR/dlambda]: columns (normal, cone row 1, cone row 2)
+  Real dr[2][3] = {{0, 0, 0}, {0, 0, 0}};
+  for (int i = 0; i < c.count; ++i) {
+    dr[i][0] = c.mu * (fw.dw_db + dw_dcone) * st.lambda[i] / st.s;
+    for (int j = 0; j < c.count; ++j)
+      dr[i][1 + j] = ((i == j ? fw.w : Real(0)) - fw.dw_db * st.lambda[i] * impulse_dir[j]) / st.s;
+  }
+  for (int i = 0; i < c.count; ++i) {
+    Real inv_dv[2];
+    for (int j = 0; j < c.count; ++j)
+      inv_dv[j] = (i == j ? Real(1) : Real(0)) - fw.dw_da * st.lambda[i] * slip_dir[j] / det;
+    Real block[3] = {0, 0, 0}, r = 0;
+    for (int j = 0; j < c.count; ++j) {
+      for (int col = 0; col < 3; ++col) block[col] += inv_dv[j] * dr[j][col];
+      r += inv_dv[j] * residual[j];
+    }
+    const int row = c.first + i;
+    v.row_compliance[row] = block[1 + i] + regularization / st.s;
+    v.row_coupling[2 * row] = block[0];
+    v.row_coupling[2 * row + 1] = c.count > 1 ? block[2 - i] : Real(0);
+    v.row_residual[row] = r;
   }
 }
 

@@ -47,6 +47,11 @@ AXION_HD void row_evaluate(const BatchView& v, int row) {
     case kRowFriction2:
       contact_friction_row(v, row, p);
       return;  // wrote its own error
+    case kRowContactTorsion:
+    case kRowContactRoll1:
+    case kRowContactRoll2:
+      contact_angular_friction_row(v, row, p);
+      return;  // wrote its own error
     default:
       if (v.row_kind[row] >= kRowTendonLimitLower) {
         tendon_row(v, row, p);  // wrote its own error
@@ -181,7 +186,8 @@ AXION_HD void body_dynamics_residual(const BatchView& v, int body) {
 // the convergence test takes their error.
 AXION_HD Real row_merit_term(const BatchView& v, int row) {
   const int kind = v.row_kind[row];
-  Real h = kind == kRowFriction1 || kind == kRowFriction2 ? v.row_residual[row] : v.row_error[row];
+  Real h = row_kind_is_friction(kind) || row_kind_is_angular_friction(kind) ? v.row_residual[row]
+                                                                            : v.row_error[row];
   return h * h;
 }
 // A body's share of the merit, g^T M^-1 g, and the largest component of M^-1 g into max_abs.
@@ -341,13 +347,12 @@ AXION_HD void body_apply_inv_mass_kernel(const BatchView& v, int body, const Rea
 // rows.
 AXION_HD Real row_compliance_product(const BatchView& v, int row, const Real* x) {
   Real s = v.row_compliance[row] * x[row];
-  const int kind = v.row_kind[row];
-  if (kind == kRowFriction1 || kind == kRowFriction2) {
-    const int first = kind == kRowFriction1 ? row : row - 1;
-    const int other = kind == kRowFriction1 ? row + 1 : row - 1;
-    s += v.row_coupling[2 * row] * x[first - 1] + v.row_coupling[2 * row + 1] * x[other];
-  }
-  return s;
+  int normal, other;
+  row_coupled_rows(v, row, &normal, &other);
+  if (normal < 0) return s;
+  Real coupled = v.row_coupling[2 * row] * x[normal];
+  if (other >= 0) coupled += v.row_coupling[2 * row + 1] * x[other];
+  return s + coupled;
 }
 // Per row: (A x)_r = J_r (M^-1 J^T x) + (C x)_r, with M^-1 J^T x in body_minv_jt.
 AXION_HD Real row_schur_product(const BatchView& v, int row, const Real* x) {
@@ -440,6 +445,7 @@ AXION_HD bool row_closes_loop(const BatchView& v, int row) {
   const int kind = v.row_kind[row];
   if (kind == kRowFriction1 || kind == kRowFriction2)
     return v.contact_friction[v.row_contact[row]] > 0;
+  if (row_kind_is_angular_friction(kind)) return angular_cone(v, row).mu > 0;
   return kind != kRowDisabled && kind != kRowCouplingLeader;
 }
 
@@ -492,10 +498,13 @@ AXION_HD void loop_row_spread(const BatchView& v, Team team, int c, Real scale, 
         if (v.row_kind[r] == kRowFriction1 || v.row_kind[r] == kRowFriction2)
           out[r] += scale * v.row_coupling[2 * r];
       }
-    } else if (kind == kRowFriction1) {
-      out[c + 1] += scale * v.row_coupling[2 * (c + 1) + 1];
-    } else if (kind == kRowFriction2) {
-      out[c - 1] += scale * v.row_coupling[2 * (c - 1) + 1];
+      const int k = v.row_contact[c], angular = v.contact_angular_rows[k];
+      const int first = angular > 0 ? contact_angular_row(v, v.row_world[c], k) : 0;
+      for (int r = first; r < first + angular; ++r) out[r] += scale * v.row_coupling[2 * r];
+    } else {
+      int normal, other;
+      row_coupled_rows(v, c, &normal, &other);
+      if (other >= 0) out[other] += scale * v.row_coupling[2 * other + 1];
     }
   }
   team_sync(team);
@@ -651,7 +660,9 @@ AXION_HD bool world_unsymmetric(const BatchView& v, Team team, int world) {
   team_sum(team, row0, row0 + world_live_rows(v, world), coupled, [&](int row, Real* acc) {
     const Real* c = v.row_coupling + 2 * row;
     int kind = v.row_kind[row];
-    if ((kind == kRowFriction1 || kind == kRowFriction2) && (c[0] != 0 || c[1] != 0)) acc[0] += 1;
+    if ((row_kind_is_friction(kind) || row_kind_is_angular_friction(kind)) &&
+        (c[0] != 0 || c[1] != 0))
+      acc[0] += 1;
   });
   return coupled[0] > 0;
 }
@@ -900,6 +911,22 @@ AXION_HD void row_trial(const BatchView& v, int row, Real t) {
       const Real lambda_f = std::sqrt(l1 * l1 + l2 * l2);
       const Real cone = v.contact_friction[v.row_contact[row]] * lambda_n;
       if (lambda_f > kFrictionTrialLimit * cone) lambda *= kFrictionTrialCone * cone / lambda_f;
+    }
+  } else if (row_kind_is_angular_friction(kind)) {
+    // the same bound on an angular friction cone
+    const AngularCone c = angular_cone(v, row);
+    const int normal = contact_first_row(v, v.row_world[row], v.row_contact[row]);
+    const Real lambda_n = v.row_lambda_accepted[normal] + t * v.row_dlambda[normal];
+    if (!(lambda_n > 0)) {
+      lambda = 0;
+    } else {
+      Real sum = 0;
+      for (int i = 0; i < c.count; ++i) {
+        const Real l = v.row_lambda_accepted[c.first + i] + t * v.row_dlambda[c.first + i];
+        sum += l * l;
+      }
+      const Real impulse = std::sqrt(sum), cone = c.mu * lambda_n;
+      if (impulse > kFrictionTrialLimit * cone) lambda *= kFrictionTrialCone * cone / impulse;
     }
   }
   v.row_lambda[row] = lambda;

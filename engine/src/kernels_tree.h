@@ -314,11 +314,10 @@ AXION_HD int tree_next_group(const BatchView& v, int row, int row_end) {
   return row;
 }
 
-// Whether the rows [row, row + m) are all contact rows (normal and friction).
+// Whether the rows [row, row + m) are all contact rows (normal, friction, angular friction).
 AXION_HD bool tree_contact_rows(const BatchView& v, int row, int m) {
   for (int k = 0; k < m; ++k) {
-    int kind = v.row_kind[row + k];
-    if (kind != kRowContactNormal && kind != kRowFriction1 && kind != kRowFriction2) return false;
+    if (!row_kind_is_contact(v.row_kind[row + k])) return false;
   }
   return true;
 }
@@ -781,13 +780,12 @@ AXION_HD void tree_group_start(const BatchView& v, int g) {
     Real* n = v.row_tree_block + 12 * (g + i);
     for (int l = 0; l < m; ++l) n[l] = 0;
     n[i] = v.row_compliance[row];
-    const int kind = v.row_kind[row];
-    if (kind != kRowFriction1 && kind != kRowFriction2) continue;
-    const int first = kind == kRowFriction1 ? k : k - 1;
-    const int columns[2] = {first - 1, kind == kRowFriction1 ? k + 1 : k - 1};
+    int coupled[2];
+    row_coupled_rows(v, row, &coupled[0], &coupled[1]);
     for (int c = 0; c < 2; ++c) {
-      if (columns[c] < 0 || columns[c] >= size || compact[columns[c]] < 0) continue;
-      n[compact[columns[c]]] += v.row_coupling[2 * row + c];
+      const int column = coupled[c] - g;  // within the group, or not
+      if (coupled[c] < 0 || column < 0 || column >= size || compact[column] < 0) continue;
+      n[compact[column]] += v.row_coupling[2 * row + c];
     }
   }
   if (v.row_tree_child[g] == kTreeLeaf) tree_eliminate_leaf(v, g);

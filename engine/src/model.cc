@@ -299,10 +299,20 @@ absl::Status ValidateShape(int index, int body_count, int mocap_count, ShapeDesc
     return Invalid(what, "material.friction",
                    "must be >= 0 and finite, got " + Fmt(shape->material.friction));
   }
-  if (shape->contact_dim != 1 && shape->contact_dim != 3) {
-    return Invalid(
-        what, "contact_dim",
-        absl::StrCat("must be 1 (frictionless) or 3 (friction), got ", shape->contact_dim));
+  if (shape->contact_dim != 1 && shape->contact_dim != 3 && shape->contact_dim != 4 &&
+      shape->contact_dim != 6) {
+    return Invalid(what, "contact_dim",
+                   absl::StrCat("must be 1 (frictionless), 3 (friction), 4 (and torsional) or 6 "
+                                "(and rolling), got ",
+                                shape->contact_dim));
+  }
+  if (!Finite(shape->material.torsional_friction) || shape->material.torsional_friction < 0) {
+    return Invalid(what, "material.torsional_friction",
+                   "must be >= 0 and finite, got " + Fmt(shape->material.torsional_friction));
+  }
+  if (!Finite(shape->material.rolling_friction) || shape->material.rolling_friction < 0) {
+    return Invalid(what, "material.rolling_friction",
+                   "must be >= 0 and finite, got " + Fmt(shape->material.rolling_friction));
   }
   if (!Finite(shape->material.restitution) || shape->material.restitution < 0 ||
       shape->material.restitution > 1) {
@@ -360,6 +370,8 @@ uint64_t Fingerprint(const Model& m) {
     for (const JointDesc& joint : d.joints) h.Add(joint.parent_mocap);
   }
   for (const ActuatorDesc& a : d.actuators) h.Add(a.type), h.Add(a.joint), h.Add(a.dof);
+  // (only where contacts carry angular friction rows, whose impulses snapshots keep)
+  if (m.contact_angular_rows() > 0) h.Add(m.contact_angular_rows());
   h.Add(d.contact_pairs.size());
   for (const ContactPairDesc& p : d.contact_pairs) h.Add(p.shape_a), h.Add(p.shape_b);
   h.Add(d.couplings.size());
@@ -1221,6 +1233,10 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
   for (int t = 0; t < static_cast<int>(desc.tendons.size()); ++t)
     rows_total += TendonSides(desc, t).slots() * static_cast<int>(TendonRows(desc, t).size());
   model->joint_row_count_ = rows_total;
+  for (const ShapeDesc& shape : desc.shapes) {
+    const int angular = shape.contact_dim >= 6 ? 3 : shape.contact_dim == 4 ? 1 : 0;
+    model->contact_angular_rows_ = std::max(model->contact_angular_rows_, angular);
+  }
 
   // collision filter: group/mask, no pairs within a body or between planes, none between
   // bodies joined by a joint unless asked for; its exceptions become the pair rules

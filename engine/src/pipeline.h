@@ -195,7 +195,7 @@ AXION_HD void world_scale_warm_start(const BatchView& v, int w, Real factor) {
   const int row0 = v.world_row_offset[w];
   for (int row = row0; row < row0 + v.world_joint_row_count[w]; ++row) v.row_lambda[row] *= factor;
   const int slot0 = v.world_contact_offset[w];
-  for (int i = 3 * slot0; i < 3 * (slot0 + v.world_prev_contact_count[w]); ++i)
+  for (int i = 6 * slot0; i < 6 * (slot0 + v.world_prev_contact_count[w]); ++i)
     v.contact_prev_lambda[i] *= factor;
 }
 
@@ -388,9 +388,11 @@ AXION_HD void world_judge_trial(const BatchView& v, int w) {
 // newton_iteration below run them over every world).
 AXION_HD void row_take_friction_newton(const BatchView& v, int r) {
   const int w = v.row_world[r];
-  if (row_is_live(v, r) && v.row_kind[r] == kRowFriction1 && v.world_params[w].friction_newton &&
-      !row_frozen(v, r))
-    contact_friction_newton(v, r, v.world_params[w]);
+  const int kind = v.row_kind[r];
+  if (!row_is_live(v, r) || !v.world_params[w].friction_newton || row_frozen(v, r)) return;
+  if (kind == kRowFriction1) contact_friction_newton(v, r, v.world_params[w]);
+  if (kind == kRowContactTorsion || kind == kRowContactRoll1)
+    contact_angular_friction_newton(v, r, v.world_params[w]);
 }
 AXION_HD void body_take_inv_mass_g(const BatchView& v, int i) {
   if (!body_frozen(v, i)) body_apply_inv_mass_kernel(v, i, v.body_g, v.body_minv_jt);

@@ -797,7 +797,8 @@ absl::StatusOr<WorldStats> Simulator::GetStats(WorldId world) const {
   st.contact_redos = h.world_contact_redos[*w];
   st.residual = h.world_residual[*w];
   st.contact_count = h.world_contact_count[*w];
-  st.constraint_rows = h.world_joint_row_count[*w] + 3 * h.world_contact_count[*w];
+  st.constraint_rows =
+      h.world_joint_row_count[*w] + 3 * h.world_contact_count[*w] + h.world_angular_row_count[*w];
   st.island_count = h.world_island_count[*w];
   st.flags = h.world_flags[*w];
   st.step_count = im.worlds[*w].step_count;
@@ -836,6 +837,16 @@ absl::StatusOr<std::vector<ContactReport>> Simulator::GetContacts(WorldId world)
     Vec3 t1 = load3(&h.contact_tangent[6 * k]), t2 = load3(&h.contact_tangent[6 * k + 3]);
     const Real* lambda = &h.row_lambda[row0 + 3 * i];
     c.force = (Real(1) / dt) * (lambda[0] * c.normal + lambda[1] * t1 + lambda[2] * t2);
+    // the angular rows' axes: the normal, then its canonical tangents (kernels_contact.h)
+    const int angular = h.contact_angular_rows[k];
+    const Real* lambda_angular =
+        &h.row_lambda[row0 + 3 * h.world_contact_count[*w] + h.contact_angular_index[k]];
+    if (angular >= 1) c.torque = (lambda_angular[0] / dt) * c.normal;
+    if (angular >= 3) {
+      Vec3 r1, r2;
+      orthonormal_basis(c.normal, &r1, &r2);
+      c.torque = c.torque + (Real(1) / dt) * (lambda_angular[1] * r1 + lambda_angular[2] * r2);
+    }
     out.push_back(c);
   }
   return out;

@@ -179,7 +179,7 @@ std::string EncodeSnapshot(const BatchStorage& h, int w, const Model& model, uin
                          h.contact_prev_shape_b[slot0 + i] - shape0};
     Put(out, shapes, 2);
     Put(out, &h.contact_prev_points[6 * (slot0 + i)], 6);
-    Put(out, &h.contact_prev_lambda[3 * (slot0 + i)], 3);
+    Put(out, &h.contact_prev_lambda[6 * (slot0 + i)], 3 + model.contact_angular_rows());
   }
   for (int m = 0; m < model.mocap_count(); ++m) {
     const Pose& pose = mocap_pose.empty() ? model.desc().mocap_bodies[m].pose : mocap_pose[m];
@@ -254,10 +254,12 @@ absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& mod
   }
   std::vector<int32_t> contact_shapes(2 * std::max(contacts, 0));
   d.contact_points.resize(6 * std::max(contacts, 0));
-  d.contact_lambda.resize(3 * std::max(contacts, 0));
+  // impulses per contact: normal, two tangents, and the angular friction rows' (0, 1 or 3)
+  const int lambdas = 3 + model.contact_angular_rows();
+  d.contact_lambda.resize(lambdas * std::max(contacts, 0));
   for (int32_t i = 0; ok && i < contacts; ++i) {
     ok = r.Get(&contact_shapes[2 * i], 2) && r.Get(&d.contact_points[6 * i], 6) &&
-         r.Get(&d.contact_lambda[3 * i], 3);
+         r.Get(&d.contact_lambda[lambdas * i], lambdas);
     ok = ok && contact_shapes[2 * i] >= 0 && contact_shapes[2 * i] < shape_count &&
          contact_shapes[2 * i + 1] >= 0 && contact_shapes[2 * i + 1] < shape_count;
   }
@@ -293,12 +295,14 @@ absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& mod
   h.world_step_level[w] = step_level;
   h.world_step_length[w] = h.world_params[w].timestep;
   h.world_contact_count[w] = 0;
+  h.world_angular_row_count[w] = 0;
   const int32_t slot0 = h.world_contact_offset[w], shape0 = h.world_shape_offset[w];
   for (int32_t i = 0; i < contacts; ++i) {
     h.contact_prev_shape_a[slot0 + i] = contact_shapes[2 * i] + shape0;
     h.contact_prev_shape_b[slot0 + i] = contact_shapes[2 * i + 1] + shape0;
     std::copy_n(&d.contact_points[6 * i], 6, &h.contact_prev_points[6 * (slot0 + i)]);
-    std::copy_n(&d.contact_lambda[3 * i], 3, &h.contact_prev_lambda[3 * (slot0 + i)]);
+    std::fill_n(&h.contact_prev_lambda[6 * (slot0 + i)], 6, Real(0));
+    std::copy_n(&d.contact_lambda[lambdas * i], lambdas, &h.contact_prev_lambda[6 * (slot0 + i)]);
   }
   h.world_prev_contact_count[w] = contacts;
   mocap_pose->clear();

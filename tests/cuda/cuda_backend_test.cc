@@ -429,6 +429,12 @@ TEST_F(CudaBackendTest, SpheresInBoxMatchCpu) {
   ExpectParity(MustCompile(scenes::SpheresInBox(75)), 3, 1e-5, 1e-4, 60);
 }
 
+// Torsional and rolling friction (contact dimension 6): spheres spun about the vertical land
+// in the box, their contacts' angular friction rows after every contact's three rows.
+TEST_F(CudaBackendTest, AngularFrictionMatchesCpu) {
+  ExpectParity(MustCompile(scenes::SpinningSpheresInBox(30)), 3, 1e-5, 1e-4, 60);
+}
+
 // The same spheres on slides: no angular rows, rotations held by the bodies themselves
 // (body_rotation_fixed in the tree factor, the prediction and the Newton inertia).
 TEST_F(CudaBackendTest, SpheresOnSlidesMatchCpu) {

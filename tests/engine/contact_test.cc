@@ -390,10 +390,10 @@ TEST(ContactTest, FrictionCombinesByTheWorldsRuleAndContactDimension) {
   EXPECT_NEAR(both_frictionless, 2, 1e-6);
 }
 
-TEST(ContactTest, ContactDimensionOtherThanOneOrThreeIsRejected) {
+TEST(ContactTest, ContactDimensionOtherThanOneThreeFourOrSixIsRejected) {
   ModelDesc d;
   d.shapes.push_back(Ground());
-  d.shapes[0].contact_dim = 4;
+  d.shapes[0].contact_dim = 5;
   absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(d);
   ASSERT_FALSE(model.ok());
   EXPECT_NE(model.status().message().find("contact_dim"), std::string::npos) << model.status();
@@ -984,6 +984,40 @@ TEST(ContactTest, HeightFieldsAreValidatedWithTheProblemNamed) {
   EXPECT_NE(error([](ShapeDesc& s) { s.body = 0; }).find("must belong to the world body"),
             std::string::npos);
   EXPECT_EQ(error([](ShapeDesc&) {}), "compiled");
+}
+
+// Torsional and rolling friction in a pile: 30 spheres spun about the vertical at 5 rad/s land
+// in a box. With contact dimension 6 their contacts (with the floor, the walls and each other,
+// whose angular rows close loops) stop every spin and roll within 3 s; at dimension 3 point
+// contacts hold no torque, and spheres resting on the floor alone spin on.
+TEST(ContactTest, AngularFrictionStopsSpinningSpheresInAPile) {
+  auto fastest_spin = [](const ModelDesc& d, Real* fastest_speed) {
+    auto sim = MustCreateSimulator();
+    WorldId w = MustCreateWorld(*sim, MustCompile(d));
+    MustStep(*sim, w, 300);
+    test::ExpectHealthy(*sim, w);
+    Real spin = 0;
+    *fastest_speed = 0;
+    for (size_t b = 0; b < d.bodies.size(); ++b) {
+      spin = std::max(spin, norm(test::BodyOmega(*sim, w, static_cast<int>(b))));
+      *fastest_speed = std::max(*fastest_speed, norm(test::BodyVel(*sim, w, static_cast<int>(b))));
+    }
+    return spin;
+  };
+  ModelDesc angular = scenes::SpinningSpheresInBox(30);
+  Real speed = 0;
+  const Real spin = fastest_spin(angular, &speed);
+  ModelDesc sliding = angular;
+  for (ShapeDesc& shape : sliding.shapes) shape.contact_dim = 3;
+  Real sliding_speed = 0;
+  const Real sliding_spin = fastest_spin(sliding, &sliding_speed);
+  std::printf(
+      "after 3 s: fastest spin %.2e rad/s and speed %.2e m/s with angular friction, "
+      "%.2f rad/s without\n",
+      spin, speed, sliding_spin);
+  EXPECT_LT(spin, 1e-3);
+  EXPECT_LT(speed, 1e-3);
+  EXPECT_GT(sliding_spin, 1);
 }
 
 }  // namespace

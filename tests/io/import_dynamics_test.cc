@@ -1564,6 +1564,167 @@ TEST(PriorityTest, TheHigherPriorityGeomsFrictionAndCondimActLikeMuJoCos) {
   EXPECT_NEAR(mujoco, 2, 1e-3);
 }
 
+// Torsional friction (condim 4): a ball resting on the floor, spun about the vertical, turns
+// against a torque of mu_t m g from its single contact point, so it slows at the Coulomb rate
+// mu_t g / (0.4 r^2) (its inertia 0.4 m r^2) and stops, then stays (no creep). At condim 3 a
+// point contact holds no torque and the ball spins on. MuJoCo (its cones joined, soft
+// contacts) slows it as well.
+TEST(AngularFrictionTest, TorsionalFrictionSpinsABallDownAtTheCoulombRate) {
+  auto spin_after = [&](int condim, double seconds, double* mujoco_spin) {
+    const std::string xml = absl::StrFormat(R"(<mujoco>
+  <option timestep="0.005"/>
+  <worldbody>
+    <geom type="plane" size="0 0 0.1" friction="1 0.005 0.0001"/>
+    <body pos="0 0 0.1">
+      <freejoint/>
+      <geom type="sphere" size="0.1" mass="1" condim="%d" friction="1 0.02 0.0001"/>
+    </body>
+  </worldbody>
+</mujoco>)",
+                                            condim);
+    const std::string path = WriteTempModel(absl::StrCat("spin_", condim, ".xml"), xml);
+    absl::StatusOr<ImportResult> loaded = LoadMjcfFile(path);
+    EXPECT_TRUE(loaded.ok()) << loaded.status();
+    if (!loaded.ok()) return -1.0;
+    EXPECT_TRUE(loaded->warnings.empty()) << loaded->warnings.front();
+    ModelDesc desc = loaded->model;
+    desc.bodies[0].angular_velocity = {0, 0, 10};
+    World w = MakeWorld(desc);
+    EXPECT_TRUE(w.sim);
+    if (!w.sim) return -1.0;
+    MuJoCoRun mujoco(path);
+    EXPECT_TRUE(mujoco.m) << mujoco.load_error;
+    if (!mujoco.m) return -1.0;
+    mujoco.d->qvel[5] = 10;
+    const int steps = static_cast<int>(std::lround(seconds / desc.options.timestep));
+    EXPECT_TRUE(w.sim->StepAll(steps).ok());
+    for (int s = 0; s < steps; ++s) mj_step(mujoco.m, mujoco.d);
+    *mujoco_spin = mujoco.d->qvel[5];
+    const BodyState st = *w.sim->GetBodyState(w.id);
+    EXPECT_NEAR(st.velocity[0], 0, 1e-6);  // it spins in place
+    EXPECT_NEAR(st.velocity[1], 0, 1e-6);
+    return double(st.velocity[5]);
+  };
+  const double rate = 0.02 * 9.81 / (0.4 * 0.1 * 0.1);  // rad/s^2
+  double mujoco = 0;
+  const double axion = spin_after(4, 0.1, &mujoco);
+  std::printf("after 0.1 s: Axion %.5f rad/s, MuJoCo %.5f rad/s, Coulomb: %.5f rad/s\n", axion,
+              mujoco, 10 - rate * 0.1);
+  EXPECT_NEAR(axion, 10 - rate * 0.1, 1e-3);
+  EXPECT_NEAR(mujoco, 10 - rate * 0.1, 0.5);
+  const double stopped = spin_after(4, 0.5, &mujoco);
+  std::printf("after 0.5 s: Axion %.2e rad/s, MuJoCo %.2e rad/s\n", stopped, mujoco);
+  EXPECT_NEAR(stopped, 0, 1e-6);
+  EXPECT_NEAR(mujoco, 0, 0.05);
+  const double free_spin = spin_after(3, 0.5, &mujoco);
+  EXPECT_NEAR(free_spin, 10, 1e-6);
+  EXPECT_NEAR(mujoco, 10, 1e-3);
+}
+
+// Rolling friction (condim 6): a ball rolling on the floor at 1 m/s feels a torque of mu_r m g
+// against its rolling, and so slows at mu_r g / (1.4 r) while it rolls without slipping (m a =
+// -F, 0.4 m r^2 a / r = F r - mu_r m g r... with the rolling constraint), then stops and
+// stays. At condim 4 it rolls on at 1 m/s.
+TEST(AngularFrictionTest, RollingFrictionSlowsARollingBallAtItsRate) {
+  auto speed_after = [&](int condim, double seconds, double* mujoco_speed) {
+    const std::string xml = absl::StrFormat(R"(<mujoco>
+  <option timestep="0.005"/>
+  <worldbody>
+    <geom type="plane" size="0 0 0.1"/>
+    <body pos="0 0 0.1">
+      <freejoint/>
+      <geom type="sphere" size="0.1" mass="1" condim="%d" friction="1 0.005 0.01"/>
+    </body>
+  </worldbody>
+</mujoco>)",
+                                            condim);
+    const std::string path = WriteTempModel(absl::StrCat("roll_", condim, ".xml"), xml);
+    absl::StatusOr<ImportResult> loaded = LoadMjcfFile(path);
+    EXPECT_TRUE(loaded.ok()) << loaded.status();
+    if (!loaded.ok()) return -1.0;
+    ModelDesc desc = loaded->model;
+    desc.bodies[0].linear_velocity = {1, 0, 0};
+    desc.bodies[0].angular_velocity = {0, 10, 0};  // rolling: v = w r
+    World w = MakeWorld(desc);
+    EXPECT_TRUE(w.sim);
+    if (!w.sim) return -1.0;
+    MuJoCoRun mujoco(path);
+    EXPECT_TRUE(mujoco.m) << mujoco.load_error;
+    if (!mujoco.m) return -1.0;
+    mujoco.d->qvel[0] = 1;
+    mujoco.d->qvel[4] = 10;
+    const int steps = static_cast<int>(std::lround(seconds / desc.options.timestep));
+    EXPECT_TRUE(w.sim->StepAll(steps).ok());
+    for (int s = 0; s < steps; ++s) mj_step(mujoco.m, mujoco.d);
+    *mujoco_speed = mujoco.d->qvel[0];
+    const BodyState st = *w.sim->GetBodyState(w.id);
+    EXPECT_NEAR(st.velocity[0], 0.1 * st.velocity[4], 1e-6);  // it rolls without slipping
+    return double(st.velocity[0]);
+  };
+  const double rate = 0.01 * 9.81 / (1.4 * 0.1);  // m/s^2
+  double mujoco = 0;
+  const double axion = speed_after(6, 0.5, &mujoco);
+  std::printf("after 0.5 s: Axion %.5f m/s, MuJoCo %.5f m/s, rolling friction: %.5f m/s\n", axion,
+              mujoco, 1 - rate * 0.5);
+  EXPECT_NEAR(axion, 1 - rate * 0.5, 1e-3);
+  EXPECT_NEAR(mujoco, 1 - rate * 0.5, 0.05);
+  const double stopped = speed_after(6, 2, &mujoco);
+  std::printf("after 2 s: Axion %.2e m/s, MuJoCo %.2e m/s\n", stopped, mujoco);
+  EXPECT_NEAR(stopped, 0, 1e-6);
+  EXPECT_NEAR(speed_after(4, 0.5, &mujoco), 1, 1e-6);
+  EXPECT_NEAR(mujoco, 1, 1e-3);
+}
+
+// A contact's report carries its torsional friction's torque (mu_t times its normal force
+// while the ball spins against it); a snapshot taken mid-spin keeps the angular rows' impulses,
+// and the restored world goes on bit for bit; a world on the Jacobi preconditioner (the
+// symmetric friction form) slows the ball at the same Coulomb rate.
+TEST(AngularFrictionTest, ContactsReportTheTorqueAndSnapshotsAndJacobiKeepIt) {
+  const std::string path = WriteTempModel("spin_report.xml", R"(<mujoco>
+  <option timestep="0.005"/>
+  <worldbody>
+    <geom type="plane" size="0 0 0.1"/>
+    <body pos="0 0 0.1">
+      <freejoint/>
+      <geom type="sphere" size="0.1" mass="1" condim="6" friction="1 0.02 0.01"/>
+    </body>
+  </worldbody>
+</mujoco>)");
+  absl::StatusOr<ImportResult> loaded = LoadMjcfFile(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ModelDesc desc = loaded->model;
+  desc.bodies[0].angular_velocity = {0, 0, 10};
+  World w = MakeWorld(desc);
+  ASSERT_TRUE(w.sim);
+  EXPECT_EQ(w.model->contact_angular_rows(), 3);
+  ASSERT_TRUE(w.sim->StepAll(10).ok());
+  std::vector<ContactReport> contacts = *w.sim->GetContacts(w.id);
+  ASSERT_EQ(contacts.size(), 1u);
+  const ContactReport& c = contacts[0];
+  const double normal_force = dot(c.force, c.normal);
+  std::printf("normal force %.6f N, torque (%.3e %.3e %.6f) N m\n", normal_force, c.torque.x,
+              c.torque.y, c.torque.z);
+  EXPECT_NEAR(normal_force, 9.81, 1e-6);
+  EXPECT_NEAR(std::fabs(dot(c.torque, c.normal)), 0.02 * normal_force, 1e-6);
+  EXPECT_NEAR(norm(c.torque - dot(c.torque, c.normal) * c.normal), 0, 1e-9);  // no rolling
+  EXPECT_EQ(w.sim->GetStats(w.id)->constraint_rows, 6);
+
+  const std::string snap = *w.sim->Snapshot(w.id);
+  ASSERT_TRUE(w.sim->StepAll(20).ok());
+  const BodyState expected = *w.sim->GetBodyState(w.id);
+  ASSERT_TRUE(w.sim->Restore(w.id, snap).ok());
+  ASSERT_TRUE(w.sim->StepAll(20).ok());
+  EXPECT_EQ(w.sim->GetBodyState(w.id)->velocity, expected.velocity);
+  EXPECT_EQ(w.sim->GetBodyState(w.id)->pose, expected.pose);
+
+  desc.options.preconditioner = Preconditioner::kJacobi;
+  World jacobi = MakeWorld(desc);
+  ASSERT_TRUE(jacobi.sim);
+  ASSERT_TRUE(jacobi.sim->StepAll(20).ok());
+  const double rate = 0.02 * 9.81 / (0.4 * 0.1 * 0.1);
+  EXPECT_NEAR(jacobi.sim->GetBodyState(jacobi.id)->velocity[5], 10 - rate * 0.1, 1e-3);
+}
+
 // MuJoCo's composite loop sample: a ring of 20 capsules closed by a connect, dropped on the floor
 // from 1 m. The closure holds while it falls and lands (0.6 s), the ring at rest on the floor.
 TEST(CompositeTest, LoopStaysClosedWhenItLands) {

@@ -465,23 +465,40 @@ TEST_F(HumanoidTest, FrictionAndContactDimensionMatchMuJoCo) {
     const ShapeDesc& shape = model.shapes[g];
     EXPECT_EQ(shape.name, mj_id2name(m, mjOBJ_GEOM, g));
     EXPECT_DOUBLE_EQ(shape.material.friction, m->geom_friction[3 * g]);
+    EXPECT_DOUBLE_EQ(shape.material.torsional_friction, m->geom_friction[3 * g + 1]);
+    EXPECT_DOUBLE_EQ(shape.material.rolling_friction, m->geom_friction[3 * g + 2]);
     EXPECT_EQ(shape.contact_dim, m->geom_condim[g]) << shape.name;
     frictionless += shape.contact_dim == 1;
   }
   EXPECT_EQ(frictionless, m->ngeom - 1);  // all but the floor
 }
 
-TEST(MjcfGeomTest, CondimFourAndSixWarnAndOthersAreErrors) {
-  auto load = [](const std::string& condim) {
-    return LoadMjcfString(absl::StrCat(R"(<mujoco><worldbody><body><freejoint/>
+TEST(MjcfGeomTest, CondimFourAndSixCarryTorsionalAndRollingFrictionAndOthersAreErrors) {
+  auto load = [](const std::string& condim, const std::string& friction = "") {
+    return LoadMjcfString(
+        absl::StrCat(R"(<mujoco><worldbody><body><freejoint/>
         <geom type="sphere" size=".1" condim=")",
-                                       condim, R"("/></body></worldbody></mujoco>)"),
-                          "");
+                     condim, "\"", friction.empty() ? "" : " friction=\"" + friction + "\"",
+                     R"(/></body></worldbody></mujoco>)"),
+        "");
   };
   absl::StatusOr<ImportResult> six = load("6");
   ASSERT_TRUE(six.ok()) << six.status();
-  EXPECT_EQ(six->model.shapes[0].contact_dim, 3);
-  EXPECT_TRUE(HasWarning(*six, "torsional and rolling friction are not supported"));
+  EXPECT_TRUE(six->warnings.empty()) << six->warnings.front();
+  const ShapeDesc& ball = six->model.shapes[0];
+  EXPECT_EQ(ball.contact_dim, 6);
+  EXPECT_DOUBLE_EQ(ball.material.torsional_friction, 0.005);  // MuJoCo's defaults
+  EXPECT_DOUBLE_EQ(ball.material.rolling_friction, 0.0001);
+  absl::StatusOr<ImportResult> four = load("4", "0.5 0.02");
+  ASSERT_TRUE(four.ok()) << four.status();
+  EXPECT_EQ(four->model.shapes[0].contact_dim, 4);
+  EXPECT_DOUBLE_EQ(four->model.shapes[0].material.friction, 0.5);
+  EXPECT_DOUBLE_EQ(four->model.shapes[0].material.torsional_friction, 0.02);
+  EXPECT_DOUBLE_EQ(four->model.shapes[0].material.rolling_friction, 0.0001);
+  absl::StatusOr<ImportResult> negative = load("4", "0.5 -0.02");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.status().message().find("torsional friction is negative"), std::string::npos)
+      << negative.status();
   absl::StatusOr<ImportResult> two = load("2");
   ASSERT_FALSE(two.ok());
   EXPECT_NE(two.status().message().find("condim"), std::string::npos) << two.status();

@@ -644,6 +644,17 @@ TEST_F(ServerApiTest, ContactPairsAreCarried) {
   described = client_->DescribeWorld(prioritised[0], /*include_model=*/true);
   ASSERT_TRUE(described.ok()) << described.status();
   EXPECT_EQ(described->model().shapes(1).priority().value(), 2);
+  // and its torsional and rolling friction with contact dimension 6 (unset: 0, and left unset)
+  EXPECT_FALSE(described->model().shapes(1).material().has_torsional_friction());
+  scene.mutable_shapes(1)->mutable_material()->mutable_torsional_friction()->set_value(0.02);
+  scene.mutable_shapes(1)->mutable_material()->mutable_rolling_friction()->set_value(0.01);
+  scene.mutable_shapes(1)->mutable_contact_dim()->set_value(6);
+  const std::vector<uint64_t> rolling = MustCreate(*client_, scene, 1);
+  described = client_->DescribeWorld(rolling[0], /*include_model=*/true);
+  ASSERT_TRUE(described.ok()) << described.status();
+  EXPECT_EQ(described->model().shapes(1).material().torsional_friction().value(), 0.02);
+  EXPECT_EQ(described->model().shapes(1).material().rolling_friction().value(), 0.01);
+  EXPECT_EQ(described->model().shapes(1).contact_dim().value(), 6);
   pair->set_shape_b(7);
   absl::Status status = client_->CreateWorlds(client::ModelScene(scene), 1).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);

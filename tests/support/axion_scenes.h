@@ -127,6 +127,19 @@ inline ModelDesc SpheresInBox(int count, bool on_slides = false) {
   return d;
 }
 
+// SpheresInBox's spheres with torsional (0.02 m) and rolling (0.01 m) friction, contact
+// dimension 6, each spun about the vertical at 5 rad/s.
+inline ModelDesc SpinningSpheresInBox(int count) {
+  ModelDesc d = SpheresInBox(count);
+  for (ShapeDesc& shape : d.shapes) {
+    shape.contact_dim = 6;
+    shape.material.torsional_friction = Real(0.02);
+    shape.material.rolling_friction = Real(0.01);
+  }
+  for (BodyDesc& body : d.bodies) body.angular_velocity = {0, 0, 5};
+  return d;
+}
+
 // Rough terrain: a 4 m x 4 m height field of 41 x 41 points (bumps of 0.17 m over 10 cm
 // cells), with a box, a capsule, a ball, a cylinder and a convex hull dropped onto it, each
 // landing across several cells.

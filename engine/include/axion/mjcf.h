@@ -18,10 +18,10 @@
 // <freejoint>,
 // <composite> (particle, rope, loop, grid, cloth and box: count, spacing, offset, prefix, a
 // template <geom>, "main" <joint>s and <tendon>s, a grid's <pin>s, expanded into the bodies,
-// joints, geoms and held tendons MuJoCo 2.2 makes of them; not with coordinate "global"), <site> (named frames: ImportResult::source_sites), <keyframe><key>
-// (rule 8), mocap bodies (<body mocap="true">, rule 9), <actuator> (motor, position, velocity, and
-// <general> where it is one of these (rule 4), on a joint: gear, ctrlrange, ctrllimited,
-// forcerange, forcelimited, kp, kv),
+// joints, geoms and held tendons MuJoCo 2.2 makes of them; not with coordinate "global"), <site>
+// (named frames: ImportResult::source_sites), <keyframe><key> (rule 8), mocap bodies (<body
+// mocap="true">, rule 9), <actuator> (motor, position, velocity, and <general> where it is one of
+// these (rule 4), on a joint: gear, ctrlrange, ctrllimited, forcerange, forcelimited, kp, kv),
 // <equality> <connect> and <weld> (body1, body2, active; a connect's anchor), which become joints
 // closing loops (a ball joint at the anchor, a fixed joint), and <equality> <joint> (joint1,
 // joint2, polycoef, active), which becomes a JointCouplingDesc (joint1's coordinate a quartic of
@@ -141,12 +141,16 @@
 //     the bounds at its frame's origin). settotalmass then scales every body's mass and
 //     inertia so that the file's total (static bodies included, as MuJoCo counts it) is its
 //     value.
-//  6. Geoms: friction = first value (sliding), combined as MuJoCo does for geoms of equal
-//     priority, the larger of the two (SolverOptions::friction_combine = kMax); condim ->
-//     ShapeDesc::contact_dim, 1 frictionless and 3 sliding friction, a contact taking the larger
-//     of its geoms' as in MuJoCo (the humanoid's limbs, condim 1, touch each other without
-//     friction and the floor, condim 3, with it); condim 4 and 6 keep sliding friction only
-//     (torsional and rolling friction are not supported: warning). priority ->
+//  6. Geoms: friction = (sliding, torsional, rolling) -> Material::friction,
+//     torsional_friction and rolling_friction (values left out keep MuJoCo's defaults, 1, 0.005
+//     and 0.0001), each combined as MuJoCo does for geoms of equal priority, the larger of the
+//     two (SolverOptions::friction_combine = kMax); condim -> ShapeDesc::contact_dim, 1
+//     frictionless, 3 sliding friction, 4 and torsional, 6 and rolling friction, a contact
+//     taking the larger of its geoms' as in MuJoCo (the humanoid's limbs, condim 1, touch each
+//     other without friction and the floor, condim 3, with it). One difference: MuJoCo joins a
+//     contact's sliding, torsional and rolling friction into one cone (pyramidal by default,
+//     elliptic with cone="elliptic"); Axion bounds each by its own cone about the normal force
+//     (kernels_contact.h). priority ->
 //     ShapeDesc::priority: where two geoms' differ, the higher's friction and condim are the
 //     contact's, as in MuJoCo. contype ->
 //     ShapeDesc::collision_group and
@@ -167,7 +171,8 @@
 //     contype/conaffinity keep their meaning as groups and masks. A <contact><pair> becomes a
 //     ContactPairDesc: its two geoms collide whatever the filter, with the pair's condim and
 //     first friction value (MuJoCo's defaults, 3 and 1, not the geoms'; condim 4 and 6 are taken
-//     as 3 and different tangential frictions as the first, with warnings). One difference, with a
+//     as 3, pairs carrying sliding friction only, and different tangential frictions as the
+//     first, with warnings). One difference, with a
 //     warning: a body on slides in a plane geom's plane (its rotation and height held by its
 //     joints, as Gym's pusher, striker and thrower hold their objects and targets) never touches
 //     that plane in Axion (Model::pair_rules): MuJoCo's contacts there can push only against
@@ -198,14 +203,14 @@
 //     magnetometer (<option magnetic>), jointpos, jointvel, tendonpos, tendonvel, actuatorpos,
 //     actuatorvel, actuatorfrc, ballquat, ballangvel, framepos, framequat, framexaxis,
 //     frameyaxis, framezaxis, framelinvel, frameangvel (objtype site, xbody, body or geom;
-//     reftype and refname), framelinacc, frameangacc, subtreecom, subtreelinvel, subtreeangmom and clock become
-//     ImportResult::SourceSensor entries in file order, with cutoff; FileSensorData and
-//     ReadFileSensors compute MuJoCo's sensordata for a world's state (equal to libmujoco's at the
-//     same state to rounding, touch to each engine's contact forces: SensorTest). Frames move as
-//     the joints' coordinates and rates place them (BodyStateFromJoints), as MuJoCo's bodies move
-//     with its qpos and qvel. Accelerometers and frame accelerations read the acceleration of the
-//     world's last step (its velocity change over its length, MuJoCo's qacc for a step of its Euler
-//     integrator: MuJoCo's sensordata after mj_step holds the same step's) less gravity, as
+//     reftype and refname), framelinacc, frameangacc, subtreecom, subtreelinvel, subtreeangmom and
+//     clock become ImportResult::SourceSensor entries in file order, with cutoff; FileSensorData
+//     and ReadFileSensors compute MuJoCo's sensordata for a world's state (equal to libmujoco's at
+//     the same state to rounding, touch to each engine's contact forces: SensorTest). Frames move
+//     as the joints' coordinates and rates place them (BodyStateFromJoints), as MuJoCo's bodies
+//     move with its qpos and qvel. Accelerometers and frame accelerations read the acceleration of
+//     the world's last step (its velocity change over its length, MuJoCo's qacc for a step of its
+//     Euler integrator: MuJoCo's sensordata after mj_step holds the same step's) less gravity, as
 //     MuJoCo's; zero after a reset until the world steps. Force and torque sensors read what the
 //     site's body and its descendants receive from its parent, by Newton and Euler over that
 //     subtree (its bodies' masses times their accelerations over the last step less gravity, less

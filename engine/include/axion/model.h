@@ -84,6 +84,12 @@ struct HeightFieldDesc {
 struct Material {
   Real friction = 0.5;   // Coulomb coefficient mu, >= 0
   Real restitution = 0;  // e in [0, 1]; used by the velocity-level contact formulation
+  // Torsional and rolling friction (m, >= 0; MuJoCo's second and third friction values): a
+  // contact resists spinning about its normal with a torque up to torsional_friction times its
+  // normal force, and rolling with one up to rolling_friction times it, where its contact
+  // dimension is 4 (torsion) or 6 (both); combined as `friction` is.
+  Real torsional_friction = 0;
+  Real rolling_friction = 0;
 };
 
 struct ShapeDesc {
@@ -102,9 +108,11 @@ struct ShapeDesc {
   uint32_t collision_group = 1;
   uint32_t collision_mask = 0xffffffffu;
   // Contact dimension: 1 for frictionless contacts (a normal row only takes effect), 3 for
-  // normal and Coulomb friction. A contact takes the larger of its two shapes' (MuJoCo's condim
-  // rule), so a frictionless limb still grips a frictional floor while touching another
-  // frictionless limb without friction.
+  // normal and Coulomb friction, 4 with torsional friction too, 6 with rolling friction as well
+  // (MuJoCo's condim). A contact takes the larger of its two shapes' (MuJoCo's rule), so a
+  // frictionless limb still grips a frictional floor while touching another frictionless limb
+  // without friction. A model with any shape of dimension 4 (6) gives every contact slot one
+  // (three) more rows, which stay disabled on contacts of a lower dimension.
   int contact_dim = 3;
   // MuJoCo's geom priority: a contact between shapes of different priorities takes the higher
   // one's friction and contact_dim, whatever the other's (equal priorities: the larger
@@ -602,6 +610,9 @@ class Model {
   int joint_dof_count() const { return joint_dof_count_; }  // sum of JointDofCount
   int joint_position_count() const { return joint_position_count_; }
   int joint_row_count() const { return joint_row_count_; }  // constraint rows of joints
+  // Angular friction rows per contact slot: 0, 1 (some shape has contact dimension 4: torsion)
+  // or 3 (some has 6: torsion and rolling), after every contact's normal and friction rows.
+  int contact_angular_rows() const { return contact_angular_rows_; }
   int contact_capacity() const { return contact_capacity_; }
   Real total_mass() const;
   // Hash of everything that shapes the batch layout and dynamics (snapshots carry it, so a
@@ -661,6 +672,7 @@ class Model {
   int joint_dof_count_ = 0;
   int joint_position_count_ = 0;
   int joint_row_count_ = 0;
+  int contact_angular_rows_ = 0;
   int contact_capacity_ = 0;
   uint64_t fingerprint_ = 0;
   std::vector<int> joint_position_offset_;

@@ -100,6 +100,8 @@ struct ContactReport {
   Vec3 normal;    // unit normal pointing from b to a
   Real gap = 0;   // signed distance at the start of the step (m), negative when penetrating
   Vec3 force;     // total contact force on a (normal + friction), world frame (N)
+  Vec3 torque;    // torsional and rolling friction's torque on a, world frame (N m); zero
+                  // below contact dimension 4
 };
 
 struct WorldOptions {

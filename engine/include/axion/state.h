@@ -91,7 +91,12 @@ enum RowKind : int32_t {
   kRowTendonLimitUpper = 16,    // tendon length <= its upper limit (unilateral)
   kRowTendonDrive = 17,         // the tendon's spring-damper and its servo actuators
   kRowTendonFrictionLoss = 18,  // dry friction along the tendon
-  kRowTendonHold = 19           // tendon length held (TendonDesc::hold; bilateral)
+  kRowTendonHold = 19,          // tendon length held (TendonDesc::hold; bilateral)
+  // A contact's angular friction rows (contact dimension 4 and 6), after every contact's three
+  // rows: world_contact_angular_rows of them per contact (kernels_contact.h).
+  kRowContactTorsion = 20,  // contact `row_contact` spinning about its normal (torsional)
+  kRowContactRoll1 = 21,    // contact `row_contact` rolling about tangent 1 (with roll 2)
+  kRowContactRoll2 = 22     // contact `row_contact` rolling about tangent 2
 };
 
 // How an actuator's activation moves (actuator_dynamics): ActuatorDynamics's values, and a
@@ -140,10 +145,15 @@ struct BatchView {
   const int32_t* world_contact_offset;    // (world_count + 1) contact slots (capacity)
   const int32_t* world_row_offset;        // (world_count + 1) row slots: joint rows, then 3/contact
   const int32_t* world_joint_row_count;   // (world_count) joint rows (fixed per model)
+  // (world_count) angular friction rows a contact may take (fixed per model; the row slots
+  // reserved per contact slot): 0 where no shape has a contact dimension above 3, 1 (torsion)
+  // where the largest is 4, 3 (torsion and rolling) at 6
+  const int32_t* world_contact_angular_rows;
   const WorldParams* world_params;        // (world_count)
   int32_t* world_active;                  // (world_count) WorldPhase of the current step
   int32_t* world_step_pending;            // (world_count) sub-steps still to take in this Step call
   int32_t* world_contact_count;           // (world_count) live contacts
+  int32_t* world_angular_row_count;       // (world_count) their angular friction rows
   uint32_t* world_flags;                  // (world_count) WorldFlag bits of the last step
   int32_t* world_newton_iterations;       // (world_count) of the last step, over its attempts
   int32_t* world_substeps;                // (world_count) steps of h / 2^k the last step took
@@ -419,7 +429,10 @@ struct BatchView {
   const Real* shape_size;            // (shape_count x 3)
   const Real* shape_friction;        // (shape_count)
   const Real* shape_restitution;     // (shape_count)
-  const int32_t* shape_contact_dim;  // (shape_count) 1: frictionless, 3: with friction
+  const int32_t* shape_contact_dim;  // (shape_count) 1: frictionless, 3: with friction, 4: and
+                                     //   torsional, 6: and rolling
+  const Real* shape_torsion;         // (shape_count) torsional friction coefficient (m)
+  const Real* shape_rolling;         // (shape_count) rolling friction coefficient (m)
   const int32_t* shape_priority;     // (shape_count) MuJoCo's geom priority (ShapeDesc)
   const int32_t* shape_hull;         // (shape_count) hull index or -1
   const int32_t* shape_rule_first;   // (shape_count) first of the pair rules it is the lower
@@ -486,6 +499,11 @@ struct BatchView {
                                   // 0, or for a contact a redo took at an attempt's end, its gap
                                   // there less h J u+ there, less contact_gap
   Real* contact_friction;         // (contact slots) combined mu
+  Real* contact_torsion;          // (contact slots) combined torsional mu (m); 0: no torsion
+  Real* contact_rolling;          // (contact slots) combined rolling mu (m); 0: no rolling
+  int32_t* contact_angular_rows;  // (contact slots) its angular friction rows: 0, 1 (contact
+                                  // dimension 4: torsion) or 3 (6: torsion, roll 1, roll 2)
+  int32_t* contact_angular_index;  // (contact slots) its first among the world's angular rows
   Real* contact_restitution;      // (contact slots) combined e
   Real* contact_normal_velocity;  // (contact slots) J_n u- (m/s), restitution reference
   // The previous step's contacts with their final impulses, to warm-start matching new ones.
@@ -494,7 +512,9 @@ struct BatchView {
   int32_t* contact_prev_shape_b;      // (contact slots)
   Real* contact_prev_points;          // (contact slots x 6) point on a in a's COM frame (the
                                       // world frame for the static world), then point on b
-  Real* contact_prev_lambda;          // (contact slots x 3) normal, tangent 1, tangent 2 (N s)
+  Real* contact_prev_lambda;          // (contact slots x 6) normal, tangent 1, tangent 2 (N s),
+                                      // torsion, roll 1, roll 2 (N m s), tangents and rolling
+                                      // axes the normal's orthonormal_basis
 
   // ---- constraint rows (row slots = world_row_offset[world_count]) ---------------------------
   const int32_t* row_world;   // (row slots)

@@ -87,6 +87,7 @@ struct LiveRows {
   const int32_t* world_row_offset = nullptr;       // (world_count + 1)
   const int32_t* world_joint_row_count = nullptr;  // (world_count)
   const int32_t* world_contact_count = nullptr;    // (world_count)
+  const int32_t* world_angular_row_count = nullptr;  // (world_count)
 };
 
 // f(row) for the live rows of world w, run by the world's warp (ForEachTeamKernel), its lanes on
@@ -98,7 +99,8 @@ struct LiveRowLoop {
   F f;
   __device__ void operator()(int w, kernels::Team team) const {
     const int begin = live.world_row_offset[w];
-    const int end = begin + live.world_joint_row_count[w] + 3 * live.world_contact_count[w];
+    const int end = begin + live.world_joint_row_count[w] + 3 * live.world_contact_count[w] +
+                    live.world_angular_row_count[w];
     for (int row = begin + team.lane; row < end; row += team.size) f(row);
   }
 };
@@ -691,7 +693,7 @@ class CudaBackend final : public ExecutionBackend {
     }
     exec.offsets = &offsets_;
     exec.live_rows = {view_.world_row_offset, view_.world_joint_row_count,
-                      view_.world_contact_count};
+                      view_.world_contact_count, view_.world_angular_row_count};
     exec.launch_error = &launch_error_;
     exec.profile = profile_.get();
     exec.body_streams = body_streams_;

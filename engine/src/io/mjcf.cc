@@ -285,7 +285,8 @@ struct MjGeom {
   Mat33 inertia;          // about mass_center, in the body frame (kg m^2)
   bool has_mass = false;  // planes have none
   Real friction = 1;
-  int condim = 3;  // 1 frictionless, 3 sliding friction (4 and 6 are taken as 3, with a warning)
+  Real torsional_friction = Real(0.005), rolling_friction = Real(0.0001);  // (m) MuJoCo's
+  int condim = 3;  // 1 frictionless, 3 sliding, 4 and torsional, 6 and rolling friction
   int contype = 1, conaffinity = 1;
   int priority = 0;  // a contact takes the higher-priority geom's friction and condim
 };
@@ -1320,19 +1321,20 @@ absl::Status MjcfLoader::ParseGeom(const XMLElement* xml, const std::string& cla
         io::RotateTensor(quat, mat33_diag(geom->mass * io::ShapeUnitInertia(mass_shape, s)));
     geom->has_mass = true;
   }
-  AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> friction, e.Reals("friction", 1, 3, {1}));
+  // sliding, torsional (m) and rolling (m) friction; values left out keep MuJoCo's defaults
+  AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> friction,
+                            e.Reals("friction", 1, 3, {1, Real(0.005), Real(0.0001)}));
   if (friction[0] < 0) return e.Error("friction", "sliding friction is negative");
+  if (friction.size() > 1 && friction[1] < 0)
+    return e.Error("friction", "torsional friction is negative");
+  if (friction.size() > 2 && friction[2] < 0)
+    return e.Error("friction", "rolling friction is negative");
   geom->friction = friction[0];
+  if (friction.size() > 1) geom->torsional_friction = friction[1];
+  if (friction.size() > 2) geom->rolling_friction = friction[2];
   AXION_IO_ASSIGN_OR_RETURN(geom->condim, e.Int("condim", 3));
   if (geom->condim != 1 && geom->condim != 3 && geom->condim != 4 && geom->condim != 6) {
     return e.Error("condim", absl::StrCat(geom->condim, " is not 1, 3, 4 or 6"));
-  }
-  if (geom->condim > 3) {
-    warnings_.Add("condim-torsional",
-                  absl::StrCat("condim ", geom->condim, " at ", geom->where,
-                               ": torsional and rolling friction are not supported; contacts "
-                               "keep sliding friction only (condim 3)"));
-    geom->condim = 3;
   }
   AXION_IO_ASSIGN_OR_RETURN(geom->priority, e.Int("priority", 0));
   AXION_IO_ASSIGN_OR_RETURN(geom->contype, e.Int("contype", 1));
@@ -4460,6 +4462,8 @@ ShapeDesc MakeShape(const MjGeom& g, int body, const Pose& offset) {
   s.vertices = g.vertices;
   s.heightfield = g.heightfield;
   s.material.friction = g.friction;
+  s.material.torsional_friction = g.torsional_friction;
+  s.material.rolling_friction = g.rolling_friction;
   s.contact_dim = g.condim;
   s.priority = g.priority;
   s.collision_group = static_cast<uint32_t>(g.contype);
@@ -4876,6 +4880,14 @@ void MjcfLoader::ApplyCollisionRules() {
                                                                     : nullptr;
         pair.friction = first ? first->friction : std::max(a.geom->friction, b.geom->friction);
         pair.contact_dim = first ? first->condim : std::max(a.geom->condim, b.geom->condim);
+        if (pair.contact_dim > 3) {
+          // (explicit pairs carry sliding friction only)
+          warnings_.Add("pair-condim-torsional",
+                        absl::StrCat("condim ", pair.contact_dim, " of the pair ", pair.name,
+                                     " (MuJoCo collides it, Axion's filter alone would not) is "
+                                     "taken as 3: pairs carry no torsional or rolling friction"));
+          pair.contact_dim = 3;
+        }
         added.push_back(std::move(pair));
         continue;
       }
