@@ -502,6 +502,37 @@ TEST(MjcfGeomTest, CondimFourAndSixCarryTorsionalAndRollingFrictionAndOthersAreE
   absl::StatusOr<ImportResult> two = load("2");
   ASSERT_FALSE(two.ok());
   EXPECT_NE(two.status().message().find("condim"), std::string::npos) << two.status();
+
+  // a friction of fewer values keeps the ones it inherits, as MuJoCo reads it: from a class,
+  // from its parent class, or MuJoCo's own defaults; the same three values as libmujoco's
+  const std::string path = ::testing::TempDir() + "friction_classes.xml";
+  std::ofstream(path) << R"(<mujoco>
+  <default>
+    <geom friction="0.8 0.03 0.002" condim="6"/>
+    <default class="partial"><geom friction="0.6"/>
+      <default class="nested"><geom friction="0.4 0.01"/></default>
+    </default>
+  </default>
+  <worldbody>
+    <geom name="floor" type="plane" size="1 1 0.1" friction="0.9"/>
+    <body><freejoint/><geom name="a" class="partial" type="sphere" size="0.1"/></body>
+    <body><freejoint/><geom name="b" class="nested" type="sphere" size="0.1"/></body>
+    <body><freejoint/><geom name="c" class="nested" type="sphere" size="0.1" friction="0.3"/></body>
+  </worldbody>
+</mujoco>)";
+  absl::StatusOr<ImportResult> classes = LoadMjcfFile(path);
+  ASSERT_TRUE(classes.ok()) << classes.status();
+  MjModelPtr m = LoadMuJoCo(path);
+  ASSERT_TRUE(m);
+  ASSERT_EQ(static_cast<int>(classes->model.shapes.size()), m->ngeom);
+  for (int g = 0; g < m->ngeom; ++g) {
+    const Material& material = classes->model.shapes[g].material;
+    EXPECT_DOUBLE_EQ(material.friction, m->geom_friction[3 * g]) << g;
+    EXPECT_DOUBLE_EQ(material.torsional_friction, m->geom_friction[3 * g + 1]) << g;
+    EXPECT_DOUBLE_EQ(material.rolling_friction, m->geom_friction[3 * g + 2]) << g;
+  }
+  EXPECT_DOUBLE_EQ(classes->model.shapes[3].material.torsional_friction, 0.01);  // c
+  EXPECT_DOUBLE_EQ(classes->model.shapes[3].material.rolling_friction, 0.002);
 }
 
 TEST_F(HumanoidTest, CompilesAndWarnsAboutWhatItIgnores) {

@@ -669,6 +669,21 @@ absl::Status MjcfLoader::Children(const XMLElement* e, std::vector<const XMLElem
   return absl::OkStatus();
 }
 
+// An attribute's value over the one it inherits (a class's over its parent's, an element's over
+// its class's). MuJoCo reads a vector attribute into the inherited values, so a `friction` of
+// fewer than three numbers keeps the inherited torsional and rolling terms: "0.5" under a class
+// of "1 0.02 0.01" is "0.5 0.02 0.01". Other attributes replace the inherited value.
+std::string InheritAttribute(const std::string& key, const std::string& inherited,
+                             const std::string& value) {
+  if (key != "friction" || inherited.empty()) return value;
+  std::vector<Real> given, base;
+  if (!io::ParseReals(value, &given) || !io::ParseReals(inherited, &base)) return value;
+  std::string merged = value;
+  for (size_t k = given.size(); k < base.size(); ++k)
+    absl::StrAppend(&merged, " ", absl::StrFormat("%.17g", base[k]));
+  return merged;
+}
+
 Elem MjcfLoader::Resolve(const XMLElement* e, const std::string& class_name, const char* kind) {
   Elem out;
   out.xml = e;
@@ -683,7 +698,8 @@ Elem MjcfLoader::Resolve(const XMLElement* e, const std::string& class_name, con
     if (kind_it != class_it->second.attributes.end()) out.attrs = kind_it->second;
   }
   for (const tinyxml2::XMLAttribute* a = e->FirstAttribute(); a; a = a->Next()) {
-    out.attrs[a->Name()] = a->Value();
+    std::string& value = out.attrs[a->Name()];
+    value = InheritAttribute(a->Name(), value, a->Value());
     out.own.insert(a->Name());
   }
   out.name = out.Str("name");
@@ -1101,7 +1117,8 @@ absl::Status MjcfLoader::ParseDefault(const XMLElement* e, const std::string& cl
     }
     auto& attrs = cls.attributes[DefaultKind(tag)];
     for (const tinyxml2::XMLAttribute* a = c->FirstAttribute(); a; a = a->Next()) {
-      attrs[a->Name()] = a->Value();
+      std::string& value = attrs[a->Name()];
+      value = InheritAttribute(a->Name(), value, a->Value());
     }
   }
   classes_[class_name] = std::move(cls);
