@@ -682,6 +682,8 @@ absl::StatusOr<ModelDesc> ModelDescFromProto(const v1::ModelDescription& proto) 
     pair.shape_b = p.shape_b();
     if (p.has_friction()) pair.friction = p.friction().value();
     if (p.contact_dim() != 0) pair.contact_dim = p.contact_dim();
+    pair.torsional_friction = p.torsional_friction();
+    pair.rolling_friction = p.rolling_friction();
     desc.contact_pairs.push_back(pair);
   }
   for (const v1::BodyPair& pair : proto.exclude_body_pairs())
@@ -881,6 +883,8 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
     out->set_shape_b(pair.shape_b);
     out->mutable_friction()->set_value(pair.friction);
     out->set_contact_dim(pair.contact_dim);
+    out->set_torsional_friction(pair.torsional_friction);
+    out->set_rolling_friction(pair.rolling_friction);
   }
   for (const auto& [a, b] : desc.exclude_body_pairs) {
     v1::BodyPair* out = proto->add_exclude_body_pairs();

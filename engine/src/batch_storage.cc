@@ -415,6 +415,8 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
     if (s.shape_rule_count[lower]++ == 0) s.shape_rule_first[lower] = g;
     s.pair_rule_shape_b[g] = s0 + rule.shape_b;
     s.pair_rule_friction[g] = rule.friction;
+    s.pair_rule_torsion[g] = rule.torsion;
+    s.pair_rule_rolling[g] = rule.rolling;
   }
   WriteMocapFrames(layout, w, s);
 }

@@ -218,7 +218,9 @@ namespace axion {
   X(Real, shape_aabb, 6) X(Real, shape_sweep, 1) X(int32_t, shape_sweep_order, 1) \
       X(int32_t, shape_pair_end, 1) X(int32_t, shape_end_inside, 1)
 // The filter's exceptions (Model::pair_rules), grouped by lower shape (shape_rule_first).
-#define AXION_PAIR_RULE_MODEL(X) X(int32_t, pair_rule_shape_b, 1) X(Real, pair_rule_friction, 1)
+#define AXION_PAIR_RULE_MODEL(X)   \
+  X(int32_t, pair_rule_shape_b, 1) \
+  X(Real, pair_rule_friction, 1) X(Real, pair_rule_torsion, 1) X(Real, pair_rule_rolling, 1)
 // Up to the world's pair capacity: the broad phase's candidate pairs, and the pairs a redo marked.
 #define AXION_PAIR_SCRATCH(X)                                                                \
   X(int32_t, pair_shape_a, 1) X(int32_t, pair_shape_b, 1) X(Real, pair_friction, 1)         \

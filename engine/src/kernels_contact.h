@@ -197,11 +197,8 @@ AXION_HD void contact_levers(const BatchView& v, int k, Vec3* lever_a, Vec3* lev
       b < 0 ? Vec3{} : rotate(body_rotation(v.body_q_prev, b), load3(v.contact_local_b + 3 * k));
 }
 
-// Whether global shapes sa < sb may collide (Model::MayCollide): a pair rule decides where the
-// model set one (a binary search among the lower shape's), else the group/mask filter. An
-// explicit pair's friction goes to *friction, -1 elsewhere (the shapes' materials decide).
-AXION_HD bool world_shapes_may_collide(const BatchView& v, int sa, int sb, Real* friction) {
-  *friction = -1;
+// The pair rule of global shapes sa < sb (a binary search among the lower shape's), or -1.
+AXION_HD int world_pair_rule(const BatchView& v, int sa, int sb) {
   int lo = v.shape_rule_first[sa], hi = lo + v.shape_rule_count[sa];
   const int end = hi;
   while (lo < hi) {
@@ -212,7 +209,14 @@ AXION_HD bool world_shapes_may_collide(const BatchView& v, int sa, int sb, Real*
       hi = mid;
     }
   }
-  if (lo < end && v.pair_rule_shape_b[lo] == sb) {
+  return lo < end && v.pair_rule_shape_b[lo] == sb ? lo : -1;
+}
+// Whether global shapes sa < sb may collide (Model::MayCollide): a pair rule decides where the
+// model set one (a binary search among the lower shape's), else the group/mask filter. An
+// explicit pair's friction goes to *friction, -1 elsewhere (the shapes' materials decide).
+AXION_HD bool world_shapes_may_collide(const BatchView& v, int sa, int sb, Real* friction) {
+  *friction = -1;
+  if (const int lo = world_pair_rule(v, sa, sb); lo >= 0) {
     const Real rule = v.pair_rule_friction[lo];
     if (rule == Model::kPairExcluded) return false;
     *friction = rule;
@@ -537,13 +541,21 @@ AXION_HD void world_collide(const BatchView& v, int world) {
         v.contact_friction[k] = v.pair_friction[pair] >= 0
                                     ? v.pair_friction[pair]
                                     : contact_friction_coefficient(v, sa, sb, p);
-        // (an explicit pair's contacts have sliding friction only)
+        // angular friction: the shapes' or an explicit pair's
         v.contact_torsion[k] = 0;
         v.contact_rolling[k] = 0;
         v.contact_angular_rows[k] = 0;
-        if (v.pair_friction[pair] < 0 && v.world_contact_angular_rows[world] > 0) {
-          v.contact_angular_rows[k] = contact_angular_coefficients(
-              v, sa, sb, p, &v.contact_torsion[k], &v.contact_rolling[k]);
+        if (v.world_contact_angular_rows[world] > 0) {
+          if (v.pair_friction[pair] < 0) {
+            v.contact_angular_rows[k] = contact_angular_coefficients(
+                v, sa, sb, p, &v.contact_torsion[k], &v.contact_rolling[k]);
+          } else if (const int rule = world_pair_rule(v, sa, sb); rule >= 0) {
+            v.contact_torsion[k] = v.pair_rule_torsion[rule];
+            v.contact_rolling[k] = v.pair_rule_rolling[rule];
+            v.contact_angular_rows[k] = v.contact_rolling[k] > 0   ? 3
+                                        : v.contact_torsion[k] > 0 ? 1
+                                                                   : 0;
+          }
         }
         Real ea = v.shape_restitution[sa], eb = v.shape_restitution[sb];
         v.contact_restitution[k] = ea > eb ? ea : eb;

@@ -1233,10 +1233,15 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
   for (int t = 0; t < static_cast<int>(desc.tendons.size()); ++t)
     rows_total += TendonSides(desc, t).slots() * static_cast<int>(TendonRows(desc, t).size());
   model->joint_row_count_ = rows_total;
-  for (const ShapeDesc& shape : desc.shapes) {
-    const int angular = shape.contact_dim >= 6 ? 3 : shape.contact_dim == 4 ? 1 : 0;
-    model->contact_angular_rows_ = std::max(model->contact_angular_rows_, angular);
-  }
+  auto angular_rows = [](int contact_dim) {
+    return contact_dim >= 6 ? 3 : contact_dim == 4 ? 1 : 0;
+  };
+  for (const ShapeDesc& shape : desc.shapes)
+    model->contact_angular_rows_ =
+        std::max(model->contact_angular_rows_, angular_rows(shape.contact_dim));
+  for (const ContactPairDesc& pair : desc.contact_pairs)
+    model->contact_angular_rows_ =
+        std::max(model->contact_angular_rows_, angular_rows(pair.contact_dim));
 
   // collision filter: group/mask, no pairs within a body or between planes, none between
   // bodies joined by a joint unless asked for; its exceptions become the pair rules
@@ -1274,14 +1279,23 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
       return Invalid(what, "shapes", "are on the same body (or both static): they cannot touch");
     if (!Finite(pair.friction) || pair.friction < 0)
       return Invalid(what, "friction", "must be >= 0, got " + Fmt(pair.friction));
-    if (pair.contact_dim != 1 && pair.contact_dim != 3)
-      return Invalid(what, "contact_dim", absl::StrCat("must be 1 or 3, got ", pair.contact_dim));
+    if (pair.contact_dim != 1 && pair.contact_dim != 3 && pair.contact_dim != 4 &&
+        pair.contact_dim != 6)
+      return Invalid(what, "contact_dim",
+                     absl::StrCat("must be 1, 3, 4 or 6, got ", pair.contact_dim));
+    if (!Finite(pair.torsional_friction) || pair.torsional_friction < 0)
+      return Invalid(what, "torsional_friction",
+                     "must be >= 0, got " + Fmt(pair.torsional_friction));
+    if (!Finite(pair.rolling_friction) || pair.rolling_friction < 0)
+      return Invalid(what, "rolling_friction", "must be >= 0, got " + Fmt(pair.rolling_friction));
     const std::pair<int, int> key{std::min(pair.shape_a, pair.shape_b),
                                   std::max(pair.shape_a, pair.shape_b)};
     if (!explicit_pairs.insert(key).second)
       return Invalid(what, "shapes", "are already an explicit pair");
-    model->pair_rules_.push_back(
-        {key.first, key.second, pair.contact_dim == 1 ? Real(0) : pair.friction});
+    model->pair_rules_.push_back({key.first, key.second,
+                                  pair.contact_dim == 1 ? Real(0) : pair.friction,
+                                  pair.contact_dim >= 4 ? pair.torsional_friction : Real(0),
+                                  pair.contact_dim >= 6 ? pair.rolling_friction : Real(0)});
   }
   // the joined bodies' shape pairs the filter would pass, excluded
   std::vector<std::vector<int>> body_shapes(body_count + 1);  // kWorldBody's at 0

@@ -1621,6 +1621,43 @@ TEST(AngularFrictionTest, TorsionalFrictionSpinsABallDownAtTheCoulombRate) {
   EXPECT_NEAR(mujoco, 10, 1e-3);
 }
 
+// An explicit <pair> carries its own torsional friction (its third friction value) in place of
+// the geoms': the ball of condim 3 spins down at the pair's rate of 0.03, as MuJoCo's does.
+TEST(AngularFrictionTest, AnExplicitPairsTorsionalFrictionReplacesTheGeoms) {
+  const std::string path = WriteTempModel("spin_pair.xml", R"(<mujoco>
+  <option timestep="0.005"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="0 0 0.1"/>
+    <body pos="0 0 0.1">
+      <freejoint/>
+      <geom name="ball" type="sphere" size="0.1" mass="1"/>
+    </body>
+  </worldbody>
+  <contact><pair geom1="floor" geom2="ball" condim="4" friction="1 1 0.03"/></contact>
+</mujoco>)");
+  absl::StatusOr<ImportResult> loaded = LoadMjcfFile(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_TRUE(loaded->warnings.empty()) << loaded->warnings.front();
+  ASSERT_EQ(loaded->model.contact_pairs.size(), 1u);
+  EXPECT_EQ(loaded->model.contact_pairs[0].contact_dim, 4);
+  EXPECT_DOUBLE_EQ(loaded->model.contact_pairs[0].torsional_friction, 0.03);
+  ModelDesc desc = loaded->model;
+  desc.bodies[0].angular_velocity = {0, 0, 10};
+  World w = MakeWorld(desc);
+  ASSERT_TRUE(w.sim);
+  MuJoCoRun mujoco(path);
+  ASSERT_TRUE(mujoco.m) << mujoco.load_error;
+  mujoco.d->qvel[5] = 10;
+  ASSERT_TRUE(w.sim->StepAll(20).ok());
+  for (int s = 0; s < 20; ++s) mj_step(mujoco.m, mujoco.d);
+  const double rate = 0.03 * 9.81 / (0.4 * 0.1 * 0.1);
+  const double axion = w.sim->GetBodyState(w.id)->velocity[5];
+  std::printf("after 0.1 s: Axion %.5f rad/s, MuJoCo %.5f rad/s, Coulomb: %.5f rad/s\n", axion,
+              mujoco.d->qvel[5], 10 - rate * 0.1);
+  EXPECT_NEAR(axion, 10 - rate * 0.1, 1e-3);
+  EXPECT_NEAR(mujoco.d->qvel[5], 10 - rate * 0.1, 0.5);
+}
+
 // Rolling friction (condim 6): a ball rolling on the floor at 1 m/s feels a torque of mu_r m g
 // against its rolling, and so slows at mu_r g / (1.4 r) while it rolls without slipping (m a =
 // -F, 0.4 m r^2 a / r = F r - mu_r m g r... with the rolling constraint), then stops and

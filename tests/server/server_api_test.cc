@@ -637,6 +637,7 @@ TEST_F(ServerApiTest, ContactPairsAreCarried) {
   ASSERT_EQ(described->model().contact_pairs_size(), 1);
   EXPECT_EQ(described->model().contact_pairs(0).friction().value(), 0.5);
   EXPECT_EQ(described->model().contact_pairs(0).contact_dim(), 3);
+  EXPECT_EQ(described->model().contact_pairs(0).torsional_friction(), 0);
   // a shape's priority too (unset: 0, and left unset)
   EXPECT_FALSE(described->model().shapes(0).has_priority());
   scene.mutable_shapes(1)->mutable_priority()->set_value(2);
@@ -655,6 +656,14 @@ TEST_F(ServerApiTest, ContactPairsAreCarried) {
   EXPECT_EQ(described->model().shapes(1).material().torsional_friction().value(), 0.02);
   EXPECT_EQ(described->model().shapes(1).material().rolling_friction().value(), 0.01);
   EXPECT_EQ(described->model().shapes(1).contact_dim().value(), 6);
+  // and a pair's
+  pair->set_contact_dim(4);
+  pair->set_torsional_friction(0.03);
+  const std::vector<uint64_t> spun = MustCreate(*client_, scene, 1);
+  described = client_->DescribeWorld(spun[0], /*include_model=*/true);
+  ASSERT_TRUE(described.ok()) << described.status();
+  EXPECT_EQ(described->model().contact_pairs(0).contact_dim(), 4);
+  EXPECT_EQ(described->model().contact_pairs(0).torsional_friction(), 0.03);
   pair->set_shape_b(7);
   absl::Status status = client_->CreateWorlds(client::ModelScene(scene), 1).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);

@@ -170,10 +170,10 @@
 //     ModelDesc::exclude_body_pairs, so the filter is exact for any number of bodies and
 //     contype/conaffinity keep their meaning as groups and masks. A <contact><pair> becomes a
 //     ContactPairDesc: its two geoms collide whatever the filter, with the pair's condim and
-//     first friction value (MuJoCo's defaults, 3 and 1, not the geoms'; condim 4 and 6 are taken
-//     as 3, pairs carrying sliding friction only, and different tangential frictions as the
-//     first, with warnings). One difference, with a
-//     warning: a body on slides in a plane geom's plane (its rotation and height held by its
+//     first friction value, its third (spin) as torsional and fourth (roll) as rolling
+//     friction (MuJoCo's defaults, 3 and "1 1 0.005 0.0001 0.0001", not the geoms'; different
+//     tangential or rolling frictions are taken as the first, with warnings). One difference, with
+//     a warning: a body on slides in a plane geom's plane (its rotation and height held by its
 //     joints, as Gym's pusher, striker and thrower hold their objects and targets) never touches
 //     that plane in Axion (Model::pair_rules): MuJoCo's contacts there can push only against
 //     the joints, and one that starts inside the plane could never be resolved by rigid rows.

@@ -402,7 +402,9 @@ struct ContactPairDesc {
   std::string name;
   int shape_a = 0, shape_b = 0;
   Real friction = 1;
-  int contact_dim = 3;  // 1 or 3
+  Real torsional_friction = 0;  // (m) at contact_dim 4 and 6 (Material::torsional_friction)
+  Real rolling_friction = 0;    // (m) at contact_dim 6 (Material::rolling_friction)
+  int contact_dim = 3;          // 1, 3, 4 or 6 (ShapeDesc::contact_dim)
 };
 
 enum class Formulation : int32_t { kPosition = 0, kVelocity = 1 };
@@ -646,6 +648,7 @@ class Model {
   struct PairRule {
     int shape_a = 0, shape_b = 0;
     Real friction = 0;
+    Real torsion = 0, rolling = 0;  // an explicit pair's angular friction (0: none)
   };
   static constexpr Real kPairExcluded = -2;
   const std::vector<PairRule>& pair_rules() const { return pair_rules_; }

@@ -470,6 +470,8 @@ struct BatchView {
   const int32_t* pair_rule_shape_b;  // (rule_count) the upper shape, global
   const Real* pair_rule_friction;    // (rule_count) an explicit pair's friction, or
                                      // Model::kPairExcluded
+  const Real* pair_rule_torsion;     // (rule_count) an explicit pair's torsional friction (m)
+  const Real* pair_rule_rolling;     // (rule_count) an explicit pair's rolling friction (m)
 
   // ---- candidate pairs (pair slots = world_pair_offset[world_count]) -------------------------
   // Each world's pair capacity of slots, filled by the broad phase: the pairs whose boxes

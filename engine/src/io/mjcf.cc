@@ -3053,8 +3053,9 @@ absl::Status MjcfLoader::ParseContact(const XMLElement* section) {
 }
 
 // <contact><pair geom1 geom2>: the two geoms collide whatever their filters, with the pair's own
-// condim and friction, whose defaults are MuJoCo 2.2's (3 and 1, not the geoms'), in place of the
-// contact the filter would give them. Friction's torsional and rolling terms are not modelled.
+// condim and friction (tangent 1, tangent 2, spin, roll 1, roll 2), whose defaults are MuJoCo
+// 2.2's (3 and "1 1 0.005 0.0001 0.0001", not the geoms'), in place of the contact the filter
+// would give them; the spin and first roll values are the pair's torsional and rolling friction.
 absl::Status MjcfLoader::ContactPair(const Elem& e) {
   ContactPairDesc pair;
   pair.name = e.name;
@@ -3071,21 +3072,16 @@ absl::Status MjcfLoader::ContactPair(const Elem& e) {
     if (*shapes[k] < 0) return e.Error(key, absl::StrCat("unknown geom '", name, "'"));
   }
   AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> condim, e.Reals("condim", 1, 1, {3}));
-  if (condim[0] == 4 || condim[0] == 6) {
-    warnings_.Add("pair-condim-torsional",
-                  absl::StrCat("pair condim 4 and 6 (torsional and rolling friction) are taken as "
-                               "3 (first at ",
-                               e.Describe(), ")"));
-    condim[0] = 3;
-  }
-  if (condim[0] != 1 && condim[0] != 3)
+  if (condim[0] != 1 && condim[0] != 3 && condim[0] != 4 && condim[0] != 6)
     return e.Error("condim", absl::StrCat("must be 1, 3, 4 or 6, got ", condim[0]));
   pair.contact_dim = static_cast<int>(condim[0]);
   // values left out keep the defaults: friction="0.2" is 0.2 along one tangent, 1 along the other
   AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> friction, e.Reals("friction", 1, 5, {1}));
   const Real defaults[5] = {1, 1, 0.005, 0.0001, 0.0001};
   for (size_t k = friction.size(); k < 5; ++k) friction.push_back(defaults[k]);
-  if (friction[0] < 0) return e.Error("friction", "is negative");
+  for (size_t k = 0; k < 5; ++k) {
+    if (friction[k] < 0) return e.Error("friction", absl::StrCat("value ", k + 1, " is negative"));
+  }
   if (friction[1] != friction[0] && pair.contact_dim > 1) {
     warnings_.Add(
         "pair-anisotropic",
@@ -3093,7 +3089,16 @@ absl::Status MjcfLoader::ContactPair(const Elem& e) {
                      friction[1], "; MuJoCo's default for a value left out is 1): it is taken as ",
                      "isotropic, the first (first at ", e.Describe(), ")"));
   }
+  if (friction[4] != friction[3] && pair.contact_dim == 6) {
+    warnings_.Add(
+        "pair-anisotropic-rolling",
+        absl::StrCat("a pair's rolling friction differs between its two axes (", friction[3],
+                     " and ", friction[4], "): it is taken as isotropic, the first (first at ",
+                     e.Describe(), ")"));
+  }
   pair.friction = friction[0];
+  pair.torsional_friction = friction[2];
+  pair.rolling_friction = friction[3];
   if (collision_ != "dynamic") result_.model.contact_pairs.push_back(std::move(pair));
   return absl::OkStatus();
 }
@@ -4896,15 +4901,13 @@ void MjcfLoader::ApplyCollisionRules() {
                               : b.geom->priority > a.geom->priority ? b.geom
                                                                     : nullptr;
         pair.friction = first ? first->friction : std::max(a.geom->friction, b.geom->friction);
+        pair.torsional_friction =
+            first ? first->torsional_friction
+                  : std::max(a.geom->torsional_friction, b.geom->torsional_friction);
+        pair.rolling_friction = first
+                                    ? first->rolling_friction
+                                    : std::max(a.geom->rolling_friction, b.geom->rolling_friction);
         pair.contact_dim = first ? first->condim : std::max(a.geom->condim, b.geom->condim);
-        if (pair.contact_dim > 3) {
-          // (explicit pairs carry sliding friction only)
-          warnings_.Add("pair-condim-torsional",
-                        absl::StrCat("condim ", pair.contact_dim, " of the pair ", pair.name,
-                                     " (MuJoCo collides it, Axion's filter alone would not) is "
-                                     "taken as 3: pairs carry no torsional or rolling friction"));
-          pair.contact_dim = 3;
-        }
         added.push_back(std::move(pair));
         continue;
       }
