@@ -93,12 +93,12 @@ axion::ModelDesc BuildModel(ByteReader& in) {
                                        : axion::Vec3{axion::Real(k & 1), axion::Real(k >> 1 & 1),
                                                      axion::Real(k >> 2)});
     }
-    if (in.Bool()) s.material = {in.Real(), in.Real()};
+    if (in.Bool()) s.material = {in.Real(), in.Real(), in.Real(), in.Real()};
     if (in.Bool()) {
       s.collision_group = in.Byte();
       s.collision_mask = in.Byte();
     }
-    if (in.Bool()) s.contact_dim = in.Int(-1, 4);
+    if (in.Bool()) s.contact_dim = in.Int(-1, 7);
     d.shapes.push_back(s);
   }
   const int joints = in.Int(0, 6);
@@ -166,7 +166,9 @@ axion::ModelDesc BuildModel(ByteReader& in) {
     p.shape_a = in.Index(shapes);
     p.shape_b = in.Index(shapes);
     if (in.Bool()) p.friction = in.Real();
-    p.contact_dim = in.Int(0, 4);
+    if (in.Bool()) p.torsional_friction = in.Real();
+    if (in.Bool()) p.rolling_friction = in.Real();
+    p.contact_dim = in.Int(0, 7);
     d.contact_pairs.push_back(p);
   }
   for (int i = in.Int(0, 2); i > 0; --i)

@@ -21,7 +21,8 @@
 namespace {
 
 // A motor-driven hinge arm beside a free box resting on a plane: joint rows, an actuator and
-// contacts with friction, so every block of the snapshot is non-empty.
+// contacts with sliding, torsional and rolling friction, so every block of the snapshot is
+// non-empty.
 constexpr char kModel[] = R"(<mujoco>
   <option timestep="0.01"/>
   <worldbody>
@@ -36,7 +37,7 @@ constexpr char kModel[] = R"(<mujoco>
     </body>
     <body name="box" pos="1 0 0.1">
       <freejoint/>
-      <geom type="box" size="0.1 0.1 0.1"/>
+      <geom type="box" size="0.1 0.1 0.1" condim="6"/>
     </body>
   </worldbody>
   <actuator>
