@@ -240,23 +240,25 @@ AXION_HD Real row_velocity(const BatchView& v, int row, const Real* u) {
   return s;
 }
 
-// A world's rows: its joints' (fixed), then three per contact (normal, friction 1, friction 2),
-// then the angular friction rows of the contacts that take them (contact_angular_rows each:
-// torsion; roll 1, roll 2), in contact order.
+// A world's rows: its joints' (fixed), then each contact's: normal, friction 1, friction 2, and
+// where it takes them its angular friction rows (contact_angular_rows: torsion; roll 1, roll 2).
+// Beside their contact's, the angular rows share its tree group, where the preconditioner sees
+// their coupling to its normal impulse: laid out after every contact's three instead, the
+// coupling fell outside the groups, and dm_control's dog under control noise took 4.6 CR
+// iterations per Newton iteration against 1.8.
 AXION_HD int world_live_rows(const BatchView& v, int world) {
   return v.world_joint_row_count[world] + 3 * v.world_contact_count[world] +
          v.world_angular_row_count[world];
 }
 
-// Contact slot k's normal row in `world` (its friction rows follow it).
+// Contact slot k's normal row in `world` (its friction rows follow it, then its angular rows).
 AXION_HD int contact_first_row(const BatchView& v, int world, int k) {
   return v.world_row_offset[world] + v.world_joint_row_count[world] +
-         3 * (k - v.world_contact_offset[world]);
+         3 * (k - v.world_contact_offset[world]) + v.contact_angular_index[k];
 }
 // Contact slot k's first angular friction row in `world` (contact_angular_rows[k] of them).
 AXION_HD int contact_angular_row(const BatchView& v, int world, int k) {
-  return v.world_row_offset[world] + v.world_joint_row_count[world] +
-         3 * v.world_contact_count[world] + v.contact_angular_index[k];
+  return contact_first_row(v, world, k) + 3;
 }
 
 AXION_HD bool row_kind_is_friction(int kind) {

@@ -570,7 +570,7 @@ AXION_HD void world_collide(const BatchView& v, int world) {
     return !overflow;
   });
   v.world_contact_count[world] = count;
-  // the angular friction rows of the contacts that take them, after every contact's three
+  // the angular friction rows of the contacts that take them, each after its contact's three
   int angular = 0;
   for (int k = slot0; k < slot0 + count; ++k) {
     v.contact_angular_index[k] = angular;
@@ -641,7 +641,6 @@ AXION_HD bool world_find_missed_contacts(const BatchView& v, int world) {
   const Real bound = p.missed_contact_depth;
   const Real h = v.world_step_length[world];
   const int slot0 = v.world_contact_offset[world];
-  const int row0 = v.world_row_offset[world] + v.world_joint_row_count[world];
   bool found = false;
   // no unmarked pair passes the sweep test below unless some shape moved by half of it (a
   // world at rest skips the broad phase)
@@ -684,7 +683,7 @@ AXION_HD bool world_find_missed_contacts(const BatchView& v, int world) {
     for (int i = 0; i < v.world_contact_count[world]; ++i) {
       const int k = slot0 + i;
       if (v.contact_shape_a[k] != sa || v.contact_shape_b[k] != sb) continue;
-      const int row = row0 + 3 * i;
+      const int row = contact_first_row(v, world, k);
       const Real end_gap = contact_row_gap(v, k) + h * row_velocity(v, row, v.body_u);
       rows_deepest = end_gap < rows_deepest ? end_gap : rows_deepest;
       pushes = pushes || (v.row_lambda[row] > 0 && end_gap < bound);
@@ -737,7 +736,6 @@ AXION_HD bool world_find_missed_contacts(const BatchView& v, int world) {
 AXION_HD void world_build_contact_rows(const BatchView& v, int world) {
   // Contact points of one feature move by less than this between steps (m).
   const Real kMatchDistance = Real(0.01);
-  int row0 = v.world_row_offset[world] + v.world_joint_row_count[world];
   int slot0 = v.world_contact_offset[world];
   int prev_count = v.world_prev_contact_count[world];
   // Both steps' contacts are in pair order (world_collide), so each pair's previous contacts
@@ -769,7 +767,7 @@ AXION_HD void world_build_contact_rows(const BatchView& v, int world) {
       }
     }
     for (int j = 0; j < 3; ++j) {
-      int row = row0 + 3 * i + j;
+      int row = contact_first_row(v, world, k) + j;
       v.row_kind[row] = kRowContactNormal + j;
       v.row_contact[row] = k;
       v.row_body_a[row] = v.contact_body_a[k];
@@ -780,9 +778,9 @@ AXION_HD void world_build_contact_rows(const BatchView& v, int world) {
       // The tangent basis is a function of the normal, so a resting contact keeps its basis
       // and its friction impulses carry over component by component.
       for (int j = 0; j < 3; ++j)
-        v.row_lambda[row0 + 3 * i + j] = v.contact_prev_lambda[6 * match + j];
+        v.row_lambda[contact_first_row(v, world, k) + j] = v.contact_prev_lambda[6 * match + j];
     }
-    // its angular friction rows, after every contact's three (their axes too are functions of
+    // its angular friction rows, after its three (their axes too are functions of
     // the normal)
     for (int j = 0; j < v.contact_angular_rows[k]; ++j) {
       const int row = contact_angular_row(v, world, k) + j;
@@ -797,7 +795,6 @@ AXION_HD void world_build_contact_rows(const BatchView& v, int world) {
 
 // Per world, after the step: remembers this step's contacts and their impulses.
 AXION_HD void world_store_contacts(const BatchView& v, int world) {
-  int row0 = v.world_row_offset[world] + v.world_joint_row_count[world];
   int slot0 = v.world_contact_offset[world];
   int count = v.world_contact_count[world];
   for (int i = 0; i < count; ++i) {
@@ -808,7 +805,7 @@ AXION_HD void world_store_contacts(const BatchView& v, int world) {
     store3(v.contact_prev_points + 6 * k + 3, load3(v.contact_local_b + 3 * k));
     // Friction impulses are kept in the normal's canonical tangent basis (the rows' basis may
     // have turned with the slip), which the next step's matching contact starts from.
-    const Real* lambda = v.row_lambda + row0 + 3 * i;
+    const Real* lambda = v.row_lambda + contact_first_row(v, world, k);
     Vec3 f = lambda[1] * load3(v.contact_tangent + 6 * k) +
              lambda[2] * load3(v.contact_tangent + 6 * k + 3);
     Vec3 t1, t2;
@@ -1163,7 +1160,7 @@ AXION_HD void contact_friction_newton(const BatchView& v, int first, const World
   }
 }
 
-/// Angular friction rows (contact dimension 4 and 6), after every contact's three rows:
+/// Angular friction rows (contact dimension 4 and 6), after their contact's three rows:
 /// torsion about the normal n, and rolling about the normal's canonical tangents r_1, r_2
 /// (orthonormal_basis(n): fixed within the step, while the sliding rows' tangents turn with
 /// the slip):

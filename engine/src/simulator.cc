@@ -835,12 +835,11 @@ absl::StatusOr<std::vector<ContactReport>> Simulator::GetContacts(WorldId world)
     c.normal = load3(&h.contact_normal[3 * k]);
     c.gap = h.contact_gap[k];
     Vec3 t1 = load3(&h.contact_tangent[6 * k]), t2 = load3(&h.contact_tangent[6 * k + 3]);
-    const Real* lambda = &h.row_lambda[row0 + 3 * i];
+    const Real* lambda = &h.row_lambda[row0 + 3 * i + h.contact_angular_index[k]];
     c.force = (Real(1) / dt) * (lambda[0] * c.normal + lambda[1] * t1 + lambda[2] * t2);
     // the angular rows' axes: the normal, then its canonical tangents (kernels_contact.h)
     const int angular = h.contact_angular_rows[k];
-    const Real* lambda_angular =
-        &h.row_lambda[row0 + 3 * h.world_contact_count[*w] + h.contact_angular_index[k]];
+    const Real* lambda_angular = &h.row_lambda[row0 + 3 * i + h.contact_angular_index[k] + 3];
     if (angular >= 1) c.torque = (lambda_angular[0] / dt) * c.normal;
     if (angular >= 3) {
       Vec3 r1, r2;

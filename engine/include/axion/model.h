@@ -613,7 +613,7 @@ class Model {
   int joint_position_count() const { return joint_position_count_; }
   int joint_row_count() const { return joint_row_count_; }  // constraint rows of joints
   // Angular friction rows per contact slot: 0, 1 (some shape has contact dimension 4: torsion)
-  // or 3 (some has 6: torsion and rolling), after every contact's normal and friction rows.
+  // or 3 (some has 6: torsion and rolling), after a contact's normal and friction rows.
   int contact_angular_rows() const { return contact_angular_rows_; }
   int contact_capacity() const { return contact_capacity_; }
   Real total_mass() const;

@@ -92,8 +92,8 @@ enum RowKind : int32_t {
   kRowTendonDrive = 17,         // the tendon's spring-damper and its servo actuators
   kRowTendonFrictionLoss = 18,  // dry friction along the tendon
   kRowTendonHold = 19,          // tendon length held (TendonDesc::hold; bilateral)
-  // A contact's angular friction rows (contact dimension 4 and 6), after every contact's three
-  // rows: world_contact_angular_rows of them per contact (kernels_contact.h).
+  // A contact's angular friction rows (contact dimension 4 and 6), after the contact's three
+  // rows: contact_angular_rows of them (kernels_contact.h).
   kRowContactTorsion = 20,  // contact `row_contact` spinning about its normal (torsional)
   kRowContactRoll1 = 21,    // contact `row_contact` rolling about tangent 1 (with roll 2)
   kRowContactRoll2 = 22     // contact `row_contact` rolling about tangent 2
