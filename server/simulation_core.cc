@@ -930,6 +930,7 @@ absl::Status SimulationCore::Observe(absl::Span<const World* const> worlds,
     std::vector<Real> body_force;  // (body_count x 3)
     std::vector<int32_t> bodies;   // (contact_count x 2)
     std::vector<Real> data;        // (contact_count x 10)
+    std::vector<Real> torque;      // (contact_count x 3)
     for (const World* world : worlds) {
       absl::StatusOr<std::vector<ContactReport>> reports =
           simulator_->GetContacts(world->engine_id);
@@ -949,14 +950,17 @@ absl::Status SimulationCore::Observe(absl::Span<const World* const> worlds,
         contacts->add_count(static_cast<int32_t>(reports->size()));
         bodies.clear();
         data.clear();
+        torque.clear();
         for (const ContactReport& c : *reports) {
           bodies.push_back(c.body_a);
           bodies.push_back(c.body_b);
           data.insert(data.end(), {c.position.x, c.position.y, c.position.z, c.normal.x, c.normal.y,
                                    c.normal.z, c.gap, c.force.x, c.force.y, c.force.z});
+          torque.insert(torque.end(), {c.torque.x, c.torque.y, c.torque.z});
         }
         AppendInt32(bodies, contacts->mutable_body());
         AppendFloat32(data, contacts->mutable_data());
+        AppendFloat32(torque, contacts->mutable_torque());
       }
     }
   }

@@ -701,6 +701,35 @@ def test_contacts_and_contact_force_of_resting_box(client):
     np.testing.assert_allclose(obs.body_pose[:, 0, 2], 0.1, atol=2e-3)
 
 
+SPINNING_BALL_MJCF = """<mujoco>
+  <option timestep="0.005"/>
+  <worldbody>
+    <geom type="plane" size="0 0 0.1"/>
+    <body pos="0 0 0.1">
+      <freejoint/>
+      <geom type="sphere" size="0.1" mass="1" condim="4" friction="1 0.02 0.0001"/>
+    </body>
+  </worldbody>
+  <keyframe><key qvel="0 0 0 0 0 10"/></keyframe>
+</mujoco>"""
+
+
+def test_contact_torque_of_a_ball_spinning_on_the_floor(client):
+    # torsional friction (condim 4): the contact resists the spin with mu_t times its normal
+    # force, which the contacts' torque reports
+    ids = client.create_worlds(SPINNING_BALL_MJCF, count=1).world_ids
+    client.reset(ids, keyframe=0)
+    obs = client.step(ids, steps=10, observe=["contacts", "body_velocity"])
+    contacts = obs.contacts
+    assert contacts.torque.shape == (contacts.count.sum(), 3) == (1, 3)
+    normal_force = float(np.dot(contacts.force[0], contacts.normal[0]))
+    np.testing.assert_allclose(normal_force, G, rtol=1e-5)
+    np.testing.assert_allclose(abs(float(np.dot(contacts.torque[0], contacts.normal[0]))),
+                               0.02 * normal_force, rtol=1e-5)
+    rate = 0.02 * G / (0.4 * 0.1 * 0.1)
+    np.testing.assert_allclose(obs.body_velocity[0, 0, 5], 10 - rate * 0.05, rtol=1e-5)
+
+
 def test_mixed_scenes_give_per_world_arrays(client):
     pendulum = client.create_worlds(PENDULUM_MJCF).world_ids[0]
     arm = client.create_worlds(MODELS_DIR / "three_link_arm.urdf").world_ids[0]

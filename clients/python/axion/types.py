@@ -445,6 +445,9 @@ class Contacts:
     count: np.ndarray  # (world_count,) int32
     body: np.ndarray  # (total_contacts x 2) int32: body a, body b (-1: static geometry)
     data: np.ndarray  # (total_contacts x 10) float32: position xyz, normal xyz, gap, force xyz
+    # (total_contacts x 3) float32: torsional and rolling friction's torque on a (N m, world
+    # frame; zero below contact dimension 4)
+    torque: Optional[np.ndarray] = None
 
     @property
     def position(self):  # (total_contacts x 3) m, world frame
@@ -706,6 +709,7 @@ def decode_observations(message, layouts, requested=None):
             count=np.asarray(contacts.count, dtype=np.int32),
             body=np.frombuffer(contacts.body, dtype="<i4").reshape(-1, 2).astype(np.int32),
             data=np.frombuffer(contacts.data, dtype="<f4").reshape(-1, 10).astype(np.float32),
+            torque=np.frombuffer(contacts.torque, dtype="<f4").reshape(-1, 3).astype(np.float32),
         )
     if message.HasField("stats"):
         fields["stats"] = WorldStats.from_proto(message.stats)
