@@ -102,6 +102,24 @@ const ParameterArray kArrays[] = {
      [](ModelDesc* d, SolverOptions*, int i, const Real* v) {
        d->shapes[i].material.friction = v[0];
      }},
+    {"shape_torsional_friction", &v1::WorldParameters::shape_torsional_friction,
+     &v1::WorldParameters::mutable_shape_torsional_friction, 1, Range::kNonNegative, true, Shapes,
+     ShapeName,
+     [](const ModelDesc& d, const SolverOptions&, int i, Real* v) {
+       v[0] = d.shapes[i].material.torsional_friction;
+     },
+     [](ModelDesc* d, SolverOptions*, int i, const Real* v) {
+       d->shapes[i].material.torsional_friction = v[0];
+     }},
+    {"shape_rolling_friction", &v1::WorldParameters::shape_rolling_friction,
+     &v1::WorldParameters::mutable_shape_rolling_friction, 1, Range::kNonNegative, true, Shapes,
+     ShapeName,
+     [](const ModelDesc& d, const SolverOptions&, int i, Real* v) {
+       v[0] = d.shapes[i].material.rolling_friction;
+     },
+     [](ModelDesc* d, SolverOptions*, int i, const Real* v) {
+       d->shapes[i].material.rolling_friction = v[0];
+     }},
     {"shape_restitution", &v1::WorldParameters::shape_restitution,
      &v1::WorldParameters::mutable_shape_restitution, 1, Range::kUnit, true, Shapes, ShapeName,
      [](const ModelDesc& d, const SolverOptions&, int i, Real* v) {

@@ -160,6 +160,35 @@ TEST_F(ServerParametersTest, FrictionAndGravitySetEachBoxsSlide) {
   }
 }
 
+// Each world's torsional friction: balls spun on the ground (contact dimension 4) slow at
+// their own Coulomb rates, mu_t m g / I, with the ground's coefficient the same (the geometric
+// mean combines them).
+TEST_F(ServerParametersTest, TorsionalFrictionSetsEachBallsSpinDown) {
+  v1::ModelDescription scene = RestingBallScene();
+  scene.mutable_shapes(1)->mutable_contact_dim()->set_value(4);
+  SetVec(scene.mutable_bodies(0)->mutable_angular_velocity(), 0, 0, 20);
+  const std::vector<uint64_t> balls = MustCreate(*client_, scene, 2);
+  v1::GetParametersResponse got = MustGetParameters(*client_, balls);
+  EXPECT_EQ(Floats(got.parameters().shape_torsional_friction()), std::vector<float>(4, 0));
+  v1::SetParametersRequest set = SetFor(balls);
+  set.mutable_parameters()->set_shape_torsional_friction(
+      client::PackFloat32({0.01f, 0.01f, 0.03f, 0.03f}));
+  absl::StatusOr<v1::SetParametersResponse> done = client_->SetParameters(set);
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_TRUE(client_->Step(StepRequestFor(balls, 5)).ok());
+  const std::vector<float> velocity =
+      Floats(MustGetState(*client_, balls).observations().body_velocity());
+  const double mu[] = {0.01, 0.03};
+  for (int w = 0; w < 2; ++w) {
+    const double rate = mu[w] * 2 * kGravity / 0.008;
+    EXPECT_NEAR(velocity[6 * w + 5], 20 - rate * 5 * kTimestep, 1e-4) << "world " << w;
+  }
+  set.mutable_parameters()->set_shape_torsional_friction(client::PackFloat32({-1, 0, 0, 0}));
+  absl::Status refused = client_->SetParameters(set).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.message(), HasSubstr("shape_torsional_friction"));
+}
+
 // Each world's ball its own radius: resting on the ground at it (a smaller one falls onto it, a
 // larger one is pushed out of the floor); the plane's size is no parameter.
 TEST_F(ServerParametersTest, ShapeSizesSetWhereBallsRest) {

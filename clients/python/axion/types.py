@@ -568,6 +568,8 @@ PARAMETER_FIELDS = (
     "shape_friction",
     "shape_restitution",
     "shape_size",
+    "shape_torsional_friction",
+    "shape_rolling_friction",
     "dof_stiffness",
     "dof_damping",
     "dof_armature",
@@ -589,6 +591,8 @@ class Parameters:
       body_mass (W x B) kg, > 0; setting it scales the body's inertia alike.
       body_com (W x B x 3) m: centre of mass in the body frame (the body frame stays put).
       shape_friction (W x S) >= 0; shape_restitution (W x S) in [0, 1].
+      shape_torsional_friction, shape_rolling_friction (W x S) m, >= 0: where a contact's
+        dimension is 4 (torsion) or 6 (both).
       shape_size (W x S x 3) m, as ShapeDesc::size (a sphere's radius, a capsule's or
         cylinder's radius and half length, a box's half extents); planes and convex hulls keep
         theirs. Masses and inertias stay as they are (set body_mass with them).
@@ -610,6 +614,8 @@ class Parameters:
     shape_friction: Optional[ArrayOrList] = None
     shape_restitution: Optional[ArrayOrList] = None
     shape_size: Optional[ArrayOrList] = None
+    shape_torsional_friction: Optional[ArrayOrList] = None
+    shape_rolling_friction: Optional[ArrayOrList] = None
     dof_stiffness: Optional[ArrayOrList] = None
     dof_damping: Optional[ArrayOrList] = None
     dof_armature: Optional[ArrayOrList] = None
