@@ -294,6 +294,8 @@ absl::StatusOr<ShapeDesc> FromProto(const v1::Shape& proto, int index) {
   if (proto.has_collision_mask()) shape.collision_mask = proto.collision_mask().value();
   if (proto.has_contact_dim()) shape.contact_dim = proto.contact_dim().value();
   if (proto.has_priority()) shape.priority = proto.priority().value();
+  if (proto.has_margin()) shape.margin = proto.margin().value();
+  if (proto.has_gap()) shape.gap = proto.gap().value();
   if (proto.has_mocap()) shape.mocap = proto.mocap().value();
   return shape;
 }
@@ -755,6 +757,8 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
     out->mutable_collision_mask()->set_value(shape.collision_mask);
     out->mutable_contact_dim()->set_value(shape.contact_dim);
     if (shape.priority != 0) out->mutable_priority()->set_value(shape.priority);
+    if (shape.margin != 0) out->mutable_margin()->set_value(shape.margin);
+    if (shape.gap != 0) out->mutable_gap()->set_value(shape.gap);
     if (shape.mocap >= 0) out->mutable_mocap()->set_value(shape.mocap);
   }
   for (const JointDesc& joint : desc.joints) {

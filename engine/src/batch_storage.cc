@@ -355,6 +355,8 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
     s.shape_priority[g] = shape.priority;
     s.shape_torsion[g] = shape.material.torsional_friction;
     s.shape_rolling[g] = shape.material.rolling_friction;
+    s.shape_margin[g] = shape.margin;
+    s.shape_gap[g] = shape.gap;
     s.shape_collision_group[g] = shape.collision_group;
     s.shape_collision_mask[g] = shape.collision_mask;
     if (hull == nullptr) continue;  // the hulls stay as packed

@@ -201,19 +201,20 @@ namespace axion {
   X(Real, tendon_servo_kv_target, 1) \
   X(Real, tendon_servo_force_min, 1) \
   X(Real, tendon_servo_force_max, 1)
-#define AXION_SHAPE_MODEL(X) \
-  X(int32_t, shape_world, 1) \
-  X(int32_t, shape_body, 1)  \
-  X(int32_t, shape_type, 1)  \
-  X(Real, shape_pos, 3)      \
-  X(Real, shape_quat, 4)     \
-  X(Real, shape_size, 3)     \
-  X(Real, shape_friction, 1) \
-  X(Real, shape_restitution, 1) X(int32_t, shape_contact_dim, 1) X(int32_t, shape_priority, 1) \
-      X(Real, shape_torsion, 1) X(Real, shape_rolling, 1)                                      \
-      X(int32_t, shape_hull, 1)                                                                \
-      X(int32_t, shape_rule_first, 1) X(int32_t, shape_rule_count, 1)                      \
-          X(uint32_t, shape_collision_group, 1) X(uint32_t, shape_collision_mask, 1)
+#define AXION_SHAPE_MODEL(X)                                                               \
+  X(int32_t, shape_world, 1)                                                               \
+  X(int32_t, shape_body, 1)                                                                \
+  X(int32_t, shape_type, 1)                                                                \
+  X(Real, shape_pos, 3)                                                                    \
+  X(Real, shape_quat, 4)                                                                   \
+  X(Real, shape_size, 3)                                                                   \
+  X(Real, shape_friction, 1)                                                               \
+  X(Real, shape_restitution, 1)                                                            \
+  X(int32_t, shape_contact_dim, 1) X(int32_t, shape_priority, 1) X(Real, shape_torsion, 1) \
+      X(Real, shape_rolling, 1) X(Real, shape_margin, 1) X(Real, shape_gap, 1)             \
+          X(int32_t, shape_hull, 1) X(int32_t, shape_rule_first, 1)                        \
+              X(int32_t, shape_rule_count, 1) X(uint32_t, shape_collision_group, 1)        \
+                  X(uint32_t, shape_collision_mask, 1)
 #define AXION_SHAPE_SCRATCH(X) \
   X(Real, shape_aabb, 6) X(Real, shape_sweep, 1) X(int32_t, shape_sweep_order, 1) \
       X(int32_t, shape_pair_end, 1) X(int32_t, shape_end_inside, 1)

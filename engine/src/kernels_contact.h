@@ -139,6 +139,16 @@ AXION_HD Real pair_base_margin(const BatchView& v, int sa, int sb, const WorldPa
   return margin_for_thickness(ta < tb ? ta : tb, p);
 }
 
+// The distance (m) at which a pair's contacts hold its surfaces, MuJoCo's margin - gap of the
+// two shapes: max(margin_a, margin_b) - max(gap_a, gap_b) (ShapeDesc::margin, gap). A contact's
+// gap is its shapes' distance less this (its rows push until it is zero), and the narrow phase
+// looks that much farther for them.
+AXION_HD Real pair_contact_offset(const BatchView& v, int sa, int sb) {
+  const Real ma = v.shape_margin[sa], mb = v.shape_margin[sb];
+  const Real ga = v.shape_gap[sa], gb = v.shape_gap[sb];
+  return (ma > mb ? ma : mb) - (ga > gb ? ga : gb);
+}
+
 // Per shape: bounding box at q-, grown by the contact margin and by how far its points can
 // travel in one step: h v along the predicted velocity, and h |w| R on every side with R the
 // distance from the body's centre of mass to the box's farthest corner. A step of 0.05 s moves a
@@ -166,7 +176,8 @@ AXION_HD void shape_update_aabb(const BatchView& v, int shape, const WorldParams
     turn = Vec3{r, r, r};
   }
   v.shape_sweep[shape] = sweep;
-  Vec3 m{p.contact_margin, p.contact_margin, p.contact_margin};
+  const Real margin = p.contact_margin + v.shape_margin[shape];  // (its own: pair_contact_offset)
+  Vec3 m{margin, margin, margin};
   m = m + turn;
   Vec3 down{travel.x < 0 ? travel.x : 0, travel.y < 0 ? travel.y : 0, travel.z < 0 ? travel.z : 0};
   Vec3 up{travel.x > 0 ? travel.x : 0, travel.y > 0 ? travel.y : 0, travel.z > 0 ? travel.z : 0};
@@ -453,7 +464,8 @@ AXION_HD void world_collide(const BatchView& v, int world) {
     const bool missed = v.pair_marked[pair] != 0;
     const int body_a = v.shape_body[sa], body_b = v.shape_body[sb];
     const Real sweep = v.shape_sweep[sa] + v.shape_sweep[sb];
-    Real start_gap = kUnboundedMargin;  // the pair's signed distance at q-
+    const Real offset = pair_contact_offset(v, sa, sb);
+    Real start_gap = kUnboundedMargin;  // the pair's signed distance at q- (less the offset)
     const int pair_first = count;       // the pair's first contact
     int pair_start_end = count;         // past its contacts from q-
     for (int pass = 0; pass < (missed ? 2 : 1); ++pass) {
@@ -465,9 +477,13 @@ AXION_HD void world_collide(const BatchView& v, int world) {
       shape_world_pose(v, sb, q, &pos_b, &quat_b);
       PairPoints pair_points;  // uninitialised: collide_shapes writes the n it returns
       ContactPoint* points = pair_points.point;
-      int n = collide_shapes(shape_geom(v, sa), pos_a, quat_a, shape_geom(v, sb), pos_b, quat_b,
-                             missed ? kUnboundedMargin : pair_base_margin(v, sa, sb, p) + sweep,
-                             points);
+      int n = collide_shapes(
+          shape_geom(v, sa), pos_a, quat_a, shape_geom(v, sb), pos_b, quat_b,
+          missed ? kUnboundedMargin
+                 : pair_base_margin(v, sa, sb, p) + sweep + (offset > 0 ? offset : Real(0)),
+          points);
+      // gaps measured from where the contacts hold the surfaces
+      for (int i = 0; i < n; ++i) points[i].gap -= offset;
       for (int i = 0; i < n && !at_end; ++i)
         start_gap = points[i].gap < start_gap ? points[i].gap : start_gap;
       for (int i = 0; i < n; ++i) {
@@ -588,6 +604,9 @@ AXION_HD void shape_update_end_aabb(const BatchView& v, int shape) {
   shape_world_pose(v, shape, v.body_q, &pos, &quat);
   Vec3 lower, upper;
   shape_aabb(shape_geom(v, shape), pos, quat, &lower, &upper);
+  const Real own = v.shape_margin[shape];  // where its contacts hold (pair_contact_offset)
+  lower = lower - Vec3{own, own, own};
+  upper = upper + Vec3{own, own, own};
   const Real* start = v.shape_aabb + 6 * shape;
   v.shape_end_inside[shape] = start[0] <= lower.x && start[1] <= lower.y && start[2] <= lower.z &&
                               upper.x <= start[3] && upper.y <= start[4] && upper.z <= start[5];
@@ -660,6 +679,8 @@ AXION_HD bool world_find_missed_contacts(const BatchView& v, int world) {
     // A point farther apart than the margin at q- (every closer one was in the set) sinks
     // deeper than the bound only if the shapes moved by more than both together, and a point
     // of the set is misjudged by more than the bound only if they moved by more
+    const Real offset = pair_contact_offset(v, sa, sb);
+    const Real reach = offset > 0 ? offset : Real(0);
     if (!marked && v.shape_sweep[sa] + v.shape_sweep[sb] < pair_base_margin(v, sa, sb, p) + bound)
       return true;
     Vec3 pos_a, pos_b;
@@ -670,8 +691,9 @@ AXION_HD bool world_find_missed_contacts(const BatchView& v, int world) {
     ContactPoint* points = pair_points.point;
     // a marked pair's gap counts however far apart it ended (its rows may stop it short)
     int n = collide_shapes(shape_geom(v, sa), pos_a, quat_a, shape_geom(v, sb), pos_b, quat_b,
-                           marked ? kUnboundedMargin : Real(0), points);
+                           marked ? kUnboundedMargin : reach, points);
     if (n == 0) return true;
+    for (int i = 0; i < n; ++i) points[i].gap -= offset;  // (as world_collide's)
     Real deepest = points[0].gap;
     for (int i = 1; i < n; ++i) deepest = points[i].gap < deepest ? points[i].gap : deepest;
     const bool deep = deepest < -bound;

@@ -306,6 +306,12 @@ absl::Status ValidateShape(int index, int body_count, int mocap_count, ShapeDesc
                                 "(and rolling), got ",
                                 shape->contact_dim));
   }
+  if (!Finite(shape->margin) || shape->margin < 0) {
+    return Invalid(what, "margin", "must be >= 0 and finite, got " + Fmt(shape->margin));
+  }
+  if (!Finite(shape->gap) || shape->gap < 0) {
+    return Invalid(what, "gap", "must be >= 0 and finite, got " + Fmt(shape->gap));
+  }
   if (!Finite(shape->material.torsional_friction) || shape->material.torsional_friction < 0) {
     return Invalid(what, "material.torsional_friction",
                    "must be >= 0 and finite, got " + Fmt(shape->material.torsional_friction));

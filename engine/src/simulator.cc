@@ -833,7 +833,10 @@ absl::StatusOr<std::vector<ContactReport>> Simulator::GetContacts(WorldId world)
     Vec3 pb = world_point(h.contact_body_b[k], &h.contact_local_b[3 * k]);
     c.position = Real(0.5) * (pa + pb);
     c.normal = load3(&h.contact_normal[3 * k]);
-    c.gap = h.contact_gap[k];
+    // (the shapes' distance: the rows' gap is measured from where a margin holds them)
+    const int sa = h.contact_shape_a[k], sb = h.contact_shape_b[k];
+    c.gap = h.contact_gap[k] + std::max(h.shape_margin[sa], h.shape_margin[sb]) -
+            std::max(h.shape_gap[sa], h.shape_gap[sb]);
     Vec3 t1 = load3(&h.contact_tangent[6 * k]), t2 = load3(&h.contact_tangent[6 * k + 3]);
     const Real* lambda = &h.row_lambda[row0 + 3 * i + h.contact_angular_index[k]];
     c.force = (Real(1) / dt) * (lambda[0] * c.normal + lambda[1] * t1 + lambda[2] * t2);

@@ -1762,6 +1762,56 @@ TEST(AngularFrictionTest, ContactsReportTheTorqueAndSnapshotsAndJacobiKeepIt) {
   EXPECT_NEAR(jacobi.sim->GetBodyState(jacobi.id)->velocity[5], 10 - rate * 0.1, 1e-3);
 }
 
+// MuJoCo's geom margin and gap: a ball of margin 1 cm comes to rest on that skin, 1 cm above
+// the floor, as MuJoCo's does (its soft contact a little lower); with a gap as large it rests
+// on the floor, its contacts found from 1 cm away (what MuJoCo's adhesion actuators use). The
+// contact report gives the shapes' own distance.
+TEST(GeomMarginTest, ABallRestsOnItsMarginLikeMuJoCos) {
+  auto rest_height = [&](const std::string& extra, double* mujoco_height, double* gap) {
+    const std::string path = WriteTempModel("margin_ball.xml", absl::StrCat(R"(<mujoco>
+  <option timestep="0.005"/>
+  <worldbody>
+    <geom type="plane" size="0 0 0.1"/>
+    <body pos="0 0 0.2">
+      <freejoint/>
+      <geom type="sphere" size="0.1" mass="1" )",
+                                                                            extra, R"(/>
+    </body>
+  </worldbody>
+</mujoco>)"));
+    absl::StatusOr<ImportResult> loaded = LoadMjcfFile(path);
+    EXPECT_TRUE(loaded.ok()) << loaded.status();
+    if (!loaded.ok()) return -1.0;
+    EXPECT_TRUE(loaded->warnings.empty()) << loaded->warnings.front();
+    World w = MakeWorld(loaded->model);
+    MuJoCoRun mujoco(path);
+    EXPECT_TRUE(w.sim && mujoco.m) << mujoco.load_error;
+    if (!w.sim || !mujoco.m) return -1.0;
+    EXPECT_TRUE(w.sim->StepAll(400).ok());
+    for (int s = 0; s < 400; ++s) mj_step(mujoco.m, mujoco.d);
+    *mujoco_height = mujoco.d->qpos[2];
+    const std::vector<ContactReport> contacts = *w.sim->GetContacts(w.id);
+    EXPECT_FALSE(contacts.empty());
+    *gap = contacts.empty() ? -1.0 : double(contacts[0].gap);
+    return double(w.sim->GetBodyState(w.id)->pose[2]);
+  };
+  double mujoco = 0, gap = 0;
+  const double skin = rest_height(R"(margin="0.01")", &mujoco, &gap);
+  std::printf("margin 0.01: Axion rests at %.6f m (gap %.6f m), MuJoCo at %.6f m\n", skin, gap,
+              mujoco);
+  EXPECT_NEAR(skin, 0.11, 1e-5);
+  EXPECT_NEAR(gap, 0.01, 1e-5);
+  EXPECT_NEAR(mujoco, 0.11, 2e-3);
+  const double taken_back = rest_height(R"(margin="0.01" gap="0.01")", &mujoco, &gap);
+  std::printf("margin and gap 0.01: Axion rests at %.6f m, MuJoCo at %.6f m\n", taken_back, mujoco);
+  EXPECT_NEAR(taken_back, 0.1, 1e-5);
+  EXPECT_NEAR(mujoco, 0.1, 2e-3);
+  ASSERT_FALSE(LoadMjcfString(R"(<mujoco><worldbody><geom type="sphere" size="0.1" margin="-1"/>
+    </worldbody></mujoco>)",
+                              "")
+                   .ok());
+}
+
 // MuJoCo's composite loop sample: a ring of 20 capsules closed by a connect, dropped on the floor
 // from 1 m. The closure holds while it falls and lands (0.6 s), the ring at rest on the floor.
 TEST(CompositeTest, LoopStaysClosedWhenItLands) {

@@ -152,7 +152,9 @@
 //     elliptic with cone="elliptic"); Axion bounds each by its own cone about the normal force
 //     (kernels_contact.h). priority ->
 //     ShapeDesc::priority: where two geoms' differ, the higher's friction and condim are the
-//     contact's, as in MuJoCo. contype ->
+//     contact's, as in MuJoCo. margin and gap -> ShapeDesc::margin and gap: contacts hold the
+//     surfaces max(margin) - max(gap) apart, as MuJoCo's constraints start there (Gym's ant
+//     rests on a 1 cm skin). contype ->
 //     ShapeDesc::collision_group and
 //     conaffinity -> collision_mask. MuJoCo collides a pair when (contype_a & conaffinity_b) ||
 //     (contype_b & conaffinity_a); Axion's filter requires both terms, so the pairs that meet

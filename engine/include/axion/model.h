@@ -118,6 +118,11 @@ struct ShapeDesc {
   // one's friction and contact_dim, whatever the other's (equal priorities: the larger
   // contact_dim, and the frictions combined by SolverOptions::friction_combine).
   int priority = 0;
+  // MuJoCo's geom margin and gap (m, >= 0): two shapes' contacts hold their surfaces
+  // max(margin_a, margin_b) - max(gap_a, gap_b) apart instead of touching (a margin alone is a
+  // skin of that thickness; a gap as large takes it back), and are found from that far apart.
+  Real margin = 0;
+  Real gap = 0;
 };
 
 enum class JointType : int32_t {

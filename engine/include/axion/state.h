@@ -433,6 +433,8 @@ struct BatchView {
                                      //   torsional, 6: and rolling
   const Real* shape_torsion;         // (shape_count) torsional friction coefficient (m)
   const Real* shape_rolling;         // (shape_count) rolling friction coefficient (m)
+  const Real* shape_margin;          // (shape_count) MuJoCo's geom margin (m; ShapeDesc)
+  const Real* shape_gap;             // (shape_count) MuJoCo's geom gap (m; ShapeDesc)
   const int32_t* shape_priority;     // (shape_count) MuJoCo's geom priority (ShapeDesc)
   const int32_t* shape_hull;         // (shape_count) hull index or -1
   const int32_t* shape_rule_first;   // (shape_count) first of the pair rules it is the lower

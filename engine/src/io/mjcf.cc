@@ -109,9 +109,10 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
          {"name", "class", "type", "pos", "axis", "range", "limited", "stiffness", "damping",
           "armature", "ref", "springref", "frictionloss", "springdamper"}},
         {"freejoint", {"name"}},
-        {"geom", {"name",      "class",   "type",        "size",  "fromto",  "pos",     "quat",
-                  "axisangle", "euler",   "xyaxes",      "zaxis", "density", "mass",    "friction",
-                  "condim",    "contype", "conaffinity", "mesh",  "hfield",  "priority"}},
+        {"geom", {"name",   "class",     "type",   "size",    "fromto",      "pos",
+                  "quat",   "axisangle", "euler",  "xyaxes",  "zaxis",       "density",
+                  "mass",   "friction",  "condim", "contype", "conaffinity", "mesh",
+                  "hfield", "priority",  "margin", "gap"}},
         {"motor",
          {"name", "class", "joint", "tendon", "cranksite", "slidersite", "cranklength", "site",
           "gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited"}},
@@ -289,6 +290,7 @@ struct MjGeom {
   int condim = 3;  // 1 frictionless, 3 sliding, 4 and torsional, 6 and rolling friction
   int contype = 1, conaffinity = 1;
   int priority = 0;  // a contact takes the higher-priority geom's friction and condim
+  Real margin = 0, gap = 0;  // (m) ShapeDesc::margin and gap
 };
 
 // Mass properties of a mesh geom as MuJoCo 2.2 computes them (user_mesh.cc without
@@ -1354,6 +1356,10 @@ absl::Status MjcfLoader::ParseGeom(const XMLElement* xml, const std::string& cla
     return e.Error("condim", absl::StrCat(geom->condim, " is not 1, 3, 4 or 6"));
   }
   AXION_IO_ASSIGN_OR_RETURN(geom->priority, e.Int("priority", 0));
+  AXION_IO_ASSIGN_OR_RETURN(geom->margin, e.Real1("margin", 0));
+  if (geom->margin < 0) return e.Error("margin", "is negative");
+  AXION_IO_ASSIGN_OR_RETURN(geom->gap, e.Real1("gap", 0));
+  if (geom->gap < 0) return e.Error("gap", "is negative");
   AXION_IO_ASSIGN_OR_RETURN(geom->contype, e.Int("contype", 1));
   AXION_IO_ASSIGN_OR_RETURN(geom->conaffinity, e.Int("conaffinity", 1));
   return absl::OkStatus();
@@ -4488,6 +4494,8 @@ ShapeDesc MakeShape(const MjGeom& g, int body, const Pose& offset) {
   s.material.rolling_friction = g.rolling_friction;
   s.contact_dim = g.condim;
   s.priority = g.priority;
+  s.margin = g.margin;
+  s.gap = g.gap;
   s.collision_group = static_cast<uint32_t>(g.contype);
   s.collision_mask = static_cast<uint32_t>(g.conaffinity);
   return s;
