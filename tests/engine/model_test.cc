@@ -132,6 +132,12 @@ TEST(ModelTest, RejectsBadShapesAndMaterials) {
   d.shapes[0].material.rolling_friction = -1;
   EXPECT_THAT(CompileError(d), HasSubstr("material.rolling_friction must be >= 0 and finite"));
   d = base;
+  d.shapes[0].margin = -0.01;
+  EXPECT_THAT(CompileError(d), HasSubstr("margin must be >= 0 and finite"));
+  d = base;
+  d.shapes[0].gap = kNaN;
+  EXPECT_THAT(CompileError(d), HasSubstr("gap must be >= 0 and finite"));
+  d = base;
   d.shapes[0].contact_dim = 5;
   EXPECT_THAT(CompileError(d), HasSubstr("contact_dim must be 1 (frictionless), 3 (friction), 4"));
   d = base;

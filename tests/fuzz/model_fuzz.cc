@@ -99,6 +99,10 @@ axion::ModelDesc BuildModel(ByteReader& in) {
       s.collision_mask = in.Byte();
     }
     if (in.Bool()) s.contact_dim = in.Int(-1, 7);
+    if (in.Bool()) {
+      s.margin = in.Real();
+      s.gap = in.Real();
+    }
     d.shapes.push_back(s);
   }
   const int joints = in.Int(0, 6);

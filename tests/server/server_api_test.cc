@@ -650,12 +650,16 @@ TEST_F(ServerApiTest, ContactPairsAreCarried) {
   scene.mutable_shapes(1)->mutable_material()->mutable_torsional_friction()->set_value(0.02);
   scene.mutable_shapes(1)->mutable_material()->mutable_rolling_friction()->set_value(0.01);
   scene.mutable_shapes(1)->mutable_contact_dim()->set_value(6);
+  scene.mutable_shapes(1)->mutable_margin()->set_value(0.01);
+  scene.mutable_shapes(1)->mutable_gap()->set_value(0.005);
   const std::vector<uint64_t> rolling = MustCreate(*client_, scene, 1);
   described = client_->DescribeWorld(rolling[0], /*include_model=*/true);
   ASSERT_TRUE(described.ok()) << described.status();
   EXPECT_EQ(described->model().shapes(1).material().torsional_friction().value(), 0.02);
   EXPECT_EQ(described->model().shapes(1).material().rolling_friction().value(), 0.01);
   EXPECT_EQ(described->model().shapes(1).contact_dim().value(), 6);
+  EXPECT_EQ(described->model().shapes(1).margin().value(), 0.01);
+  EXPECT_EQ(described->model().shapes(1).gap().value(), 0.005);
   // and a pair's
   pair->set_contact_dim(4);
   pair->set_torsional_friction(0.03);
