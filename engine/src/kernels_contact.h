@@ -77,11 +77,18 @@ AXION_HD Real contact_friction_coefficient(const BatchView& v, int sa, int sb,
   return std::sqrt(mu_a * mu_b);
 }
 
+// The angular friction rows of a contact of these coefficients (m): 3 where it rolls against
+// friction (torsion, roll 1, roll 2; the first disabled where mu_t is 0), 1 where it only
+// spins against it, none where neither.
+AXION_HD int contact_angular_row_count(Real torsion, Real rolling) {
+  return rolling > 0 ? 3 : torsion > 0 ? 1 : 0;
+}
+
 // Torsional and rolling friction coefficients (m) of a contact between shapes sa and sb: the
 // contact's dimension is the higher-priority shape's, or the larger of the two (as for
 // sliding friction); torsion needs 4, rolling 6, and their coefficients are that shape's, or
-// the two shapes' combined by the world's rule. Returns the contact's angular rows: 0, 1
-// (torsion) or 3 (torsion, rolling; the first disabled where its coefficient is 0).
+// the two shapes' combined by the world's rule. Returns the contact's angular rows
+// (contact_angular_row_count).
 AXION_HD int contact_angular_coefficients(const BatchView& v, int sa, int sb, const WorldParams& p,
                                           Real* torsion, Real* rolling) {
   *torsion = 0;
@@ -99,8 +106,7 @@ AXION_HD int contact_angular_coefficients(const BatchView& v, int sa, int sb, co
   };
   *torsion = combine(v.shape_torsion[sa], v.shape_torsion[sb]);
   if (dim >= 6) *rolling = combine(v.shape_rolling[sa], v.shape_rolling[sb]);
-  // (a cone without friction takes no rows)
-  return *rolling > 0 ? 3 : *torsion > 0 ? 1 : 0;
+  return contact_angular_row_count(*torsion, *rolling);
 }
 
 // Half the thickness of a primitive shape (m): its radius, or its smallest half extent; planes,
@@ -568,9 +574,8 @@ AXION_HD void world_collide(const BatchView& v, int world) {
           } else if (const int rule = world_pair_rule(v, sa, sb); rule >= 0) {
             v.contact_torsion[k] = v.pair_rule_torsion[rule];
             v.contact_rolling[k] = v.pair_rule_rolling[rule];
-            v.contact_angular_rows[k] = v.contact_rolling[k] > 0   ? 3
-                                        : v.contact_torsion[k] > 0 ? 1
-                                                                   : 0;
+            v.contact_angular_rows[k] =
+                contact_angular_row_count(v.contact_torsion[k], v.contact_rolling[k]);
           }
         }
         Real ea = v.shape_restitution[sa], eb = v.shape_restitution[sb];

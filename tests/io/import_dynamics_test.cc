@@ -1473,28 +1473,47 @@ TEST(CouplingTest, JointEqualityHoldsLikeMuJoCo) {
 // the floor at the pair's friction 0.2, not the geoms' 1, slowing at 0.2 g as in MuJoCo; as a
 // condim 1 pair it slides on without friction; and a pair holds between geoms whose contype
 // and conaffinity would keep them apart.
-// The speed after `seconds` of a file's one free body pushed along x at 2 m/s, in Axion and in
-// MuJoCo (*mujoco_speed); -1 where the file does not load. `imported` gets Axion's import.
-double SlidingSpeedAfter(const std::string& file, double seconds, double* mujoco_speed,
-                         ImportResult* imported = nullptr) {
+// A file's one free body, started unturned at `linear` and `angular` velocity (world frame),
+// stepped for `seconds` in Axion and in MuJoCo: Axion's twist into axion[6], MuJoCo's free
+// joint velocity into mujoco[6] (its angular part in the body frame, which is the world's about
+// an axis the body only turns about); false where the file does not load. `imported` gets
+// Axion's import.
+bool FreeBodyVelocityAfter(const std::string& file, double seconds, Vec3 linear, Vec3 angular,
+                           double axion[6], double mujoco[6], ImportResult* imported = nullptr) {
   absl::StatusOr<ImportResult> loaded = LoadMjcfFile(file);
   EXPECT_TRUE(loaded.ok()) << loaded.status();
-  if (!loaded.ok()) return -1.0;
+  if (!loaded.ok()) return false;
   if (imported) *imported = *loaded;
   ModelDesc desc = loaded->model;
-  desc.bodies[0].linear_velocity = {2, 0, 0};
+  desc.bodies[0].linear_velocity = linear;
+  desc.bodies[0].angular_velocity = angular;
   World w = MakeWorld(desc);
   EXPECT_TRUE(w.sim);
-  if (!w.sim) return -1.0;
-  MuJoCoRun mujoco(file);
-  EXPECT_TRUE(mujoco.m) << mujoco.load_error;
-  if (!mujoco.m) return -1.0;
-  mujoco.d->qvel[0] = 2;
+  if (!w.sim) return false;
+  MuJoCoRun run(file);
+  EXPECT_TRUE(run.m) << run.load_error;
+  if (!run.m) return false;
+  const Real start[6] = {linear.x, linear.y, linear.z, angular.x, angular.y, angular.z};
+  for (int k = 0; k < 6; ++k) run.d->qvel[k] = start[k];
   const int steps = static_cast<int>(std::lround(seconds / desc.options.timestep));
   EXPECT_TRUE(w.sim->StepAll(steps).ok());
-  for (int s = 0; s < steps; ++s) mj_step(mujoco.m, mujoco.d);
-  *mujoco_speed = mujoco.d->qvel[0];
-  return double(w.sim->GetBodyState(w.id)->velocity[0]);
+  for (int s = 0; s < steps; ++s) mj_step(run.m, run.d);
+  const BodyState st = *w.sim->GetBodyState(w.id);
+  for (int k = 0; k < 6; ++k) {
+    axion[k] = st.velocity[k];
+    mujoco[k] = run.d->qvel[k];
+  }
+  return true;
+}
+
+// The speed after `seconds` of a file's one free body pushed along x at 2 m/s, in Axion and in
+// MuJoCo (*mujoco_speed); -1 where the file does not load.
+double SlidingSpeedAfter(const std::string& file, double seconds, double* mujoco_speed,
+                         ImportResult* imported = nullptr) {
+  double axion[6], mujoco[6];
+  if (!FreeBodyVelocityAfter(file, seconds, {2, 0, 0}, {}, axion, mujoco, imported)) return -1.0;
+  *mujoco_speed = mujoco[0];
+  return axion[0];
 }
 
 TEST(ContactPairTest, PairFrictionReplacesTheGeomsLikeMuJoCo) {
@@ -1583,27 +1602,15 @@ TEST(AngularFrictionTest, TorsionalFrictionSpinsABallDownAtTheCoulombRate) {
 </mujoco>)",
                                             condim);
     const std::string path = WriteTempModel(absl::StrCat("spin_", condim, ".xml"), xml);
-    absl::StatusOr<ImportResult> loaded = LoadMjcfFile(path);
-    EXPECT_TRUE(loaded.ok()) << loaded.status();
-    if (!loaded.ok()) return -1.0;
-    EXPECT_TRUE(loaded->warnings.empty()) << loaded->warnings.front();
-    ModelDesc desc = loaded->model;
-    desc.bodies[0].angular_velocity = {0, 0, 10};
-    World w = MakeWorld(desc);
-    EXPECT_TRUE(w.sim);
-    if (!w.sim) return -1.0;
-    MuJoCoRun mujoco(path);
-    EXPECT_TRUE(mujoco.m) << mujoco.load_error;
-    if (!mujoco.m) return -1.0;
-    mujoco.d->qvel[5] = 10;
-    const int steps = static_cast<int>(std::lround(seconds / desc.options.timestep));
-    EXPECT_TRUE(w.sim->StepAll(steps).ok());
-    for (int s = 0; s < steps; ++s) mj_step(mujoco.m, mujoco.d);
-    *mujoco_spin = mujoco.d->qvel[5];
-    const BodyState st = *w.sim->GetBodyState(w.id);
-    EXPECT_NEAR(st.velocity[0], 0, 1e-6);  // it spins in place
-    EXPECT_NEAR(st.velocity[1], 0, 1e-6);
-    return double(st.velocity[5]);
+    ImportResult imported;
+    double axion[6], mujoco[6];
+    if (!FreeBodyVelocityAfter(path, seconds, {}, {0, 0, 10}, axion, mujoco, &imported))
+      return -1.0;
+    EXPECT_TRUE(imported.warnings.empty()) << imported.warnings.front();
+    EXPECT_NEAR(axion[0], 0, 1e-6);  // it spins in place
+    EXPECT_NEAR(axion[1], 0, 1e-6);
+    *mujoco_spin = mujoco[5];
+    return axion[5];
   };
   const double rate = 0.02 * 9.81 / (0.4 * 0.1 * 0.1);  // rad/s^2
   double mujoco = 0;
@@ -1641,21 +1648,13 @@ TEST(AngularFrictionTest, AnExplicitPairsTorsionalFrictionReplacesTheGeoms) {
   ASSERT_EQ(loaded->model.contact_pairs.size(), 1u);
   EXPECT_EQ(loaded->model.contact_pairs[0].contact_dim, 4);
   EXPECT_DOUBLE_EQ(loaded->model.contact_pairs[0].torsional_friction, 0.03);
-  ModelDesc desc = loaded->model;
-  desc.bodies[0].angular_velocity = {0, 0, 10};
-  World w = MakeWorld(desc);
-  ASSERT_TRUE(w.sim);
-  MuJoCoRun mujoco(path);
-  ASSERT_TRUE(mujoco.m) << mujoco.load_error;
-  mujoco.d->qvel[5] = 10;
-  ASSERT_TRUE(w.sim->StepAll(20).ok());
-  for (int s = 0; s < 20; ++s) mj_step(mujoco.m, mujoco.d);
+  double axion[6], mujoco[6];
+  ASSERT_TRUE(FreeBodyVelocityAfter(path, 0.1, {}, {0, 0, 10}, axion, mujoco));
   const double rate = 0.03 * 9.81 / (0.4 * 0.1 * 0.1);
-  const double axion = w.sim->GetBodyState(w.id)->velocity[5];
-  std::printf("after 0.1 s: Axion %.5f rad/s, MuJoCo %.5f rad/s, Coulomb: %.5f rad/s\n", axion,
-              mujoco.d->qvel[5], 10 - rate * 0.1);
-  EXPECT_NEAR(axion, 10 - rate * 0.1, 1e-3);
-  EXPECT_NEAR(mujoco.d->qvel[5], 10 - rate * 0.1, 0.5);
+  std::printf("after 0.1 s: Axion %.5f rad/s, MuJoCo %.5f rad/s, Coulomb: %.5f rad/s\n", axion[5],
+              mujoco[5], 10 - rate * 0.1);
+  EXPECT_NEAR(axion[5], 10 - rate * 0.1, 1e-3);
+  EXPECT_NEAR(mujoco[5], 10 - rate * 0.1, 0.5);
 }
 
 // Rolling friction (condim 6): a ball rolling on the floor at 1 m/s feels a torque of mu_r m g
@@ -1676,27 +1675,11 @@ TEST(AngularFrictionTest, RollingFrictionSlowsARollingBallAtItsRate) {
 </mujoco>)",
                                             condim);
     const std::string path = WriteTempModel(absl::StrCat("roll_", condim, ".xml"), xml);
-    absl::StatusOr<ImportResult> loaded = LoadMjcfFile(path);
-    EXPECT_TRUE(loaded.ok()) << loaded.status();
-    if (!loaded.ok()) return -1.0;
-    ModelDesc desc = loaded->model;
-    desc.bodies[0].linear_velocity = {1, 0, 0};
-    desc.bodies[0].angular_velocity = {0, 10, 0};  // rolling: v = w r
-    World w = MakeWorld(desc);
-    EXPECT_TRUE(w.sim);
-    if (!w.sim) return -1.0;
-    MuJoCoRun mujoco(path);
-    EXPECT_TRUE(mujoco.m) << mujoco.load_error;
-    if (!mujoco.m) return -1.0;
-    mujoco.d->qvel[0] = 1;
-    mujoco.d->qvel[4] = 10;
-    const int steps = static_cast<int>(std::lround(seconds / desc.options.timestep));
-    EXPECT_TRUE(w.sim->StepAll(steps).ok());
-    for (int s = 0; s < steps; ++s) mj_step(mujoco.m, mujoco.d);
-    *mujoco_speed = mujoco.d->qvel[0];
-    const BodyState st = *w.sim->GetBodyState(w.id);
-    EXPECT_NEAR(st.velocity[0], 0.1 * st.velocity[4], 1e-6);  // it rolls without slipping
-    return double(st.velocity[0]);
+    double axion[6], mujoco[6];  // rolling: v = w r
+    if (!FreeBodyVelocityAfter(path, seconds, {1, 0, 0}, {0, 10, 0}, axion, mujoco)) return -1.0;
+    EXPECT_NEAR(axion[0], 0.1 * axion[4], 1e-6);  // it rolls without slipping
+    *mujoco_speed = mujoco[0];
+    return axion[0];
   };
   const double rate = 0.01 * 9.81 / (1.4 * 0.1);  // m/s^2
   double mujoco = 0;
