@@ -44,8 +44,11 @@ class ExecutionBackend {
   virtual size_t device_capacity_bytes() const = 0;
 };
 
-// Loop bounds of a step over the whole batch: the largest of the worlds' iteration limits.
-LoopBounds BatchLoopBounds(const BatchStorage& host);
+// Loop bounds of a step over the whole batch: the largest of the worlds' iteration limits, and
+// the backend's own count of Newton trips taken as passes over the batch before the worlds still
+// iterating finish alone (AXION_BATCHED_NEWTON_TRIPS in the environment overrides it).
+LoopBounds BatchLoopBounds(const BatchStorage& host,
+                           int batched_newton_trips = LoopBounds::kAllNewtonTrips);
 
 std::unique_ptr<ExecutionBackend> MakeCpuBackend(int threads);
 #if defined(AXION_WITH_CUDA)

@@ -129,8 +129,9 @@ class CpuBackend final : public ExecutionBackend {
 
 }  // namespace
 
-LoopBounds BatchLoopBounds(const BatchStorage& host) {
+LoopBounds BatchLoopBounds(const BatchStorage& host, int batched_newton_trips) {
   LoopBounds b;
+  b.batched_newton_trips = batched_newton_trips;
   for (const WorldParams& p : host.world_params) {
     b.newton_iterations = std::max(b.newton_iterations, p.newton_iterations);
     // line_search_steps halvings after the full step, and one trial when it is disabled
@@ -144,7 +145,8 @@ LoopBounds BatchLoopBounds(const BatchStorage& host) {
   b.spatial_tendons = std::any_of(host.tendon_path_count.begin(), host.tendon_path_count.end(),
                                   [](int32_t count) { return count > 0; });
   // AXION_BATCHED_NEWTON_TRIPS=K (a count, 0 or more; anything else is ignored): K Newton trips
-  // as passes over the batch, then each world still iterating alone (pipeline.h)
+  // as passes over the batch, then each world still iterating alone (pipeline.h); K at or
+  // above the Newton limit batches every trip
   int trips = 0;
   if (const char* env = std::getenv("AXION_BATCHED_NEWTON_TRIPS");
       env != nullptr && absl::SimpleAtoi(env, &trips) && trips >= 0)

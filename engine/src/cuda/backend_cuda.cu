@@ -214,6 +214,16 @@ class PassProfile {
 // worlds 208,254-213,124 against 176,290 and at 64 24,812 against 17,552, where a world's chain,
 // not the worlds in flight, sets the pace. AXION_CUDA_TEAMS=wide|narrow fixes the choice.
 constexpr int kNarrowTeamWorlds = 2048;
+
+// Newton trips run as passes over the batch before each world still iterating finishes its
+// solve alone on its team (pipeline.h, fused_newton.h). Past the first trips few worlds iterate,
+// and a batch trip's twenty-odd launches over every world cost about as much for a handful as
+// for all; a lone world's chain on its team is shorter. Before the eighth trip most worlds still
+// iterate, and the finishing kernel (a warp per world, 255 registers: 8 worlds per
+// multiprocessor) runs a full batch slower than the passes do. Measured on an H200 (RESULTS.md,
+// run I): the training loop 1.12-1.25x faster at 64 to 8192 humanoids, humanoids at rest and
+// falling within 2% of every trip batched; finishing from the first trip is 2.8x slower at 8192.
+constexpr int kBatchedNewtonTrips = 8;
 constexpr int kNarrowSolveWidth = kernels::kTeamWidth / 2;
 constexpr int kNarrowFactorWidth = 4;
 bool NarrowTeams(int world_count) {
@@ -841,7 +851,7 @@ class CudaBackend final : public ExecutionBackend {
     absl::Status s = CheckLayout(host);
     if (!s.ok() || world_count_ == 0 || max_substeps <= 0) return s;
     AXION_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
-    LoopBounds bounds = BatchLoopBounds(host);
+    LoopBounds bounds = BatchLoopBounds(host, kBatchedNewtonTrips);
     if (use_graphs_ && profile_ == nullptr &&
         (graph_exec_ == nullptr || !SameBounds(bounds, graph_bounds_))) {
       absl::Status captured = CaptureGraph(bounds);
