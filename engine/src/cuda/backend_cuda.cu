@@ -223,7 +223,13 @@ constexpr int kNarrowTeamWorlds = 2048;
 // multiprocessor) runs a full batch slower than the passes do. Measured on an H200 (RESULTS.md,
 // run I): the training loop 1.12-1.25x faster at 64 to 8192 humanoids, humanoids at rest and
 // falling within 2% of every trip batched; finishing from the first trip is 2.8x slower at 8192.
+// A small batch, whose passes are all launch and chain, finishes alone from the first trip:
+// at 64 humanoids 1.22-1.26x in the training loop and 1.03x at rest against every trip batched.
 constexpr int kBatchedNewtonTrips = 8;
+constexpr int kFinishAloneWorlds = 64;
+int BatchedNewtonTrips(int world_count) {
+  return world_count <= kFinishAloneWorlds ? 0 : kBatchedNewtonTrips;
+}
 constexpr int kNarrowSolveWidth = kernels::kTeamWidth / 2;
 constexpr int kNarrowFactorWidth = 4;
 bool NarrowTeams(int world_count) {
@@ -851,7 +857,7 @@ class CudaBackend final : public ExecutionBackend {
     absl::Status s = CheckLayout(host);
     if (!s.ok() || world_count_ == 0 || max_substeps <= 0) return s;
     AXION_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
-    LoopBounds bounds = BatchLoopBounds(host, kBatchedNewtonTrips);
+    LoopBounds bounds = BatchLoopBounds(host, BatchedNewtonTrips(world_count_));
     if (use_graphs_ && profile_ == nullptr &&
         (graph_exec_ == nullptr || !SameBounds(bounds, graph_bounds_))) {
       absl::Status captured = CaptureGraph(bounds);
