@@ -240,6 +240,25 @@ TEST(AxionSimTest, ReportDepthIsTheDeepestContactOfTheRun) {
   EXPECT_LT(deepest, 1e-3);
 }
 
+// --contact_compliance makes every contact compliant in the normal direction: the humanoid
+// landing on the floor sinks by compliance x force (11 mm at 1e-5 m/N under the landing's
+// force) where rigid contacts hold it within a millimetre; a negative value is refused.
+TEST(AxionSimTest, ContactComplianceFlagLetsContactsSinkUnderLoad) {
+  if (!Installed(kHumanoid)) GTEST_SKIP() << kHumanoid << " is not installed";
+  std::string out;
+  double rigid = 0, compliant = 0;
+  ASSERT_NO_FATAL_FAILURE(
+      RunHumanoidReport("--steps=300 --report_depth", "deepest contact     : ", &out, &rigid));
+  ASSERT_NO_FATAL_FAILURE(RunHumanoidReport("--steps=300 --report_depth --contact_compliance=1e-5",
+                                            "deepest contact     : ", &out, &compliant));
+  EXPECT_LT(rigid, 1e-3);
+  EXPECT_GT(compliant, 2e-3);
+  EXPECT_LT(compliant, 5e-2);
+  EXPECT_NE(RunCommand(kBinary + " --model=" + kHumanoid + " --contact_compliance=-2", &out), 0);
+  test::RunCommand(kBinary + " --model=" + kHumanoid + " --contact_compliance=-2 2>&1", &out);
+  EXPECT_NE(out.find("--contact_compliance must be finite and >= 0"), std::string::npos) << out;
+}
+
 // --report_limits prints the largest joint-limit violation of the run: the same figure as the
 // engine's joint positions give through the API (JointLimitViolation) for the humanoid's drop
 // under control noise, whose limbs reach their stops, and a small one (the stops are solved to

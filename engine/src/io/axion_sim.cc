@@ -4,7 +4,7 @@
 //   axion-sim --model=humanoid.xml --worlds=64 --steps=1000 --noise=0.01 --backend=cpu
 //             [--timestep=0.005] [--preconditioner=tree|jacobi] [--threads=2]
 //             [--friction_newton=true|false] [--speculative_contacts=true|false]
-//             [--contact_margin=M] [--max_depenetration_speed=V]
+//             [--contact_margin=M] [--contact_compliance=C] [--max_depenetration_speed=V]
 //             [--line_search=true|false] [--islands=true|false]
 //             [--halving_carryover=true|false]
 //             [--newton_iterations=50] [--newton_tolerance=1e-6]
@@ -76,6 +76,9 @@ ABSL_FLAG(std::string, speculative_contacts, "",
 ABSL_FLAG(double, contact_margin, -1,
           "distance (m) within which shapes enter the contact set (-1: the model's, 0.01 by "
           "default)");
+ABSL_FLAG(double, contact_compliance, -1,
+          "normal compliance (m/N) of every contact: one carrying force F rests at penetration "
+          "compliance * F (-1: the model's, 0 (rigid) by default)");
 ABSL_FLAG(double, max_depenetration_speed, 0,
           "fastest (m/s) a contact pushes overlapping shapes apart (0: the model's, unlimited by "
           "default; about 0.3 for files that start their bodies sunk into the floor)");
@@ -401,6 +404,12 @@ absl::Status Run() {
     if (!(contact_margin >= 0) || !std::isfinite(contact_margin))
       return absl::InvalidArgumentError("--contact_margin must be finite and >= 0 (or -1)");
     desc.options.contact_margin = contact_margin;
+  }
+  const double contact_compliance = absl::GetFlag(FLAGS_contact_compliance);
+  if (contact_compliance != -1) {
+    if (!(contact_compliance >= 0) || !std::isfinite(contact_compliance))
+      return absl::InvalidArgumentError("--contact_compliance must be finite and >= 0 (or -1)");
+    desc.options.contact_compliance = contact_compliance;
   }
   const double max_depenetration_speed = absl::GetFlag(FLAGS_max_depenetration_speed);
   if (!(max_depenetration_speed >= 0))
