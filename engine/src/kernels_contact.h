@@ -499,8 +499,8 @@ AXION_HD void world_collide(const BatchView& v, int world) {
         // one's own approach). Two bodies falling together close no gap between them, yet the
         // lower one may be stopped within the step: a column of spheres landing at 0.02 s
         // ended with the upper sphere inside the lower one, two centres at one point (RESULTS.md,
-        // "A frictional sphere pile at 0.02 s"). Points that separate or slide stay out, so a
-        // body at rest keeps the contact set it would have without the sweep.
+        // "A frictional sphere pile at 0.02 s"). Points that separate or slide stay out; a body
+        // at rest adds only the points its step of gravity, g h^2, brings within the margin.
         if (!missed && sweep > 0 && !(points[i].gap < p.contact_margin)) {
           Vec3 ra = points[i].point_a - body_position(v.body_q_prev, body_a);
           Vec3 rb = points[i].point_b - body_position(v.body_q_prev, body_b);
