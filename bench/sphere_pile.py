@@ -5,15 +5,19 @@ benchmarks (bench/models_speed.sh, bench/collision_scaling.sh).
 A floor and four walls (planes) bound a 1 m square; the spheres (radius 2.5 cm) start on a grid
 of COLUMNS x COLUMNS columns, LAYERS high, 7 cm apart, from 0.65 m up, each on a free joint (or
 on three slide joints: --joint=slide) and frictionless (condim 1) unless --condim=3.
+--jitter=MM moves each sphere's start across by up to MM millimetres (uniform, seed 1, at most
+9.9 mm so that no two overlap): exact columns land and stand, their balance never broken, where
+jittered ones topple into a real pile.
 
 usage: bench/sphere_pile.py [--columns=10] [--layers=10] [--joint=free|slide] [--condim=1|3]
-                            > pile.xml
+                            [--jitter=0] > pile.xml
 """
 import argparse
+import random
 import sys
 
 
-def pile(columns, layers, joint, condim):
+def pile(columns, layers, joint, condim, jitter=0.0):
     spacing, start = 0.07, -0.35
     count = columns * columns * layers
     head = [
@@ -33,10 +37,14 @@ def pile(columns, layers, joint, condim):
         joints = "".join(f'<joint type="slide" axis="{a}"/>'
                          for a in ("1 0 0", "0 1 0", "0 0 1"))
     bodies = []
+    rng = random.Random(1)
     for i in range(columns):
         for j in range(columns):
             for k in range(layers):
                 x, y = start + spacing * i, start + spacing * j
+                if jitter > 0:
+                    x += rng.uniform(-jitter, jitter)
+                    y += rng.uniform(-jitter, jitter)
                 z = 0.65 + spacing * k
                 bodies.append(f'<body pos="{x:.3f} {y:.3f} {z:.3f}">{joints}'
                               f'<geom type="sphere" size=".025" condim="{condim}"/></body>')
@@ -49,11 +57,14 @@ def main():
     parser.add_argument("--layers", type=int, default=10)
     parser.add_argument("--joint", choices=("free", "slide"), default="free")
     parser.add_argument("--condim", type=int, choices=(1, 3), default=1)
+    parser.add_argument("--jitter", type=float, default=0.0)
     args = parser.parse_args()
     if args.columns < 1 or args.columns > 10 or args.layers < 1:
         sys.exit("sphere_pile.py: --columns must be in [1, 10] (the box holds 10 x 10), "
                  "--layers >= 1")
-    sys.stdout.write(pile(args.columns, args.layers, args.joint, args.condim))
+    if not 0 <= args.jitter <= 9.9:
+        sys.exit("sphere_pile.py: --jitter must be in [0, 9.9] mm (the spheres are 2 cm apart)")
+    sys.stdout.write(pile(args.columns, args.layers, args.joint, args.condim, args.jitter / 1000))
 
 
 if __name__ == "__main__":
