@@ -816,6 +816,7 @@ absl::StatusOr<std::vector<ContactReport>> Simulator::GetContacts(WorldId world)
   const int b0 = h.world_body_offset[*w], s0 = h.world_shape_offset[*w];
   const int row0 = h.world_row_offset[*w] + h.world_joint_row_count[*w];
   const Real dt = h.world_step_length[*w];  // the contacts are the last (halved) step's
+  const BatchView view = im.host.view();
   std::vector<ContactReport> out;
   for (int i = 0; i < h.world_contact_count[*w]; ++i) {
     const int k = h.world_contact_offset[*w] + i;
@@ -834,9 +835,8 @@ absl::StatusOr<std::vector<ContactReport>> Simulator::GetContacts(WorldId world)
     c.position = Real(0.5) * (pa + pb);
     c.normal = load3(&h.contact_normal[3 * k]);
     // (the shapes' distance: the rows' gap is measured from where a margin holds them)
-    const int sa = h.contact_shape_a[k], sb = h.contact_shape_b[k];
-    c.gap = h.contact_gap[k] + std::max(h.shape_margin[sa], h.shape_margin[sb]) -
-            std::max(h.shape_gap[sa], h.shape_gap[sb]);
+    c.gap = h.contact_gap[k] +
+            kernels::pair_contact_offset(view, h.contact_shape_a[k], h.contact_shape_b[k]);
     Vec3 t1 = load3(&h.contact_tangent[6 * k]), t2 = load3(&h.contact_tangent[6 * k + 3]);
     const Real* lambda = &h.row_lambda[row0 + 3 * i + h.contact_angular_index[k]];
     c.force = (Real(1) / dt) * (lambda[0] * c.normal + lambda[1] * t1 + lambda[2] * t2);
