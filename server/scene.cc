@@ -988,6 +988,9 @@ absl::Status ApplySolverOverrides(const v1::SolverOptions& overrides, SolverOpti
     options->missed_contact_depth = overrides.missed_contact_depth().value();
   }
   if (overrides.has_contact_redos()) options->contact_redos = overrides.contact_redos().value();
+  if (overrides.has_contact_presolve_sweeps()) {
+    options->contact_presolve_sweeps = overrides.contact_presolve_sweeps().value();
+  }
   if (overrides.has_halving_carryover()) {
     options->halving_carryover = overrides.halving_carryover().value();
   }
@@ -1028,6 +1031,7 @@ void SolverOptionsToProto(const SolverOptions& options, v1::SolverOptions* proto
   proto->mutable_islands()->set_value(options.islands);
   proto->mutable_missed_contact_depth()->set_value(options.missed_contact_depth);
   proto->mutable_contact_redos()->set_value(options.contact_redos);
+  proto->mutable_contact_presolve_sweeps()->set_value(options.contact_presolve_sweeps);
   proto->mutable_halving_carryover()->set_value(options.halving_carryover);
   proto->set_preconditioner(ToProto(options.preconditioner));
 }

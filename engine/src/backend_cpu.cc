@@ -138,9 +138,11 @@ LoopBounds BatchLoopBounds(const BatchStorage& host, int batched_newton_trips) {
     b.line_search_trials =
         std::max(b.line_search_trials, p.line_search ? p.line_search_steps + 1 : 1);
     // each halving follows a failed attempt, and the last level's 2^halvings steps succeed;
-    // any of these may first go back to its start contact_redos times
+    // one more where a failed attempt goes again after the contact presolve; any of these may
+    // first go back to its start contact_redos times
+    const int retry = p.contact_presolve_sweeps > 0 ? 1 : 0;
     b.attempts = std::max(
-        b.attempts, ((1 << p.step_halvings) + p.step_halvings) * (1 + p.contact_redos));
+        b.attempts, ((1 << p.step_halvings) + p.step_halvings + retry) * (1 + p.contact_redos));
   }
   b.spatial_tendons = std::any_of(host.tendon_path_count.begin(), host.tendon_path_count.end(),
                                   [](int32_t count) { return count > 0; });

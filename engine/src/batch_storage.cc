@@ -38,6 +38,7 @@ WorldParams MakeWorldParams(const SolverOptions& o) {
   p.friction_newton = o.friction_newton;
   p.friction_combine = static_cast<int32_t>(o.friction_combine);
   p.contact_compliance = o.contact_compliance;
+  p.contact_presolve_sweeps = o.contact_presolve_sweeps;
   p.max_depenetration_speed = o.max_depenetration_speed;
   p.fluid_density = o.fluid_density;
   p.fluid_viscosity = o.fluid_viscosity;
@@ -594,6 +595,7 @@ void ResetWorldState(const WorldLayout& layout, int w, BatchStorage& s) {
   s.world_substeps[w] = 0;
   s.world_contact_redos[w] = 0;
   s.world_step_level[w] = 0;
+  s.world_presolve_carry[w] = 0;
   s.world_step_length[w] = s.world_params[w].timestep;
 }
 

@@ -856,6 +856,13 @@ AXION_HD void world_store_contacts(const BatchView& v, int world) {
   v.world_prev_contact_count[world] = count;
 }
 
+// c(q-) / h of a position-level contact row: a contact deeper than max_depenetration_speed h
+// comes out at that speed.
+AXION_HD Real contact_gap_rate(const BatchView& v, int k, const WorldParams& p, Real h) {
+  const Real gap_rate = contact_row_gap(v, k) / h;
+  return gap_rate < -p.max_depenetration_speed ? -p.max_depenetration_speed : gap_rate;
+}
+
 /// Contact normal row (seed 000), n from b to a, lever arms r_a, r_b at q-:
 ///   J = [ n, r_a x n | -n, -(r_b x n) ]
 /// Position level (default): 0 <= lambda_n _|_ c(q+) >= 0, residual phi_FB(lambda_n, s c(q+)/h),
@@ -896,10 +903,7 @@ AXION_HD void contact_normal_row(const BatchView& v, int row, const WorldParams&
       c_velocity = u_row + bounce + correction;
     }
   } else {
-    // a contact deeper than max_depenetration_speed h comes out at that speed
-    const Real gap_rate = contact_row_gap(v, k) / h;
-    c_velocity = (gap_rate < -p.max_depenetration_speed ? -p.max_depenetration_speed : gap_rate) +
-                 row_velocity(v, row, v.body_u);
+    c_velocity = contact_gap_rate(v, k, p, h) + row_velocity(v, row, v.body_u);
   }
   Real inv_mass = row_inv_effective_mass(v, v.row_body_a[row], load6(v.row_jac_a + 6 * row),
                                          v.row_body_b[row], load6(v.row_jac_b + 6 * row));
@@ -1044,6 +1048,104 @@ AXION_HD void contact_friction_row(const BatchView& v, int row, const WorldParam
   // a contact carrying no normal impulse (W at its cap) would turn a leftover 1e-7 N s into a
   // huge residual. Both this and the merit's |R_f| are the same in any tangent basis.
   v.row_error[row] = v.row_residual[row] / (w > 1 ? w : Real(1));
+}
+
+// A contact row's impulse changes by dlambda: its bodies' velocities follow, u += M^-1 J^T dlambda.
+AXION_HD void row_push_bodies(const BatchView& v, int row, Real dlambda) {
+  for (int side = 0; side < 2; ++side) {
+    const int body = side ? v.row_body_b[row] : v.row_body_a[row];
+    if (body < 0) continue;
+    const Vec6 jac = load6((side ? v.row_jac_b : v.row_jac_a) + 6 * row);
+    const Vec6 du = body_apply_inv_mass(v, body, {dlambda * jac.lin, dlambda * jac.ang});
+    store6(v.body_u + 6 * body,
+           {load3(v.body_u + 6 * body) + du.lin, load3(v.body_u + 6 * body + 3) + du.ang});
+  }
+}
+
+// Whether world w can take world_contact_presolve: contacts alone, at position level.
+AXION_HD bool world_may_presolve(const BatchView& v, int w) {
+  const WorldParams& p = v.world_params[w];
+  return p.contact_presolve_sweeps > 0 && v.world_contact_count[w] > 0 &&
+         v.world_joint_row_count[w] == 0 && v.world_angular_row_count[w] == 0 &&
+         p.contact_formulation == static_cast<int32_t>(Formulation::kPosition);
+}
+
+/// Per world of contacts alone, before its Newton solve (rows built at the initial iterate):
+/// projected Gauss-Seidel over its contacts (SolverOptions::contact_presolve_sweeps), from the
+/// warm-started impulses. The bodies' velocities are kept at u = u~ + M^-1 J^T lambda, exact
+/// for free bodies whose rows are all contacts (each row linear in u, seed 000), and each
+/// contact in turn takes, with s_n = J_n M^-1 J_n^T and s_t the mean of its tangents':
+///   normal:   lambda_n <- max(0, lambda_n - (J_n u + c(q-)/h + C0 lambda_n) / (s_n + C0))
+///   friction: lambda_t <- lambda_t - J_t u / s_t, then scaled into |lambda_t| <= mu lambda_n
+/// Its fixed points are the solutions of the Newton system (Signorini and Coulomb's maximal
+/// dissipation: an impulse inside the cone only where J_t u = 0, one on its edge against the
+/// slip), and each sweep moves every contact towards its own, so the sweeps get near one where
+/// Newton alone cycles: in a pile of spheres whose frictional contacts slide and stick in turn,
+/// each Newton step flips some contact between sliding one way, sticking and sliding the other,
+/// and the solve ran to the Newton limit at every halving (RESULTS.md). Sweeps end once no
+/// impulse moves its row's velocity by newton_tolerance; a world already at rest takes one.
+AXION_HD void world_contact_presolve(const BatchView& v, int w) {
+  const WorldParams& p = v.world_params[w];
+  const Real h = v.world_step_length[w];
+  const Real normal_compliance = p.contact_compliance / (h * h);
+  const int k0 = v.world_contact_offset[w], k1 = k0 + v.world_contact_count[w];
+  // u = u~ + M^-1 J^T lambda of the warm-started impulses; each contact's s_n and s_t (fixed
+  // over the sweeps) in row_cr_z of its normal and first friction row: the linear solve's
+  // vector, which nothing reads before the first Newton iteration writes it
+  for (int b = v.world_body_offset[w]; b < v.world_body_offset[w + 1]; ++b) {
+    for (int i = 0; i < 6; ++i) v.body_u[6 * b + i] = v.body_u_tilde[6 * b + i];
+  }
+  auto inv_effective_mass = [&](int row) {
+    return row_inv_effective_mass(v, v.row_body_a[row], load6(v.row_jac_a + 6 * row),
+                                  v.row_body_b[row], load6(v.row_jac_b + 6 * row));
+  };
+  for (int k = k0; k < k1; ++k) {
+    const int normal = contact_first_row(v, w, k);
+    for (int row = normal; row < normal + 3; ++row) row_push_bodies(v, row, v.row_lambda[row]);
+    v.row_cr_z[normal] = inv_effective_mass(normal);
+    v.row_cr_z[normal + 1] =
+        v.contact_friction[k] > 0
+            ? Real(0.5) * (inv_effective_mass(normal + 1) + inv_effective_mass(normal + 2))
+            : Real(0);
+  }
+  for (int sweep = 0; sweep < p.contact_presolve_sweeps; ++sweep) {
+    Real largest = 0;  // the sweep's largest velocity change of a row (m/s)
+    for (int k = k0; k < k1; ++k) {
+      const int normal = contact_first_row(v, w, k);
+      const Real s_n = v.row_cr_z[normal];
+      if (!(s_n > 0)) continue;
+      // normal: Signorini at the step's end, c(q+) / h = c(q-) / h + J_n u
+      const Real lambda_n = v.row_lambda[normal];
+      const Real c_velocity = row_velocity(v, normal, v.body_u) + contact_gap_rate(v, k, p, h) +
+                              normal_compliance * lambda_n;
+      Real next_n = lambda_n - c_velocity / (s_n + normal_compliance);
+      next_n = next_n > 0 ? next_n : Real(0);
+      row_push_bodies(v, normal, next_n - lambda_n);
+      v.row_lambda[normal] = next_n;
+      Real moved = s_n * std::fabs(next_n - lambda_n);
+      largest = moved > largest ? moved : largest;
+      // friction: one step of the tangential impulse against the slip, into the disk
+      const int t1 = normal + 1, t2 = normal + 2;
+      const Real s_t = v.row_cr_z[t1];
+      if (!(s_t > 0)) continue;
+      Real l1 = v.row_lambda[t1] - row_velocity(v, t1, v.body_u) / s_t;
+      Real l2 = v.row_lambda[t2] - row_velocity(v, t2, v.body_u) / s_t;
+      const Real length = std::sqrt(l1 * l1 + l2 * l2), cone = v.contact_friction[k] * next_n;
+      if (length > cone) {
+        const Real scale = length > 0 ? cone / length : Real(0);
+        l1 *= scale;
+        l2 *= scale;
+      }
+      const Real d1 = l1 - v.row_lambda[t1], d2 = l2 - v.row_lambda[t2];
+      row_push_bodies(v, t1, d1);
+      row_push_bodies(v, t2, d2);
+      v.row_lambda[t1] = l1;
+      v.row_lambda[t2] = l2;
+      moved = s_t * std::sqrt(d1 * d1 + d2 * d2);
+      largest = moved > largest ? moved : largest;
+    }
+    if (!(largest > p.newton_tolerance)) break;
+  }
 }
 
 /// Newton form of a contact's two friction rows (SolverOptions::friction_newton), built at the

@@ -418,6 +418,7 @@ uint64_t Fingerprint(const Model& m) {
 constexpr int kMaxNewtonIterations = 1000;
 constexpr int kMaxCrIterations = 10000;
 constexpr int kMaxLineSearchSteps = 30;
+constexpr int kMaxContactPresolveSweeps = 100000;
 
 absl::Status ValidateSolverOptions(SolverOptions* options) {
   SolverOptions& o = *options;
@@ -465,6 +466,10 @@ absl::Status ValidateSolverOptions(SolverOptions* options) {
   if (!(o.missed_contact_depth >= 0))
     return Invalid("options", "missed_contact_depth",
                    "must be >= 0 (inf: off), got " + Fmt(o.missed_contact_depth));
+  if (o.contact_presolve_sweeps < 0 || o.contact_presolve_sweeps > kMaxContactPresolveSweeps)
+    return Invalid("options", "contact_presolve_sweeps",
+                   absl::StrCat("must be in [0, ", kMaxContactPresolveSweeps, "], got ",
+                                o.contact_presolve_sweeps));
   if (o.contact_redos < 0 || o.contact_redos > 4)
     return Invalid("options", "contact_redos",
                    absl::StrCat("must be in [0, 4], got ", o.contact_redos));

@@ -72,8 +72,11 @@ AXION_HD int dof_world(const BatchView& v, int dof) {
   return v.body_world[v.joint_child[v.dof_joint[dof]]];
 }
 
-enum class Mask { kIterating, kSearching };
+// kPresolved: the iterating worlds whose attempt takes world_contact_presolve.
+enum class Mask { kIterating, kSearching, kPresolved };
 AXION_HD bool in_mask(const BatchView& v, int w, Mask mask) {
+  if (mask == Mask::kPresolved)
+    return iterating(v, w) && v.world_presolve[w] != 0 && world_may_presolve(v, w);
   return mask == Mask::kIterating ? iterating(v, w) : searching(v, w);
 }
 // Whether an island of a world in `mask` takes part: every island while iterating, in the line
@@ -82,7 +85,7 @@ AXION_HD bool in_mask(const BatchView& v, int w, Mask mask) {
 // free bodies, 70-100 islands) twice the time per Newton iteration, the trials running as long
 // as any island's search.
 AXION_HD bool island_in_mask(const BatchView& v, int island, Mask mask) {
-  return mask == Mask::kIterating || v.island_ls_step[island] > 0;
+  return mask != Mask::kSearching || v.island_ls_step[island] > 0;
 }
 
 /// Per world in `mask`, on its team, the evaluation's stages before and after the rows: q+ from
@@ -225,6 +228,36 @@ AXION_HD void world_halve_step(const BatchView& v, int w) {
   v.world_step_length[w] *= Real(0.5);
 }
 
+// Whether world w's attempt ended within halving_residual with a finite state.
+AXION_HD bool world_attempt_succeeded(const BatchView& v, int w) {
+  const WorldParams& p = v.world_params[w];
+  const Real accepted =
+      p.halving_residual > p.newton_tolerance ? p.halving_residual : p.newton_tolerance;
+  return world_state_finite(v, w) && v.world_residual[w] <= accepted;
+}
+
+// Whether a failed attempt of world w may go again from the contact presolve's iterate: a
+// world of contacts alone whose step has not yet taken it.
+AXION_HD bool world_may_retry(const BatchView& v, int w) {
+  return v.world_presolve[w] == 0 && world_may_presolve(v, w);
+}
+
+// A failed attempt is undone and taken again at the same length, this time (and for the rest
+// of the step and kPresolveCarrySteps more) from the contact presolve's iterate
+// (world_contact_presolve). Newton from the last step's impulses converges in a few iterations
+// wherever contacts keep their states, and there the presolve's order of sweeping would only
+// move the impulses of redundant contacts within the solutions (a box landing on four corners
+// then rested on an uneven share of them); where contacts change state all over (a pile whose
+// columns topple) Newton cycles, and the sweeps bring it near a solution.
+AXION_HD void world_retry_with_presolve(const BatchView& v, int w) {
+  world_restore_start(v, w);
+  world_clear_missed_pairs(v, w);
+  v.world_flags[w] &= ~static_cast<uint32_t>(kWorldNotConverged);
+  v.world_redos[w] = 0;
+  v.world_presolve[w] = 1;
+  v.world_presolve_carry[w] = kPresolveCarrySteps;
+}
+
 // The residual that ends a step's Newton solve after `iterations` iterations: newton_tolerance,
 // and past newton_tail_iterations the looser newton_tail_residual, where the steps left are
 // mostly slow linear tails close to their solution (README, "Solver choices").
@@ -317,8 +350,9 @@ AXION_HD void world_converge(const BatchView& v, int w) {
   v.world_linear_tail[w] = iterations > 0 && v.world_ls_trials[w] == 1 && now < last &&
                            now > kLinearTailRatio * last && now < kLinearTailResidual;
   v.world_residual_last[w] = now;
-  // with a halving left, a solve still far off after halving_iterations gives up early
-  const bool halve_early = v.world_halvings[w] < p.step_halvings &&
+  // with a halving or the presolve's retry left, a solve still far off after
+  // halving_iterations gives up early
+  const bool halve_early = (v.world_halvings[w] < p.step_halvings || world_may_retry(v, w)) &&
                            iterations >= p.halving_iterations &&
                            !(v.world_residual_best[w] <= p.halving_residual);
   const Real tolerance = newton_stop_tolerance(p, iterations);
@@ -564,6 +598,14 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
   // rest. Starting at u~ instead would spin a light body driven by a strong actuator by
   // radians in the first trial configuration, where no linearisation of the joints holds.
   evaluate(ex, v, wr, Mask::kIterating, bounds);
+  // worlds of contacts alone: Gauss-Seidel sweeps bring the initial iterate near a solution
+  ex.worlds(
+      wr, AXION_LAMBDA(int w) {
+        if (in_mask(v, w, Mask::kPresolved)) world_contact_presolve(v, w);
+      });
+  if (ex.any(
+          wr, AXION_LAMBDA(int w) { return in_mask(v, w, Mask::kPresolved); }))
+    evaluate(ex, v, wr, Mask::kPresolved, bounds);
   accept(ex, v, wr, true);
 
   // converged worlds stop; the others take one more Newton iteration
@@ -593,17 +635,20 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
         if (stepping(v, w)) world_restore_best(v, w);
       });
 
-  // halve: a solve that failed (its best residual above halving_residual, or a state that is
-  // not finite) with a halving left is undone, and the rest of the step is taken in twice as
-  // many steps of half the length
+  // retry or halve: a solve that failed (its best residual above halving_residual, or a state
+  // that is not finite) is undone; a world of contacts alone goes again at the same length
+  // from the contact presolve's iterate (world_retry_with_presolve), else with a halving left
+  // the rest of the step is taken in twice as many steps of half the length
   ex.worlds(
       wr, AXION_LAMBDA(int w) {
-        if (!stepping(v, w) || v.world_halvings[w] >= v.world_params[w].step_halvings) return;
-        const WorldParams& p = v.world_params[w];
-        const Real accepted =
-            p.halving_residual > p.newton_tolerance ? p.halving_residual : p.newton_tolerance;
-        if (world_state_finite(v, w) && v.world_residual[w] <= accepted) return;
-        world_halve_step(v, w);
+        if (!stepping(v, w) || world_attempt_succeeded(v, w)) return;
+        if (world_may_retry(v, w)) {
+          world_retry_with_presolve(v, w);
+        } else if (v.world_halvings[w] < v.world_params[w].step_halvings) {
+          world_halve_step(v, w);
+        } else {
+          return;
+        }
         v.world_active[w] = kPhaseIdle;
       });
 
@@ -659,6 +704,9 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
         v.world_halves_left[w] = 0;
         if (!take) return;
         world_begin_step(v, w);
+        // within kPresolveCarrySteps of a step that needed it, the presolve from the start
+        v.world_presolve[w] = v.world_presolve_carry[w] > 0;
+        if (v.world_presolve_carry[w] > 0) v.world_presolve_carry[w] -= 1;
         v.world_redos[w] = 0;
         v.world_contact_redos[w] = 0;
         world_clear_missed_pairs(v, w);

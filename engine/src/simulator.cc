@@ -410,6 +410,7 @@ absl::StatusOr<SolverOptions> Simulator::GetOptions(WorldId world) const {
   o.friction_newton = p.friction_newton != 0;
   o.friction_combine = static_cast<FrictionCombine>(p.friction_combine);
   o.contact_compliance = p.contact_compliance;
+  o.contact_presolve_sweeps = p.contact_presolve_sweeps;
   o.max_depenetration_speed = p.max_depenetration_speed;
   o.fluid_density = p.fluid_density;
   o.fluid_viscosity = p.fluid_viscosity;

@@ -1,17 +1,20 @@
 // Layout (native byte order, which every supported platform shares: little-endian):
-//   "AXSNAP03" | u32 sizeof(Real) | i32 bodies, joints, dofs, qpos, actuators, joint rows |
+//   "AXSNAP04" | u32 sizeof(Real) | i32 bodies, joints, dofs, qpos, actuators, joint rows |
 //   u64 model fingerprint |
 //   u64 step_count | Real time | u32 flags | i32 step level (halvings the next step starts at) |
+//   i32 presolve carry (steps still to start from the contact presolve) |
 //   body_q (bodies x 7) | body_u (bodies x 6) | body_wrench (bodies x 6) |
 //   dof_velocity (dofs) | qpos (qpos) | actuator_ctrl (actuators) | joint-row lambda (rows) |
 //   i32 previous contact count n | n x (i32 shape a, i32 shape b (world-local), Real point on a[3],
 //   Real point on b[3], Real lambda[3]) | mocap body poses (mocap bodies x 7: position,
 //   quaternion) | actuator_activation (actuators, only where the model has a muscle or an
-//   actuator with dynamics) (AXSNAP01 had the point on a only; AXSNAP02 no step level; a
+//   actuator with dynamics) (AXSNAP01 had the point on a only; AXSNAP02 no step level;
+//   AXSNAP03 no presolve carry; a
 //   model without mocap bodies or activations, which every model was before they came, has
 //   empty last blocks)
 // The joint-row impulses and the last step's contacts are part of the state because they
-// warm-start the next Newton solve, and the step level because it sets the next step's length.
+// warm-start the next Newton solve, the step level because it sets the next step's length, and
+// the presolve carry because it sets where the next step's Newton solve starts.
 #include "snapshot.h"
 
 #include <algorithm>
@@ -27,7 +30,7 @@
 namespace axion {
 namespace {
 
-constexpr char kMagic[8] = {'A', 'X', 'S', 'N', 'A', 'P', '0', '3'};
+constexpr char kMagic[8] = {'A', 'X', 'S', 'N', 'A', 'P', '0', '4'};
 
 template <class T>
 void Put(std::string& out, const T* data, size_t count) {
@@ -163,6 +166,7 @@ std::string EncodeSnapshot(const BatchStorage& h, int w, const Model& model, uin
   Put(out, &h.world_time[w], 1);
   Put(out, &h.world_flags[w], 1);
   Put(out, &h.world_step_level[w], 1);
+  Put(out, &h.world_presolve_carry[w], 1);
   const int b0 = h.world_body_offset[w];
   Put(out, &h.body_q[7 * b0], 7 * c.bodies);
   Put(out, &h.body_u[6 * b0], 6 * c.bodies);
@@ -221,7 +225,7 @@ absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& mod
   // Decode into temporaries first so a truncated or corrupted snapshot leaves the world
   // untouched.
   uint64_t step_count = 0;
-  int32_t step_level = 0;
+  int32_t step_level = 0, presolve_carry = 0;
   DecodedState d;
   d.q.resize(7 * c.bodies);
   d.u.resize(6 * c.bodies);
@@ -231,13 +235,18 @@ absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& mod
   d.ctrl.resize(c.actuators);
   d.lambda.resize(c.rows);
   if (!r.Get(&step_count, 1) || !r.Get(&d.time, 1) || !r.Get(&d.flags, 1) ||
-      !r.Get(&step_level, 1)) {
+      !r.Get(&step_level, 1) || !r.Get(&presolve_carry, 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("snapshot has ", bytes.size(), " bytes, too few for its header"));
   }
   if (step_level < 0 || step_level > 10) {
     return absl::InvalidArgumentError(
         absl::StrCat("snapshot step level ", step_level, " is outside [0, 10] (corrupted)"));
+  }
+  if (presolve_carry < 0 || presolve_carry > kPresolveCarrySteps) {
+    return absl::InvalidArgumentError(absl::StrCat("snapshot presolve carry ", presolve_carry,
+                                                   " is outside [0, ", kPresolveCarrySteps,
+                                                   "] (corrupted)"));
   }
   bool ok = r.Get(d.q.data(), d.q.size()) && r.Get(d.u.data(), d.u.size()) &&
             r.Get(d.wrench.data(), d.wrench.size()) &&
@@ -293,6 +302,7 @@ absl::StatusOr<uint64_t> DecodeSnapshot(std::string_view bytes, const Model& mod
   h.world_time[w] = d.time;
   h.world_flags[w] = d.flags;
   h.world_step_level[w] = step_level;
+  h.world_presolve_carry[w] = presolve_carry;
   h.world_step_length[w] = h.world_params[w].timestep;
   h.world_contact_count[w] = 0;
   h.world_angular_row_count[w] = 0;

@@ -462,7 +462,11 @@ def test_contact_redos(client):
     assert redos[0] >= 1 and redos[1] == 0
     assert lowest[0] > 0.1 - 1e-3  # the ball's radius: it never sank
     assert lowest[1] < 0.1 - 0.05
-    for bad in ({"contact_redos": 5}, {"missed_contact_depth": -1.0}):
+    assert model.options.contact_presolve_sweeps.value == 1000
+    off = client.create_worlds(TWO_BALLS_MJCF, solver_options={"contact_presolve_sweeps": 0})
+    assert client.get_model(off.world_ids[0]).options.contact_presolve_sweeps.value == 0
+    for bad in ({"contact_redos": 5}, {"missed_contact_depth": -1.0},
+                {"contact_presolve_sweeps": -1}):
         with pytest.raises(axion.AxionError, match=next(iter(bad))):
             client.create_worlds(TWO_BALLS_MJCF, solver_options=bad)
 

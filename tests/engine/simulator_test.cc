@@ -9,6 +9,7 @@
 #include <limits>
 #include <utility>
 
+#include "axion/state.h"
 #include "scenes.h"
 
 namespace axion {
@@ -161,10 +162,11 @@ TEST(SimulatorTest, SnapshotsWithImpossibleValuesAreRefusedByName) {
   const std::string snap = *sim->Snapshot(a);
   const std::string before = Bytes(*sim, a);
   // header: magic, scalar size, six counts and the fingerprint, step count; then time, flags,
-  // step level; then body_q (1 body x 7), body_u (x 6), body_wrench (x 6), dof velocity,
-  // qpos, actuator ctrl, joint-row lambda
+  // step level, presolve carry; then body_q (1 body x 7), body_u (x 6), body_wrench (x 6), dof
+  // velocity, qpos, actuator ctrl, joint-row lambda
   const size_t time_at = 8 + 4 + 32 + 8, flags_at = time_at + sizeof(Real);
-  const size_t q_at = flags_at + 4 + 4, u_at = q_at + 7 * sizeof(Real);
+  const size_t carry_at = flags_at + 4 + 4;
+  const size_t q_at = carry_at + 4, u_at = q_at + 7 * sizeof(Real);
   const size_t ctrl_at = u_at + 12 * sizeof(Real) + 2 * sizeof(Real);
   auto with_real = [&](size_t at, Real value) {
     std::string bytes = snap;
@@ -188,6 +190,13 @@ TEST(SimulatorTest, SnapshotsWithImpossibleValuesAreRefusedByName) {
          return bytes;
        }(),
        "flags 0x80"},
+      {[&] {
+         std::string bytes = snap;
+         const int32_t carry = kPresolveCarrySteps + 1;
+         std::memcpy(&bytes[carry_at], &carry, sizeof(carry));
+         return bytes;
+       }(),
+       "presolve carry 33"},
   };
   for (const auto& c : cases) {
     absl::Status s = sim->Restore(a, c.bytes);
@@ -660,6 +669,9 @@ TEST(SimulatorTest, FailedStepIsTakenAgainInHalves) {
             [](SolverOptions& o) { o.missed_contact_depth = std::nan(""); }},
            {"contact_redos", [](SolverOptions& o) { o.contact_redos = -1; }},
            {"contact_redos", [](SolverOptions& o) { o.contact_redos = 5; }},
+           {"contact_presolve_sweeps", [](SolverOptions& o) { o.contact_presolve_sweeps = -1; }},
+           {"contact_presolve_sweeps",
+            [](SolverOptions& o) { o.contact_presolve_sweeps = 100001; }},
            // loop counts are bounded: one world's step must not hold its batch indefinitely
            {"newton_iterations", [](SolverOptions& o) { o.newton_iterations = 1001; }},
            {"cr_iterations", [](SolverOptions& o) { o.cr_iterations = 10001; }},

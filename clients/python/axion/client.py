@@ -79,6 +79,7 @@ _WRAPPED_OPTIONS = (
     "missed_contact_depth",
     "contact_redos",
     "halving_carryover",
+    "contact_presolve_sweeps",
 )
 
 

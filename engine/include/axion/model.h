@@ -526,6 +526,13 @@ struct SolverOptions {
                                       // step back to its start, with that pair's points where
                                       // the attempt ended added to its set. Inf: off
   int contact_redos = 1;              // such returns per attempt, in [0, 4] (0: off)
+  // Projected Gauss-Seidel sweeps over the contacts of a world of contacts alone (no joint,
+  // tendon or angular friction rows; position-level contacts), before its Newton solve, until
+  // no impulse moves a row by newton_tolerance: Newton then starts near a solution (0: off).
+  // In a pile whose frictional contacts slide and stick in turn, Newton from the last step's
+  // impulses cycles between contact states; started here, it converges or ends close
+  // (README, "Solver choices"; kernels_contact.h, world_contact_presolve)
+  int contact_presolve_sweeps = 1000;
   bool friction_newton = true;        // linearise friction along the slip with W's derivatives
                                       // (see kernels_contact.h); off: W frozen, as in the seeds
   Preconditioner preconditioner = Preconditioner::kTree;  // of the Conjugate Residual solve

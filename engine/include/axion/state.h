@@ -65,6 +65,7 @@ struct WorldParams {
   int32_t contact_redos;      // goes again from its start, this many times at most
   int32_t loop_rows;          // SolverOptions: loop rows eliminated at most (0: none)
   int32_t islands;            // SolverOptions: islands solved apart (0: the world as one system)
+  int32_t contact_presolve_sweeps;  // SolverOptions: Gauss-Seidel sweeps before Newton (0: off)
 };
 
 // Constraint row kinds.
@@ -128,6 +129,10 @@ enum MuscleParam : int32_t {
 
 // Residuals a world keeps for the Newton loop's cycle test (SolverOptions::strict_after_cycle).
 inline constexpr int kCycleRing = 16;
+// Steps after one whose attempt needed the contact presolve (world_contact_presolve) that start
+// from it directly: a pile whose contacts keep changing state fails again from the last step's
+// impulses, and each such failure cost halving_iterations Newton iterations before the retry.
+inline constexpr int kPresolveCarrySteps = 32;
 
 struct BatchView {
   int32_t world_count = 0;
@@ -169,6 +174,9 @@ struct BatchView {
   int32_t* world_contact_redos;           // (world_count) such returns in the last step
   int32_t* world_step_level;              // (world_count) halvings the next step starts at
                                           // (halving_carryover), in [0, step_halvings]
+  int32_t* world_presolve_carry;          // (world_count) steps still to start from the contact
+                                          // presolve after one that needed it, in
+                                          // [0, kPresolveCarrySteps]
   int32_t* world_cr_iterations;           // (world_count) of the last step, summed over Newton
   int32_t* world_line_search_trials;      // (world_count) trial iterates evaluated in the last
                                           // step's line searches, summed over Newton
@@ -195,6 +203,8 @@ struct BatchView {
                                 // iterate the next Newton step starts from)
   int32_t* world_linear_tail;  // (world_count) 1 while Newton converges linearly (kLinearTailRatio)
   int32_t* world_cycled;       // (world_count) 1 once the attempt's solve cycled (strict search)
+  int32_t* world_presolve;     // (world_count) 1 once the step's attempts start from the contact
+                               // presolve (world_contact_presolve, after a failed attempt)
   Real* world_residual_ring;   // (world_count x kCycleRing) residuals of the latest iterates, at
                                // the Newton iteration modulo kCycleRing (the cycle test)
   Real* world_ls_step;         // (world_count) 1 while some island's line search goes on, else 0

@@ -4,7 +4,8 @@
 //   axion-sim --model=humanoid.xml --worlds=64 --steps=1000 --noise=0.01 --backend=cpu
 //             [--timestep=0.005] [--preconditioner=tree|jacobi] [--threads=2]
 //             [--friction_newton=true|false] [--speculative_contacts=true|false]
-//             [--contact_margin=M] [--contact_compliance=C] [--max_depenetration_speed=V]
+//             [--contact_margin=M] [--contact_compliance=C] [--contact_presolve_sweeps=N]
+//             [--max_depenetration_speed=V]
 //             [--line_search=true|false] [--islands=true|false]
 //             [--halving_carryover=true|false]
 //             [--newton_iterations=50] [--newton_tolerance=1e-6]
@@ -79,6 +80,9 @@ ABSL_FLAG(double, contact_margin, -1,
 ABSL_FLAG(double, contact_compliance, -1,
           "normal compliance (m/N) of every contact: one carrying force F rests at penetration "
           "compliance * F (-1: the model's, 0 (rigid) by default)");
+ABSL_FLAG(int, contact_presolve_sweeps, -1,
+          "Gauss-Seidel sweeps over the contacts of a world of contacts alone before its Newton "
+          "solve (0: off; -1: the model's, 1000 by default)");
 ABSL_FLAG(double, max_depenetration_speed, 0,
           "fastest (m/s) a contact pushes overlapping shapes apart (0: the model's, unlimited by "
           "default; about 0.3 for files that start their bodies sunk into the floor)");
@@ -411,6 +415,10 @@ absl::Status Run() {
       return absl::InvalidArgumentError("--contact_compliance must be finite and >= 0 (or -1)");
     desc.options.contact_compliance = contact_compliance;
   }
+  const int contact_presolve_sweeps = absl::GetFlag(FLAGS_contact_presolve_sweeps);
+  if (contact_presolve_sweeps < -1)
+    return absl::InvalidArgumentError("--contact_presolve_sweeps must be >= -1");
+  if (contact_presolve_sweeps >= 0) desc.options.contact_presolve_sweeps = contact_presolve_sweeps;
   const double max_depenetration_speed = absl::GetFlag(FLAGS_max_depenetration_speed);
   if (!(max_depenetration_speed >= 0))
     return absl::InvalidArgumentError("--max_depenetration_speed must be >= 0");
