@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Frictional sphere piles whose columns topple (bench/sphere_pile.py --jitter), stepped by
 # axion-sim with the contact presolve off and at its default, and by mujoco-testspeed on the
-# same files: wall time, Newton iterations per step, steps not converged and halved.
+# same files: wall time, Newton iterations per step, steps not converged and halved, and the
+# residual the steps ended at.
 #
 # usage: [PILES="dense wide"] [VARIANTS="off default"] bench/pile_presolve.sh [AXION_SIM] [SEEDS] [STEPS]
 #   defaults: PILES=dense, VARIANTS="off default", build/release/engine/src/io/axion-sim,
@@ -24,12 +25,17 @@ run() {  # model, label, flags...
   local model=$1 label=$2
   shift 2
   local out
-  out=$("$SIM" --model="$model" --steps="$STEPS" --threads=1 ${AXION_SIM_FLAGS:-} "$@" 2>&1)
-  printf '%-28s %8s s %8s %6s %6s\n' "$label" "$(echo "$out" | field 'wall time')" \
+  out=$("$SIM" --model="$model" --steps="$STEPS" --threads=1 --step_stats ${AXION_SIM_FLAGS:-} "$@" 2>&1)
+  # the residual each step ended at: median, 90th percentile, largest
+  local residuals
+  residuals=$(echo "$out" | sed -nE 's/^step .*residual ([^,]*),.*/\1/p' | sort -g |
+    awk '{a[NR] = $1} END {printf "%.2g %.2g %.2g", a[int((NR + 1) / 2)], a[int(NR * 0.9)], a[NR]}')
+  printf '%-20s %8s s %8s %6s %6s   %s\n' "$label" "$(echo "$out" | field 'wall time')" \
     "$(echo "$out" | field 'newton iterations')" "$(echo "$out" | field 'not converged')" \
-    "$(echo "$out" | field 'halved')"
+    "$(echo "$out" | field 'halved')" "$residuals"
 }
-printf '%-28s %10s %8s %6s %6s\n' "pile, seed, presolve" "wall" "newton" "unconv" "halved"
+printf '%-20s %10s %8s %6s %6s   %s\n' "pile seed presolve" "wall" "newton" "unconv" "halved" \
+  "residual (m/s): median p90 max"
 for seed in $SEEDS; do
   python3 bench/sphere_pile.py --columns=5 --condim=3 --jitter=5 --seed="$seed" --box=0.2 \
     >"$TMP/dense$seed.xml"
@@ -42,7 +48,7 @@ for seed in $SEEDS; do
       esac
     done
     if command -v mujoco-testspeed >/dev/null; then
-      printf '%-28s %10s steps/s\n' "$pile $seed mujoco" \
+      printf '%-20s %10s steps/s\n' "$pile $seed mujoco" \
         "$(mujoco-testspeed "$TMP/$pile$seed.xml" "$STEPS" 1 0 | sed -nE 's/ *Steps per second *: *//p')"
     fi
   done
