@@ -1052,7 +1052,7 @@ AXION_HD void contact_friction_row(const BatchView& v, int row, const WorldParam
 
 // The presolve's per-row data in the linear solve's scratch, which nothing reads before the
 // first Newton iteration writes it: M^-1 J^T of the row's two sides (12 values of row_gcr_p,
-// the GCR directions), and its contact's s_n or s_t (row_cr_z).
+// the GCR directions), and its contact's D_nn or D_tt (row_cr_z).
 AXION_HD Real* presolve_minv_jt(const BatchView& v, int row) { return v.row_gcr_p + 12 * row; }
 
 // A contact row's impulse changes by dlambda: its bodies' velocities follow, u += M^-1 J^T dlambda.
@@ -1089,10 +1089,10 @@ AXION_HD bool world_may_presolve(const BatchView& v, int w) {
 /// before its Newton solve, rows built at the initial iterate: projected Gauss-Seidel over its
 /// contacts (SolverOptions::contact_presolve_sweeps), from the warm-started impulses. The
 /// bodies' velocities are kept at u = u~ + M^-1 J^T lambda, exact for free bodies whose rows
-/// are all contacts (each row linear in u, seed 000), and each contact in turn takes, with
-/// s_n = J_n M^-1 J_n^T and s_t the mean of its tangents':
-///   normal:   lambda_n <- max(0, lambda_n - (J_n u + c(q-)/h + C0 lambda_n) / (s_n + C0))
-///   friction: lambda_t <- lambda_t - J_t u / s_t, then scaled into |lambda_t| <= mu lambda_n
+/// are all contacts (each row linear in u, seed 000), and each contact in turn takes, with the
+/// Delassus diagonal D_nn = J_n M^-1 J_n^T and D_tt the mean of its two tangents':
+///   normal:   lambda_n <- max(0, lambda_n - (J_n u + c(q-)/h + C0 lambda_n) / (D_nn + C0))
+///   friction: lambda_t <- lambda_t - J_t u / D_tt, then scaled into |lambda_t| <= mu lambda_n
 /// Its fixed points are the solutions of the Newton system (Signorini and Coulomb's maximal
 /// dissipation: an impulse inside the cone only where J_t u = 0, one on its edge against the
 /// slip), and each sweep moves every contact towards its own, so the sweeps get near one where
@@ -1109,7 +1109,7 @@ AXION_HD void world_contact_presolve(const BatchView& v, int w) {
   const Real normal_compliance = p.contact_compliance / (h * h);
   const int k0 = v.world_contact_offset[w], k1 = k0 + v.world_contact_count[w];
   // u = u~ + M^-1 J^T lambda of the warm-started impulses; each row's M^-1 J^T and each
-  // contact's s_n and s_t, fixed over the sweeps (presolve_minv_jt)
+  // contact's D_nn and D_tt, fixed over the sweeps (presolve_minv_jt)
   for (int b = v.world_body_offset[w]; b < v.world_body_offset[w + 1]; ++b) {
     for (int i = 0; i < 6; ++i) v.body_u[6 * b + i] = v.body_u_tilde[6 * b + i];
   }
@@ -1139,24 +1139,24 @@ AXION_HD void world_contact_presolve(const BatchView& v, int w) {
     Real largest = 0;  // the sweep's largest velocity change of a row (m/s)
     for (int k = k0; k < k1; ++k) {
       const int normal = contact_first_row(v, w, k);
-      const Real s_n = v.row_cr_z[normal];
-      if (!(s_n > 0)) continue;
+      const Real d_nn = v.row_cr_z[normal];
+      if (!(d_nn > 0)) continue;
       // normal: Signorini at the step's end, c(q+) / h = c(q-) / h + J_n u
       const Real lambda_n = v.row_lambda[normal];
       const Real c_velocity = contact_row_velocity(v, normal) + contact_gap_rate(v, k, p, h) +
                               normal_compliance * lambda_n;
-      Real next_n = lambda_n - c_velocity / (s_n + normal_compliance);
+      Real next_n = lambda_n - c_velocity / (d_nn + normal_compliance);
       next_n = next_n > 0 ? next_n : Real(0);
       row_push_bodies(v, normal, next_n - lambda_n);
       v.row_lambda[normal] = next_n;
-      Real moved = s_n * std::fabs(next_n - lambda_n);
+      Real moved = d_nn * std::fabs(next_n - lambda_n);
       largest = moved > largest ? moved : largest;
       // friction: one step of the tangential impulse against the slip, into the disk
       const int t1 = normal + 1, t2 = normal + 2;
-      const Real s_t = v.row_cr_z[t1];
-      if (!(s_t > 0)) continue;
-      Real l1 = v.row_lambda[t1] - contact_row_velocity(v, t1) / s_t;
-      Real l2 = v.row_lambda[t2] - contact_row_velocity(v, t2) / s_t;
+      const Real d_tt = v.row_cr_z[t1];
+      if (!(d_tt > 0)) continue;
+      Real l1 = v.row_lambda[t1] - contact_row_velocity(v, t1) / d_tt;
+      Real l2 = v.row_lambda[t2] - contact_row_velocity(v, t2) / d_tt;
       const Real length = std::sqrt(l1 * l1 + l2 * l2), cone = v.contact_friction[k] * next_n;
       if (length > cone) {
         const Real scale = length > 0 ? cone / length : Real(0);
@@ -1168,7 +1168,7 @@ AXION_HD void world_contact_presolve(const BatchView& v, int w) {
       row_push_bodies(v, t2, d2);
       v.row_lambda[t1] = l1;
       v.row_lambda[t2] = l2;
-      moved = s_t * std::sqrt(d1 * d1 + d2 * d2);
+      moved = d_tt * std::sqrt(d1 * d1 + d2 * d2);
       largest = moved > largest ? moved : largest;
     }
     if (!(largest > p.newton_tolerance)) break;
