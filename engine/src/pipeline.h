@@ -72,11 +72,12 @@ AXION_HD int dof_world(const BatchView& v, int dof) {
   return v.body_world[v.joint_child[v.dof_joint[dof]]];
 }
 
-// kPresolved: the iterating worlds whose attempt takes world_contact_presolve.
+// kPresolved: the iterating worlds whose attempt takes world_contact_presolve (within
+// kPresolveCarrySteps of a step that needed it, this one included).
 enum class Mask { kIterating, kSearching, kPresolved };
 AXION_HD bool in_mask(const BatchView& v, int w, Mask mask) {
   if (mask == Mask::kPresolved)
-    return iterating(v, w) && v.world_presolve[w] != 0 && world_may_presolve(v, w);
+    return iterating(v, w) && v.world_presolve_carry[w] > 0 && world_may_presolve(v, w);
   return mask == Mask::kIterating ? iterating(v, w) : searching(v, w);
 }
 // Whether an island of a world in `mask` takes part: every island while iterating, in the line
@@ -216,14 +217,17 @@ AXION_HD void world_clear_missed_pairs(const BatchView& v, int w) { v.world_miss
 // A failed attempt is undone: the state returns to q-, u- (the DOFs' coordinates and the last
 // step's contacts were not yet written), and what is left of the step is taken in twice as
 // many steps of half the length. Its solver figures stay counted.
-AXION_HD void world_halve_step(const BatchView& v, int w) {
+AXION_HD void world_undo_attempt(const BatchView& v, int w) {
   world_restore_start(v, w);
-  world_scale_warm_start(v, w, Real(0.5));
-  // the pairs a redo took at its end were linearised over the longer step: they start again
+  // the pairs a redo took at its end were linearised about where it ended: they start again
   world_clear_missed_pairs(v, w);
   v.world_flags[w] &= ~static_cast<uint32_t>(kWorldNotConverged);
-  v.world_halvings[w] += 1;
   v.world_redos[w] = 0;
+}
+AXION_HD void world_halve_step(const BatchView& v, int w) {
+  world_undo_attempt(v, w);
+  world_scale_warm_start(v, w, Real(0.5));
+  v.world_halvings[w] += 1;
   v.world_halves_left[w] *= 2;
   v.world_step_length[w] *= Real(0.5);
 }
@@ -237,9 +241,9 @@ AXION_HD bool world_attempt_succeeded(const BatchView& v, int w) {
 }
 
 // Whether a failed attempt of world w may go again from the contact presolve's iterate: a
-// world of contacts alone whose step has not yet taken it.
+// world of contacts alone whose step does not yet take it.
 AXION_HD bool world_may_retry(const BatchView& v, int w) {
-  return v.world_presolve[w] == 0 && world_may_presolve(v, w);
+  return v.world_presolve_carry[w] == 0 && world_may_presolve(v, w);
 }
 
 // A failed attempt is undone and taken again at the same length, this time (and for the rest
@@ -250,12 +254,8 @@ AXION_HD bool world_may_retry(const BatchView& v, int w) {
 // then rested on an uneven share of them); where contacts change state all over (a pile whose
 // columns topple) Newton cycles, and the sweeps bring it near a solution.
 AXION_HD void world_retry_with_presolve(const BatchView& v, int w) {
-  world_restore_start(v, w);
-  world_clear_missed_pairs(v, w);
-  v.world_flags[w] &= ~static_cast<uint32_t>(kWorldNotConverged);
-  v.world_redos[w] = 0;
-  v.world_presolve[w] = 1;
-  v.world_presolve_carry[w] = kPresolveCarrySteps;
+  world_undo_attempt(v, w);
+  v.world_presolve_carry[w] = kPresolveCarrySteps + 1;  // this step and the next ones
 }
 
 // The residual that ends a step's Newton solve after `iterations` iterations: newton_tolerance,
@@ -307,6 +307,7 @@ AXION_HD void world_end_step(const BatchView& v, int w) {
   if (v.world_halvings[w] > 0)
     world_scale_warm_start(v, w, static_cast<Real>(1 << v.world_halvings[w]));
   v.world_step_pending[w] -= 1;
+  if (v.world_presolve_carry[w] > 0) v.world_presolve_carry[w] -= 1;
   const int start = v.world_step_level[w];
   if (!v.world_params[w].halving_carryover)
     v.world_step_level[w] = 0;
@@ -704,9 +705,6 @@ void step(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds)
         v.world_halves_left[w] = 0;
         if (!take) return;
         world_begin_step(v, w);
-        // within kPresolveCarrySteps of a step that needed it, the presolve from the start
-        v.world_presolve[w] = v.world_presolve_carry[w] > 0;
-        if (v.world_presolve_carry[w] > 0) v.world_presolve_carry[w] -= 1;
         v.world_redos[w] = 0;
         v.world_contact_redos[w] = 0;
         world_clear_missed_pairs(v, w);

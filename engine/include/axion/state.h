@@ -174,9 +174,9 @@ struct BatchView {
   int32_t* world_contact_redos;           // (world_count) such returns in the last step
   int32_t* world_step_level;              // (world_count) halvings the next step starts at
                                           // (halving_carryover), in [0, step_halvings]
-  int32_t* world_presolve_carry;          // (world_count) steps still to start from the contact
-                                          // presolve after one that needed it, in
-                                          // [0, kPresolveCarrySteps]
+  int32_t* world_presolve_carry;          // (world_count) steps whose attempts start from the
+                                          // contact presolve, the current one included while
+                                          // it runs; between steps in [0, kPresolveCarrySteps]
   int32_t* world_cr_iterations;           // (world_count) of the last step, summed over Newton
   int32_t* world_line_search_trials;      // (world_count) trial iterates evaluated in the last
                                           // step's line searches, summed over Newton
@@ -203,8 +203,6 @@ struct BatchView {
                                 // iterate the next Newton step starts from)
   int32_t* world_linear_tail;  // (world_count) 1 while Newton converges linearly (kLinearTailRatio)
   int32_t* world_cycled;       // (world_count) 1 once the attempt's solve cycled (strict search)
-  int32_t* world_presolve;     // (world_count) 1 once the step's attempts start from the contact
-                               // presolve (world_contact_presolve, after a failed attempt)
   Real* world_residual_ring;   // (world_count x kCycleRing) residuals of the latest iterates, at
                                // the Newton iteration modulo kCycleRing (the cycle test)
   Real* world_ls_step;         // (world_count) 1 while some island's line search goes on, else 0
