@@ -376,6 +376,13 @@ absl::StatusOr<ActuatorDesc> FromProto(const v1::Actuator& proto, int index) {
     actuator.site_force_world = site.world_force();
     if (site.has_reaction_body()) actuator.site_reaction_body = site.reaction_body().value();
   }
+  if (proto.has_adhesion_body()) {
+    if (proto.adhesion_body().value() < 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat("actuators[", index, "].adhesion_body: must be a body index, got ",
+                       proto.adhesion_body().value(), " (the world cannot be pulled)"));
+    actuator.adhesion_body = proto.adhesion_body().value();
+  }
   switch (proto.dynamics()) {
     case v1::ACTUATOR_DYNAMICS_NONE:
       break;
@@ -813,6 +820,8 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
       if (actuator.site_reaction_body >= 0)
         site->mutable_reaction_body()->set_value(actuator.site_reaction_body);
     }
+    if (actuator.adhesion_body >= 0)
+      out->mutable_adhesion_body()->set_value(actuator.adhesion_body);
     out->set_dynamics(static_cast<v1::ActuatorDynamics>(actuator.dynamics));
     if (actuator.dynamics != ActuatorDynamics::kNone)
       out->mutable_dynamics_time_constant()->set_value(actuator.dynamics_time_constant);
@@ -1205,11 +1214,13 @@ void DescribeModel(const Model& model, const SolverOptions& options, int contact
     info->set_force_limited(actuator.force_limited);
     info->set_force_min(actuator.force_min);
     info->set_force_max(actuator.force_max);
-    const bool on_joint = actuator.tendon < 0 && actuator.site_body < 0;
+    const bool on_joint =
+        actuator.tendon < 0 && actuator.site_body < 0 && actuator.adhesion_body < 0;
     info->set_joint(on_joint ? actuator.joint : -1);
     info->set_dof(on_joint ? actuator.dof : -1);
     info->set_tendon(actuator.tendon);
     info->set_site_body(actuator.site_body);
+    info->set_adhesion_body(actuator.adhesion_body);
   }
   description->set_body_count(model.body_count());
   description->set_joint_position_count(model.joint_position_count());

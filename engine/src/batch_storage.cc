@@ -287,8 +287,10 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
     s.actuator_type[a0 + a] = static_cast<int32_t>(act.type);
     s.actuator_tendon[a0 + a] = act.tendon >= 0 ? t0 + act.tendon : -1;
     s.actuator_body[a0 + a] = act.site_body >= 0 ? global_body(act.site_body) : -1;
-    s.actuator_dof[a0 + a] =
-        act.tendon >= 0 || act.site_body >= 0 ? -1 : f0 + m.joint_dof_offset()[act.joint] + act.dof;
+    s.actuator_adhesion_body[a0 + a] = act.adhesion_body >= 0 ? global_body(act.adhesion_body) : -1;
+    s.actuator_dof[a0 + a] = act.tendon >= 0 || act.site_body >= 0 || act.adhesion_body >= 0
+                                 ? -1
+                                 : f0 + m.joint_dof_offset()[act.joint] + act.dof;
     // a site's wrench per unit force about its body's centre of mass, in the body's frame;
     // with a world-frame force or a reaction body, the force (world or body axes), the torque
     // alone and the site's arm from the centre of mass, for the kernel to combine

@@ -159,6 +159,7 @@ namespace axion {
   X(Real, actuator_body_wrench, 6)        \
   X(int32_t, actuator_reaction_body, 1)   \
   X(int32_t, actuator_force_world, 1)     \
+  X(int32_t, actuator_adhesion_body, 1)   \
   X(Real, actuator_site_arm, 3)           \
   X(Real, actuator_muscle, kMuscleParams) \
   X(int32_t, actuator_dynamics, 1)        \

@@ -278,6 +278,7 @@ AXION_HD void world_apply_actuators(const BatchView& v, int world) {
     const int tendon = v.actuator_tendon[act];
     const Real ctrl = actuator_input(v, act);  // a servo's target per target_scale
     const bool limited = v.actuator_force_limited[act] != 0;
+    if (v.actuator_adhesion_body[act] >= 0) continue;  // (world_adhesion_pull)
     if (v.actuator_body[act] >= 0) {
       site_actuator_push(v, act);
       continue;

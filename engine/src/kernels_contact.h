@@ -3,6 +3,7 @@
 #pragma once
 
 #include "collision/collision.h"
+#include "kernels_body.h"
 #include "kernels_common.h"
 #include "kernels_tree.h"
 
@@ -606,6 +607,68 @@ AXION_HD void world_collide(const BatchView& v, int world) {
   }
   v.world_angular_row_count[world] = angular;
   if (overflow) v.world_flags[world] |= kWorldContactOverflow;
+}
+
+// Calls visit(point, body_a, body_b) for the points in reach of an adhesion actuator on
+// `body` (ActuatorDesc::adhesion_body): those of each candidate pair (world_gather_pairs, as
+// world_collide left them) with one of the body's shapes whose surfaces lie closer than the
+// pair's margin, max(margin_a, margin_b), at q-. The narrow phase is run again on those pairs:
+// the contact set keeps points by the contact margin and offset instead, so it holds neither
+// all of these nor only these.
+template <class Visit>
+AXION_HD void adhesion_points(const BatchView& v, int world, int body, Visit visit) {
+  const int p0 = v.world_pair_offset[world];
+  const int count = v.world_pair_count[world] >= 0 ? v.world_pair_count[world]
+                                                   : v.world_pair_offset[world + 1] - p0;
+  for (int pair = p0; pair < p0 + count; ++pair) {
+    const int sa = v.pair_shape_a[pair], sb = v.pair_shape_b[pair];
+    const int body_a = v.shape_body[sa], body_b = v.shape_body[sb];
+    if (body_a != body && body_b != body) continue;
+    const Real ma = v.shape_margin[sa], mb = v.shape_margin[sb];
+    const Real reach = ma > mb ? ma : mb;
+    Vec3 pos_a, pos_b;
+    Quat quat_a, quat_b;
+    shape_world_pose(v, sa, v.body_q_prev, &pos_a, &quat_a);
+    shape_world_pose(v, sb, v.body_q_prev, &pos_b, &quat_b);
+    PairPoints pair_points;
+    const int n = collide_shapes(shape_geom(v, sa), pos_a, quat_a, shape_geom(v, sb), pos_b, quat_b,
+                                 reach, pair_points.point);
+    for (int i = 0; i < n; ++i) {
+      if (pair_points.point[i].gap < reach) visit(pair_points.point[i], body_a, body_b);
+    }
+  }
+}
+
+/// Per world, once its pairs are gathered: each adhesion actuator's pull (MuJoCo's adhesion,
+/// its body transmission). Its force F (actuator_effort) is shared by the n points in reach
+/// (adhesion_points); at each, p midway between the surfaces and the normal n from b towards
+/// a, F / n pulls a by -F n / n and b by +F n / n at p: wrenches added to body_jt (force, and
+/// torque about the centre of mass) beside the other actuators' efforts. MuJoCo's generalized
+/// force is -(F / n) sum_i J_i^T n_i, with J_i the two bodies' relative Jacobian at p_i: the
+/// same pulls. Actuators pulling nothing (F = 0) skip the narrow phase.
+AXION_HD void world_adhesion_pull(const BatchView& v, int world) {
+  for (int act = v.world_actuator_offset[world]; act < v.world_actuator_offset[world + 1]; ++act) {
+    const int body = v.actuator_adhesion_body[act];
+    if (body < 0) continue;
+    const Real force = actuator_effort(v, act);
+    if (force == 0) continue;
+    int points = 0;
+    adhesion_points(v, world, body, [&](const ContactPoint&, int, int) { ++points; });
+    if (points == 0) continue;
+    const Real share = force / static_cast<Real>(points);
+    auto pull = [&](int on, Vec3 f, Vec3 at) {
+      if (on < 0) return;
+      const Vec3 arm = at - body_position(v.body_q_prev, on);
+      store3(v.body_jt + 6 * on, load3(v.body_jt + 6 * on) + f);
+      store3(v.body_jt + 6 * on + 3, load3(v.body_jt + 6 * on + 3) + cross(arm, f));
+    };
+    adhesion_points(v, world, body, [&](const ContactPoint& point, int body_a, int body_b) {
+      const Vec3 at = Real(0.5) * (point.point_a + point.point_b);
+      const Vec3 f = share * point.normal;
+      pull(body_a, -f, at);
+      pull(body_b, f, at);
+    });
+  }
 }
 
 // Per shape, for world_find_missed_contacts: bounding box at q+ (the solve's end), and in

@@ -397,11 +397,12 @@ uint64_t Fingerprint(const Model& m) {
     }
     for (const ActuatorDesc& a : d.actuators) h.Add(a.tendon);
   }
-  // (only where an actuator pushes on a site)
+  // (only where an actuator pushes on a site or pulls a body onto what it touches)
   for (const ActuatorDesc& a : d.actuators) {
     if (a.site_body >= 0)
       h.Add(a.site_body), h.Add(a.site_pose), h.Add(a.site_force_world),
           h.Add(a.site_reaction_body);
+    if (a.adhesion_body >= 0) h.Add(a.adhesion_body);
   }
   return h.hash();
 }
@@ -966,7 +967,18 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
   for (int a = 0; a < static_cast<int>(desc.actuators.size()); ++a) {
     ActuatorDesc& act = desc.actuators[a];
     std::string what = Describe("actuator", a, act.name);
-    if (act.site_body != -1) {
+    if (act.adhesion_body != -1) {
+      if (act.adhesion_body < 0 || act.adhesion_body >= static_cast<int>(desc.bodies.size()))
+        return Invalid(what, "adhesion_body",
+                       absl::StrCat("refers to missing body ", act.adhesion_body));
+      if (act.tendon != -1 || act.site_body != -1)
+        return Invalid(what, "adhesion_body",
+                       absl::StrCat("is given with a ", act.tendon != -1 ? "tendon" : "site",
+                                    ": an actuator has one transmission"));
+      if (act.type != ActuatorType::kEffort)
+        return Invalid(what, "adhesion_body",
+                       "is given on a servo or muscle: adhesion actuators are efforts");
+    } else if (act.site_body != -1) {
       if (act.site_body < 0 || act.site_body >= static_cast<int>(desc.bodies.size()))
         return Invalid(what, "site_body", absl::StrCat("refers to missing body ", act.site_body));
       if (act.tendon != -1)

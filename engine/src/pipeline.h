@@ -570,6 +570,7 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
         world_build_row_adjacency(v, w);
         world_build_islands(v, w);
         world_apply_actuators(v, w);
+        world_adhesion_pull(v, w);
       });
 
   // predict: unconstrained velocity u~ (gravity, forces, efforts, gyroscopic term); drive

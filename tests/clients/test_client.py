@@ -512,12 +512,37 @@ def test_describe_world_and_get_model(client):
     assert description.body_names == ["bob"]
     # the motor drives the hinge's DOF
     torque = description.actuators[0]
-    assert (torque.joint, torque.dof, torque.tendon, torque.site_body) == (0, 0, -1, -1)
+    assert (torque.joint, torque.dof, torque.tendon, torque.site_body, torque.adhesion_body) == (
+        0, 0, -1, -1, -1)
     model = client.get_model(world)
     assert isinstance(model, axion.pb.ModelDescription)
     assert [b.name for b in model.bodies] == ["bob"]
     assert model.bodies[0].mass == pytest.approx(1.0)
     assert model.options.timestep.value == pytest.approx(0.005)
+
+
+ADHESION_MJCF = """
+<mujoco model="pad">
+  <option timestep="0.01" gravity="0 0 0"/>
+  <worldbody>
+    <geom type="plane" size="0 0 1"/>
+    <body name="ball" pos="0 0 0.11">
+      <freejoint/><geom type="sphere" size="0.1" mass="1" margin="0.02" gap="0.02"/>
+    </body>
+  </worldbody>
+  <actuator><adhesion name="pad" body="ball" ctrlrange="0 1" gain="2"/></actuator>
+</mujoco>
+"""
+
+
+def test_adhesion_pad_is_described_and_pulls(client):
+    # the ball hovers 1 cm up, within its margin: the pad pulls it down by 2 ctrl newtons
+    world = client.create_worlds(ADHESION_MJCF).world_ids[0]
+    pad = client.describe_world(world).actuators[0]
+    assert (pad.joint, pad.site_body, pad.adhesion_body) == (-1, -1, 0)
+    obs = client.step(world, steps=3, controls=np.array([[1.0]], dtype=np.float32),
+                      observe=["body_velocity"])
+    assert obs.body_velocity[0, 0, 2] == pytest.approx(-2 * 3 * 0.01, abs=1e-6)
 
 
 def test_destroy_worlds_removes_them(client):

@@ -1172,5 +1172,122 @@ TEST(ContactTest, AngularFrictionStopsSpinningSpheresInAPile) {
   EXPECT_GT(sliding_spin, 1);
 }
 
+// Adhesion (ActuatorDesc::adhesion_body, MJCF <adhesion>): a 1 kg box 5 mm under a ceiling, its
+// margin 2 cm (as much gap: its contacts hold it touching), pulled up by 30 N: it rises to the
+// ceiling and hangs there, the ceiling pressing down with 30 - m g; with the control at 0 it
+// falls; started 3 cm below, beyond its margin, the pull has no point to act at and it falls
+// from the start.
+ModelDesc BoxUnderCeiling(Real top_gap) {
+  ModelDesc d;
+  d.options.timestep = 0.01;
+  d.shapes.push_back(Ground(0.5, quat_from_axis_angle({1, 0, 0}, kPi)));  // its normal down
+  d.shapes.back().pose.pos = {0, 0, 1};
+  AddBox(d, {0, 0, 1 - Real(0.1) - top_gap}, Quat{});
+  d.shapes.back().margin = 0.02;
+  d.shapes.back().gap = 0.02;
+  ActuatorDesc pad;
+  pad.name = "pad";
+  pad.adhesion_body = 0;
+  pad.gear = 30;
+  pad.ctrl_limited = true;
+  pad.ctrl_min = 0;
+  pad.ctrl_max = 1;
+  d.actuators.push_back(pad);
+  return d;
+}
+
+TEST(ContactTest, AdhesionHoldsABoxUnderACeilingAndLetsItGo) {
+  auto sim = MustCreateSimulator();
+  const WorldId near = MustCreateWorld(*sim, MustCompile(BoxUnderCeiling(0.005)));
+  const WorldId far = MustCreateWorld(*sim, MustCompile(BoxUnderCeiling(0.03)));
+  for (WorldId w : {near, far}) ASSERT_TRUE(sim->SetControls(w, std::vector<Real>{1}).ok());
+  ASSERT_TRUE(sim->StepAll(100).ok());
+  // hanging: its top against the ceiling, at rest, pressed by 30 N less its weight
+  const Real top = test::BodyPos(*sim, near, 0).z + Real(0.1);
+  EXPECT_NEAR(top, 1, 1e-3);
+  EXPECT_LT(norm(test::BodyVel(*sim, near, 0)), 1e-3);
+  Vec3 pressed{0, 0, 0};
+  absl::StatusOr<std::vector<ContactReport>> contacts = sim->GetContacts(near);
+  ASSERT_TRUE(contacts.ok()) << contacts.status();
+  for (const ContactReport& c : *contacts) {
+    pressed = pressed + (c.body_a == 0 ? c.force : Real(-1) * c.force);
+  }
+  std::printf("box pulled onto the ceiling: top at %.5f m, the ceiling's force on it %.3f N\n",
+              static_cast<double>(top), static_cast<double>(pressed.z));
+  EXPECT_NEAR(pressed.z, -(30 - kG), 0.05);
+  EXPECT_NEAR((*sim->GetActuatorForces(near))[0], 30, 1e-12);
+  // out of reach: it falls freely (1 s of g from rest, backward Euler)
+  EXPECT_LT(test::BodyPos(*sim, far, 0).z, 0.0);
+  // let go: it falls as from rest
+  ASSERT_TRUE(sim->SetControls(near, std::vector<Real>{0}).ok());
+  const Real z0 = test::BodyPos(*sim, near, 0).z;
+  MustStep(*sim, near, 10);
+  EXPECT_NEAR(test::BodyPos(*sim, near, 0).z - z0, -kG * Real(0.01 * 0.01) * 55, 1e-5);
+  test::ExpectHealthy(*sim, near);
+}
+
+// The pull is shared equally by the points in reach, each pulling along its normal at the
+// point: a box tilted so that only one edge's two corners lie within its margin of the floor
+// (no gravity, the corners 1 cm up; as much gap as margin, so no contact holds them) is pulled down
+// and turned edge-first; a flat one is pulled down without turning; the floor takes nothing (a
+// static shape). Its acceleration after one step: the pull F down, and the torque of F at the edge
+// about the centre of mass.
+TEST(ContactTest, AdhesionPullsAtThePointsWithinReach) {
+  const Real half = 0.1, tilt = 0.3, lift = 0.01;
+  ModelDesc d;
+  d.options.timestep = 0.001;
+  d.options.gravity = {0, 0, 0};
+  d.shapes.push_back(Ground());
+  // the lowest edge along x at y = -half (body frame), turned by `tilt` about x
+  const Quat turn = quat_from_axis_angle({1, 0, 0}, tilt);
+  const Vec3 edge = rotate(turn, Vec3{0, -half, -half});
+  AddBox(d, {0, 0, lift - edge.z}, turn, half);
+  d.shapes.back().margin = d.shapes.back().gap = 0.02;
+  AddBox(d, {1, 0, half + lift}, Quat{}, half);
+  d.shapes.back().margin = d.shapes.back().gap = 0.02;
+  for (int b = 0; b < 2; ++b) {
+    ActuatorDesc pad;
+    pad.adhesion_body = b;
+    pad.gear = 4;
+    d.actuators.push_back(pad);
+  }
+  auto sim = MustCreateSimulator();
+  const WorldId w = MustCreateWorld(*sim, MustCompile(d));
+  ASSERT_TRUE(sim->SetControls(w, std::vector<Real>{1, 1}).ok());
+  MustStep(*sim, w);
+  const Real h = d.options.timestep, inertia = d.bodies[0].inertia(0, 0);
+  // tilted: 4 N down at the edge's middle (0, edge.y, lift): torque r x F about x
+  const Vec3 torque = cross(Vec3{0, edge.y, edge.z}, Vec3{0, 0, -4});
+  EXPECT_NEAR(test::BodyVel(*sim, w, 0).z, -4 * h, 1e-9);
+  EXPECT_NEAR(test::BodyOmega(*sim, w, 0).x, h * torque.x / inertia, 1e-9);
+  EXPECT_NEAR(test::BodyOmega(*sim, w, 0).y, 0, 1e-9);
+  // flat: four corners, no turn
+  EXPECT_NEAR(test::BodyVel(*sim, w, 1).z, -4 * h, 1e-9);
+  EXPECT_NEAR(norm(test::BodyOmega(*sim, w, 1)), 0, 1e-9);
+  EXPECT_NEAR((*sim->GetActuatorForces(w))[1], 4, 1e-12);
+}
+
+// An adhesion actuator names a body, has no other transmission, and is an effort.
+TEST(ContactTest, AdhesionActuatorIsValidated) {
+  ModelDesc d = BoxUnderCeiling(0.005);
+  ASSERT_TRUE(Model::Compile(d).ok());
+  auto fails_with = [&](const ModelDesc& bad, const std::string& text) {
+    const absl::Status status = Model::Compile(bad).status();
+    EXPECT_NE(status.message().find(text), std::string::npos) << status;
+  };
+  ModelDesc bad = d;
+  bad.actuators[0].adhesion_body = 1;
+  fails_with(bad, "adhesion_body refers to missing body 1");
+  bad = d;
+  bad.actuators[0].adhesion_body = -3;
+  fails_with(bad, "missing body -3");
+  bad = d;
+  bad.actuators[0].site_body = 0;
+  fails_with(bad, "one transmission");
+  bad = d;
+  bad.actuators[0].type = ActuatorType::kPosition;
+  fails_with(bad, "adhesion actuators are efforts");
+}
+
 }  // namespace
 }  // namespace axion

@@ -254,6 +254,10 @@ axion::ModelDesc BuildModel(ByteReader& in) {
     for (int k = 0; k < count; ++k)
       s.heightfield.heights.push_back(in.Bool() ? in.Real() : axion::Real(0.05 * (k % 3)));
   }
+  // adhesion pads: a body, sometimes a missing one, or one beside another transmission
+  for (axion::ActuatorDesc& a : d.actuators) {
+    if (in.Int(0, 3) == 0) a.adhesion_body = in.Int(-2, bodies);
+  }
   return d;
 }
 

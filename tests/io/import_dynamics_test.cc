@@ -1211,6 +1211,52 @@ TEST(SiteActuatorTest, RotorsAndAJetMoveTheirBodiesLikeMuJoCo) {
   EXPECT_LT(largest_hinge, 0.02);
 }
 
+// Adhesion pads (<adhesion>, and a <general> with a body transmission) pull as MuJoCo's do:
+// adhesion_pads.xml's ball and tilted box hover 1 cm over the floor without gravity, within
+// their margins, and are pulled down from there, the box at its lowest edge's two corners
+// (MuJoCo's two contacts in its gap), so that it turns edge-first while it falls. Their
+// trajectories over the 50 ms before either lands (the box's edge touches at about 60 ms, where
+// MuJoCo's soft contact and Axion's hard one part ways) follow MuJoCo's.
+TEST(AdhesionTest, PadsPullTheirBodiesFromWithinTheirMarginsLikeMuJoCo) {
+  SideBySide run = LoadSideBySide(kModels + "/adhesion_pads.xml");
+  ASSERT_TRUE(run.ok());
+  const auto& actuators = run.imported.model.actuators;
+  ASSERT_EQ(actuators.size(), 2u);
+  EXPECT_EQ(actuators[0].adhesion_body, 0);
+  EXPECT_EQ(actuators[0].gear, 2);  // the gain
+  EXPECT_EQ(actuators[1].adhesion_body, 1);
+  EXPECT_EQ(actuators[1].gear, 3);
+  ASSERT_TRUE(run.w.sim->SetControls(run.w.id, std::vector<Real>{1, 1}).ok());
+  run.mujoco->d->ctrl[0] = run.mujoco->d->ctrl[1] = 1;
+  double largest_position = 0, largest_turn = 0;
+  FileCoordinates last;
+  for (int s = 0; s < 25; ++s) {
+    absl::StatusOr<FileCoordinates> file = StepBoth(run);
+    ASSERT_TRUE(file.ok()) << file.status();
+    const double* q = run.mujoco->d->qpos;
+    for (int body = 0; body < 2; ++body) {
+      const Real* p = file->position.data() + 7 * body;
+      for (int k = 0; k < 3; ++k)
+        largest_position = std::max(largest_position, std::abs(p[k] - q[7 * body + k]));
+      const Quat axion{p[3], p[4], p[5], p[6]};
+      const Quat reference{q[7 * body + 3], q[7 * body + 4], q[7 * body + 5], q[7 * body + 6]};
+      largest_turn = std::max(largest_turn, double(norm(quat_log(conjugate(reference) * axion))));
+    }
+    last = *std::move(file);
+  }
+  const double ball_drop = 0.11 - last.position[2], box_drop = 0.1350857 - last.position[9];
+  const double box_turn = 2 * std::acos(std::min<double>(1, last.position[10])) - 0.3;
+  std::printf(
+      "after 50 ms: ball down %.5f m, box down %.5f m and turned %.5f rad further; largest "
+      "differences from MuJoCo %.2e m, %.2e rad\n",
+      ball_drop, box_drop, box_turn, largest_position, largest_turn);
+  EXPECT_NEAR(ball_drop, 0.5 * 2 * 0.05 * 0.05, 1e-4);  // 2 N on 1 kg (Euler's h/2 t a apart)
+  EXPECT_GT(box_drop, 0.003);
+  EXPECT_GT(box_turn, 0.03);  // edge first: the turn grows
+  EXPECT_LT(largest_position, 1e-5);
+  EXPECT_LT(largest_turn, 1e-4);
+}
+
 // A joint's frictionloss is dry friction, as in MuJoCo: friction_arm.xml's rod, released
 // horizontal, swings down against 1 N m of friction, loses energy at every swing and sticks
 // where gravity's torque no longer beats the friction. The swings follow MuJoCo's (whose

@@ -1647,6 +1647,78 @@ TEST(MjcfActuatorTest, GeneralActuatorsAreMotorsOrServos) {
   EXPECT_EQ(g->model.actuators[0].kv, s->model.actuators[0].kv);
 }
 
+// <adhesion> (and a <general> on a body: the same actuator in MuJoCo) pulls its body onto what
+// it touches (ActuatorDesc::adhesion_body) with gain * ctrl: MuJoCo's rules on its control
+// range (required, not negative), the gear ignored with a warning, a body merged into its parent
+// pulling at the parent's geoms too (warned), a static body skipped; a <general> servo on a body
+// is skipped with a warning; a missing or unknown body, or a second transmission, is an error.
+// MuJoCo's own active_adhesion.xml loads its two pads.
+TEST(MjcfActuatorTest, AdhesionPullsItsBody) {
+  auto load = [](const std::string& actuators) {
+    return LoadMjcfString(absl::StrCat(R"(
+<mujoco><worldbody><geom type="plane" size="0 0 1"/><body name="fixed" pos="0 0 2"/>
+  <body name="base" pos="0 0 1"><freejoint/><geom size="0.1" margin="0.01" gap="0.01"/>
+    <body name="cup" pos="0.3 0 0"><geom size="0.05"/></body>
+  </body></worldbody><actuator>)",
+                                       actuators, "</actuator></mujoco>"),
+                          "");
+  };
+  absl::StatusOr<ImportResult> r = load(R"(
+    <adhesion name="pad" body="base" ctrlrange="0 2" gain="7" forcelimited="true" forcerange="0 10"/>
+    <general name="suction" body="cup" ctrllimited="true" ctrlrange="0 1" gainprm="3" gear="2"/>
+    <general name="servo" body="base" ctrllimited="true" ctrlrange="0 1" biastype="affine"
+             biasprm="0 -1 0"/>
+    <adhesion name="nothing" body="fixed" ctrlrange="0 1"/>)");
+  ASSERT_TRUE(r.ok()) << r.status();
+  const auto& a = r->model.actuators;
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].name, "pad");
+  EXPECT_EQ(a[0].type, ActuatorType::kEffort);
+  EXPECT_EQ(a[0].adhesion_body, 0);
+  EXPECT_EQ(a[0].gear, 7);
+  EXPECT_TRUE(a[0].ctrl_limited);
+  EXPECT_EQ(a[0].ctrl_max, 2);
+  EXPECT_TRUE(a[0].force_limited);
+  EXPECT_EQ(a[0].force_max, 10);
+  EXPECT_EQ(a[0].joint, 0);
+  EXPECT_EQ(a[0].site_body, -1);
+  EXPECT_EQ(a[1].adhesion_body, 0);  // the cup has no joint: merged into the base
+  EXPECT_EQ(a[1].gear, 3);           // the gain; the gear is not MuJoCo's on a body
+  EXPECT_TRUE(HasWarning(*r, "gear is ignored on body transmissions"));
+  EXPECT_TRUE(HasWarning(*r, "shares its rigid body with 'base'"));
+  EXPECT_TRUE(HasWarning(*r, "with a bias on a body transmission are not supported"));
+  EXPECT_TRUE(HasWarning(*r, "pulls on body 'fixed', which does not move"));
+  ASSERT_TRUE(Model::Compile(r->model).ok());
+
+  auto fails = [&](const std::string& actuators, const std::string& text) {
+    absl::StatusOr<ImportResult> bad = load(actuators);
+    ASSERT_FALSE(bad.ok()) << actuators;
+    EXPECT_NE(bad.status().message().find(text), std::string::npos) << bad.status();
+  };
+  fails(R"(<adhesion body="base"/>)", "'ctrlrange': is required on <adhesion>");
+  fails(R"(<adhesion body="base" ctrlrange="-1 1"/>)", "cannot be negative");
+  fails(R"(<adhesion body="base" ctrlrange="0 1" gain="-2"/>)", "'gain': is negative");
+  fails(R"(<adhesion ctrlrange="0 1"/>)", "'body': is required");
+  fails(R"(<adhesion body="nope" ctrlrange="0 1"/>)", "unknown body 'nope'");
+  fails(R"(<general body="base" joint="base_joint" ctrllimited="true" ctrlrange="0 1"/>)",
+        "one transmission");
+
+  // MuJoCo's sample: both pads load, on the arm's four boxes and the hanging sphere
+  absl::StatusOr<ImportResult> sample =
+      LoadMjcfFile("/usr/share/mujoco/model/adhesion/active_adhesion.xml");
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  EXPECT_FALSE(HasWarning(*sample, "<adhesion>"));
+  EXPECT_FALSE(HasWarning(*sample, "body transmission"));
+  int pads = 0;
+  for (const ActuatorDesc& actuator : sample->model.actuators) {
+    if (actuator.adhesion_body < 0) continue;
+    ++pads;
+    EXPECT_EQ(actuator.gear, 5) << actuator.name;
+  }
+  EXPECT_EQ(sample->model.actuators.size(), 5u);
+  EXPECT_EQ(pads, 2);
+}
+
 // Motors on sites push the body that carries the site, through the site's frame with the six
 // gears as its wrench (a body merged into its parent carries its sites along). Servos on sites,
 // Cartesian ones (refsite) and sites on the world are skipped with a warning; an unknown site,

@@ -1139,6 +1139,51 @@ TEST_F(ServerApiTest, MjcfSceneIsImported) {
   EXPECT_TRUE(client_->Step(step).ok());
 }
 
+// An MJCF adhesion pad reaches the engine through the server: a ball hovering 1 cm over the
+// floor within its 2 cm margin, no gravity, is pulled down by 2 ctrl newtons (1 kg: v = -2 ctrl
+// t); the pad comes back in the world's description and model, and a scene built from that
+// model pulls the same. A pad on body -1 is refused.
+TEST_F(ServerApiTest, AdhesionActuatorsAreCarried) {
+  const char* kPad = R"(
+    <mujoco model="pad">
+      <option timestep="0.01" gravity="0 0 0"/>
+      <worldbody>
+        <geom type="plane" size="0 0 1"/>
+        <body name="ball" pos="0 0 0.11">
+          <freejoint/><geom type="sphere" size="0.1" mass="1" margin="0.02" gap="0.02"/>
+        </body>
+      </worldbody>
+      <actuator><adhesion name="pad" body="ball" ctrlrange="0 1" gain="2"/></actuator>
+    </mujoco>)";
+  absl::StatusOr<v1::CreateWorldsResponse> created =
+      client_->CreateWorlds(client::MjcfScene(kPad), 1);
+  ASSERT_TRUE(created.ok()) << created.status();
+  const uint64_t id = created->world_ids(0);
+  EXPECT_EQ(created->description().actuators(0).adhesion_body(), 0);
+  EXPECT_EQ(created->description().actuators(0).joint(), -1);
+  EXPECT_EQ(created->description().actuators(0).site_body(), -1);
+  const v1::ModelDescription described = DescribedModel(id);
+  ASSERT_TRUE(described.actuators(0).has_adhesion_body());
+  EXPECT_EQ(described.actuators(0).adhesion_body().value(), 0);
+  const uint64_t rebuilt = MustCreate(*client_, described, 1)[0];
+  for (uint64_t world : {id, rebuilt}) {
+    v1::StepRequest step = StepRequestFor({world}, 2);
+    step.set_controls(client::PackFloat32(std::vector<float>{0.5f}));
+    step.mutable_observe()->set_body_velocity(true);
+    absl::StatusOr<v1::StepResponse> stepped = client_->Step(step);
+    ASSERT_TRUE(stepped.ok()) << stepped.status();
+    const std::vector<float> velocity =
+        client::UnpackFloat32(stepped->observations().body_velocity());
+    ASSERT_EQ(velocity.size(), 6u);
+    EXPECT_NEAR(velocity[2], -2 * 0.5 * 2 * 0.01, 1e-6) << world;
+  }
+  v1::ModelDescription bad = described;
+  bad.mutable_actuators(0)->mutable_adhesion_body()->set_value(-1);
+  absl::Status status = client_->CreateWorlds(client::ModelScene(bad), 1).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("adhesion_body"));
+}
+
 TEST_F(ServerApiTest, ImporterWarningsAreReturned) {
   const char* kWithCamera = R"(
     <mujoco model="ball">

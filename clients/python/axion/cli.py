@@ -186,6 +186,8 @@ def cmd_describe(client, args):
             return f"tendon {a.tendon}"
         if a.site_body >= 0:
             return f"site on {d.body_names[a.site_body]}"
+        if a.adhesion_body >= 0:
+            return f"adhesion of {d.body_names[a.adhesion_body]}"
         joint = d.joints[a.joint]
         return joint.name if joint.dof_count == 1 else f"{joint.name} DOF {a.dof}"
 

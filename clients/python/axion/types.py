@@ -138,11 +138,13 @@ class ActuatorInfo:
     force_min: float = 0.0
     force_max: float = 0.0
     # what it drives, the others -1: a joint's DOF (indices into WorldDescription.joints and
-    # that joint's DOFs), a tendon, or a body pushed through a site
+    # that joint's DOFs), a tendon, a body pushed through a site, or a body pulled onto what
+    # it touches (MJCF's <adhesion>)
     joint: int = -1
     dof: int = -1
     tendon: int = -1
     site_body: int = -1
+    adhesion_body: int = -1
 
     @classmethod
     def from_proto(cls, message):
@@ -159,6 +161,7 @@ class ActuatorInfo:
             dof=message.dof,
             tendon=message.tendon,
             site_body=message.site_body,
+            adhesion_body=message.adhesion_body,
         )
 
 

@@ -20,10 +20,10 @@
 // template <geom>, "main" <joint>s and <tendon>s, a grid's <pin>s, expanded into the bodies,
 // joints, geoms and held tendons MuJoCo 2.2 makes of them; not with coordinate "global"), <site>
 // (named frames: ImportResult::source_sites), <keyframe><key> (rule 8), mocap bodies (<body
-// mocap="true">, rule 9), <actuator> (motor, position, velocity, and <general> where it is one of
-// these (rule 4), on a joint: gear, ctrlrange, ctrllimited, forcerange, forcelimited, kp, kv),
-// <equality> <connect> and <weld> (body1, body2, active; a connect's anchor), which become joints
-// closing loops (a ball joint at the anchor, a fixed joint), and <equality> <joint> (joint1,
+// mocap="true">, rule 9), <actuator> (motor, position, velocity, adhesion, and <general> where it
+// is one of these (rule 4), on a joint: gear, ctrlrange, ctrllimited, forcerange, forcelimited, kp,
+// kv), <equality> <connect> and <weld> (body1, body2, active; a connect's anchor), which become
+// joints closing loops (a ball joint at the anchor, a fixed joint), and <equality> <joint> (joint1,
 // joint2, polycoef, active), which becomes a JointCouplingDesc (joint1's coordinate a quartic of
 // joint2's), all held exactly where MuJoCo's are soft, and <contact> <exclude> (body1, body2) and
 // <pair> (geom1, geom2, condim, friction), and <sensor> (rule 10).
@@ -119,14 +119,19 @@
 //     the world's axes (site_force_world) and the torque gear[3..5] ctrl in the body's; one on
 //     a ball joint turns the child with gear[0..2] ctrl in its frame, the parent taking the
 //     reaction (site_reaction_body), as MuJoCo's generalized forces on those joints do.
+//     <adhesion> (gain, default 1; ctrlrange required and not negative) and a <general> on a
+//     `body` without bias become a kEffort with gear = the gain on that body
+//     (ActuatorDesc::adhesion_body): MuJoCo's body transmission, its gear ignored (warned). A
+//     body merged into its parent pulls at the parent's geoms' contacts too (warned); a pad on
+//     a static or mocap body is skipped with a warning.
 //     A <general> actuator with dyntype none, gaintype fixed and biastype none or affine
 //     (force = gainprm[0] ctrl + biasprm[0] + biasprm[1] q + biasprm[2] qdot) becomes the
 //     shortcut it equals: no bias -> kEffort with gear = gear[0] gainprm[0]; biasprm
 //     (0, -kp, -kv) with kp = gainprm[0] -> kPosition; biasprm (0, 0, -kv) with kv = gainprm[0]
 //     -> kVelocity (a gain other than kp or kv sets the target scale). Other <general>
 //     actuators, other actuator kinds (cylinder, muscle, ...), servos on sites, sites with a
-//     refsite, sites on the world or a mocap body, other transmissions (body, slider-crank,
-//     ...) and actuators on free or ball joints are skipped with a warning.
+//     refsite, sites on the world or a mocap body, other transmissions (jointinparent, a
+//     body's servo) and servos on free or ball joints are skipped with a warning.
 //  5. Mass and inertia: with inertiafromgeom (auto: bodies without <inertial>) each geom's mass
 //     is its `mass` or density (1000 kg/m^3 by default) times its volume, with MuJoCo's volume
 //     and inertia formulas per shape (a capsule is a cylinder plus two hemispheres); the geoms

@@ -283,6 +283,16 @@ struct ActuatorDesc {
   std::array<Real, 6> site_wrench{0, 0, 1, 0, 0, 0};  // force, torque per unit tau (site frame)
   bool site_force_world = false;
   int site_reaction_body = -1;
+  // >= 0: the actuator pulls this body onto what it touches (MJCF's <adhesion>, a suction cup
+  // or an electroadhesive pad) instead of driving a joint, tendon or site. Its force F = gear *
+  // ctrl (kEffort only; clamped to the force range) is shared equally by the contact points of
+  // the body's shapes with the shapes within reach of them: surfaces closer than the pair's
+  // margin, max(ShapeDesc::margin) of the two, so a pad's margin beyond its gap lets it pull
+  // from that far (MuJoCo counts those points too, though they carry no contact). At each
+  // point, midway between the two surfaces, F / points pulls the body along the normal towards
+  // the other shape and the other body (if any) back, taken at the step's start pose; with no
+  // point in reach it pulls nothing. Friction then holds what the larger normal force presses.
+  int adhesion_body = -1;
   // kMuscle: the muscle's parameters (on a joint's DOF or a tendon, not a site).
   MuscleDesc muscle;
   // Activation dynamics of an effort or servo; kNone: it acts on its control directly.

@@ -363,6 +363,9 @@ struct BatchView {
                                           // mass (body frame), where either is set
   const int32_t* actuator_body;           // (actuator_count) global body a site actuator
                                           //   pushes on (its DOF then unused), or -1
+  const int32_t* actuator_adhesion_body;  // (actuator_count) global body an adhesion actuator
+                                          //   pulls onto what it touches (its DOF then
+                                          //   unused), or -1
   // (actuator_count x 6) a site actuator's wrench on its body per unit force, force then torque
   // about the centre of mass, body frame (ActuatorDesc::site_wrench moved there); with a world
   // force or a reaction body, the force (world axes where actuator_force_world) and the torque

@@ -116,6 +116,7 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
         {"motor",
          {"name", "class", "joint", "tendon", "cranksite", "slidersite", "cranklength", "site",
           "gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited"}},
+        {"adhesion", {"name", "class", "body", "gain", "ctrlrange", "forcerange", "forcelimited"}},
         {"connect", {"name", "class", "body1", "body2", "anchor", "active"}},
         {"weld", {"name", "class", "body1", "body2", "active"}},
         {"exclude", {"name", "body1", "body2"}},
@@ -127,10 +128,10 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
          {"name", "class", "joint", "tendon", "cranksite", "slidersite", "cranklength", "gear",
           "ctrlrange", "ctrllimited", "forcerange", "forcelimited", "kv"}},
         {"general",
-         {"name",         "class",       "joint",    "tendon",    "cranksite",   "slidersite",
-          "cranklength",  "site",        "gear",     "ctrlrange", "ctrllimited", "forcerange",
-          "forcelimited", "dyntype",     "gaintype", "biastype",  "dynprm",      "gainprm",
-          "biasprm",      "lengthrange", "actrange", "actlimited"}},
+         {"name",         "class",       "joint",    "tendon",     "cranksite",   "slidersite",
+          "cranklength",  "site",        "gear",     "ctrlrange",  "ctrllimited", "forcerange",
+          "forcelimited", "dyntype",     "gaintype", "biastype",   "dynprm",      "gainprm",
+          "biasprm",      "lengthrange", "actrange", "actlimited", "body"}},
         {"intvelocity",
          {"name", "class", "joint", "tendon", "cranksite", "slidersite", "cranklength", "gear",
           "ctrlrange", "ctrllimited", "forcerange", "forcelimited", "kp", "actrange",
@@ -598,6 +599,7 @@ class MjcfLoader {
     Real gear = 1;    // gear[0] (a site's: 1, its gears are a wrench)
     std::vector<std::pair<std::string, Real>> joints;  // its length: sum of coef qpos
     bool on_site = false;  // a site's, or a free or ball joint's (whole_joint)
+    bool on_body = false;  // an adhesion's (a body transmission)
     bool whole_joint = false;
     int spatial_tendon = -1;  // on a spatial tendon: its TendonDesc
   };
@@ -3286,7 +3288,7 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
     const char* file_name = c->Attribute("name");
     if (file_name) file_actuators_[file_name] = FileActuator{};  // skipped until created
     if (tag != "motor" && tag != "position" && tag != "velocity" && tag != "general" &&
-        tag != "muscle" && tag != "intvelocity" && tag != "cylinder") {
+        tag != "muscle" && tag != "intvelocity" && tag != "cylinder" && tag != "adhesion") {
       WarnElement(c, "actuator", "is not supported and was ignored (no actuator created)");
       continue;
     }
@@ -3303,8 +3305,10 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
         (tag == "general" && e.Str("dyntype", "none") != "none"))
       activation_actuators_.push_back(static_cast<int>(actuator_target_.size()) - 1);
     bool skipped_transmission = false;
+    // a body transmission: <adhesion>'s, or a <general>'s (the same actuator in MuJoCo)
+    const bool on_body = tag == "adhesion" || (tag == "general" && e.own.count("body"));
     for (const char* transmission : {"body", "jointinparent"}) {
-      if (e.own.count(transmission)) {
+      if (e.own.count(transmission) && !(on_body && std::string(transmission) == "body")) {
         skipped_transmission = true;
         warnings_.Add(
             absl::StrCat("transmission:", transmission),
@@ -3325,18 +3329,51 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
     }
     if (skipped_transmission) continue;
     if (e.own.count("joint") + e.own.count("tendon") + e.own.count("site") +
-            e.own.count("cranksite") >
+            e.own.count("cranksite") + (on_body ? 1 : 0) >
         1)
       return e.Error(e.own.count("cranksite") ? "cranksite"
                      : e.own.count("site")    ? "site"
-                                              : "tendon",
-                     "is given with another of 'joint', 'tendon', 'site' and 'cranksite': an "
-                     "actuator has one transmission");
+                     : e.own.count("tendon")  ? "tendon"
+                                              : "joint",
+                     "is given with another of 'joint', 'tendon', 'site', 'cranksite' and "
+                     "'body': an actuator has one transmission");
     ActuatorDesc a;
     bool on_site = e.own.count("site") > 0;
     // a ball or free joint's motor: a push through the joint's frame (ActuatorDesc::site_*)
     enum class WholeJoint { kNone, kBall, kFree } whole_joint = WholeJoint::kNone;
-    if (e.own.count("cranksite") || e.own.count("slidersite")) {
+    if (on_body) {
+      // a pull on the body's contacts (ActuatorDesc::adhesion_body)
+      const std::string body = e.Str("body");
+      if (body.empty()) return e.Error("body", "is required");
+      int file_body = -1;
+      for (size_t b = 0; b < bodies_.size() && file_body < 0; ++b) {
+        if (bodies_[b].name == body) file_body = static_cast<int>(b);
+      }
+      if (file_body < 0) return e.Error("body", absl::StrCat("unknown body '", body, "'"));
+      if (axion_body_[file_body] == kWorldBody) {
+        warnings_.Add(absl::StrCat("actuator-static-body:", body),
+                      absl::StrCat(e.Describe(), ": pulls on body '", body, "', which ",
+                                   mocap_of_[file_body] >= 0 ? "is a mocap body" : "does not move",
+                                   " and which its force cannot move; skipped"));
+        continue;
+      }
+      // a body without joints is merged into its parent (ImportResult::source_bodies): the
+      // pull then takes the contacts of all the merged body's shapes
+      for (size_t b = 0; b < bodies_.size(); ++b) {
+        if (static_cast<int>(b) != file_body && axion_body_[b] == axion_body_[file_body] &&
+            !bodies_[b].geoms.empty()) {
+          warnings_.Add(absl::StrCat("actuator-merged-body:", e.Describe()),
+                        absl::StrCat(e.Describe(), ": body '", body,
+                                     "' shares its rigid body with '", bodies_[b].name,
+                                     "' (merged: no joint between them), whose geoms' contacts "
+                                     "it pulls at as well"));
+          break;
+        }
+      }
+      WarnUnsupportedAttributes(e);
+      a.name = e.name.empty() ? absl::StrCat(tag, "_", body) : e.name;
+      a.adhesion_body = axion_body_[file_body];
+    } else if (e.own.count("cranksite") || e.own.count("slidersite")) {
       // a slider-crank: a tendon of its own (TendonDesc), named after the actuator
       std::string skip;
       AXION_IO_ASSIGN_OR_RETURN(TendonDesc crank, SliderCrank(e, &skip));
@@ -3436,6 +3473,16 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
       }
     }
     AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> gear, e.Reals("gear", 1, 6, {1}));
+    if (on_body) {
+      // MuJoCo's body transmission has no gear: the force is gain * ctrl
+      bool geared = gear[0] != 1;
+      for (size_t i = 1; i < gear.size(); ++i) geared = geared || gear[i] != 0;
+      if (geared)
+        warnings_.Add("gear-body", absl::StrCat("gear is ignored on body transmissions, as in "
+                                                "MuJoCo (first at ",
+                                                e.Describe(), ")"));
+      gear = {1};
+    }
     if (on_site) {
       // the six gears are the site's wrench per unit force (a ball joint's three its torque);
       // the force itself is ungeared
@@ -3453,8 +3500,24 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
       }
     }
     // ctrlrange and forcerange: the same MuJoCo 2.2 rules
-    AXION_IO_RETURN_IF_ERROR(
-        ReadRange(e, "ctrlrange", "ctrllimited", &a.ctrl_limited, &a.ctrl_min, &a.ctrl_max));
+    if (tag == "adhesion") {
+      // required, and limited without ctrllimited; not negative: its force only pulls
+      if (!e.Has("ctrlrange")) return e.Error("ctrlrange", "is required on <adhesion>");
+      AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> range, e.Reals("ctrlrange", 2, 2));
+      if (range[0] < 0)
+        return e.Error("ctrlrange", absl::StrCat("cannot be negative on <adhesion> (its force "
+                                                 "only pulls), got ",
+                                                 range[0]));
+      if (!(range[0] < range[1]))
+        return e.Error("ctrlrange",
+                       absl::StrCat("lower ", range[0], " must be below upper ", range[1]));
+      a.ctrl_limited = true;
+      a.ctrl_min = range[0];
+      a.ctrl_max = range[1];
+    } else {
+      AXION_IO_RETURN_IF_ERROR(
+          ReadRange(e, "ctrlrange", "ctrllimited", &a.ctrl_limited, &a.ctrl_min, &a.ctrl_max));
+    }
     AXION_IO_RETURN_IF_ERROR(
         ReadRange(e, "forcerange", "forcelimited", &a.force_limited, &a.force_min, &a.force_max));
     if (tag == "general") {
@@ -3478,6 +3541,18 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
         }
         continue;
       }
+      if (on_body && a.type != ActuatorType::kEffort) {
+        warnings_.Add("general:body-servo",
+                      absl::StrCat("<general> actuators with a bias on a body transmission are not "
+                                   "supported and were skipped (first at ",
+                                   e.Describe(), ")"));
+        continue;
+      }
+    } else if (tag == "adhesion") {
+      // MuJoCo's adhesion: a general actuator of fixed gain on the body
+      a.type = ActuatorType::kEffort;
+      AXION_IO_ASSIGN_OR_RETURN(a.gear, e.Real1("gain", 1));
+      if (a.gear < 0) return e.Error("gain", "is negative (an adhesion force only pulls)");
     } else if (tag == "motor") {
       a.type = ActuatorType::kEffort;
       a.gear = gear[0];
@@ -3564,6 +3639,7 @@ absl::Status MjcfLoader::ParseActuators(const XMLElement* section) {
       file.target = actuator_target_.back();
       file.gear = g;
       file.on_site = on_site;
+      file.on_body = on_body;
       file.whole_joint = whole_joint != WholeJoint::kNone;
       if (e.own.count("tendon") && spatial_tendons_.count(e.Str("tendon")))
         file.spatial_tendon = spatial_tendons_.at(e.Str("tendon"));
@@ -3795,11 +3871,12 @@ absl::Status MjcfLoader::ParseSensors(const XMLElement* section) {
           sensor.actuator = file.target;
           sensor.scale = 1 / file.gear;
         } else {
-          if (file.on_site) {
-            skip(absl::StrCat(
-                "the length and velocity of ",
-                file.whole_joint ? "a free or ball joint's motor '" : "site actuator '", name,
-                "' are not supported"));
+          if (file.on_site || file.on_body) {
+            skip(absl::StrCat("the length and velocity of ",
+                              file.whole_joint ? "a free or ball joint's motor '"
+                              : file.on_body   ? "body (adhesion) actuator '"
+                                               : "site actuator '",
+                              name, "' are not supported"));
             continue;
           }
           if (file.spatial_tendon >= 0) {
