@@ -693,6 +693,8 @@ absl::StatusOr<ModelDesc> ModelDescFromProto(const v1::ModelDescription& proto) 
     if (p.contact_dim() != 0) pair.contact_dim = p.contact_dim();
     pair.torsional_friction = p.torsional_friction();
     pair.rolling_friction = p.rolling_friction();
+    pair.margin = p.margin();
+    pair.gap = p.gap();
     desc.contact_pairs.push_back(pair);
   }
   for (const v1::BodyPair& pair : proto.exclude_body_pairs())
@@ -898,6 +900,8 @@ void ModelDescToProto(const ModelDesc& desc, v1::ModelDescription* proto) {
     out->set_contact_dim(pair.contact_dim);
     out->set_torsional_friction(pair.torsional_friction);
     out->set_rolling_friction(pair.rolling_friction);
+    out->set_margin(pair.margin);
+    out->set_gap(pair.gap);
   }
   for (const auto& [a, b] : desc.exclude_body_pairs) {
     v1::BodyPair* out = proto->add_exclude_body_pairs();

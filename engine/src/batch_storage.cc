@@ -359,6 +359,7 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
     s.shape_torsion[g] = shape.material.torsional_friction;
     s.shape_rolling[g] = shape.material.rolling_friction;
     s.shape_margin[g] = shape.margin;
+    s.shape_reach[g] = shape.margin;  // (and its explicit pairs' margins, below)
     s.shape_gap[g] = shape.gap;
     s.shape_collision_group[g] = shape.collision_group;
     s.shape_collision_mask[g] = shape.collision_mask;
@@ -422,6 +423,12 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
     s.pair_rule_friction[g] = rule.friction;
     s.pair_rule_torsion[g] = rule.torsion;
     s.pair_rule_rolling[g] = rule.rolling;
+    s.pair_rule_margin[g] = rule.margin;
+    s.pair_rule_gap[g] = rule.gap;
+    if (rule.friction != Model::kPairExcluded) {
+      for (int shape : {lower, s0 + rule.shape_b})
+        s.shape_reach[shape] = std::max(s.shape_reach[shape], rule.margin);
+    }
   }
   WriteMocapFrames(layout, w, s);
 }

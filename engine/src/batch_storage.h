@@ -203,27 +203,30 @@ namespace axion {
   X(Real, tendon_servo_kv_target, 1) \
   X(Real, tendon_servo_force_min, 1) \
   X(Real, tendon_servo_force_max, 1)
-#define AXION_SHAPE_MODEL(X)                                                               \
-  X(int32_t, shape_world, 1)                                                               \
-  X(int32_t, shape_body, 1)                                                                \
-  X(int32_t, shape_type, 1)                                                                \
-  X(Real, shape_pos, 3)                                                                    \
-  X(Real, shape_quat, 4)                                                                   \
-  X(Real, shape_size, 3)                                                                   \
-  X(Real, shape_friction, 1)                                                               \
-  X(Real, shape_restitution, 1)                                                            \
-  X(int32_t, shape_contact_dim, 1) X(int32_t, shape_priority, 1) X(Real, shape_torsion, 1) \
-      X(Real, shape_rolling, 1) X(Real, shape_margin, 1) X(Real, shape_gap, 1)             \
-          X(int32_t, shape_hull, 1) X(int32_t, shape_rule_first, 1)                        \
-              X(int32_t, shape_rule_count, 1) X(uint32_t, shape_collision_group, 1)        \
+#define AXION_SHAPE_MODEL(X)                                                        \
+  X(int32_t, shape_world, 1)                                                        \
+  X(int32_t, shape_body, 1)                                                         \
+  X(int32_t, shape_type, 1)                                                         \
+  X(Real, shape_pos, 3)                                                             \
+  X(Real, shape_quat, 4)                                                            \
+  X(Real, shape_size, 3)                                                            \
+  X(Real, shape_friction, 1)                                                        \
+  X(Real, shape_restitution, 1)                                                     \
+  X(int32_t, shape_contact_dim, 1)                                                  \
+  X(int32_t, shape_priority, 1) X(Real, shape_torsion, 1) X(Real, shape_rolling, 1) \
+      X(Real, shape_margin, 1) X(Real, shape_gap, 1) X(Real, shape_reach, 1)        \
+          X(int32_t, shape_hull, 1) X(int32_t, shape_rule_first, 1)                 \
+              X(int32_t, shape_rule_count, 1) X(uint32_t, shape_collision_group, 1) \
                   X(uint32_t, shape_collision_mask, 1)
 #define AXION_SHAPE_SCRATCH(X) \
   X(Real, shape_aabb, 6) X(Real, shape_sweep, 1) X(int32_t, shape_sweep_order, 1) \
       X(int32_t, shape_pair_end, 1) X(int32_t, shape_end_inside, 1)
 // The filter's exceptions (Model::pair_rules), grouped by lower shape (shape_rule_first).
-#define AXION_PAIR_RULE_MODEL(X)   \
-  X(int32_t, pair_rule_shape_b, 1) \
-  X(Real, pair_rule_friction, 1) X(Real, pair_rule_torsion, 1) X(Real, pair_rule_rolling, 1)
+#define AXION_PAIR_RULE_MODEL(X)                                                           \
+  X(int32_t, pair_rule_shape_b, 1)                                                         \
+  X(Real, pair_rule_friction, 1)                                                           \
+  X(Real, pair_rule_torsion, 1) X(Real, pair_rule_rolling, 1) X(Real, pair_rule_margin, 1) \
+      X(Real, pair_rule_gap, 1)
 // Up to the world's pair capacity: the broad phase's candidate pairs, and the pairs a redo marked.
 #define AXION_PAIR_SCRATCH(X)                                                                \
   X(int32_t, pair_shape_a, 1) X(int32_t, pair_shape_b, 1) X(Real, pair_friction, 1)         \

@@ -146,16 +146,6 @@ AXION_HD Real pair_base_margin(const BatchView& v, int sa, int sb, const WorldPa
   return margin_for_thickness(ta < tb ? ta : tb, p);
 }
 
-// The distance (m) at which a pair's contacts hold its surfaces, MuJoCo's margin - gap of the
-// two shapes: max(margin_a, margin_b) - max(gap_a, gap_b) (ShapeDesc::margin, gap). A contact's
-// gap is its shapes' distance less this (its rows push until it is zero), and the narrow phase
-// looks that much farther for them.
-AXION_HD Real pair_contact_offset(const BatchView& v, int sa, int sb) {
-  const Real ma = v.shape_margin[sa], mb = v.shape_margin[sb];
-  const Real ga = v.shape_gap[sa], gb = v.shape_gap[sb];
-  return (ma > mb ? ma : mb) - (ga > gb ? ga : gb);
-}
-
 // Per shape: bounding box at q-, grown by the contact margin and by how far its points can
 // travel in one step: h v along the predicted velocity, and h |w| R on every side with R the
 // distance from the body's centre of mass to the box's farthest corner. A step of 0.05 s moves a
@@ -183,7 +173,7 @@ AXION_HD void shape_update_aabb(const BatchView& v, int shape, const WorldParams
     turn = Vec3{r, r, r};
   }
   v.shape_sweep[shape] = sweep;
-  const Real margin = p.contact_margin + v.shape_margin[shape];  // (its own: pair_contact_offset)
+  const Real margin = p.contact_margin + v.shape_reach[shape];  // (its pairs': pair_margin)
   Vec3 m{margin, margin, margin};
   m = m + turn;
   Vec3 down{travel.x < 0 ? travel.x : 0, travel.y < 0 ? travel.y : 0, travel.z < 0 ? travel.z : 0};
@@ -229,6 +219,28 @@ AXION_HD int world_pair_rule(const BatchView& v, int sa, int sb) {
   }
   return lo < end && v.pair_rule_shape_b[lo] == sb ? lo : -1;
 }
+// A pair's margin and gap (m), MuJoCo's: an explicit pair's own (ContactPairDesc), else the
+// larger of the two shapes' (ShapeDesc::margin, gap). Global shapes sa < sb.
+struct PairMargin {
+  Real margin, gap;
+};
+AXION_HD PairMargin pair_margin(const BatchView& v, int sa, int sb) {
+  if (const int rule = world_pair_rule(v, sa, sb);
+      rule >= 0 && v.pair_rule_friction[rule] != Model::kPairExcluded)
+    return {v.pair_rule_margin[rule], v.pair_rule_gap[rule]};
+  const Real ma = v.shape_margin[sa], mb = v.shape_margin[sb];
+  const Real ga = v.shape_gap[sa], gb = v.shape_gap[sb];
+  return {ma > mb ? ma : mb, ga > gb ? ga : gb};
+}
+
+// The distance (m) at which a pair's contacts hold its surfaces, MuJoCo's margin - gap
+// (pair_margin). A contact's gap is its shapes' distance less this (its rows push until it is
+// zero), and the narrow phase looks that much farther for them.
+AXION_HD Real pair_contact_offset(const BatchView& v, int sa, int sb) {
+  const PairMargin m = pair_margin(v, sa, sb);
+  return m.margin - m.gap;
+}
+
 // Whether global shapes sa < sb may collide (Model::MayCollide): a pair rule decides where the
 // model set one (a binary search among the lower shape's), else the group/mask filter. An
 // explicit pair's friction goes to *friction, -1 elsewhere (the shapes' materials decide).
@@ -612,7 +624,7 @@ AXION_HD void world_collide(const BatchView& v, int world) {
 // Calls visit(point, body_a, body_b) for the points in reach of an adhesion actuator on
 // `body` (ActuatorDesc::adhesion_body): those of each candidate pair (world_gather_pairs, as
 // world_collide left them) with one of the body's shapes whose surfaces lie closer than the
-// pair's margin, max(margin_a, margin_b), at q-. The narrow phase is run again on those pairs:
+// pair's margin (pair_margin), at q-. The narrow phase is run again on those pairs:
 // the contact set keeps points by the contact margin and offset instead, so it holds neither
 // all of these nor only these.
 template <class Visit>
@@ -624,8 +636,7 @@ AXION_HD void adhesion_points(const BatchView& v, int world, int body, Visit vis
     const int sa = v.pair_shape_a[pair], sb = v.pair_shape_b[pair];
     const int body_a = v.shape_body[sa], body_b = v.shape_body[sb];
     if (body_a != body && body_b != body) continue;
-    const Real ma = v.shape_margin[sa], mb = v.shape_margin[sb];
-    const Real reach = ma > mb ? ma : mb;
+    const Real reach = pair_margin(v, sa, sb).margin;
     Vec3 pos_a, pos_b;
     Quat quat_a, quat_b;
     shape_world_pose(v, sa, v.body_q_prev, &pos_a, &quat_a);
@@ -679,7 +690,7 @@ AXION_HD void shape_update_end_aabb(const BatchView& v, int shape) {
   shape_world_pose(v, shape, v.body_q, &pos, &quat);
   Vec3 lower, upper;
   shape_aabb(shape_geom(v, shape), pos, quat, &lower, &upper);
-  const Real own = v.shape_margin[shape];  // where its contacts hold (pair_contact_offset)
+  const Real own = v.shape_reach[shape];  // where its contacts hold (pair_contact_offset)
   lower = lower - Vec3{own, own, own};
   upper = upper + Vec3{own, own, own};
   const Real* start = v.shape_aabb + 6 * shape;

@@ -1311,14 +1311,18 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
                      "must be >= 0, got " + Fmt(pair.torsional_friction));
     if (!Finite(pair.rolling_friction) || pair.rolling_friction < 0)
       return Invalid(what, "rolling_friction", "must be >= 0, got " + Fmt(pair.rolling_friction));
+    if (!Finite(pair.margin) || pair.margin < 0)
+      return Invalid(what, "margin", "must be >= 0 and finite, got " + Fmt(pair.margin));
+    if (!Finite(pair.gap) || pair.gap < 0)
+      return Invalid(what, "gap", "must be >= 0 and finite, got " + Fmt(pair.gap));
     const std::pair<int, int> key{std::min(pair.shape_a, pair.shape_b),
                                   std::max(pair.shape_a, pair.shape_b)};
     if (!explicit_pairs.insert(key).second)
       return Invalid(what, "shapes", "are already an explicit pair");
-    model->pair_rules_.push_back({key.first, key.second,
-                                  pair.contact_dim == 1 ? Real(0) : pair.friction,
-                                  pair.contact_dim >= 4 ? pair.torsional_friction : Real(0),
-                                  pair.contact_dim >= 6 ? pair.rolling_friction : Real(0)});
+    model->pair_rules_.push_back(
+        {key.first, key.second, pair.contact_dim == 1 ? Real(0) : pair.friction,
+         pair.contact_dim >= 4 ? pair.torsional_friction : Real(0),
+         pair.contact_dim >= 6 ? pair.rolling_friction : Real(0), pair.margin, pair.gap});
   }
   // the joined bodies' shape pairs the filter would pass, excluded
   std::vector<std::vector<int>> body_shapes(body_count + 1);  // kWorldBody's at 0

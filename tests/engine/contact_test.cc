@@ -1172,6 +1172,37 @@ TEST(ContactTest, AngularFrictionStopsSpinningSpheresInAPile) {
   EXPECT_GT(sliding_spin, 1);
 }
 
+// An explicit pair's margin and gap replace its shapes' (ContactPairDesc::margin, gap): a ball
+// whose shape has a 2 cm margin rests on it alone (0.12 m), in a pair without one touching (0.1
+// m), in a pair of margin 5 cm and gap 1 cm 4 cm up (0.14 m); a ball without a margin of its
+// own in a pair of margin 6 cm rests 6 cm up (0.16 m): its box reaches that far for the pair.
+TEST(ContactTest, AnExplicitPairsMarginAndGapReplaceTheShapes) {
+  ModelDesc d;
+  d.options.timestep = 0.01;
+  d.shapes.push_back(Ground());
+  for (int k = 0; k < 4; ++k) AddBall(d, {Real(k), 0, 0.3}).margin = k < 3 ? 0.02 : 0;
+  d.contact_pairs.push_back({"touching", 0, 2});
+  ContactPairDesc skin{"skin", 0, 3};
+  skin.margin = 0.05;
+  skin.gap = 0.01;
+  d.contact_pairs.push_back(skin);
+  ContactPairDesc reach{"reach", 0, 4};
+  reach.margin = 0.06;
+  d.contact_pairs.push_back(reach);
+  auto sim = MustCreateSimulator();
+  const WorldId w = MustCreateWorld(*sim, MustCompile(d));
+  MustStep(*sim, w, 200);
+  const Real expected[4] = {0.12, 0.1, 0.14, 0.16};
+  for (int b = 0; b < 4; ++b) EXPECT_NEAR(test::BodyPos(*sim, w, b).z, expected[b], 1e-5) << b;
+  test::ExpectHealthy(*sim, w);
+  for (Real bad : {Real(-1), Real(NAN)}) {
+    ModelDesc broken = d;
+    broken.contact_pairs[1].gap = bad;
+    const absl::Status status = Model::Compile(broken).status();
+    EXPECT_NE(status.message().find("gap must be >= 0"), std::string::npos) << status;
+  }
+}
+
 // Adhesion (ActuatorDesc::adhesion_body, MJCF <adhesion>): a 1 kg box 5 mm under a ceiling, its
 // margin 2 cm (as much gap: its contacts hold it touching), pulled up by 30 N: it rises to the
 // ceiling and hangs there, the ceiling pressing down with 30 - m g; with the control at 0 it

@@ -254,9 +254,14 @@ axion::ModelDesc BuildModel(ByteReader& in) {
     for (int k = 0; k < count; ++k)
       s.heightfield.heights.push_back(in.Bool() ? in.Real() : axion::Real(0.05 * (k % 3)));
   }
-  // adhesion pads: a body, sometimes a missing one, or one beside another transmission
+  // adhesion pads: a body, sometimes a missing one, or one beside another transmission; the
+  // explicit pairs' own margins and gaps
   for (axion::ActuatorDesc& a : d.actuators) {
     if (in.Int(0, 3) == 0) a.adhesion_body = in.Int(-2, bodies);
+  }
+  for (axion::ContactPairDesc& p : d.contact_pairs) {
+    if (in.Bool()) p.margin = in.Real();
+    if (in.Bool()) p.gap = in.Real();
   }
   return d;
 }

@@ -1841,6 +1841,52 @@ TEST(GeomMarginTest, ABallRestsOnItsMarginLikeMuJoCos) {
                    .ok());
 }
 
+// An explicit <pair> holds its own margin and gap, not its geoms' (MuJoCo's rule): three balls
+// of margin 2 cm on a floor, the first in no pair (it rests on its margin, 0.12 m), the second in
+// a pair without a margin (touching, 0.1 m), the third in a pair of margin 3 cm and gap 5 mm
+// (0.125 m), as MuJoCo rests them (its contacts soft, a few tenths of a millimetre lower).
+TEST(GeomMarginTest, AnExplicitPairsMarginAndGapReplaceItsGeomsLikeMuJoCos) {
+  const std::string path = WriteTempModel("pair_margin.xml", R"(<mujoco>
+  <option timestep="0.005"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="0 0 0.1"/>
+    <body pos="0 0 0.2"><freejoint/><geom type="sphere" size="0.1" mass="1" margin="0.02"/></body>
+    <body pos="1 0 0.2"><freejoint/>
+      <geom name="plain" type="sphere" size="0.1" mass="1" margin="0.02"/></body>
+    <body pos="2 0 0.2"><freejoint/>
+      <geom name="skin" type="sphere" size="0.1" mass="1" margin="0.02"/></body>
+  </worldbody>
+  <contact>
+    <pair geom1="floor" geom2="plain"/>
+    <pair geom1="floor" geom2="skin" margin="0.03" gap="0.005"/>
+  </contact>
+</mujoco>)");
+  absl::StatusOr<ImportResult> loaded = LoadMjcfFile(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_TRUE(loaded->warnings.empty()) << loaded->warnings.front();
+  ASSERT_EQ(loaded->model.contact_pairs.size(), 2u);
+  EXPECT_EQ(loaded->model.contact_pairs[1].margin, 0.03);
+  EXPECT_EQ(loaded->model.contact_pairs[1].gap, 0.005);
+  World w = MakeWorld(loaded->model);
+  MuJoCoRun mujoco(path);
+  ASSERT_TRUE(w.sim && mujoco.m) << mujoco.load_error;
+  ASSERT_TRUE(w.sim->StepAll(400).ok());
+  for (int s = 0; s < 400; ++s) mj_step(mujoco.m, mujoco.d);
+  const std::vector<Real> pose = w.sim->GetBodyState(w.id)->pose;
+  const double expected[3] = {0.12, 0.1, 0.125};
+  for (int b = 0; b < 3; ++b) {
+    std::printf("ball %d rests at %.6f m, MuJoCo's at %.6f m\n", b, double(pose[7 * b + 2]),
+                mujoco.d->qpos[7 * b + 2]);
+    EXPECT_NEAR(pose[7 * b + 2], expected[b], 1e-5) << b;
+    EXPECT_NEAR(mujoco.d->qpos[7 * b + 2], expected[b], 2e-3) << b;
+  }
+  ASSERT_FALSE(LoadMjcfString(R"(<mujoco><worldbody><geom name="a" type="plane" size="1 1 1"/>
+    <body><freejoint/><geom name="b" size="0.1"/></body></worldbody>
+    <contact><pair geom1="a" geom2="b" gap="-1"/></contact></mujoco>)",
+                              "")
+                   .ok());
+}
+
 // MuJoCo's composite loop sample: a ring of 20 capsules closed by a connect, dropped on the floor
 // from 1 m. The closure holds while it falls and lands (0.6 s), the ring at rest on the floor.
 TEST(CompositeTest, LoopStaysClosedWhenItLands) {

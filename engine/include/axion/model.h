@@ -287,7 +287,8 @@ struct ActuatorDesc {
   // or an electroadhesive pad) instead of driving a joint, tendon or site. Its force F = gear *
   // ctrl (kEffort only; clamped to the force range) is shared equally by the contact points of
   // the body's shapes with the shapes within reach of them: surfaces closer than the pair's
-  // margin, max(ShapeDesc::margin) of the two, so a pad's margin beyond its gap lets it pull
+  // margin (the larger ShapeDesc::margin of the two, or an explicit pair's ContactPairDesc::
+  // margin), so a pad's margin beyond its gap lets it pull
   // from that far (MuJoCo counts those points too, though they carry no contact). At each
   // point, midway between the two surfaces, F / points pulls the body along the normal towards
   // the other shape and the other body (if any) back, taken at the step's start pose; with no
@@ -420,6 +421,10 @@ struct ContactPairDesc {
   Real torsional_friction = 0;  // (m) at contact_dim 4 and 6 (Material::torsional_friction)
   Real rolling_friction = 0;    // (m) at contact_dim 6 (Material::rolling_friction)
   int contact_dim = 3;          // 1, 3, 4 or 6 (ShapeDesc::contact_dim)
+  // Where its contacts hold the surfaces, margin - gap apart (m, >= 0), in place of the
+  // shapes' own margins and gaps (ShapeDesc::margin, gap), as MuJoCo's <pair margin gap>: 0 and
+  // 0, touching, whatever margins the shapes carry.
+  Real margin = 0, gap = 0;
 };
 
 enum class Formulation : int32_t { kPosition = 0, kVelocity = 1 };
@@ -671,6 +676,7 @@ class Model {
     int shape_a = 0, shape_b = 0;
     Real friction = 0;
     Real torsion = 0, rolling = 0;  // an explicit pair's angular friction (0: none)
+    Real margin = 0, gap = 0;       // an explicit pair's (ContactPairDesc)
   };
   static constexpr Real kPairExcluded = -2;
   const std::vector<PairRule>& pair_rules() const { return pair_rules_; }

@@ -446,6 +446,8 @@ struct BatchView {
   const Real* shape_rolling;         // (shape_count) rolling friction coefficient (m)
   const Real* shape_margin;          // (shape_count) MuJoCo's geom margin (m; ShapeDesc)
   const Real* shape_gap;             // (shape_count) MuJoCo's geom gap (m; ShapeDesc)
+  const Real* shape_reach;           // (shape_count) the largest margin of its pairs (m): its
+                                     //   own, and its explicit pairs' (ContactPairDesc)
   const int32_t* shape_priority;     // (shape_count) MuJoCo's geom priority (ShapeDesc)
   const int32_t* shape_hull;         // (shape_count) hull index or -1
   const int32_t* shape_rule_first;   // (shape_count) first of the pair rules it is the lower
@@ -485,6 +487,8 @@ struct BatchView {
                                      // Model::kPairExcluded
   const Real* pair_rule_torsion;     // (rule_count) an explicit pair's torsional friction (m)
   const Real* pair_rule_rolling;     // (rule_count) an explicit pair's rolling friction (m)
+  const Real* pair_rule_margin;      // (rule_count) an explicit pair's margin (m)
+  const Real* pair_rule_gap;         // (rule_count) an explicit pair's gap (m)
 
   // ---- candidate pairs (pair slots = world_pair_offset[world_count]) -------------------------
   // Each world's pair capacity of slots, filled by the broad phase: the pairs whose boxes

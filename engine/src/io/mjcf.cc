@@ -120,7 +120,7 @@ const std::map<std::string, std::set<std::string>>& SupportedAttributes() {
         {"connect", {"name", "class", "body1", "body2", "anchor", "active"}},
         {"weld", {"name", "class", "body1", "body2", "active"}},
         {"exclude", {"name", "body1", "body2"}},
-        {"pair", {"name", "class", "geom1", "geom2", "condim", "friction"}},
+        {"pair", {"name", "class", "geom1", "geom2", "condim", "friction", "margin", "gap"}},
         {"position",
          {"name", "class", "joint", "tendon", "cranksite", "slidersite", "cranklength", "gear",
           "ctrlrange", "ctrllimited", "forcerange", "forcelimited", "kp", "kv"}},
@@ -3107,6 +3107,11 @@ absl::Status MjcfLoader::ContactPair(const Elem& e) {
   pair.friction = friction[0];
   pair.torsional_friction = friction[2];
   pair.rolling_friction = friction[3];
+  // the pair's own margin and gap (MuJoCo's default 0 and 0), not its geoms'
+  AXION_IO_ASSIGN_OR_RETURN(pair.margin, e.Real1("margin", 0));
+  AXION_IO_ASSIGN_OR_RETURN(pair.gap, e.Real1("gap", 0));
+  if (pair.margin < 0) return e.Error("margin", "is negative");
+  if (pair.gap < 0) return e.Error("gap", "is negative");
   if (collision_ != "dynamic") result_.model.contact_pairs.push_back(std::move(pair));
   return absl::OkStatus();
 }
