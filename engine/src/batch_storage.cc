@@ -360,6 +360,7 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
     s.shape_rolling[g] = shape.material.rolling_friction;
     s.shape_margin[g] = shape.margin;
     s.shape_reach[g] = shape.margin;  // (and its explicit pairs' margins, below)
+    s.shape_adhesion[g] = 0;          // (below)
     s.shape_gap[g] = shape.gap;
     s.shape_collision_group[g] = shape.collision_group;
     s.shape_collision_mask[g] = shape.collision_mask;
@@ -428,6 +429,13 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
     if (rule.friction != Model::kPairExcluded) {
       for (int shape : {lower, s0 + rule.shape_b})
         s.shape_reach[shape] = std::max(s.shape_reach[shape], rule.margin);
+    }
+  }
+  // the shapes of adhesion actuators' bodies, whose pairs keep every point within their margin
+  for (const ActuatorDesc& act : d.actuators) {
+    if (act.adhesion_body < 0) continue;
+    for (int k = 0; k < static_cast<int>(d.shapes.size()); ++k) {
+      if (d.shapes[k].body == act.adhesion_body) s.shape_adhesion[s0 + k] = 1;
     }
   }
   WriteMocapFrames(layout, w, s);

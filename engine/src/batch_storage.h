@@ -213,8 +213,9 @@ namespace axion {
   X(Real, shape_friction, 1)                                                        \
   X(Real, shape_restitution, 1)                                                     \
   X(int32_t, shape_contact_dim, 1)                                                  \
-  X(int32_t, shape_priority, 1) X(Real, shape_torsion, 1) X(Real, shape_rolling, 1) \
-      X(Real, shape_margin, 1) X(Real, shape_gap, 1) X(Real, shape_reach, 1)        \
+  X(int32_t, shape_priority, 1)                                                     \
+  X(Real, shape_torsion, 1) X(Real, shape_rolling, 1) X(Real, shape_margin, 1)      \
+      X(Real, shape_gap, 1) X(Real, shape_reach, 1) X(int32_t, shape_adhesion, 1)   \
           X(int32_t, shape_hull, 1) X(int32_t, shape_rule_first, 1)                 \
               X(int32_t, shape_rule_count, 1) X(uint32_t, shape_collision_group, 1) \
                   X(uint32_t, shape_collision_mask, 1)

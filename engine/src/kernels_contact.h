@@ -483,7 +483,12 @@ AXION_HD void world_collide(const BatchView& v, int world) {
     const bool missed = v.pair_marked[pair] != 0;
     const int body_a = v.shape_body[sa], body_b = v.shape_body[sb];
     const Real sweep = v.shape_sweep[sa] + v.shape_sweep[sb];
-    const Real offset = pair_contact_offset(v, sa, sb);
+    const PairMargin pair_margins = pair_margin(v, sa, sb);
+    const Real offset = pair_margins.margin - pair_margins.gap;
+    // a pair of an adhesion actuator's body keeps all its points within its margin, where the
+    // actuator pulls (world_adhesion_pull)
+    const Real adhesion_reach =
+        v.shape_adhesion[sa] != 0 || v.shape_adhesion[sb] != 0 ? pair_margins.margin : Real(-1);
     Real start_gap = kUnboundedMargin;  // the pair's signed distance at q- (less the offset)
     const int pair_first = count;       // the pair's first contact
     int pair_start_end = count;         // past its contacts from q-
@@ -496,11 +501,12 @@ AXION_HD void world_collide(const BatchView& v, int world) {
       shape_world_pose(v, sb, q, &pos_b, &quat_b);
       PairPoints pair_points;  // uninitialised: collide_shapes writes the n it returns
       ContactPoint* points = pair_points.point;
-      int n = collide_shapes(
-          shape_geom(v, sa), pos_a, quat_a, shape_geom(v, sb), pos_b, quat_b,
-          missed ? kUnboundedMargin
-                 : pair_base_margin(v, sa, sb, p) + sweep + (offset > 0 ? offset : Real(0)),
-          points);
+      const Real reach = pair_base_margin(v, sa, sb, p) + sweep + (offset > 0 ? offset : Real(0));
+      int n = collide_shapes(shape_geom(v, sa), pos_a, quat_a, shape_geom(v, sb), pos_b, quat_b,
+                             missed                   ? kUnboundedMargin
+                             : adhesion_reach > reach ? adhesion_reach
+                                                      : reach,
+                             points);
       // gaps measured from where the contacts hold the surfaces
       for (int i = 0; i < n; ++i) points[i].gap -= offset;
       for (int i = 0; i < n && !at_end; ++i)
@@ -514,7 +520,8 @@ AXION_HD void world_collide(const BatchView& v, int world) {
         // ended with the upper sphere inside the lower one, two centres at one point (RESULTS.md,
         // "A frictional sphere pile at 0.02 s"). Points that separate or slide stay out; a body
         // at rest adds only the points its step of gravity, g h^2, brings within the margin.
-        if (!missed && sweep > 0 && !(points[i].gap < p.contact_margin)) {
+        const bool adhesive = points[i].gap + offset < adhesion_reach;
+        if (!missed && !adhesive && sweep > 0 && !(points[i].gap < p.contact_margin)) {
           Vec3 ra = points[i].point_a - body_position(v.body_q_prev, body_a);
           Vec3 rb = points[i].point_b - body_position(v.body_q_prev, body_b);
           Vec6 ua = body_predicted_twist(v, body_a, p), ub = body_predicted_twist(v, body_b, p);
@@ -621,64 +628,56 @@ AXION_HD void world_collide(const BatchView& v, int world) {
   if (overflow) v.world_flags[world] |= kWorldContactOverflow;
 }
 
-// Calls visit(point, body_a, body_b) for the points in reach of an adhesion actuator on
-// `body` (ActuatorDesc::adhesion_body): those of each candidate pair (world_gather_pairs, as
-// world_collide left them) with one of the body's shapes whose surfaces lie closer than the
-// pair's margin (pair_margin), at q-. The narrow phase is run again on those pairs:
-// the contact set keeps points by the contact margin and offset instead, so it holds neither
-// all of these nor only these.
-template <class Visit>
-AXION_HD void adhesion_points(const BatchView& v, int world, int body, Visit visit) {
-  const int p0 = v.world_pair_offset[world];
-  const int count = v.world_pair_count[world] >= 0 ? v.world_pair_count[world]
-                                                   : v.world_pair_offset[world + 1] - p0;
-  for (int pair = p0; pair < p0 + count; ++pair) {
-    const int sa = v.pair_shape_a[pair], sb = v.pair_shape_b[pair];
-    const int body_a = v.shape_body[sa], body_b = v.shape_body[sb];
-    if (body_a != body && body_b != body) continue;
-    const Real reach = pair_margin(v, sa, sb).margin;
-    Vec3 pos_a, pos_b;
-    Quat quat_a, quat_b;
-    shape_world_pose(v, sa, v.body_q_prev, &pos_a, &quat_a);
-    shape_world_pose(v, sb, v.body_q_prev, &pos_b, &quat_b);
-    PairPoints pair_points;
-    const int n = collide_shapes(shape_geom(v, sa), pos_a, quat_a, shape_geom(v, sb), pos_b, quat_b,
-                                 reach, pair_points.point);
-    for (int i = 0; i < n; ++i) {
-      if (pair_points.point[i].gap < reach) visit(pair_points.point[i], body_a, body_b);
-    }
-  }
-}
-
-/// Per world, once its pairs are gathered: each adhesion actuator's pull (MuJoCo's adhesion,
-/// its body transmission). Its force F (actuator_effort) is shared by the n points in reach
-/// (adhesion_points); at each, p midway between the surfaces and the normal n from b towards
-/// a, F / n pulls a by -F n / n and b by +F n / n at p: wrenches added to body_jt (force, and
-/// torque about the centre of mass) beside the other actuators' efforts. MuJoCo's generalized
-/// force is -(F / n) sum_i J_i^T n_i, with J_i the two bodies' relative Jacobian at p_i: the
-/// same pulls. Actuators pulling nothing (F = 0) skip the narrow phase.
-AXION_HD void world_adhesion_pull(const BatchView& v, int world) {
+/// Per world, once its contacts are found: each adhesion actuator's pull (MuJoCo's adhesion,
+/// its body transmission; ActuatorDesc::adhesion_body). Its force F (actuator_effort) is shared
+/// by the n contacts in reach: those taken at q- of the body's shapes whose surfaces lie closer
+/// than the pair's margin (pair_margin), which world_collide keeps for such pairs (shape_
+/// adhesion) whatever its speculative rule. At each, p midway between the surfaces and the
+/// normal n from b towards a, F / n pulls a by -F n / n and b by +F n / n at p: wrenches added
+/// to body_jt (force, and torque about the centre of mass) beside the other actuators' efforts.
+/// MuJoCo's generalized force is -(F / n) sum_i J_i^T n_i, with J_i the two bodies' relative
+/// Jacobian at p_i: the same pulls. The contact set is read, not the narrow phase run again: on
+/// the device a second inlined narrow phase in the collision pass took ptxas 2.7 times as long
+/// (16 against 6 minutes), and out of line still as long.
+AXION_HD_NOINLINE void world_adhesion_pull(const BatchView& v, int world) {
+  const int k0 = v.world_contact_offset[world], k1 = k0 + v.world_contact_count[world];
   for (int act = v.world_actuator_offset[world]; act < v.world_actuator_offset[world + 1]; ++act) {
     const int body = v.actuator_adhesion_body[act];
     if (body < 0) continue;
     const Real force = actuator_effort(v, act);
     if (force == 0) continue;
+    // contact k counts: its body's, from q- (an undone attempt's end points carry a shift), and
+    // within the pair's margin
+    auto in_reach = [&](int k) {
+      if (v.contact_body_a[k] != body && v.contact_body_b[k] != body) return false;
+      if (v.contact_gap_shift[k] != 0) return false;
+      const PairMargin m = pair_margin(v, v.contact_shape_a[k], v.contact_shape_b[k]);
+      return v.contact_gap[k] + (m.margin - m.gap) < m.margin;
+    };
     int points = 0;
-    adhesion_points(v, world, body, [&](const ContactPoint&, int, int) { ++points; });
+    for (int k = k0; k < k1; ++k) points += in_reach(k) ? 1 : 0;
     if (points == 0) continue;
     const Real share = force / static_cast<Real>(points);
-    auto pull = [&](int on, Vec3 f, Vec3 at) {
-      if (on < 0) return;
-      const Vec3 arm = at - body_position(v.body_q_prev, on);
-      store3(v.body_jt + 6 * on, load3(v.body_jt + 6 * on) + f);
-      store3(v.body_jt + 6 * on + 3, load3(v.body_jt + 6 * on + 3) + cross(arm, f));
-    };
-    adhesion_points(v, world, body, [&](const ContactPoint& point, int body_a, int body_b) {
-      const Vec3 at = Real(0.5) * (point.point_a + point.point_b);
-      const Vec3 f = share * point.normal;
-      pull(body_a, -f, at);
-      pull(body_b, f, at);
-    });
+    for (int k = k0; k < k1; ++k) {
+      if (!in_reach(k)) continue;
+      const int a = v.contact_body_a[k], b = v.contact_body_b[k];
+      Vec3 lever_a, lever_b;
+      contact_levers(v, k, &lever_a, &lever_b);
+      const Vec3 point_a =
+          a < 0 ? load3(v.contact_local_a + 3 * k) : body_position(v.body_q_prev, a) + lever_a;
+      const Vec3 point_b =
+          b < 0 ? load3(v.contact_local_b + 3 * k) : body_position(v.body_q_prev, b) + lever_b;
+      const Vec3 at = Real(0.5) * (point_a + point_b);
+      const Vec3 f = share * load3(v.contact_normal + 3 * k);
+      for (int side = 0; side < 2; ++side) {
+        const int on = side == 0 ? a : b;
+        if (on < 0) continue;
+        const Vec3 pull = side == 0 ? -f : f;
+        const Vec3 arm = at - body_position(v.body_q_prev, on);
+        store3(v.body_jt + 6 * on, load3(v.body_jt + 6 * on) + pull);
+        store3(v.body_jt + 6 * on + 3, load3(v.body_jt + 6 * on + 3) + cross(arm, pull));
+      }
+    }
   }
 }
 

@@ -448,6 +448,7 @@ struct BatchView {
   const Real* shape_gap;             // (shape_count) MuJoCo's geom gap (m; ShapeDesc)
   const Real* shape_reach;           // (shape_count) the largest margin of its pairs (m): its
                                      //   own, and its explicit pairs' (ContactPairDesc)
+  const int32_t* shape_adhesion;     // (shape_count) 1: on an adhesion actuator's body
   const int32_t* shape_priority;     // (shape_count) MuJoCo's geom priority (ShapeDesc)
   const int32_t* shape_hull;         // (shape_count) hull index or -1
   const int32_t* shape_rule_first;   // (shape_count) first of the pair rules it is the lower
