@@ -637,8 +637,8 @@ AXION_HD void world_collide(const BatchView& v, int world) {
 /// to body_jt (force, and torque about the centre of mass) beside the other actuators' efforts.
 /// MuJoCo's generalized force is -(F / n) sum_i J_i^T n_i, with J_i the two bodies' relative
 /// Jacobian at p_i: the same pulls. The contact set is read, not the narrow phase run again: on
-/// the device a second inlined narrow phase in the collision pass took ptxas 2.7 times as long
-/// (16 against 6 minutes), and out of line still as long.
+/// the device a second narrow phase kept ptxas past 20 minutes inlined into the collision pass,
+/// and took 2.7 times as long out of line (16 against 5.9 minutes).
 AXION_HD_NOINLINE void world_adhesion_pull(const BatchView& v, int world) {
   const int k0 = v.world_contact_offset[world], k1 = k0 + v.world_contact_count[world];
   for (int act = v.world_actuator_offset[world]; act < v.world_actuator_offset[world + 1]; ++act) {
