@@ -1077,16 +1077,20 @@ AXION_HD void friction_jacobian(Vec3 t, Vec3 lever_a, Vec3 lever_b, Vec6* ja, Ve
 /// this is the form every trial is measured in (the merit and the convergence test), and the
 /// Newton matrix when SolverOptions::friction_newton is off. Sticking (a = 0, b > 0) gives
 /// W = 0 exactly, so J_f u = 0: no creep.
-AXION_HD void contact_friction_row(const BatchView& v, int row, const WorldParams& p) {
-  int k = v.row_contact[row];
-  int tangent = v.row_kind[row] == kRowFriction1 ? 0 : 1;
-  int first = row - tangent;  // the friction-1 row of this contact
+/// Both rows of a contact are evaluated together, from its first (`first`): they share the
+/// slip, the effective mass and W, which each row evaluated alone computed again (2% of a noisy
+/// humanoid's step).
+AXION_HD void contact_friction_rows(const BatchView& v, int first, const WorldParams& p) {
+  int k = v.row_contact[first];
   int normal_row = first - 1;
   Real mu = v.contact_friction[k];
-  v.row_coupling[2 * row] = 0;
-  v.row_coupling[2 * row + 1] = 0;
+  for (int row = first; row < first + 2; ++row) {
+    v.row_coupling[2 * row] = 0;
+    v.row_coupling[2 * row + 1] = 0;
+  }
   if (!(mu > 0)) {
-    disable_row(v, row);
+    disable_row(v, first);
+    disable_row(v, first + 1);
     return;
   }
   Vec3 lever_a, lever_b;
@@ -1094,15 +1098,16 @@ AXION_HD void contact_friction_row(const BatchView& v, int row, const WorldParam
   Vec3 t[2] = {load3(v.contact_tangent + 6 * k), load3(v.contact_tangent + 6 * k + 3)};
   Real slip[2];
   Real inv_mass_sum = 0;
-  Vec6 ua = body_twist(v.body_u, v.row_body_a[row]), ub = body_twist(v.body_u, v.row_body_b[row]);
+  const int body_a = v.row_body_a[first], body_b = v.row_body_b[first];
+  Vec6 ua = body_twist(v.body_u, body_a), ub = body_twist(v.body_u, body_b);
   for (int i = 0; i < 2; ++i) {
     Vec6 ja, jb;
     friction_jacobian(t[i], lever_a, lever_b, &ja, &jb);
     slip[i] = dot(ja, ua) + dot(jb, ub);
-    inv_mass_sum += row_inv_effective_mass(v, v.row_body_a[row], ja, v.row_body_b[row], jb);
-    if (i == tangent) store_row_jacobian(v, row, ja.lin, ja.ang, jb.lin, jb.ang);
+    inv_mass_sum += row_inv_effective_mass(v, body_a, ja, body_b, jb);
+    store_row_jacobian(v, first + i, ja.lin, ja.ang, jb.lin, jb.ang);
+    store_row_levers(v, first + i, {}, {});
   }
-  store_row_levers(v, row, {}, {});
   // One effective mass for both tangents keeps the cone isotropic (the trace of the tangential
   // block: the same in any tangent basis).
   Real s = Real(2) / inv_mass_sum;
@@ -1111,16 +1116,21 @@ AXION_HD void contact_friction_row(const BatchView& v, int row, const WorldParam
   Real lambda_f = std::sqrt(l1 * l1 + l2 * l2);
   Real a = s * std::sqrt(slip[0] * slip[0] + slip[1] * slip[1]);
   Real cone = mu * lambda_n;
-  Real w = friction_w(a, cone - lambda_f, cone, world_uses_tree(v, v.row_world[row])).w;
+  Real w = friction_w(a, cone - lambda_f, cone, world_uses_tree(v, v.row_world[first])).w;
   Real compliance = w / s;
-  const Real regularization = friction_newton_regularization(v.world_step_length[v.row_world[row]]);
-  v.row_compliance[row] = compliance + regularization / s;  // Newton matrix only
-  v.row_residual[row] = slip[tangent] + compliance * v.row_lambda[row];
-  // Convergence is measured on (s v_t + W lambda_f) / (s max(1, W)): the slip velocity while
-  // sticking, the friction impulse per unit mass in excess of the cone while sliding. Unscaled,
-  // a contact carrying no normal impulse (W at its cap) would turn a leftover 1e-7 N s into a
-  // huge residual. Both this and the merit's |R_f| are the same in any tangent basis.
-  v.row_error[row] = v.row_residual[row] / (w > 1 ? w : Real(1));
+  const Real regularization =
+      friction_newton_regularization(v.world_step_length[v.row_world[first]]);
+  for (int tangent = 0; tangent < 2; ++tangent) {
+    const int row = first + tangent;
+    v.row_compliance[row] = compliance + regularization / s;  // Newton matrix only
+    v.row_residual[row] = slip[tangent] + compliance * v.row_lambda[row];
+    // Convergence is measured on (s v_t + W lambda_f) / (s max(1, W)): the slip velocity while
+    // sticking, the friction impulse per unit mass in excess of the cone while sliding.
+    // Unscaled, a contact carrying no normal impulse (W at its cap) would turn a leftover 1e-7
+    // N s into a huge residual. Both this and the merit's |R_f| are the same in any tangent
+    // basis.
+    v.row_error[row] = v.row_residual[row] / (w > 1 ? w : Real(1));
+  }
 }
 
 // The presolve's per-row data in the linear solve's scratch, which nothing reads before the
@@ -1462,7 +1472,7 @@ AXION_HD AngularConeState angular_cone_state(const BatchView& v, int row, const 
   return st;
 }
 
-/// An angular friction row in the frozen-W form (see above; contact_friction_row for the
+/// An angular friction row in the frozen-W form (see above; contact_friction_rows for the
 /// sliding rows'): the form trials are measured in.
 AXION_HD void contact_angular_friction_row(const BatchView& v, int row, const WorldParams& p) {
   v.row_coupling[2 * row] = 0;

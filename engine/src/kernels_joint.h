@@ -48,7 +48,23 @@ struct JointFrames {
   Vec3 lever_parent, lever_child;    // from each body's COM to its anchor, world (m)
   Quat frame_parent, frame_child;    // joint frame rotations, world
   UniversalAngles universal{};       // kUniversal joints only
+  // at the iterate (joint_frames_at_iterate), joints whose angular axes are components of the
+  // relative rotation's vector (joint_has_rotation_vector): phi = log(frame_p^-1 frame_c) and its
+  // rate coefficient (math.h), which each angular DOF and locked angular axis of the joint
+  // reads; has_log false elsewhere (computed on use)
+  bool has_log = false;
+  Vec3 log_phi;
+  Real log_rate_coefficient = 0;
 };
+
+// Whether joint j's angular coordinates (its DOFs', its locked axes') are components of its
+// rotation vector (joint_frames' log_phi): all but a hinge's and a universal joint's, which
+// take their angles from atan2.
+AXION_HD bool joint_has_rotation_vector(const BatchView& v, int joint) {
+  const int type = v.joint_type[joint];
+  return type != static_cast<int32_t>(JointType::kRevolute) &&
+         type != static_cast<int32_t>(JointType::kUniversal);
+}
 
 AXION_HD JointFrames joint_frames(const BatchView& v, int joint, const Real* q) {
   JointFrames f;
@@ -67,7 +83,7 @@ AXION_HD JointFrames joint_frames(const BatchView& v, int joint, const Real* q) 
 
 // joint_frame's layout: anchor_parent, anchor_child, lever_parent, lever_child (3 each),
 // frame_parent, frame_child (w, x, y, z each), then a universal joint's theta1, theta2, axis1,
-// axis2, rate1, rate2.
+// axis2, rate1, rate2, or the other joints' log_phi and log_rate_coefficient.
 inline constexpr int kJointFrameWidth = 34;
 AXION_HD void store_joint_frames(const BatchView& v, int joint, const JointFrames& f) {
   Real* out = v.joint_frame + kJointFrameWidth * joint;
@@ -77,6 +93,10 @@ AXION_HD void store_joint_frames(const BatchView& v, int joint, const JointFrame
   store3(out + 9, f.lever_child);
   store_quat(out + 12, f.frame_parent);
   store_quat(out + 16, f.frame_child);
+  if (f.has_log) {
+    store3(out + 20, f.log_phi);
+    out[23] = f.log_rate_coefficient;
+  }
   if (v.joint_type[joint] != static_cast<int32_t>(JointType::kUniversal)) return;
   const UniversalAngles& u = f.universal;
   out[20] = u.theta1;
@@ -87,11 +107,18 @@ AXION_HD void store_joint_frames(const BatchView& v, int joint, const JointFrame
   store3(out + 31, u.rate2);
 }
 
-/// Per joint, at each evaluation of the iterate q+: its frames (and a universal joint's angles),
-/// which the DOFs' coordinates and the joint's rows then read instead of each building them
-/// again (a universal joint's 2 DOFs and 4 rows took its two atan2 six times).
+/// Per joint, at each evaluation of the iterate q+: its frames (and a universal joint's angles,
+/// a generic or ball joint's rotation vector), which the DOFs' coordinates and the joint's rows
+/// then read instead of each building them again (a universal joint's 2 DOFs and 4 rows took
+/// its two atan2 six times; a humanoid hip's 3 DOFs its log and rate coefficient three times).
 AXION_HD void joint_evaluate_frames(const BatchView& v, int joint) {
-  store_joint_frames(v, joint, joint_frames(v, joint, v.body_q));
+  JointFrames f = joint_frames(v, joint, v.body_q);
+  if (joint_has_rotation_vector(v, joint)) {
+    f.log_phi = quat_log(conjugate(f.frame_parent) * f.frame_child);
+    f.log_rate_coefficient = rotation_vector_rate_coefficient(f.log_phi);
+    f.has_log = true;
+  }
+  store_joint_frames(v, joint, f);
 }
 
 // The joint's frames at q+ from joint_evaluate_frames.
@@ -104,6 +131,11 @@ AXION_HD JointFrames joint_frames_at_iterate(const BatchView& v, int joint) {
   f.lever_child = load3(in + 9);
   f.frame_parent = load_quat(in + 12);
   f.frame_child = load_quat(in + 16);
+  if (joint_has_rotation_vector(v, joint)) {
+    f.has_log = true;
+    f.log_phi = load3(in + 20);
+    f.log_rate_coefficient = in[23];
+  }
   if (v.joint_type[joint] != static_cast<int32_t>(JointType::kUniversal)) return f;
   UniversalAngles& u = f.universal;
   u.theta1 = in[20];
@@ -150,15 +182,16 @@ AXION_HD AxisCoordinate joint_axis_coordinate(const BatchView& v, int joint, int
     out.jac_parent = {{}, -rate};
     return out;
   }
-  Quat rel = conjugate(f.frame_parent) * f.frame_child;
   Vec3 e;
   if (v.joint_type[joint] == static_cast<int32_t>(JointType::kRevolute)) {
+    Quat rel = conjugate(f.frame_parent) * f.frame_child;
     out.value = Real(2) * std::atan2(rel.x, rel.w);
     e = rotate(f.frame_child, unit_axis(0));
   } else {
-    Vec3 phi = quat_log(rel);
+    const Vec3 phi = f.has_log ? f.log_phi : quat_log(conjugate(f.frame_parent) * f.frame_child);
+    const Real c = f.has_log ? f.log_rate_coefficient : rotation_vector_rate_coefficient(phi);
     out.value = phi[axis - 3];
-    e = rotate(f.frame_parent, rotation_vector_rate_direction(phi, unit_axis(axis - 3)));
+    e = rotate(f.frame_parent, rotation_vector_rate_direction(phi, c, unit_axis(axis - 3)));
   }
   out.value = wrap_angle(out.value);
   out.jac_child = {{}, e};
@@ -368,7 +401,7 @@ AXION_HD void joint_cone_limit_row(const BatchView& v, int row, const WorldParam
   const bool velocity_level = p.joint_formulation == static_cast<int32_t>(Formulation::kVelocity);
   const JointFrames f =
       velocity_level ? joint_frames(v, joint, v.body_q_prev) : joint_frames_at_iterate(v, joint);
-  const Vec3 phi = quat_log(conjugate(f.frame_parent) * f.frame_child);
+  const Vec3 phi = f.has_log ? f.log_phi : quat_log(conjugate(f.frame_parent) * f.frame_child);
   const Real angle = norm(phi);
   const Vec3 axis = angle > Real(1e-12) ? (Real(1) / angle) * phi : unit_axis(0);
   const Vec3 e = rotate(f.frame_parent, axis);

@@ -44,9 +44,10 @@ AXION_HD void row_evaluate(const BatchView& v, int row) {
       contact_normal_row(v, row, p);
       return;  // unilateral: wrote its own error
     case kRowFriction1:
+      contact_friction_rows(v, row, p);
+      return;  // wrote its own error and its contact's second friction row's
     case kRowFriction2:
-      contact_friction_row(v, row, p);
-      return;  // wrote its own error
+      return;  // evaluated with its contact's first friction row
     case kRowContactTorsion:
     case kRowContactRoll1:
     case kRowContactRoll2:

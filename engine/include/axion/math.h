@@ -207,22 +207,26 @@ AXION_HD Vec3 quat_log(Quat q) {
 // The rate of the rotation vector phi = log(R) under dR/dt = [w] R is J_l^-1(phi) w, with the
 // inverse left Jacobian of SO(3)
 //   J_l^-1(phi) = I - [phi]/2 + c [phi]^2,  c = 1/t^2 - (1 + cos t) / (2 t sin t),  t = |phi|.
-// Returns J_l^-T(phi) e = e + phi x e / 2 + c phi x (phi x e): the direction whose dot product
-// with w is the rate of e . phi.
-AXION_HD Vec3 rotation_vector_rate_direction(Vec3 phi, Vec3 e) {
+// rotation_vector_rate_coefficient returns c; rotation_vector_rate_direction returns
+// J_l^-T(phi) e = e + phi x e / 2 + c phi x (phi x e): the direction whose dot product with w is
+// the rate of e . phi (with c given, where one phi serves several directions e).
+AXION_HD Real rotation_vector_rate_coefficient(Vec3 phi) {
   Real t2 = dot(phi, phi);
-  Real c;
-  if (t2 < Real(1e-4)) {
-    c = Real(1) / Real(12) + t2 / Real(720);  // series; exact to round-off below t = 0.01
-  } else {
-    Real t = std::sqrt(t2);
-    Real sin_t = std::sin(t);
-    // at t = pi the quotient tends to 0 (1 + cos t ~ (pi - t)^2 / 2)
-    c = Real(1) / t2 -
-        (std::fabs(sin_t) > Real(1e-6) ? (Real(1) + std::cos(t)) / (2 * t * sin_t) : Real(0));
-  }
+  if (t2 < Real(1e-4))
+    return Real(1) / Real(12) + t2 / Real(720);  // series; exact to
+                                                 // round-off below t = 0.01
+  Real t = std::sqrt(t2);
+  Real sin_t = std::sin(t);
+  // at t = pi the quotient tends to 0 (1 + cos t ~ (pi - t)^2 / 2)
+  return Real(1) / t2 -
+         (std::fabs(sin_t) > Real(1e-6) ? (Real(1) + std::cos(t)) / (2 * t * sin_t) : Real(0));
+}
+AXION_HD Vec3 rotation_vector_rate_direction(Vec3 phi, Real c, Vec3 e) {
   Vec3 pxe = cross(phi, e);
   return e + Real(0.5) * pxe + c * cross(phi, pxe);
+}
+AXION_HD Vec3 rotation_vector_rate_direction(Vec3 phi, Vec3 e) {
+  return rotation_vector_rate_direction(phi, rotation_vector_rate_coefficient(phi), e);
 }
 
 // Spatial 6-vector: linear part first, then angular (the order of the twist u = (v, w)).
