@@ -358,7 +358,7 @@ AXION_HD void joint_bilateral_row(const BatchView& v, int row, const WorldParams
 /// heavy rotor (1e-9 kg m^2 against 0.75) weighed by its own inertia alone put the gap 1e9 below
 /// the impulse, and Newton lost the stop.
 AXION_HD void store_limit_row(const BatchView& v, int row, Real c, bool velocity_level,
-                              const WorldParams& p, Real armature) {
+                              const WorldParams& p, Real armature, Real inv_mass) {
   const Real h = v.world_step_length[v.row_world[row]];
   Real c_velocity;
   if (velocity_level) {
@@ -367,30 +367,41 @@ AXION_HD void store_limit_row(const BatchView& v, int row, Real c, bool velocity
   } else {
     c_velocity = c / h;
   }
+  store_unilateral_row(v, row, c_velocity, Real(1) / inv_mass + armature, p.fb_epsilon);
+}
+// ... with the row's J M^-1 J^T from its stored Jacobian.
+AXION_HD void store_limit_row(const BatchView& v, int row, Real c, bool velocity_level,
+                              const WorldParams& p, Real armature) {
   const Real inv_mass = row_inv_effective_mass(v, v.row_body_a[row], load6(v.row_jac_a + 6 * row),
                                                v.row_body_b[row], load6(v.row_jac_b + 6 * row));
-  store_unilateral_row(v, row, c_velocity, Real(1) / inv_mass + armature, p.fb_epsilon);
+  store_limit_row(v, row, c, velocity_level, p, armature, inv_mass);
 }
 
 /// Joint limit rows (unilateral, through Fischer-Burmeister like contacts):
 ///   lower: c = theta - lower >= 0,  J = +J_theta;   upper: c = upper - theta >= 0, J = -J_theta
-/// (store_limit_row for the equation).
-AXION_HD void joint_limit_row(const BatchView& v, int row, const WorldParams& p) {
+/// (store_limit_row for the equation). A DOF's two rows (lower, then upper: always a pair) are
+/// evaluated together, from the lower (`row`): they share the coordinate and J M^-1 J^T, which
+/// the opposite sign leaves bit for bit the same.
+AXION_HD void joint_limit_rows(const BatchView& v, int row, const WorldParams& p) {
   int dof = v.row_dof[row];
   int joint = v.dof_joint[dof];
-  bool lower = v.row_kind[row] == kRowLimitLower;
-  Real sign = lower ? Real(1) : Real(-1);
   bool velocity_level = p.joint_formulation == static_cast<int32_t>(Formulation::kVelocity);
   AxisCoordinate coord = velocity_level
                              ? dof_coordinate(v, dof, joint_frames(v, joint, v.body_q_prev))
                              : dof_coordinate_at_iterate(v, dof);
-  Real c = lower ? coord.value - v.dof_lower[dof] : v.dof_upper[dof] - coord.value;
-  store_coordinate_row(v, row, joint, sign, coord);
+  const Real c_lower = coord.value - v.dof_lower[dof];
+  const Real c_upper = v.dof_upper[dof] - coord.value;
+  store_coordinate_row(v, row, joint, Real(1), coord);
+  store_coordinate_row(v, row + 1, joint, Real(-1), coord);
   store_row_levers(v, row, {}, {});
-  store_limit_row(v, row, c, velocity_level, p, v.dof_armature[dof]);
+  store_row_levers(v, row + 1, {}, {});
+  const Real inv_mass = row_inv_effective_mass(v, v.row_body_a[row], load6(v.row_jac_a + 6 * row),
+                                               v.row_body_b[row], load6(v.row_jac_b + 6 * row));
+  store_limit_row(v, row, c_lower, velocity_level, p, v.dof_armature[dof], inv_mass);
+  store_limit_row(v, row + 1, c_upper, velocity_level, p, v.dof_armature[dof], inv_mass);
 }
 
-/// Ball joint cone limit (unilateral, like joint_limit_row): the relative rotation
+/// Ball joint cone limit (unilateral, like joint_limit_rows): the relative rotation
 /// q_rel = frame_p^-1 frame_c, of rotation vector phi = log(q_rel), turns by at most phi_max:
 ///   c = phi_max - |phi| >= 0,   J = [ 0, -e | 0, e ],   e = frame_p n,  n = phi / |phi|
 /// since d|phi|/dt = n . J_l^-1(phi) w_rel = n . w_rel (n is J_l^-1's fixed axis), and n is

@@ -22,9 +22,10 @@ AXION_HD void row_evaluate(const BatchView& v, int row) {
       joint_bilateral_row(v, row, p);
       break;
     case kRowLimitLower:
+      joint_limit_rows(v, row, p);
+      return;  // unilateral: wrote its own error and its DOF's upper limit row's
     case kRowLimitUpper:
-      joint_limit_row(v, row, p);
-      return;  // unilateral: wrote its own error
+      return;  // evaluated with its DOF's lower limit row
     case kRowLimitCone:
       joint_cone_limit_row(v, row, p);
       return;  // unilateral: wrote its own error
