@@ -426,12 +426,17 @@ AXION_HD void world_judge_trial(const BatchView& v, int w) {
 // The passes of a Newton iteration, each over one world's elements (the batch passes of
 // newton_iteration below run them over every world).
 AXION_HD void row_take_friction_newton(const BatchView& v, int r) {
-  const int w = v.row_world[r];
+  // the kind first: most rows are not a cone's first, and the other tests cost loads
   const int kind = v.row_kind[r];
+  const bool sliding = kind == kRowFriction1;
+  if (!sliding && kind != kRowContactTorsion && kind != kRowContactRoll1) return;
+  const int w = v.row_world[r];
   if (!row_is_live(v, r) || !v.world_params[w].friction_newton || row_frozen(v, r)) return;
-  if (kind == kRowFriction1) contact_friction_newton(v, r, v.world_params[w]);
-  if (kind == kRowContactTorsion || kind == kRowContactRoll1)
+  if (sliding) {
+    contact_friction_newton(v, r, v.world_params[w]);
+  } else {
     contact_angular_friction_newton(v, r, v.world_params[w]);
+  }
 }
 AXION_HD void body_take_inv_mass_g(const BatchView& v, int i) {
   if (!body_frozen(v, i)) body_apply_inv_mass_kernel(v, i, v.body_g, v.body_minv_jt);
