@@ -291,6 +291,10 @@ AXION_HD void world_newton_inertia(const BatchView& v, Team team, int world,
       if (row_entry_is_leader(entry)) continue;  // leader blocks have no lever
       const int row = entry >> 2, side = entry & 1;
       if (row >= joint_row_end) break;  // contact rows follow the joints'
+      // only anchors and locked slides have a lever (the other rows store none): tested first,
+      // as most of a body's rows are alignments, limits and drives
+      const int kind = v.row_kind[row];
+      if (kind != kRowAnchor && kind != kRowLinearLock) continue;
       Real lambda = v.row_lambda[row];
       if (lambda == 0) continue;
       Vec3 l = load3((side == 0 ? v.row_jac_a : v.row_jac_b) + 6 * row);
