@@ -57,6 +57,12 @@ struct JointFrames {
   Real log_rate_coefficient = 0;
 };
 
+// The relative rotation's vector phi = log(frame_p^-1 frame_c) of joint frames f: kept at the
+// iterate (has_log), computed otherwise.
+AXION_HD Vec3 joint_rotation_vector(const JointFrames& f) {
+  return f.has_log ? f.log_phi : quat_log(conjugate(f.frame_parent) * f.frame_child);
+}
+
 // Whether joint j's angular coordinates (its DOFs', its locked axes') are components of its
 // rotation vector (joint_frames' log_phi): all but a hinge's and a universal joint's, which
 // take their angles from atan2.
@@ -114,7 +120,7 @@ AXION_HD void store_joint_frames(const BatchView& v, int joint, const JointFrame
 AXION_HD void joint_evaluate_frames(const BatchView& v, int joint) {
   JointFrames f = joint_frames(v, joint, v.body_q);
   if (joint_has_rotation_vector(v, joint)) {
-    f.log_phi = quat_log(conjugate(f.frame_parent) * f.frame_child);
+    f.log_phi = joint_rotation_vector(f);
     f.log_rate_coefficient = rotation_vector_rate_coefficient(f.log_phi);
     f.has_log = true;
   }
@@ -188,7 +194,7 @@ AXION_HD AxisCoordinate joint_axis_coordinate(const BatchView& v, int joint, int
     out.value = Real(2) * std::atan2(rel.x, rel.w);
     e = rotate(f.frame_child, unit_axis(0));
   } else {
-    const Vec3 phi = f.has_log ? f.log_phi : quat_log(conjugate(f.frame_parent) * f.frame_child);
+    const Vec3 phi = joint_rotation_vector(f);
     const Real c = f.has_log ? f.log_rate_coefficient : rotation_vector_rate_coefficient(phi);
     out.value = phi[axis - 3];
     e = rotate(f.frame_parent, rotation_vector_rate_direction(phi, c, unit_axis(axis - 3)));
@@ -412,7 +418,7 @@ AXION_HD void joint_cone_limit_row(const BatchView& v, int row, const WorldParam
   const bool velocity_level = p.joint_formulation == static_cast<int32_t>(Formulation::kVelocity);
   const JointFrames f =
       velocity_level ? joint_frames(v, joint, v.body_q_prev) : joint_frames_at_iterate(v, joint);
-  const Vec3 phi = f.has_log ? f.log_phi : quat_log(conjugate(f.frame_parent) * f.frame_child);
+  const Vec3 phi = joint_rotation_vector(f);
   const Real angle = norm(phi);
   const Vec3 axis = angle > Real(1e-12) ? (Real(1) / angle) * phi : unit_axis(0);
   const Vec3 e = rotate(f.frame_parent, axis);

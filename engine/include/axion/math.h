@@ -212,9 +212,8 @@ AXION_HD Vec3 quat_log(Quat q) {
 // the rate of e . phi (with c given, where one phi serves several directions e).
 AXION_HD Real rotation_vector_rate_coefficient(Vec3 phi) {
   Real t2 = dot(phi, phi);
-  if (t2 < Real(1e-4))
-    return Real(1) / Real(12) + t2 / Real(720);  // series; exact to
-                                                 // round-off below t = 0.01
+  // below t = 0.01 the series, exact to round-off
+  if (t2 < Real(1e-4)) return Real(1) / Real(12) + t2 / Real(720);
   Real t = std::sqrt(t2);
   Real sin_t = std::sin(t);
   // at t = pi the quotient tends to 0 (1 + cos t ~ (pi - t)^2 / 2)
