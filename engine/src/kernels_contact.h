@@ -1138,28 +1138,14 @@ AXION_HD void contact_friction_rows(const BatchView& v, int first, const WorldPa
 // the GCR directions), and its contact's D_nn or D_tt (row_cr_z).
 AXION_HD Real* presolve_minv_jt(const BatchView& v, int row) { return v.row_gcr_p + 12 * row; }
 
-// A contact row's impulse changes by dlambda: its bodies' velocities u_a, u_b (6 each, null for
-// the static world) follow, u += M^-1 J^T dlambda.
-AXION_HD void contact_row_push(const BatchView& v, int row, Real dlambda, Real* u_a, Real* u_b) {
+// A contact row's impulse changes by dlambda: its bodies' velocities follow, u += M^-1 J^T dlambda.
+AXION_HD void row_push_bodies(const BatchView& v, int row, Real dlambda) {
   const Real* minv_jt = presolve_minv_jt(v, row);
-  if (u_a != nullptr) {
-    for (int i = 0; i < 6; ++i) u_a[i] += dlambda * minv_jt[i];
+  for (int side = 0; side < 2; ++side) {
+    const int body = side ? v.row_body_b[row] : v.row_body_a[row];
+    if (body < 0) continue;
+    for (int i = 0; i < 6; ++i) v.body_u[6 * body + i] += dlambda * minv_jt[6 * side + i];
   }
-  if (u_b != nullptr) {
-    for (int i = 0; i < 6; ++i) u_b[i] += dlambda * minv_jt[6 + i];
-  }
-}
-
-// J_r u of a contact row over its bodies' velocities u_a, u_b (null for the static world).
-AXION_HD Real contact_row_velocity(const BatchView& v, int row, const Real* u_a, const Real* u_b) {
-  Real s = 0;
-  if (u_a != nullptr) {
-    for (int i = 0; i < 6; ++i) s += v.row_jac_a[6 * row + i] * u_a[i];
-  }
-  if (u_b != nullptr) {
-    for (int i = 0; i < 6; ++i) s += v.row_jac_b[6 * row + i] * u_b[i];
-  }
-  return s;
 }
 
 // Whether world w can take world_contact_presolve: contacts alone, at position level.
@@ -1204,7 +1190,6 @@ AXION_HD void world_contact_presolve(const BatchView& v, int w) {
   };
   for (int k = k0; k < k1; ++k) {
     const int normal = contact_first_row(v, w, k);
-    const int a = v.row_body_a[normal], b = v.row_body_b[normal];
     for (int row = normal; row < normal + 3; ++row) {
       Real* minv_jt = presolve_minv_jt(v, row);
       for (int side = 0; side < 2; ++side) {
@@ -1213,8 +1198,7 @@ AXION_HD void world_contact_presolve(const BatchView& v, int w) {
             body_apply_inv_mass(v, body, load6((side ? v.row_jac_b : v.row_jac_a) + 6 * row));
         store6(minv_jt + 6 * side, m);
       }
-      contact_row_push(v, row, v.row_lambda[row], a >= 0 ? v.body_u + 6 * a : nullptr,
-                       b >= 0 ? v.body_u + 6 * b : nullptr);
+      row_push_bodies(v, row, v.row_lambda[row]);
     }
     v.row_cr_z[normal] = inv_effective_mass(normal);
     v.row_cr_z[normal + 1] =
@@ -1238,10 +1222,28 @@ AXION_HD void world_contact_presolve(const BatchView& v, int w) {
         ua[i] = a >= 0 ? v.body_u[6 * a + i] : Real(0);
         ub[i] = b >= 0 ? v.body_u[6 * b + i] : Real(0);
       }
-      Real* u_a = a >= 0 ? ua : nullptr;
-      Real* u_b = b >= 0 ? ub : nullptr;
-      auto velocity = [&](int row) { return contact_row_velocity(v, row, u_a, u_b); };
-      auto push = [&](int row, Real dlambda) { contact_row_push(v, row, dlambda, u_a, u_b); };
+      // J_r u, and u += M^-1 J_r^T dlambda (row_push_bodies) on the registers: row_push_bodies
+      // itself, given the registers as pointers that may be null, kept them on the stack (the
+      // pile 2-7% slower)
+      auto velocity = [&](int row) {
+        Real s = 0;
+        if (a >= 0) {
+          for (int i = 0; i < 6; ++i) s += v.row_jac_a[6 * row + i] * ua[i];
+        }
+        if (b >= 0) {
+          for (int i = 0; i < 6; ++i) s += v.row_jac_b[6 * row + i] * ub[i];
+        }
+        return s;
+      };
+      auto push = [&](int row, Real dlambda) {
+        const Real* minv_jt = presolve_minv_jt(v, row);
+        if (a >= 0) {
+          for (int i = 0; i < 6; ++i) ua[i] += dlambda * minv_jt[i];
+        }
+        if (b >= 0) {
+          for (int i = 0; i < 6; ++i) ub[i] += dlambda * minv_jt[6 + i];
+        }
+      };
       // normal: Signorini at the step's end, c(q+) / h = c(q-) / h + J_n u
       const Real lambda_n = v.row_lambda[normal];
       const Real c_velocity =
