@@ -27,7 +27,7 @@ for exe in tests/cuda/cuda_backend_test bench/gpu/gpu_bench; do
     grep -v -E '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*)\.so' |
     xargs -r -I{} cp -L -n {} "$bundle/lib/"
 done
-for dir in humanoid tendon_arm slider_crank composite; do
+for dir in humanoid tendon_arm slider_crank composite adhesion; do
   cp -r "$models/$dir" "$bundle/model/"
 done
 cat >"$bundle/setup.sh" <<'SETUP'

@@ -3,7 +3,8 @@
 # (default 420 s): every part gets at most its own limit and what is left of the budget, and is
 # skipped when too little is left. Parts: the GPU tests with the captured graph and with each
 # Newton solve finished world by world after 2 batch trips; the sweep (humanoid and the
-# 10-box stack at 1 to 32768 worlds, at rest); the training loop with every trip batched and with
+# 10-box stack at 1 to 32768 worlds, at rest; a lone world and 64 with every trip batched, against
+# the default's solves finished world by world); the training loop with every trip batched and with
 # the solves finished world by world after 0, 4 and 8 trips; the first 100 steps of 8192
 # humanoids likewise; the per-pass profile; a memcheck pass. Logs go to OUT_DIR (and, packed, to
 # OUT_DIR/logs.tgz); a summary is printed last.
@@ -54,7 +55,7 @@ nvidia-smi -L | tee -a "$summary"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv |
   tee -a "$summary"
 
-part "tests, graph" 150 tests_graph.log "$tests"
+part "tests, graph" 200 tests_graph.log "$tests"
 tests_summary tests_graph.log
 part "tests, world by world after 2 trips" 120 tests_trips2.log \
   env AXION_BATCHED_NEWTON_TRIPS=2 "$tests"
@@ -81,6 +82,10 @@ for trips in 0 4; do
     --worlds=8192 --min_time=1000 --max_steps=100
   bench_rows "first100_trips$trips.log"
 done
+part "lone world and 64 at rest, every trip batched" 30 small_batched.log \
+  env AXION_BATCHED_NEWTON_TRIPS=1000000 "$bench" --backend=cuda --scene=humanoid --worlds=1,64 \
+  --settle_steps=150 --min_time=1 --max_steps=300
+bench_rows small_batched.log
 part "first 100 steps, 32768 worlds" 40 first100_32k.log "$bench" --backend=cuda \
   --scene=humanoid --worlds=32768 --min_time=1000 --max_steps=100
 bench_rows first100_32k.log

@@ -11,6 +11,10 @@
 
 namespace axion::kernels {
 
+// contact_friction_rows' and joint_limit_rows' `write` for both rows of their pair
+// (row_evaluate).
+inline constexpr int kPairedRows = -1;
+
 // A world's team: the threads that run one per-world kernel together, lanes 0 .. size - 1.
 // On the CPU a team is one thread; on CUDA one warp, or an aligned part of one once the batch
 // fills the device (backend_cuda.cu, NarrowTeams), whose lanes take a world's rows and bodies

@@ -1077,20 +1077,25 @@ AXION_HD void friction_jacobian(Vec3 t, Vec3 lever_a, Vec3 lever_b, Vec6* ja, Ve
 /// this is the form every trial is measured in (the merit and the convergence test), and the
 /// Newton matrix when SolverOptions::friction_newton is off. Sticking (a = 0, b > 0) gives
 /// W = 0 exactly, so J_f u = 0: no creep.
-/// Both rows of a contact are evaluated together, from its first (`first`): they share the
-/// slip, the effective mass and W, which each row evaluated alone computed again (the rows took
-/// 4.3% of a noisy humanoid's step in a profile, 2.1% together).
-AXION_HD void contact_friction_rows(const BatchView& v, int first, const WorldParams& p) {
+/// Both rows need both tangents' slip and Jacobians (the slip's norm, the shared effective
+/// mass), so they are evaluated together from the contact's first row (`first`) and written
+/// where `write` says (kPairedRows: both, else that one row; row_evaluate says which backend
+/// does which). Written together, the rows took 4.3% of a noisy humanoid's step on the CPU in a
+/// profile, 2.1% together.
+AXION_HD void contact_friction_rows(const BatchView& v, int first, const WorldParams& p,
+                                    int write) {
+  const auto writes = [&](int row) { return write == kPairedRows || write == row; };
   int k = v.row_contact[first];
   int normal_row = first - 1;
   Real mu = v.contact_friction[k];
   for (int row = first; row < first + 2; ++row) {
+    if (!writes(row)) continue;
     v.row_coupling[2 * row] = 0;
     v.row_coupling[2 * row + 1] = 0;
   }
   if (!(mu > 0)) {
-    disable_row(v, first);
-    disable_row(v, first + 1);
+    for (int row = first; row < first + 2; ++row)
+      if (writes(row)) disable_row(v, row);
     return;
   }
   Vec3 lever_a, lever_b;
@@ -1105,6 +1110,7 @@ AXION_HD void contact_friction_rows(const BatchView& v, int first, const WorldPa
     friction_jacobian(t[i], lever_a, lever_b, &ja, &jb);
     slip[i] = dot(ja, ua) + dot(jb, ub);
     inv_mass_sum += row_inv_effective_mass(v, body_a, ja, body_b, jb);
+    if (!writes(first + i)) continue;
     store_row_jacobian(v, first + i, ja.lin, ja.ang, jb.lin, jb.ang);
     store_row_levers(v, first + i, {}, {});
   }
@@ -1122,6 +1128,7 @@ AXION_HD void contact_friction_rows(const BatchView& v, int first, const WorldPa
       friction_newton_regularization(v.world_step_length[v.row_world[first]]);
   for (int tangent = 0; tangent < 2; ++tangent) {
     const int row = first + tangent;
+    if (!writes(row)) continue;
     v.row_compliance[row] = compliance + regularization / s;  // Newton matrix only
     v.row_residual[row] = slip[tangent] + compliance * v.row_lambda[row];
     // Convergence is measured on (s v_t + W lambda_f) / (s max(1, W)): the slip velocity while

@@ -387,8 +387,9 @@ AXION_HD void store_limit_row(const BatchView& v, int row, Real c, bool velocity
 ///   lower: c = theta - lower >= 0,  J = +J_theta;   upper: c = upper - theta >= 0, J = -J_theta
 /// (store_limit_row for the equation). A DOF's two rows (lower, then upper: always a pair) are
 /// evaluated together, from the lower (`row`): they share the coordinate and J M^-1 J^T, which
-/// the opposite sign leaves bit for bit the same.
-AXION_HD void joint_limit_rows(const BatchView& v, int row, const WorldParams& p) {
+/// the opposite sign leaves bit for bit the same. `write`: kPairedRows (both) or the one row
+/// to write (row_evaluate says which backend does which).
+AXION_HD void joint_limit_rows(const BatchView& v, int row, const WorldParams& p, int write) {
   int dof = v.row_dof[row];
   int joint = v.dof_joint[dof];
   bool velocity_level = p.joint_formulation == static_cast<int32_t>(Formulation::kVelocity);
@@ -397,14 +398,19 @@ AXION_HD void joint_limit_rows(const BatchView& v, int row, const WorldParams& p
                              : dof_coordinate_at_iterate(v, dof);
   const Real c_lower = coord.value - v.dof_lower[dof];
   const Real c_upper = v.dof_upper[dof] - coord.value;
-  store_coordinate_row(v, row, joint, Real(1), coord);
-  store_coordinate_row(v, row + 1, joint, Real(-1), coord);
-  store_row_levers(v, row, {}, {});
-  store_row_levers(v, row + 1, {}, {});
-  const Real inv_mass = row_inv_effective_mass(v, v.row_body_a[row], load6(v.row_jac_a + 6 * row),
-                                               v.row_body_b[row], load6(v.row_jac_b + 6 * row));
-  store_limit_row(v, row, c_lower, velocity_level, p, v.dof_armature[dof], inv_mass);
-  store_limit_row(v, row + 1, c_upper, velocity_level, p, v.dof_armature[dof], inv_mass);
+  const Real c[2] = {c_lower, c_upper};
+  Real inv_mass = 0;
+  for (int side = 0; side < 2; ++side) {
+    const int r = row + side;
+    if (write != kPairedRows && write != r) continue;
+    store_coordinate_row(v, r, joint, side == 0 ? Real(1) : Real(-1), coord);
+    store_row_levers(v, r, {}, {});
+    // (the same bits from either row's Jacobian: the sign cancels)
+    if (write != kPairedRows || side == 0)
+      inv_mass = row_inv_effective_mass(v, v.row_body_a[r], load6(v.row_jac_a + 6 * r),
+                                        v.row_body_b[r], load6(v.row_jac_b + 6 * r));
+    store_limit_row(v, r, c[side], velocity_level, p, v.dof_armature[dof], inv_mass);
+  }
 }
 
 /// Ball joint cone limit (unilateral, like joint_limit_rows): the relative rotation

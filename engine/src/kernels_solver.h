@@ -12,7 +12,19 @@
 namespace axion::kernels {
 
 // Per row: Jacobian, residual h and compliance C at the current iterate (u, lambda).
-AXION_HD void row_evaluate(const BatchView& v, int row) {
+// A contact's two friction rows, and a DOF's two limit rows, are computed from shared terms
+// (contact_friction_rows, joint_limit_rows). With `paired` (the CPU) the first row's call
+// writes both and the second's does nothing; without (the device) each row's call computes the
+// pair's terms and writes its own row. On the device the first row's thread writing both did a
+// row's work twice while its pair's lane idled; the pass measured 3.92 ms per sub-step at 8192
+// falling humanoids against 2.15 before the rows were paired (H200; RESULTS.md, run J). The bits
+// are the same either way (WholeBatchPipelineTest evaluates one row per call, as the device).
+#if defined(__CUDA_ARCH__)
+inline constexpr bool kRowPairsOnOneThread = false;
+#else
+inline constexpr bool kRowPairsOnOneThread = true;
+#endif
+AXION_HD void row_evaluate(const BatchView& v, int row, bool paired = kRowPairsOnOneThread) {
   const WorldParams& p = v.world_params[v.row_world[row]];
   switch (v.row_kind[row]) {
     case kRowAnchor:
@@ -22,10 +34,16 @@ AXION_HD void row_evaluate(const BatchView& v, int row) {
       joint_bilateral_row(v, row, p);
       break;
     case kRowLimitLower:
-      joint_limit_rows(v, row, p);
-      return;  // unilateral: wrote its own error and its DOF's upper limit row's
-    case kRowLimitUpper:
-      return;  // evaluated with its DOF's lower limit row
+    case kRowLimitUpper: {
+      // unilateral: writes its own error (the pair's: after its DOF's lower limit row)
+      const bool lower = v.row_kind[row] == kRowLimitLower;
+      if (paired) {
+        if (lower) joint_limit_rows(v, row, p, kPairedRows);
+      } else {
+        joint_limit_rows(v, lower ? row : row - 1, p, row);
+      }
+      return;
+    }
     case kRowLimitCone:
       joint_cone_limit_row(v, row, p);
       return;  // unilateral: wrote its own error
@@ -45,10 +63,16 @@ AXION_HD void row_evaluate(const BatchView& v, int row) {
       contact_normal_row(v, row, p);
       return;  // unilateral: wrote its own error
     case kRowFriction1:
-      contact_friction_rows(v, row, p);
-      return;  // wrote its own error and its contact's second friction row's
-    case kRowFriction2:
-      return;  // evaluated with its contact's first friction row
+    case kRowFriction2: {
+      // writes its own error (the pair's: after its contact's first friction row)
+      const bool first = v.row_kind[row] == kRowFriction1;
+      if (paired) {
+        if (first) contact_friction_rows(v, row, p, kPairedRows);
+      } else {
+        contact_friction_rows(v, first ? row : row - 1, p, row);
+      }
+      return;
+    }
     case kRowContactTorsion:
     case kRowContactRoll1:
     case kRowContactRoll2:

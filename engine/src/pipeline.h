@@ -148,7 +148,7 @@ void evaluate_rows_and_dynamics(Exec& ex, const BatchView& v, WorldRange wr, Mas
   ex.rows(
       wr, AXION_LAMBDA(int r) {
         if (in_mask(v, v.row_world[r], mask) && island_in_mask(v, row_island(v, r), mask))
-          row_evaluate(v, r);
+          row_evaluate(v, r, Exec::kRowPairsOnOneThread);
       });
   ex.teams(
       wr, AXION_LAMBDA(int w, Team team) {

@@ -10,6 +10,7 @@
 //   |p_gpu - p_cpu| <= 1e-6 * max(1, |p_cpu|)
 // and velocities to 1e-5 * max(1, |v_cpu|); the humanoid, whose falling contacts amplify
 // differences the most, gets 1e-5 on positions and 1e-4 on velocities.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -457,6 +458,109 @@ TEST_F(CudaBackendTest, ContactRedosMatchCpu) {
   const WorldId w = MustCreateWorlds(*gpu, model, 1)[0];
   ASSERT_TRUE(gpu->StepAll(1).ok());
   EXPECT_EQ(gpu->GetStats(w)->contact_redos, 1);
+}
+
+// The contact presolve on the device (ContactTest's toppled pile on the CPU): nine jittered
+// columns of spheres topple at h = 0.01 s, and a failed attempt goes again from Gauss-Seidel
+// sweeps over the world's contacts (world_contact_presolve, one lane per world). The falling
+// columns agree to rounding; once they topple the pile is chaotic, so what is compared is what
+// the presolve is for: as few Newton iterations, as small a worst residual, the pile down.
+TEST_F(CudaBackendTest, ToppledPileWithPresolveMatchesCpu) {
+  auto model = MustCompile(scenes::ToppledPile(1000));
+  auto cpu = MustCreate(Backend::kCpu);
+  auto gpu = MustCreate(Backend::kCuda);
+  ASSERT_TRUE(cpu && gpu);
+  const std::vector<WorldId> c = MustCreateWorlds(*cpu, model, 2);
+  const std::vector<WorldId> g = MustCreateWorlds(*gpu, model, 2);
+  long newton[2] = {0, 0};
+  Real worst[2] = {0, 0};
+  for (int step = 1; step <= 80; ++step) {
+    ASSERT_TRUE(cpu->StepAll(1).ok());
+    ASSERT_TRUE(gpu->StepAll(1).ok());
+    for (int w = 0; w < 2; ++w) {
+      const WorldStats sc = *cpu->GetStats(c[w]), sg = *gpu->GetStats(g[w]);
+      newton[0] += sc.newton_iterations;
+      newton[1] += sg.newton_iterations;
+      worst[0] = std::max(worst[0], sc.residual);
+      worst[1] = std::max(worst[1], sg.residual);
+      EXPECT_EQ(sg.flags & kWorldNonFinite, 0u) << "step " << step;
+    }
+    if (step == 30) {  // still falling in columns, the lowest spheres landed
+      for (int w = 0; w < 2; ++w)
+        ExpectClose(cpu->GetBodyState(c[w])->pose, gpu->GetBodyState(g[w])->pose, 1e-6,
+                    "pile pose at step 30");
+    }
+  }
+  Real highest[2] = {0, 0};
+  for (int w = 0; w < 2; ++w) {
+    const std::vector<Real> pc = cpu->GetBodyState(c[w])->pose, pg = gpu->GetBodyState(g[w])->pose;
+    for (size_t b = 0; b < pc.size() / 7; ++b) {
+      highest[0] = std::max(highest[0], pc[7 * b + 2]);
+      highest[1] = std::max(highest[1], pg[7 * b + 2]);
+    }
+  }
+  std::printf(
+      "toppled pile, 2 worlds x 80 steps: Newton iterations cpu %ld gpu %ld, worst residual cpu "
+      "%.2e gpu %.2e m/s, highest sphere cpu %.3f gpu %.3f m\n",
+      newton[0], newton[1], static_cast<double>(worst[0]), static_cast<double>(worst[1]),
+      static_cast<double>(highest[0]), static_cast<double>(highest[1]));
+  EXPECT_LT(worst[1], 0.05);
+  EXPECT_LT(highest[1], 0.25);
+  EXPECT_LT(newton[1], newton[0] * 3 / 2);
+}
+
+// Adhesion on the device (ContactTest's boxes under a ceiling on the CPU): two 1 kg boxes
+// under a ceiling (its normal down), their margin and gap 2 cm, each pulled up by its pad; the
+// first 5 mm under it rises and hangs pressed against it, the second 3 cm under it, out of
+// reach, falls. The pull is spread over the contact points within the margin, which the
+// device's contact set must hold as the CPU's does. (MuJoCo's active_adhesion.xml is no
+// parity scene: its crate of 64 frictionless particles is chaotic, and the two backends'
+// rounding parts the particles by centimetres within a second.)
+TEST_F(CudaBackendTest, AdhesionMatchesCpu) {
+  ModelDesc d;
+  d.options.timestep = 0.01;
+  ShapeDesc ceiling;
+  ceiling.type = ShapeType::kPlane;
+  ceiling.pose.pos = {0, 0, 1};
+  ceiling.pose.quat = quat_from_axis_angle({1, 0, 0}, Real(3.14159265358979323846));
+  d.shapes.push_back(ceiling);
+  for (int i = 0; i < 2; ++i) {
+    const Real below = i == 0 ? Real(0.005) : Real(0.03);
+    BodyDesc b;
+    b.mass = 1;
+    b.inertia = BoxInertia(1, {0.1, 0.1, 0.1});
+    b.pose.pos = {Real(0.5) * i, 0, 1 - Real(0.1) - below};
+    d.bodies.push_back(b);
+    ShapeDesc box;
+    box.body = i;
+    box.type = ShapeType::kBox;
+    box.size = {0.1, 0.1, 0.1};
+    box.margin = box.gap = 0.02;
+    d.shapes.push_back(box);
+    ActuatorDesc pad;
+    pad.adhesion_body = i;
+    pad.gear = 30;
+    pad.ctrl_limited = true;
+    pad.ctrl_min = 0;
+    pad.ctrl_max = 1;
+    d.actuators.push_back(pad);
+  }
+  ExpectDrivenParity(d, {{1, 1}, {0.5, 1}}, 2, 100, "boxes under a ceiling", 1e-5);
+  // the forces reported: each pad's pull, ctrl x gear, on both backends
+  auto model = MustCompile(d);
+  auto cpu = MustCreate(Backend::kCpu);
+  auto gpu = MustCreate(Backend::kCuda);
+  ASSERT_TRUE(cpu && gpu);
+  const WorldId c = MustCreateWorlds(*cpu, model, 1)[0];
+  const WorldId g = MustCreateWorlds(*gpu, model, 1)[0];
+  ASSERT_TRUE(cpu->SetControls(c, std::vector<Real>{1, 1}).ok());
+  ASSERT_TRUE(gpu->SetControls(g, std::vector<Real>{1, 1}).ok());
+  ASSERT_TRUE(cpu->StepAll(50).ok());
+  ASSERT_TRUE(gpu->StepAll(50).ok());
+  ExpectClose(*cpu->GetActuatorForces(c), *gpu->GetActuatorForces(g), 1e-9, "pad forces");
+  // hanging: its top against the ceiling
+  EXPECT_NEAR(gpu->GetBodyState(g)->pose[2] + Real(0.1), 1, 1e-3);
+  EXPECT_LT(gpu->GetBodyState(g)->pose[7 + 2], Real(0.5));  // out of reach: fell
 }
 
 TEST_F(CudaBackendTest, HumanoidMatchesCpu) {

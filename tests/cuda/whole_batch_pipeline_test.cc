@@ -27,6 +27,8 @@ namespace {
 
 // The CUDA backend's executor with host loops in place of kernel launches.
 struct WholeBatchExec {
+  // a call per row, each writing its own, as on the device (row_evaluate)
+  static constexpr bool kRowPairsOnOneThread = false;
   int world_count = 0, body_count = 0, joint_count = 0, dof_count = 0, shape_count = 0,
       row_count = 0;
 

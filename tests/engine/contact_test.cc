@@ -578,55 +578,9 @@ struct PileRun {
   Real worst = 0;    // the largest residual a step ended at (m/s)
   Real highest = 0;  // the highest sphere centre at the end (m)
 };
-ModelDesc ToppledPile(int presolve_sweeps) {
-  constexpr int kColumns = 3, kLayers = 8;
-  constexpr Real kRadius = 0.025, kSpacing = 0.07, kHalfWidth = 0.12;
-  ModelDesc d;
-  d.options.timestep = 0.01;
-  d.options.contact_presolve_sweeps = presolve_sweeps;
-  d.shapes.push_back(Ground(1.0));
-  // four walls: planes whose normals point into the box
-  const Vec3 x{1, 0, 0}, y{0, 1, 0};
-  const Real quarter = Real(1.5707963267948966);
-  const std::pair<Vec3, Quat> walls[4] = {{{-kHalfWidth, 0, 0}, quat_from_axis_angle(y, quarter)},
-                                          {{kHalfWidth, 0, 0}, quat_from_axis_angle(y, -quarter)},
-                                          {{0, -kHalfWidth, 0}, quat_from_axis_angle(x, -quarter)},
-                                          {{0, kHalfWidth, 0}, quat_from_axis_angle(x, quarter)}};
-  for (const auto& [pos, rot] : walls) {
-    ShapeDesc wall = Ground(1.0, rot);
-    wall.name = "wall" + std::to_string(d.shapes.size());
-    wall.pose.pos = pos;
-    d.shapes.push_back(wall);
-  }
-  uint32_t seed = 1;  // a fixed sequence of offsets in [-5, 5] mm
-  auto jitter = [&seed] {
-    seed = seed * 1664525u + 1013904223u;
-    return Real(0.005) * (Real(seed >> 8) / Real(1 << 24) * 2 - 1);
-  };
-  for (int i = 0; i < kColumns; ++i) {
-    for (int j = 0; j < kColumns; ++j) {
-      for (int k = 0; k < kLayers; ++k) {
-        BodyDesc b;
-        b.name = "sphere" + std::to_string(d.bodies.size());
-        b.mass = 0.0654;
-        b.inertia = test::SphereInertia(b.mass, kRadius);
-        b.pose.pos = {kSpacing * (i - 1) + jitter(), kSpacing * (j - 1) + jitter(),
-                      0.3 + kSpacing * k};
-        ShapeDesc s;
-        s.body = static_cast<int>(d.bodies.size());
-        s.type = ShapeType::kSphere;
-        s.size = {kRadius, 0, 0};
-        s.material.friction = 1.0;
-        d.bodies.push_back(b);
-        d.shapes.push_back(s);
-      }
-    }
-  }
-  return d;
-}
 PileRun RunToppledPile(int presolve_sweeps) {
   auto sim = MustCreateSimulator();
-  WorldId w = MustCreateWorld(*sim, MustCompile(ToppledPile(presolve_sweeps)));
+  WorldId w = MustCreateWorld(*sim, MustCompile(scenes::ToppledPile(presolve_sweeps)));
   PileRun run;
   for (int n = 0; n < 80; ++n) {
     MustStep(*sim, w);
@@ -660,7 +614,7 @@ TEST(ContactTest, ToppledFrictionalPileIsSolvedFromThePresolve) {
 // snapshot taken among them carries that on, and the pile goes on bit for bit from it.
 TEST(ContactTest, SnapshotOfAPresolvingPileGoesOnBitForBit) {
   auto sim = MustCreateSimulator();
-  WorldId w = MustCreateWorld(*sim, MustCompile(ToppledPile(1000)));
+  WorldId w = MustCreateWorld(*sim, MustCompile(scenes::ToppledPile(1000)));
   MustStep(*sim, w, 55);  // the columns have toppled: the presolve was needed
   const std::string snap = *sim->Snapshot(w);
   MustStep(*sim, w, 5);

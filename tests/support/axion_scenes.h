@@ -3,6 +3,9 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
+#include <string>
+#include <utility>
 
 #include "axion/model.h"
 
@@ -379,6 +382,61 @@ inline ModelDesc MocapPaddle() {
   weld.child = 1;
   weld.parent_mocap = 0;
   d.joints.push_back(weld);
+  return d;
+}
+
+// 72 spheres of 2.5 cm in nine columns of eight, 7 cm apart, each offset by up to 5 mm (a fixed
+// sequence), dropped at h = 0.01 s into a box of four walls (friction 1): the columns topple
+// into a pile whose contacts slide and stick in turn (ContactTest's presolve tests).
+inline ModelDesc ToppledPile(int presolve_sweeps) {
+  constexpr int kColumns = 3, kLayers = 8;
+  constexpr Real kRadius = 0.025, kSpacing = 0.07, kHalfWidth = 0.12;
+  ModelDesc d;
+  d.options.timestep = 0.01;
+  d.options.contact_presolve_sweeps = presolve_sweeps;
+  ShapeDesc floor;
+  floor.name = "ground";
+  floor.type = ShapeType::kPlane;
+  floor.material.friction = 1.0;
+  d.shapes.push_back(floor);
+  // four walls: planes whose normals point into the box
+  const Vec3 x{1, 0, 0}, y{0, 1, 0};
+  const Real quarter = Real(1.5707963267948966);
+  const std::pair<Vec3, Quat> walls[4] = {{{-kHalfWidth, 0, 0}, quat_from_axis_angle(y, quarter)},
+                                          {{kHalfWidth, 0, 0}, quat_from_axis_angle(y, -quarter)},
+                                          {{0, -kHalfWidth, 0}, quat_from_axis_angle(x, -quarter)},
+                                          {{0, kHalfWidth, 0}, quat_from_axis_angle(x, quarter)}};
+  for (const auto& [pos, rot] : walls) {
+    ShapeDesc wall = floor;
+    wall.pose.quat = rot;
+    wall.name = "wall" + std::to_string(d.shapes.size());
+    wall.pose.pos = pos;
+    d.shapes.push_back(wall);
+  }
+  uint32_t seed = 1;  // a fixed sequence of offsets in [-5, 5] mm
+  auto jitter = [&seed] {
+    seed = seed * 1664525u + 1013904223u;
+    return Real(0.005) * (Real(seed >> 8) / Real(1 << 24) * 2 - 1);
+  };
+  for (int i = 0; i < kColumns; ++i) {
+    for (int j = 0; j < kColumns; ++j) {
+      for (int k = 0; k < kLayers; ++k) {
+        BodyDesc b;
+        b.name = "sphere" + std::to_string(d.bodies.size());
+        b.mass = 0.0654;
+        b.inertia = SphereInertia(b.mass, kRadius);
+        b.pose.pos = {kSpacing * (i - 1) + jitter(), kSpacing * (j - 1) + jitter(),
+                      0.3 + kSpacing * k};
+        ShapeDesc s;
+        s.body = static_cast<int>(d.bodies.size());
+        s.type = ShapeType::kSphere;
+        s.size = {kRadius, 0, 0};
+        s.material.friction = 1.0;
+        d.bodies.push_back(b);
+        d.shapes.push_back(s);
+      }
+    }
+  }
   return d;
 }
 

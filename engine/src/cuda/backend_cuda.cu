@@ -250,6 +250,7 @@ struct HostOffsets {
 // range (a slice of the batch, see CudaBackend::slices_), masked per world by the world's phase.
 struct CudaExec {
   using Where = std::source_location;
+  static constexpr bool kRowPairsOnOneThread = false;  // row_evaluate: a thread per row
   cudaStream_t stream = nullptr;
   int max_blocks = 1;
   const HostOffsets* offsets = nullptr;
