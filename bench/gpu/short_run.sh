@@ -6,7 +6,8 @@
 # 10-box stack at 1 to 32768 worlds, at rest; a lone world and 64 with every trip batched, against
 # the default's solves finished world by world); the training loop with every trip batched and with
 # the solves finished world by world after 0, 4 and 8 trips; the first 100 steps of 8192
-# humanoids likewise; the per-pass profile; a memcheck pass. Logs go to OUT_DIR (and, packed, to
+# humanoids likewise, and with the row pairs on one thread (AXION_CUDA_ROW_PAIRS=1); the per-pass
+# profile, both ways; a memcheck pass. Logs go to OUT_DIR (and, packed, to
 # OUT_DIR/logs.tgz); a summary is printed last.
 #
 # usage: bench/gpu/short_run.sh [BIN_DIR (build/release, or a bundle's bin)] [OUT_DIR (gpu-results)] [BUDGET_S (420)]
@@ -76,6 +77,10 @@ done
 part "first 100 steps, batched" 30 first100.log "$bench" --backend=cuda --scene=humanoid \
   --worlds=8192 --min_time=1000 --max_steps=100
 bench_rows first100.log
+part "first 100 steps, row pairs on one thread" 30 first100_pairs.log \
+  env AXION_CUDA_ROW_PAIRS=1 "$bench" --backend=cuda --scene=humanoid --worlds=8192 \
+  --min_time=1000 --max_steps=100
+bench_rows first100_pairs.log
 for trips in 0 4; do
   part "first 100 steps, world by world after $trips trips" 30 "first100_trips$trips.log" \
     env AXION_BATCHED_NEWTON_TRIPS=$trips "$bench" --backend=cuda --scene=humanoid \
@@ -92,6 +97,10 @@ bench_rows first100_32k.log
 part "per-pass profile" 60 profile.log env AXION_CUDA_PROFILE=1 "$bench" --backend=cuda \
   --scene=humanoid --worlds=8192 --min_time=1000 --max_steps=100
 grep -A14 "CUDA pass profile" "$out/profile.log" | tee -a "$summary"
+part "per-pass profile, row pairs on one thread" 60 profile_pairs.log env AXION_CUDA_PROFILE=1 \
+  AXION_CUDA_ROW_PAIRS=1 "$bench" --backend=cuda --scene=humanoid --worlds=8192 --min_time=1000 \
+  --max_steps=100
+grep -A6 "CUDA pass profile" "$out/profile_pairs.log" | tee -a "$summary"
 if command -v compute-sanitizer >/dev/null; then
   part "memcheck" 90 memcheck.log env AXION_BATCHED_NEWTON_TRIPS=1 compute-sanitizer \
     --tool memcheck --print-limit 5 "$tests" \

@@ -708,6 +708,22 @@ TEST_F(CudaBackendTest, NarrowTeamsGiveTheSameBitsAsWarps) {
 #endif
 }
 
+// A contact's friction rows and a DOF's limit rows written by their pair's first row's thread
+// (AXION_CUDA_ROW_PAIRS=1, as on the CPU) or each by its own (the default): the same bits.
+// Stacks (friction), the robot-joints scene (limits, a cone) and the humanoid (both).
+TEST_F(CudaBackendTest, RowPairsGiveTheSameBitsOnOneThreadOrTwo) {
+  ExpectSameBitsUnder(MustCompile(scenes::Stack(10)), 100, 40, "AXION_CUDA_ROW_PAIRS", "0", "1");
+  ExpectSameBitsUnder(MustCompile(scenes::RobotJoints()), 16, 100, "AXION_CUDA_ROW_PAIRS", "0",
+                      "1");
+#if defined(AXION_TEST_HAVE_MJCF)
+  absl::StatusOr<ImportResult> imported =
+      LoadMjcfFile("/usr/share/mujoco/model/humanoid/humanoid.xml");
+  if (imported.ok()) {
+    ExpectSameBitsUnder(MustCompile(imported->model), 64, 150, "AXION_CUDA_ROW_PAIRS", "0", "1");
+  }
+#endif
+}
+
 // Once most worlds are done, a step's remaining Newton iterations run world by world: each world
 // still iterating finishes its solve alone on its warp, in one launch (AXION_BATCHED_NEWTON_TRIPS:
 // the passes over the batch stop after that many trips). The same bits as passes over the whole

@@ -28,7 +28,7 @@ namespace {
 // The CUDA backend's executor with host loops in place of kernel launches.
 struct WholeBatchExec {
   // a call per row, each writing its own, as on the device (row_evaluate)
-  static constexpr bool kRowPairsOnOneThread = false;
+  static constexpr bool row_pairs_on_one_thread = false;
   int world_count = 0, body_count = 0, joint_count = 0, dof_count = 0, shape_count = 0,
       row_count = 0;
 
