@@ -43,25 +43,27 @@ namespace axion {
   X(int32_t, world_step_level, 1)         \
   X(int32_t, world_presolve_carry, 1)     \
   X(Real, world_step_length, 1) X(int32_t, world_island_count, 1)
-#define AXION_WORLD_SCRATCH(X)                                                                   \
-  X(int32_t, world_active, 1)                                                                    \
-  X(int32_t, world_step_pending, 1)                                                              \
-  X(Real, world_merit, 1)                                                                        \
-  X(Real, world_ls_step, 1)                                                                      \
-  X(int32_t, world_ls_trials, 1)                                                                 \
-  X(int32_t, world_tree_built, 1)                                                                \
-  X(Real, world_residual_best, 1)                                                                \
-  X(Real, world_residual_last, 1)                                                                \
-  X(int32_t, world_linear_tail, 1)                                                               \
-  X(int32_t, world_cycled, 1)                                                                    \
+#define AXION_WORLD_SCRATCH(X)                                                                    \
+  X(int32_t, world_active, 1)                                                                     \
+  X(int32_t, world_step_pending, 1)                                                               \
+  X(Real, world_merit, 1)                                                                         \
+  X(Real, world_ls_step, 1)                                                                       \
+  X(int32_t, world_ls_trials, 1)                                                                  \
+  X(int32_t, world_tree_built, 1)                                                                 \
+  X(Real, world_residual_best, 1)                                                                 \
+  X(Real, world_residual_last, 1)                                                                 \
+  X(int32_t, world_linear_tail, 1)                                                                \
+  X(int32_t, world_cycled, 1)                                                                     \
   X(Real, world_residual_ring, kCycleRing)                                                        \
-  X(int32_t, world_tree_levels, 1)                                                               \
-  X(int32_t, world_newton_best, 1)                                                               \
-  X(int32_t, world_newton_attempt, 1)                                                            \
-  X(int32_t, world_halves_left, 1) X(int32_t, world_halvings, 1) X(int32_t, world_redos, 1)      \
-      X(int32_t, world_loop_count, 1) X(int32_t, world_missed_count, 1)                          \
-      X(int32_t, world_pair_count, 1)                                                            \
-      X(int32_t, world_loop_rows, 16) X(Real, world_loop_lu, 256) X(int32_t, world_solve_runs, 1)
+  X(int32_t, world_tree_levels, 1)                                                                \
+  X(int32_t, world_newton_best, 1)                                                                \
+  X(int32_t, world_newton_attempt, 1)                                                             \
+  X(int32_t, world_halves_left, 1)                                                                \
+  X(int32_t, world_halvings, 1)                                                                   \
+  X(int32_t, world_redos, 1) X(int32_t, world_loop_count, 1) X(int32_t, world_missed_count, 1)    \
+      X(int32_t, world_pair_count, 1) X(int32_t, world_loop_rows, 16) X(Real, world_loop_lu, 256) \
+          X(int32_t, world_solve_runs, 1) X(int32_t, world_presolve_colors, 1)                    \
+              X(int32_t, world_presolve_color_start, 66)
 #define AXION_BODY_MODEL(X) \
   X(int32_t, body_world, 1) \
   X(Real, body_inv_mass, 1) X(Real, body_inertia, 9) X(Real, body_inv_inertia, 9) \
@@ -71,28 +73,29 @@ namespace axion {
 // a reset or a state written from outside. Accelerometers read it (mjcf.h, sensors).
 #define AXION_BODY_STATE(X) \
   X(Real, body_q, 7) X(Real, body_u, 6) X(Real, body_wrench, 6) X(Real, body_acc, 6)
-#define AXION_BODY_SCRATCH(X)                                                                     \
-  X(Real, body_q_prev, 7)                                                                         \
-  X(Real, body_u_prev, 6)                                                                         \
-  X(Real, body_q_end, 7)                                                                          \
-  X(Real, body_u_end, 6)                                                                          \
-  X(Real, body_u_tilde, 6)                                                                        \
-  X(Real, body_u_accepted, 6)                                                                     \
-  X(Real, body_u_best, 6)                                                                         \
-  X(Real, body_inv_inertia_world, 9)                                                              \
-  X(Real, body_inertia_world, 9)                                                                  \
-  X(Real, body_inv_inertia_newton, 9)                                                             \
-  X(Real, body_inertia_newton, 9)                                                                 \
-  X(Real, body_g, 6)                                                                              \
-  X(Real, body_du, 6)                                                                             \
-  X(Real, body_jt, 6)                                                                             \
-  X(Real, body_minv_jt, 6) X(Real, body_tree_block, 36) X(Real, body_tree_x, 6)                   \
-      X(int32_t, body_tree_parent, 1) X(int32_t, body_tree_order, 1) X(int32_t, body_tree_set, 1) \
-          X(int32_t, body_tree_grounded, 1) X(int32_t, body_row_begin, 1)                         \
-              X(int32_t, body_row_count, 1) X(int32_t, body_tree_level, 1)                        \
-                  X(int32_t, body_tree_level_order, 1) X(int32_t, body_tree_level_start, 1)       \
-                      X(int32_t, body_tree_child_begin, 1) X(int32_t, body_tree_child_count, 1)   \
-                          AXION_ISLAND_SCRATCH(X)
+#define AXION_BODY_SCRATCH(X)                                                                      \
+  X(Real, body_q_prev, 7)                                                                          \
+  X(Real, body_u_prev, 6)                                                                          \
+  X(Real, body_q_end, 7)                                                                           \
+  X(Real, body_u_end, 6)                                                                           \
+  X(Real, body_u_tilde, 6)                                                                         \
+  X(Real, body_u_accepted, 6)                                                                      \
+  X(Real, body_u_best, 6)                                                                          \
+  X(Real, body_inv_inertia_world, 9)                                                               \
+  X(Real, body_inertia_world, 9)                                                                   \
+  X(Real, body_inv_inertia_newton, 9)                                                              \
+  X(Real, body_inertia_newton, 9)                                                                  \
+  X(Real, body_g, 6)                                                                               \
+  X(Real, body_du, 6)                                                                              \
+  X(Real, body_jt, 6)                                                                              \
+  X(Real, body_minv_jt, 6)                                                                         \
+  X(Real, body_tree_block, 36)                                                                     \
+  X(Real, body_tree_x, 6) X(int32_t, body_tree_parent, 1) X(int32_t, body_tree_order, 1)           \
+      X(int32_t, body_tree_set, 1) X(int32_t, body_tree_grounded, 1) X(int32_t, body_row_begin, 1) \
+          X(int32_t, body_row_count, 1) X(int32_t, body_tree_level, 1)                             \
+              X(int32_t, body_tree_level_order, 1) X(int32_t, body_tree_level_start, 1)            \
+                  X(int32_t, body_tree_child_begin, 1) X(int32_t, body_tree_child_count, 1)        \
+                      X(uint32_t, body_presolve_colors, 2) AXION_ISLAND_SCRATCH(X)
 // A world's islands (sets of bodies that joints and contacts connect) take the slots of its
 // first bodies: a world has at most as many islands as bodies.
 #define AXION_ISLAND_SCRATCH(X)     \
@@ -261,28 +264,32 @@ namespace axion {
   X(int32_t, row_dof, 1)     \
   X(int32_t, row_contact, 1) \
   X(int32_t, row_body_a, 1) X(int32_t, row_body_b, 1) X(Real, row_lambda, 1)
-#define AXION_ROW_SCRATCH(X)                                                                       \
-  X(Real, row_jac_a, 6)                                                                            \
-  X(Real, row_jac_b, 6)                                                                            \
-  X(Real, row_lever, 6)                                                                            \
-  X(Real, row_residual, 1)                                                                         \
-  X(Real, row_error, 1)                                                                            \
-  X(Real, row_compliance, 1)                                                                       \
-  X(Real, row_coupling, 2)                                                                         \
-  X(Real, row_precond, 1)                                                                          \
-  X(Real, row_lambda_accepted, 1)                                                                  \
-  X(Real, row_lambda_best, 1)                                                                      \
-  X(Real, row_dlambda, 1)                                                                          \
-  X(Real, row_cr_r, 1)                                                                             \
-  X(Real, row_cr_z, 1)                                                                             \
-  X(Real, row_cr_p, 1) X(Real, row_cr_az, 1) X(Real, row_cr_ap, 1) X(Real, row_cr_pap, 1)          \
-      X(Real, row_gcr_p, 12) X(Real, row_gcr_q, 12) X(Real, row_loop_a, 1) X(Real, row_loop_x, 16) \
-          X(Real, row_tree_block, 12) X(Real, row_tree_y, 6) X(Real, row_tree_t, 6)                \
-              X(int32_t, row_tree_head, 1) X(int32_t, row_tree_size, 1)                            \
-                  X(int32_t, row_tree_parent, 1) X(int32_t, row_tree_child, 1)                     \
-                      X(int32_t, row_tree_dropped, 1) X(int32_t, row_tree_rows, 1)                 \
-                          X(int32_t, row_tree_count, 1) X(int32_t, row_body_list, 2)               \
-                              X(int32_t, row_tree_child_group, 1) X(Real, row_tree_u, 6) X(int32_t, row_solve_runs, 2)
+#define AXION_ROW_SCRATCH(X)                                                                 \
+  X(Real, row_jac_a, 6)                                                                      \
+  X(Real, row_jac_b, 6)                                                                      \
+  X(Real, row_lever, 6)                                                                      \
+  X(Real, row_residual, 1)                                                                   \
+  X(Real, row_error, 1)                                                                      \
+  X(Real, row_compliance, 1)                                                                 \
+  X(Real, row_coupling, 2)                                                                   \
+  X(Real, row_precond, 1)                                                                    \
+  X(Real, row_lambda_accepted, 1)                                                            \
+  X(Real, row_lambda_best, 1)                                                                \
+  X(Real, row_dlambda, 1)                                                                    \
+  X(Real, row_cr_r, 1)                                                                       \
+  X(Real, row_cr_z, 1)                                                                       \
+  X(Real, row_cr_p, 1)                                                                       \
+  X(Real, row_cr_az, 1)                                                                      \
+  X(Real, row_cr_ap, 1) X(Real, row_cr_pap, 1) X(Real, row_gcr_p, 12) X(Real, row_gcr_q, 12) \
+      X(Real, row_loop_a, 1) X(Real, row_loop_x, 16) X(Real, row_tree_block, 12)             \
+          X(Real, row_tree_y, 6) X(Real, row_tree_t, 6) X(int32_t, row_tree_head, 1)         \
+              X(int32_t, row_tree_size, 1) X(int32_t, row_tree_parent, 1)                    \
+                  X(int32_t, row_tree_child, 1) X(int32_t, row_tree_dropped, 1)              \
+                      X(int32_t, row_tree_rows, 1) X(int32_t, row_tree_count, 1)             \
+                          X(int32_t, row_body_list, 2) X(int32_t, row_tree_child_group, 1)   \
+                              X(Real, row_tree_u, 6) X(int32_t, row_solve_runs, 2)           \
+                                  X(int32_t, row_presolve_color, 1)                          \
+                                      X(int32_t, row_presolve_order, 1)
 // Hull and height field data (flattened over all worlds' hull and height field shapes).
 #define AXION_HULL_ARRAYS(X)            \
   X(int32_t, hull_vertex_offset, 1)     \

@@ -1163,6 +1163,149 @@ AXION_HD bool world_may_presolve(const BatchView& v, int w) {
          p.contact_formulation == static_cast<int32_t>(Formulation::kPosition);
 }
 
+// The 64-bit colour set of a body's contacts so far (world_contact_presolve), none for the world.
+AXION_HD uint64_t body_presolve_colors(const BatchView& v, int body) {
+  if (body < 0) return 0;
+  return uint64_t(v.body_presolve_colors[2 * body]) |
+         (uint64_t(v.body_presolve_colors[2 * body + 1]) << 32);
+}
+inline constexpr int kPresolveColors = 64;       // the last colour, kPresolveColors, is swept alone
+inline constexpr int kPresolveColorStarts = 66;  // world_presolve_color_start's width
+
+// The presolve's setup, on one thread (its pushes share bodies): u = u~ + M^-1 J^T lambda of
+// the warm-started impulses; each row's M^-1 J^T and each contact's D_nn and D_tt, fixed over
+// the sweeps (presolve_minv_jt); each contact's colour, the lowest not yet on either body, and
+// the contacts by colour (row_presolve_order).
+AXION_HD void world_contact_presolve_setup(const BatchView& v, int w) {
+  const int k0 = v.world_contact_offset[w], k1 = k0 + v.world_contact_count[w];
+  for (int b = v.world_body_offset[w]; b < v.world_body_offset[w + 1]; ++b) {
+    for (int i = 0; i < 6; ++i) v.body_u[6 * b + i] = v.body_u_tilde[6 * b + i];
+    v.body_presolve_colors[2 * b] = v.body_presolve_colors[2 * b + 1] = 0;
+  }
+  auto inv_effective_mass = [&](int row) {
+    return row_inv_effective_mass(v, v.row_body_a[row], load6(v.row_jac_a + 6 * row),
+                                  v.row_body_b[row], load6(v.row_jac_b + 6 * row));
+  };
+  int colors = 0;
+  for (int k = k0; k < k1; ++k) {
+    const int normal = contact_first_row(v, w, k);
+    for (int row = normal; row < normal + 3; ++row) {
+      Real* minv_jt = presolve_minv_jt(v, row);
+      for (int side = 0; side < 2; ++side) {
+        const int body = side ? v.row_body_b[row] : v.row_body_a[row];
+        const Vec6 m =
+            body_apply_inv_mass(v, body, load6((side ? v.row_jac_b : v.row_jac_a) + 6 * row));
+        store6(minv_jt + 6 * side, m);
+      }
+      row_push_bodies(v, row, v.row_lambda[row]);
+    }
+    v.row_cr_z[normal] = inv_effective_mass(normal);
+    v.row_cr_z[normal + 1] =
+        v.contact_friction[k] > 0
+            ? Real(0.5) * (inv_effective_mass(normal + 1) + inv_effective_mass(normal + 2))
+            : Real(0);
+    const int a = v.row_body_a[normal], b = v.row_body_b[normal];
+    const uint64_t used = body_presolve_colors(v, a) | body_presolve_colors(v, b);
+    int color = 0;
+    while (color < kPresolveColors && (used >> color) & 1u) ++color;
+    v.row_presolve_color[normal] = color;
+    colors = color + 1 > colors ? color + 1 : colors;
+    if (color == kPresolveColors) continue;
+    for (int side = 0; side < 2; ++side) {
+      const int body = side ? b : a;
+      if (body >= 0) v.body_presolve_colors[2 * body + color / 32] |= 1u << (color % 32);
+    }
+  }
+  v.world_presolve_colors[w] = colors;
+  // counting sort by colour, each colour's contacts in contact order
+  int32_t* start = v.world_presolve_color_start + kPresolveColorStarts * w;
+  for (int c = 0; c <= colors; ++c) start[c] = 0;
+  for (int k = k0; k < k1; ++k) start[v.row_presolve_color[contact_first_row(v, w, k)] + 1] += 1;
+  for (int c = 0; c < colors; ++c) start[c + 1] += start[c];
+  int32_t* order = v.row_presolve_order + v.world_row_offset[w];
+  for (int k = k0; k < k1; ++k) {
+    const int c = v.row_presolve_color[contact_first_row(v, w, k)];
+    order[start[c]++] = k;
+  }
+  for (int c = colors; c > 0; --c) start[c] = start[c - 1];  // back to the colours' starts
+  start[0] = 0;
+}
+
+// One presolve step of contact k (world_contact_presolve): its normal impulse, then its
+// friction impulse; returns the larger of the two rows' velocity changes (m/s).
+AXION_HD Real contact_presolve_step(const BatchView& v, int w, int k, const WorldParams& p, Real h,
+                                    Real normal_compliance) {
+  const int normal = contact_first_row(v, w, k);
+  const Real d_nn = v.row_cr_z[normal];
+  if (!(d_nn > 0)) return 0;
+  // The contact's two bodies' velocities stay in registers while its rows move them: read
+  // and written through the view's pointers, which may alias, every push was stored and
+  // every velocity reloaded (the same sums in the same order, so the same bits; a toppling
+  // pile of 64 spheres, where the sweeps take 56% of the step: 3% faster).
+  const int a = v.row_body_a[normal], b = v.row_body_b[normal];
+  Real ua[6], ub[6];
+  for (int i = 0; i < 6; ++i) {
+    ua[i] = a >= 0 ? v.body_u[6 * a + i] : Real(0);
+    ub[i] = b >= 0 ? v.body_u[6 * b + i] : Real(0);
+  }
+  // J_r u, and u += M^-1 J_r^T dlambda (row_push_bodies) on the registers: row_push_bodies
+  // itself, given the registers as pointers that may be null, kept them on the stack (the
+  // pile 2-7% slower)
+  auto velocity = [&](int row) {
+    Real s = 0;
+    if (a >= 0) {
+      for (int i = 0; i < 6; ++i) s += v.row_jac_a[6 * row + i] * ua[i];
+    }
+    if (b >= 0) {
+      for (int i = 0; i < 6; ++i) s += v.row_jac_b[6 * row + i] * ub[i];
+    }
+    return s;
+  };
+  auto push = [&](int row, Real dlambda) {
+    const Real* minv_jt = presolve_minv_jt(v, row);
+    if (a >= 0) {
+      for (int i = 0; i < 6; ++i) ua[i] += dlambda * minv_jt[i];
+    }
+    if (b >= 0) {
+      for (int i = 0; i < 6; ++i) ub[i] += dlambda * minv_jt[6 + i];
+    }
+  };
+  // normal: Signorini at the step's end, c(q+) / h = c(q-) / h + J_n u
+  const Real lambda_n = v.row_lambda[normal];
+  const Real c_velocity =
+      velocity(normal) + contact_gap_rate(v, k, p, h) + normal_compliance * lambda_n;
+  Real next_n = lambda_n - c_velocity / (d_nn + normal_compliance);
+  next_n = next_n > 0 ? next_n : Real(0);
+  push(normal, next_n - lambda_n);
+  v.row_lambda[normal] = next_n;
+  Real largest = d_nn * std::fabs(next_n - lambda_n);
+  // friction: one step of the tangential impulse against the slip, into the disk
+  const int t1 = normal + 1, t2 = normal + 2;
+  const Real d_tt = v.row_cr_z[t1];
+  if (d_tt > 0) {
+    Real l1 = v.row_lambda[t1] - velocity(t1) / d_tt;
+    Real l2 = v.row_lambda[t2] - velocity(t2) / d_tt;
+    const Real length = std::sqrt(l1 * l1 + l2 * l2), cone = v.contact_friction[k] * next_n;
+    if (length > cone) {
+      const Real scale = length > 0 ? cone / length : Real(0);
+      l1 *= scale;
+      l2 *= scale;
+    }
+    const Real d1 = l1 - v.row_lambda[t1], d2 = l2 - v.row_lambda[t2];
+    push(t1, d1);
+    push(t2, d2);
+    v.row_lambda[t1] = l1;
+    v.row_lambda[t2] = l2;
+    const Real moved = d_tt * std::sqrt(d1 * d1 + d2 * d2);
+    largest = moved > largest ? moved : largest;
+  }
+  for (int i = 0; i < 6; ++i) {
+    if (a >= 0) v.body_u[6 * a + i] = ua[i];
+    if (b >= 0) v.body_u[6 * b + i] = ub[i];
+  }
+  return largest;
+}
+
 /// Per world of contacts alone whose attempt takes it (pipeline.h, world_retry_with_presolve),
 /// before its Newton solve, rows built at the initial iterate: projected Gauss-Seidel over its
 /// contacts (SolverOptions::contact_presolve_sweeps), from the warm-started impulses. The
@@ -1181,111 +1324,36 @@ AXION_HD bool world_may_presolve(const BatchView& v, int w) {
 /// moves its row's velocity by newton_tolerance (a world at rest takes one); in a toppling pile
 /// they rarely get there (after 1000, the last sweep's largest move is 2e-4 m/s at the median),
 /// and Newton finishes. Its hot loop reads each row's M^-1 J^T, set up once (presolve_minv_jt).
-AXION_HD void world_contact_presolve(const BatchView& v, int w) {
+/// A sweep goes colour by colour: a colour's contacts share no moving body (coloured greedily in
+/// contact order at the start), so their updates are independent and the world's team takes
+/// them side by side, colours in order. On one thread, a colour's contacts go in contact order:
+/// the same bits. Swept on one lane in contact order, a world's sweeps on the device were some
+/// 15x slower than on a CPU core (RESULTS.md, run J). A body in more than 64 contacts leaves the
+/// rest in a last colour that lane 0 sweeps alone, in order.
+AXION_HD void world_contact_presolve(const BatchView& v, Team team, int w) {
   const WorldParams& p = v.world_params[w];
   const Real h = v.world_step_length[w];
   const Real normal_compliance = p.contact_compliance / (h * h);
-  const int k0 = v.world_contact_offset[w], k1 = k0 + v.world_contact_count[w];
-  // u = u~ + M^-1 J^T lambda of the warm-started impulses; each row's M^-1 J^T and each
-  // contact's D_nn and D_tt, fixed over the sweeps (presolve_minv_jt)
-  for (int b = v.world_body_offset[w]; b < v.world_body_offset[w + 1]; ++b) {
-    for (int i = 0; i < 6; ++i) v.body_u[6 * b + i] = v.body_u_tilde[6 * b + i];
-  }
-  auto inv_effective_mass = [&](int row) {
-    return row_inv_effective_mass(v, v.row_body_a[row], load6(v.row_jac_a + 6 * row),
-                                  v.row_body_b[row], load6(v.row_jac_b + 6 * row));
-  };
-  for (int k = k0; k < k1; ++k) {
-    const int normal = contact_first_row(v, w, k);
-    for (int row = normal; row < normal + 3; ++row) {
-      Real* minv_jt = presolve_minv_jt(v, row);
-      for (int side = 0; side < 2; ++side) {
-        const int body = side ? v.row_body_b[row] : v.row_body_a[row];
-        const Vec6 m =
-            body_apply_inv_mass(v, body, load6((side ? v.row_jac_b : v.row_jac_a) + 6 * row));
-        store6(minv_jt + 6 * side, m);
-      }
-      row_push_bodies(v, row, v.row_lambda[row]);
-    }
-    v.row_cr_z[normal] = inv_effective_mass(normal);
-    v.row_cr_z[normal + 1] =
-        v.contact_friction[k] > 0
-            ? Real(0.5) * (inv_effective_mass(normal + 1) + inv_effective_mass(normal + 2))
-            : Real(0);
-  }
+  if (team.lane == 0) world_contact_presolve_setup(v, w);
+  team_sync(team);
+  const int colors = v.world_presolve_colors[w];
+  const int32_t* start = v.world_presolve_color_start + kPresolveColorStarts * w;
+  const int32_t* order = v.row_presolve_order + v.world_row_offset[w];
   for (int sweep = 0; sweep < p.contact_presolve_sweeps; ++sweep) {
     Real largest = 0;  // the sweep's largest velocity change of a row (m/s)
-    for (int k = k0; k < k1; ++k) {
-      const int normal = contact_first_row(v, w, k);
-      const Real d_nn = v.row_cr_z[normal];
-      if (!(d_nn > 0)) continue;
-      // The contact's two bodies' velocities stay in registers while its rows move them: read
-      // and written through the view's pointers, which may alias, every push was stored and
-      // every velocity reloaded (the same sums in the same order, so the same bits; a toppling
-      // pile of 64 spheres, where the sweeps take 56% of the step: 3% faster).
-      const int a = v.row_body_a[normal], b = v.row_body_b[normal];
-      Real ua[6], ub[6];
-      for (int i = 0; i < 6; ++i) {
-        ua[i] = a >= 0 ? v.body_u[6 * a + i] : Real(0);
-        ub[i] = b >= 0 ? v.body_u[6 * b + i] : Real(0);
+    for (int color = 0; color < colors; ++color) {
+      // a colour's contacts side by side; the last, past 64 colours, on lane 0 alone
+      const bool alone = color == kPresolveColors;
+      if (!alone || team.lane == 0) {
+        const int stride = alone ? 1 : team.size;
+        for (int j = start[color] + (alone ? 0 : team.lane); j < start[color + 1]; j += stride) {
+          const Real moved = contact_presolve_step(v, w, order[j], p, h, normal_compliance);
+          largest = moved > largest ? moved : largest;
+        }
       }
-      // J_r u, and u += M^-1 J_r^T dlambda (row_push_bodies) on the registers: row_push_bodies
-      // itself, given the registers as pointers that may be null, kept them on the stack (the
-      // pile 2-7% slower)
-      auto velocity = [&](int row) {
-        Real s = 0;
-        if (a >= 0) {
-          for (int i = 0; i < 6; ++i) s += v.row_jac_a[6 * row + i] * ua[i];
-        }
-        if (b >= 0) {
-          for (int i = 0; i < 6; ++i) s += v.row_jac_b[6 * row + i] * ub[i];
-        }
-        return s;
-      };
-      auto push = [&](int row, Real dlambda) {
-        const Real* minv_jt = presolve_minv_jt(v, row);
-        if (a >= 0) {
-          for (int i = 0; i < 6; ++i) ua[i] += dlambda * minv_jt[i];
-        }
-        if (b >= 0) {
-          for (int i = 0; i < 6; ++i) ub[i] += dlambda * minv_jt[6 + i];
-        }
-      };
-      // normal: Signorini at the step's end, c(q+) / h = c(q-) / h + J_n u
-      const Real lambda_n = v.row_lambda[normal];
-      const Real c_velocity =
-          velocity(normal) + contact_gap_rate(v, k, p, h) + normal_compliance * lambda_n;
-      Real next_n = lambda_n - c_velocity / (d_nn + normal_compliance);
-      next_n = next_n > 0 ? next_n : Real(0);
-      push(normal, next_n - lambda_n);
-      v.row_lambda[normal] = next_n;
-      Real moved = d_nn * std::fabs(next_n - lambda_n);
-      largest = moved > largest ? moved : largest;
-      // friction: one step of the tangential impulse against the slip, into the disk
-      const int t1 = normal + 1, t2 = normal + 2;
-      const Real d_tt = v.row_cr_z[t1];
-      if (d_tt > 0) {
-        Real l1 = v.row_lambda[t1] - velocity(t1) / d_tt;
-        Real l2 = v.row_lambda[t2] - velocity(t2) / d_tt;
-        const Real length = std::sqrt(l1 * l1 + l2 * l2), cone = v.contact_friction[k] * next_n;
-        if (length > cone) {
-          const Real scale = length > 0 ? cone / length : Real(0);
-          l1 *= scale;
-          l2 *= scale;
-        }
-        const Real d1 = l1 - v.row_lambda[t1], d2 = l2 - v.row_lambda[t2];
-        push(t1, d1);
-        push(t2, d2);
-        v.row_lambda[t1] = l1;
-        v.row_lambda[t2] = l2;
-        moved = d_tt * std::sqrt(d1 * d1 + d2 * d2);
-        largest = moved > largest ? moved : largest;
-      }
-      for (int i = 0; i < 6; ++i) {
-        if (a >= 0) v.body_u[6 * a + i] = ua[i];
-        if (b >= 0) v.body_u[6 * b + i] = ub[i];
-      }
+      team_sync(team);
     }
+    largest = team_max(team, largest);
     if (!(largest > p.newton_tolerance)) break;
   }
 }

@@ -611,9 +611,9 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
   // radians in the first trial configuration, where no linearisation of the joints holds.
   evaluate(ex, v, wr, Mask::kIterating, bounds);
   // worlds of contacts alone: Gauss-Seidel sweeps bring the initial iterate near a solution
-  ex.worlds(
-      wr, AXION_LAMBDA(int w) {
-        if (in_mask(v, w, Mask::kPresolved)) world_contact_presolve(v, w);
+  ex.teams(
+      wr, AXION_LAMBDA(int w, Team team) {
+        if (in_mask(v, w, Mask::kPresolved)) world_contact_presolve(v, team, w);
       });
   if (ex.any(
           wr, AXION_LAMBDA(int w) { return in_mask(v, w, Mask::kPresolved); }))

@@ -254,6 +254,80 @@ TEST(WholeBatchPipelineTest, RowListsOfCoupledJointsAreContiguousWithinTheirWorl
   }
 }
 
+// The contact presolve's colours (world_contact_presolve_setup), on a pile whose columns have
+// landed: each contact takes the lowest colour that no earlier contact on either of its moving
+// bodies has, so a colour's contacts share no moving body and a team sweeps them side by side;
+// row_presolve_order lists every contact once, by colour, each colour's in contact order, from
+// the colours' starts. Then the sweeps run (a team of one thread, as on the CPU) from that
+// order and leave finite impulses, the normal ones not negative.
+TEST(WholeBatchPipelineTest, PresolveColoursShareNoMovingBody) {
+  auto pile = MustCompile(scenes::ToppledPile(1000));
+  ASSERT_NE(pile, nullptr);
+  std::vector<WorldLayout> layouts = {LayoutOf(pile), LayoutOf(pile)};
+  BatchStorage batch = PackBatch(layouts);
+  std::unique_ptr<ExecutionBackend> cpu = MakeCpuBackend(1);
+  ASSERT_TRUE(cpu->Load(batch).ok());
+  for (int step = 1; step <= 40; ++step) {
+    for (int w = 0; w < batch.world_count(); ++w) batch.world_step_pending[w] = 1;
+    ASSERT_TRUE(cpu->Step(batch, 1).ok());
+  }
+  const int w = 1;  // the second world: offsets not zero
+  const int k0 = batch.world_contact_offset[w], k1 = k0 + batch.world_contact_count[w];
+  ASSERT_GT(k1 - k0, 20);
+  BatchView v = batch.view();
+  kernels::world_contact_presolve_setup(v, w);
+  const int colors = batch.world_presolve_colors[w];
+  ASSERT_GT(colors, 1);
+  ASSERT_LE(colors, kernels::kPresolveColors + 1);
+  const int32_t* start =
+      batch.world_presolve_color_start.data() + kernels::kPresolveColorStarts * w;
+  const int32_t* order = batch.row_presolve_order.data() + batch.world_row_offset[w];
+  EXPECT_EQ(start[0], 0);
+  EXPECT_EQ(start[colors], k1 - k0);
+  auto color_of = [&](int k) {
+    return batch.row_presolve_color[kernels::contact_first_row(v, w, k)];
+  };
+  std::vector<int> seen(k1 - k0, 0);
+  for (int c = 0; c < colors; ++c) {
+    for (int j = start[c]; j < start[c + 1]; ++j) {
+      const int k = order[j];
+      ASSERT_GE(k, k0);
+      ASSERT_LT(k, k1);
+      seen[k - k0] += 1;
+      EXPECT_EQ(color_of(k), c);
+      if (j > start[c]) {
+        EXPECT_LT(order[j - 1], k) << "colour " << c;
+      }
+    }
+  }
+  for (int n : seen) EXPECT_EQ(n, 1);
+  // the greedy rule, which also keeps a colour's contacts apart
+  auto moving = [&](int k, int side) {
+    const int row = kernels::contact_first_row(v, w, k);
+    return side ? batch.row_body_b[row] : batch.row_body_a[row];
+  };
+  for (int k = k0; k < k1; ++k) {
+    std::vector<bool> taken(kernels::kPresolveColors, false);
+    for (int earlier = k0; earlier < k; ++earlier) {
+      bool shares = false;
+      for (int s = 0; s < 2; ++s) {
+        for (int t = 0; t < 2; ++t)
+          shares = shares || (moving(k, s) >= 0 && moving(k, s) == moving(earlier, t));
+      }
+      if (shares && color_of(earlier) < kernels::kPresolveColors) taken[color_of(earlier)] = true;
+    }
+    int lowest = 0;
+    while (lowest < kernels::kPresolveColors && taken[lowest]) ++lowest;
+    EXPECT_EQ(color_of(k), lowest) << "contact " << k;
+  }
+  kernels::world_contact_presolve(v, kernels::Team{}, w);
+  for (int k = k0; k < k1; ++k) {
+    const int row = kernels::contact_first_row(v, w, k);
+    EXPECT_GE(batch.row_lambda[row], 0) << "contact " << k;
+    for (int r = row; r < row + 3; ++r) EXPECT_TRUE(std::isfinite(batch.row_lambda[r]));
+  }
+}
+
 // team_sum's order is the documented one whatever the team: element i on virtual lane
 // (i - begin) % 32, each lane summing in order, lanes combined by the butterfly. A warp
 // computes exactly this, so the CPU's sums are the GPU's. Values of mixed magnitude make a

@@ -192,6 +192,11 @@ struct BatchView {
                                 // row-major 16 x 16
   int32_t* world_solve_runs;    // (world_count) runs of rows in row_solve_runs, host only (0:
                                 // the linear solve walks all live rows)
+  int32_t* world_presolve_colors;       // (world_count) colours of the contact presolve's contacts,
+                                        // the last for contacts beyond 64 colours
+                                        // (world_contact_presolve)
+  int32_t* world_presolve_color_start;  // (world_count x 66) where each colour's contacts
+                                        // begin in row_presolve_order, then their end
   int32_t* world_missed_count;  // (world_count) pairs a redo of this step marked
                                 // (pair_missed_shape_a/b)
   int32_t* world_pair_count;    // (world_count) candidate pairs the last broad phase found (-1:
@@ -264,6 +269,8 @@ struct BatchView {
   int32_t* body_tree_child_begin;  // (body_count) first entry of the groups below the body (its
                                    // children's and its leaves') in row_tree_child_group
   int32_t* body_tree_child_count;  // (body_count) how many
+  uint32_t* body_presolve_colors;  // (body_count x 2) the presolve's colours of the contacts
+                                   // on the body so far, a 64-bit set (world_contact_presolve)
   // the live rows acting on each body (kernels_solver.h), rebuilt every step
   int32_t* body_row_begin;  // (body_count) first entry of the body's rows in row_body_list
   int32_t* body_row_count;  // (body_count) how many
@@ -600,6 +607,10 @@ struct BatchView {
   int32_t* row_solve_runs;        // (row slots x 2) per world from its first slot: the runs
                                   // [begin, end) of live rows outside frozen islands, for this
                                   // Newton iteration's linear solve (world_build_solve_runs)
+  int32_t* row_presolve_color;    // (row slots) at a contact's normal row: its colour in the
+                                  // contact presolve's sweeps (world_contact_presolve)
+  int32_t* row_presolve_order;    // (row slots) per world from its first slot: its contacts
+                                  // by colour, each colour's in contact order
 };
 
 }  // namespace axion
