@@ -1328,8 +1328,8 @@ AXION_HD Real contact_presolve_step(const BatchView& v, int w, int k, const Worl
 /// contact order at the start), so their updates are independent and the world's team takes
 /// them side by side, colours in order. On one thread, a colour's contacts go in contact order:
 /// the same bits. Swept on one lane in contact order, a world's sweeps on the device were some
-/// 15x slower than on a CPU core (RESULTS.md, run J). A body in more than 64 contacts leaves the
-/// rest in a last colour that lane 0 sweeps alone, in order.
+/// 15x slower than on a CPU core (RESULTS.md, run J). A contact whose bodies hold all 64
+/// colours between them goes to a last colour that lane 0 sweeps alone, in order.
 AXION_HD void world_contact_presolve(const BatchView& v, Team team, int w) {
   const WorldParams& p = v.world_params[w];
   const Real h = v.world_step_length[w];

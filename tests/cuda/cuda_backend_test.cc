@@ -462,9 +462,10 @@ TEST_F(CudaBackendTest, ContactRedosMatchCpu) {
 
 // The contact presolve on the device (ContactTest's toppled pile on the CPU): nine jittered
 // columns of spheres topple at h = 0.01 s, and a failed attempt goes again from Gauss-Seidel
-// sweeps over the world's contacts (world_contact_presolve, one lane per world). The falling
-// columns agree to rounding; once they topple the pile is chaotic, so what is compared is what
-// the presolve is for: as few Newton iterations, as small a worst residual, the pile down.
+// sweeps over the world's contacts (world_contact_presolve, colour by colour on the world's
+// warp). The falling columns agree to rounding; once they topple the pile is chaotic, so what
+// is compared is what the presolve is for: as few Newton iterations, as small a worst
+// residual, the pile down.
 TEST_F(CudaBackendTest, ToppledPileWithPresolveMatchesCpu) {
   auto model = MustCompile(scenes::ToppledPile(1000));
   auto cpu = MustCreate(Backend::kCpu);
