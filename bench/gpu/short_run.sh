@@ -4,9 +4,11 @@
 # skipped when too little is left. Parts: the GPU tests with the captured graph and with each
 # Newton solve finished world by world after 2 batch trips; the sweep (humanoid and the
 # 10-box stack at 1 to 32768 worlds, at rest; a lone world and 64 with every trip batched, against
-# the default's solves finished world by world); the training loop with every trip batched and with
-# the solves finished world by world after 0, 4 and 8 trips; the first 100 steps of 8192
-# humanoids likewise, and with the row pairs on one thread (AXION_CUDA_ROW_PAIRS=1); the per-pass
+# the default's solves finished world by world); the training loop with the default split, with
+# every trip batched and with the solves finished world by world after 0, 4 and 8 trips whatever
+# the count still iterating (AXION_BATCHED_NEWTON_WORLDS=1; 8 was the default before the count
+# rule); the first 100 steps of 8192 humanoids likewise, and with the row pairs on one thread
+# (AXION_CUDA_ROW_PAIRS=1); the per-pass
 # profile, both ways; a memcheck pass. Logs go to OUT_DIR (and, packed, to
 # OUT_DIR/logs.tgz); a summary is printed last.
 #
@@ -65,26 +67,35 @@ tests_summary tests_trips2.log
 part "sweep at rest" 120 sweep.log "$bench" --backend=cuda --settle_steps=150 --min_time=1 \
   --max_steps=300
 bench_rows sweep.log
-part "training loop, batched" 60 rl.log "$bench" --backend=cuda --scene=humanoid \
-  --worlds=64,1024,8192 --settle_steps=150 --min_time=1 --max_steps=300 --rl_loop
+part "training loop, default split" 40 rl_default.log "$bench" --backend=cuda \
+  --scene=humanoid --worlds=64,1024,8192 --settle_steps=150 --min_time=1 --max_steps=300 --rl_loop
+bench_rows rl_default.log
+part "training loop, batched" 60 rl.log env AXION_BATCHED_NEWTON_TRIPS=1000000 "$bench" \
+  --backend=cuda --scene=humanoid --worlds=64,1024,8192 --settle_steps=150 --min_time=1 \
+  --max_steps=300 --rl_loop
 bench_rows rl.log
 for trips in 0 4 8; do
   part "training loop, world by world after $trips trips" 40 "rl_trips$trips.log" \
-    env AXION_BATCHED_NEWTON_TRIPS=$trips "$bench" --backend=cuda --scene=humanoid \
-    --worlds=64,1024,8192 --settle_steps=150 --min_time=1 --max_steps=300 --rl_loop
+    env AXION_BATCHED_NEWTON_TRIPS=$trips AXION_BATCHED_NEWTON_WORLDS=1 "$bench" --backend=cuda \
+    --scene=humanoid --worlds=64,1024,8192 --settle_steps=150 --min_time=1 --max_steps=300 \
+    --rl_loop
   bench_rows "rl_trips$trips.log"
 done
-part "first 100 steps, batched" 30 first100.log "$bench" --backend=cuda --scene=humanoid \
+part "first 100 steps, default split" 30 first100.log "$bench" --backend=cuda --scene=humanoid \
   --worlds=8192 --min_time=1000 --max_steps=100
 bench_rows first100.log
+part "first 100 steps, 8 trips whatever the count" 30 first100_trips8.log \
+  env AXION_BATCHED_NEWTON_WORLDS=1 "$bench" --backend=cuda --scene=humanoid --worlds=8192 \
+  --min_time=1000 --max_steps=100
+bench_rows first100_trips8.log
 part "first 100 steps, row pairs on one thread" 30 first100_pairs.log \
   env AXION_CUDA_ROW_PAIRS=1 "$bench" --backend=cuda --scene=humanoid --worlds=8192 \
   --min_time=1000 --max_steps=100
 bench_rows first100_pairs.log
 for trips in 0 4; do
   part "first 100 steps, world by world after $trips trips" 30 "first100_trips$trips.log" \
-    env AXION_BATCHED_NEWTON_TRIPS=$trips "$bench" --backend=cuda --scene=humanoid \
-    --worlds=8192 --min_time=1000 --max_steps=100
+    env AXION_BATCHED_NEWTON_TRIPS=$trips AXION_BATCHED_NEWTON_WORLDS=1 "$bench" --backend=cuda \
+    --scene=humanoid --worlds=8192 --min_time=1000 --max_steps=100
   bench_rows "first100_trips$trips.log"
 done
 part "lone world and 64 at rest, every trip batched" 30 small_batched.log \

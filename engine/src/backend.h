@@ -45,10 +45,13 @@ class ExecutionBackend {
 };
 
 // Loop bounds of a step over the whole batch: the largest of the worlds' iteration limits, and
-// the backend's own count of Newton trips taken as passes over the batch before the worlds still
-// iterating finish alone (AXION_BATCHED_NEWTON_TRIPS in the environment overrides it).
+// the backend's own rule for the Newton trips taken as passes over the batch before the worlds
+// still iterating finish alone: at most batched_newton_trips of them, each while at least
+// batched_newton_worlds worlds iterate (AXION_BATCHED_NEWTON_TRIPS and
+// AXION_BATCHED_NEWTON_WORLDS in the environment override them).
 LoopBounds BatchLoopBounds(const BatchStorage& host,
-                           int batched_newton_trips = LoopBounds::kAllNewtonTrips);
+                           int batched_newton_trips = LoopBounds::kAllNewtonTrips,
+                           int batched_newton_worlds = 1);
 
 std::unique_ptr<ExecutionBackend> MakeCpuBackend(int threads);
 #if defined(AXION_WITH_CUDA)

@@ -73,10 +73,16 @@ struct SerialExec {
     }
     return false;
   }
-  // body() while a world of r satisfies pred, at most max_trips times.
+  // body() while at least min_worlds worlds of r satisfy pred, at most max_trips times.
   template <class P, class Body>
-  void loop_while(WorldRange r, int max_trips, P pred, Body body) const {
-    for (int trip = 0; trip < max_trips && any(r, pred); ++trip) body();
+  void loop_while(WorldRange r, int max_trips, P pred, Body body, int min_worlds = 1) const {
+    for (int trip = 0; trip < max_trips && count_at_least(r, pred, min_worlds); ++trip) body();
+  }
+  template <class P>
+  bool count_at_least(WorldRange r, P pred, int min_worlds) const {
+    int count = 0;
+    for (int w = r.begin; w < r.end && count < min_worlds; ++w) count += pred(w) ? 1 : 0;
+    return count >= min_worlds;
   }
 };
 
@@ -130,9 +136,11 @@ class CpuBackend final : public ExecutionBackend {
 
 }  // namespace
 
-LoopBounds BatchLoopBounds(const BatchStorage& host, int batched_newton_trips) {
+LoopBounds BatchLoopBounds(const BatchStorage& host, int batched_newton_trips,
+                           int batched_newton_worlds) {
   LoopBounds b;
   b.batched_newton_trips = batched_newton_trips;
+  b.batched_newton_worlds = batched_newton_worlds;
   for (const WorldParams& p : host.world_params) {
     b.newton_iterations = std::max(b.newton_iterations, p.newton_iterations);
     // line_search_steps halvings after the full step, and one trial when it is disabled
@@ -154,6 +162,12 @@ LoopBounds BatchLoopBounds(const BatchStorage& host, int batched_newton_trips) {
   if (const char* env = std::getenv("AXION_BATCHED_NEWTON_TRIPS");
       env != nullptr && absl::SimpleAtoi(env, &trips) && trips >= 0)
     b.batched_newton_trips = trips;
+  // AXION_BATCHED_NEWTON_WORLDS=N (1 or more; anything else is ignored): those trips only while
+  // at least N worlds of the range still iterate
+  int worlds = 0;
+  if (const char* env = std::getenv("AXION_BATCHED_NEWTON_WORLDS");
+      env != nullptr && absl::SimpleAtoi(env, &worlds) && worlds >= 1)
+    b.batched_newton_worlds = worlds;
   return b;
 }
 

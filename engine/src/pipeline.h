@@ -13,8 +13,10 @@
 // (the backends skip the unused slots of the contact capacity), and every row pass masks
 // liveness itself, or acts only on joint rows, which are always live. Every kernel is masked by
 // its world's phase, so a world's result never depends on which other worlds share the batch.
-// The Newton loop's last trips may run world by world instead (LoopBounds::batched_newton_trips:
-// each world still iterating finishes alone on its team, fused_newton.h), with the same bits.
+// The Newton loop's last trips may run world by world instead (LoopBounds::batched_newton_trips
+// and batched_newton_worlds: each world still iterating finishes alone on its team,
+// fused_newton.h), with the same bits. An executor's loop_while(range, max_trips, pred, body,
+// min_worlds) takes body() while at least min_worlds worlds of the range satisfy pred (1: any).
 #pragma once
 
 #include "kernels_solver.h"
@@ -45,6 +47,8 @@ struct LoopBounds {
   int batched_newton_trips = kAllNewtonTrips;  // Newton trips taken as passes over the batch;
                                                // the worlds still iterating then finish their
                                                // solves alone, each on its team (fused_newton)
+  int batched_newton_worlds = 1;  // ... and taken only while at least this many worlds of the
+                                  // range still iterate (1: any); fewer finish alone
   static constexpr int kAllNewtonTrips = 1 << 30;
   bool spatial_tendons = false;  // some world has a spatial tendon (world_evaluate_tendons)
 };
@@ -625,19 +629,20 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
       wr, AXION_LAMBDA(int w) {
         if (iterating(v, w)) world_converge(v, w);
       });
-  // Newton loop, while some world still iterates: batch passes, then (batched_newton_trips)
-  // each world still iterating alone on its team
+  // Newton loop, while some world still iterates: batch passes, then (batched_newton_trips
+  // taken, or fewer than batched_newton_worlds still iterating) each world still iterating
+  // alone on its team, up to its own Newton limit (world_converge)
   const int newton_trips = bounds.newton_iterations + 1;
   const int batched =
       newton_trips < bounds.batched_newton_trips ? newton_trips : bounds.batched_newton_trips;
   ex.loop_while(
       wr, batched, AXION_LAMBDA(int w) { return iterating(v, w); },
-      [&] { newton_iteration(ex, v, wr, bounds); });
-  if (batched < newton_trips) {
-    const int trips = newton_trips - batched, trials = bounds.line_search_trials;
+      [&] { newton_iteration(ex, v, wr, bounds); }, bounds.batched_newton_worlds);
+  if (batched < newton_trips || bounds.batched_newton_worlds > 1) {
+    const int trials = bounds.line_search_trials;
     ex.teams(
         wr, AXION_LAMBDA(int w, Team team) {
-          if (iterating(v, w)) world_finish_newton(v, team, w, trips, trials);
+          if (iterating(v, w)) world_finish_newton(v, team, w, newton_trips, trials);
         });
   }
 

@@ -727,7 +727,8 @@ TEST_F(CudaBackendTest, RowPairsGiveTheSameBitsOnOneThreadOrTwo) {
 
 // Once most worlds are done, a step's remaining Newton iterations run world by world: each world
 // still iterating finishes its solve alone on its warp, in one launch (AXION_BATCHED_NEWTON_TRIPS:
-// the passes over the batch stop after that many trips). The same bits as passes over the whole
+// the passes over the batch stop after that many trips; AXION_BATCHED_NEWTON_WORLDS: once fewer
+// than that many worlds still iterate). The same bits as passes over the whole
 // batch, with warps and with narrow teams before the split: perturbed stacks, a pile of spheres
 // (contacts closing loops), the humanoid through its fall and landing.
 TEST_F(CudaBackendTest, NewtonFinishedWorldByWorldGivesTheSameBits) {
@@ -745,8 +746,16 @@ TEST_F(CudaBackendTest, NewtonFinishedWorldByWorldGivesTheSameBits) {
     setenv("AXION_CUDA_TEAMS", "narrow", 1);
     ExpectSameBitsUnder(humanoid, 64, 150, "AXION_BATCHED_NEWTON_TRIPS", all, "2");
     unsetenv("AXION_CUDA_TEAMS");
+    // the passes until fewer than 16 of the 64 worlds iterate (AXION_BATCHED_NEWTON_WORLDS)
+    setenv("AXION_BATCHED_NEWTON_TRIPS", all, 1);
+    ExpectSameBitsUnder(humanoid, 64, 150, "AXION_BATCHED_NEWTON_WORLDS", "1", "16");
+    unsetenv("AXION_BATCHED_NEWTON_TRIPS");
   }
 #endif
+  setenv("AXION_BATCHED_NEWTON_TRIPS", all, 1);
+  ExpectSameBitsUnder(MustCompile(scenes::SpheresInBox(12)), 64, 60, "AXION_BATCHED_NEWTON_WORLDS",
+                      "1", "8");
+  unsetenv("AXION_BATCHED_NEWTON_TRIPS");
 }
 
 // A snapshot taken on the device restores bit-exactly, on the device and on the CPU.

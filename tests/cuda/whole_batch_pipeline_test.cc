@@ -78,7 +78,7 @@ struct WholeBatchExec {
   }
   // Every loop runs to its bound: the masks alone must keep finished worlds unchanged.
   template <class P, class Body>
-  void loop_while(WorldRange, int max_trips, P, Body body) const {
+  void loop_while(WorldRange, int max_trips, P, Body body, int = 1) const {
     for (int trip = 0; trip < max_trips; ++trip) body();
   }
 };

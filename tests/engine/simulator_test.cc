@@ -737,12 +737,15 @@ TEST(SimulatorTest, HalvingCarriesOverToTheNextStep) {
 
 // Once most worlds of a batch are done, the Newton iterations left run world by world
 // (AXION_BATCHED_NEWTON_TRIPS=K: the first K trips as passes over the batch, then each world
-// still iterating alone, pipeline.h world_finish_newton), so that a GPU stops launching passes
-// over the whole batch for its last few worlds. A world's arithmetic is the same either way:
-// every split gives the same bits and statistics. One batch of different scenes, so the split
-// falls inside every kind of solve: GCR on the tree (spheres sliding in a box, limbs of the
-// robot, its tendons' rows), CR, Jacobi worlds, islands that freeze, line searches, halved steps
-// (the pendulum released at 0.2 s) and contact redos (the arm turning into its post).
+// still iterating alone, pipeline.h world_finish_newton; AXION_BATCHED_NEWTON_WORLDS=N: the
+// passes only while at least N worlds of the range iterate), so that a GPU stops launching
+// passes over the whole batch for its last few worlds. A world's arithmetic is the same either
+// way: every split gives the same bits and statistics. One batch of different scenes, so the
+// split falls inside every kind of solve: GCR on the tree (spheres sliding in a box, limbs of
+// the robot, its tendons' rows), CR, Jacobi worlds, islands that freeze, line searches, halved
+// steps (the pendulum released at 0.2 s) and contact redos (the arm turning into its post). One
+// thread steps the nine worlds in ranges of two (backend_cpu.cc), so with N = 2 a range's
+// passes stop where the first of its two worlds stops iterating, inside the other's solve.
 TEST(SimulatorTest, NewtonFinishedWorldByWorldGivesTheSameBits) {
   std::vector<ModelDesc> scenes_in_batch = {scenes::Stack(6),
                                             scenes::Chain(8),
@@ -762,14 +765,10 @@ TEST(SimulatorTest, NewtonFinishedWorldByWorldGivesTheSameBits) {
     int halved = 0;       // world-steps that halved
     int redone = 0;       // world-steps with a contact redo
   };
-  auto run = [&](const char* trips) {
-    if (trips == nullptr) {
-      unsetenv("AXION_BATCHED_NEWTON_TRIPS");
-    } else {
-      setenv("AXION_BATCHED_NEWTON_TRIPS", trips, 1);
-    }
+  auto run = [&](const char* variable, const char* value) {
+    if (variable != nullptr) setenv(variable, value, 1);
     Run r;
-    auto sim = MustCreateSimulator(2);
+    auto sim = MustCreateSimulator(1);
     std::vector<WorldId> ids;
     for (const ModelDesc& d : scenes_in_batch) ids.push_back(MustCreateWorld(*sim, MustCompile(d)));
     for (int step = 0; step < 40; ++step) {
@@ -785,18 +784,22 @@ TEST(SimulatorTest, NewtonFinishedWorldByWorldGivesTheSameBits) {
       r.bytes.push_back(Bytes(*sim, id));
       r.stats.push_back(*sim->GetStats(id));
     }
-    unsetenv("AXION_BATCHED_NEWTON_TRIPS");
+    if (variable != nullptr) unsetenv(variable);
     return r;
   };
-  const Run batched = run(nullptr);
+  const Run batched = run(nullptr, nullptr);
   EXPECT_GT(batched.most_newton, 10);  // splits at 0, 1 and 3 trips fall inside solves
   EXPECT_GT(batched.halved, 0);
   EXPECT_GT(batched.redone, 0);
-  for (const char* trips : {"0", "1", "3"}) {
-    const Run split = run(trips);
+  const std::pair<const char*, const char*> splits[] = {{"AXION_BATCHED_NEWTON_TRIPS", "0"},
+                                                        {"AXION_BATCHED_NEWTON_TRIPS", "1"},
+                                                        {"AXION_BATCHED_NEWTON_TRIPS", "3"},
+                                                        {"AXION_BATCHED_NEWTON_WORLDS", "2"},
+                                                        {"AXION_BATCHED_NEWTON_WORLDS", "3"}};
+  for (const auto& [variable, value] : splits) {
+    const Run split = run(variable, value);
     for (size_t w = 0; w < scenes_in_batch.size(); ++w) {
-      const std::string what =
-          std::string("AXION_BATCHED_NEWTON_TRIPS=") + trips + ", world " + std::to_string(w);
+      const std::string what = std::string(variable) + "=" + value + ", world " + std::to_string(w);
       EXPECT_EQ(split.bytes[w], batched.bytes[w]) << what;
       EXPECT_EQ(split.stats[w].newton_iterations, batched.stats[w].newton_iterations) << what;
       EXPECT_EQ(split.stats[w].cr_iterations, batched.stats[w].cr_iterations) << what;

@@ -114,23 +114,30 @@ struct LoopControl {
   cudaGraphConditionalHandle handle = 0;
   bool in_graph = false;
   int max_trips = 0;
+  int min_worlds = 1;    // worlds satisfying the loop's predicate that another trip needs
   int* trips = nullptr;  // (1) trips taken
   int* go = nullptr;     // (1) direct launches: 1 while another trip is due
 };
 
-// Decides whether a loop takes another trip: some world of [begin, end) satisfies pred and
-// fewer than max_trips trips were taken (`first`: before the loop). One block; worlds are read
-// once.
+// Decides whether a loop takes another trip: at least min_worlds worlds of [begin, end) satisfy
+// pred and fewer than max_trips trips were taken (`first`: before the loop). One block; worlds
+// are read once, each thread stopping once it alone has found min_worlds; an integer count, so
+// the answer does not depend on the order of the additions.
 template <class P>
 __global__ void __launch_bounds__(1024)
     LoopConditionKernel(int begin, int end, P pred, LoopControl control, bool first) {
-  int found = 0;
-  for (int w = begin + threadIdx.x; w < end && !found; w += blockDim.x) found = pred(w) ? 1 : 0;
-  found = __syncthreads_or(found);
+  __shared__ int found;
+  if (threadIdx.x == 0) found = 0;
+  __syncthreads();
+  int mine = 0;
+  for (int w = begin + threadIdx.x; w < end && mine < control.min_worlds; w += blockDim.x)
+    mine += pred(w) ? 1 : 0;
+  if (mine > 0) atomicAdd(&found, mine);
+  __syncthreads();
   if (threadIdx.x != 0) return;
   const int trips = first ? 0 : *control.trips + 1;
   *control.trips = trips;
-  const unsigned go = found && trips < control.max_trips ? 1u : 0u;
+  const unsigned go = found >= control.min_worlds && trips < control.max_trips ? 1u : 0u;
   if (control.in_graph) {
     cudaGraphSetConditional(control.handle, go);
   } else {
@@ -229,6 +236,16 @@ constexpr int kBatchedNewtonTrips = 8;
 constexpr int kFinishAloneWorlds = 64;
 int BatchedNewtonTrips(int world_count) {
   return world_count <= kFinishAloneWorlds ? 0 : kBatchedNewtonTrips;
+}
+// Within those eight trips, the passes also stop once fewer than a quarter of the batch, and
+// fewer than one resident wave of the finishing kernel (8 warps on each of an H100's or H200's
+// 132 multiprocessors), still iterate: run I's figures put a batch trip of 8192 humanoids at
+// about 4 ms and a finishing iteration of a wave or less at 1.5 ms or less, and at 1024 worlds
+// in the training loop finishing alone won 1.20-1.37x over eight batched trips. Not yet
+// measured as a rule of its own: AXION_BATCHED_NEWTON_WORLDS=1 restores the eight trips alone.
+constexpr int kFinishAloneWave = 1024;
+int BatchedNewtonWorlds(int world_count) {
+  return std::clamp(world_count / 4, 1, kFinishAloneWave);
 }
 constexpr int kNarrowSolveWidth = kernels::kTeamWidth / 2;
 constexpr int kNarrowFactorWidth = 4;
@@ -371,12 +388,12 @@ struct CudaExec {
     return true;
   }
 
-  // body() while some world satisfies pred, at most max_trips times. Captured, the loop is a
-  // WHILE node whose condition a one-block kernel sets before the loop and after each trip, so
-  // the loop ends on the device as soon as no world needs another trip; directly launched, the
-  // host reads that kernel's answer after each trip.
+  // body() while at least min_worlds worlds satisfy pred, at most max_trips times. Captured,
+  // the loop is a WHILE node whose condition a one-block kernel sets before the loop and after
+  // each trip, so the loop ends on the device as soon as too few worlds need another trip;
+  // directly launched, the host reads that kernel's answer after each trip.
   template <class P, class Body>
-  void loop_while(WorldRange wr, int max_trips, P pred, Body body) {
+  void loop_while(WorldRange wr, int max_trips, P pred, Body body, int min_worlds = 1) {
     if (max_trips <= 0 || wr.end <= wr.begin) return;
     if (loop_depth >= kMaxLoopDepth) {
       note(cudaErrorNotSupported);
@@ -384,6 +401,7 @@ struct CudaExec {
     }
     LoopControl control;
     control.max_trips = max_trips;
+    control.min_worlds = min_worlds < 1 ? 1 : min_worlds;
     control.trips = loop_state + 2 * loop_depth;
     control.go = control.trips + 1;
     control.in_graph = capturing;
@@ -568,7 +586,8 @@ class PinnedBuffer {
 bool SameBounds(const LoopBounds& a, const LoopBounds& b) {
   return a.newton_iterations == b.newton_iterations &&
          a.line_search_trials == b.line_search_trials && a.attempts == b.attempts &&
-         a.batched_newton_trips == b.batched_newton_trips;
+         a.batched_newton_trips == b.batched_newton_trips &&
+         a.batched_newton_worlds == b.batched_newton_worlds;
 }
 
 // Sub-steps are replayed from a CUDA graph unless AXION_CUDA_GRAPHS=0 (direct launches, the host
@@ -869,7 +888,8 @@ class CudaBackend final : public ExecutionBackend {
     absl::Status s = CheckLayout(host);
     if (!s.ok() || world_count_ == 0 || max_substeps <= 0) return s;
     AXION_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
-    LoopBounds bounds = BatchLoopBounds(host, BatchedNewtonTrips(world_count_));
+    LoopBounds bounds =
+        BatchLoopBounds(host, BatchedNewtonTrips(world_count_), BatchedNewtonWorlds(world_count_));
     if (use_graphs_ && profile_ == nullptr &&
         (graph_exec_ == nullptr || !SameBounds(bounds, graph_bounds_))) {
       absl::Status captured = CaptureGraph(bounds);
