@@ -8,9 +8,9 @@
 # every trip batched and with the solves finished world by world after 0, 4 and 8 trips whatever
 # the count still iterating (AXION_BATCHED_NEWTON_WORLDS=1; 8 was the default before the count
 # rule); the first 100 steps of 8192 humanoids likewise, and with the row pairs on one thread
-# (AXION_CUDA_ROW_PAIRS=1); the per-pass
-# profile, both ways; a memcheck pass. Logs go to OUT_DIR (and, packed, to
-# OUT_DIR/logs.tgz); a summary is printed last.
+# (AXION_CUDA_ROW_PAIRS=1); the per-pass profile, both ways, and the 10-box stack's at rest (its
+# collision pass); a memcheck pass. Logs go to OUT_DIR (and, packed, to OUT_DIR/logs.tgz); a
+# summary is printed last.
 #
 # usage: bench/gpu/short_run.sh [BIN_DIR (build/release, or a bundle's bin)] [OUT_DIR (gpu-results)] [BUDGET_S (420)]
 set -uo pipefail
@@ -112,6 +112,9 @@ part "per-pass profile, row pairs on one thread" 60 profile_pairs.log env AXION_
   AXION_CUDA_ROW_PAIRS=1 "$bench" --backend=cuda --scene=humanoid --worlds=8192 --min_time=1000 \
   --max_steps=100
 grep -A6 "CUDA pass profile" "$out/profile_pairs.log" | tee -a "$summary"
+part "per-pass profile, stack at rest" 40 profile_stack.log env AXION_CUDA_PROFILE=1 "$bench" \
+  --backend=cuda --scene=stack --worlds=8192 --settle_steps=150 --min_time=1 --max_steps=300
+grep -A10 "CUDA pass profile" "$out/profile_stack.log" | tee -a "$summary"
 if command -v compute-sanitizer >/dev/null; then
   part "memcheck" 90 memcheck.log env AXION_BATCHED_NEWTON_TRIPS=1 compute-sanitizer \
     --tool memcheck --print-limit 5 "$tests" \
