@@ -47,8 +47,8 @@ class ExecutionBackend {
 // Loop bounds of a step over the whole batch: the largest of the worlds' iteration limits, and
 // the backend's own rule for the Newton trips taken as passes over the batch before the worlds
 // still iterating finish alone: at most batched_newton_trips of them, each while at least
-// batched_newton_worlds worlds iterate (AXION_BATCHED_NEWTON_TRIPS and
-// AXION_BATCHED_NEWTON_WORLDS in the environment override them).
+// batched_newton_worlds worlds of the range iterate (0: a count the backend sets per range; the
+// environment's AXION_BATCHED_NEWTON_TRIPS and AXION_BATCHED_NEWTON_WORLDS override both).
 LoopBounds BatchLoopBounds(const BatchStorage& host,
                            int batched_newton_trips = LoopBounds::kAllNewtonTrips,
                            int batched_newton_worlds = 1);

@@ -80,6 +80,7 @@ struct SerialExec {
   }
   template <class P>
   bool count_at_least(WorldRange r, P pred, int min_worlds) const {
+    if (min_worlds < 1) min_worlds = 1;
     int count = 0;
     for (int w = r.begin; w < r.end && count < min_worlds; ++w) count += pred(w) ? 1 : 0;
     return count >= min_worlds;

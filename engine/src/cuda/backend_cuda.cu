@@ -237,16 +237,20 @@ constexpr int kFinishAloneWorlds = 64;
 int BatchedNewtonTrips(int world_count) {
   return world_count <= kFinishAloneWorlds ? 0 : kBatchedNewtonTrips;
 }
-// Within those eight trips, the passes also stop once fewer than a quarter of the batch, and
-// fewer than one resident wave of the finishing kernel (8 warps on each of an H100's or H200's
-// 132 multiprocessors), still iterate: run I's figures put a batch trip of 8192 humanoids at
-// about 4 ms and a finishing iteration of a wave or less at 1.5 ms or less, and at 1024 worlds
-// in the training loop finishing alone won 1.20-1.37x over eight batched trips. Not yet
-// measured as a rule of its own: AXION_BATCHED_NEWTON_WORLDS=1 restores the eight trips alone.
+// Within those eight trips, a slice's passes also stop once fewer than a quarter of its worlds,
+// and fewer than its share of one resident wave of the finishing kernel (8 warps on each of an
+// H100's or H200's 132 multiprocessors, shared by the slices, which run side by side), still
+// iterate: run I's figures put a batch trip of 8192 humanoids at about 4 ms and a finishing
+// iteration of a wave or less at 1.5 ms or less, and at 1024 worlds in the training loop
+// finishing alone won 1.20-1.37x over eight batched trips. Not yet measured as a rule of its
+// own: AXION_BATCHED_NEWTON_WORLDS=N sets the count per slice, and 1 restores the eight trips
+// alone.
 constexpr int kFinishAloneWave = 1024;
-int BatchedNewtonWorlds(int world_count) {
-  return std::clamp(world_count / 4, 1, kFinishAloneWave);
+int BatchedNewtonWorlds(int slice_worlds, int slice_count) {
+  return std::clamp(slice_worlds / 4, 1, std::max(1, kFinishAloneWave / slice_count));
 }
+// LoopBounds::batched_newton_worlds before each slice takes its own (SliceBounds).
+constexpr int kNewtonWorldsPerSlice = 0;
 constexpr int kNarrowSolveWidth = kernels::kTeamWidth / 2;
 constexpr int kNarrowFactorWidth = 4;
 bool NarrowTeams(int world_count) {
@@ -889,7 +893,7 @@ class CudaBackend final : public ExecutionBackend {
     if (!s.ok() || world_count_ == 0 || max_substeps <= 0) return s;
     AXION_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
     LoopBounds bounds =
-        BatchLoopBounds(host, BatchedNewtonTrips(world_count_), BatchedNewtonWorlds(world_count_));
+        BatchLoopBounds(host, BatchedNewtonTrips(world_count_), kNewtonWorldsPerSlice);
     if (use_graphs_ && profile_ == nullptr &&
         (graph_exec_ == nullptr || !SameBounds(bounds, graph_bounds_))) {
       absl::Status captured = CaptureGraph(bounds);
@@ -908,7 +912,7 @@ class CudaBackend final : public ExecutionBackend {
       } else {
         // direct launches: the slices one after another on the one stream
         for (Slice& slice : slices_) {
-          pipeline::step(slice.exec, view_, slice.range, bounds);
+          pipeline::step(slice.exec, view_, slice.range, SliceBounds(bounds, slice));
           AXION_CUDA_RETURN_IF_ERROR(launch_error_);
         }
       }
@@ -943,7 +947,8 @@ class CudaBackend final : public ExecutionBackend {
     launch_error_ = cudaSuccess;
     CudaExec warm = slices_.front().exec;
     warm.warm_up = true;
-    pipeline::step(warm, view_, WorldRange{0, world_count_}, bounds);
+    pipeline::step(warm, view_, WorldRange{0, world_count_},
+                   SliceBounds(bounds, Slice{WorldRange{0, world_count_}, warm}));
     AXION_CUDA_RETURN_IF_ERROR(launch_error_);
     AXION_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
     // capture (relaxed: the loops add WHILE nodes and capture their bodies on other streams):
@@ -956,7 +961,7 @@ class CudaBackend final : public ExecutionBackend {
       exec.stream = slice_streams_[k];
       exec.capturing = true;
       exec.note(cudaStreamWaitEvent(exec.stream, fork, 0));
-      pipeline::step(exec, view_, slices_[k].range, bounds);
+      pipeline::step(exec, view_, slices_[k].range, SliceBounds(bounds, slices_[k]));
       exec.note(cudaEventRecord(slice_events_[k], exec.stream));
       exec.note(cudaStreamWaitEvent(stream_, slice_events_[k], 0));
     }
@@ -1021,6 +1026,16 @@ class CudaBackend final : public ExecutionBackend {
     WorldRange range;
     CudaExec exec;
   };
+  // The step's bounds for one slice: the count rule of the Newton trips over the slice's worlds
+  // (BatchedNewtonWorlds), unless the environment set it.
+  LoopBounds SliceBounds(const LoopBounds& bounds, const Slice& slice) const {
+    LoopBounds b = bounds;
+    if (b.batched_newton_worlds == kNewtonWorldsPerSlice) {
+      b.batched_newton_worlds = BatchedNewtonWorlds(slice.range.end - slice.range.begin,
+                                                    static_cast<int>(slices_.size()));
+    }
+    return b;
+  }
 
   const int device_;
   const int multiprocessors_;
