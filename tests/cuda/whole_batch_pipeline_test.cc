@@ -95,6 +95,12 @@ void StepWholeBatch(BatchStorage& host) {
   pipeline::step(ex, v, WorldRange{0, ex.world_count}, BatchLoopBounds(host));
 }
 
+// One step of every world of the batch on `backend`.
+absl::Status StepEveryWorld(ExecutionBackend& backend, BatchStorage& batch) {
+  for (int w = 0; w < batch.world_count(); ++w) batch.world_step_pending[w] = 1;
+  return backend.Step(batch, 1);
+}
+
 using scenes::BoxInertia;
 
 // Four boxes stacked on a ground plane, dropped from a little height and offset: contacts,
@@ -240,8 +246,7 @@ TEST(WholeBatchPipelineTest, RowListsOfCoupledJointsAreContiguousWithinTheirWorl
   std::unique_ptr<ExecutionBackend> cpu = MakeCpuBackend(1);
   ASSERT_TRUE(cpu->Load(batch).ok());
   for (int step = 1; step <= 3; ++step) {
-    for (int w = 0; w < batch.world_count(); ++w) batch.world_step_pending[w] = 1;
-    ASSERT_TRUE(cpu->Step(batch, 1).ok());
+    ASSERT_TRUE(StepEveryWorld(*cpu, batch).ok());
     for (int w = 0; w < batch.world_count(); ++w) {
       const int live = batch.world_joint_row_count[w] + 3 * batch.world_contact_count[w];
       int next = 2 * batch.world_row_offset[w];
@@ -267,10 +272,7 @@ TEST(WholeBatchPipelineTest, PresolveColoursShareNoMovingBody) {
   BatchStorage batch = PackBatch(layouts);
   std::unique_ptr<ExecutionBackend> cpu = MakeCpuBackend(1);
   ASSERT_TRUE(cpu->Load(batch).ok());
-  for (int step = 1; step <= 40; ++step) {
-    for (int w = 0; w < batch.world_count(); ++w) batch.world_step_pending[w] = 1;
-    ASSERT_TRUE(cpu->Step(batch, 1).ok());
-  }
+  for (int step = 1; step <= 40; ++step) ASSERT_TRUE(StepEveryWorld(*cpu, batch).ok());
   const int w = 1;  // the second world: offsets not zero
   const int k0 = batch.world_contact_offset[w], k1 = k0 + batch.world_contact_count[w];
   ASSERT_GT(k1 - k0, 20);
