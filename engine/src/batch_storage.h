@@ -60,10 +60,8 @@ namespace axion {
   X(int32_t, world_newton_attempt, 1)                                                             \
   X(int32_t, world_halves_left, 1)                                                                \
   X(int32_t, world_halvings, 1)                                                                   \
-  X(int32_t, world_redos, 1)                                                                      \
-  X(int32_t, world_loop_count, 1)                                                                 \
-  X(int32_t, world_missed_count, 1) X(int32_t, world_pair_count, 1)                               \
-      X(int32_t, world_pair_found, 1) X(int32_t, world_loop_rows, 16) X(Real, world_loop_lu, 256) \
+  X(int32_t, world_redos, 1) X(int32_t, world_loop_count, 1) X(int32_t, world_missed_count, 1)    \
+      X(int32_t, world_pair_count, 1) X(int32_t, world_loop_rows, 16) X(Real, world_loop_lu, 256) \
           X(int32_t, world_solve_runs, 1) X(int32_t, world_presolve_colors, 1)                    \
               X(int32_t, world_presolve_color_start, 66)
 #define AXION_BODY_MODEL(X) \
@@ -234,12 +232,10 @@ namespace axion {
   X(Real, pair_rule_torsion, 1) X(Real, pair_rule_rolling, 1) X(Real, pair_rule_margin, 1) \
       X(Real, pair_rule_gap, 1)
 // Up to the world's pair capacity: the broad phase's candidate pairs, and the pairs a redo marked.
-#define AXION_PAIR_SCRATCH(X)                                                                      \
-  X(int32_t, pair_shape_a, 1)                                                                      \
-  X(int32_t, pair_shape_b, 1)                                                                      \
-  X(Real, pair_friction, 1) X(int32_t, pair_marked, 1) X(int32_t, pair_missed_shape_a, 1)          \
-      X(int32_t, pair_missed_shape_b, 1) X(int32_t, pair_order, 1) X(int32_t, pair_point_count, 1) \
-          X(Real, pair_points, kPairPointReals)
+#define AXION_PAIR_SCRATCH(X)                                                                \
+  X(int32_t, pair_shape_a, 1) X(int32_t, pair_shape_b, 1) X(Real, pair_friction, 1)         \
+      X(int32_t, pair_marked, 1) X(int32_t, pair_missed_shape_a, 1)                          \
+          X(int32_t, pair_missed_shape_b, 1) X(int32_t, pair_order, 1)
 #define AXION_CONTACT_STATE(X)                                            \
   X(int32_t, contact_body_a, 1)                                           \
   X(int32_t, contact_body_b, 1)                                           \

@@ -451,7 +451,6 @@ AXION_HD int world_gather_pairs(const BatchView& v, int world) {
   }
   if (overflow) v.world_flags[world] |= kWorldPairOverflow;
   v.world_pair_count[world] = overflow ? -1 : count;
-  v.world_pair_found[world] = count;
   return count;
 }
 
@@ -465,85 +464,9 @@ AXION_HD void world_for_each_pair(const BatchView& v, int world, Visit visit) {
     if (!visit(p0 + k)) return;
 }
 
-// The reach of candidate pair `pair`'s narrow phase, and what world_collide filters its points
-// by: the pair's margin and gap (pair_margin), its offset margin - gap, the shapes' sweep, and an
-// adhesion actuator's reach (the pair's margin for a pair of its body, else -1).
-struct PairReach {
-  Real reach, offset, sweep, adhesion;
-};
-AXION_HD PairReach pair_reach(const BatchView& v, int pair, const WorldParams& p) {
-  const int sa = v.pair_shape_a[pair], sb = v.pair_shape_b[pair];
-  const PairMargin pair_margins = pair_margin(v, sa, sb);
-  PairReach r;
-  r.offset = pair_margins.margin - pair_margins.gap;
-  r.sweep = v.shape_sweep[sa] + v.shape_sweep[sb];
-  // a pair of an adhesion actuator's body keeps all its points within its margin, where the
-  // actuator pulls (world_adhesion_pull)
-  r.adhesion =
-      v.shape_adhesion[sa] != 0 || v.shape_adhesion[sb] != 0 ? pair_margins.margin : Real(-1);
-  const Real reach = pair_base_margin(v, sa, sb, p) + r.sweep + (r.offset > 0 ? r.offset : Real(0));
-  // a pair a redo marked joins with all its points (world_collide)
-  r.reach = v.pair_marked[pair] != 0 ? kUnboundedMargin : r.adhesion > reach ? r.adhesion : reach;
-  return r;
-}
-
-// The narrow phase of candidate pair `pair` at configuration q: up to kMaxPairContacts points
-// within its reach (pair_reach) into `points`, their gaps the surfaces' distance; returns how
-// many.
-AXION_HD int pair_collide(const BatchView& v, int pair, const Real* q, Real reach,
-                          ContactPoint* points) {
-  const int sa = v.pair_shape_a[pair], sb = v.pair_shape_b[pair];
-  Vec3 pos_a, pos_b;
-  Quat quat_a, quat_b;
-  shape_world_pose(v, sa, q, &pos_a, &quat_a);
-  shape_world_pose(v, sb, q, &pos_b, &quat_b);
-  return collide_shapes(shape_geom(v, sa), pos_a, quat_a, shape_geom(v, sb), pos_b, quat_b, reach,
-                        points);
-}
-
-// A pair's points in pair_points: point_a, point_b, normal, gap, one after another.
-static_assert(kPairPointReals == 10 * kMaxPairContacts, "pair_points holds a pair's points");
-AXION_HD void pair_store_point(const BatchView& v, int pair, int i, const ContactPoint& c) {
-  Real* out = v.pair_points + kPairPointReals * pair + 10 * i;
-  store3(out, c.point_a);
-  store3(out + 3, c.point_b);
-  store3(out + 6, c.normal);
-  out[9] = c.gap;
-}
-AXION_HD ContactPoint pair_load_point(const BatchView& v, int pair, int i) {
-  const Real* in = v.pair_points + kPairPointReals * pair + 10 * i;
-  ContactPoint c;
-  c.point_a = load3(in);
-  c.point_b = load3(in + 3);
-  c.normal = load3(in + 6);
-  c.gap = in[9];
-  return c;
-}
-
-/// Per world, on its team, after the broad phase (world_gather_pairs): the narrow phase of its
-/// candidate pairs at q-, a lane per pair, each pair's points into pair_points. The narrow
-/// phase is most of a world's collision (box pairs clip faces; GJK and EPA for hulls). Inside
-/// world_collide it ran one world per thread on the device, each thread through its world's
-/// pairs in turn: 8192 stacks of 10 boxes kept 256 warps busy on a device that holds thousands,
-/// and the collision pass took 1.62 of the stack's 4.16 ms per sub-step (RESULTS.md, run J).
-/// world_collide then takes the points in pair order, as before, so the contacts and their
-/// bits do not change.
-AXION_HD void world_narrow_phase(const BatchView& v, Team team, int world) {
-  const WorldParams& p = v.world_params[world];
-  const int p0 = v.world_pair_offset[world], p1 = p0 + v.world_pair_found[world];
-  for (int pair = p0 + team.lane; pair < p1; pair += team.size) {
-    PairPoints pair_points;  // uninitialised: collide_shapes writes the n it returns
-    const int n =
-        pair_collide(v, pair, v.body_q_prev, pair_reach(v, pair, p).reach, pair_points.point);
-    v.pair_point_count[pair] = n;
-    for (int i = 0; i < n; ++i) pair_store_point(v, pair, i, pair_points.point[i]);
-  }
-  team_sync(team);
-}
-
-// Per world, after its narrow phase (world_narrow_phase): the contacts of the candidate pairs,
-// written in pair order (deterministic) up to the world's capacity; overflow is flagged, never
-// written past the slots.
+// Per world: broad phase (world_gather_pairs), narrow phase on the pairs it found, contacts
+// written in pair order (deterministic) up to the
+// world's capacity; overflow is flagged, never written past the slots.
 AXION_HD void world_collide(const BatchView& v, int world) {
   const WorldParams& p = v.world_params[world];
   const Real h = v.world_step_length[world];
@@ -551,8 +474,7 @@ AXION_HD void world_collide(const BatchView& v, int world) {
   int capacity = v.world_contact_offset[world + 1] - slot0;
   int count = 0;
   bool overflow = false;
-  const int p0 = v.world_pair_offset[world], p1 = p0 + v.world_pair_found[world];
-  for (int pair = p0; pair < p1 && !overflow; ++pair) {
+  world_for_each_pair(v, world, [&](int pair) {
     int sa = v.pair_shape_a[pair], sb = v.pair_shape_b[pair];
     // A pair a redo marked joins with all its points at q-, and with all its points where the
     // undone attempt ended as well: those hold what the rows from q- missed (a turned limb's
@@ -560,24 +482,31 @@ AXION_HD void world_collide(const BatchView& v, int world) {
     // penetration) let humanoid100's boxes sink 108-164 mm into each other against 17-50 mm.
     const bool missed = v.pair_marked[pair] != 0;
     const int body_a = v.shape_body[sa], body_b = v.shape_body[sb];
-    const PairReach reach = pair_reach(v, pair, p);
-    const Real sweep = reach.sweep, offset = reach.offset;
-    const Real adhesion_reach = reach.adhesion;
+    const Real sweep = v.shape_sweep[sa] + v.shape_sweep[sb];
+    const PairMargin pair_margins = pair_margin(v, sa, sb);
+    const Real offset = pair_margins.margin - pair_margins.gap;
+    // a pair of an adhesion actuator's body keeps all its points within its margin, where the
+    // actuator pulls (world_adhesion_pull)
+    const Real adhesion_reach =
+        v.shape_adhesion[sa] != 0 || v.shape_adhesion[sb] != 0 ? pair_margins.margin : Real(-1);
     Real start_gap = kUnboundedMargin;  // the pair's signed distance at q- (less the offset)
     const int pair_first = count;       // the pair's first contact
     int pair_start_end = count;         // past its contacts from q-
     for (int pass = 0; pass < (missed ? 2 : 1); ++pass) {
       const bool at_end = pass == 1;
       const Real* q = at_end ? v.body_q_end : v.body_q_prev;
-      PairPoints pair_points;  // uninitialised: written up to the n taken
+      Vec3 pos_a, pos_b;
+      Quat quat_a, quat_b;
+      shape_world_pose(v, sa, q, &pos_a, &quat_a);
+      shape_world_pose(v, sb, q, &pos_b, &quat_b);
+      PairPoints pair_points;  // uninitialised: collide_shapes writes the n it returns
       ContactPoint* points = pair_points.point;
-      int n;
-      if (at_end) {
-        n = pair_collide(v, pair, q, reach.reach, points);
-      } else {
-        n = v.pair_point_count[pair];
-        for (int i = 0; i < n; ++i) points[i] = pair_load_point(v, pair, i);
-      }
+      const Real reach = pair_base_margin(v, sa, sb, p) + sweep + (offset > 0 ? offset : Real(0));
+      int n = collide_shapes(shape_geom(v, sa), pos_a, quat_a, shape_geom(v, sb), pos_b, quat_b,
+                             missed                   ? kUnboundedMargin
+                             : adhesion_reach > reach ? adhesion_reach
+                                                      : reach,
+                             points);
       // gaps measured from where the contacts hold the surfaces
       for (int i = 0; i < n; ++i) points[i].gap -= offset;
       for (int i = 0; i < n && !at_end; ++i)
@@ -686,7 +615,8 @@ AXION_HD void world_collide(const BatchView& v, int world) {
       if (overflow) break;
       pair_start_end = count;
     }
-  }
+    return !overflow;
+  });
   v.world_contact_count[world] = count;
   // the angular friction rows of the contacts that take them, each after its contact's three
   int angular = 0;

@@ -562,8 +562,7 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
           wr, AXION_LAMBDA(int w) { return stepping(v, w); }))
     return;
 
-  // collide at q-: bounding boxes; per world the broad phase, the narrow phase on its team (a
-  // lane per candidate pair) and its contacts in pair order
+  // collide: bounding boxes, then broad and narrow phase per world at q-
   ex.bodies(
       wr, AXION_LAMBDA(int i) {
         if (stepping(v, v.body_world[i])) body_begin_step(v, i);
@@ -576,14 +575,6 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
       wr, AXION_LAMBDA(int s) {
         int w = v.shape_world[s];
         if (stepping(v, w)) shape_update_aabb(v, s, v.world_params[w]);
-      });
-  ex.worlds(
-      wr, AXION_LAMBDA(int w) {
-        if (stepping(v, w)) world_gather_pairs(v, w);
-      });
-  ex.teams(
-      wr, AXION_LAMBDA(int w, Team team) {
-        if (stepping(v, w)) world_narrow_phase(v, team, w);
       });
   ex.worlds(
       wr, AXION_LAMBDA(int w) {

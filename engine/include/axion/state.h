@@ -134,10 +134,6 @@ inline constexpr int kCycleRing = 16;
 // impulses, and each such failure cost halving_iterations Newton iterations before the retry.
 inline constexpr int kPresolveCarrySteps = 32;
 
-// Reals of a candidate pair's narrow-phase points in pair_points: 4 points (kMaxPairContacts)
-// of 10.
-inline constexpr int kPairPointReals = 40;
-
 struct BatchView {
   int32_t world_count = 0;
 
@@ -205,8 +201,6 @@ struct BatchView {
                                 // (pair_missed_shape_a/b)
   int32_t* world_pair_count;    // (world_count) candidate pairs the last broad phase found (-1:
                                 // past the world's pair slots)
-  int32_t* world_pair_found;    // (world_count) candidate pairs in the world's pair slots (the
-                                // slots' count where world_pair_count is -1)
   int32_t* world_newton_best;   // (world_count) latest Newton iteration (of this attempt) at
                                 // which some island's best iterate improved
   Real* world_residual_best;    // (world_count) largest residual of the islands' best iterates
@@ -517,10 +511,6 @@ struct BatchView {
   int32_t* pair_missed_shape_a;  // (pair slots) the pairs a redo marked (world_missed_count),
   int32_t* pair_missed_shape_b;  // (pair slots) kept through the step's attempts
   int32_t* pair_order;           // (pair slots) the broad phase's sort: each pair's place
-  int32_t* pair_point_count;     // (pair slots) the narrow phase's points of the pair at q-
-  Real* pair_points;  // (pair slots x kPairPointReals) those points, kMaxPairContacts of (point
-                      // on a, point on b, normal from b to a, gap), world frame; found side by
-                      // side on the world's team (world_narrow_phase), read by world_collide
 
   // ---- contacts (contact slots = world_contact_offset[world_count]) --------------------------
   int32_t* contact_body_a;        // (contact slots) global body or -1
