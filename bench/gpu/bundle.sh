@@ -3,7 +3,7 @@
 # a GPU machine that has the NVIDIA driver but not this build's libraries or MuJoCo's sample
 # models: the two executables, every shared library they load that is not the C library's own
 # (Abseil, tinyxml2, libpng, OpenMP, the C++ runtime, the CUDA runtime) and the sample models the
-# tests and the humanoid scenes read. On the GPU machine:
+# tests and the humanoid scenes read, and the tests' own models. On the GPU machine:
 #
 #   BUNDLE/setup.sh            # installs the models under /usr/share/mujoco/model if missing
 #   export LD_LIBRARY_PATH=BUNDLE/lib
@@ -30,6 +30,12 @@ done
 for dir in humanoid tendon_arm slider_crank composite adhesion; do
   cp -r "$models/$dir" "$bundle/model/"
 done
+# the tests' own models, read from the source tree's path compiled into cuda_backend_test
+# (AXION_TEST_MODELS), which the GPU machine's copy of the tree need not share
+source_dir=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")
+mkdir -p "$bundle/test-models"
+cp -r "$source_dir/tests/io/models/." "$bundle/test-models/"
+echo "$source_dir/tests/io/models" >"$bundle/test-models.path"
 cat >"$bundle/setup.sh" <<'SETUP'
 #!/usr/bin/env bash
 # Installs the bundled MuJoCo sample models where the tests and gpu_bench look for them.
@@ -38,6 +44,12 @@ mkdir -p /usr/share/mujoco/model
 for dir in "$here"/model/*; do
   [ -e "/usr/share/mujoco/model/$(basename "$dir")" ] || cp -r "$dir" /usr/share/mujoco/model/
 done
+# ... and the tests' own models where the test binary was built to read them
+test_models=$(cat "$here/test-models.path")
+if [ ! -e "$test_models" ]; then
+  mkdir -p "$test_models"
+  cp -r "$here/test-models/." "$test_models/"
+fi
 SETUP
 chmod +x "$bundle/setup.sh"
 du -sh "$bundle"

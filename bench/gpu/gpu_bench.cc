@@ -434,7 +434,7 @@ int main(int argc, char** argv) {
   // the execution switches of the environment that change timings, not results
   for (const char* name :
        {"AXION_BATCHED_NEWTON_TRIPS", "AXION_BATCHED_NEWTON_WORLDS", "AXION_CUDA_TEAMS",
-        "AXION_CUDA_SLICES", "AXION_CUDA_GRAPHS", "AXION_CUDA_PROFILE", "AXION_CUDA_ROW_PAIRS"}) {
+        "AXION_CUDA_SLICES", "AXION_CUDA_GRAPHS", "AXION_CUDA_PROFILE", "AXION_CUDA_ROW_SPLIT"}) {
     if (const char* value = std::getenv(name)) std::printf("%s=%s\n", name, value);
   }
   std::printf("%-9s %-5s %7s %6s %9s %9s %14s %8s %10s %7s %8s %9s %9s %12s\n", "scene", "bknd",

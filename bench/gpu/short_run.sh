@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # The GPU checks and figures that matter most, in order of importance, within a wall-clock budget
 # (default 420 s): every part gets at most its own limit and what is left of the budget, and is
-# skipped when too little is left. Parts: the GPU tests with the captured graph and with each
-# Newton solve finished world by world after 2 batch trips; the issue's sweep (humanoid and the
-# 10-box stack at 1 to 32768 worlds, at rest; a lone world and 64 with every trip batched, against
-# the default's solves finished world by world); the training loop with the default split, with
-# every trip batched and with the solves finished world by world after 0, 4 and 8 trips whatever
-# the count still iterating (AXION_BATCHED_NEWTON_WORLDS=1; 8 was the default before the count
-# rule); the first 100 steps of 8192 humanoids likewise, and with the row pairs on one thread
-# (AXION_CUDA_ROW_PAIRS=1); the per-pass profile, both ways, and the 10-box stack's at rest (its
-# collision pass); a memcheck pass. Logs go to OUT_DIR (and, packed, to OUT_DIR/logs.tgz); a
-# summary is printed last.
+# skipped when too little is left. Parts: the GPU tests; the issue's sweep (humanoid and the
+# 10-box stack at 1 to 32768 worlds, at rest); the per-pass profile of the first 100 steps of 8192
+# humanoids with the row pass split by row kind (the default) and as one kernel
+# (AXION_CUDA_ROW_SPLIT=0), and the 10-box stack's at rest; those first 100 steps both ways; the
+# training loop; the tests with each Newton solve finished world by world after 2 batch trips;
+# the training loop with every trip batched and with the solves finished world by world after 0,
+# 4 and 8 trips whatever the count still iterating (AXION_BATCHED_NEWTON_WORLDS=1); the first
+# 100 steps likewise; a lone world and 64 with every trip batched; 32768 humanoids' first 100
+# steps; a memcheck pass. Logs go to OUT_DIR (and, packed, to OUT_DIR/logs.tgz); a summary is
+# printed last.
 #
 # usage: bench/gpu/short_run.sh [BIN_DIR (build/release, or a bundle's bin)] [OUT_DIR (gpu-results)] [BUDGET_S (420)]
 set -uo pipefail
@@ -60,16 +60,33 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total 
 
 part "tests, graph" 200 tests_graph.log "$tests"
 tests_summary tests_graph.log
-part "tests, world by world after 2 trips" 120 tests_trips2.log \
-  env AXION_BATCHED_NEWTON_TRIPS=2 "$tests"
-tests_summary tests_trips2.log
 
 part "sweep at rest" 120 sweep.log "$bench" --backend=cuda --settle_steps=150 --min_time=1 \
   --max_steps=300
 bench_rows sweep.log
+part "per-pass profile" 60 profile.log env AXION_CUDA_PROFILE=1 "$bench" --backend=cuda \
+  --scene=humanoid --worlds=8192 --min_time=1000 --max_steps=100
+grep -A14 "CUDA pass profile" "$out/profile.log" | tee -a "$summary"
+part "per-pass profile, one row kernel" 60 profile_one_row_kernel.log env AXION_CUDA_PROFILE=1 \
+  AXION_CUDA_ROW_SPLIT=0 "$bench" --backend=cuda --scene=humanoid --worlds=8192 \
+  --min_time=1000 --max_steps=100
+grep -A8 "CUDA pass profile" "$out/profile_one_row_kernel.log" | tee -a "$summary"
+part "per-pass profile, stack at rest" 40 profile_stack.log env AXION_CUDA_PROFILE=1 "$bench" \
+  --backend=cuda --scene=stack --worlds=8192 --settle_steps=150 --min_time=1 --max_steps=300
+grep -A10 "CUDA pass profile" "$out/profile_stack.log" | tee -a "$summary"
+part "first 100 steps, default" 30 first100.log "$bench" --backend=cuda --scene=humanoid \
+  --worlds=8192 --min_time=1000 --max_steps=100
+bench_rows first100.log
+part "first 100 steps, one row kernel" 30 first100_one_row_kernel.log \
+  env AXION_CUDA_ROW_SPLIT=0 "$bench" --backend=cuda --scene=humanoid --worlds=8192 \
+  --min_time=1000 --max_steps=100
+bench_rows first100_one_row_kernel.log
 part "training loop, default split" 40 rl_default.log "$bench" --backend=cuda \
   --scene=humanoid --worlds=64,1024,8192 --settle_steps=150 --min_time=1 --max_steps=300 --rl_loop
 bench_rows rl_default.log
+part "tests, world by world after 2 trips" 120 tests_trips2.log \
+  env AXION_BATCHED_NEWTON_TRIPS=2 "$tests"
+tests_summary tests_trips2.log
 part "training loop, batched" 60 rl.log env AXION_BATCHED_NEWTON_TRIPS=1000000 "$bench" \
   --backend=cuda --scene=humanoid --worlds=64,1024,8192 --settle_steps=150 --min_time=1 \
   --max_steps=300 --rl_loop
@@ -81,17 +98,10 @@ for trips in 0 4 8; do
     --rl_loop
   bench_rows "rl_trips$trips.log"
 done
-part "first 100 steps, default split" 30 first100.log "$bench" --backend=cuda --scene=humanoid \
-  --worlds=8192 --min_time=1000 --max_steps=100
-bench_rows first100.log
 part "first 100 steps, 8 trips whatever the count" 30 first100_trips8.log \
   env AXION_BATCHED_NEWTON_WORLDS=1 "$bench" --backend=cuda --scene=humanoid --worlds=8192 \
   --min_time=1000 --max_steps=100
 bench_rows first100_trips8.log
-part "first 100 steps, row pairs on one thread" 30 first100_pairs.log \
-  env AXION_CUDA_ROW_PAIRS=1 "$bench" --backend=cuda --scene=humanoid --worlds=8192 \
-  --min_time=1000 --max_steps=100
-bench_rows first100_pairs.log
 for trips in 0 4; do
   part "first 100 steps, world by world after $trips trips" 30 "first100_trips$trips.log" \
     env AXION_BATCHED_NEWTON_TRIPS=$trips AXION_BATCHED_NEWTON_WORLDS=1 "$bench" --backend=cuda \
@@ -105,16 +115,6 @@ bench_rows small_batched.log
 part "first 100 steps, 32768 worlds" 40 first100_32k.log "$bench" --backend=cuda \
   --scene=humanoid --worlds=32768 --min_time=1000 --max_steps=100
 bench_rows first100_32k.log
-part "per-pass profile" 60 profile.log env AXION_CUDA_PROFILE=1 "$bench" --backend=cuda \
-  --scene=humanoid --worlds=8192 --min_time=1000 --max_steps=100
-grep -A14 "CUDA pass profile" "$out/profile.log" | tee -a "$summary"
-part "per-pass profile, row pairs on one thread" 60 profile_pairs.log env AXION_CUDA_PROFILE=1 \
-  AXION_CUDA_ROW_PAIRS=1 "$bench" --backend=cuda --scene=humanoid --worlds=8192 --min_time=1000 \
-  --max_steps=100
-grep -A6 "CUDA pass profile" "$out/profile_pairs.log" | tee -a "$summary"
-part "per-pass profile, stack at rest" 40 profile_stack.log env AXION_CUDA_PROFILE=1 "$bench" \
-  --backend=cuda --scene=stack --worlds=8192 --settle_steps=150 --min_time=1 --max_steps=300
-grep -A10 "CUDA pass profile" "$out/profile_stack.log" | tee -a "$summary"
 if command -v compute-sanitizer >/dev/null; then
   part "memcheck" 90 memcheck.log env AXION_BATCHED_NEWTON_TRIPS=1 compute-sanitizer \
     --tool memcheck --print-limit 5 "$tests" \

@@ -20,6 +20,7 @@ constexpr size_t kRangeBytes = size_t(1) << 20;
 
 struct SerialExec {
   static constexpr bool row_pairs_on_one_thread = true;  // row_evaluate
+  static constexpr bool row_kinds_split = false;         // one pass over the rows
   const BatchView& v;
   template <class F>
   void run(const int32_t* offset, WorldRange r, F f) const {

@@ -15,16 +15,31 @@ namespace axion::kernels {
 // A contact's two friction rows, and a DOF's two limit rows, are computed from shared terms
 // (contact_friction_rows, joint_limit_rows). With `paired` (the CPU) the first row's call
 // writes both and the second's does nothing; without (the device) each row's call computes the
-// pair's terms and writes its own row. On the device the first row's thread writing both did a
-// row's work twice while its pair's lane idled; the pass measured 3.92 ms per sub-step at 8192
-// falling humanoids against 2.15 before the rows were paired (H200; RESULTS.md, run J). The bits
-// are the same either way (WholeBatchPipelineTest evaluates one row per call, as the device).
+// pair's terms and writes its own row. The bits are the same either way (WholeBatchPipelineTest
+// evaluates one row per call, as the device). On an H200 the two took the same time (4.20 and
+// 4.30 ms per sub-step at 8192 falling humanoids, RESULTS.md); the device's kernel must not
+// carry the paired path as a runtime choice: it took the kernel from 168 to 204 registers and
+// from 528 to 3,552 bytes of stack per thread.
 #if defined(__CUDA_ARCH__)
 inline constexpr bool kRowPairsOnOneThread = false;
 #else
 inline constexpr bool kRowPairsOnOneThread = true;
 #endif
-AXION_HD void row_evaluate(const BatchView& v, int row, bool paired = kRowPairsOnOneThread) {
+
+// The row kinds most rows of most scenes are of: the joints' bilateral and limit rows, the
+// contacts' normal and friction rows. The device evaluates them in a kernel of their own
+// (row_evaluate_common) and the rest in a second (row_evaluate_rare): compiled together, the
+// rare kinds' paths (tendons, couplings) set the one kernel's registers and stack for all
+// rows (ptxas, sm_90: 168 registers and 528 bytes of stack per thread together, 124 and 64
+// for the common kinds alone).
+AXION_HD_INLINE bool row_kind_common(int kind) {
+  return (kind >= kRowAnchor && kind <= kRowAngularLock) || kind == kRowLimitLower ||
+         kind == kRowLimitUpper || kind == kRowContactNormal || kind == kRowFriction1 ||
+         kind == kRowFriction2;
+}
+
+// row_evaluate for a row of a common kind (row_kind_common); false, doing nothing, otherwise.
+AXION_HD bool row_evaluate_common(const BatchView& v, int row, bool paired = kRowPairsOnOneThread) {
   const WorldParams& p = v.world_params[v.row_world[row]];
   switch (v.row_kind[row]) {
     case kRowAnchor:
@@ -32,7 +47,8 @@ AXION_HD void row_evaluate(const BatchView& v, int row, bool paired = kRowPairsO
     case kRowLinearLock:
     case kRowAngularLock:
       joint_bilateral_row(v, row, p);
-      break;
+      v.row_error[row] = v.row_residual[row];
+      return true;
     case kRowLimitLower:
     case kRowLimitUpper: {
       // unilateral: writes its own error (the pair's: after its DOF's lower limit row)
@@ -42,26 +58,11 @@ AXION_HD void row_evaluate(const BatchView& v, int row, bool paired = kRowPairsO
       } else {
         joint_limit_rows(v, lower ? row : row - 1, p, row);
       }
-      return;
+      return true;
     }
-    case kRowLimitCone:
-      joint_cone_limit_row(v, row, p);
-      return;  // unilateral: wrote its own error
-    case kRowCoupling:
-      joint_coupling_row(v, row, p);
-      break;
-    case kRowCouplingLeader:
-      joint_coupling_leader_slot(v, row);
-      return;
-    case kRowFrictionLoss:
-      joint_friction_loss_row(v, row);
-      return;  // wrote its own error
-    case kRowDrive:
-      joint_drive_row(v, row, p);
-      return;  // wrote its own error
     case kRowContactNormal:
       contact_normal_row(v, row, p);
-      return;  // unilateral: wrote its own error
+      return true;  // unilateral: wrote its own error
     case kRowFriction1:
     case kRowFriction2: {
       // writes its own error (the pair's: after its contact's first friction row)
@@ -71,22 +72,52 @@ AXION_HD void row_evaluate(const BatchView& v, int row, bool paired = kRowPairsO
       } else {
         contact_friction_rows(v, first ? row : row - 1, p, row);
       }
-      return;
+      return true;
     }
+    default:
+      return false;
+  }
+}
+
+// row_evaluate for a row of any other kind; nothing for a common one.
+AXION_HD void row_evaluate_rare(const BatchView& v, int row) {
+  const int kind = v.row_kind[row];
+  if (row_kind_common(kind)) return;
+  const WorldParams& p = v.world_params[v.row_world[row]];
+  switch (kind) {
+    case kRowLimitCone:
+      joint_cone_limit_row(v, row, p);
+      return;  // unilateral: wrote its own error
+    case kRowCoupling:
+      joint_coupling_row(v, row, p);
+      v.row_error[row] = v.row_residual[row];
+      return;
+    case kRowCouplingLeader:
+      joint_coupling_leader_slot(v, row);
+      return;
+    case kRowFrictionLoss:
+      joint_friction_loss_row(v, row);
+      return;  // wrote its own error
+    case kRowDrive:
+      joint_drive_row(v, row, p);
+      return;  // wrote its own error
     case kRowContactTorsion:
     case kRowContactRoll1:
     case kRowContactRoll2:
       contact_angular_friction_row(v, row, p);
       return;  // wrote its own error
     default:
-      if (v.row_kind[row] >= kRowTendonLimitLower) {
+      if (kind >= kRowTendonLimitLower) {
         tendon_row(v, row, p);  // wrote its own error
       } else {
         disable_row(v, row);
       }
       return;
   }
-  v.row_error[row] = v.row_residual[row];
+}
+
+AXION_HD void row_evaluate(const BatchView& v, int row, bool paired = kRowPairsOnOneThread) {
+  if (!row_evaluate_common(v, row, paired)) row_evaluate_rare(v, row);
 }
 
 /// Per world, once its rows are built for the step: each body's list of the live rows acting

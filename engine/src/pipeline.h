@@ -149,12 +149,26 @@ AXION_HD void world_evaluate_dynamics(const BatchView& v, Team team, int w, Mask
 // (H100, 1024 / 8192 humanoids: 1.07x / 1.03x world-steps/s, the same at full load).
 template <class Exec>
 void evaluate_rows_and_dynamics(Exec& ex, const BatchView& v, WorldRange wr, Mask mask) {
-  const bool paired = ex.row_pairs_on_one_thread;
-  ex.rows(
-      wr, AXION_LAMBDA(int r) {
-        if (in_mask(v, v.row_world[r], mask) && island_in_mask(v, row_island(v, r), mask))
-          row_evaluate(v, r, paired);
-      });
+  // (the executor's constant, not a capture: a runtime flag kept both paths in the device's
+  // kernel, row_evaluate)
+  if (ex.row_kinds_split) {
+    ex.rows(
+        wr, AXION_LAMBDA(int r) {
+          if (in_mask(v, v.row_world[r], mask) && island_in_mask(v, row_island(v, r), mask))
+            row_evaluate_common(v, r, Exec::row_pairs_on_one_thread);
+        });
+    ex.rows(
+        wr, AXION_LAMBDA(int r) {
+          if (in_mask(v, v.row_world[r], mask) && island_in_mask(v, row_island(v, r), mask))
+            row_evaluate_rare(v, r);
+        });
+  } else {
+    ex.rows(
+        wr, AXION_LAMBDA(int r) {
+          if (in_mask(v, v.row_world[r], mask) && island_in_mask(v, row_island(v, r), mask))
+            row_evaluate(v, r, Exec::row_pairs_on_one_thread);
+        });
+  }
   ex.teams(
       wr, AXION_LAMBDA(int w, Team team) {
         if (in_mask(v, w, mask)) world_evaluate_dynamics(v, team, w, mask);

@@ -709,18 +709,23 @@ TEST_F(CudaBackendTest, NarrowTeamsGiveTheSameBitsAsWarps) {
 #endif
 }
 
-// A contact's friction rows and a DOF's limit rows written by their pair's first row's thread
-// (AXION_CUDA_ROW_PAIRS=1, as on the CPU) or each by its own (the default): the same bits.
-// Stacks (friction), the robot-joints scene (limits, a cone) and the humanoid (both).
-TEST_F(CudaBackendTest, RowPairsGiveTheSameBitsOnOneThreadOrTwo) {
-  ExpectSameBitsUnder(MustCompile(scenes::Stack(10)), 100, 40, "AXION_CUDA_ROW_PAIRS", "0", "1");
-  ExpectSameBitsUnder(MustCompile(scenes::RobotJoints()), 16, 100, "AXION_CUDA_ROW_PAIRS", "0",
+// The row pass as one kernel over every row kind (AXION_CUDA_ROW_SPLIT=0) or as the common
+// kinds' kernel and then the rest's (the default): the same bits. Stacks (normal and friction
+// rows), the robot joints (limits, a cone, couplings) and with tendons (tendon rows), spinning
+// spheres (torsion and rolling rows) and the humanoid.
+TEST_F(CudaBackendTest, RowKindsSplitGivesTheSameBits) {
+  ExpectSameBitsUnder(MustCompile(scenes::Stack(10)), 100, 40, "AXION_CUDA_ROW_SPLIT", "0", "1");
+  ExpectSameBitsUnder(MustCompile(scenes::RobotJoints()), 16, 100, "AXION_CUDA_ROW_SPLIT", "0",
                       "1");
+  ExpectSameBitsUnder(MustCompile(scenes::RobotJointsWithTendons()), 16, 100,
+                      "AXION_CUDA_ROW_SPLIT", "0", "1");
+  ExpectSameBitsUnder(MustCompile(scenes::SpinningSpheresInBox(30)), 8, 60, "AXION_CUDA_ROW_SPLIT",
+                      "0", "1");
 #if defined(AXION_TEST_HAVE_MJCF)
   absl::StatusOr<ImportResult> imported =
       LoadMjcfFile("/usr/share/mujoco/model/humanoid/humanoid.xml");
   if (imported.ok()) {
-    ExpectSameBitsUnder(MustCompile(imported->model), 64, 150, "AXION_CUDA_ROW_PAIRS", "0", "1");
+    ExpectSameBitsUnder(MustCompile(imported->model), 64, 150, "AXION_CUDA_ROW_SPLIT", "0", "1");
   }
 #endif
 }

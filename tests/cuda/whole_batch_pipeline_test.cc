@@ -29,6 +29,8 @@ namespace {
 struct WholeBatchExec {
   // a call per row, each writing its own, as on the device (row_evaluate)
   static constexpr bool row_pairs_on_one_thread = false;
+  // the common row kinds, then the rest, in passes of their own, as on the device
+  static constexpr bool row_kinds_split = true;
   int world_count = 0, body_count = 0, joint_count = 0, dof_count = 0, shape_count = 0,
       row_count = 0;
 

@@ -261,12 +261,12 @@ bool NarrowTeams(int world_count) {
   return world_count > kNarrowTeamWorlds;
 }
 
-// AXION_CUDA_ROW_PAIRS=1: a contact's friction rows and a DOF's limit rows written by their
-// pair's first row's thread, as on the CPU (row_evaluate); by default each row's thread writes
-// its own. The bits are the same; the switch is there to measure the two on one device.
-bool RowPairsOnOneThread() {
-  const char* env = std::getenv("AXION_CUDA_ROW_PAIRS");
-  return env != nullptr && std::string(env) == "1";
+// AXION_CUDA_ROW_SPLIT=0: the row pass as one kernel over every row kind; by default the common
+// kinds' kernel, then the rest's (row_kind_common). The bits are the same; the switch is there to
+// measure the two on one device.
+bool RowKindsSplit() {
+  const char* env = std::getenv("AXION_CUDA_ROW_SPLIT");
+  return env == nullptr || std::string(env) != "0";
 }
 
 // Host copies of the batch's per-world element offsets (world_count + 1 each), so that a pass
@@ -279,9 +279,9 @@ struct HostOffsets {
 // range (a slice of the batch, see CudaBackend::slices_), masked per world by the world's phase.
 struct CudaExec {
   using Where = std::source_location;
-  // row_evaluate: a thread per row (false), or a pair's first row's thread writing both
-  // (AXION_CUDA_ROW_PAIRS=1, RowPairsOnOneThread): the same bits, for measuring the two
-  bool row_pairs_on_one_thread = false;
+  // row_evaluate: a thread per row, each writing its own
+  static constexpr bool row_pairs_on_one_thread = false;
+  bool row_kinds_split = true;  // RowKindsSplit
   cudaStream_t stream = nullptr;
   int max_blocks = 1;
   const HostOffsets* offsets = nullptr;
@@ -741,7 +741,7 @@ class CudaBackend final : public ExecutionBackend {
       exec.solve_team_width = kNarrowSolveWidth;
       exec.factor_team_width = kNarrowFactorWidth;
     }
-    exec.row_pairs_on_one_thread = RowPairsOnOneThread();
+    exec.row_kinds_split = RowKindsSplit();
     exec.offsets = &offsets_;
     exec.live_rows = {view_.world_row_offset, view_.world_joint_row_count,
                       view_.world_contact_count, view_.world_angular_row_count};
