@@ -11,6 +11,13 @@
 // Prints per side the Newton and CR iterations per step, the steps not converged and the time
 // per step (each world stepped alone, the two sides alternating first), and how far B's
 // velocities end from A's after a step.
+//
+//   solver_pairs --model=humanoid.xml --seeds=2 --steps=2000 --trace_step=1490
+//                --b=newton_iterations=30
+//
+// instead traces one step: side B solves that step's state again and again, with a Newton limit
+// of 1, 2, ... iterations, and prints the residual each ends at (its best iterate's), to see
+// whether a slow step converges linearly, stalls or cycles.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -45,6 +52,10 @@ ABSL_FLAG(double, noise, 0.01,
 ABSL_FLAG(std::string, seeds, "1", "noise seeds: one number or a range FIRST-LAST");
 ABSL_FLAG(std::string, a, "", "solver options of side A over the model's: key=value,...");
 ABSL_FLAG(std::string, b, "", "solver options of side B over the model's: key=value,...");
+ABSL_FLAG(int, trace_step, 0,
+          "> 0: at this step of the first seed, print side B's residual after each number of "
+          "Newton iterations from 1 to its newton_iterations (each from the step's start, tail "
+          "and halvings off), then stop");
 
 namespace axion {
 namespace {
@@ -164,6 +175,35 @@ absl::Status StepTimed(Simulator& sim, WorldId world, SideTotals* totals) {
   return absl::OkStatus();
 }
 
+// Side B's residual after 1, 2, ... Newton iterations of one step, each from the same state
+// (the best iterate's, which a solve stopped at its limit keeps).
+absl::Status TraceStep(Simulator& sim, WorldId world, const std::string& snapshot,
+                       SolverOptions options) {
+  const int iterations = options.newton_iterations;
+  options.newton_tail_iterations = 0;
+  options.step_halvings = 0;
+  options.contact_redos = 0;
+  std::printf("iterations  residual (m/s)  CR  trials  contacts\n");
+  for (int k = 1; k <= iterations; ++k) {
+    options.newton_iterations = k;
+    WorldModelUpdate update;
+    update.world = world;
+    update.options = options;
+    absl::Status status = sim.SetWorldModels({update});
+    if (!status.ok()) return status;
+    status = sim.Restore(world, snapshot);
+    if (!status.ok()) return status;
+    status = sim.Step({world});
+    if (!status.ok()) return status;
+    absl::StatusOr<WorldStats> stats = sim.GetStats(world);
+    if (!stats.ok()) return stats.status();
+    std::printf("%10d  %14.3g  %2d  %6d  %8d\n", stats->newton_iterations, double(stats->residual),
+                stats->cr_iterations, stats->line_search_trials, stats->contact_count);
+    if (!(stats->flags & kWorldNotConverged)) break;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Run() {
   std::string path = absl::GetFlag(FLAGS_model);
   if (path.empty()) return absl::InvalidArgumentError("--model is required");
@@ -231,6 +271,8 @@ absl::Status Run() {
       if (!snapshot.ok()) return snapshot.status();
       status = (*sim)->Restore(world[1], *snapshot);
       if (!status.ok()) return status;
+      if (step + 1 == absl::GetFlag(FLAGS_trace_step))
+        return TraceStep(**sim, world[1], *snapshot, options_b);
       for (int k = 0; k < 2; ++k) {
         const int s = (step + k) % 2;  // alternate which side runs first
         status = StepTimed(**sim, world[s], &side[s]);
