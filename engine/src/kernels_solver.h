@@ -38,6 +38,18 @@ AXION_HD_INLINE bool row_kind_common(int kind) {
          kind == kRowFriction2;
 }
 
+// One row of a pair computed together (`first`: the pair's first row), as `paired` says: the
+// first row's call writes both (evaluate(row, kPairedRows)) and the second's nothing, or each
+// call computes the pair from its first row and writes its own (evaluate(row - 1, row)).
+template <class Evaluate>
+AXION_HD void row_pair_evaluate(int row, bool first, bool paired, Evaluate evaluate) {
+  if (paired) {
+    if (first) evaluate(row, kPairedRows);
+  } else {
+    evaluate(first ? row : row - 1, row);
+  }
+}
+
 // row_evaluate for a row of a common kind (row_kind_common); false, doing nothing, otherwise.
 AXION_HD bool row_evaluate_common(const BatchView& v, int row, bool paired = kRowPairsOnOneThread) {
   const WorldParams& p = v.world_params[v.row_world[row]];
@@ -50,30 +62,20 @@ AXION_HD bool row_evaluate_common(const BatchView& v, int row, bool paired = kRo
       v.row_error[row] = v.row_residual[row];
       return true;
     case kRowLimitLower:
-    case kRowLimitUpper: {
+    case kRowLimitUpper:
       // unilateral: writes its own error (the pair's: after its DOF's lower limit row)
-      const bool lower = v.row_kind[row] == kRowLimitLower;
-      if (paired) {
-        if (lower) joint_limit_rows(v, row, p, kPairedRows);
-      } else {
-        joint_limit_rows(v, lower ? row : row - 1, p, row);
-      }
+      row_pair_evaluate(row, v.row_kind[row] == kRowLimitLower, paired,
+                        [&](int first, int write) { joint_limit_rows(v, first, p, write); });
       return true;
-    }
     case kRowContactNormal:
       contact_normal_row(v, row, p);
       return true;  // unilateral: wrote its own error
     case kRowFriction1:
-    case kRowFriction2: {
+    case kRowFriction2:
       // writes its own error (the pair's: after its contact's first friction row)
-      const bool first = v.row_kind[row] == kRowFriction1;
-      if (paired) {
-        if (first) contact_friction_rows(v, row, p, kPairedRows);
-      } else {
-        contact_friction_rows(v, first ? row : row - 1, p, row);
-      }
+      row_pair_evaluate(row, v.row_kind[row] == kRowFriction1, paired,
+                        [&](int first, int write) { contact_friction_rows(v, first, p, write); });
       return true;
-    }
     default:
       return false;
   }
