@@ -13,6 +13,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/server.h"
 
@@ -65,6 +67,14 @@ bool ParseBackend(const std::string& name, axion::Backend* backend) {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("Batched rigid-body simulation server (gRPC axion.v1.Simulation)");
+  // --help lists the flags of the files named like the program (axion-server): its flags are
+  // in server/main.cc
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::EndsWith(file, "server/main.cc");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);
 
   // Block the shutdown signals in every thread (threads inherit the mask) so that only the

@@ -112,3 +112,9 @@ def test_no_server_exits_two_within_the_deadline(health_probe):
 def test_bad_command_line_exits_three(health_probe):
     assert probe(health_probe, "--timeout_s=0").returncode == 3
     assert probe(health_probe, "--tls", "--tls_ca=/nonexistent/ca.pem").returncode == 3
+
+
+def test_help_lists_the_probes_flags(health_probe):
+    result = probe(health_probe, "--help")
+    for flag in ("--addr", "--service", "--timeout_s", "--tls"):
+        assert flag in result.stdout, result.stdout

@@ -58,6 +58,15 @@ def run_probe(health_probe, server, *args):
     )
 
 
+def test_help_lists_the_servers_flags(server_binary):
+    # what an operator reads before writing a container's arguments
+    result = subprocess.run(
+        [str(server_binary), "--help"], capture_output=True, text=True, timeout=30
+    )
+    for flag in ("--port", "--backend", "--max_worlds_per_client", "--drain_timeout_s", "--auth_token"):
+        assert flag in result.stdout, result.stdout
+
+
 def test_health_probe_reports_serving(health_probe, server):
     for args in ((), ("--service=axion.v1.Simulation",)):
         result = run_probe(health_probe, server, *args)

@@ -38,6 +38,17 @@ int RunCommand(const std::string& command, std::string* output) {
   return test::RunCommand(command + " 2>/dev/null", output);
 }
 
+// --help lists the runner's own flags (abseil lists those of files named like the program,
+// which axion-sim's axion_sim.cc is not without being told).
+TEST(AxionSimTest, HelpListsTheRunnersFlags) {
+  std::string out;
+  RunCommand(kBinary + " --help", &out);
+  for (const char* flag : {"--model", "--worlds", "--steps", "--noise", "--timestep",
+                           "--trajectory", "--newton_iterations", "--step_stats"}) {
+    EXPECT_NE(out.find(flag), std::string::npos) << flag << " missing from:\n" << out;
+  }
+}
+
 TEST(AxionSimTest, ReportsThroughputAndWritesACsvTrajectory) {
   std::string csv = ::testing::TempDir() + "pendulum_trajectory.csv";
   std::string out;

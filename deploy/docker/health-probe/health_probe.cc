@@ -27,6 +27,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 
 ABSL_FLAG(std::string, addr, "127.0.0.1:50051", "Server address, host:port.");
 ABSL_FLAG(std::string, service, "",
@@ -150,6 +152,14 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Checks a server's grpc.health.v1 status; exit 0 when SERVING, 1 for any other status, "
       "2 when the RPC fails.");
+  // --help lists the flags of the files named like the program (axion-health-probe): its
+  // flags are in health_probe.cc
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::EndsWith(file, "health_probe.cc");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);
 
   const std::string addr = absl::GetFlag(FLAGS_addr);

@@ -39,8 +39,10 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "axion/mjcf.h"
@@ -695,6 +697,14 @@ int main(int argc, char** argv) {
       "            [--timestep=DT] [--preconditioner=tree|jacobi] [--threads=T]\n"
       "            [--trajectory=out.csv|out.npy] [--trajectory_layout=engine|file] "
       "[--progress]");
+  // --help lists the flags of the files named like the program; this one's is axion_sim.cc,
+  // which the program name axion-sim does not match
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::EndsWith(file, "axion_sim.cc");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);
   absl::Status status = axion::Run();
   if (!status.ok()) {
