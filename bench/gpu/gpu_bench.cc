@@ -65,19 +65,20 @@ struct Flags {
   double newton_tolerance = 0;
 };
 
-[[noreturn]] void Usage(const char* message) {
-  std::fprintf(
-      stderr,
-      "%s\nusage: gpu_bench [--backend=auto|cpu|cuda] [--max_worlds=N] [--worlds=N,N,...] "
-      "[--scene=all|humanoid|humanoids22|ragdoll|stack|terrain] [--settle_steps=N] "
-      "[--min_time=SECONDS] "
-      "[--max_steps=N] [--threads=N] [--preconditioner=model|tree|jacobi] [--rl_loop] "
-      "[--contact_capacity=N] [--newton_iterations=N] [--newton_tolerance=X] "
-      "[--newton_stall_iterations=N] "
-      "[--newton_tail_iterations=N] [--loop_rows=N] [--step_halvings=N] "
-      "[--halving_carryover=true|false]\n",
-      message);
-  std::exit(2);
+// The usage line after `message`: on stderr with exit status 2 for a bad command line, on
+// stdout with 0 for --help.
+[[noreturn]] void Usage(const char* message, int status = 2) {
+  std::fprintf(status == 0 ? stdout : stderr,
+               "%s\nusage: gpu_bench [--backend=auto|cpu|cuda] [--max_worlds=N] [--worlds=N,N,...] "
+               "[--scene=all|humanoid|humanoids22|ragdoll|stack|terrain] [--settle_steps=N] "
+               "[--min_time=SECONDS] "
+               "[--max_steps=N] [--threads=N] [--preconditioner=model|tree|jacobi] [--rl_loop] "
+               "[--contact_capacity=N] [--newton_iterations=N] [--newton_tolerance=X] "
+               "[--newton_stall_iterations=N] "
+               "[--newton_tail_iterations=N] [--loop_rows=N] [--step_halvings=N] "
+               "[--halving_carryover=true|false]\n",
+               message);
+  std::exit(status);
 }
 
 bool ParseInt(std::string_view text, int* out) {
@@ -98,6 +99,8 @@ Flags ParseFlags(int argc, char** argv) {
       return arg.substr(0, prefix.size()) == prefix ? arg.substr(prefix.size())
                                                     : std::string_view();
     };
+    if (arg == "--help" || arg == "-h")
+      Usage("Steps scenes of many worlds and prints world-steps/s.", 0);
     if (std::string_view v = value("backend"); !v.empty()) {
       if (v == "auto") {
         f.backend = Backend::kAuto;
