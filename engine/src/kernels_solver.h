@@ -638,9 +638,11 @@ AXION_HD void world_loop_factor(const BatchView& v, Team team, int world) {
   }
   // LU in row order without pivoting; (nearly) dependent rows keep their diagonal alone
   if (team.lane == 0) {
+    v.world_loop_exact[world] = 1;
     for (int k = 0; k < n; ++k) {
       Real* row_k = lu + k * kLoopRows;
       if (!(row_k[k] > kTreeRedundancy * a_diag[k])) {
+        v.world_loop_exact[world] = 0;
         row_k[k] = a_diag[k];
         for (int j = k + 1; j < n; ++j) row_k[j] = 0;
         for (int i = k + 1; i < n; ++i) lu[i * kLoopRows + k] = 0;
@@ -898,6 +900,33 @@ AXION_HD void world_loop_precondition(const BatchView& v, Team team, int world) 
   world_loop_factor(v, team, world);
 }
 
+/// Per world with the tree preconditioner: whether P is A^-1 (to kTreeInactive's square, far
+/// inside cr_tolerance), so that z = P r is the solve. It is where every row to solve is a
+/// joint's factored tree row, a decoupled one (tree_row_decoupled, which the tree solve couples
+/// by a symmetric Gauss-Seidel step) or one the loop factor eliminates with none of its pivots
+/// dropped: a mechanism or a figure in the air. Redundant rows, loops past the loop factor and
+/// rows the loop factor found dependent leave it to CR or GCR, and so do contacts: a contact
+/// against a joint on the same direction (a target held by slides inside a pad) or against
+/// another contact (a body squeezed between two static ones) factors in separate groups, where
+/// the redundancy test cannot see it, into pivots exact on paper and dominated by round-off;
+/// CR or GCR then checks the direction (IslandTest.BallFallsBesideAWedgedTargetLikeMuJoCo).
+AXION_HD bool world_tree_exact(const BatchView& v, Team team, int world) {
+  const bool loops = v.world_loop_count[world] > 0;
+  if (loops && !v.world_loop_exact[world]) return false;
+  Real outside[1];
+  team_sum_solve_rows(v, team, world, outside, [&](int row, Real* acc) {
+    const int kind = v.row_kind[row];
+    const bool contact = kind == kRowContactNormal || row_kind_is_friction(kind) ||
+                         row_kind_is_angular_friction(kind);
+    const bool covered =
+        !contact &&
+        (v.row_tree_head[row] >= 0 ? !v.row_tree_dropped[row] || tree_row_decoupled(v, row)
+                                   : !row_closes_loop(v, row) || (loops && !row_inactive(v, row)));
+    if (!covered) acc[0] += 1;
+  });
+  return outside[0] == 0;
+}
+
 /// Per world, one Newton iteration's whole linear solve, from r = b to the world's own
 /// stopping rule: Conjugate Residual while A is symmetric, GCR once sliding friction makes it
 /// unsymmetric. A team runs a world: one thread on the CPU, which keeps that world's rows and
@@ -906,6 +935,13 @@ AXION_HD void world_cr_solve(const BatchView& v, Team team, int world) {
   if (world_uses_tree(v, world)) {
     // z = P r, p = z (world_loop_precondition has found the rows outside frozen islands)
     world_precondition_apply(v, team, world, v.row_cr_r, v.row_cr_z);
+    if (world_tree_exact(v, team, world)) {
+      // P = A^-1: the solve is z, and a Krylov iteration would only confirm it
+      team_for_solve_rows(v, team, world, [&](int row) { v.row_dlambda[row] = v.row_cr_z[row]; });
+      team_sync(team);
+      if (team.lane == 0) v.world_cr_iterations[world] += 1;
+      return;
+    }
     team_for_solve_rows(v, team, world, [&](int row) { v.row_cr_p[row] = v.row_cr_z[row]; });
     team_sync(team);
   } else {

@@ -522,8 +522,9 @@ TEST(SimulatorTest, NonFiniteWorldIsFrozenAndOthersKeepRunning) {
   auto sim = MustCreateSimulator(2);
   auto model = MustCompile(Pendulum(1));
   std::vector<WorldId> ids = *sim->CreateWorlds(model, 3);
-  // A finite but absurd force overflows to infinity inside the step.
-  std::vector<Real> wrench{1e308, 1e308, 1e308, 0, 0, 0};
+  // A finite but absurd force and torque overflow to infinity inside the step (the bob's
+  // velocity, h f / m, and its spin, h tau / I, past the largest double).
+  std::vector<Real> wrench{1e308, 1e308, 1e308, 1e308, 1e308, 1e308};
   ASSERT_TRUE(sim->SetExternalForces(ids[1], wrench).ok());
   ASSERT_TRUE(sim->StepAll(5).ok());
   EXPECT_NE(sim->GetStats(ids[1])->flags & kWorldNonFinite, 0u);

@@ -187,6 +187,7 @@ struct BatchView {
   // loop closures: the rows outside the tree that close loops, and their Schur complement
   // (kernels_solver.h, world_loop_factor)
   int32_t* world_loop_count;    // (world_count) rows in the loop factor (0: none)
+  int32_t* world_loop_exact;    // (world_count) 1: no pivot of the loop factor was dropped
   int32_t* world_loop_rows;     // (world_count x 16) those rows (kLoopRows), in row order
   Real* world_loop_lu;          // (world_count x 256) LU factors of their Schur complement S,
                                 // row-major 16 x 16
