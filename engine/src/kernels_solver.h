@@ -638,11 +638,9 @@ AXION_HD void world_loop_factor(const BatchView& v, Team team, int world) {
   }
   // LU in row order without pivoting; (nearly) dependent rows keep their diagonal alone
   if (team.lane == 0) {
-    v.world_loop_exact[world] = 1;
     for (int k = 0; k < n; ++k) {
       Real* row_k = lu + k * kLoopRows;
       if (!(row_k[k] > kTreeRedundancy * a_diag[k])) {
-        v.world_loop_exact[world] = 0;
         row_k[k] = a_diag[k];
         for (int j = k + 1; j < n; ++j) row_k[j] = 0;
         for (int i = k + 1; i < n; ++i) lu[i * kLoopRows + k] = 0;
@@ -739,8 +737,9 @@ AXION_HD bool world_unsymmetric(const BatchView& v, Team team, int world) {
 ///   beta = <z+, Az+> / <z, Az>;  p = z + beta p;  Ap = Az + beta Ap
 /// until |r|_P <= tol |r0|_P, tested after the update of x so that a converged solve skips the
 /// next product with A.
-AXION_HD void world_cr_solve_symmetric(const BatchView& v, Team team, int world, Real tol) {
+AXION_HD void world_cr_solve_symmetric(const BatchView& v, Team team, int world) {
   const bool tree = world_uses_tree(v, world);
+  const Real tol = v.world_params[world].cr_tolerance;
   world_schur_product(v, team, world, v.row_cr_z, v.row_cr_az);
   // start: Ap = Az, <z, Az> and the reference norm <r, z>
   Real start[2];
@@ -814,10 +813,6 @@ AXION_HD void world_cr_solve_symmetric(const BatchView& v, Team team, int world,
 /// 9.65-10.04 against 9.64-9.73 s at 0.005 s, 3.22-3.34 against 3.33-3.40 s at 0.04 s), and 12
 /// stay for worlds past kLoopRows.
 inline constexpr int kGcrDirections = 12;
-// Relative tolerance of a solve whose preconditioner is exact but for contacts
-// (world_tree_exact): one iteration checks the tree's direction, and ends it unless round-off
-// or a contradiction between rows has spoilt it.
-inline constexpr Real kTreeExactTolerance = Real(1e-3);
 // GCR iterations per solve at most: where contacts close loops the solve can stall for hundreds
 // of iterations short of its tolerance, while Newton converges as well from the direction it
 // has after a few (the humanoid under control noise, 1000 steps, line search off, 8
@@ -832,11 +827,12 @@ AXION_HD Real* gcr_direction(const BatchView& v, Real* gcr, int world, int slot)
   const int slots = v.world_row_offset[world + 1] - row0;
   return gcr + kGcrDirections * row0 + slot * slots - row0;  // indexed by row
 }
-AXION_HD void world_gcr_solve(const BatchView& v, Team team, int world, Real tol) {
+AXION_HD void world_gcr_solve(const BatchView& v, Team team, int world) {
   Real rr[1];
   team_sum_solve_rows(v, team, world, rr, [&](int row, Real* acc) {
     acc[0] += v.row_cr_r[row] * v.row_precond[row] * v.row_cr_r[row];
   });
+  const Real tol = v.world_params[world].cr_tolerance;
   const int max_iterations = v.world_params[world].cr_iterations;
   const int limit = max_iterations < kGcrIterations ? max_iterations : kGcrIterations;
   const Real stop = tol * tol * rr[0];
@@ -902,34 +898,30 @@ AXION_HD void world_loop_precondition(const BatchView& v, Team team, int world) 
   world_loop_factor(v, team, world);
 }
 
-/// Per world with the tree preconditioner: whether P is A^-1 (to kTreeInactive's square, far
-/// inside cr_tolerance). It is where every row to solve is a factored tree row, a decoupled one
-/// (tree_row_decoupled, which the tree solve couples by a symmetric Gauss-Seidel step) or one
-/// the loop factor eliminates with none of its pivots dropped; redundant rows, loops past the
-/// loop factor and rows the loop factor found dependent leave P inexact (0). Without contacts
-/// (2: a mechanism, a figure in the air) z = P r is the solve. With them (1) one CR or GCR
-/// iteration checks it, to kTreeExactTolerance: a contact against a joint on the same direction
-/// (a target held by slides inside a pad) or against another contact (a body squeezed between
-/// two static ones) factors in separate groups, where the redundancy test cannot see it, and a
-/// world whose solve never converges then went elsewhere unchecked (the pad's target ran the
-/// falling ball of IslandTest.BallFallsBesideAWedgedTargetLikeMuJoCo 2.4 mm above the floor
-/// with islands off).
-AXION_HD int world_tree_exact(const BatchView& v, Team team, int world) {
-  const bool loops = v.world_loop_count[world] > 0;
-  if (loops && !v.world_loop_exact[world]) return 0;
-  Real outside[2];
+/// Per world with the tree preconditioner: whether z = P r is the solve, P being A^-1 to
+/// kTreeInactive's square, far inside cr_tolerance. It is where no row closes a loop and every
+/// row to solve is a joint's factored tree row or a decoupled one (tree_row_decoupled, which the
+/// tree solve then couples by a symmetric Gauss-Seidel step): a mechanism, a figure in the air.
+/// Redundant rows and loops leave P inexact, and contacts leave the check to CR or GCR: a
+/// contact against a joint on the same direction (a target held by slides inside a pad) or
+/// against another contact (a body squeezed between two static ones) factors in separate
+/// groups, where the redundancy test cannot see it, and a world whose solve never converges
+/// then went elsewhere unchecked (the pad's target ran the falling ball of
+/// IslandTest.BallFallsBesideAWedgedTargetLikeMuJoCo 2.4 mm above the floor with islands off).
+AXION_HD bool world_tree_exact(const BatchView& v, Team team, int world) {
+  // with loops the tree solve leaves the decoupled rows to their diagonal (world_tree_apply)
+  if (v.world_loop_count[world] > 0) return false;
+  Real outside[1];
   team_sum_solve_rows(v, team, world, outside, [&](int row, Real* acc) {
     const int kind = v.row_kind[row];
     const bool contact = kind == kRowContactNormal || row_kind_is_friction(kind) ||
                          row_kind_is_angular_friction(kind);
-    const bool covered = v.row_tree_head[row] >= 0
-                             ? !v.row_tree_dropped[row] || tree_row_decoupled(v, row)
-                             : !row_closes_loop(v, row) || (loops && !row_inactive(v, row));
+    const bool covered = !contact && (v.row_tree_head[row] >= 0
+                                          ? !v.row_tree_dropped[row] || tree_row_decoupled(v, row)
+                                          : !row_closes_loop(v, row));
     if (!covered) acc[0] += 1;
-    if (contact) acc[1] += 1;
   });
-  if (outside[0] > 0) return 0;
-  return outside[1] > 0 ? 1 : 2;
+  return outside[0] == 0;
 }
 
 /// Per world, one Newton iteration's whole linear solve, from r = b to the world's own
@@ -937,12 +929,10 @@ AXION_HD int world_tree_exact(const BatchView& v, Team team, int world) {
 /// unsymmetric. A team runs a world: one thread on the CPU, which keeps that world's rows and
 /// bodies in cache for the whole solve; a warp on CUDA.
 AXION_HD void world_cr_solve(const BatchView& v, Team team, int world) {
-  int exact = 0;
   if (world_uses_tree(v, world)) {
     // z = P r, p = z (world_loop_precondition has found the rows outside frozen islands)
     world_precondition_apply(v, team, world, v.row_cr_r, v.row_cr_z);
-    exact = world_tree_exact(v, team, world);
-    if (exact == 2) {
+    if (world_tree_exact(v, team, world)) {
       // P = A^-1: the solve is z, and a Krylov iteration would only confirm it
       team_for_solve_rows(v, team, world, [&](int row) { v.row_dlambda[row] = v.row_cr_z[row]; });
       team_sync(team);
@@ -955,13 +945,10 @@ AXION_HD void world_cr_solve(const BatchView& v, Team team, int world) {
     // the rows outside frozen islands (row_precondition has set z and p for the diagonal)
     world_build_solve_runs(v, team, world);
   }
-  const Real tol = exact == 1 && v.world_params[world].cr_tolerance < kTreeExactTolerance
-                       ? kTreeExactTolerance
-                       : v.world_params[world].cr_tolerance;
   if (world_unsymmetric(v, team, world)) {
-    world_gcr_solve(v, team, world, tol);
+    world_gcr_solve(v, team, world);
   } else {
-    world_cr_solve_symmetric(v, team, world, tol);
+    world_cr_solve_symmetric(v, team, world);
   }
 }
 

@@ -77,6 +77,9 @@ inline constexpr Real kTreeRedundancy = Real(1e-6);
 // this accuracy (a limit away from its stop; a contact the step does not close, and its friction
 // rows; see row_inactive).
 inline constexpr Real kTreeInactive = Real(1e-6);
+// row_tree_dropped of a row left out of its group's factor as decoupled (kTreeInactive; 1: as
+// redundant, kTreeRedundancy).
+inline constexpr int kTreeDecoupled = 2;
 // row_tree_child of a leaf group: contacts between one body and the static world (below).
 inline constexpr int kTreeLeaf = -2;
 // row_tree_child of the normal row of a contact outside the tree (closing a loop): its three rows
@@ -850,7 +853,7 @@ AXION_HD void tree_group_start(const BatchView& v, int g) {
     const bool inactive = (kind == kRowLimitLower || kind == kRowLimitUpper ||
                            kind == kRowLimitCone || kind == kRowFrictionLoss) &&
                           row_inactive(v, row);
-    v.row_tree_dropped[row] = inactive;
+    v.row_tree_dropped[row] = inactive ? kTreeDecoupled : 0;
     compact[k] = inactive ? -1 : m;
     if (!inactive) v.row_tree_rows[g + m++] = k;
   }
@@ -1020,11 +1023,11 @@ AXION_HD void tree_forward_group(const BatchView& v, int b, int g, const Real* t
 // Whether `row` of a tree group left the factor as decoupled (a limit or friction loss away
 // from its stop, kTreeInactive) rather than as redundant.
 AXION_HD bool tree_row_decoupled(const BatchView& v, int row) {
-  const int kind = v.row_kind[row];
-  return v.row_tree_dropped[row] &&
-         (kind == kRowLimitLower || kind == kRowLimitUpper || kind == kRowLimitCone ||
-          kind == kRowFrictionLoss) &&
-         row_inactive(v, row);
+  return v.row_tree_dropped[row] == kTreeDecoupled;
+}
+// Whether group g left any of its rows out as decoupled (it factors fewer than it holds).
+AXION_HD bool tree_group_has_decoupled(const BatchView& v, int g) {
+  return v.row_tree_count[g] < v.row_tree_size[g];
 }
 
 // The decoupled rows of group g (above body b, below its parent p) with their Jacobi impulse
@@ -1032,6 +1035,7 @@ AXION_HD bool tree_row_decoupled(const BatchView& v, int row) {
 // any is nonzero.
 AXION_HD bool tree_group_decoupled_forces(const BatchView& v, int b, int g, const Real* out,
                                           Real* f_b, Real* f_p) {
+  if (!tree_group_has_decoupled(v, g)) return false;
   const int p = v.row_tree_parent[g];
   bool any = false;
   for (int k = 0, size = v.row_tree_size[g]; k < size; ++k) {
@@ -1051,7 +1055,8 @@ AXION_HD bool tree_group_decoupled_forces(const BatchView& v, int b, int g, cons
 
 // The backward step of the group g above body b, the parent's x_p known: z_g = w_g - Y_g x_p
 // into `out`, and x_b = t_b + T_b z_g in body_tree_x (x_b and x_p held in registers).
-AXION_HD void tree_backward_group(const BatchView& v, int b, int g, const Real* in, Real* out) {
+AXION_HD void tree_backward_group(const BatchView& v, int b, int g, const Real* in, Real* out,
+                                  bool decoupled_step) {
   const int m = v.row_tree_count[g];
   const int p = v.row_tree_parent[g];
   Real x[6], xp[6];
@@ -1073,6 +1078,7 @@ AXION_HD void tree_backward_group(const BatchView& v, int b, int g, const Real* 
   AXION_UNROLL
   for (int c = 0; c < 6; ++c) v.body_tree_x[6 * b + c] = x[c];
   // the decoupled rows' Jacobi step again, now against x: z_d += (e_d - J_d x - c_d z_d) / A_dd
+  if (!decoupled_step || !tree_group_has_decoupled(v, g)) return;
   for (int k = 0, size = v.row_tree_size[g]; k < size; ++k) {
     const int row = g + k;
     if (!tree_row_decoupled(v, row)) continue;
@@ -1109,6 +1115,10 @@ AXION_HD void tree_group_hand_up_zero(const BatchView& v, int g) {
 AXION_HD void world_tree_apply(const BatchView& v, Team team, int world, const Real* in,
                                Real* out) {
   const int b0 = v.world_body_offset[world], b1 = v.world_body_offset[world + 1];
+  // the decoupled rows' Gauss-Seidel step where no loop factor applies the tree solve to its
+  // columns (one apply per loop row each Newton iteration, where the step cost more than it
+  // saved: a lying humanoid's solves)
+  const bool decoupled_step = v.world_loop_count[world] == 0;
   // Jacobi rows scaled, tree rows copied
   team_for_solve_rows(v, team, world, [&](int r) {
     bool tree = v.row_tree_head[r] >= 0 && !v.row_tree_dropped[r];
@@ -1154,7 +1164,8 @@ AXION_HD void world_tree_apply(const BatchView& v, Team team, int world, const R
       const int g = v.body_tree_parent[b];
       // the forces of the group's decoupled rows at their Jacobi impulses, on b and its parent
       Real f_p[6] = {0, 0, 0, 0, 0, 0};
-      const bool decoupled = g >= 0 && tree_group_decoupled_forces(v, b, g, out, f_b, f_p);
+      const bool decoupled =
+          decoupled_step && g >= 0 && tree_group_decoupled_forces(v, b, g, out, f_b, f_p);
       // nothing below b and in the group above it (a loop column's right-hand side touches a
       // few rows): t_b, w_g and u_g are zero, and w_g's entries of `out` already are
       bool zero = true;
@@ -1181,7 +1192,7 @@ AXION_HD void world_tree_apply(const BatchView& v, Team team, int world, const R
     for (int k = begin + team.lane; k < end; k += team.size) {
       const int b = v.body_tree_level_order[k];
       const int g = v.body_tree_parent[b];
-      if (g >= 0 && !body_frozen(v, b)) tree_backward_group(v, b, g, in, out);
+      if (g >= 0 && !body_frozen(v, b)) tree_backward_group(v, b, g, in, out, decoupled_step);
     }
   }
   team_sync(team);

@@ -533,11 +533,10 @@ TEST(TeamTest, SolveOverUnfrozenRowsMatchesTheSolveOverAllRows) {
       if (!use_runs) v.world_solve_runs[world] = 0;  // every live row
       kernels::world_precondition_apply(v, kernels::Team{}, world, v.row_cr_r, v.row_cr_z);
       for (int row = row0; row < row0 + live; ++row) v.row_cr_p[row] = v.row_cr_z[row];
-      const Real tol = v.world_params[world].cr_tolerance;
       if (gcr) {
-        kernels::world_gcr_solve(v, kernels::Team{}, world, tol);
+        kernels::world_gcr_solve(v, kernels::Team{}, world);
       } else {
-        kernels::world_cr_solve_symmetric(v, kernels::Team{}, world, tol);
+        kernels::world_cr_solve_symmetric(v, kernels::Team{}, world);
       }
       dlambda[use_runs].assign(v.row_dlambda + row0, v.row_dlambda + row0 + live);
       iterations[use_runs] = v.world_cr_iterations[world];

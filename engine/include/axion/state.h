@@ -187,7 +187,6 @@ struct BatchView {
   // loop closures: the rows outside the tree that close loops, and their Schur complement
   // (kernels_solver.h, world_loop_factor)
   int32_t* world_loop_count;    // (world_count) rows in the loop factor (0: none)
-  int32_t* world_loop_exact;    // (world_count) 1: no pivot of the loop factor was dropped
   int32_t* world_loop_rows;     // (world_count x 16) those rows (kLoopRows), in row order
   Real* world_loop_lu;          // (world_count x 256) LU factors of their Schur complement S,
                                 // row-major 16 x 16
@@ -593,8 +592,8 @@ struct BatchView {
   int32_t* row_tree_parent;   // (row slots) at a group's first row: the parent body; -1: a
                               // group to the world, the root of its component
   int32_t* row_tree_child;    // (row slots) at a group's first row: the child body
-  int32_t* row_tree_dropped;  // (row slots) 1: redundant or inactive this Newton iteration,
-                              // Jacobi instead
+  int32_t* row_tree_dropped;  // (row slots) 1: redundant, 2: inactive (decoupled) this Newton
+                              // iteration, Jacobi instead
   int32_t* row_tree_rows;     // (row slots) at a group's rows 0 .. count - 1: the offsets within
                               // the group of the rows factored this iteration (the active ones)
   int32_t* row_tree_count;    // (row slots) at a group's first row: how many rows it factors
