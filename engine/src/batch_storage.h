@@ -43,30 +43,28 @@ namespace axion {
   X(int32_t, world_step_level, 1)         \
   X(int32_t, world_presolve_carry, 1)     \
   X(Real, world_step_length, 1) X(int32_t, world_island_count, 1)
-#define AXION_WORLD_SCRATCH(X)                                                                \
-  X(int32_t, world_active, 1)                                                                 \
-  X(int32_t, world_step_pending, 1)                                                           \
-  X(Real, world_merit, 1)                                                                     \
-  X(Real, world_ls_step, 1)                                                                   \
-  X(int32_t, world_ls_trials, 1)                                                              \
-  X(int32_t, world_tree_built, 1)                                                             \
-  X(Real, world_residual_best, 1)                                                             \
-  X(Real, world_residual_last, 1)                                                             \
-  X(int32_t, world_linear_tail, 1)                                                            \
-  X(int32_t, world_cycled, 1)                                                                 \
-  X(Real, world_residual_ring, kCycleRing)                                                    \
-  X(int32_t, world_tree_levels, 1)                                                            \
-  X(int32_t, world_newton_best, 1)                                                            \
-  X(int32_t, world_newton_attempt, 1)                                                         \
-  X(int32_t, world_halves_left, 1)                                                            \
-  X(int32_t, world_halvings, 1)                                                               \
-  X(int32_t, world_redos, 1)                                                                  \
-  X(int32_t, world_loop_count, 1)                                                             \
-                                                                                              \
-  X(int32_t, world_missed_count, 1)                                                           \
-  X(int32_t, world_pair_count, 1)                                                             \
-  X(int32_t, world_loop_rows, 16) X(Real, world_loop_lu, 256) X(int32_t, world_solve_runs, 1) \
-      X(int32_t, world_presolve_colors, 1) X(int32_t, world_presolve_color_start, 66)
+#define AXION_WORLD_SCRATCH(X)                                                                    \
+  X(int32_t, world_active, 1)                                                                     \
+  X(int32_t, world_step_pending, 1)                                                               \
+  X(Real, world_merit, 1)                                                                         \
+  X(Real, world_ls_step, 1)                                                                       \
+  X(int32_t, world_ls_trials, 1)                                                                  \
+  X(int32_t, world_tree_built, 1)                                                                 \
+  X(Real, world_residual_best, 1)                                                                 \
+  X(Real, world_residual_last, 1)                                                                 \
+  X(int32_t, world_linear_tail, 1)                                                                \
+  X(int32_t, world_cycled, 1)                                                                     \
+  X(Real, world_residual_ring, kCycleRing)                                                        \
+  X(int32_t, world_tree_levels, 1)                                                                \
+  X(int32_t, world_newton_best, 1)                                                                \
+  X(int32_t, world_newton_attempt, 1)                                                             \
+  X(int32_t, world_halves_left, 1)                                                                \
+  X(int32_t, world_halvings, 1)                                                                   \
+  X(int32_t, world_redos, 1)                                                                      \
+  X(int32_t, world_loop_count, 1) X(int32_t, world_missed_count, 1)                               \
+      X(int32_t, world_pair_count, 1) X(int32_t, world_loop_rows, 16) X(Real, world_loop_lu, 256) \
+          X(int32_t, world_solve_runs, 1) X(int32_t, world_presolve_colors, 1)                    \
+              X(int32_t, world_presolve_color_start, 66)
 #define AXION_BODY_MODEL(X) \
   X(int32_t, body_world, 1) \
   X(Real, body_inv_mass, 1) X(Real, body_inertia, 9) X(Real, body_inv_inertia, 9) \
