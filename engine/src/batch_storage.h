@@ -60,8 +60,7 @@ namespace axion {
   X(int32_t, world_newton_attempt, 1)                                                             \
   X(int32_t, world_halves_left, 1)                                                                \
   X(int32_t, world_halvings, 1)                                                                   \
-  X(int32_t, world_redos, 1)                                                                      \
-  X(int32_t, world_loop_count, 1) X(int32_t, world_missed_count, 1)                               \
+  X(int32_t, world_redos, 1) X(int32_t, world_loop_count, 1) X(int32_t, world_missed_count, 1)    \
       X(int32_t, world_pair_count, 1) X(int32_t, world_loop_rows, 16) X(Real, world_loop_lu, 256) \
           X(int32_t, world_solve_runs, 1) X(int32_t, world_presolve_colors, 1)                    \
               X(int32_t, world_presolve_color_start, 66)

@@ -909,16 +909,14 @@ AXION_HD void world_loop_precondition(const BatchView& v, Team team, int world) 
 /// then went elsewhere unchecked (the pad's target ran the falling ball of
 /// IslandTest.BallFallsBesideAWedgedTargetLikeMuJoCo 2.4 mm above the floor with islands off).
 AXION_HD bool world_tree_exact(const BatchView& v, Team team, int world) {
-  // with loops the tree solve leaves the decoupled rows to their diagonal (world_tree_apply)
-  if (v.world_loop_count[world] > 0) return false;
+  // with loops the tree solve leaves the decoupled rows to their diagonal (world_tree_apply);
+  // a world with contacts needs no pass over its rows to be refused
+  if (v.world_loop_count[world] > 0 || v.world_contact_count[world] > 0) return false;
   Real outside[1];
   team_sum_solve_rows(v, team, world, outside, [&](int row, Real* acc) {
-    const int kind = v.row_kind[row];
-    const bool contact = kind == kRowContactNormal || row_kind_is_friction(kind) ||
-                         row_kind_is_angular_friction(kind);
-    const bool covered = !contact && (v.row_tree_head[row] >= 0
-                                          ? !v.row_tree_dropped[row] || tree_row_decoupled(v, row)
-                                          : !row_closes_loop(v, row));
+    const bool covered = v.row_tree_head[row] >= 0
+                             ? !v.row_tree_dropped[row] || tree_row_decoupled(v, row)
+                             : !row_closes_loop(v, row);
     if (!covered) acc[0] += 1;
   });
   return outside[0] == 0;
