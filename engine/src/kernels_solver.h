@@ -730,6 +730,22 @@ AXION_HD bool world_unsymmetric(const BatchView& v, Team team, int world) {
   return coupled[0] > 0;
 }
 
+/// The linear solve's relative tolerance in world `world` at this Newton iteration: the
+/// world's cr_tolerance, and no looser than kNearSolutionForcing once the step's residual is
+/// within kNearSolutionResidual times newton_tolerance (1e-3 m/s by default): the forcing terms
+/// of inexact Newton shrink as the iterate nears the solution (Eisenstat and Walker 1996). Far
+/// from it 1e-3 takes the same Newton iterations as 1e-5 in less time; near it, where redundant
+/// contacts leave the impulses non-unique (a settled pile of spheres, a plank on two boxes), 1e-3
+/// left steps at the Newton tail or just above the tolerance at the Newton limit, and tightening
+/// only within 100 times the tolerance still did (RESULTS.md, "The linear solve's forcing").
+inline constexpr Real kNearSolutionForcing = Real(1e-5);
+inline constexpr Real kNearSolutionResidual = Real(1000);
+AXION_HD Real world_cr_tolerance(const BatchView& v, int world) {
+  const WorldParams& p = v.world_params[world];
+  const bool near = v.world_residual[world] < kNearSolutionResidual * p.newton_tolerance;
+  return near && p.cr_tolerance > kNearSolutionForcing ? kNearSolutionForcing : p.cr_tolerance;
+}
+
 /// Per world, preconditioned Conjugate Residual (Saad, Alg. 6.20 with preconditioner P, the
 /// Jacobi diagonal or the spanning-tree solve) on a symmetric A from z = P r
 /// (world_cr_solve / row_precondition), to the world's own stopping rule:
@@ -739,7 +755,7 @@ AXION_HD bool world_unsymmetric(const BatchView& v, Team team, int world) {
 /// next product with A.
 AXION_HD void world_cr_solve_symmetric(const BatchView& v, Team team, int world) {
   const bool tree = world_uses_tree(v, world);
-  const Real tol = v.world_params[world].cr_tolerance;
+  const Real tol = world_cr_tolerance(v, world);
   world_schur_product(v, team, world, v.row_cr_z, v.row_cr_az);
   // start: Ap = Az, <z, Az> and the reference norm <r, z>
   Real start[2];
@@ -832,7 +848,7 @@ AXION_HD void world_gcr_solve(const BatchView& v, Team team, int world) {
   team_sum_solve_rows(v, team, world, rr, [&](int row, Real* acc) {
     acc[0] += v.row_cr_r[row] * v.row_precond[row] * v.row_cr_r[row];
   });
-  const Real tol = v.world_params[world].cr_tolerance;
+  const Real tol = world_cr_tolerance(v, world);
   const int max_iterations = v.world_params[world].cr_iterations;
   const int limit = max_iterations < kGcrIterations ? max_iterations : kGcrIterations;
   const Real stop = tol * tol * rr[0];

@@ -8,7 +8,7 @@
 //             [--max_depenetration_speed=V]
 //             [--line_search=true|false] [--islands=true|false]
 //             [--halving_carryover=true|false]
-//             [--newton_iterations=50] [--newton_tolerance=1e-6]
+//             [--newton_iterations=50] [--newton_tolerance=1e-6] [--cr_tolerance=1e-3]
 //             [--fb_epsilon=1e-10] [--newton_stall_iterations=0] [--step_halvings=3]
 //             [--newton_tail_iterations=10] [--newton_tail_residual=1e-4]
 //             [--strict_after_cycle=true|false]
@@ -92,6 +92,9 @@ ABSL_FLAG(int, newton_iterations, 0, "maximum Newton iterations per step (0: the
 ABSL_FLAG(double, newton_tolerance, 0,
           "residual max-norm (m/s) at which a step's Newton solve stops (0: the model's, 1e-6 by "
           "default): larger trades accuracy for speed");
+ABSL_FLAG(double, cr_tolerance, 0,
+          "relative tolerance of each Newton iteration's linear solve (0: the model's, 1e-3 by "
+          "default): smaller solves each Newton step more exactly, at more CR iterations");
 ABSL_FLAG(double, fb_epsilon, 0,
           "smoothing of the Fischer-Burmeister function of contact rows (0: the model's, 1e-10 "
           "by default)");
@@ -432,6 +435,10 @@ absl::Status Run() {
   if (!(newton_tolerance >= 0) || !std::isfinite(newton_tolerance))
     return absl::InvalidArgumentError("--newton_tolerance must be finite and >= 0");
   if (newton_tolerance > 0) desc.options.newton_tolerance = newton_tolerance;
+  const double cr_tolerance = absl::GetFlag(FLAGS_cr_tolerance);
+  if (!(cr_tolerance >= 0) || !std::isfinite(cr_tolerance))
+    return absl::InvalidArgumentError("--cr_tolerance must be finite and >= 0");
+  if (cr_tolerance > 0) desc.options.cr_tolerance = cr_tolerance;
   const double fb_epsilon = absl::GetFlag(FLAGS_fb_epsilon);
   if (!(fb_epsilon >= 0) || !std::isfinite(fb_epsilon))
     return absl::InvalidArgumentError("--fb_epsilon must be finite and >= 0");
