@@ -28,7 +28,10 @@ AXION_FUSED_HD void world_finish_newton(const BatchView& v, Team team, int w, in
     team_sync(team);
   };
   for (int trip = 0; trip < max_trips && iterating(v, w); ++trip) {
-    rows([&](int r) { row_take_friction_newton(v, r); });
+    rows([&](int r) {
+      row_take_friction_newton(v, r);
+      row_take_hold_out(v, r);
+    });
     bodies([&](int i) { body_take_inv_mass_g(v, i); });
     rows([&](int r) { row_take_precondition(v, r); });
     if (world_uses_tree(v, w)) {

@@ -1040,7 +1040,7 @@ AXION_HD bool tree_group_decoupled_forces(const BatchView& v, int b, int g, cons
   bool any = false;
   for (int k = 0, size = v.row_tree_size[g]; k < size; ++k) {
     const int row = g + k;
-    if (out[row] == 0 || !tree_row_decoupled(v, row)) continue;
+    if (out[row] == 0 || !tree_row_decoupled(v, row) || v.row_held_out[row]) continue;
     const Real z = out[row];
     const Real* jb = tree_row_jacobian(v, row, b);
     for (int c = 0; c < 6; ++c) f_b[c] += jb[c] * z;
@@ -1081,7 +1081,7 @@ AXION_HD void tree_backward_group(const BatchView& v, int b, int g, const Real* 
   if (!decoupled_step || !tree_group_has_decoupled(v, g)) return;
   for (int k = 0, size = v.row_tree_size[g]; k < size; ++k) {
     const int row = g + k;
-    if (!tree_row_decoupled(v, row)) continue;
+    if (!tree_row_decoupled(v, row) || v.row_held_out[row]) continue;  // held out: no step
     Real r = in[row] - v.row_compliance[row] * out[row] - dot6(tree_row_jacobian(v, row, b), x);
     if (p >= 0) r -= dot6(tree_row_jacobian(v, row, p), xp);
     out[row] += v.row_precond[row] * r;

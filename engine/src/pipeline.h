@@ -457,8 +457,16 @@ AXION_HD void row_take_friction_newton(const BatchView& v, int r) {
     contact_angular_friction_newton(v, r, v.world_params[w]);
   }
 }
+// M~^-1 (g - J_d^T dlambda_d): the held-out rows' steps (row_hold_out, in row_cr_r) folded in.
 AXION_HD void body_take_inv_mass_g(const BatchView& v, int i) {
-  if (!body_frozen(v, i)) body_apply_inv_mass_kernel(v, i, v.body_g, v.body_minv_jt);
+  if (body_frozen(v, i)) return;
+  const Vec6 held = body_gather_jt(v, i, v.row_cr_r);
+  const Vec6 g = load6(v.body_g + 6 * i);
+  store6(v.body_minv_jt + 6 * i,
+         body_apply_newton_inv_mass(v, i, {g.lin - held.lin, g.ang - held.ang}));
+}
+AXION_HD void row_take_hold_out(const BatchView& v, int r) {
+  if (row_is_live(v, r)) row_hold_out(v, r);
 }
 AXION_HD void row_take_precondition(const BatchView& v, int r) {
   if (row_is_live(v, r)) row_precondition(v, r);
@@ -479,10 +487,14 @@ AXION_FUSED_HD void world_finish_newton(const BatchView& v, Team team, int w, in
 // One Newton iteration of every iterating world in `wr`, as passes over the batch.
 template <class Exec>
 void newton_iteration(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& bounds) {
-  // friction: tangents along the slip, rows linearised with W's derivatives (if enabled)
+  // friction: tangents along the slip, rows linearised with W's derivatives (if enabled); rows
+  // decoupled from the rest solved on their own, held out of the linear solve (one pass: the
+  // two touch different rows, a frictionless contact's friction rows being only the second's)
   ex.rows(
       wr, AXION_LAMBDA(int r) {
-        if (iterating(v, v.row_world[r])) row_take_friction_newton(v, r);
+        if (!iterating(v, v.row_world[r])) return;
+        row_take_friction_newton(v, r);
+        row_take_hold_out(v, r);
       });
   // assemble: M^-1 g, then per row the preconditioner and b = J M^-1 g - h
   ex.bodies(

@@ -521,10 +521,8 @@ TEST(TeamTest, SolveOverUnfrozenRowsMatchesTheSolveOverAllRows) {
       v.island_converged[v.body_island[b1 - 1]] = 1;
       v.world_cr_iterations[world] = 0;
       // a Newton iteration's assemble, preconditioner and solve, as pipeline.h runs them
-      for (int body = b0; body < b1; ++body) {
-        if (!kernels::body_frozen(v, body))
-          kernels::body_apply_inv_mass_kernel(v, body, v.body_g, v.body_minv_jt);
-      }
+      for (int row = row0; row < row0 + live; ++row) pipeline::row_take_hold_out(v, row);
+      for (int body = b0; body < b1; ++body) pipeline::body_take_inv_mass_g(v, body);
       for (int row = row0; row < row0 + live; ++row) kernels::row_precondition(v, row);
       kernels::world_tree_build_once(v, world);
       kernels::world_tree_factor(v, kernels::Team{}, world);
@@ -556,6 +554,107 @@ TEST(TeamTest, SolveOverUnfrozenRowsMatchesTheSolveOverAllRows) {
     }
     EXPECT_GT(frozen, 0);
     EXPECT_GT(moved, 0) << (gcr ? "GCR" : "CR");
+  }
+}
+
+// Rows whose diagonal entry of A is their compliance but for kTreeInactive (limits away from
+// their stop, a frictionless contact's friction rows) are held out of the linear solve
+// (row_hold_out): each solved on its own, its force folded into the bodies' right-hand side.
+// One Newton iteration's system is solved with those rows held out and with every row in the
+// solve, both to a tolerance far below the approximation's: the tripod falling (no contacts, its
+// lower legs' limits away from their stop), whose steps then agree to kTreeInactive's order, and
+// standing on a frictionless floor with a disturbed dynamics residual g (a settled state's own
+// is round-off). Standing, its contacts' impulses are redundant (four points per link) and the
+// solve ends short of its tolerance, so there each step's residual in every row's Newton
+// equation, held-out rows' included, is compared instead.
+TEST(TeamTest, HeldOutRowsGiveTheStepOfTheWholeSolve) {
+  for (bool standing : {false, true}) {
+    const char* scene = standing ? "standing, frictionless" : "falling";
+    ModelDesc desc = Tripod(1);
+    if (standing) {
+      for (ShapeDesc& shape : desc.shapes) shape.material.friction = 0;
+    }
+    auto model = MustCompile(desc);
+    ASSERT_NE(model, nullptr);
+    BatchStorage settled = PackBatch({LayoutOf(model)});
+    for (int step = 0; step < (standing ? 40 : 2); ++step) {
+      settled.world_step_pending[0] = 1;
+      StepWholeBatch(settled);
+    }
+    const int world = 0;
+    settled.world_params[world].cr_tolerance = Real(1e-13);
+    BatchView s = settled.view();
+    ASSERT_EQ(s.world_contact_count[world] > 0, standing) << scene;
+    const int b0 = s.world_body_offset[world], b1 = s.world_body_offset[world + 1];
+    const int row0 = s.world_row_offset[world];
+    const int live = kernels::world_live_rows(s, world);
+    if (standing) {
+      for (int k = 6 * b0; k < 6 * b1; ++k) s.body_g[k] += Real(1e-3) * std::sin(Real(k));
+    } else {
+      // the limits leaving their stop with an impulse still on them, which their held-out step
+      // takes off and the other rows must see go: their rows and g evaluated again
+      for (int row = row0; row < row0 + live; ++row) {
+        const int kind = s.row_kind[row];
+        if (kind != kRowLimitLower && kind != kRowLimitUpper) continue;
+        s.row_lambda[row] = Real(1e-3);
+        kernels::row_evaluate(s, row);
+      }
+      kernels::world_apply_jt(s, kernels::Team{}, world, s.row_lambda, s.body_jt);
+      for (int body = b0; body < b1; ++body) kernels::body_dynamics_residual(s, body);
+    }
+    std::vector<Real> dlambda[2], du[2];
+    int held[2] = {0, 0};
+    Real worst[2] = {0, 0};
+    for (int hold = 0; hold < 2; ++hold) {
+      BatchStorage batch = settled;
+      BatchView v = batch.view();
+      for (int k = b0; k < b0 + v.world_island_count[world]; ++k) v.island_converged[k] = 0;
+      // a Newton iteration's solve as pipeline.h runs it, or with no row held out
+      for (int row = row0; row < row0 + live; ++row) {
+        pipeline::row_take_hold_out(v, row);
+        if (!hold) {
+          v.row_held_out[row] = 0;
+          v.row_cr_r[row] = 0;
+        }
+        held[hold] += v.row_held_out[row];
+      }
+      for (int body = b0; body < b1; ++body) pipeline::body_take_inv_mass_g(v, body);
+      for (int row = row0; row < row0 + live; ++row) kernels::row_precondition(v, row);
+      kernels::world_tree_build_once(v, world);
+      kernels::world_tree_factor(v, kernels::Team{}, world);
+      kernels::world_loop_precondition(v, kernels::Team{}, world);
+      kernels::world_cr_solve(v, kernels::Team{}, world);
+      kernels::world_apply_jt(v, kernels::Team{}, world, v.row_dlambda, v.body_jt);
+      for (int body = b0; body < b1; ++body) kernels::body_recover_du(v, body);
+      // every row's Newton equation J du + C dlambda + h = 0, held-out rows' included, as an
+      // impulse (times the Jacobi diagonal)
+      for (int row = row0; row < row0 + live; ++row) {
+        const Real r = kernels::row_velocity(v, row, v.body_du) +
+                       kernels::row_compliance_product(v, row, v.row_dlambda) + v.row_residual[row];
+        worst[hold] = std::fmax(worst[hold], std::fabs(r * v.row_precond[row]));
+      }
+      dlambda[hold].assign(v.row_dlambda + row0, v.row_dlambda + row0 + live);
+      du[hold].assign(v.body_du + 6 * b0, v.body_du + 6 * b1);
+    }
+    EXPECT_EQ(held[0], 0) << scene;
+    // the lower legs' limits (three of six at least), and standing each contact's friction rows
+    EXPECT_GE(held[1], standing ? 2 * s.world_contact_count[world] : 3) << scene;
+    const auto largest = [](const std::vector<Real>& x) {
+      Real m = 0;
+      for (Real e : x) m = std::fmax(m, std::fabs(e));
+      return m;
+    };
+    ASSERT_GT(largest(du[0]), 0) << scene;
+    ASSERT_GT(largest(dlambda[0]), 0) << scene;
+    // the held-out step solves the whole Newton system as well as the whole solve does
+    EXPECT_LE(worst[1], Real(1.5) * worst[0] + Real(1e-9) * largest(dlambda[0])) << scene;
+    if (standing) continue;
+    for (size_t i = 0; i < du[0].size(); ++i)
+      EXPECT_NEAR(du[1][i], du[0][i], 1e-6 * largest(du[0])) << scene << ", coordinate " << i;
+    for (int i = 0; i < live; ++i) {
+      EXPECT_NEAR(dlambda[1][i], dlambda[0][i], 1e-6 * largest(dlambda[0]))
+          << scene << ", row " << row0 + i << " kind " << s.row_kind[row0 + i];
+    }
   }
 }
 

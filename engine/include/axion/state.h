@@ -594,6 +594,8 @@ struct BatchView {
   int32_t* row_tree_child;    // (row slots) at a group's first row: the child body
   int32_t* row_tree_dropped;  // (row slots) 1: redundant, 2: inactive (decoupled) this Newton
                               // iteration, Jacobi instead
+  int32_t* row_held_out;      // (row slots) 1: decoupled this Newton iteration and solved on its
+                              // own, outside the linear solve (row_hold_out)
   int32_t* row_tree_rows;     // (row slots) at a group's rows 0 .. count - 1: the offsets within
                               // the group of the rows factored this iteration (the active ones)
   int32_t* row_tree_count;    // (row slots) at a group's first row: how many rows it factors
