@@ -379,14 +379,14 @@ AXION_HD void world_newton_inertia(const BatchView& v, Team team, int world,
 ///   dlambda_d = -h_d / A_dd   (the J du term left out: kTreeInactive of the step, at most)
 /// and its force J_d^T dlambda_d enters the bodies' right-hand side, M~^-1 (g - J_d^T
 /// dlambda_d) (body_take_inv_mass_g), so the other rows' solve sees it exactly. The solve's
-/// vectors stay zero on such rows: their products with A are kept zero, the tree solve's
-/// Gauss-Seidel step for decoupled rows passes them by, and with frozen islands the solve's runs
-/// leave them out. Each Newton iteration then takes their Jacobi diagonals, Schur products and
-/// Gauss-Seidel steps out of every linear solve: on the humanoid under control noise 37 of a
-/// Newton iteration's 141 rows are limits away from their stop, and at 0.16-0.64 s the same
-/// states take 2.6-5.1% fewer Newton iterations (those steps are exact where the tree solve's
-/// Gauss-Seidel step was not); MuJoCo's particle.xml holds out the friction rows of its 2,200
-/// frictionless contacts (RESULTS.md, "Rows held out of the linear solve"). Only kinds that no
+/// vectors stay zero on such rows: their products with A are kept zero, and with frozen islands
+/// the solve's runs leave them out. Each Newton iteration then takes their Jacobi diagonals,
+/// Schur products and the tree solve's Gauss-Seidel step for them (which coupled them to the
+/// tree within the solve) out of every linear solve: on the humanoid under control noise 37 of
+/// a Newton iteration's 141 rows are limits away from their stop, and at 0.16-0.64 s the same
+/// states take 2.6-5.1% fewer Newton iterations (their steps are exact where that Gauss-Seidel
+/// step was not); MuJoCo's particle.xml holds out the friction rows of its 2,200 frictionless
+/// contacts (RESULTS.md, "Rows held out of the linear solve"). Only kinds that no
 /// other row's compliance couples to: the limit kinds (which the tree factor already leaves out
 /// as decoupled) and frictionless contacts' friction rows (zero Jacobians, compliance 1).
 AXION_HD bool row_kind_may_hold_out(const BatchView& v, int row) {
@@ -1005,8 +1005,8 @@ AXION_HD void world_loop_precondition(const BatchView& v, Team team, int world) 
 
 /// Per world with the tree preconditioner: whether z = P r is the solve, P being A^-1 to
 /// kTreeInactive's square, far inside cr_tolerance. It is where no row closes a loop and every
-/// row to solve is a joint's factored tree row or a decoupled one (tree_row_decoupled, which the
-/// tree solve then couples by a symmetric Gauss-Seidel step): a mechanism, a figure in the air.
+/// row to solve is a joint's factored tree row or a decoupled one (tree_row_decoupled, held out of
+/// the solve): a mechanism, a figure in the air.
 /// Redundant rows and loops leave P inexact, and contacts leave the check to CR or GCR: a
 /// contact against a joint on the same direction (a target held by slides inside a pad) or
 /// against another contact (a body squeezed between two static ones) factors in separate

@@ -31,17 +31,17 @@
 // before that form, measured worse (the 100-sphere pile 27 instead of 145 steps/s).
 //
 // Within a group, rows that are (nearly) combinations of earlier ones are found while
-// factoring and take the Jacobi diagonal as well (kTreeRedundancy), and so do, each Newton
-// iteration, the joint limits away from their stop, whose diagonal is all compliance
-// (kTreeInactive). Their impulse is decoupled from the rest (it goes to zero) to that accuracy
-// on the diagonal, so to its square root off it: the tree solve takes them by a symmetric
-// Gauss-Seidel step (their Jacobi impulse's forces enter the bodies' right-hand side, and their
-// impulse is corrected against the bodies' solved velocities), which leaves an error of
-// kTreeInactive where their diagonal alone left 1e-4..1e-5 of the residual and a second CR
-// iteration on nearly every solve. The group factors only its other rows: on the humanoid
-// 95% of the limit rows are inactive, and a 3-DOF joint's 12 rows factor as 6 (16% less time
-// under control noise, the same Newton and CR iterations). Contacts stay: a
-// separating normal row's friction rows can still be coupled to it, and measured no faster.
+// factoring and take the Jacobi diagonal as well (kTreeRedundancy). Each Newton iteration the
+// joint limits away from their stop, whose diagonal is all compliance (kTreeInactive), leave the
+// factor too: their impulse is decoupled from the rest (it goes to zero) to that accuracy, and
+// they are held out of the linear solve altogether (row_hold_out, kernels_solver.h: each solved
+// on its own, its force in the bodies' right-hand side). Within the solve their diagonal alone
+// had left 1e-4..1e-5 of the residual and a second CR iteration on nearly every solve, and a
+// symmetric Gauss-Seidel step about the tree solve took that error to kTreeInactive before they
+// left the solve. The group factors only its other rows: on the humanoid 95% of the limit rows
+// are inactive, and a 3-DOF joint's 12 rows factor as 6 (16% less time under control noise, the
+// same Newton and CR iterations). Contacts stay: a separating normal row's friction rows can
+// still be coupled to it, and measured no faster.
 //
 // Layout: a body's Schur-updated 6x6 block D_b lives in body_tree_block, a group's m x m
 // block N_g = -D_g = C_g + sum J D_b^-1 J^T over its active rows in row_tree_block (the
@@ -1025,38 +1025,9 @@ AXION_HD void tree_forward_group(const BatchView& v, int b, int g, const Real* t
 AXION_HD bool tree_row_decoupled(const BatchView& v, int row) {
   return v.row_tree_dropped[row] == kTreeDecoupled;
 }
-// Whether group g left any of its rows out as decoupled (it factors fewer than it holds).
-AXION_HD bool tree_group_has_decoupled(const BatchView& v, int g) {
-  return v.row_tree_count[g] < v.row_tree_size[g];
-}
-
-// The decoupled rows of group g (above body b, below its parent p) with their Jacobi impulse
-// z_d in `out`: their forces J_db^T z_d added to f_b and J_dp^T z_d to f_p. Returns whether
-// any is nonzero.
-AXION_HD bool tree_group_decoupled_forces(const BatchView& v, int b, int g, const Real* out,
-                                          Real* f_b, Real* f_p) {
-  if (!tree_group_has_decoupled(v, g)) return false;
-  const int p = v.row_tree_parent[g];
-  bool any = false;
-  for (int k = 0, size = v.row_tree_size[g]; k < size; ++k) {
-    const int row = g + k;
-    if (out[row] == 0 || !tree_row_decoupled(v, row) || v.row_held_out[row]) continue;
-    const Real z = out[row];
-    const Real* jb = tree_row_jacobian(v, row, b);
-    for (int c = 0; c < 6; ++c) f_b[c] += jb[c] * z;
-    if (p >= 0) {
-      const Real* jp = tree_row_jacobian(v, row, p);
-      for (int c = 0; c < 6; ++c) f_p[c] += jp[c] * z;
-    }
-    any = true;
-  }
-  return any;
-}
-
 // The backward step of the group g above body b, the parent's x_p known: z_g = w_g - Y_g x_p
 // into `out`, and x_b = t_b + T_b z_g in body_tree_x (x_b and x_p held in registers).
-AXION_HD void tree_backward_group(const BatchView& v, int b, int g, const Real* in, Real* out,
-                                  bool decoupled_step) {
+AXION_HD void tree_backward_group(const BatchView& v, int b, int g, Real* out) {
   const int m = v.row_tree_count[g];
   const int p = v.row_tree_parent[g];
   Real x[6], xp[6];
@@ -1077,15 +1048,6 @@ AXION_HD void tree_backward_group(const BatchView& v, int b, int g, const Real* 
   }
   AXION_UNROLL
   for (int c = 0; c < 6; ++c) v.body_tree_x[6 * b + c] = x[c];
-  // the decoupled rows' Jacobi step again, now against x: z_d += (e_d - J_d x - c_d z_d) / A_dd
-  if (!decoupled_step || !tree_group_has_decoupled(v, g)) return;
-  for (int k = 0, size = v.row_tree_size[g]; k < size; ++k) {
-    const int row = g + k;
-    if (!tree_row_decoupled(v, row) || v.row_held_out[row]) continue;  // held out: no step
-    Real r = in[row] - v.row_compliance[row] * out[row] - dot6(tree_row_jacobian(v, row, b), x);
-    if (p >= 0) r -= dot6(tree_row_jacobian(v, row, p), xp);
-    out[row] += v.row_precond[row] * r;
-  }
 }
 
 // Whether group g's factored rows hold zero in `e` (its right-hand side in the forward pass).
@@ -1104,10 +1066,8 @@ AXION_HD void tree_group_hand_up_zero(const BatchView& v, int g) {
 
 /// Per world: out = P in over the live rows. Tree rows solve H [x; -z] = [0; in] by the
 /// factor (forward leaves to roots, then back roots to leaves; x = M~^-1 J^T z is the bodies'
-/// part), the other rows take the Jacobi diagonal, the decoupled ones (tree_row_decoupled)
-/// with a Gauss-Seidel step either side of the tree's: z_d = D^-1 e_d, the tree solved with
-/// their forces J_d^T z_d on the bodies, then z_d += D^-1 (e_d - J_d x - c_d z_d), symmetric
-/// as CR needs. The factor keeps T = D_b^-1 J_gb^T and
+/// part), the other rows take the Jacobi diagonal (the decoupled ones, held out of the solve,
+/// hold zero there). The factor keeps T = D_b^-1 J_gb^T and
 /// Y = N_g^-1 J_gp, so each body and group takes one triangular solve pair per application.
 /// The team's lanes share the rows and leaves, and the bodies of a level of the tree (bodies of
 /// equal height above their lowest descendant depend on none of each other): a humanoid's 13
@@ -1115,10 +1075,6 @@ AXION_HD void tree_group_hand_up_zero(const BatchView& v, int g) {
 AXION_HD void world_tree_apply(const BatchView& v, Team team, int world, const Real* in,
                                Real* out) {
   const int b0 = v.world_body_offset[world], b1 = v.world_body_offset[world + 1];
-  // the decoupled rows' Gauss-Seidel step where no loop factor applies the tree solve to its
-  // columns (one apply per loop row each Newton iteration, where the step cost more than it
-  // saved: a lying humanoid's solves)
-  const bool decoupled_step = v.world_loop_count[world] == 0;
   // Jacobi rows scaled, tree rows copied
   team_for_solve_rows(v, team, world, [&](int r) {
     bool tree = v.row_tree_head[r] >= 0 && !v.row_tree_dropped[r];
@@ -1162,10 +1118,6 @@ AXION_HD void world_tree_apply(const BatchView& v, Team team, int world, const R
         for (int c = 0; c < 6; ++c) f_b[c] += u[c];
       }
       const int g = v.body_tree_parent[b];
-      // the forces of the group's decoupled rows at their Jacobi impulses, on b and its parent
-      Real f_p[6] = {0, 0, 0, 0, 0, 0};
-      const bool decoupled =
-          decoupled_step && g >= 0 && tree_group_decoupled_forces(v, b, g, out, f_b, f_p);
       // nothing below b and in the group above it (a loop column's right-hand side touches a
       // few rows): t_b, w_g and u_g are zero, and w_g's entries of `out` already are
       bool zero = true;
@@ -1179,9 +1131,6 @@ AXION_HD void world_tree_apply(const BatchView& v, Team team, int world, const R
         for (int c = 0; c < 6; ++c) v.body_tree_x[6 * b + c] = t[c];
         if (g >= 0) tree_forward_group(v, b, g, t, out);
       }
-      if (decoupled && v.row_tree_parent[g] >= 0) {
-        for (int c = 0; c < 6; ++c) v.row_tree_u[6 * g + c] += f_p[c];
-      }
     }
   }
   // backward, roots to leaves, level by level: z_g = w_g - Y_g x_p, x_b = t_b + T_b z_g
@@ -1192,7 +1141,7 @@ AXION_HD void world_tree_apply(const BatchView& v, Team team, int world, const R
     for (int k = begin + team.lane; k < end; k += team.size) {
       const int b = v.body_tree_level_order[k];
       const int g = v.body_tree_parent[b];
-      if (g >= 0 && !body_frozen(v, b)) tree_backward_group(v, b, g, in, out, decoupled_step);
+      if (g >= 0 && !body_frozen(v, b)) tree_backward_group(v, b, g, out);
     }
   }
   team_sync(team);
