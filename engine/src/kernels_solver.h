@@ -407,8 +407,10 @@ AXION_HD bool row_kind_may_hold_out(const BatchView& v, int row) {
   }
 }
 
-// A row's diagonal entry of A = J M~^-1 J^T + C.
-AXION_HD Real row_newton_diagonal(const BatchView& v, int row) {
+// A row's diagonal entry of A = J M~^-1 J^T + C, and with `minv_g` (M~^-1 g per body) J M~^-1 g
+// into *j_minv_g.
+AXION_HD Real row_newton_diagonal(const BatchView& v, int row, const Real* minv_g = nullptr,
+                                  Real* j_minv_g = nullptr) {
   Real diag = v.row_compliance[row];
   // a coupling's leader slot is no row: its blocks are its coupling's (its diagonal is 1)
   const int sides = v.row_kind[row] == kRowCouplingLeader ? 0 : row_side_count(v, row);
@@ -417,6 +419,7 @@ AXION_HD Real row_newton_diagonal(const BatchView& v, int row) {
     if (body < 0) continue;
     const Vec6 j = load6(row_side_jacobian(v, row, side));
     diag += dot(j, body_apply_newton_inv_mass(v, body, j));
+    if (minv_g != nullptr) *j_minv_g += dot(j, load6(minv_g + 6 * body));
   }
   return diag;
 }
@@ -441,17 +444,8 @@ AXION_HD void row_precondition(const BatchView& v, int row) {
     v.row_cr_r[row] = 0;
     return;
   }
-  Real diag = v.row_compliance[row];
   Real jminv_g = 0;
-  // a coupling's leader slot is no row: its blocks are its coupling's (its diagonal is 1)
-  const int sides = v.row_kind[row] == kRowCouplingLeader ? 0 : row_side_count(v, row);
-  for (int side = 0; side < sides; ++side) {
-    const int body = row_side_body(v, row, side);
-    if (body < 0) continue;
-    const Vec6 j = load6(row_side_jacobian(v, row, side));
-    diag += dot(j, body_apply_newton_inv_mass(v, body, j));
-    jminv_g += dot(j, load6(v.body_minv_jt + 6 * body));
-  }
+  const Real diag = row_newton_diagonal(v, row, v.body_minv_jt, &jminv_g);
   v.row_precond[row] = diag > 0 ? Real(1) / diag : Real(0);
   Real rhs = jminv_g - v.row_residual[row];
   v.row_dlambda[row] = 0;
