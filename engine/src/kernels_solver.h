@@ -499,21 +499,23 @@ AXION_HD void world_build_solve_runs(const BatchView& v, Team team, int world) {
   (void)v, (void)team, (void)world;
 #else
   (void)team;  // one thread
-  const int row0 = v.world_row_offset[world];
-  const int row_end = row0 + world_live_rows(v, world);
-  int32_t* run = v.row_solve_runs + 2 * row0;
-  int runs = 0;
   const int b0 = v.world_body_offset[world];
   bool any_frozen = false;
   for (int k = b0; k < b0 + v.world_island_count[world] && !any_frozen; ++k)
     any_frozen = island_frozen(v, k);
-  for (int row = row0; any_frozen && row < row_end;) {
-    while (row < row_end && row_out_of_solve(v, row)) ++row;
-    if (row == row_end) break;
-    run[2 * runs] = row;
-    while (row < row_end && !row_out_of_solve(v, row)) ++row;
-    run[2 * runs + 1] = row;
-    ++runs;
+  int runs = 0;
+  if (any_frozen) {
+    const int row0 = v.world_row_offset[world];
+    const int row_end = row0 + world_live_rows(v, world);
+    int32_t* run = v.row_solve_runs + 2 * row0;
+    for (int row = row0; row < row_end;) {
+      while (row < row_end && row_out_of_solve(v, row)) ++row;
+      if (row == row_end) break;
+      run[2 * runs] = row;
+      while (row < row_end && !row_out_of_solve(v, row)) ++row;
+      run[2 * runs + 1] = row;
+      ++runs;
+    }
   }
   v.world_solve_runs[world] = runs;  // 0: every live row (or, never while iterating, none)
 #endif
