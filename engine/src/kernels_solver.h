@@ -594,9 +594,10 @@ AXION_HD void row_hold_out(const BatchView& v, int row) {
   v.row_cr_r[row] = 0;
   if (!row_kind_may_hold_out(v, row) || row_frozen(v, row)) return;
   const Real diag = row_newton_diagonal(v, row);
-  if (!(diag > 0) || v.row_compliance[row] * (Real(1) / diag) < Real(1) - kTreeInactive) return;
+  if (!(diag > 0)) return;
+  v.row_precond[row] = Real(1) / diag;  // (row_precondition would set the same)
+  if (!row_inactive(v, row)) return;
   v.row_held_out[row] = 1;
-  v.row_precond[row] = Real(1) / diag;
   // + 0: a zero step is +0, as the solve's updates (x + alpha 0) leave it on every backend
   const Real dlambda = -v.row_residual[row] / diag + Real(0);
   v.row_dlambda[row] = dlambda;
