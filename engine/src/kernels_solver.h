@@ -1160,6 +1160,15 @@ AXION_HD void world_copy_iterate(const BatchView& v, Team team, int world, const
   }
 }
 
+// The residual that ends a step's Newton solve after `iterations` iterations: newton_tolerance,
+// and past newton_tail_iterations the looser newton_tail_residual, where the steps left are
+// mostly slow linear tails close to their solution (README, "Solver choices").
+AXION_HD Real newton_stop_tolerance(const WorldParams& p, int iterations) {
+  const bool tail = p.newton_tail_iterations > 0 && iterations >= p.newton_tail_iterations;
+  return tail && p.newton_tail_residual > p.newton_tolerance ? p.newton_tail_residual
+                                                             : p.newton_tolerance;
+}
+
 // The largest of a world's islands' best residuals.
 AXION_HD Real world_islands_residual_best(const BatchView& v, int world) {
   const int b0 = v.world_body_offset[world];
@@ -1173,12 +1182,22 @@ AXION_HD Real world_islands_residual_best(const BatchView& v, int world) {
 /// island's lowest so far (`first`: the step's initial iterate). A step that ends without
 /// converging keeps that iterate rather than the last one, so a Newton solve that wanders off
 /// cannot leave worse velocities than the best it found. The team's lanes share the copy.
+/// An iterate within the stopping tolerance is kept over one that is not, whatever their merits:
+/// the merit weighs a friction row by its unscaled residual, which for a contact without normal
+/// impulse (W at its cap) can stay large where its error is 1e-8. A converged island of boxes
+/// then kept an earlier best at 0.27 m/s, and its world, solved, halved its step
+/// (humanoid100.xml, RESULTS.md "A converged island's best iterate").
 AXION_HD void world_keep_best(const BatchView& v, Team team, int world, bool first) {
   const int b0 = v.world_body_offset[world], island_end = b0 + v.world_island_count[world];
   if (team.lane == 0) {
     bool any = false;
+    const Real tolerance =
+        newton_stop_tolerance(v.world_params[world], v.world_newton_attempt[world]);
     for (int k = b0; k < island_end; ++k) {
-      const bool keep = first || v.island_merit[k] < v.island_merit_best[k];
+      const bool solved = v.island_residual[k] <= tolerance;
+      const bool solved_best = v.island_residual_best[k] <= tolerance;
+      const bool keep = first || (solved && !solved_best) ||
+                        (solved == solved_best && v.island_merit[k] < v.island_merit_best[k]);
       v.island_copy[k] = keep;
       if (!keep) continue;
       any = true;

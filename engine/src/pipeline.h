@@ -281,15 +281,6 @@ AXION_HD void world_retry_with_presolve(const BatchView& v, int w) {
   v.world_presolve_carry[w] = kPresolveCarrySteps + 1;  // this step and the next ones
 }
 
-// The residual that ends a step's Newton solve after `iterations` iterations: newton_tolerance,
-// and past newton_tail_iterations the looser newton_tail_residual, where the steps left are
-// mostly slow linear tails close to their solution (README, "Solver choices").
-AXION_HD Real newton_stop_tolerance(const WorldParams& p, int iterations) {
-  const bool tail = p.newton_tail_iterations > 0 && iterations >= p.newton_tail_iterations;
-  return tail && p.newton_tail_residual > p.newton_tolerance ? p.newton_tail_residual
-                                                             : p.newton_tolerance;
-}
-
 // Whether world w's residual `now`, after `iterations` Newton iterations, is back within 1e-4
 // (relative) of its value 2 to kCycleRing iterations earlier: a solve stepping round the same
 // trials, which line_search_growth lets pass (cycles of 4 and 9 iterations seen on the humanoid
