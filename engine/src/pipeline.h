@@ -366,14 +366,10 @@ AXION_HD void world_converge(const BatchView& v, int w) {
                            now > kLinearTailRatio * last && now < kLinearTailResidual;
   v.world_residual_last[w] = now;
   // with a halving or the presolve's retry left, a solve still far off after
-  // halving_iterations gives up early: its best iterate and its latest both above
-  // halving_residual (the best is the lowest merit's, and merit and residual can disagree: a
-  // solve whose latest iterate is within it went on to converge, humanoid100.xml under control
-  // noise 2.5% fewer Newton iterations on the same states, RESULTS.md)
+  // halving_iterations gives up early
   const bool halve_early = (v.world_halvings[w] < p.step_halvings || world_may_retry(v, w)) &&
                            iterations >= p.halving_iterations &&
-                           !(v.world_residual_best[w] <= p.halving_residual) &&
-                           !(now <= p.halving_residual);
+                           !(v.world_residual_best[w] <= p.halving_residual);
   const Real tolerance = newton_stop_tolerance(p, iterations);
   // a solve that cycles takes only decreasing trials from here on
   if (world_residual_cycles(v, w, iterations, now) && p.strict_after_cycle) v.world_cycled[w] = 1;

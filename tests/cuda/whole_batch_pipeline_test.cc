@@ -607,37 +607,6 @@ TEST(TeamTest, SolvedIslandKeepsItsIterateAsBestWhateverItsMerit) {
   EXPECT_EQ(v.island_residual_best[solved], Real(0.5) * tolerance);
 }
 
-// A solve gives up early, to halve its step, once halving_iterations have left both its best
-// iterate and its latest above halving_residual (pipeline.h, world_converge); one whose latest
-// iterate is within it goes on, whatever its best (by merit) was.
-TEST(TeamTest, SolveHalvesEarlyOnlyWhenItsLatestIterateIsFarOffToo) {
-  auto model = MustCompile(Tripod(1));
-  ASSERT_NE(model, nullptr);
-  BatchStorage settled = PackBatch({LayoutOf(model)});
-  settled.world_step_pending[0] = 1;
-  StepWholeBatch(settled);
-  const int world = 0;
-  for (Real latest : {Real(0.005), Real(0.05)}) {
-    BatchStorage batch = settled;
-    BatchView v = batch.view();
-    const WorldParams& p = v.world_params[world];
-    ASSERT_GT(p.step_halvings, 0);
-    v.world_halvings[world] = 0;
-    v.world_active[world] = kPhaseNewton;
-    v.world_flags[world] = 0;
-    v.world_newton_attempt[world] = p.halving_iterations;
-    v.world_residual_best[world] = Real(5) * p.halving_residual;
-    v.world_residual_last[world] = latest;
-    v.world_residual[world] = latest;
-    const int b0 = v.world_body_offset[world];
-    for (int k = b0; k < b0 + v.world_island_count[world]; ++k) v.island_residual[k] = latest;
-    pipeline::world_converge(v, world);
-    const bool far_off = latest > p.halving_residual;
-    EXPECT_EQ(v.world_active[world], far_off ? kPhaseConverged : kPhaseNewton) << latest;
-    EXPECT_EQ((v.world_flags[world] & kWorldNotConverged) != 0, far_off) << latest;
-  }
-}
-
 // Rows whose diagonal entry of A is their compliance but for kTreeInactive (limits away from
 // their stop, a frictionless contact's friction rows) are held out of the linear solve
 // (row_hold_out): each solved on its own, its force folded into the bodies' right-hand side.
