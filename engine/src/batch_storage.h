@@ -264,33 +264,35 @@ namespace axion {
   X(int32_t, row_dof, 1)     \
   X(int32_t, row_contact, 1) \
   X(int32_t, row_body_a, 1) X(int32_t, row_body_b, 1) X(Real, row_lambda, 1)
-#define AXION_ROW_SCRATCH(X)                                                                       \
-  X(Real, row_jac_a, 6)                                                                            \
-  X(Real, row_jac_b, 6)                                                                            \
-  X(Real, row_lever, 6)                                                                            \
-  X(Real, row_residual, 1)                                                                         \
-  X(Real, row_error, 1)                                                                            \
-  X(Real, row_compliance, 1)                                                                       \
-  X(Real, row_coupling, 2)                                                                         \
-  X(Real, row_precond, 1)                                                                          \
-  X(Real, row_lambda_accepted, 1)                                                                  \
-  X(Real, row_lambda_best, 1)                                                                      \
-  X(Real, row_dlambda, 1)                                                                          \
-  X(Real, row_cr_r, 1)                                                                             \
-  X(Real, row_cr_z, 1)                                                                             \
-  X(Real, row_cr_p, 1)                                                                             \
-  X(Real, row_cr_az, 1)                                                                            \
-  X(Real, row_cr_ap, 1)                                                                            \
-  X(Real, row_cr_pap, 1)                                                                           \
-  X(Real, row_gcr_p, 12)                                                                           \
-  X(Real, row_gcr_q, 12) X(Real, row_loop_a, 1) X(Real, row_loop_x, 16)                            \
-      X(Real, row_tree_block, 12) X(Real, row_tree_y, 6) X(Real, row_tree_t, 6)                    \
-          X(int32_t, row_tree_head, 1) X(int32_t, row_tree_size, 1) X(int32_t, row_tree_parent, 1) \
-              X(int32_t, row_tree_child, 1) X(int32_t, row_tree_dropped, 1)                        \
-                  X(int32_t, row_held_out, 1) X(int32_t, row_tree_rows, 1)                         \
-                      X(int32_t, row_tree_count, 1) X(int32_t, row_body_list, 2)                   \
-                          X(int32_t, row_tree_child_group, 1) X(Real, row_tree_u, 6)               \
-                              X(int32_t, row_solve_runs, 2) X(int32_t, row_presolve_color, 1)      \
+#define AXION_ROW_SCRATCH(X)                                                                  \
+  X(Real, row_jac_a, 6)                                                                       \
+  X(Real, row_jac_b, 6)                                                                       \
+  X(Real, row_lever, 6)                                                                       \
+  X(Real, row_residual, 1)                                                                    \
+  X(Real, row_error, 1)                                                                       \
+  X(Real, row_compliance, 1)                                                                  \
+  X(Real, row_coupling, 2)                                                                    \
+  X(Real, row_precond, 1)                                                                     \
+  X(Real, row_lambda_accepted, 1)                                                             \
+  X(Real, row_lambda_best, 1)                                                                 \
+  X(Real, row_lambda_start, 1)                                                                \
+  X(Real, row_dlambda, 1)                                                                     \
+  X(Real, row_cr_r, 1)                                                                        \
+  X(Real, row_cr_z, 1)                                                                        \
+  X(Real, row_cr_p, 1)                                                                        \
+  X(Real, row_cr_az, 1)                                                                       \
+  X(Real, row_cr_ap, 1)                                                                       \
+  X(Real, row_cr_pap, 1)                                                                      \
+  X(Real, row_gcr_p, 12)                                                                      \
+  X(Real, row_gcr_q, 12)                                                                      \
+  X(Real, row_loop_a, 1) X(Real, row_loop_x, 16) X(Real, row_tree_block, 12)                  \
+      X(Real, row_tree_y, 6) X(Real, row_tree_t, 6) X(int32_t, row_tree_head, 1)              \
+          X(int32_t, row_tree_size, 1) X(int32_t, row_tree_parent, 1)                         \
+              X(int32_t, row_tree_child, 1) X(int32_t, row_tree_dropped, 1)                   \
+                  X(int32_t, row_held_out, 1) X(int32_t, row_tree_rows, 1)                    \
+                      X(int32_t, row_tree_count, 1) X(int32_t, row_body_list, 2)              \
+                          X(int32_t, row_tree_child_group, 1) X(Real, row_tree_u, 6)          \
+                              X(int32_t, row_solve_runs, 2) X(int32_t, row_presolve_color, 1) \
                                   X(int32_t, row_presolve_order, 1)
 // Hull and height field data (flattened over all worlds' hull and height field shapes).
 #define AXION_HULL_ARRAYS(X)            \

@@ -238,10 +238,17 @@ AXION_HD void world_restore_start(const BatchView& v, int w) {
 AXION_HD void world_clear_missed_pairs(const BatchView& v, int w) { v.world_missed_count[w] = 0; }
 
 // A failed attempt is undone: the state returns to q-, u- (the DOFs' coordinates and the last
-// step's contacts were not yet written), and what is left of the step is taken in twice as
-// many steps of half the length. Its solver figures stay counted.
+// step's contacts were not yet written) and the joint rows' impulses to those it started from,
+// and what is left of the step is taken in twice as many steps of half the length. Its solver
+// figures stay counted. A failed solve's impulses are no warm start: kept, a diverged
+// attempt's (40 m/s and more off) started every halved attempt after it far from its solution
+// too, and a figure landing at 0.64 s with its hands on fixed joints failed down to h / 16 and
+// sank 2.37 m into its floor (RESULTS.md).
 AXION_HD void world_undo_attempt(const BatchView& v, int w) {
   world_restore_start(v, w);
+  const int row0 = v.world_row_offset[w];
+  for (int row = row0; row < row0 + v.world_joint_row_count[w]; ++row)
+    v.row_lambda[row] = v.row_lambda_start[row];
   // the pairs a redo took at its end were linearised about where it ended: they start again
   world_clear_missed_pairs(v, w);
   v.world_flags[w] &= ~static_cast<uint32_t>(kWorldNotConverged);
@@ -578,6 +585,13 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
   if (!ex.any(
           wr, AXION_LAMBDA(int w) { return stepping(v, w); }))
     return;
+  // the joint rows' impulses the attempt starts from, for an undone attempt to return to
+  ex.rows(
+      wr, AXION_LAMBDA(int r) {
+        const int w = v.row_world[r];
+        if (stepping(v, w) && r < v.world_row_offset[w] + v.world_joint_row_count[w])
+          v.row_lambda_start[r] = v.row_lambda[r];
+      });
 
   // collide: bounding boxes, then broad and narrow phase per world at q-
   ex.bodies(

@@ -686,6 +686,39 @@ TEST(SimulatorTest, FailedStepIsTakenAgainInHalves) {
   }
 }
 
+// A failed attempt is undone whole: its halves start from the step's start, the joints' impulses
+// included, so a step of h that fails and goes again in halves is exactly two steps of h / 2.
+// With one Newton iteration an attempt and a tolerance no iterate reaches, every whole attempt
+// fails and every half is kept; kept, the failed attempt's impulses warm-started its halves, and
+// the two pendulums parted at the first step.
+TEST(SimulatorTest, HalvedStepStartsFromTheImpulsesItsStepStartedWith) {
+  ModelDesc d = PendulumThatNeedsHalving();
+  d.options.newton_iterations = 1;
+  d.options.halving_iterations = 1;
+  d.options.newton_tolerance = 1e-30;
+  d.options.halving_residual = 1e-30;
+  d.options.newton_tail_iterations = 0;
+  d.options.step_halvings = 1;
+  d.options.halving_carryover = false;
+  ModelDesc half = d;
+  half.options.timestep = d.options.timestep / 2;
+  half.options.step_halvings = 0;
+  auto sim = MustCreateSimulator();
+  const WorldId halved = MustCreateWorld(*sim, MustCompile(d));
+  const WorldId halves = MustCreateWorld(*sim, MustCompile(half));
+  for (int step = 0; step < 5; ++step) {
+    const WorldId both[] = {halved, halves};
+    const int steps[] = {1, 2};
+    ASSERT_TRUE(sim->Step(both, steps).ok());
+    WorldStats stats = *sim->GetStats(halved);
+    ASSERT_EQ(stats.substeps, 2) << "step " << step << ": the whole attempt did not fail";
+    BodyState a = *sim->GetBodyState(halved), b = *sim->GetBodyState(halves);
+    for (size_t i = 0; i < a.pose.size(); ++i) EXPECT_EQ(a.pose[i], b.pose[i]) << step << " " << i;
+    for (size_t i = 0; i < a.velocity.size(); ++i)
+      EXPECT_EQ(a.velocity[i], b.velocity[i]) << step << " " << i;
+  }
+}
+
 // halving_carryover: a step starts at the level its predecessor ended at (one coarser where that
 // one did not halve), so a run of steps that fail whole no longer fails the full length first
 // every step. PendulumThatNeedsHalving takes fewer Newton iterations over its 10 steps with

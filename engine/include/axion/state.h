@@ -569,6 +569,8 @@ struct BatchView {
   Real* row_lambda;           // (row slots) impulse (N s)
   Real* row_lambda_accepted;  // (row slots) impulse accepted by the line search
   Real* row_lambda_best;      // (row slots) impulse of the accepted iterate of lowest merit
+  Real* row_lambda_start;     // (row slots) joint rows: impulse the attempt started from, to
+                              // which an undone attempt returns
   Real* row_dlambda;          // (row slots) Newton direction (CR solution)
   Real* row_cr_r;             // (row slots) CR residual
   Real* row_cr_z;             // (row slots) preconditioned residual
