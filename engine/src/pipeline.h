@@ -585,13 +585,6 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
   if (!ex.any(
           wr, AXION_LAMBDA(int w) { return stepping(v, w); }))
     return;
-  // the joint rows' impulses the attempt starts from, for an undone attempt to return to
-  ex.rows(
-      wr, AXION_LAMBDA(int r) {
-        const int w = v.row_world[r];
-        if (stepping(v, w) && r < v.world_row_offset[w] + v.world_joint_row_count[w])
-          v.row_lambda_start[r] = v.row_lambda[r];
-      });
 
   // collide: bounding boxes, then broad and narrow phase per world at q-
   ex.bodies(
@@ -632,9 +625,14 @@ void attempt(Exec& ex, const BatchView& v, WorldRange wr, const LoopBounds& boun
           for (int k = 0; k < 6; ++k) v.body_u[6 * i + k] = v.body_u_tilde[6 * i + k];
         }
       });
+  // the joint rows also keep the impulses the attempt starts from, for an undone attempt to
+  // return to (nothing before this pass has moved them)
   ex.rows(
       wr, AXION_LAMBDA(int r) {
-        if (!stepping(v, v.row_world[r])) return;
+        const int w = v.row_world[r];
+        if (!stepping(v, w)) return;
+        if (r < v.world_row_offset[w] + v.world_joint_row_count[w])
+          v.row_lambda_start[r] = v.row_lambda[r];
         const int kind = v.row_kind[r];
         if (kind == kRowDrive || kind == kRowFrictionLoss) joint_drive_begin_step(v, r);
         if (kind == kRowTendonDrive || kind == kRowTendonFrictionLoss) tendon_begin_step(v, r);
