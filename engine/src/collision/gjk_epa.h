@@ -169,6 +169,7 @@ AXION_HD Simplex closest_on_tetrahedron(const Simplex& s, Real tiny, bool* insid
 
 struct GjkResult {
   bool overlap = false;   // cores intersect or touch (closer than kTouch * scale)
+  bool apart = false;     // the early-out fired: the cores are further apart than early_out
   Real distance = 0;      // core distance (a lower bound when the early-out fired)
   Vec3 point_a, point_b;  // closest points of the cores when separated
   Simplex simplex;        // last simplex, the seed of EPA when overlapping
@@ -194,6 +195,7 @@ AXION_HD GjkResult gjk_distance(const Core& a, const Core& b, Real scale, Real e
     Real vw = dot(v, w.w);
     // v.w / |v| is a lower bound on the distance.
     if (vw > 0 && vw * vw > early_out * early_out * vv) {
+      r.apart = true;
       r.distance = vw / std::sqrt(vv);
       r.simplex = s;
       return r;

@@ -728,19 +728,22 @@ AXION_HD int collide_convex(const Core& a, const Core& b, Real margin, ContactPo
   if (!overlap) {
     GjkResult g = gjk_distance(a, b, scale, margin + radii);
     if (!g.overlap) {
-      if (g.distance - radii >= margin || !(g.distance > 0)) return 0;
+      if (g.apart || !(g.distance > 0)) return 0;
       n = (Real(1) / g.distance) * (g.point_a - g.point_b);
       pa = g.point_a;
       pb = g.point_b;
       // GJK's distance bounds the cores' from above and their separation along n from below:
-      // a converged solve has the two agree, a direction of rounding noise does not
-      // (touching_normal; 1e-3 leaves solves that stopped a little short alone)
+      // a converged solve has the two agree, one stopped on rounding noise does not
+      // (touching_normal; 1e-3 leaves solves that stopped a little short alone). Exactly
+      // aligned cylinders 0.6 mm apart stopped at 0.03 m, past the margin, and met nothing.
       if (-overlap_along(a, b, n) < g.distance - (Real(1e-3) * g.distance + kTiny * scale)) {
         EpaResult e = touching_normal(a, b, scale, n);
         if (-e.depth - radii >= margin) return 0;
         n = e.normal;
         pa = e.point_a;
         pb = e.point_b;
+      } else if (g.distance - radii >= margin) {
+        return 0;
       }
     } else if (!boxes) {
       // Cylinders are curved: a coarse polytope, then GJK rounds for the normal. Those settle
