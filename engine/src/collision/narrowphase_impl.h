@@ -694,10 +694,11 @@ AXION_HD int convex_manifold(const Core& a, const Core& b, Vec3 n, const Contact
 // difference flat about the origin: GJK's simplex then spans rim points whose heights differ by
 // about as much as the distance itself, and it stopped with a closest-point direction that was
 // rounding noise. One such direction, sideways, read two stacked cylinders of humanoid100.xml as
-// overlapping by 0.257 m and threw the upper one at 13 m/s. Starting from whichever of `guess`
-// and the centre line the cores overlap less along, refine_penetration moves a out until GJK
-// works at a distance where its closest points can be trusted; the depth it returns (negative
-// when apart) is the overlap along the normal it ends with.
+// overlapping by 0.257 m; such false depths threw bodies off its pile at up to 79 m/s
+// (RESULTS.md). Starting from whichever of `guess` and the centre line the cores overlap less
+// along, refine_penetration moves a out until GJK works at a distance where its closest points
+// can be trusted; the depth it returns (negative when apart) is the overlap along the normal it
+// ends with.
 AXION_HD EpaResult touching_normal(const Core& a, const Core& b, Real scale, Vec3 guess) {
   Vec3 centre = normalized(a.pos - b.pos);
   if (length_sq(centre) == 0) centre = Vec3{0, 0, 1};
