@@ -1,6 +1,6 @@
-// Fuzz target: an STL (binary or ASCII), OBJ or MSH mesh file through the loader, and, where its
-// vertices span a volume, its convex hull as a body's shape dropped onto a plane for three
-// steps. The first byte picks the file's extension; the rest is the file.
+// Fuzz target: an STL (binary or ASCII), OBJ, COLLADA or MSH mesh file through the loader, and,
+// where its vertices span a volume, its convex hull as a body's shape dropped onto a plane for
+// three steps. The first byte picks the file's extension; the rest is the file.
 #include <unistd.h>
 
 #include <cstdint>
@@ -12,9 +12,10 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  static const char* const kExtensions[] = {".stl", ".obj", ".STL", ".OBJ", ".msh", ".MSH"};
+  static const char* const kExtensions[] = {".stl", ".obj", ".STL", ".OBJ",
+                                            ".msh", ".MSH", ".dae", ".DAE"};
   const std::string path =
-      "/tmp/axion-mesh-fuzz-" + std::to_string(getpid()) + kExtensions[data[0] % 6];
+      "/tmp/axion-mesh-fuzz-" + std::to_string(getpid()) + kExtensions[data[0] % 8];
   if (std::FILE* f = std::fopen(path.c_str(), "wb")) {
     std::fwrite(data + 1, 1, size - 1, f);
     std::fclose(f);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -515,6 +516,217 @@ TEST(UrdfMeshTest, StlAndObjMeshesBecomeConvexHulls) {
   absl::StatusOr<ImportResult> r = LoadUrdfString(xml, "/nonexistent", options);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->model.shapes[0].vertices.size(), 8u);
+}
+
+// A 1 m cube in centimetres whose node lifts it 1 m along z and stretches it 2x along z: in
+// metres it spans x, y in [-0.5, 0.5] and z in [0, 2], a 1 x 1 x 2 m block standing on its
+// link's origin. Quads as a <polylist> with normals interleaved in <p>. The file says Y_UP
+// over z-up data, as MeshLab writes every file; like RViz, Gazebo and pybullet, the loader
+// leaves the up axis alone.
+const char kColladaBlock[] = R"(<?xml version="1.0" encoding="utf-8"?>
+<COLLADA xmlns="http://www.collada.org/2005/11/COLLADASchema" version="1.4.1">
+  <asset><unit name="centimeter" meter="0.01"/><up_axis>Y_UP</up_axis></asset>
+  <library_geometries>
+    <geometry id="cube-mesh" name="cube">
+      <mesh>
+        <source id="cube-positions">
+          <float_array id="cube-positions-array" count="24">
+            -50 -50 -50  50 -50 -50  -50 50 -50  50 50 -50
+            -50 -50 50   50 -50 50   -50 50 50   50 50 50</float_array>
+          <technique_common><accessor source="#cube-positions-array" count="8" stride="3">
+            <param name="X" type="float"/><param name="Y" type="float"/><param name="Z" type="float"/>
+          </accessor></technique_common>
+        </source>
+        <source id="cube-normals">
+          <float_array id="cube-normals-array" count="18">-1 0 0 1 0 0 0 -1 0 0 1 0 0 0 -1 0 0 1</float_array>
+          <technique_common><accessor source="#cube-normals-array" count="6" stride="3"/></technique_common>
+        </source>
+        <vertices id="cube-vertices"><input semantic="POSITION" source="#cube-positions"/></vertices>
+        <polylist count="6">
+          <input semantic="VERTEX" source="#cube-vertices" offset="0"/>
+          <input semantic="NORMAL" source="#cube-normals" offset="1"/>
+          <vcount>4 4 4 4 4 4</vcount>
+          <p>0 0 4 0 6 0 2 0  1 1 3 1 7 1 5 1  0 2 1 2 5 2 4 2  2 3 6 3 7 3 3 3
+             0 4 2 4 3 4 1 4  4 5 5 5 7 5 6 5</p>
+        </polylist>
+      </mesh>
+    </geometry>
+  </library_geometries>
+  <library_visual_scenes>
+    <visual_scene id="Scene">
+      <node id="Block"><translate>0 0 100</translate><scale>1 1 2</scale>
+        <instance_geometry url="#cube-mesh"/></node>
+    </visual_scene>
+  </library_visual_scenes>
+  <scene><instance_visual_scene url="#Scene"/></scene>
+</COLLADA>
+)";
+
+// The URDF of one link, its centre of mass 1 m above its origin, whose collision geometry is
+// `mesh` (a file name as URDF gives it).
+std::string MeshLinkUrdf(const std::string& mesh) {
+  return R"(<robot name="r"><link name="block"><inertial><origin xyz="0 0 1"/><mass value="1"/>
+      <inertia ixx="1" iyy="1" izz="1"/></inertial>
+      <collision><geometry><mesh filename=")" +
+         mesh + R"("/></geometry></collision></link></robot>)";
+}
+
+TEST(UrdfMeshTest, ColladaMeshesTakeTheirUnitsAndNodesNotTheirUpAxis) {
+  const std::string dir = ::testing::TempDir() + "/collada_block";
+  std::filesystem::create_directories(dir + "/meshes");
+  std::ofstream(dir + "/meshes/block.dae") << kColladaBlock;
+  UrdfOptions options;
+  options.package_dirs = {dir};
+  options.inertia_from_collision = true;
+  absl::StatusOr<ImportResult> r =
+      LoadFloating(MeshLinkUrdf("package://robot/meshes/block.dae"), options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->model.shapes.size(), 1u);
+  const ShapeDesc& hull = r->model.shapes[0];
+  EXPECT_EQ(hull.type, ShapeType::kConvexHull);
+  ASSERT_EQ(hull.vertices.size(), 8u);
+  for (const Vec3& v : hull.vertices) {
+    EXPECT_NEAR(std::abs(v.x), 0.5, 1e-12);
+    EXPECT_NEAR(std::abs(v.y), 0.5, 1e-12);
+    EXPECT_TRUE(std::abs(v.z) < 1e-12 || std::abs(v.z - 2) < 1e-12) << v.z;
+  }
+  // The solid block's inertia about its centre, 1 m up.
+  const BodyDesc& block = r->model.bodies[0];
+  EXPECT_NEAR(block.com.z, 1, 1e-12);
+  EXPECT_NEAR(block.inertia(0, 0), (1 + 4) / 12.0, 1e-12);
+  EXPECT_NEAR(block.inertia(1, 1), (1 + 4) / 12.0, 1e-12);
+  EXPECT_NEAR(block.inertia(2, 2), (1 + 1) / 12.0, 1e-12);
+
+  // Dropped onto a floor, the block lands and stands on its base.
+  ModelDesc desc = r->model;
+  desc.bodies[0].pose.pos = {0, 0, 0.05};
+  ShapeDesc floor;
+  floor.type = ShapeType::kPlane;
+  desc.shapes.push_back(floor);
+  absl::StatusOr<std::shared_ptr<const Model>> model = Model::Compile(desc);
+  ASSERT_TRUE(model.ok()) << model.status();
+  SimulatorOptions sim_options;
+  sim_options.backend = Backend::kCpu;
+  std::unique_ptr<Simulator> sim = *Simulator::Create(sim_options);
+  const WorldId world = sim->CreateWorlds(*model, 1)->front();
+  ASSERT_TRUE(sim->Step({world}, {300}).ok());
+  absl::StatusOr<BodyState> state = sim->GetBodyState(world);
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_NEAR(state->pose[2], 0, 1e-3);            // the link's origin, its base, on the floor
+  EXPECT_NEAR(std::abs(state->pose[3]), 1, 1e-6);  // upright
+  for (int k = 0; k < 6; ++k) EXPECT_NEAR(state->velocity[k], 0, 1e-3) << k;
+}
+
+// A scene in metres that reaches its geometries every other way the format allows:
+// a <matrix> (a turn of 90 degrees about z and a lift of 1 m), a <rotate>, an <instance_node>
+// into a library, a mirroring <scale>, and <triangles>, <tristrips>, <trifans> and <polygons>
+// (with a hole). A position no primitive names (99 99 99) stays out of the mesh.
+TEST(UrdfMeshTest, ColladaScenesPlaceEveryPrimitive) {
+  const char dae[] = R"(<COLLADA version="1.4.1">
+  <library_geometries>
+    <geometry id="square"><mesh>
+      <source id="sp"><float_array id="spa" count="15">0 0 0 1 0 0 1 1 0 0 1 0 99 99 99</float_array>
+        <technique_common><accessor source="#spa" count="5" stride="3"/></technique_common></source>
+      <vertices id="sv"><input semantic="POSITION" source="#sp"/></vertices>
+      <triangles count="2"><input semantic="VERTEX" source="#sv" offset="0"/><p>0 1 2 0 2 3</p></triangles>
+    </mesh></geometry>
+    <geometry id="strips"><mesh>
+      <source id="tp"><float_array id="tpa" count="24">9 0 0 0 9 2 0 0 9 0 2 0 9 0 0 3 9 0 0 4 9 0 0 5</float_array>
+        <technique_common><accessor source="#tpa" count="6" stride="4" offset="1"/></technique_common></source>
+      <vertices id="tv"><input semantic="POSITION" source="#tp"/></vertices>
+      <tristrips count="1"><input semantic="VERTEX" source="#tv" offset="0"/><p>0 1 2 3</p></tristrips>
+      <trifans count="1"><input semantic="VERTEX" source="#tv" offset="0"/><p>0 2 4</p></trifans>
+      <polygons count="1"><input semantic="VERTEX" source="#tv" offset="0"/><ph><p>0 1 5</p><h>2 3 4</h></ph></polygons>
+    </mesh></geometry>
+  </library_geometries>
+  <library_nodes><node id="mirrored"><scale>-1 1 1</scale><instance_geometry url="#strips"/></node></library_nodes>
+  <library_visual_scenes><visual_scene id="s">
+    <node><matrix>0 -1 0 0  1 0 0 0  0 0 1 1  0 0 0 1</matrix><instance_geometry url="#square"/></node>
+    <node><rotate>0 0 1 180</rotate><instance_node url="#mirrored"/></node>
+  </visual_scene></library_visual_scenes>
+  <scene><instance_visual_scene url="#s"/></scene></COLLADA>)";
+  const std::string dir = ::testing::TempDir();
+  std::ofstream(dir + "/scene.dae") << dae;
+  absl::StatusOr<ImportResult> r = LoadFloating(MeshLinkUrdf("scene.dae"));
+  ASSERT_FALSE(r.ok());  // a relative path is the URDF's directory's: "" here
+  r = LoadUrdfString(MeshLinkUrdf("scene.dae"), dir);
+  ASSERT_TRUE(r.ok()) << r.status();
+  // The square turned onto x <= 0 at z = 1; the strips' points (read past the 9s that pad
+  // each) mirrored in x, then turned half a turn about z: (x, y, z) -> (x, -y, z).
+  std::vector<std::array<double, 3>> expected = {
+      {0, 0, 1}, {0, 1, 1}, {-1, 1, 1}, {-1, 0, 1},  // the square
+      {0, 0, 0}, {2, 0, 0}, {0, -2, 0}, {0, 0, 3},   // the strip's four
+      {0, 0, 4},                                     // the fan's third
+      {0, 0, 5}};                                    // the polygon's (its hole adds none)
+  std::vector<std::array<double, 3>> loaded;
+  for (const Vec3& v : r->model.shapes[0].vertices) loaded.push_back({v.x, v.y, v.z});
+  for (auto& p : loaded)
+    for (double& c : p) c = std::round(c * 1e9) / 1e9 + 0.0;  // -0 and round-off off
+  std::sort(expected.begin(), expected.end());
+  std::sort(loaded.begin(), loaded.end());
+  EXPECT_EQ(loaded, expected);
+}
+
+TEST(UrdfMeshTest, MalformedColladaFilesAreRefusedWithTheirLine) {
+  const std::string dir = ::testing::TempDir();
+  struct Case {
+    std::string dae;
+    std::vector<std::string> needles;
+  };
+  const std::string geometry_head =
+      R"(<COLLADA><library_geometries><geometry id="g"><mesh>
+      <source id="p"><float_array id="a" count="9">0 0 0 1 0 0 0 1 0</float_array></source>
+      <vertices id="v"><input semantic="POSITION" source="#p"/></vertices>
+)";
+  const std::string scene_tail = R"(
+      </mesh></geometry></library_geometries>
+      <library_visual_scenes><visual_scene id="s"><node><instance_geometry url="#g"/></node>
+      </visual_scene></library_visual_scenes></COLLADA>)";
+  std::vector<Case> cases = {
+      {"<COLLADA>\n<asset>\n</COLLADA>", {"bad.dae", "line 2", "malformed XML"}},
+      {"<robot/>", {"not a COLLADA document", "<robot>"}},
+      {R"(<COLLADA><asset><unit meter="-1"/></asset></COLLADA>)",
+       {"<unit>", "'meter'", "positive"}},
+      {geometry_head +
+           R"(<triangles count="1"><input semantic="VERTEX" source="#v" offset="0"/><p>0 1 3</p></triangles>)" +
+           scene_tail,
+       {"line 4", "<p>", "names position 3", "has 3"}},
+      {geometry_head +
+           R"(<triangles count="1"><input semantic="VERTEX" source="#v" offset="0"/><p>0 1 x</p></triangles>)" +
+           scene_tail,
+       {"<p>", "not a non-negative integer"}},
+      {geometry_head +
+           R"(<polylist count="1"><input semantic="VERTEX" source="#v" offset="0"/><vcount>4</vcount><p>0 1 2</p></polylist>)" +
+           scene_tail,
+       {"<vcount>", "more corners than <p> has"}},
+      {R"(<COLLADA><library_visual_scenes><visual_scene id="s"><node><instance_geometry url="#gone"/>
+       </node></visual_scene></library_visual_scenes></COLLADA>)",
+       {"line 1", "<instance_geometry>", "no <geometry> with id 'gone'"}},
+      {R"(<COLLADA><library_nodes><node id="n"><instance_node url="#n"/></node></library_nodes>
+       <library_visual_scenes><visual_scene id="s"><instance_node url="#n"/><node><instance_node url="#n"/>
+       </node></visual_scene></library_visual_scenes></COLLADA>)",
+       {"nest more than 64"}},
+      {R"(<COLLADA><library_geometries/></COLLADA>)", {"places no triangles"}},
+  };
+  // Each node instancing the next twice: 2^30 paths through 30 nodes.
+  std::string doubling = "<COLLADA><library_nodes>";
+  for (int i = 0; i < 30; ++i) {
+    doubling += absl::StrCat("<node id=\"n", i, "\"><instance_node url=\"#n", i + 1,
+                             "\"/><instance_node url=\"#n", i + 1, "\"/></node>");
+  }
+  doubling += R"(<node id="n30"/></library_nodes><library_visual_scenes><visual_scene id="s">
+      <node><instance_node url="#n0"/></node></visual_scene></library_visual_scenes></COLLADA>)";
+  cases.push_back({doubling, {"instances more than 1048576 nodes"}});
+  for (const Case& c : cases) {
+    std::ofstream(dir + "/bad.dae") << c.dae;
+    absl::StatusOr<ImportResult> r = LoadUrdfString(MeshLinkUrdf("bad.dae"), dir);
+    ASSERT_FALSE(r.ok()) << c.dae;
+    EXPECT_NE(r.status().message().find("link 'block'"), std::string::npos) << r.status();
+    for (const std::string& needle : c.needles) {
+      EXPECT_NE(r.status().message().find(needle), std::string::npos)
+          << "'" << needle << "' not in: " << r.status().message();
+    }
+  }
 }
 
 TEST(UrdfErrorTest, ClearErrors) {

@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "io/collada.h"
 #include "png.h"
 
 namespace axion::io {
@@ -393,14 +394,18 @@ absl::StatusOr<TriangleMesh> ParseMsh(const std::string& path, const std::string
 absl::StatusOr<TriangleMesh> LoadTriangleMesh(const std::string& path, Vec3 scale,
                                               const std::string& root) {
   std::string lower = Lower(path);
-  if (!EndsWith(lower, ".stl") && !EndsWith(lower, ".obj") && !EndsWith(lower, ".msh")) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "mesh '", path, "': unsupported format (STL, OBJ and MuJoCo's MSH are supported)"));
+  if (!EndsWith(lower, ".stl") && !EndsWith(lower, ".obj") && !EndsWith(lower, ".msh") &&
+      !EndsWith(lower, ".dae")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("mesh '", path,
+                     "': unsupported format (STL, OBJ, COLLADA (.dae) and MuJoCo's MSH are "
+                     "supported)"));
   }
   absl::StatusOr<std::string> bytes = ReadFile(path, root);
   if (!bytes.ok()) return bytes.status();
   absl::StatusOr<TriangleMesh> mesh = EndsWith(lower, ".stl")   ? ParseStl(path, *bytes)
                                       : EndsWith(lower, ".obj") ? ParseObj(path, *bytes)
+                                      : EndsWith(lower, ".dae") ? ParseCollada(path, *bytes)
                                                                 : ParseMsh(path, *bytes);
   if (!mesh.ok()) return mesh.status();
   if (mesh->vertices.empty()) {

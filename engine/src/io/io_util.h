@@ -74,9 +74,9 @@ struct TriangleMesh {
   std::vector<Vec3> vertices;
   std::vector<std::array<int, 3>> triangles;
 };
-// An STL (binary or ASCII), OBJ (polygons as fans of triangles) or MuJoCo MSH mesh file, its
-// vertices multiplied by `scale`. Errors name the file and what is wrong with it. `root`: as for
-// ReadFile.
+// An STL (binary or ASCII), OBJ (polygons as fans of triangles), COLLADA (.dae: its scene's
+// triangles, see collada.h) or MuJoCo MSH mesh file, its vertices multiplied by `scale`. Errors
+// name the file and what is wrong with it. `root`: as for ReadFile.
 absl::StatusOr<TriangleMesh> LoadTriangleMesh(const std::string& path, Vec3 scale,
                                               const std::string& root = "");
 // The mesh file's vertices alone, duplicates removed.
