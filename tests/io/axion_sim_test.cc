@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -154,6 +155,30 @@ TEST(AxionSimTest, FloorCatchesAFloatingBaseRobot) {
   EXPECT_NEAR(z[300], z[200], 1e-6) << "not at rest";
   EXPECT_NE(RunCommand(kBinary + " --model=" + kModels + "/two_link_arm.urdf --floor=low", &out),
             0);
+}
+
+// A URDF whose meshes are package:// paths into a ROS workspace elsewhere: found through
+// --package_path, or through $ROS_PACKAGE_PATH without it.
+TEST(AxionSimTest, PackagePathFindsAWorkspacesMeshes) {
+  const std::string dir = ::testing::TempDir() + "/sim_ws";
+  const std::string package = dir + "/src/repo/block_description";
+  ASSERT_EQ(std::system(("mkdir -p " + package + "/meshes " + dir + "/robot").c_str()), 0);
+  std::ofstream(package + "/package.xml") << "<package><name>block_description</name></package>";
+  std::ofstream(package + "/meshes/block.obj")
+      << "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nv 0 0 1\nv 1 0 1\nv 0 1 1\nv 1 1 1\n"
+         "f 1 2 4 3\nf 5 6 8 7\nf 1 2 6 5\nf 3 4 8 7\nf 1 3 7 5\nf 2 4 8 6\n";
+  const std::string urdf = dir + "/robot/block.urdf";
+  std::ofstream(urdf) << R"(<robot name="r"><link name="block"><inertial><mass value="1"/>
+      <inertia ixx="0.2" iyy="0.2" izz="0.2"/></inertial><collision><geometry>
+      <mesh filename="package://block_description/meshes/block.obj"/></geometry></collision>
+      </link></robot>)";
+  const std::string run = kBinary + " --model=" + urdf +
+                          " --floating_base --floor=-1 --steps=10 --backend=cpu --threads=1";
+  std::string out;
+  EXPECT_NE(RunCommand("env -u ROS_PACKAGE_PATH -u AMENT_PREFIX_PATH " + run, &out), 0) << out;
+  EXPECT_EQ(RunCommand(run + " --package_path=/nonexistent:" + dir + "/src", &out), 0) << out;
+  EXPECT_NE(out.find("2 shapes"), std::string::npos) << out;  // the block's hull and the floor
+  EXPECT_EQ(RunCommand("env ROS_PACKAGE_PATH=" + dir + "/src " + run, &out), 0) << out;
 }
 
 TEST(AxionSimTest, PreconditionerFlagIsAppliedAndReported) {

@@ -729,6 +729,40 @@ TEST(UrdfMeshTest, MalformedColladaFilesAreRefusedWithTheirLine) {
   }
 }
 
+// A ROS workspace: packages sit in repositories below its src/, some in a directory named
+// otherwise than the package (its package.xml names it). package:// paths find them there.
+TEST(UrdfMeshTest, PackagesAreFoundInAWorkspace) {
+  const std::string src = ::testing::TempDir() + "/ws_crawl/src";
+  const std::string robot = src + "/robots_repo/descriptions/my_robot";
+  const std::string gripper = src + "/grippers/gripper_pkg_dir";
+  for (const std::string& dir : {robot + "/meshes", gripper + "/meshes"})
+    std::filesystem::create_directories(dir);
+  WriteCubeMeshes(robot + "/meshes");
+  WriteCubeMeshes(gripper + "/meshes");
+  std::ofstream(robot + "/package.xml") << "<package format=\"2\"><name>my_robot</name></package>";
+  std::ofstream(gripper + "/package.xml") << "<package><name> gripper </name></package>";
+  // a package of the same name inside another package is not one ROS would find
+  std::filesystem::create_directories(gripper + "/test/my_robot/meshes");
+  std::ofstream(gripper + "/test/my_robot/package.xml") << "<package/>";
+  std::string xml = R"(<robot name="r"><link name="base">
+      <collision><geometry><mesh filename="package://my_robot/meshes/cube.obj"/></geometry></collision>
+      <collision><geometry><mesh filename="package://gripper/meshes/cube_bin.stl" scale="2 2 2"/></geometry></collision>
+      </link></robot>)";
+  UrdfOptions options;
+  options.package_dirs = {src};
+  absl::StatusOr<ImportResult> r = LoadUrdfString(xml, "/nonexistent", options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->model.shapes.size(), 2u);
+  EXPECT_EQ(r->model.shapes[0].vertices.size(), 8u);
+  EXPECT_EQ(r->model.shapes[1].vertices.size(), 8u);
+  // Without the workspace, the error names the file it could not find.
+  absl::StatusOr<ImportResult> missing = LoadUrdfString(xml, "/nonexistent");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("package://my_robot/meshes/cube.obj"),
+            std::string::npos)
+      << missing.status();
+}
+
 TEST(UrdfErrorTest, ClearErrors) {
   struct Case {
     std::string xml;

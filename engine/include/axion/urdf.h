@@ -26,11 +26,15 @@
 //    inequality are an error too, or (UrdfOptions::balance_inertia) take their mean.
 //    UrdfOptions::inertia_from_collision takes them from the collision geometry instead.
 //  - <collision> geometry: box, sphere, cylinder (along z, as in Axion), and mesh: an STL
-//    (binary or ASCII) or OBJ file whose (scaled) vertices become a ShapeType::kConvexHull.
-//    Other geometry is skipped with a warning. Mesh paths are relative to the URDF's directory
-//    ("file://" dropped); "package://NAME/REST" is looked up as DIR/NAME/REST and DIR/REST for
-//    each DIR in UrdfOptions::package_dirs, then in the URDF's directory and up to three of its
-//    parents. <visual> is ignored (one warning), as are elements the importer does not know
+//    (binary or ASCII), OBJ or COLLADA (.dae: the triangles its scene places, in its <unit>'s
+//    metres, its <up_axis> left alone as RViz, Gazebo and pybullet leave it) file whose
+//    (scaled) vertices become a ShapeType::kConvexHull. Other geometry is skipped with a
+//    warning. Mesh paths are relative to the URDF's directory ("file://" dropped);
+//    "package://NAME/REST" is looked up as DIR/NAME/REST and DIR/REST for each DIR in
+//    UrdfOptions::package_dirs, then as REST in package NAME found below a DIR (a directory
+//    holding a package.xml that names NAME, up to 4 levels down, as ROS finds a workspace's
+//    packages), then in the URDF's directory and up to three of its parents. <visual> is ignored
+//    (one warning), as are elements the importer does not know
 //    (<transmission>, <gazebo>, ...; one warning per kind).
 //  - Joints: revolute -> kRevolute and prismatic -> kPrismatic, limited by the <limit> they
 //    need (one whose lower is above its upper leaves the joint unlimited, as pybullet does,
@@ -75,7 +79,8 @@ inline constexpr uint32_t kUrdfRobotGroup = 1u << 1;
 struct UrdfOptions {
   bool floating_base = false;             // false: the root link is welded to the world (a root
                                           // link named "world" is the world either way)
-  std::vector<std::string> package_dirs;  // where package:// mesh paths are looked up
+  std::vector<std::string> package_dirs;  // where package:// mesh paths are looked up (a ROS
+                                          // workspace's src/, ROS_PACKAGE_PATH's entries)
   // A link inertia whose principal moments break the triangle inequality (no real body has
   // such moments) is an error; true: its moments are set to their mean, as MuJoCo's
   // compiler/balanceinertia does, with a warning naming the link.

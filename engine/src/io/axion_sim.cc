@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -45,6 +46,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "axion/mjcf.h"
 #include "axion/model.h"
 #include "axion/simulator.h"
@@ -141,6 +143,10 @@ ABSL_FLAG(std::string, keyframe, "",
 ABSL_FLAG(bool, progress, false, "show a progress bar even when stderr is not a terminal");
 ABSL_FLAG(uint32_t, seed, 1, "seed of the control noise");
 ABSL_FLAG(bool, floating_base, false, "URDF: make the root link a free body");
+ABSL_FLAG(std::string, package_path, "",
+          "URDF: directories, ':'-separated, where package:// mesh paths are looked up (a ROS "
+          "workspace's src/; empty: $ROS_PACKAGE_PATH's entries and the share/ directory of each "
+          "of $AMENT_PREFIX_PATH's)");
 ABSL_FLAG(std::string, floor, "",
           "add a floor: an infinite ground plane at this height (m), normal +z (robot files have "
           "none; a floating-base robot then lands on it)");
@@ -187,6 +193,22 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// --package_path's directories, or those of ROS 1's and ROS 2's environments.
+std::vector<std::string> PackageDirs(const std::string& flag) {
+  std::vector<std::string> dirs;
+  auto add = [&](const std::string& list, const std::string& suffix) {
+    for (absl::string_view dir : absl::StrSplit(list, ':', absl::SkipEmpty()))
+      dirs.push_back(absl::StrCat(dir, suffix));
+  };
+  if (!flag.empty()) {
+    add(flag, "");
+  } else {
+    if (const char* ros1 = std::getenv("ROS_PACKAGE_PATH")) add(ros1, "");
+    if (const char* ros2 = std::getenv("AMENT_PREFIX_PATH")) add(ros2, "/share");
+  }
+  return dirs;
+}
+
 absl::StatusOr<ImportResult> LoadModel(const std::string& path) {
   if (EndsWith(path, ".urdf")) {
     UrdfOptions options;
@@ -196,6 +218,7 @@ absl::StatusOr<ImportResult> LoadModel(const std::string& path) {
     options.inertia_from_collision = absl::GetFlag(FLAGS_inertia_from_collision);
     options.position_kp = absl::GetFlag(FLAGS_position_kp);
     options.position_kv = absl::GetFlag(FLAGS_position_kv);
+    options.package_dirs = PackageDirs(absl::GetFlag(FLAGS_package_path));
     return LoadUrdfFile(path, options);
   }
   if (EndsWith(path, ".xml") || EndsWith(path, ".mjcf")) {

@@ -522,6 +522,39 @@ bool FileExists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+std::string FindPackageDir(const std::string& root, const std::string& name, int max_depth) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> level = {fs::path(root)};
+  for (int depth = 0; depth <= max_depth && !level.empty(); ++depth) {
+    std::vector<fs::path> next;
+    for (const fs::path& dir : level) {
+      std::error_code error;
+      const fs::path manifest = dir / "package.xml";
+      if (fs::is_regular_file(manifest, error)) {
+        std::ifstream in(manifest);
+        std::stringstream text;
+        text << in.rdbuf();
+        const std::string xml = text.str();
+        const size_t open = xml.find("<name>"), close = xml.find("</name>");
+        std::string declared = open != std::string::npos && close > open
+                                   ? xml.substr(open + 6, close - open - 6)
+                                   : dir.filename().string();
+        declared = std::string(absl::StripAsciiWhitespace(declared));
+        if (declared == name) return dir.string();
+        continue;  // packages do not nest
+      }
+      for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+        const std::string child = it->path().filename().string();
+        if (!child.empty() && child[0] != '.' && it->is_directory(error))
+          next.push_back(it->path());
+      }
+    }
+    std::sort(next.begin(), next.end());  // the same answer on every file system
+    level = std::move(next);
+  }
+  return "";
+}
+
 absl::StatusOr<std::string> ReadFile(const std::string& path, const std::string& root) {
   namespace fs = std::filesystem;
   std::error_code error;

@@ -101,6 +101,11 @@ absl::StatusOr<HeightMap> LoadHeightMap(const std::string& path, const std::stri
 std::string JoinPath(const std::string& dir, const std::string& file);
 std::string DirName(const std::string& path);
 bool FileExists(const std::string& path);
+// The directory of ROS package `name` below `root`, as ROS finds packages in a workspace: a
+// directory holding a package.xml whose <name> (or, without one, the directory's own name) is
+// `name`, breadth first to `max_depth` levels down, not below another package or into hidden
+// directories. Empty when there is none.
+std::string FindPackageDir(const std::string& root, const std::string& name, int max_depth);
 // Files larger than this are refused unread (the largest robot meshes are tens of MB).
 inline constexpr uintmax_t kMaxModelFileBytes = uintmax_t(1) << 30;
 // The whole of a file a model names. Only a regular file of at most kMaxModelFileBytes is read

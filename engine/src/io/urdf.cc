@@ -197,6 +197,15 @@ absl::StatusOr<std::string> UrdfLoader::ResolveMesh(const XMLElement* e, const s
       candidates.push_back(io::JoinPath(dir, rest));
       candidates.push_back(io::JoinPath(dir, inside));
     }
+    // A workspace's packages lie below its source directory, in repositories: searched for
+    // only when the file is not where the package directories name it.
+    if (std::none_of(candidates.begin(), candidates.end(), io::FileExists)) {
+      constexpr int kPackageSearchDepth = 4;
+      for (const std::string& dir : options_.package_dirs) {
+        const std::string found = io::FindPackageDir(dir, package, kPackageSearchDepth);
+        if (!found.empty()) candidates.push_back(io::JoinPath(found, inside));
+      }
+    }
     // Without a ROS workspace, look beside the URDF and up its directory tree.
     std::string dir = base_dir_.empty() ? "." : base_dir_;
     for (int up = 0; up < 4; ++up) {
