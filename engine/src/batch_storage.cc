@@ -367,8 +367,7 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
     if (hull == nullptr) continue;  // the hulls stay as packed
     s.shape_hull[g] = -1;
     if (shape.type == ShapeType::kConvexHull) {
-      // Validated at compile time, so building again cannot fail.
-      HullData data = *BuildHull(shape.vertices);
+      const HullData& data = *ShapeHull(m, i);
       s.shape_hull[g] = (*hull)++;
       s.hull_vertices.insert(s.hull_vertices.end(), data.vertices.begin(), data.vertices.end());
       s.hull_vertex_offset.push_back(static_cast<int32_t>(s.hull_vertices.size() / 3));

@@ -212,7 +212,8 @@ absl::Status ValidateBody(int index, BodyDesc* body) {
   return absl::OkStatus();
 }
 
-absl::Status ValidateShape(int index, int body_count, int mocap_count, ShapeDesc* shape) {
+absl::Status ValidateShape(int index, int body_count, int mocap_count, ShapeDesc* shape,
+                           std::shared_ptr<const HullData>* built_hull) {
   std::string what = Describe("shape", index, shape->name);
   if (shape->body < kWorldBody || shape->body >= body_count) {
     return Invalid(what, "body", absl::StrCat("refers to missing body ", shape->body));
@@ -253,6 +254,7 @@ absl::Status ValidateShape(int index, int body_count, int mocap_count, ShapeDesc
     case ShapeType::kConvexHull: {
       absl::StatusOr<HullData> hull = BuildHull(shape->vertices);
       if (!hull.ok()) return Invalid(what, "vertices", std::string(hull.status().message()));
+      *built_hull = std::make_shared<const HullData>(*std::move(hull));
       break;
     }
     case ShapeType::kHeightField: {
@@ -796,6 +798,8 @@ Real JointConeLimit(const JointDesc& joint) {
   return joint.upper[0];
 }
 
+const HullData* ShapeHull(const Model& model, int shape) { return model.shape_hull_[shape].get(); }
+
 absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
   std::shared_ptr<Model> model(new Model());
   const int body_count = static_cast<int>(desc.bodies.size());
@@ -813,8 +817,10 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
                                   &desc.mocap_bodies[m].pose);
     if (!s.ok()) return s;
   }
+  model->shape_hull_.assign(desc.shapes.size(), nullptr);
   for (int i = 0; i < static_cast<int>(desc.shapes.size()); ++i) {
-    absl::Status s = ValidateShape(i, body_count, mocap_count, &desc.shapes[i]);
+    absl::Status s =
+        ValidateShape(i, body_count, mocap_count, &desc.shapes[i], &model->shape_hull_[i]);
     if (!s.ok()) return s;
   }
 

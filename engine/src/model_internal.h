@@ -22,6 +22,10 @@ struct JointRowLayout {
   int dof;   // DOF index within the joint (limit and drive rows), else -1
 };
 
+// The polyhedron of a convex-hull shape, built when the model was compiled; null for other
+// shapes. Packing a batch takes it from here rather than building it again.
+const HullData* ShapeHull(const Model& model, int shape);
+
 // Checks every field of the solver options (errors name the field and value).
 absl::Status ValidateSolverOptions(SolverOptions* options);
 

@@ -1276,7 +1276,7 @@ TEST(MjcfMeshTest, BadMeshesAreErrors) {
                            <mesh name="m" vertex="0 0 0 1 0 0 0 1 0 0 0 1"/>)"),
                "mesh 'm' is defined twice");
   expect_error(load("", R"(<mesh name="m" file="m.ply"/>)"),
-               "unsupported format (STL, OBJ and MuJoCo's MSH are supported)");
+               "unsupported format (STL, OBJ, COLLADA (.dae) and MuJoCo's MSH are supported)");
   // MSH files whose counts and contents disagree
   const std::string dir = ::testing::TempDir();
   auto write_msh = [&](const std::string& name, std::vector<int32_t> counts, int32_t corner) {

@@ -626,6 +626,8 @@ int JointDofCount(const JointDesc& joint);       // joint velocity coordinates
 int JointPositionCount(const JointDesc& joint);  // joint position coordinates (ball: 4)
 
 // The validated, compiled scene. Immutable and shared by every world created from it.
+struct HullData;  // a convex hull's polyhedron (internal)
+
 class Model {
  public:
   // Validates `desc` and compiles it. Errors name the element, its index and name, the field
@@ -716,6 +718,9 @@ class Model {
   int pair_capacity_ = 0;
   int64_t collision_pair_count_ = 0;
   std::vector<PairRule> pair_rules_;
+  // per shape: its convex hull, built once at compile time (null for other shapes)
+  std::vector<std::shared_ptr<const HullData>> shape_hull_;
+  friend const HullData* ShapeHull(const Model& model, int shape);
 };
 
 // Whether a world of `current` can take `next` and keep its state (Simulator::SetWorldModels):
