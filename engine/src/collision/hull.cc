@@ -332,6 +332,7 @@ class SupportTree {
     std::vector<Vec3> sorted(count);
     for (int k = 0; k < count; ++k) sorted[k] = points_[order_[k]];
     points_ = std::move(sorted);
+    order_.clear();  // only the construction reads it
   }
 
   // max(lower, the largest n . v).

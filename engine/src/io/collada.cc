@@ -39,6 +39,15 @@ Affine Compose(const Affine& a, const Affine& b) {
   return {a.linear * b.linear, a.linear * b.offset + a.offset};
 }
 
+// A 4x4 matrix as COLLADA writes one (row-major; its last row 0 0 0 1).
+Affine FromRowMajor(const std::vector<Real>& m) {
+  Affine a;
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 3; ++c) a.linear(r, c) = m[4 * r + c];
+  a.offset = {m[3], m[7], m[11]};
+  return a;
+}
+
 Real Determinant(const Mat33& a) {
   return a(0, 0) * (a(1, 1) * a(2, 2) - a(1, 2) * a(2, 1)) -
          a(0, 1) * (a(1, 0) * a(2, 2) - a(1, 2) * a(2, 0)) +
@@ -196,10 +205,8 @@ class ColladaReader {
       const absl::string_view name = e->Name();
       Affine step;
       if (name == "matrix") {
-        AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> m, Numbers(e, 16));  // row-major
-        for (int r = 0; r < 3; ++r)
-          for (int c = 0; c < 3; ++c) step.linear(r, c) = m[4 * r + c];
-        step.offset = {m[3], m[7], m[11]};
+        AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> m, Numbers(e, 16));
+        step = FromRowMajor(m);
       } else if (name == "translate") {
         AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> t, Numbers(e, 3));
         step.offset = {t[0], t[1], t[2]};
@@ -249,9 +256,7 @@ class ColladaReader {
         Affine bind;
         if (const XMLElement* m = skin->FirstChildElement("bind_shape_matrix")) {
           AXION_IO_ASSIGN_OR_RETURN(std::vector<Real> v, Numbers(m, 16));
-          for (int r = 0; r < 3; ++r)
-            for (int c = 0; c < 3; ++c) bind.linear(r, c) = v[4 * r + c];
-          bind.offset = {v[3], v[7], v[11]};
+          bind = FromRowMajor(v);
         }
         AXION_IO_RETURN_IF_ERROR(AddGeometry(geometry, Compose(place, bind)));
       }

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "io/collada.h"
 #include "png.h"
+#include "tinyxml2.h"
 
 namespace axion::io {
 
@@ -531,15 +532,15 @@ std::string FindPackageDir(const std::string& root, const std::string& name, int
       std::error_code error;
       const fs::path manifest = dir / "package.xml";
       if (fs::is_regular_file(manifest, error)) {
-        std::ifstream in(manifest);
-        std::stringstream text;
-        text << in.rdbuf();
-        const std::string xml = text.str();
-        const size_t open = xml.find("<name>"), close = xml.find("</name>");
-        std::string declared = open != std::string::npos && close > open
-                                   ? xml.substr(open + 6, close - open - 6)
-                                   : dir.filename().string();
-        declared = std::string(absl::StripAsciiWhitespace(declared));
+        tinyxml2::XMLDocument doc;
+        const tinyxml2::XMLElement* root =
+            doc.LoadFile(manifest.string().c_str()) == tinyxml2::XML_SUCCESS ? doc.RootElement()
+                                                                             : nullptr;
+        const tinyxml2::XMLElement* element = root ? root->FirstChildElement("name") : nullptr;
+        const std::string declared =
+            element && element->GetText()
+                ? std::string(absl::StripAsciiWhitespace(element->GetText()))
+                : dir.filename().string();
         if (declared == name) return dir.string();
         continue;  // packages do not nest
       }
