@@ -379,6 +379,15 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
                                data.face_plane.end());
       s.hull_face_offset.push_back(s.hull_face_offset.back() +
                                    static_cast<int32_t>(data.face_offset.size()) - 1);
+      s.hull_edge_index_offset.push_back(static_cast<int32_t>(s.hull_edge_vertex.size()));
+      s.hull_edge_start.insert(s.hull_edge_start.end(), data.edge_offset.begin(),
+                               data.edge_offset.end());
+      s.hull_edge_vertex.insert(s.hull_edge_vertex.end(), data.edge_vertex.begin(),
+                                data.edge_vertex.end());
+      s.hull_edge_face.insert(s.hull_edge_face.end(), data.edge_face.begin(), data.edge_face.end());
+      s.hull_climb_start.insert(s.hull_climb_start.end(), data.climb_start.begin(),
+                                data.climb_start.end());
+      s.hull_radius.push_back(data.radius);
     }
     if (shape.type == ShapeType::kHeightField) {
       // shape_hull indexes the height fields for a height field shape. Shapes of the same grid

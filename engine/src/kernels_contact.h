@@ -29,6 +29,12 @@ AXION_HD ShapeGeom shape_geom(const BatchView& v, int shape) {
     g.hull_face_offset = v.hull_face_start + first_face + hull;
     g.hull_faces = v.hull_face_index + v.hull_face_index_offset[hull];
     g.hull_face_plane = v.hull_face_plane + 4 * first_face;
+    g.hull_edge_offset = v.hull_edge_start + first_vertex + hull;
+    const int first_edge = v.hull_edge_index_offset[hull];
+    g.hull_edge_vertex = v.hull_edge_vertex + first_edge;
+    g.hull_edge_face = v.hull_edge_face + first_edge;
+    g.hull_climb_start = v.hull_climb_start + narrowphase::kHullClimbStarts * hull;
+    g.hull_radius = v.hull_radius[hull];
   }
   return g;
 }

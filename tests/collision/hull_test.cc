@@ -257,6 +257,137 @@ TEST(HullTest, FacePlaneOffsetsAreTheLargestOverEveryVertex) {
   }
 }
 
+// Large hulls (more than kHullClimbVertices vertices) climb along their edges: the farthest
+// vertex in every direction is as far as reading every vertex finds, the edges are the faces'
+// boundaries, and the bounding radius and box are those of all the vertices. Hulls: points on a
+// sphere, a 64-sided prism (ties along its axis: its caps are faces of 64 vertices), and a cloud
+// mostly inside its hull.
+TEST(HullTest, ClimbsFindTheFarthestVertexOfLargeHulls) {
+  std::mt19937 rng(5);
+  std::normal_distribution<Real> g(0, 1);
+  std::uniform_real_distribution<Real> u(-1, 1);
+  std::vector<std::vector<Vec3>> clouds(3);
+  for (int i = 0; i < 2000; ++i) clouds[0].push_back(.2 * normalized(Vec3{g(rng), g(rng), g(rng)}));
+  for (int i = 0; i < 64; ++i) {
+    const Real a = 2 * kPi * i / 64;
+    clouds[1].push_back({.1 * std::cos(a), .1 * std::sin(a), -.3});
+    clouds[1].push_back({.1 * std::cos(a), .1 * std::sin(a), .3});
+  }
+  for (int i = 0; i < 3000; ++i) clouds[2].push_back({u(rng), .5 * u(rng), .2 * u(rng)});
+  for (size_t c = 0; c < clouds.size(); ++c) {
+    SCOPED_TRACE(c);
+    absl::StatusOr<HullData> hull = BuildHull(clouds[c]);
+    ASSERT_TRUE(hull.ok()) << hull.status();
+    const HullData& h = *hull;
+    ASSERT_GT(h.vertex_count(), narrowphase::kHullClimbVertices);
+    // each vertex's edges: its faces, each once, and the vertex after it in each
+    ASSERT_EQ(h.edge_offset.size(), h.vertex_count() + 1u);
+    for (int v = 0; v < h.vertex_count(); ++v) {
+      std::set<int> faces;
+      for (int e = h.edge_offset[v]; e < h.edge_offset[v + 1]; ++e) {
+        const int f = h.edge_face[e], begin = h.face_offset[f], n = h.face_offset[f + 1] - begin;
+        EXPECT_TRUE(faces.insert(f).second) << "vertex " << v << " face " << f;
+        bool next = false;
+        for (int k = 0; k < n; ++k) {
+          next |= h.faces[begin + k] == v && h.faces[begin + (k + 1) % n] == h.edge_vertex[e];
+        }
+        EXPECT_TRUE(next) << "vertex " << v << " edge " << e;
+      }
+      ASSERT_GE(faces.size(), 3u);
+    }
+    Real radius_sq = 0;
+    for (int v = 0; v < h.vertex_count(); ++v)
+      radius_sq = std::max(radius_sq, dot(h.vertex(v), h.vertex(v)));
+    EXPECT_EQ(h.radius, std::sqrt(radius_sq));
+    // the climb against every vertex, in random directions and in the axes' and diagonals'
+    const ShapeGeom geom = HullShapeGeom(h);
+    const narrowphase::Core core = narrowphase::make_core(geom, {}, Quat{}, /*framed=*/false);
+    std::vector<Vec3> dirs;
+    for (int k = 0; k < 27; ++k) {
+      if (k != 13) dirs.push_back({Real(k % 3 - 1), Real(k / 3 % 3 - 1), Real(k / 9 - 1)});
+    }
+    for (int k = 0; k < 3000; ++k) dirs.push_back({g(rng), g(rng), g(rng)});
+    for (const Vec3& d : dirs) {
+      Real farthest = dot(h.vertex(0), d);
+      for (int v = 1; v < h.vertex_count(); ++v) farthest = std::max(farthest, dot(h.vertex(v), d));
+      EXPECT_EQ(dot(h.vertex(narrowphase::hull_support_index(core, d)), d), farthest)
+          << "direction " << d.x << " " << d.y << " " << d.z;
+    }
+    // bounding boxes, turned
+    for (int k = 0; k < 50; ++k) {
+      const Quat q = quat_normalized(Quat{g(rng), g(rng), g(rng), g(rng)});
+      const Vec3 pos{u(rng), u(rng), u(rng)};
+      Vec3 lower, upper;
+      shape_aabb(geom, pos, q, &lower, &upper);
+      for (int i = 0; i < 3; ++i) {
+        Real lo = std::numeric_limits<Real>::infinity(), hi = -lo;
+        for (int v = 0; v < h.vertex_count(); ++v) {
+          lo = std::min(lo, (pos + quat_to_mat(q) * h.vertex(v))[i]);
+          hi = std::max(hi, (pos + quat_to_mat(q) * h.vertex(v))[i]);
+        }
+        EXPECT_NEAR(lower[i], lo, 1e-15);
+        EXPECT_NEAR(upper[i], hi, 1e-15);
+      }
+    }
+  }
+}
+
+// Contacts of large hulls found by climbing are the contacts found by reading every vertex (the
+// same hulls with their edges hidden): on a plane, a box, a capsule, a sphere and each other, at
+// random poses near touching.
+TEST(HullTest, ClimbsGiveTheContactsOfReadingEveryVertex) {
+  std::mt19937 rng(8);
+  std::normal_distribution<Real> g(0, 1);
+  std::uniform_real_distribution<Real> u(-1, 1);
+  std::vector<Vec3> sphere_points, slab_points;
+  for (int i = 0; i < 400; ++i)
+    sphere_points.push_back(.2 * normalized(Vec3{g(rng), g(rng), g(rng)}));
+  for (int i = 0; i < 400; ++i) slab_points.push_back({.3 * u(rng), .2 * u(rng), .05 * u(rng)});
+  const HullData ball = *BuildHull(sphere_points), slab = *BuildHull(slab_points);
+  const ShapeGeom hulls[2] = {HullShapeGeom(ball), HullShapeGeom(slab)};
+  auto hidden = [](ShapeGeom s) {
+    s.hull_edge_offset = nullptr;  // reads every vertex
+    return s;
+  };
+  const ShapeGeom others[5] = {Plane(), Box(.3, .2, .1), Capsule(.05, .2), hulls[0], Sphere(.05)};
+  int pairs_in_contact = 0;
+  for (int trial = 0; trial < 500; ++trial) {
+    const ShapeGeom& a = hulls[trial % 2];
+    const ShapeGeom& b = others[trial / 2 % 5];
+    const Quat qa = quat_normalized(Quat{g(rng), g(rng), g(rng), g(rng)});
+    // b with its top at its origin's xy: the plane and the box upright, the capsule lying
+    const Quat qb = trial / 2 % 5 == 2   ? AxisAngle({1, 0, 0}, kPi / 2)
+                    : trial / 2 % 5 == 3 ? quat_normalized(Quat{g(rng), g(rng), g(rng), g(rng)})
+                                         : Quat{};
+    // a above b's origin, about at touching along z (a plane's surface passes its origin)
+    Vec3 lower_a, upper_a, lower_b, upper_b;
+    shape_aabb(a, {}, qa, &lower_a, &upper_a);
+    shape_aabb(b, {}, qb, &lower_b, &upper_b);
+    const Real top_b = b.type == static_cast<int32_t>(ShapeType::kPlane) ? 0 : upper_b.z;
+    const Vec3 pa{.05 * u(rng), .05 * u(rng), top_b - lower_a.z + .01 * u(rng)};
+    ContactPoint climbed[kMaxPairContacts], read[kMaxPairContacts];
+    const int n = collide_shapes(a, pa, qa, b, {}, qb, .01, climbed);
+    const int m = collide_shapes(hidden(a), pa, qa, b.type == hulls[0].type ? hidden(b) : b, {}, qb,
+                                 .01, read);
+    SCOPED_TRACE(trial);
+    ASSERT_EQ(n, m);
+    pairs_in_contact += n > 0;
+    // the same points, in any order (a face's polygon may start at another of its vertices)
+    for (int k = 0; k < n; ++k) {
+      int j = 0;
+      for (int i = 1; i < m; ++i) {
+        if (norm(read[i].point_a - climbed[k].point_a) < norm(read[j].point_a - climbed[k].point_a))
+          j = i;
+      }
+      EXPECT_NEAR(climbed[k].gap, read[j].gap, 1e-12);
+      EXPECT_NEAR(norm(climbed[k].point_a - read[j].point_a), 0, 1e-12);
+      EXPECT_NEAR(norm(climbed[k].point_b - read[j].point_b), 0, 1e-12);
+      EXPECT_NEAR(norm(climbed[k].normal - read[j].normal), 0, 1e-12);
+    }
+  }
+  EXPECT_GT(pairs_in_contact, 320);
+}
+
 TEST(HullTest, ValidationNamesTheProblem) {
   absl::Status s = ValidateHullPoints({{0, 0, 0}, {1, 0, 0}, {0, 1, 0}});
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);

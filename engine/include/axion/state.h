@@ -481,6 +481,13 @@ struct BatchView {
   const int32_t* hull_face_index;         // face vertex indices, local to the hull
   const int32_t* hull_face_index_offset;  // (hull_count) start of each hull's indices
   const Real* hull_face_plane;            // (hull_face_total x 4)
+  const int32_t* hull_edge_start;         // (hull_vertex_total + hull_count) per hull:
+                                          // vertex_count+1 entries into its edges
+  const int32_t* hull_edge_index_offset;  // (hull_count) start of each hull's edges
+  const int32_t* hull_edge_vertex;        // (hull_edge_total) an edge's far vertex, local
+  const int32_t* hull_edge_face;          // (hull_edge_total) the face it bounds, local
+  const int32_t* hull_climb_start;        // (hull_count x 14) where climbs start, local
+  const Real* hull_radius;                // (hull_count) largest vertex norm (m)
   // height fields (heightfield_count), flattened; a kHeightField shape's shape_hull is its index
   const int32_t* heightfield_offset;  // (heightfield_count + 1) into heightfield_heights
   const int32_t* heightfield_cols;    // (heightfield_count) points per row (rows: the rest)

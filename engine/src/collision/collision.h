@@ -29,6 +29,11 @@ struct ShapeGeom {
   const int32_t* hull_face_offset = nullptr;  // (hull_face_count + 1)
   const Real* hull_face_plane = nullptr;      // (hull_face_count x 4): normal xyz, offset d
   int32_t hull_face_count = 0;
+  const int32_t* hull_edge_offset = nullptr;  // (hull_vertex_count + 1); null: no edges (scans)
+  const int32_t* hull_edge_vertex = nullptr;  // each vertex's edges' other ends, see hull.h
+  const int32_t* hull_edge_face = nullptr;    // each vertex's edges' faces
+  const int32_t* hull_climb_start = nullptr;  // (narrowphase::kHullClimbStarts)
+  Real hull_radius = -1;                      // largest vertex norm (m); < 0: not stored
   // kHeightField: size = (half extent x, half extent y, depth of the base)
   const Real* heightfield_heights = nullptr;  // (heightfield_rows x heightfield_cols)
   int32_t heightfield_rows = 0;

@@ -510,6 +510,46 @@ bool IsClosedPolyhedron(const HullData& h) {
   return h.vertex_count() - edge_count + h.face_count() == 2;
 }
 
+// The search structures of a built hull: each vertex's edges, the climbs' start vertices and the
+// bounding radius (see HullData).
+void AddSearchData(HullData* h) {
+  const int vertex_count = h->vertex_count();
+  h->edge_offset.assign(vertex_count + 1, 0);
+  for (int32_t v : h->faces) ++h->edge_offset[v + 1];
+  for (int v = 0; v < vertex_count; ++v) h->edge_offset[v + 1] += h->edge_offset[v];
+  h->edge_vertex.resize(h->faces.size());
+  h->edge_face.resize(h->faces.size());
+  std::vector<int32_t> fill(h->edge_offset.begin(), h->edge_offset.end() - 1);
+  for (int f = 0; f < h->face_count(); ++f) {
+    const int begin = h->face_offset[f], n = h->face_offset[f + 1] - begin;
+    for (int k = 0; k < n; ++k) {
+      const int slot = fill[h->faces[begin + k]]++;
+      h->edge_vertex[slot] = h->faces[begin + (k + 1) % n];
+      h->edge_face[slot] = f;
+    }
+  }
+  h->climb_start.clear();
+  for (int k = 0; k < narrowphase::kHullClimbStarts; ++k) {
+    // +-x, +-y, +-z, then the eight (+-1, +-1, +-1)
+    Vec3 d;
+    if (k < 6) {
+      d[k / 2] = k % 2 == 0 ? 1 : -1;
+    } else {
+      d = Vec3{(k - 6) & 1 ? Real(-1) : Real(1), (k - 6) & 2 ? Real(-1) : Real(1),
+               (k - 6) & 4 ? Real(-1) : Real(1)};
+    }
+    int best = 0;
+    for (int v = 1; v < vertex_count; ++v) {
+      if (dot(h->vertex(v), d) > dot(h->vertex(best), d)) best = v;
+    }
+    h->climb_start.push_back(best);
+  }
+  Real radius_sq = 0;
+  for (int v = 0; v < vertex_count; ++v)
+    radius_sq = std::max(radius_sq, dot(h->vertex(v), h->vertex(v)));
+  h->radius = std::sqrt(radius_sq);
+}
+
 }  // namespace
 
 absl::Status ValidateHullPoints(const std::vector<Vec3>& points) {
@@ -554,6 +594,7 @@ absl::StatusOr<HullData> BuildHull(const std::vector<Vec3>& points) {
     HullData data;
     if (!FacesFromGroups(hull, centred, points, group, group_count, &data)) continue;
     if (!IsClosedPolyhedron(data)) continue;
+    AddSearchData(&data);
     return data;
   }
   return absl::InternalError(absl::StrFormat(
@@ -570,6 +611,13 @@ ShapeGeom HullShapeGeom(const HullData& hull) {
   g.hull_face_offset = hull.face_offset.data();
   g.hull_face_plane = hull.face_plane.data();
   g.hull_face_count = hull.face_count();
+  if (!hull.edge_offset.empty()) {
+    g.hull_edge_offset = hull.edge_offset.data();
+    g.hull_edge_vertex = hull.edge_vertex.data();
+    g.hull_edge_face = hull.edge_face.data();
+    g.hull_climb_start = hull.climb_start.data();
+    g.hull_radius = hull.radius;
+  }
   return g;
 }
 

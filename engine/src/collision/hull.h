@@ -22,6 +22,19 @@ struct HullData {
                                      // faces[face_offset[f] .. face_offset[f + 1])
   std::vector<Real> face_plane;      // (face_count x 4): outward unit normal n, offset d;
                                      // dot(n, x) <= d for every point x of the hull
+  // The edges at each vertex, for the narrow phase's hill-climbing searches over large hulls
+  // (shape_support.h, hull_support_index): vertex v's edges are entries
+  // edge_offset[v] .. edge_offset[v + 1] of edge_vertex and edge_face. Entry k runs from v to
+  // edge_vertex[k], counter-clockwise along the boundary of face edge_face[k]; every edge has
+  // its reverse in its other face, so v's entries name each neighbour and each face at v once.
+  std::vector<int32_t> edge_offset;  // (vertex_count + 1)
+  std::vector<int32_t> edge_vertex;  // (2 edge_count)
+  std::vector<int32_t> edge_face;    // (2 edge_count)
+  // Where a climb starts: the vertex farthest along each of narrowphase::kHullClimbStarts fixed
+  // directions (the axes and the cube's diagonals), so that no climb crosses more than a sixth or
+  // so of the hull.
+  std::vector<int32_t> climb_start;  // (kHullClimbStarts)
+  Real radius = 0;                   // the largest vertex distance from the shape origin (m)
 
   int vertex_count() const { return static_cast<int>(vertices.size() / 3); }
   int face_count() const { return static_cast<int>(face_offset.size()) - 1; }

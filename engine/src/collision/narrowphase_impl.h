@@ -49,7 +49,12 @@ AXION_HD Core make_core(const ShapeGeom& g, Vec3 pos, Quat quat, bool framed = t
               g.hull_faces,
               g.hull_face_offset,
               g.hull_face_plane,
-              g.hull_face_count};
+              g.hull_face_count,
+              g.hull_edge_offset,
+              g.hull_edge_vertex,
+              g.hull_edge_face,
+              g.hull_climb_start,
+              g.hull_radius};
 }
 
 // Length scale of a pair for tolerances: the shapes' sizes, plus a term for coordinates far
@@ -246,18 +251,45 @@ AXION_HD int collide_plane(const Core& a, const Core& plane, Real margin, Contac
       return deepest_contacts(cand, m, out);
     }
     case kTypeHull: {
-      // Streamed selection over the vertices (no buffer of all of them): the deepest, the
-      // farthest from it, the largest triangle, the farthest outside the triangle.
+      // Streamed selection over the vertices within the margin (no buffer of all of them): the
+      // deepest, the farthest from it, the largest triangle, the farthest outside the triangle.
+      // A large hull finds the deepest by climbing and the others among the vertices it reaches
+      // from there through vertices within the margin (all of them: those of a convex
+      // polyhedron below a plane are connected), read from `near` while they fit there.
       int chosen[4] = {-1, -1, -1, -1};
       Real best = 0;
-      for (int i = 0; i < a.hull_vertex_count; ++i) {
-        Real gap = dot(to_world(a, hull_vertex(a, i)) - o, n);
-        if (gap < margin && (chosen[0] < 0 || gap < best)) {
-          best = gap;
-          chosen[0] = i;
+      int near[kHullPlaneVertices];
+      int near_count = -1;  // -1: read every vertex
+      if (hull_climbs(a)) {
+        chosen[0] = hull_support_index(a, mul_transpose(a.rot, -n));
+        if (!(dot(to_world(a, hull_vertex(a, chosen[0])) - o, n) < margin)) return 0;
+        near[0] = chosen[0];
+        near_count = 1;
+        for (int k = 0; k < near_count && near_count > 0; ++k) {
+          for (int e = a.hull_edge_offset[near[k]]; e < a.hull_edge_offset[near[k] + 1]; ++e) {
+            const int i = a.hull_edge_vertex[e];
+            if (!(dot(to_world(a, hull_vertex(a, i)) - o, n) < margin)) continue;
+            bool seen = false;
+            for (int j = 0; j < near_count && !seen; ++j) seen = near[j] == i;
+            if (seen) continue;
+            if (near_count == kHullPlaneVertices) {
+              near_count = -1;  // too many: read every vertex
+              break;
+            }
+            near[near_count++] = i;
+          }
         }
+      } else {
+        for (int i = 0; i < a.hull_vertex_count; ++i) {
+          Real gap = dot(to_world(a, hull_vertex(a, i)) - o, n);
+          if (gap < margin && (chosen[0] < 0 || gap < best)) {
+            best = gap;
+            chosen[0] = i;
+          }
+        }
+        if (chosen[0] < 0) return 0;
       }
-      if (chosen[0] < 0) return 0;
+      const int candidates = near_count >= 0 ? near_count : a.hull_vertex_count;
       Real tiny = kTiny * pair_scale(a, a);
       Vec3 p[4];
       p[0] = to_world(a, hull_vertex(a, chosen[0]));
@@ -265,7 +297,8 @@ AXION_HD int collide_plane(const Core& a, const Core& plane, Real margin, Contac
       for (int step = 1; step < 4 && found == step; ++step) {
         Vec3 tri_n = cross(p[1] - p[0], p[2] - p[0]);
         best = step == 1 ? tiny * tiny : (step == 2 ? tiny * norm(p[1] - p[0]) : Real(0));
-        for (int i = 0; i < a.hull_vertex_count; ++i) {
+        for (int slot = 0; slot < candidates; ++slot) {
+          const int i = near_count >= 0 ? near[slot] : slot;
           Vec3 x = to_world(a, hull_vertex(a, i));
           if (dot(x - o, n) >= margin) continue;
           Real score;
@@ -508,6 +541,18 @@ AXION_HD int collide_sphere_cylinder(const Core& a, const Core& b, Real margin, 
 }
 
 AXION_HD int collide_sphere_hull(const Core& a, const Core& b, Real margin, ContactPoint* out) {
+  Real scale = pair_scale(a, b);
+  if (hull_climbs(b)) {
+    // a large hull: the distance by GJK (climbing) first, and the faces read only when the
+    // centre is inside or on the hull
+    GjkResult g = gjk_distance(a, b, scale, margin + a.radius);
+    if (!g.overlap && g.distance > kTouch * scale) {
+      if (g.distance - a.radius >= margin) return 0;
+      Vec3 n = (Real(1) / g.distance) * (g.point_a - g.point_b);
+      out[0] = core_contact(g.point_a, a.radius, g.point_b, 0, n);
+      return 1;
+    }
+  }
   Vec3 p = to_local(b, a.pos);
   // the face plane the centre is farthest outside of (or least inside)
   int face = 0;
@@ -521,8 +566,7 @@ AXION_HD int collide_sphere_hull(const Core& a, const Core& b, Real margin, Cont
   }
   // the distance is at least the largest plane separation
   if (sep - a.radius >= margin) return 0;
-  Real scale = pair_scale(a, b);
-  if (sep > kTouch * scale) {
+  if (sep > kTouch * scale && !hull_climbs(b)) {
     GjkResult g = gjk_distance(a, b, scale, margin + a.radius);
     if (!g.overlap) {
       if (g.distance - a.radius >= margin || !(g.distance > 0)) return 0;
@@ -1217,6 +1261,16 @@ AXION_HD void shape_aabb(const ShapeGeom& g, Vec3 pos, Quat quat, Vec3* lower, V
       break;
     case kTypeHull: {
       if (g.hull_vertex_count <= 0) break;
+      const Core c = make_core(g, pos, quat, /*framed=*/false);
+      if (hull_climbs(c)) {
+        // the farthest vertices along -e_i and +e_i, in the shape frame: rows of r
+        for (int i = 0; i < 3; ++i) {
+          const Vec3 row{r(i, 0), r(i, 1), r(i, 2)};
+          (*lower)[i] = pos[i] + (r * hull_vertex(c, hull_support_index(c, -row)))[i];
+          (*upper)[i] = pos[i] + (r * hull_vertex(c, hull_support_index(c, row)))[i];
+        }
+        return;
+      }
       Vec3 lo = r * load3(g.hull_vertices), hi = lo;
       for (int k = 1; k < g.hull_vertex_count; ++k) {
         Vec3 v = r * load3(g.hull_vertices + 3 * k);
@@ -1275,6 +1329,7 @@ AXION_HD Real shape_bounding_radius(const ShapeGeom& g) {
     case kTypeCylinder:
       return std::sqrt(g.size.x * g.size.x + g.size.y * g.size.y);
     case kTypeHull: {
+      if (g.hull_radius >= 0) return g.hull_radius;
       Real r2 = 0;
       for (int i = 0; i < g.hull_vertex_count; ++i) {
         r2 = rmax(r2, length_sq(load3(g.hull_vertices + 3 * i)));

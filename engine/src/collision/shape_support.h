@@ -22,6 +22,17 @@ inline constexpr int32_t kTypeCylinder = 4;
 inline constexpr int32_t kTypeHull = 5;
 inline constexpr int32_t kTypeHeightField = 6;  // never a Core: collided prism by prism
 
+// A hull of more vertices than this finds its farthest vertex in a direction (and its contact
+// feature, bounding box and the vertices under a plane) by climbing along its edges from the
+// best of kHullClimbStarts start vertices, not by reading every vertex: a few dozen vertices
+// read instead of all of them (RESULTS.md, "Large hulls climb"). Smaller hulls read them all, which
+// is as fast for them.
+inline constexpr int32_t kHullClimbVertices = 32;
+inline constexpr int32_t kHullClimbStarts = 14;
+// Vertices within the margin of a plane that a large hull's contact with it reads from a list
+// gathered by climbing; more (a large flat face on a floor) and it reads every vertex.
+inline constexpr int32_t kHullPlaneVertices = 32;
+
 // Tolerances, relative to the pair's length scale (sum of bounding radii) unless stated.
 #if defined(AXION_USE_FLOAT)
 inline constexpr Real kTiny = Real(1e-6);          // lengths below this are zero
@@ -81,11 +92,64 @@ struct Core {
   const int32_t* hull_face_offset = nullptr;  // (hull_face_count + 1)
   const Real* hull_face_plane = nullptr;      // (hull_face_count x 4): normal, offset
   int32_t hull_face_count = 0;
+  const int32_t* hull_edge_offset = nullptr;  // (hull_vertex_count + 1); null: no edges
+  const int32_t* hull_edge_vertex = nullptr;  // each vertex's edges' other ends
+  const int32_t* hull_edge_face = nullptr;    // each vertex's edges' faces
+  const int32_t* hull_climb_start = nullptr;  // (kHullClimbStarts)
+  Real hull_radius = -1;                      // largest vertex norm; < 0: not stored
 };
 
 AXION_HD Vec3 to_world(const Core& c, Vec3 local) { return c.rot * local + c.pos; }
 AXION_HD Vec3 to_local(const Core& c, Vec3 world) { return mul_transpose(c.rot, world - c.pos); }
 AXION_HD Vec3 hull_vertex(const Core& c, int i) { return load3(c.hull_vertices + 3 * i); }
+
+// Whether a hull searches by climbing along its edges (see kHullClimbVertices).
+AXION_HD bool hull_climbs(const Core& c) {
+  return c.hull_vertex_count > kHullClimbVertices && c.hull_edge_offset != nullptr;
+}
+
+// Index of a hull vertex farthest along local direction d. Small hulls read every vertex, ties
+// resolving to the first. Large ones start at the best of their climb starts and move to the
+// best neighbour while one is strictly farther: on a convex polyhedron a vertex with no farther
+// neighbour is a farthest vertex (the simplex method's argument), and each move gains, so the
+// climb ends. Ties then resolve to the vertex the climb meets first; deterministic either way.
+AXION_HD int hull_support_index(const Core& c, Vec3 d) {
+  if (!hull_climbs(c)) {
+    int best = 0;
+    Real best_dot = dot(hull_vertex(c, 0), d);
+    for (int i = 1; i < c.hull_vertex_count; ++i) {
+      Real v = dot(hull_vertex(c, i), d);
+      if (v > best_dot) {
+        best_dot = v;
+        best = i;
+      }
+    }
+    return best;
+  }
+  int best = c.hull_climb_start[0];
+  Real best_dot = dot(hull_vertex(c, best), d);
+  for (int k = 1; k < kHullClimbStarts; ++k) {
+    const int i = c.hull_climb_start[k];
+    const Real v = dot(hull_vertex(c, i), d);
+    if (v > best_dot) {
+      best_dot = v;
+      best = i;
+    }
+  }
+  for (;;) {
+    int next = best;
+    for (int e = c.hull_edge_offset[best]; e < c.hull_edge_offset[best + 1]; ++e) {
+      const int i = c.hull_edge_vertex[e];
+      const Real v = dot(hull_vertex(c, i), d);
+      if (v > best_dot) {
+        best_dot = v;
+        next = i;
+      }
+    }
+    if (next == best) return best;
+    best = next;
+  }
+}
 
 // Support point of the core in local direction d (local frame). Ties resolve to the first
 // vertex / the positive side, so results are deterministic.
@@ -105,18 +169,8 @@ AXION_HD Vec3 core_support_local(const Core& c, Vec3 d) {
       }
       return s;
     }
-    case kTypeHull: {
-      int best = 0;
-      Real best_dot = dot(hull_vertex(c, 0), d);
-      for (int i = 1; i < c.hull_vertex_count; ++i) {
-        Real v = dot(hull_vertex(c, i), d);
-        if (v > best_dot) {
-          best_dot = v;
-          best = i;
-        }
-      }
-      return hull_vertex(c, best);
-    }
+    case kTypeHull:
+      return hull_vertex(c, hull_support_index(c, d));
     default:  // sphere: a point
       return {};
   }
@@ -136,6 +190,7 @@ AXION_HD Real core_bounding_radius(const Core& c) {
     case kTypeCylinder:
       return std::sqrt(c.size.x * c.size.x + c.size.y * c.size.y);
     case kTypeHull: {
+      if (c.hull_radius >= 0) return c.hull_radius;
       Real r2 = 0;
       for (int i = 0; i < c.hull_vertex_count; ++i) r2 = rmax(r2, length_sq(hull_vertex(c, i)));
       return std::sqrt(r2);
@@ -160,13 +215,20 @@ AXION_HD void feature_to_world(const Core& c, Feature* f) {
 
 // Feature of a hull in local unit direction d.
 AXION_HD void hull_feature_local(const Core& c, Vec3 d, Feature* f) {
-  // face: the one whose outward normal is closest to d
+  const bool climbs = hull_climbs(c);
+  // the support vertex; on a large hull the faces and edges below are those at it
+  const int v = hull_support_index(c, d);
+  // face: the one whose outward normal is closest to d (of a large hull, of those at v: d lies
+  // in v's normal cone, whose corners are their normals)
   int best_face = 0;
   Real best_dot = -2;
-  for (int i = 0; i < c.hull_face_count; ++i) {
-    Real v = dot(load3(c.hull_face_plane + 4 * i), d);
-    if (v > best_dot) {
-      best_dot = v;
+  const int face_count =
+      climbs ? c.hull_edge_offset[v + 1] - c.hull_edge_offset[v] : c.hull_face_count;
+  for (int k = 0; k < face_count; ++k) {
+    const int i = climbs ? c.hull_edge_face[c.hull_edge_offset[v] + k] : k;
+    Real s = dot(load3(c.hull_face_plane + 4 * i), d);
+    if (s > best_dot) {
+      best_dot = s;
       best_face = i;
     }
   }
@@ -181,30 +243,32 @@ AXION_HD void hull_feature_local(const Core& c, Vec3 d, Feature* f) {
     return;
   }
   // edge: the support vertex's edge most perpendicular to d
-  int v = 0;
-  Real v_dot = dot(hull_vertex(c, 0), d);
-  for (int i = 1; i < c.hull_vertex_count; ++i) {
-    Real s = dot(hull_vertex(c, i), d);
-    if (s > v_dot) {
-      v_dot = s;
-      v = i;
-    }
-  }
   int other = -1;
   Real other_cos = kFeatureSin;
-  for (int face = 0; face < c.hull_face_count; ++face) {
-    int begin = c.hull_face_offset[face];
-    int n = c.hull_face_offset[face + 1] - begin;
-    for (int k = 0; k < n; ++k) {
-      if (c.hull_faces[begin + k] != v) continue;
-      // both neighbours of v in this face are edge endpoints
-      int nb[2] = {c.hull_faces[begin + (k + 1) % n], c.hull_faces[begin + (k + n - 1) % n]};
-      for (int j = 0; j < 2; ++j) {
-        Vec3 e = normalized(hull_vertex(c, nb[j]) - hull_vertex(c, v));
-        Real cosine = std::fabs(dot(e, d));
-        if (cosine < other_cos) {
-          other_cos = cosine;
-          other = nb[j];
+  if (climbs) {
+    for (int e = c.hull_edge_offset[v]; e < c.hull_edge_offset[v + 1]; ++e) {
+      const int nb = c.hull_edge_vertex[e];
+      const Real cosine = std::fabs(dot(normalized(hull_vertex(c, nb) - hull_vertex(c, v)), d));
+      if (cosine < other_cos) {
+        other_cos = cosine;
+        other = nb;
+      }
+    }
+  } else {
+    for (int face = 0; face < c.hull_face_count; ++face) {
+      int begin = c.hull_face_offset[face];
+      int n = c.hull_face_offset[face + 1] - begin;
+      for (int k = 0; k < n; ++k) {
+        if (c.hull_faces[begin + k] != v) continue;
+        // both neighbours of v in this face are edge endpoints
+        int nb[2] = {c.hull_faces[begin + (k + 1) % n], c.hull_faces[begin + (k + n - 1) % n]};
+        for (int j = 0; j < 2; ++j) {
+          Vec3 e = normalized(hull_vertex(c, nb[j]) - hull_vertex(c, v));
+          Real cosine = std::fabs(dot(e, d));
+          if (cosine < other_cos) {
+            other_cos = cosine;
+            other = nb[j];
+          }
         }
       }
     }
