@@ -114,41 +114,28 @@ AXION_HD bool hull_climbs(const Core& c) {
 // neighbour is a farthest vertex (the simplex method's argument), and each move gains, so the
 // climb ends. Ties then resolve to the vertex the climb meets first; deterministic either way.
 AXION_HD int hull_support_index(const Core& c, Vec3 d) {
-  if (!hull_climbs(c)) {
-    int best = 0;
-    Real best_dot = dot(hull_vertex(c, 0), d);
-    for (int i = 1; i < c.hull_vertex_count; ++i) {
-      Real v = dot(hull_vertex(c, i), d);
-      if (v > best_dot) {
-        best_dot = v;
-        best = i;
-      }
-    }
-    return best;
-  }
-  int best = c.hull_climb_start[0];
+  // (best, best_dot) moves to vertex i where i is strictly farther
+  int best = hull_climbs(c) ? c.hull_climb_start[0] : 0;
   Real best_dot = dot(hull_vertex(c, best), d);
-  for (int k = 1; k < kHullClimbStarts; ++k) {
-    const int i = c.hull_climb_start[k];
+  auto keep_farther = [&](int i) {
     const Real v = dot(hull_vertex(c, i), d);
     if (v > best_dot) {
       best_dot = v;
       best = i;
     }
+  };
+  if (!hull_climbs(c)) {
+    for (int i = 1; i < c.hull_vertex_count; ++i) keep_farther(i);
+    return best;
   }
-  for (;;) {
-    int next = best;
-    for (int e = c.hull_edge_offset[best]; e < c.hull_edge_offset[best + 1]; ++e) {
-      const int i = c.hull_edge_vertex[e];
-      const Real v = dot(hull_vertex(c, i), d);
-      if (v > best_dot) {
-        best_dot = v;
-        next = i;
-      }
+  for (int k = 1; k < kHullClimbStarts; ++k) keep_farther(c.hull_climb_start[k]);
+  for (int at = -1; at != best;) {
+    at = best;
+    for (int e = c.hull_edge_offset[at]; e < c.hull_edge_offset[at + 1]; ++e) {
+      keep_farther(c.hull_edge_vertex[e]);
     }
-    if (next == best) return best;
-    best = next;
   }
+  return best;
 }
 
 // Support point of the core in local direction d (local frame). Ties resolve to the first
