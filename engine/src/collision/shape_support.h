@@ -113,11 +113,11 @@ AXION_HD bool hull_climbs(const Core& c) {
 // best neighbour while one is strictly farther: on a convex polyhedron a vertex with no farther
 // neighbour is a farthest vertex (the simplex method's argument), and each move gains, so the
 // climb ends. Ties then resolve to the vertex the climb meets first; deterministic either way.
-// Out of line on the host: force-inlined into each of its callers' inlined copies (the CUDA
-// unit's host pass inlines every AXION_HD function), it took the narrow phase's host compile
-// from 60 to 166 s (g++ -O3), the CUDA unit's from minutes to a quarter of an hour; out of
-// line, 52 s.
-AXION_HD_OUTLINE int hull_support_index(const Core& c, Vec3 d) {
+// Out of line on both sides (a call per query, 1-2 ns on the host): inlined into each inlined
+// copy of its callers, it took a g++ -O3 unit of the narrow phase, every AXION_HD function
+// force-inlined as in the CUDA unit's host pass, from 60 to 166 s, and an nvcc sm_90 unit of
+// collide_shapes and shape_aabb from 153 to 258 s; out of line, 52 s and 149 s.
+AXION_HD_NOINLINE int hull_support_index(const Core& c, Vec3 d) {
   // (best, best_dot) moves to vertex i where i is strictly farther
   int best = hull_climbs(c) ? c.hull_climb_start[0] : 0;
   Real best_dot = dot(hull_vertex(c, best), d);
