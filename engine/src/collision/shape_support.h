@@ -207,8 +207,9 @@ AXION_HD void feature_to_world(const Core& c, Feature* f) {
 // Feature of a hull in local unit direction d.
 AXION_HD void hull_feature_local(const Core& c, Vec3 d, Feature* f) {
   const bool climbs = hull_climbs(c);
-  // the support vertex; on a large hull the faces and edges below are those at it
-  const int v = hull_support_index(c, d);
+  // a large hull's faces and edges below are those at its support vertex; a small hull reads
+  // every face, and finds that vertex only for an edge
+  int v = climbs ? hull_support_index(c, d) : -1;
   // face: the one whose outward normal is closest to d (of a large hull, of those at v: d lies
   // in v's normal cone, whose corners are their normals)
   int best_face = 0;
@@ -234,6 +235,7 @@ AXION_HD void hull_feature_local(const Core& c, Vec3 d, Feature* f) {
     return;
   }
   // edge: the support vertex's edge most perpendicular to d
+  if (v < 0) v = hull_support_index(c, d);
   int other = -1;
   Real other_cos = kFeatureSin;
   if (climbs) {
