@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
 #include "collision/hull.h"
 #include "kernels_body.h"
 #include "kernels_joint.h"
@@ -107,7 +109,60 @@ void WriteMocapFrames(const WorldLayout& layout, int w, BatchStorage& s) {
   }
 }
 
-void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hull) {
+// The convex hulls a batch has packed so far, so that each distinct hull is packed once: hull
+// arrays are read-only, and a copy per world took 4.5 of the 19.4 MB each world of dm_control's
+// dog held. Shapes of any world and any model that share a HullData (a model's shapes of one
+// mesh share one), or whose hulls are equal in every array, index one copy. The pointers stay
+// valid while the layouts being packed hold their models.
+struct HullPacking {
+  absl::flat_hash_map<const HullData*, int32_t> index_of;        // hull index in the batch
+  absl::flat_hash_map<size_t, std::vector<int32_t>> by_content;  // vertices' hash -> hulls
+  std::vector<const HullData*> packed;                           // (hull count)
+};
+
+namespace {
+
+// The index of `data` among the batch's hulls, packing it first where no equal hull is.
+int32_t PackHull(const HullData& data, BatchStorage& s, HullPacking& hulls) {
+  if (auto it = hulls.index_of.find(&data); it != hulls.index_of.end()) return it->second;
+  // another model's copy of the same mesh (every array follows from these four)
+  std::vector<int32_t>& same_hash = hulls.by_content[absl::HashOf(data.vertices)];
+  for (int32_t h : same_hash) {
+    const HullData& other = *hulls.packed[h];
+    if (other.vertices == data.vertices && other.faces == data.faces &&
+        other.face_offset == data.face_offset && other.face_plane == data.face_plane) {
+      hulls.index_of[&data] = h;
+      return h;
+    }
+  }
+  const int32_t h = static_cast<int32_t>(hulls.packed.size());
+  hulls.packed.push_back(&data);
+  hulls.index_of[&data] = h;
+  same_hash.push_back(h);
+  s.hull_vertices.insert(s.hull_vertices.end(), data.vertices.begin(), data.vertices.end());
+  s.hull_vertex_offset.push_back(static_cast<int32_t>(s.hull_vertices.size() / 3));
+  s.hull_face_index_offset.push_back(static_cast<int32_t>(s.hull_face_index.size()));
+  s.hull_face_index.insert(s.hull_face_index.end(), data.faces.begin(), data.faces.end());
+  s.hull_face_start.insert(s.hull_face_start.end(), data.face_offset.begin(),
+                           data.face_offset.end());
+  s.hull_face_plane.insert(s.hull_face_plane.end(), data.face_plane.begin(), data.face_plane.end());
+  s.hull_face_offset.push_back(s.hull_face_offset.back() +
+                               static_cast<int32_t>(data.face_offset.size()) - 1);
+  s.hull_edge_index_offset.push_back(static_cast<int32_t>(s.hull_edge_vertex.size()));
+  s.hull_edge_start.insert(s.hull_edge_start.end(), data.edge_offset.begin(),
+                           data.edge_offset.end());
+  s.hull_edge_vertex.insert(s.hull_edge_vertex.end(), data.edge_vertex.begin(),
+                            data.edge_vertex.end());
+  s.hull_edge_face.insert(s.hull_edge_face.end(), data.edge_face.begin(), data.edge_face.end());
+  s.hull_climb_start.insert(s.hull_climb_start.end(), data.climb_start.begin(),
+                            data.climb_start.end());
+  s.hull_radius.push_back(data.radius);
+  return h;
+}
+
+}  // namespace
+
+void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, HullPacking* hulls) {
   const ModelDesc& d = layout.model->desc();
   const Model& m = *layout.model;
   const int b0 = s.world_body_offset[w], j0 = s.world_joint_offset[w], f0 = s.world_dof_offset[w],
@@ -364,31 +419,10 @@ void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hul
     s.shape_gap[g] = shape.gap;
     s.shape_collision_group[g] = shape.collision_group;
     s.shape_collision_mask[g] = shape.collision_mask;
-    if (hull == nullptr) continue;  // the hulls stay as packed
+    if (hulls == nullptr) continue;  // the hulls stay as packed
     s.shape_hull[g] = -1;
-    if (shape.type == ShapeType::kConvexHull) {
-      const HullData& data = *ShapeHull(m, i);
-      s.shape_hull[g] = (*hull)++;
-      s.hull_vertices.insert(s.hull_vertices.end(), data.vertices.begin(), data.vertices.end());
-      s.hull_vertex_offset.push_back(static_cast<int32_t>(s.hull_vertices.size() / 3));
-      s.hull_face_index_offset.push_back(static_cast<int32_t>(s.hull_face_index.size()));
-      s.hull_face_index.insert(s.hull_face_index.end(), data.faces.begin(), data.faces.end());
-      s.hull_face_start.insert(s.hull_face_start.end(), data.face_offset.begin(),
-                               data.face_offset.end());
-      s.hull_face_plane.insert(s.hull_face_plane.end(), data.face_plane.begin(),
-                               data.face_plane.end());
-      s.hull_face_offset.push_back(s.hull_face_offset.back() +
-                                   static_cast<int32_t>(data.face_offset.size()) - 1);
-      s.hull_edge_index_offset.push_back(static_cast<int32_t>(s.hull_edge_vertex.size()));
-      s.hull_edge_start.insert(s.hull_edge_start.end(), data.edge_offset.begin(),
-                               data.edge_offset.end());
-      s.hull_edge_vertex.insert(s.hull_edge_vertex.end(), data.edge_vertex.begin(),
-                                data.edge_vertex.end());
-      s.hull_edge_face.insert(s.hull_edge_face.end(), data.edge_face.begin(), data.edge_face.end());
-      s.hull_climb_start.insert(s.hull_climb_start.end(), data.climb_start.begin(),
-                                data.climb_start.end());
-      s.hull_radius.push_back(data.radius);
-    }
+    if (shape.type == ShapeType::kConvexHull)
+      s.shape_hull[g] = PackHull(*ShapeHull(m, i), s, *hulls);
     if (shape.type == ShapeType::kHeightField) {
       // shape_hull indexes the height fields for a height field shape. Shapes of the same grid
       // share one copy (model arrays are read-only): a batch of 4096 worlds of one terrain
@@ -536,9 +570,9 @@ BatchStorage PackBatch(const std::vector<WorldLayout>& worlds) {
   s.heightfield_offset.push_back(0);
 
   // model arrays, world by world
-  int hull = 0;
+  HullPacking hulls;
   for (int w = 0; w < world_count; ++w) {
-    WriteWorldModel(worlds[w], w, s, &hull);
+    WriteWorldModel(worlds[w], w, s, &hulls);
     ResetWorldState(worlds[w], w, s);
   }
   return s;

@@ -374,11 +374,14 @@ struct WorldLayout {
 // Builds the batch for `worlds` (model arrays filled, state at each model's initial state).
 BatchStorage PackBatch(const std::vector<WorldLayout>& worlds);
 
+// The convex hulls a batch has packed so far (batch_storage.cc).
+struct HullPacking;
+
 // Writes world `w`'s model arrays (bodies, joints, DOFs, joint rows, actuators, shapes, pair
-// rules, its parameters) from `layout`. With `hull` (the hulls packed so far) the world's convex
-// hulls are appended to the hull arrays; without, the shapes keep the hulls packed for them, so
-// a model whose hulls and pair rules match the packed one's is written in place.
-void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, int* hull);
+// rules, its parameters) from `layout`. With `hulls` the world's convex hulls not yet packed
+// are appended to the hull arrays; without, the shapes keep the hulls packed for them, so a
+// model whose hulls and pair rules match the packed one's is written in place.
+void WriteWorldModel(const WorldLayout& layout, int w, BatchStorage& s, HullPacking* hulls);
 
 // Writes the static shapes and joint frames that ride on world `w`'s mocap bodies at the
 // layout's mocap poses (part of WriteWorldModel).

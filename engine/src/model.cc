@@ -7,6 +7,8 @@
 #include <set>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -212,6 +214,17 @@ absl::Status ValidateBody(int index, BodyDesc* body) {
   return absl::OkStatus();
 }
 
+size_t PointsHash(const std::vector<Vec3>& points) {
+  size_t hash = points.size();
+  for (Vec3 p : points) hash = absl::HashOf(hash, p.x, p.y, p.z);
+  return hash;
+}
+
+bool SamePoints(const std::vector<Vec3>& a, const std::vector<Vec3>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](Vec3 p, Vec3 q) { return p.x == q.x && p.y == q.y && p.z == q.z; });
+}
+
 absl::Status ValidateShape(int index, int body_count, int mocap_count, ShapeDesc* shape,
                            std::shared_ptr<const HullData>* built_hull) {
   std::string what = Describe("shape", index, shape->name);
@@ -252,6 +265,7 @@ absl::Status ValidateShape(int index, int body_count, int mocap_count, ShapeDesc
       if (s.ok()) s = positive(shape->size.z, "size.z (half extent)");
       break;
     case ShapeType::kConvexHull: {
+      if (*built_hull != nullptr) break;  // an earlier shape's of the same points
       absl::StatusOr<HullData> hull = BuildHull(shape->vertices);
       if (!hull.ok()) return Invalid(what, "vertices", std::string(hull.status().message()));
       *built_hull = std::make_shared<const HullData>(*std::move(hull));
@@ -817,8 +831,21 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
                                   &desc.mocap_bodies[m].pose);
     if (!s.ok()) return s;
   }
+  // shapes of one mesh (a robot's four wheels, MJCF geoms of one <mesh>) share one hull, built
+  // once and packed once per batch
   model->shape_hull_.assign(desc.shapes.size(), nullptr);
+  absl::flat_hash_map<size_t, std::vector<int>> hull_shapes;  // points' hash -> shapes
   for (int i = 0; i < static_cast<int>(desc.shapes.size()); ++i) {
+    if (desc.shapes[i].type == ShapeType::kConvexHull) {
+      std::vector<int>& same_hash = hull_shapes[PointsHash(desc.shapes[i].vertices)];
+      for (int k : same_hash) {
+        if (SamePoints(desc.shapes[k].vertices, desc.shapes[i].vertices)) {
+          model->shape_hull_[i] = model->shape_hull_[k];
+          break;
+        }
+      }
+      same_hash.push_back(i);
+    }
     absl::Status s =
         ValidateShape(i, body_count, mocap_count, &desc.shapes[i], &model->shape_hull_[i]);
     if (!s.ok()) return s;

@@ -334,7 +334,7 @@ absl::Status Simulator::SetWorldModels(absl::Span<const WorldModelUpdate> update
       for (size_t k = 0; k < updated.size(); ++k) {
         const int w = updated[k];
         im.worlds[w].layout = layout_of(k);
-        WriteWorldModel(im.worlds[w].layout, w, im.host, /*hull=*/nullptr);
+        WriteWorldModel(im.worlds[w].layout, w, im.host, /*hulls=*/nullptr);
       }
     };
     write([&](size_t k) { return next[updated[k]].layout; });

@@ -1111,6 +1111,72 @@ TEST(SimulatorTest, NewModelsWithOtherHullsArePackedAgain) {
   EXPECT_NEAR(BodyPos(*sim, ids[1], 0).z, 0.10, 2e-3);
 }
 
+// Hull arrays are model data: a batch packs each distinct hull once, whichever shapes, worlds
+// and models use it. Two bodies of one 600-point mesh (every point a hull vertex) rest on a
+// floor. Worlds of one model, of a second model compiled from the same description and of
+// models of other sizes share a batch: each settles on its own hull, the copies step bit for bit
+// as a world alone, and the batch holds one copy of each distinct hull.
+TEST(SimulatorTest, WorldsShareTheHullsOfOneMesh) {
+  constexpr int kPoints = 600;
+  // two bodies of hulls of points on spheres of radius `first` and `second`
+  auto balls = [](Real first, Real second) {
+    ModelDesc d;
+    d.options.timestep = 0.01;
+    ShapeDesc ground;
+    ground.type = ShapeType::kPlane;
+    d.shapes.push_back(ground);
+    for (int b = 0; b < 2; ++b) {
+      const Real radius = b == 0 ? first : second;
+      BodyDesc body;
+      body.mass = 1;
+      body.inertia = test::SphereInertia(1, radius);
+      body.pose.pos = {Real(0.5) * b, 0, radius + Real(0.02)};
+      d.bodies.push_back(body);
+      ShapeDesc hull;
+      hull.body = b;
+      hull.type = ShapeType::kConvexHull;
+      for (int k = 0; k < kPoints; ++k) {  // a Fibonacci sphere
+        const Real z = 1 - (2 * k + Real(1)) / kPoints, ring = std::sqrt(1 - z * z);
+        const Real angle = Real(2.399963229728653) * k;
+        hull.vertices.push_back(radius * Vec3{ring * std::cos(angle), ring * std::sin(angle), z});
+      }
+      d.shapes.push_back(hull);
+    }
+    return d;
+  };
+  const double hull_bytes = kPoints * 3 * sizeof(Real);  // its vertices alone, a lower bound
+  auto reference = MustCreateSimulator();
+  const WorldId alone = MustCreateWorld(*reference, MustCompile(balls(0.1, 0.1)));
+  MustStep(*reference, alone, 100);
+
+  auto sim = MustCreateSimulator();
+  const std::shared_ptr<const Model> one = MustCompile(balls(0.1, 0.1));
+  const std::shared_ptr<const Model> copy = MustCompile(balls(0.1, 0.1));
+  std::vector<WorldId> same, other;
+  for (int k = 0; k < 8; ++k) {
+    same.push_back(MustCreateWorld(*sim, k % 2 ? copy : one));
+    other.push_back(MustCreateWorld(*sim, MustCompile(balls(0.11 + 0.01 * k, 0.11 + 0.01 * k))));
+  }
+  ASSERT_TRUE(sim->StepAll(100).ok());
+  for (int k = 0; k < 8; ++k) {
+    EXPECT_EQ(Bytes(*sim, same[k]), Bytes(*reference, alone)) << "world " << k;
+    for (int b = 0; b < 2; ++b) {
+      EXPECT_NEAR(BodyPos(*sim, other[k], b).z, 0.11 + 0.01 * k, 2e-3) << "world " << k;
+    }
+  }
+
+  // the batch above holds 9 hulls; one of 16 models of two meshes each would hold 32
+  auto distinct = MustCreateSimulator();
+  for (int k = 0; k < 16; ++k) {
+    MustCreateWorld(*distinct, MustCompile(balls(0.1 + 0.001 * k, 0.2 + 0.001 * k)));
+  }
+  const double saved = double(distinct->memory_bytes()) - double(sim->memory_bytes());
+  std::printf(
+      "16 worlds: %zu bytes with 32 distinct hulls, %zu with 9 (%.1f hulls' vertices saved)\n",
+      distinct->memory_bytes(), sim->memory_bytes(), saved / hull_bytes);
+  EXPECT_GT(saved, 23 * hull_bytes);
+}
+
 // A paddle on a mocap body, moved a centimetre per step, pushes a ball along the floor, and a
 // body welded to the mocap body rides with it; the poses survive a re-pack, snapshots carry
 // them, a reset returns them, and bad poses are refused.
