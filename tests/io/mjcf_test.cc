@@ -1406,14 +1406,29 @@ TEST(MjcfActuatorTest, PositionAndVelocityServos) {
   EXPECT_EQ(a[3].gear, 1);
   EXPECT_TRUE(r->warnings.empty()) << r->warnings.front();
 
-  // forcerange follows ctrlrange's MuJoCo 2.2 rules
-  absl::StatusOr<ImportResult> unflagged = LoadMjcfString(R"(
-<mujoco><worldbody><body><joint name="j"/><geom size="0.1"/></body></worldbody>
-  <actuator><motor joint="j" forcerange="-1 1"/></actuator></mujoco>)",
-                                                          "");
+  // forcerange follows ctrlrange's rules: a range without its flag limits (MuJoCo 3's default
+  // autolimits), and is refused under autolimits="false" (MuJoCo 2.2's default)
+  const char* unflagged_xml = R"(<worldbody><body><joint name="j" range="-1 1"/><geom size="0.1"/>
+  </body></worldbody><actuator><motor joint="j" forcerange="-1 1" ctrlrange="-2 2"/></actuator>
+  </mujoco>)";
+  absl::StatusOr<ImportResult> inferred =
+      LoadMjcfString(absl::StrCat("<mujoco>", unflagged_xml), "");
+  ASSERT_TRUE(inferred.ok()) << inferred.status();
+  EXPECT_TRUE(inferred->model.actuators[0].force_limited);
+  EXPECT_TRUE(inferred->model.actuators[0].ctrl_limited);
+  EXPECT_TRUE(inferred->model.joints[0].limited);
+  absl::StatusOr<ImportResult> unflagged =
+      LoadMjcfString(absl::StrCat(R"(<mujoco><compiler autolimits="false"/>)", unflagged_xml), "");
   ASSERT_FALSE(unflagged.ok());
-  EXPECT_NE(unflagged.status().message().find("'forcelimited'"), std::string::npos)
+  EXPECT_NE(unflagged.status().message().find("'limited'"), std::string::npos)
       << unflagged.status();
+  absl::StatusOr<ImportResult> unflagged_force = LoadMjcfString(R"(
+<mujoco><compiler autolimits="false"/><worldbody><body><joint name="j"/><geom size="0.1"/>
+  </body></worldbody><actuator><motor joint="j" forcerange="-1 1"/></actuator></mujoco>)",
+                                                                "");
+  ASSERT_FALSE(unflagged_force.ok());
+  EXPECT_NE(unflagged_force.status().message().find("'forcelimited'"), std::string::npos)
+      << unflagged_force.status();
   absl::StatusOr<ImportResult> reversed = LoadMjcfString(R"(
 <mujoco><worldbody><body><joint name="j"/><geom size="0.1"/></body></worldbody>
   <actuator><motor joint="j" forcelimited="true" forcerange="1 -1"/></actuator></mujoco>)",
@@ -2180,7 +2195,7 @@ TEST(MjcfErrorTest, BadValuesNameElementNameAndAttribute) {
        {"inertial", "arm", "'mass'", "negative", ":2:"}},
       {R"(<mujoco><worldbody><body name="b"><joint/><geom name="g" size="0.1" mass="-1"/></body></worldbody></mujoco>)",
        {"geom 'g'", "'mass'", "negative"}},
-      {R"(<mujoco><worldbody><body name="b"><joint name="j" range="0 1"/><geom size="1"/></body></worldbody></mujoco>)",
+      {R"(<mujoco><compiler autolimits="false"/><worldbody><body name="b"><joint name="j" range="0 1"/><geom size="1"/></body></worldbody></mujoco>)",
        {"joint 'j'", "'range'", "limited"}},
       {R"(<mujoco><worldbody><body name="b"><joint/><geom name="g" type="capsule" size="0.1"/></body></worldbody></mujoco>)",
        {"geom 'g'", "'size'"}},

@@ -471,7 +471,7 @@ class MjcfLoader {
                                                          bool needs_axes) const;
   // A range attribute `name` and its flag (ctrlrange / ctrllimited, a tendon's range /
   // limited): limited where the flag says so, or (flag "auto", the default) where the range is
-  // given under <compiler autolimits="true">; MuJoCo 2.2's rule.
+  // given under <compiler autolimits="true"> (the default); an error under "false".
   absl::Status ReadRange(const Elem& e, const char* name, const char* flag, bool* limited,
                          Real* lower, Real* upper) const;
   absl::Status EqualityJoint(const Elem& e);
@@ -507,7 +507,9 @@ class MjcfLoader {
   bool degrees_ = true;
   std::string eulerseq_ = "xyz";
   std::string inertiafromgeom_ = "auto";
-  bool autolimits_ = false;
+  // MuJoCo 3's default. 2.2's (false) refused a range given without its flag, so every file 2.2
+  // loads means the same under either; files written for MuJoCo 3 often leave the flags out.
+  bool autolimits_ = true;
   bool balance_inertia_ = false;  // <compiler balanceinertia>, or MjcfOptions::balance_inertia
   Real bound_mass_ = 0;           // <compiler boundmass>
   Real bound_inertia_ = 0;        // <compiler boundinertia>
@@ -1402,14 +1404,14 @@ absl::Status MjcfLoader::ParseJoint(const XMLElement* xml, const std::string& cl
   if (norm(axis) < Real(1e-12)) return e.Error("axis", "is zero");
   joint->axis = normalized(axis);
 
-  // MuJoCo 2.2: `limited` defaults to "auto", which is "true when a range is given" with
-  // autolimits and an error without it.
+  // `limited` defaults to "auto": "true when a range is given" with autolimits (the default),
+  // and an error under <compiler autolimits="false"/>.
   std::string limited = e.Str("limited", "auto");
   if (limited == "auto") {
     if (e.Has("range") && !autolimits_) {
       return e.Error("range",
-                     "given without 'limited': set limited=\"true\" or \"false\", or "
-                     "<compiler autolimits=\"true\"/> (MuJoCo 2.2 rule)");
+                     "given without 'limited' under <compiler autolimits=\"false\"/>: set "
+                     "limited=\"true\" or \"false\"");
     }
     joint->limited = e.Has("range");
   } else {
@@ -2373,9 +2375,9 @@ absl::Status MjcfLoader::ReadRange(const Elem& e, const char* name, const char* 
   std::string mode = e.Str(flag, "auto");
   if (mode == "auto") {
     if (e.Has(name) && !autolimits_) {
-      return e.Error(name, absl::StrCat("given without '", flag, "': set ", flag,
-                                        "=\"true\" or \"false\", or <compiler "
-                                        "autolimits=\"true\"/> (MuJoCo 2.2 rule)"));
+      return e.Error(name, absl::StrCat("given without '", flag,
+                                        "' under <compiler autolimits=\"false\"/>: set ", flag,
+                                        "=\"true\" or \"false\""));
     }
     *limited = e.Has(name);
   } else {
