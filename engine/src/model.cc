@@ -220,11 +220,6 @@ size_t PointsHash(const std::vector<Vec3>& points) {
   return hash;
 }
 
-bool SamePoints(const std::vector<Vec3>& a, const std::vector<Vec3>& b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                    [](Vec3 p, Vec3 q) { return p.x == q.x && p.y == q.y && p.z == q.z; });
-}
-
 absl::Status ValidateShape(int index, int body_count, int mocap_count, ShapeDesc* shape,
                            std::shared_ptr<const HullData>* built_hull) {
   std::string what = Describe("shape", index, shape->name);
@@ -813,6 +808,11 @@ Real JointConeLimit(const JointDesc& joint) {
 }
 
 const HullData* ShapeHull(const Model& model, int shape) { return model.shape_hull_[shape].get(); }
+
+bool SamePoints(const std::vector<Vec3>& a, const std::vector<Vec3>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](Vec3 p, Vec3 q) { return p.x == q.x && p.y == q.y && p.z == q.z; });
+}
 
 absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
   std::shared_ptr<Model> model(new Model());

@@ -25,6 +25,8 @@ struct JointRowLayout {
 // The polyhedron of a convex-hull shape, built when the model was compiled; null for other
 // shapes. Packing a batch takes it from here rather than building it again.
 const HullData* ShapeHull(const Model& model, int shape);
+// Whether two hull shapes' points are the same, in the same order: then so are their hulls.
+bool SamePoints(const std::vector<Vec3>& a, const std::vector<Vec3>& b);
 
 // Checks every field of the solver options (errors name the field and value).
 absl::Status ValidateSolverOptions(SolverOptions* options);

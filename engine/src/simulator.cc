@@ -312,11 +312,7 @@ absl::Status Simulator::SetWorldModels(absl::Span<const WorldModelUpdate> update
       const ShapeDesc& b = now.desc().shapes[i];
       const bool hull = a.type == ShapeType::kConvexHull;
       in_place = hull == (b.type == ShapeType::kConvexHull) &&
-                 (!hull || a.vertices.size() == b.vertices.size());
-      for (size_t v = 0; hull && in_place && v < a.vertices.size(); ++v) {
-        in_place = a.vertices[v].x == b.vertices[v].x && a.vertices[v].y == b.vertices[v].y &&
-                   a.vertices[v].z == b.vertices[v].z;
-      }
+                 (!hull || SamePoints(a.vertices, b.vertices));
       // (a height field's grid is packed like a hull: the same heights, or a re-pack)
       const bool field = a.type == ShapeType::kHeightField;
       in_place = in_place && field == (b.type == ShapeType::kHeightField) &&
