@@ -606,19 +606,58 @@ bool JointHoldsChildOffPlane(const ModelDesc& desc, const JointDesc& joint,
 
 namespace {
 
-// A shape at the bodies' initial poses, for the geometric queries below: its world pose, the
-// radius of a sphere about that pose bounding it (infinite: a plane), and its narrow-phase
-// geometry (a hull's built on demand).
+// The hull shapes' hulls for the geometric queries below, each built once when first asked
+// for (a body's shapes meet the anchors of its own joint and of each child's), or the compiled
+// model's.
+class HullsOnDemand {
+ public:
+  HullsOnDemand(const ModelDesc& desc, const std::vector<std::shared_ptr<const HullData>>* built)
+      : desc_(desc), tried_(desc.shapes.size(), false) {
+    if (built != nullptr && built->size() == desc.shapes.size()) {
+      hulls_ = *built;
+    } else {
+      hulls_.assign(desc.shapes.size(), nullptr);
+    }
+  }
+
+  // Shape `s`'s hull (another shape's of the same points); null where it does not build.
+  const HullData* Get(int s) {
+    if (hulls_[s] == nullptr && !tried_[s]) {
+      tried_[s] = true;
+      const std::vector<Vec3>& points = desc_.shapes[s].vertices;
+      std::vector<int>& same_hash = built_[PointsHash(points)];
+      for (int k : same_hash) {
+        if (SamePoints(desc_.shapes[k].vertices, points)) hulls_[s] = hulls_[k];
+      }
+      if (hulls_[s] == nullptr) {
+        absl::StatusOr<HullData> hull = BuildHull(points);
+        if (hull.ok()) hulls_[s] = std::make_shared<const HullData>(*std::move(hull));
+      }
+      if (hulls_[s] != nullptr) same_hash.push_back(s);
+    }
+    return hulls_[s].get();
+  }
+
+ private:
+  const ModelDesc& desc_;
+  std::vector<std::shared_ptr<const HullData>> hulls_;
+  std::vector<bool> tried_;
+  absl::flat_hash_map<size_t, std::vector<int>> built_;  // points' hash -> shapes built
+};
+
+// A shape at the bodies' initial poses, for the geometric queries below: its world pose, and the
+// radius of a sphere about that pose bounding it (infinite: a plane).
 struct PlacedShape {
+  int index = -1;  // in the description's shapes
   const ShapeDesc* shape = nullptr;
   Pose pose;
   Real bound = std::numeric_limits<Real>::infinity();
-  HullData hull;
-  bool hull_built = false;
 };
 
-PlacedShape PlaceShape(const ModelDesc& desc, const ShapeDesc& shape) {
+PlacedShape PlaceShape(const ModelDesc& desc, int index) {
+  const ShapeDesc& shape = desc.shapes[index];
   PlacedShape placed;
+  placed.index = index;
   placed.shape = &shape;
   placed.pose = shape.pose;
   if (shape.body != kWorldBody) {
@@ -651,7 +690,7 @@ PlacedShape PlaceShape(const ModelDesc& desc, const ShapeDesc& shape) {
 
 // Signed distance (m, negative inside) from `point` to the placed shape, or +infinity where it
 // is farther than `cutoff` or cannot be told (a height field; a hull that does not build).
-Real SignedDistance(PlacedShape& placed, Vec3 point, Real cutoff) {
+Real SignedDistance(const PlacedShape& placed, Vec3 point, Real cutoff, HullsOnDemand& hulls) {
   constexpr Real kProbeRadius = Real(1e-6);
   const ShapeDesc& shape = *placed.shape;
   const Real far = norm(point - placed.pose.pos) - placed.bound;  // a lower bound
@@ -659,13 +698,9 @@ Real SignedDistance(PlacedShape& placed, Vec3 point, Real cutoff) {
     return std::numeric_limits<Real>::infinity();
   ShapeGeom geom;
   if (shape.type == ShapeType::kConvexHull) {
-    if (!placed.hull_built) {
-      absl::StatusOr<HullData> built = BuildHull(shape.vertices);
-      if (!built.ok()) return std::numeric_limits<Real>::infinity();
-      placed.hull = *std::move(built);
-      placed.hull_built = true;
-    }
-    geom = HullShapeGeom(placed.hull);
+    const HullData* hull = hulls.Get(placed.index);
+    if (hull == nullptr) return std::numeric_limits<Real>::infinity();
+    geom = HullShapeGeom(*hull);
   } else {
     geom.type = static_cast<int32_t>(shape.type);
     geom.size = shape.size;
@@ -683,12 +718,14 @@ Real SignedDistance(PlacedShape& placed, Vec3 point, Real cutoff) {
 
 }  // namespace
 
-std::vector<std::array<int, 2>> AnchorOverlapPairs(const ModelDesc& desc,
-                                                   std::vector<int>* joint_of) {
+std::vector<std::array<int, 2>> AnchorOverlapPairs(
+    const ModelDesc& desc, std::vector<int>* joint_of,
+    const std::vector<std::shared_ptr<const HullData>>* built_hulls) {
   // overlaps shallower than this are left to the contacts (a door shut against its frame)
   constexpr Real kOverlapTolerance = Real(1e-6);
   std::vector<std::array<int, 2>> pairs;
   std::set<std::pair<int, int>> seen;
+  HullsOnDemand hulls(desc, built_hulls);
   const int body_count = static_cast<int>(desc.bodies.size());
   std::vector<std::vector<int>> body_shapes(body_count + 1);  // kWorldBody's at 0
   for (int s = 0; s < static_cast<int>(desc.shapes.size()); ++s) {
@@ -719,11 +756,11 @@ std::vector<std::array<int, 2>> AnchorOverlapPairs(const ModelDesc& desc,
     };
     std::vector<PlacedShape> sides[2];
     for (int s : body_shapes[joint.child + 1])
-      if (filtered(desc.shapes[s])) sides[0].push_back(PlaceShape(desc, desc.shapes[s]));
+      if (filtered(desc.shapes[s])) sides[0].push_back(PlaceShape(desc, s));
     for (int s : body_shapes[joint.parent + 1]) {
       const ShapeDesc& shape = desc.shapes[s];
       if (filtered(shape) && shape.mocap == (joint.parent == kWorldBody ? joint.parent_mocap : -1))
-        sides[1].push_back(PlaceShape(desc, shape));
+        sides[1].push_back(PlaceShape(desc, s));
     }
     if (sides[0].empty() || sides[1].empty()) continue;
     // the deepest either side can hold the anchor: the bound on the other side's distances
@@ -732,16 +769,15 @@ std::vector<std::array<int, 2>> AnchorOverlapPairs(const ModelDesc& desc,
       for (const PlacedShape& p : sides[k]) reach[k] = std::max(reach[k], p.bound);
     std::vector<Real> distance[2];
     for (int k = 0; k < 2; ++k)
-      for (PlacedShape& p : sides[k])
-        distance[k].push_back(SignedDistance(p, anchor, std::min(reach[1 - k], Real(1e3))));
+      for (const PlacedShape& p : sides[k])
+        distance[k].push_back(SignedDistance(p, anchor, std::min(reach[1 - k], Real(1e3)), hulls));
     for (size_t a = 0; a < sides[0].size(); ++a) {
       for (size_t b = 0; b < sides[1].size(); ++b) {
         const Real da = distance[0][a], db = distance[1][b];
         if (!(-da - std::max(db, Real(0)) > kOverlapTolerance ||
               -db - std::max(da, Real(0)) > kOverlapTolerance))
           continue;
-        const int sa = static_cast<int>(sides[0][a].shape - desc.shapes.data());
-        const int sb = static_cast<int>(sides[1][b].shape - desc.shapes.data());
+        const int sa = sides[0][a].index, sb = sides[1][b].index;
         if (!seen.insert({std::min(sa, sb), std::max(sa, sb)}).second) continue;
         pairs.push_back({sa, sb});
         if (joint_of) joint_of->push_back(static_cast<int>(j));
@@ -1388,7 +1424,7 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
   // Shapes that both contain the anchor their joint holds in place overlap whatever it does
   // (AnchorOverlapPairs): dm_control's CMU humanoid, hanging from its static pelvis, pushed its
   // thighs out of it against the hips until the state was no longer finite. Excluded.
-  for (const auto& [a, b] : AnchorOverlapPairs(desc)) exclude(a, b);
+  for (const auto& [a, b] : AnchorOverlapPairs(desc, nullptr, &model->shape_hull_)) exclude(a, b);
   // (explicit pairs included: MJCF's one-way contype/conaffinity pairs arrive as explicit pairs)
   for (Model::PairRule& rule : model->pair_rules_) {
     if (unreachable.count({rule.shape_a, rule.shape_b})) rule.friction = Model::kPairExcluded;

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cmath>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -68,9 +69,12 @@ bool JointHoldsChildOffPlane(const ModelDesc& desc, const JointDesc& joint, cons
 // with the world, softly: a robot's first link inside the static base it turns on, dm_control's
 // CMU humanoid hanging from its static pelvis). Each pair once, of shapes in some group and
 // meeting some mask, whether or not the filter passes the pair; `joint_of` (optional) gets each
-// pair's joint. Reads child_frame (Compile resolves JointDesc::axis into it first).
-std::vector<std::array<int, 2>> AnchorOverlapPairs(const ModelDesc& desc,
-                                                   std::vector<int>* joint_of = nullptr);
+// pair's joint. Reads child_frame (Compile resolves JointDesc::axis into it first). Hull shapes'
+// hulls are built as needed, each once, unless `built_hulls` (one per shape, as Compile builds
+// them) gives them.
+std::vector<std::array<int, 2>> AnchorOverlapPairs(
+    const ModelDesc& desc, std::vector<int>* joint_of = nullptr,
+    const std::vector<std::shared_ptr<const HullData>>* built_hulls = nullptr);
 // DOF `dof`'s dry friction (JointDesc::friction_loss or its per-DOF override).
 Real JointFrictionLoss(const JointDesc& joint, int dof);
 // A limited ball joint's cone limit (rad, upper[0]); 0 for every other joint.
