@@ -214,11 +214,32 @@ absl::Status ValidateBody(int index, BodyDesc* body) {
   return absl::OkStatus();
 }
 
-size_t PointsHash(const std::vector<Vec3>& points) {
-  size_t hash = points.size();
-  for (Vec3 p : points) hash = absl::HashOf(hash, p.x, p.y, p.z);
-  return hash;
-}
+// Hull shapes by their points, so that shapes of one mesh share one hull.
+class ShapesByPoints {
+ public:
+  explicit ShapesByPoints(const ModelDesc& desc) : desc_(desc) {}
+
+  // A shape added before with the same points as shape `s` (-1: none); `s` is added.
+  int FindAndAdd(int s) {
+    const std::vector<Vec3>& points = desc_.shapes[s].vertices;
+    size_t hash = points.size();
+    for (Vec3 p : points) hash = absl::HashOf(hash, p.x, p.y, p.z);
+    std::vector<int>& same_hash = shapes_[hash];
+    int found = -1;
+    for (int k : same_hash) {
+      if (SamePoints(desc_.shapes[k].vertices, points)) {
+        found = k;
+        break;
+      }
+    }
+    same_hash.push_back(s);
+    return found;
+  }
+
+ private:
+  const ModelDesc& desc_;
+  absl::flat_hash_map<size_t, std::vector<int>> shapes_;  // points' hash -> shapes
+};
 
 absl::Status ValidateShape(int index, int body_count, int mocap_count, ShapeDesc* shape,
                            std::shared_ptr<const HullData>* built_hull) {
@@ -620,20 +641,17 @@ class HullsOnDemand {
     }
   }
 
-  // Shape `s`'s hull (another shape's of the same points); null where it does not build.
+  // Shape `s`'s hull (an earlier shape's of the same points); null where it does not build.
   const HullData* Get(int s) {
     if (hulls_[s] == nullptr && !tried_[s]) {
       tried_[s] = true;
-      const std::vector<Vec3>& points = desc_.shapes[s].vertices;
-      std::vector<int>& same_hash = built_[PointsHash(points)];
-      for (int k : same_hash) {
-        if (SamePoints(desc_.shapes[k].vertices, points)) hulls_[s] = hulls_[k];
-      }
-      if (hulls_[s] == nullptr) {
-        absl::StatusOr<HullData> hull = BuildHull(points);
+      const int same = tried_by_points_.FindAndAdd(s);
+      if (same >= 0) {
+        hulls_[s] = hulls_[same];  // (null again where those points did not build)
+      } else {
+        absl::StatusOr<HullData> hull = BuildHull(desc_.shapes[s].vertices);
         if (hull.ok()) hulls_[s] = std::make_shared<const HullData>(*std::move(hull));
       }
-      if (hulls_[s] != nullptr) same_hash.push_back(s);
     }
     return hulls_[s].get();
   }
@@ -642,7 +660,7 @@ class HullsOnDemand {
   const ModelDesc& desc_;
   std::vector<std::shared_ptr<const HullData>> hulls_;
   std::vector<bool> tried_;
-  absl::flat_hash_map<size_t, std::vector<int>> built_;  // points' hash -> shapes built
+  ShapesByPoints tried_by_points_{desc_};
 };
 
 // A shape at the bodies' initial poses, for the geometric queries below: its world pose, and the
@@ -870,17 +888,11 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Compile(ModelDesc desc) {
   // shapes of one mesh (a robot's four wheels, MJCF geoms of one <mesh>) share one hull, built
   // once and packed once per batch
   model->shape_hull_.assign(desc.shapes.size(), nullptr);
-  absl::flat_hash_map<size_t, std::vector<int>> hull_shapes;  // points' hash -> shapes
+  ShapesByPoints hull_shapes(desc);
   for (int i = 0; i < static_cast<int>(desc.shapes.size()); ++i) {
     if (desc.shapes[i].type == ShapeType::kConvexHull) {
-      std::vector<int>& same_hash = hull_shapes[PointsHash(desc.shapes[i].vertices)];
-      for (int k : same_hash) {
-        if (SamePoints(desc.shapes[k].vertices, desc.shapes[i].vertices)) {
-          model->shape_hull_[i] = model->shape_hull_[k];
-          break;
-        }
-      }
-      same_hash.push_back(i);
+      const int same = hull_shapes.FindAndAdd(i);
+      if (same >= 0) model->shape_hull_[i] = model->shape_hull_[same];
     }
     absl::Status s =
         ValidateShape(i, body_count, mocap_count, &desc.shapes[i], &model->shape_hull_[i]);
